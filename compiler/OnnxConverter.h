@@ -1,0 +1,93 @@
+//===- OnnxConverter.h - the per-op converter interface --------*- C++ -*-===//
+//
+// The importer maps each ONNX node through a table of small converters keyed
+// by op type and op version (OnnxConverters.cpp). A converter sees the node's
+// inputs as values, the result types that shape inference gave, and helpers to
+// read attributes; it returns the values of the node's outputs or a reason.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_COMPILER_ONNXCONVERTER_H
+#define QCC_COMPILER_ONNXCONVERTER_H
+
+#include "dialects/QccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/ArrayRef.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace qcc {
+
+class ConvertContext {
+public:
+  ConvertContext(mlir::OpBuilder &builder, mlir::Location loc,
+                 const onnx::NodeProto &node,
+                 llvm::SmallVector<mlir::Value> inputs,
+                 llvm::SmallVector<mlir::Type> resultTypes)
+      : builder(builder), loc(loc), node(node), inputs(std::move(inputs)),
+        resultTypes(std::move(resultTypes)) {}
+
+  mlir::OpBuilder &builder;
+  mlir::Location loc;
+  const onnx::NodeProto &node;
+  /// One per ONNX input; null for an omitted optional input.
+  llvm::SmallVector<mlir::Value> inputs;
+  /// One per ONNX output, from shape inference.
+  llvm::SmallVector<mlir::Type> resultTypes;
+  /// Set by a converter that fails: the reason, without the node's name.
+  std::string error;
+
+  mlir::Value input(size_t i) const {
+    return i < inputs.size() ? inputs[i] : mlir::Value();
+  }
+  mlir::RankedTensorType resultType(size_t i = 0) const {
+    return mlir::cast<mlir::RankedTensorType>(resultTypes[i]);
+  }
+
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t intAttr(llvm::StringRef name, int64_t dflt) const;
+  float floatAttr(llvm::StringRef name, float dflt) const;
+  std::optional<std::vector<int64_t>> intsAttr(llvm::StringRef name) const;
+
+  /// The elements of a constant integer input (axes, sizes, ...), or nullopt.
+  std::optional<llvm::SmallVector<int64_t>> constInts(size_t i) const;
+
+  /// Records `reason` and returns failure, for `return ctx.fail(...)`.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> fail(const llvm::Twine &r);
+
+  template <typename OpT, typename... Args>
+  mlir::Value create(Args &&...args) {
+    return builder.create<OpT>(loc, std::forward<Args>(args)...)->getResult(0);
+  }
+};
+
+using ConvertFn =
+    std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(
+        ConvertContext &)>;
+
+/// One row of the converter table: ONNX op type, the op versions (schema
+/// since-versions) the converter implements, and the converter.
+struct OnnxConverter {
+  std::string opType;
+  std::vector<int> versions;
+  ConvertFn convert;
+};
+
+const std::vector<OnnxConverter> &onnxConverters();
+
+/// Converts an ONNX TensorProto to an ElementsAttr (external data already
+/// resolved into `externalBytes` when the tensor lives outside the model).
+mlir::FailureOr<mlir::ElementsAttr>
+tensorToElements(mlir::MLIRContext *ctx, const onnx::TensorProto &tensor,
+                 const std::string *externalBytes, std::string &error);
+
+/// The MLIR element type of an ONNX TensorProto data type, or null.
+mlir::Type onnxElementType(mlir::MLIRContext *ctx, int32_t dataType);
+
+} // namespace qcc
+
+#endif // QCC_COMPILER_ONNXCONVERTER_H

@@ -1,0 +1,400 @@
+//===- OnnxImporter.cpp - ONNX protobuf -> qcc dialect --------------------===//
+//
+// Reads the model with protobuf, validates it with ONNX's checker, fills in
+// intermediate shapes with ONNX's shape inference (with data propagation, so
+// Shape -> Gather -> Concat chains give known ranks), then walks the graph in
+// order and maps each node through the converter table.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/OnnxImporter.h"
+#include "compiler/OnnxConverter.h"
+
+#include "dialects/QccDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using namespace qcc;
+
+namespace {
+
+/// Builds errors of the form `FILE: node 'NAME' (OP): REASON`.
+struct ErrorSink {
+  std::string file;
+  llvm::Error error(const Twine &reason) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   file + ": " + reason);
+  }
+  llvm::Error nodeError(const onnx::NodeProto &node, const Twine &reason) const {
+    return error("node '" + node.name() + "' (" + node.op_type() +
+                 "): " + reason);
+  }
+};
+
+class Importer {
+public:
+  Importer(MLIRContext &ctx, StringRef path)
+      : ctx(ctx), builder(&ctx), sink{path.str()}, path(path.str()) {}
+
+  llvm::Expected<OwningOpRef<ModuleOp>> run();
+
+private:
+  llvm::Error load(onnx::ModelProto &model);
+  llvm::Error checkOpset(const onnx::ModelProto &model);
+  llvm::Error collectTypes(const onnx::GraphProto &graph);
+  llvm::Expected<RankedTensorType> typeOf(const onnx::TypeProto &t,
+                                          const std::string &name,
+                                          SmallVector<std::string> *dimNames);
+  llvm::Error importInitializer(const onnx::TensorProto &t);
+  llvm::Error importNode(const onnx::NodeProto &node);
+  llvm::Expected<std::string> readExternal(const onnx::TensorProto &t);
+
+  MLIRContext &ctx;
+  OpBuilder builder;
+  ErrorSink sink;
+  std::string path;
+  int64_t opset = 0;
+  llvm::StringMap<Value> values;
+  llvm::StringMap<onnx::TypeProto> types;
+};
+
+} // namespace
+
+llvm::Error Importer::load(onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return sink.error("cannot read the file: " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.empty())
+    return sink.error("the file is empty");
+  if (!model.ParseFromArray(bytes.data(), bytes.size()))
+    return sink.error("not a valid ONNX model (the protobuf does not parse; "
+                      "truncated or corrupted?)");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    return sink.error("the model has no graph or an empty graph (truncated?)");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return sink.error("the ONNX checker rejects the model: " + what);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::checkOpset(const onnx::ModelProto &model) {
+  for (const auto &imp : model.opset_import()) {
+    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+      opset = imp.version();
+  }
+  if (opset == 0)
+    return sink.error("the model imports no default-domain (ai.onnx) opset");
+  if (opset < kMinOpset)
+    return sink.error(fmt::format(
+        "opset {} is not supported (qcc imports opsets {}-{}, and newer ones "
+        "for ops whose semantics did not change)",
+        opset, kMinOpset, kMaxTestedOpset));
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::collectTypes(const onnx::GraphProto &graph) {
+  for (const auto &list : {graph.input(), graph.value_info(), graph.output()})
+    for (const auto &vi : list)
+      if (vi.has_type())
+        types[vi.name()] = vi.type();
+  return llvm::Error::success();
+}
+
+llvm::Expected<RankedTensorType>
+Importer::typeOf(const onnx::TypeProto &t, const std::string &name,
+                 SmallVector<std::string> *dimNames) {
+  if (!t.has_tensor_type())
+    return sink.error("value '" + name + "' is not a tensor");
+  const auto &tt = t.tensor_type();
+  Type et = onnxElementType(&ctx, tt.elem_type());
+  if (!et)
+    return sink.error(fmt::format("value '{}' has unsupported element type {}",
+                                  name, tt.elem_type()));
+  if (!tt.has_shape())
+    return sink.error("value '" + name +
+                      "' has unknown rank (qcc needs the rank of every value)");
+  SmallVector<int64_t> shape;
+  for (const auto &d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      shape.push_back(d.dim_value());
+      if (dimNames)
+        dimNames->push_back("");
+    } else {
+      shape.push_back(ShapedType::kDynamic);
+      if (dimNames)
+        dimNames->push_back(d.has_dim_param() ? d.dim_param() : "?");
+    }
+  }
+  return RankedTensorType::get(shape, et);
+}
+
+llvm::Expected<std::string>
+Importer::readExternal(const onnx::TensorProto &t) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoll(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
+  }
+  if (location.empty() || llvm::sys::path::is_absolute(location) ||
+      StringRef(location).contains(".."))
+    return sink.error("initializer '" + t.name() +
+                      "' has an invalid external data location '" + location +
+                      "'");
+  SmallString<256> file(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(file, location);
+  auto buffer = llvm::MemoryBuffer::getFile(file);
+  if (!buffer)
+    return sink.error("initializer '" + t.name() + "': cannot read external "
+                      "data file '" + file + "': " +
+                      buffer.getError().message());
+  StringRef all = (*buffer)->getBuffer();
+  if (length < 0)
+    length = all.size() - offset;
+  if (offset < 0 || offset + length > (int64_t)all.size())
+    return sink.error(fmt::format(
+        "initializer '{}': external data [{}, {}) lies outside '{}' ({} bytes)",
+        t.name(), offset, offset + length, file.str().str(), all.size()));
+  return all.substr(offset, length).str();
+}
+
+llvm::Error Importer::importInitializer(const onnx::TensorProto &t) {
+  std::string external;
+  bool isExternal =
+      t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+  if (isExternal) {
+    auto bytes = readExternal(t);
+    if (!bytes)
+      return bytes.takeError();
+    external = std::move(*bytes);
+  }
+  std::string error;
+  auto attr = tensorToElements(&ctx, t, isExternal ? &external : nullptr, error);
+  if (failed(attr))
+    return sink.error("initializer '" + t.name() + "': " + error);
+  Location loc = NameLoc::get(builder.getStringAttr(t.name()),
+                              FileLineColLoc::get(&ctx, path, 0, 0));
+  values[t.name()] = builder.create<ConstantOp>(loc, *attr).getResult();
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::importNode(const onnx::NodeProto &node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return sink.nodeError(node, "ops of domain '" + node.domain() +
+                                    "' are not supported");
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type(), opset, node.domain());
+  if (!schema)
+    return sink.nodeError(node, fmt::format("unknown op in opset {}", opset));
+  int version = schema->SinceVersion();
+
+  const OnnxConverter *converter = nullptr;
+  std::vector<int> known;
+  for (const auto &c : onnxConverters()) {
+    if (c.opType != node.op_type())
+      continue;
+    known.insert(known.end(), c.versions.begin(), c.versions.end());
+    if (llvm::is_contained(c.versions, version))
+      converter = &c;
+  }
+  if (known.empty())
+    return sink.nodeError(node, "unsupported op (qcc has no converter for "
+                                "it; `qcc --list-ops` lists the supported ops)");
+  if (!converter)
+    return sink.nodeError(
+        node, fmt::format("opset {} selects version {} of this op, which qcc "
+                          "does not support (supported versions: {})",
+                          opset, version, fmt::join(known, ", ")));
+
+  SmallVector<Value> inputs;
+  for (const std::string &name : node.input()) {
+    if (name.empty()) {
+      inputs.push_back(Value());
+      continue;
+    }
+    auto it = values.find(name);
+    if (it == values.end())
+      return sink.nodeError(node, "input '" + name + "' is not defined");
+    inputs.push_back(it->second);
+  }
+  SmallVector<Type> resultTypes;
+  for (const std::string &name : node.output()) {
+    auto it = types.find(name);
+    if (it == types.end()) {
+      if (name.empty()) {
+        resultTypes.push_back(Type());
+        continue;
+      }
+      return sink.nodeError(node, "cannot infer the type of output '" + name +
+                                      "' (unknown rank)");
+    }
+    auto type = typeOf(it->second, name, nullptr);
+    if (!type) {
+      llvm::consumeError(type.takeError());
+      return sink.nodeError(node, "cannot handle the shape of output '" +
+                                      name + "' (unknown rank or type)");
+    }
+    resultTypes.push_back(*type);
+  }
+
+  std::string locName = node.name().empty() ? node.output(0) : node.name();
+  Location loc = NameLoc::get(builder.getStringAttr(locName),
+                              FileLineColLoc::get(&ctx, path, 0, 0));
+  ConvertContext cc(builder, loc, node, std::move(inputs),
+                    std::move(resultTypes));
+  auto results = converter->convert(cc);
+  if (failed(results))
+    return sink.nodeError(node, cc.error.empty() ? "conversion failed"
+                                                 : cc.error);
+  for (auto [name, value] : llvm::zip(node.output(), *results))
+    if (!name.empty() && value)
+      values[name] = value;
+  return llvm::Error::success();
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
+  ctx.loadDialect<QccDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (auto err = load(model))
+    return std::move(err);
+  if (auto err = checkOpset(model))
+    return std::move(err);
+  try {
+    onnx::ShapeInferenceOptions options{/*check_type=*/false,
+                                        /*error_mode=*/0,
+                                        /*enable_data_propagation=*/true};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       options);
+  } catch (const std::exception &e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return sink.error("ONNX shape inference failed: " + what);
+  }
+  const onnx::GraphProto &graph = model.graph();
+  if (auto err = collectTypes(graph))
+    return std::move(err);
+
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+
+  llvm::StringSet<> initializerNames;
+  for (const auto &t : graph.initializer())
+    initializerNames.insert(t.name());
+
+  // Signature: graph inputs that are not initializers, then graph outputs.
+  SmallVector<Type> argTypes, resultTypes;
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+  SmallVector<std::string> argNames;
+  auto signatureAttrs = [&](const std::string &name,
+                            ArrayRef<std::string> dims) {
+    SmallVector<Attribute> dimAttrs;
+    for (const auto &d : dims)
+      dimAttrs.push_back(builder.getStringAttr(d));
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr("qcc.name", builder.getStringAttr(name)),
+         builder.getNamedAttr(kDimNamesAttr, builder.getArrayAttr(dimAttrs))});
+  };
+  for (const auto &in : graph.input()) {
+    if (initializerNames.contains(in.name()))
+      continue;
+    SmallVector<std::string> dims;
+    auto type = typeOf(in.type(), in.name(), &dims);
+    if (!type)
+      return sink.error("graph input '" + in.name() + "': " +
+                        llvm::toString(type.takeError()));
+    argTypes.push_back(*type);
+    argAttrs.push_back(signatureAttrs(in.name(), dims));
+    argNames.push_back(in.name());
+  }
+  for (const auto &out : graph.output()) {
+    SmallVector<std::string> dims;
+    auto type = typeOf(out.type(), out.name(), &dims);
+    if (!type)
+      return sink.error("graph output '" + out.name() + "': " +
+                        llvm::toString(type.takeError()));
+    resultTypes.push_back(*type);
+    resultAttrs.push_back(signatureAttrs(out.name(), dims));
+  }
+
+  auto func = builder.create<func::FuncOp>(
+      fileLoc, "main", builder.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+  Block *entry = func.addEntryBlock();
+  for (auto [name, arg] : llvm::zip(argNames, entry->getArguments()))
+    values[name] = arg;
+  builder.setInsertionPointToStart(entry);
+
+  for (const auto &t : graph.initializer())
+    if (auto err = importInitializer(t))
+      return std::move(err);
+  for (const auto &node : graph.node())
+    if (auto err = importNode(node))
+      return std::move(err);
+
+  SmallVector<Value> results;
+  for (const auto &out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end())
+      return sink.error("graph output '" + out.name() + "' is never produced");
+    results.push_back(it->second);
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  // Converters may know more than the declared outputs (or forward a value
+  // through Identity): the function returns what the body computes.
+  func.setFunctionType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+
+  // Verification failures name the node through the op's NameLoc.
+  std::string diag;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      if (!diag.empty())
+        return success();
+      std::string node = "?";
+      if (auto name = dyn_cast<NameLoc>(d.getLocation()))
+        node = name.getName().str();
+      diag = "node '" + node + "': " + d.str();
+      return success();
+    });
+    if (failed(verify(*module)))
+      return sink.error(diag.empty() ? "the imported IR does not verify"
+                                     : diag);
+  }
+  return std::move(module);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+qcc::importOnnxFile(MLIRContext &context, StringRef path) {
+  Importer importer(context, path);
+  return importer.run();
+}
+
+std::vector<std::pair<std::string, std::vector<int>>> qcc::supportedOnnxOps() {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  for (const auto &c : onnxConverters())
+    out.emplace_back(c.opType, c.versions);
+  std::sort(out.begin(), out.end());
+  return out;
+}

@@ -1,0 +1,29 @@
+//===- QccConstants.h - building and reading constant tensors --*- C++ -*-===//
+#ifndef QCC_DIALECTS_QCCCONSTANTS_H
+#define QCC_DIALECTS_QCCCONSTANTS_H
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace qcc {
+
+/// Tensors with more elements than this are stored as dense_resource blobs
+/// (weights); smaller ones as dense attributes that folders can read.
+inline constexpr int64_t kResourceThreshold = 64;
+
+/// Builds an ElementsAttr of `type` from its row-major bytes: a dense_resource
+/// blob named after `name` when large, a dense attribute otherwise.
+mlir::ElementsAttr makeElements(mlir::RankedTensorType type,
+                                llvm::ArrayRef<char> bytes,
+                                llvm::StringRef name);
+
+/// The row-major bytes of a dense or dense_resource attribute (i1 as one byte
+/// per element); std::nullopt if the data is not available.
+std::optional<std::vector<char>> getBytes(mlir::ElementsAttr attr);
+
+/// The values of a float32 constant, widened; std::nullopt otherwise.
+std::optional<std::vector<float>> getF32Values(mlir::ElementsAttr attr);
+
+} // namespace qcc
+
+#endif // QCC_DIALECTS_QCCCONSTANTS_H

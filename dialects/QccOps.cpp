@@ -1,0 +1,530 @@
+//===- QccOps.cpp - qcc op verifiers --------------------------------------===//
+//
+// Verifiers check what the types can show: ranks, static sizes that must agree
+// (a dynamic size agrees with anything), element types and attribute ranges.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/QccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace qcc;
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Two sizes agree when equal or when either is dynamic.
+static bool sizesAgree(int64_t a, int64_t b) {
+  return a == kDyn || b == kDyn || a == b;
+}
+
+static bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a, b))
+    if (!sizesAgree(x, y))
+      return false;
+  return true;
+}
+
+FailureOr<SmallVector<int64_t>> qcc::broadcastShapes(ArrayRef<int64_t> a,
+                                                      ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x == 1)
+      out[i] = y;
+    else if (y == 1)
+      out[i] = x;
+    else if (x == kDyn)
+      out[i] = y;
+    else if (y == kDyn || x == y)
+      out[i] = x;
+    else
+      return failure();
+  }
+  return out;
+}
+
+/// Checks that `operands` broadcast to a shape that agrees with `result`.
+static LogicalResult verifyBroadcast(Operation *op, ValueRange operands,
+                                     Value result) {
+  SmallVector<int64_t> shape;
+  for (Value v : operands) {
+    auto b = broadcastShapes(shape, tensorType(v).getShape());
+    if (failed(b))
+      return op->emitOpError("operands are not broadcast-compatible");
+    shape = *b;
+  }
+  auto resultShape = tensorType(result).getShape();
+  if (resultShape.size() != shape.size())
+    return op->emitOpError("result rank ")
+           << resultShape.size() << " differs from the broadcast rank "
+           << shape.size();
+  for (auto [r, s] : llvm::zip(resultShape, shape))
+    // A broadcast size of 1 against a dynamic operand size may still be 1.
+    if (!sizesAgree(r, s) && !(s == 1 || r == 1))
+      return op->emitOpError("result shape does not match the broadcast shape");
+  return success();
+}
+
+static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank,
+                                StringRef what = "axis") {
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError(what) << " " << axis << " is out of range for rank "
+                                 << rank;
+  return success();
+}
+
+static int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::verify() {
+  if (getValue().getType() != getType())
+    return emitOpError("value type ")
+           << getValue().getType() << " differs from the result type "
+           << getType();
+  if (!getType().hasStaticShape())
+    return emitOpError("a constant must have a static shape");
+  return success();
+}
+
+#define QCC_BINARY_VERIFIER(OP, SAME_ELEMENT_RESULT)                           \
+  LogicalResult OP::verify() {                                                 \
+    if (getLhs().getType().getElementType() !=                                 \
+            getRhs().getType().getElementType() &&                             \
+        !isa<PowOp>(getOperation()))                                           \
+      return emitOpError("operand element types differ");                      \
+    Type resultElement = getResult().getType().getElementType();               \
+    if (SAME_ELEMENT_RESULT &&                                                 \
+        resultElement != getLhs().getType().getElementType())                  \
+      return emitOpError("result element type differs from the operands'");   \
+    if (!SAME_ELEMENT_RESULT && !resultElement.isInteger(1))                   \
+      return emitOpError("result element type must be i1");                   \
+    return verifyBroadcast(*this, {getLhs(), getRhs()}, getResult());          \
+  }
+QCC_BINARY_VERIFIER(AddOp, true)
+QCC_BINARY_VERIFIER(SubOp, true)
+QCC_BINARY_VERIFIER(MulOp, true)
+QCC_BINARY_VERIFIER(DivOp, true)
+QCC_BINARY_VERIFIER(PowOp, true)
+QCC_BINARY_VERIFIER(EqualOp, false)
+#undef QCC_BINARY_VERIFIER
+
+LogicalResult WhereOp::verify() {
+  if (getLhs().getType().getElementType() !=
+          getRhs().getType().getElementType() ||
+      getLhs().getType().getElementType() !=
+          getResult().getType().getElementType())
+    return emitOpError("value operands and result must share an element type");
+  return verifyBroadcast(*this, {getCondition(), getLhs(), getRhs()},
+                         getResult());
+}
+
+LogicalResult CastOp::verify() {
+  if (!shapesAgree(getInput().getType().getShape(),
+                   getResult().getType().getShape()))
+    return emitOpError("input and result shapes differ");
+  return success();
+}
+
+LogicalResult MatMulOp::verify() {
+  auto lhs = getLhs().getType().getShape();
+  auto rhs = getRhs().getType().getShape();
+  if (lhs.empty() || rhs.empty())
+    return emitOpError("operands must have rank >= 1");
+  int64_t k1 = lhs.back();
+  int64_t k2 = rhs.size() == 1 ? rhs[0] : rhs[rhs.size() - 2];
+  if (!sizesAgree(k1, k2))
+    return emitOpError("contraction sizes differ: ") << k1 << " vs " << k2;
+  size_t expectRank = std::max(lhs.size(), rhs.size());
+  if (lhs.size() == 1)
+    --expectRank;
+  if (rhs.size() == 1)
+    --expectRank;
+  if (lhs.size() == 1 && rhs.size() == 1)
+    expectRank = 0;
+  if ((size_t)getResult().getType().getRank() != expectRank)
+    return emitOpError("result rank must be ") << expectRank;
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  auto a = getA().getType().getShape();
+  auto b = getB().getType().getShape();
+  if (a.size() != 2 || b.size() != 2 || getResult().getType().getRank() != 2)
+    return emitOpError("a, b and the result must be matrices");
+  int64_t k1 = getTransA() ? a[0] : a[1];
+  int64_t k2 = getTransB() ? b[1] : b[0];
+  if (!sizesAgree(k1, k2))
+    return emitOpError("contraction sizes differ: ") << k1 << " vs " << k2;
+  return success();
+}
+
+template <typename ReduceOpT>
+static LogicalResult verifyReduce(ReduceOpT op) {
+  int64_t rank = op.getInput().getType().getRank();
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t axis : op.getAxes()) {
+    if (failed(verifyAxis(op, axis, rank)))
+      return failure();
+    if (!seen.insert(normalizeAxis(axis, rank)).second)
+      return op.emitOpError("axis ") << axis << " is repeated";
+  }
+  int64_t expect = op.getKeepdims() ? rank : rank - (int64_t)seen.size();
+  if (op.getResult().getType().getRank() != expect)
+    return op.emitOpError("result rank must be ") << expect;
+  return success();
+}
+LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
+
+LogicalResult TransposeOp::verify() {
+  auto in = getInput().getType().getShape();
+  auto out = getResult().getType().getShape();
+  auto perm = getPerm();
+  if (perm.size() != in.size() || out.size() != in.size())
+    return emitOpError("perm, input and result must have the same rank");
+  SmallVector<bool> used(in.size(), false);
+  for (auto [i, p] : llvm::enumerate(perm)) {
+    if (p < 0 || p >= (int64_t)in.size() || used[p])
+      return emitOpError("perm is not a permutation");
+    used[p] = true;
+    if (!sizesAgree(out[i], in[p]))
+      return emitOpError("result dimension ") << i << " must equal input "
+                                              << "dimension " << p;
+  }
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType();
+  auto out = getResult().getType();
+  int64_t shapeLen = getShape().getType().getDimSize(0);
+  if (shapeLen != kDyn && shapeLen != out.getRank())
+    return emitOpError("shape has ") << shapeLen << " elements but the result "
+                                     << "has rank " << out.getRank();
+  if (in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError("input and result element counts differ");
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("input and result element types differ");
+  return success();
+}
+
+LogicalResult FlattenOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (getAxis() < -rank || getAxis() > rank)
+    return emitOpError("axis out of range");
+  if (getResult().getType().getRank() != 2)
+    return emitOpError("result must be 2-D");
+  return success();
+}
+
+LogicalResult SqueezeOp::verify() {
+  auto in = getInput().getType().getShape();
+  for (int64_t axis : getAxes()) {
+    if (failed(verifyAxis(*this, axis, in.size())))
+      return failure();
+    int64_t size = in[normalizeAxis(axis, in.size())];
+    if (size != 1 && size != kDyn)
+      return emitOpError("squeezed dimension ") << axis << " has size " << size;
+  }
+  if (getResult().getType().getRank() !=
+      (int64_t)(in.size() - getAxes().size()))
+    return emitOpError("result rank must be input rank - number of axes");
+  return success();
+}
+
+LogicalResult UnsqueezeOp::verify() {
+  int64_t outRank = getResult().getType().getRank();
+  if (outRank != getInput().getType().getRank() + (int64_t)getAxes().size())
+    return emitOpError("result rank must be input rank + number of axes");
+  for (int64_t axis : getAxes()) {
+    if (failed(verifyAxis(*this, axis, outRank)))
+      return failure();
+    if (!sizesAgree(getResult().getType().getDimSize(
+                        normalizeAxis(axis, outRank)),
+                    1))
+      return emitOpError("inserted dimension ") << axis << " must have size 1";
+  }
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  auto out = getResult().getType();
+  int64_t rank = out.getRank();
+  if (failed(verifyAxis(*this, getAxis(), rank)))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), rank);
+  int64_t total = 0;
+  for (Value v : getInputs()) {
+    auto t = tensorType(v);
+    if (t.getRank() != rank)
+      return emitOpError("inputs must have the result's rank");
+    if (t.getElementType() != out.getElementType())
+      return emitOpError("inputs must have the result's element type");
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && !sizesAgree(t.getDimSize(d), out.getDimSize(d)))
+        return emitOpError("input dimension ") << d << " differs from result";
+    total = (total == kDyn || t.getDimSize(axis) == kDyn)
+                ? kDyn
+                : total + t.getDimSize(axis);
+  }
+  if (!sizesAgree(total, out.getDimSize(axis)))
+    return emitOpError("result size along axis must be the inputs' sum");
+  return success();
+}
+
+LogicalResult SplitOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  if (getSizes().size() != getResults().size())
+    return emitOpError("needs one size per result");
+  int64_t total = 0;
+  for (auto [size, result] : llvm::zip(getSizes(), getResults())) {
+    if (size < 0)
+      return emitOpError("sizes must be non-negative");
+    total += size;
+    if (!sizesAgree(tensorType(result).getDimSize(axis), size))
+      return emitOpError("result size along axis differs from its size");
+  }
+  if (!sizesAgree(in.getDimSize(axis), total))
+    return emitOpError("sizes must add up to the input size along axis");
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (getAxes().size() != getSteps().size())
+    return emitOpError("axes and steps must have the same length");
+  for (auto [axis, step] : llvm::zip(getAxes(), getSteps())) {
+    if (failed(verifyAxis(*this, axis, rank)))
+      return failure();
+    if (step == 0)
+      return emitOpError("steps must be non-zero");
+  }
+  for (Value v : {getStarts(), getEnds()}) {
+    int64_t n = tensorType(v).getDimSize(0);
+    if (n != kDyn && n != (int64_t)getAxes().size())
+      return emitOpError("starts and ends need one element per axis");
+  }
+  if (getResult().getType().getRank() != rank)
+    return emitOpError("result must have the input's rank");
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (rank == 0 || failed(verifyAxis(*this, getAxis(), rank)))
+    return emitOpError("axis must index a dimension of the input");
+  int64_t expect = rank - 1 + getIndices().getType().getRank();
+  if (getResult().getType().getRank() != expect)
+    return emitOpError("result rank must be ") << expect;
+  return success();
+}
+
+LogicalResult ShapeOp::verify() {
+  int64_t rank = tensorType(getInput()).getRank();
+  int64_t start = std::clamp<int64_t>(normalizeAxis(getStart(), rank), 0, rank);
+  int64_t end = std::clamp<int64_t>(
+      getEnd() ? normalizeAxis(*getEnd(), rank) : rank, 0, rank);
+  int64_t n = std::max<int64_t>(end - start, 0);
+  if (!sizesAgree(getResult().getType().getDimSize(0), n))
+    return emitOpError("result must have ") << n << " elements";
+  return success();
+}
+
+LogicalResult ConstantOfShapeOp::verify() {
+  if (getValue().getNumElements() != 1)
+    return emitOpError("value must hold exactly one element");
+  if (getValue().getElementType() != getResult().getType().getElementType())
+    return emitOpError("value and result element types differ");
+  return success();
+}
+
+LogicalResult RangeOp::verify() {
+  Type t = getResult().getType().getElementType();
+  for (Value v : {getStart(), getLimit(), getDelta()})
+    if (tensorType(v).getElementType() != t)
+      return emitOpError("operands and result must share an element type");
+  return success();
+}
+
+LogicalResult ExpandOp::verify() {
+  int64_t n = getShape().getType().getDimSize(0);
+  int64_t inRank = getInput().getType().getRank();
+  int64_t outRank = getResult().getType().getRank();
+  if (n != kDyn && outRank != std::max(n, inRank))
+    return emitOpError("result rank must be max(input rank, shape length)");
+  return success();
+}
+
+LogicalResult TriluOp::verify() {
+  if (getInput().getType().getRank() < 2)
+    return emitOpError("input must have rank >= 2");
+  if (getInput().getType() != getResult().getType())
+    return emitOpError("result type must equal the input type");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  auto in = getInput().getType();
+  auto w = getWeight().getType();
+  auto out = getResult().getType();
+  if (w.getRank() != 2)
+    return emitOpError("weight must be [N, K]");
+  if (in.getRank() < 1 || out.getRank() != in.getRank())
+    return emitOpError("input and result must have the same rank >= 1");
+  if (!sizesAgree(in.getShape().back(), w.getDimSize(1)))
+    return emitOpError("input size ")
+           << in.getShape().back() << " differs from the weight's K "
+           << w.getDimSize(1);
+  if (!sizesAgree(out.getShape().back(), w.getDimSize(0)))
+    return emitOpError("result size differs from the weight's N");
+  if (Value bias = getBias()) {
+    auto b = tensorType(bias);
+    if (b.getRank() != 1 || !sizesAgree(b.getDimSize(0), w.getDimSize(0)))
+      return emitOpError("bias must be [N]");
+  }
+  if (!shapesAgree(in.getShape().drop_back(), out.getShape().drop_back()))
+    return emitOpError("leading dimensions of input and result differ");
+  return success();
+}
+
+static LogicalResult verifyNormParam(Operation *op, Value input, Value param,
+                                     StringRef name) {
+  auto p = tensorType(param);
+  int64_t d = tensorType(input).getShape().back();
+  if (p.getRank() != 1 || !sizesAgree(p.getDimSize(0), d))
+    return op->emitOpError(name) << " must be [D] with D the input's last "
+                                 << "dimension";
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (getInput().getType().getRank() < 1 ||
+      getInput().getType() != getResult().getType())
+    return emitOpError("result type must equal the input type (rank >= 1)");
+  if (failed(verifyNormParam(*this, getInput(), getGamma(), "gamma")))
+    return failure();
+  if (getBeta() &&
+      failed(verifyNormParam(*this, getInput(), getBeta(), "beta")))
+    return failure();
+  if (getEpsilon().convertToFloat() < 0)
+    return emitOpError("epsilon must be non-negative");
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (getInput().getType().getRank() < 1 ||
+      getInput().getType() != getResult().getType())
+    return emitOpError("result type must equal the input type (rank >= 1)");
+  if (getEpsilon().convertToFloat() < 0)
+    return emitOpError("epsilon must be non-negative");
+  return verifyNormParam(*this, getInput(), getGamma(), "gamma");
+}
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", not \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getAxis(), getInput().getType().getRank());
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = getQuery().getType();
+  auto k = getKey().getType();
+  auto v = getValue().getType();
+  auto out = getResult().getType();
+  if (q.getRank() != 3 || k.getRank() != 3 || v.getRank() != 3 ||
+      out.getRank() != 3)
+    return emitOpError("query, key, value and result must be [B, S, H*D]");
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError("num_heads must be a positive multiple of num_kv_heads");
+  if (!shapesAgree(k.getShape(), v.getShape()))
+    return emitOpError("key and value shapes differ");
+  if (!shapesAgree(q.getShape(), out.getShape()))
+    return emitOpError("result shape must equal the query shape");
+  int64_t qWidth = q.getDimSize(2), kvWidth = k.getDimSize(2);
+  if (qWidth != kDyn && qWidth % heads != 0)
+    return emitOpError("query width ") << qWidth << " is not a multiple of "
+                                       << "num_heads " << heads;
+  if (qWidth != kDyn && kvWidth != kDyn &&
+      qWidth / heads * kvHeads != kvWidth)
+    return emitOpError("key width must be num_kv_heads * head size");
+  if (!sizesAgree(q.getDimSize(0), k.getDimSize(0)))
+    return emitOpError("query and key batch sizes differ");
+  if (Value mask = getMask()) {
+    auto m = tensorType(mask);
+    if (m.getRank() > 4)
+      return emitOpError("mask must broadcast to [B, H, Sq, Skv]");
+    SmallVector<int64_t> full = {q.getDimSize(0), heads, q.getDimSize(1),
+                                 k.getDimSize(1)};
+    auto b = broadcastShapes(full, m.getShape());
+    if (failed(b) || !shapesAgree(*b, full))
+      return emitOpError("mask must broadcast to [B, H, Sq, Skv]");
+  }
+  return success();
+}
+
+LogicalResult RotaryOp::verify() {
+  auto in = getInput().getType();
+  int64_t d = getHeadDim();
+  if (in.getRank() != 3 || getResult().getType() != in)
+    return emitOpError("input and result must be [B, S, H*D] of one type");
+  if (d <= 0 || d % 2 != 0)
+    return emitOpError("head_dim must be positive and even");
+  if (in.getDimSize(2) != kDyn && in.getDimSize(2) % d != 0)
+    return emitOpError("input width is not a multiple of head_dim");
+  for (Value table : {getCos(), getSin()}) {
+    auto t = tensorType(table);
+    if ((t.getRank() != 2 && t.getRank() != 3) ||
+        !sizesAgree(t.getShape().back(), d) ||
+        !sizesAgree(t.getShape()[t.getRank() - 2], in.getDimSize(1)))
+      return emitOpError("cos and sin must be [S, D] or [B, S, D]");
+  }
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  auto table = getTable().getType();
+  auto ids = getIds().getType();
+  auto out = getResult().getType();
+  if (table.getRank() != 2)
+    return emitOpError("table must be [V, E]");
+  if (out.getRank() != ids.getRank() + 1 ||
+      !shapesAgree(out.getShape().drop_back(), ids.getShape()) ||
+      !sizesAgree(out.getShape().back(), table.getDimSize(1)))
+    return emitOpError("result must be ids' shape followed by E");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/QccOps.cpp.inc"

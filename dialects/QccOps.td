@@ -1,0 +1,513 @@
+//===- QccOps.td - qcc operations --------------------------*- tablegen -*-===//
+
+#ifndef QCC_OPS_TD
+#define QCC_OPS_TD
+
+include "dialects/QccDialect.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Qcc_ConstantOp : Qcc_Op<"constant",
+    [ConstantLike, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor (weights are dense_resource blobs)";
+  let description = [{
+    Returns `value`. Initializers and ONNX `Constant` nodes become this op:
+    weights as `dense_resource` blobs so that the IR stays printable, small
+    shape and index constants as `dense` so that folding can read them.
+
+    ```mlir
+    %w = qcc.constant dense_resource<wte> : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise primitives (ONNX semantics, numpy broadcasting)
+//===----------------------------------------------------------------------===//
+
+class Qcc_BinaryOp<string mnemonic, string onnxName, string formula,
+                   list<Trait> traits = []>
+    : Qcc_Op<mnemonic, traits> {
+  let summary = "Elementwise " # onnxName # " with numpy broadcasting";
+  let description = "ONNX `" # onnxName # "`: `result[i] = " # formula #
+      "`, where `lhs` and `rhs` are broadcast to the result shape with numpy "
+      "rules (dimensions aligned from the right; a dimension of 1 stretches).";
+  let arguments = (ins Qcc_Tensor:$lhs, Qcc_Tensor:$rhs);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_AddOp : Qcc_BinaryOp<"add", "Add", "lhs[i] + rhs[i]", [Commutative]>;
+def Qcc_SubOp : Qcc_BinaryOp<"sub", "Sub", "lhs[i] - rhs[i]">;
+def Qcc_MulOp : Qcc_BinaryOp<"mul", "Mul", "lhs[i] * rhs[i]", [Commutative]>;
+def Qcc_DivOp : Qcc_BinaryOp<"div", "Div",
+    "lhs[i] / rhs[i] (integer division truncates toward zero)">;
+def Qcc_PowOp : Qcc_BinaryOp<"pow", "Pow", "pow(lhs[i], rhs[i])">;
+def Qcc_EqualOp : Qcc_BinaryOp<"equal", "Equal",
+    "lhs[i] == rhs[i] (result is i1)", [Commutative]>;
+
+def Qcc_WhereOp : Qcc_Op<"where"> {
+  let summary = "Elementwise select with numpy broadcasting";
+  let description = [{
+    ONNX `Where`: `result[i] = condition[i] ? lhs[i] : rhs[i]`, the three
+    operands broadcast together with numpy rules.
+  }];
+  let arguments = (ins Qcc_BoolTensor:$condition, Qcc_Tensor:$lhs,
+                   Qcc_Tensor:$rhs);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Qcc_UnaryOp<string mnemonic, string onnxName, string formula,
+                  Type operandType = Qcc_FloatTensor>
+    : Qcc_Op<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Elementwise " # onnxName;
+  let description = "ONNX `" # onnxName # "`: `result[i] = " # formula # "`.";
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Qcc_SqrtOp : Qcc_UnaryOp<"sqrt", "Sqrt", "sqrt(input[i])">;
+def Qcc_ReciprocalOp : Qcc_UnaryOp<"reciprocal", "Reciprocal", "1 / input[i]">;
+def Qcc_ErfOp : Qcc_UnaryOp<"erf", "Erf", "erf(input[i])">;
+def Qcc_TanhOp : Qcc_UnaryOp<"tanh", "Tanh", "tanh(input[i])">;
+def Qcc_SigmoidOp : Qcc_UnaryOp<"sigmoid", "Sigmoid",
+    "1 / (1 + exp(-input[i]))">;
+def Qcc_ExpOp : Qcc_UnaryOp<"exp", "Exp", "exp(input[i])">;
+def Qcc_CosOp : Qcc_UnaryOp<"cos", "Cos", "cos(input[i])">;
+def Qcc_SinOp : Qcc_UnaryOp<"sin", "Sin", "sin(input[i])">;
+def Qcc_ReluOp : Qcc_UnaryOp<"relu", "Relu", "max(input[i], 0)">;
+def Qcc_NegOp : Qcc_UnaryOp<"neg", "Neg", "-input[i]",
+    RankedTensorOf<[Qcc_Float, Qcc_Int]>>;
+def Qcc_NotOp : Qcc_UnaryOp<"not", "Not", "!input[i]", Qcc_BoolTensor>;
+
+def Qcc_CastOp : Qcc_Op<"cast"> {
+  let summary = "Elementwise conversion to the result's element type";
+  let description = [{
+    ONNX `Cast`: converts each element to the result element type. Float to
+    integer truncates toward zero; any non-zero value converts to true (i1).
+  }];
+  let arguments = (ins Qcc_Tensor:$input);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and reductions
+//===----------------------------------------------------------------------===//
+
+def Qcc_MatMulOp : Qcc_Op<"matmul"> {
+  let summary = "Matrix product with numpy batching";
+  let description = [{
+    ONNX `MatMul` (numpy `matmul`): for ranks >= 2,
+    `result[..., m, n] = sum_k lhs[..., m, k] * rhs[..., k, n]`, with the batch
+    dimensions broadcast; a rank-1 operand is promoted by inserting a 1 and the
+    inserted dimension is removed from the result.
+  }];
+  let arguments = (ins Qcc_FloatTensor:$lhs, Qcc_FloatTensor:$rhs);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_GemmOp : Qcc_Op<"gemm"> {
+  let summary = "General matrix multiply: alpha * A' B' + beta * C";
+  let description = [{
+    ONNX `Gemm`: `A' = transA ? A^T : A` ([M, K]), `B' = transB ? B^T : B`
+    ([K, N]), `result = alpha * A' B' + beta * C` with the optional `c`
+    broadcast to [M, N] (numpy rules).
+  }];
+  let arguments = (ins Qcc_FloatTensor:$a, Qcc_FloatTensor:$b,
+                   Optional<Qcc_FloatTensor>:$c,
+                   DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                   DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                   DefaultValuedAttr<BoolAttr, "false">:$transA,
+                   DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Qcc_ReduceOp<string mnemonic, string onnxName, string formula>
+    : Qcc_Op<mnemonic> {
+  let summary = "Reduction: " # onnxName;
+  let description = "ONNX `" # onnxName # "`: `" # formula # "` over the "
+      "dimensions in `axes` (normalized to be non-negative); they are kept with "
+      "size 1 when `keepdims` is set and removed otherwise.";
+  let arguments = (ins Qcc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_ReduceMeanOp : Qcc_ReduceOp<"reduce_mean", "ReduceMean",
+    "result = sum(input) / (number of reduced elements)">;
+def Qcc_ReduceSumOp : Qcc_ReduceOp<"reduce_sum", "ReduceSum",
+    "result = sum(input)">;
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement glue
+//===----------------------------------------------------------------------===//
+
+def Qcc_TransposeOp : Qcc_Op<"transpose"> {
+  let summary = "Permutes dimensions";
+  let description = [{
+    ONNX `Transpose`: `result` dimension `i` is `input` dimension `perm[i]`.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_ReshapeOp : Qcc_Op<"reshape"> {
+  let summary = "Reshapes to a shape given as a tensor";
+  let description = [{
+    ONNX `Reshape` (allowzero = 0): the elements of `input` in row-major order,
+    viewed with the dimensions held by `shape`; a 0 copies the input dimension
+    at the same index and one -1 is inferred from the element count.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$shape);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_FlattenOp : Qcc_Op<"flatten"> {
+  let summary = "Flattens to a matrix";
+  let description = [{
+    ONNX `Flatten`: a 2-D view [prod(dims[0:axis]), prod(dims[axis:])].
+  }];
+  let arguments = (ins Qcc_Tensor:$input, I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_SqueezeOp : Qcc_Op<"squeeze"> {
+  let summary = "Removes dimensions of size 1";
+  let description = [{
+    ONNX `Squeeze` with constant axes: removes the listed dimensions, each of
+    which must have size 1.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_UnsqueezeOp : Qcc_Op<"unsqueeze"> {
+  let summary = "Inserts dimensions of size 1";
+  let description = [{
+    ONNX `Unsqueeze` with constant axes: `axes` index the result, where each
+    listed dimension has size 1 and the others are the input's, in order.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_ConcatOp : Qcc_Op<"concat"> {
+  let summary = "Concatenates along one dimension";
+  let description = [{
+    ONNX `Concat`: the inputs, equal in every dimension but `axis`, joined in
+    order along `axis`.
+  }];
+  let arguments = (ins Variadic<Qcc_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_SplitOp : Qcc_Op<"split"> {
+  let summary = "Splits along one dimension into consecutive parts";
+  let description = [{
+    ONNX `Split` with constant sizes: result `i` holds `sizes[i]` consecutive
+    slices of `input` along `axis`, starting after the previous results.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, I64Attr:$axis,
+                   DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Qcc_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_SliceOp : Qcc_Op<"slice"> {
+  let summary = "Strided slice with run-time starts and ends";
+  let description = [{
+    ONNX `Slice`: along each dimension `axes[i]`, keeps indices
+    `starts[i], starts[i] + steps[i], ...` up to but excluding `ends[i]`.
+    Negative starts and ends count from the end; both are clamped to the
+    dimension (ONNX rules). `axes` and `steps` are constant attributes.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$starts,
+                   Qcc_IndexVector:$ends, DenseI64ArrayAttr:$axes,
+                   DenseI64ArrayAttr:$steps);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $starts `,` $ends attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_GatherOp : Qcc_Op<"gather"> {
+  let summary = "Gathers slices along one dimension by index";
+  let description = [{
+    ONNX `Gather`: `result[i..., j..., k...] = input[i..., indices[j...], k...]`
+    where the `i` run over the dimensions before `axis`; negative indices count
+    from the end.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices, I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_ShapeOp : Qcc_Op<"shape"> {
+  let summary = "The dimensions of a tensor as a 1-D int64 tensor";
+  let description = [{
+    ONNX `Shape`: `result = dims(input)[start:end]` (python slicing rules).
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                   DefaultValuedAttr<I64Attr, "0">:$start,
+                   OptionalAttr<I64Attr>:$end);
+  let results = (outs Qcc_IndexVector:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_ConstantOfShapeOp : Qcc_Op<"constant_of_shape"> {
+  let summary = "A tensor of a run-time shape filled with one value";
+  let description = [{
+    ONNX `ConstantOfShape`: a tensor whose dimensions are the elements of
+    `shape`, every element equal to the single element of `value`.
+  }];
+  let arguments = (ins Qcc_IndexVector:$shape, ElementsAttr:$value);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_RangeOp : Qcc_Op<"range"> {
+  let summary = "An arithmetic sequence";
+  let description = [{
+    ONNX `Range`: `result[i] = start + i * delta` for
+    `i < max(ceil((limit - start) / delta), 0)`; operands are scalars.
+  }];
+  let arguments = (ins Qcc_Scalar:$start, Qcc_Scalar:$limit, Qcc_Scalar:$delta);
+  let results = (outs 1DTensorOf<[Qcc_Element]>:$result);
+  let assemblyFormat = "$start `,` $limit `,` $delta attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_ExpandOp : Qcc_Op<"expand"> {
+  let summary = "Broadcasts to a run-time shape";
+  let description = [{
+    ONNX `Expand`: `input` broadcast with numpy rules against the shape held
+    by `shape` (the result shape is the broadcast of both).
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$shape);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Qcc_TriluOp : Qcc_Op<"trilu"> {
+  let summary = "Keeps the upper or lower triangle of the last two dimensions";
+  let description = [{
+    ONNX `Trilu` with a constant `k`: for `upper`, keeps `input[..., i, j]`
+    where `j - i >= k` and sets the rest to zero; otherwise keeps
+    `j - i <= k`.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, BoolAttr:$upper,
+                   DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+def Qcc_LinearOp : Qcc_Op<"linear"> {
+  let summary = "Fully connected layer: x W^T + b";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * weight[n, k] + bias[n]`.
+    `weight` is [N, K] (output channels by input channels, the layout of
+    `torch.nn.Linear` and of per-output-channel quantization and 2:4
+    sparsity along K); `bias` is optional.
+
+    ```mlir
+    %y = qcc.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>,
+                                  tensor<256xf32>) -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, Qcc_FloatTensor:$weight,
+                   Optional<Qcc_FloatTensor>:$bias);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_LayerNormOp : Qcc_Op<"layer_norm"> {
+  let summary = "Layer normalization over the last dimension";
+  let description = [{
+    With `mean` and `var` (biased) over the last dimension of size D:
+    `result = (input - mean) / sqrt(var + epsilon) * gamma + beta`;
+    `gamma` and the optional `beta` are [D].
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, Qcc_FloatTensor:$gamma,
+                   Optional<Qcc_FloatTensor>:$beta, F32Attr:$epsilon);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma (`,` $beta^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_RmsNormOp : Qcc_Op<"rms_norm"> {
+  let summary = "Root-mean-square normalization over the last dimension";
+  let description = [{
+    `result = input / sqrt(mean(input^2) + epsilon) * gamma`, the mean taken
+    over the last dimension of size D; `gamma` is [D].
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, Qcc_FloatTensor:$gamma,
+                   F32Attr:$epsilon);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_GeluOp : Qcc_Op<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit (erf or tanh form)";
+  let description = [{
+    `approximate = "none"`: `result = 0.5 x (1 + erf(x / sqrt(2)))`.
+    `approximate = "tanh"`:
+    `result = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`.
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input,
+                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Qcc_SiluOp : Qcc_Op<"silu", [SameOperandsAndResultType]> {
+  let summary = "Sigmoid linear unit";
+  let description = [{ `result = x * sigmoid(x) = x / (1 + exp(-x))`. }];
+  let arguments = (ins Qcc_FloatTensor:$input);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Qcc_SoftmaxOp : Qcc_Op<"softmax", [SameOperandsAndResultType]> {
+  let summary = "Softmax along one dimension";
+  let description = [{
+    ONNX `Softmax` (opset 13): along `axis`,
+    `result[i] = exp(x[i] - max(x)) / sum_j exp(x[j] - max(x))`.
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Qcc_AttentionOp : Qcc_Op<"attention"> {
+  let summary = "Scaled dot-product attention (MHA or GQA; causal, "
+                "bidirectional or masked)";
+  let description = [{
+    Operands are in the packed layout that the projections produce:
+    `query` [B, Sq, H * D], `key` and `value` [B, Skv, Hkv * D], with
+    H = `num_heads`, Hkv = `num_kv_heads` (H a multiple of Hkv; grouped-query
+    attention when they differ) and D the head size. For each batch b and
+    query head h, with kv head g = h / (H / Hkv):
+
+    ```
+    S[i, j] = scale * sum_d query[b, i, h*D + d] * key[b, j, g*D + d]
+              + mask[b, h, i, j]                 (if mask is given)
+    S[i, j] = -inf  where causal and j > i + (Skv - Sq)
+    P[i, :] = softmax(S[i, :])
+    result[b, i, h*D + d] = sum_j P[i, j] * value[b, j, g*D + d]
+    ```
+
+    The optional additive `mask` broadcasts (numpy rules) to [B, H, Sq, Skv];
+    padding masks arrive this way. Result: [B, Sq, H * D].
+  }];
+  let arguments = (ins Qcc_FloatTensor:$query, Qcc_FloatTensor:$key,
+                   Qcc_FloatTensor:$value, Optional<Qcc_FloatTensor>:$mask,
+                   I64Attr:$num_heads, I64Attr:$num_kv_heads, F32Attr:$scale,
+                   BoolAttr:$causal);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value (`,` $mask^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_RotaryOp : Qcc_Op<"rotary"> {
+  let summary = "Rotary position embedding, rotate-half form";
+  let description = [{
+    `input` is [B, S, H * D] with D = `head_dim` (even); `cos` and `sin` are
+    [S, D] or [B, S, D]. Per head h and position s, with x = the head's D
+    values and rotate_half(x) = concat(-x[D/2:], x[:D/2]):
+
+    ```
+    result[b, s, h*D:(h+1)*D] = x * cos[(b,) s] + rotate_half(x) * sin[(b,) s]
+    ```
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, Qcc_FloatTensor:$cos,
+                   Qcc_FloatTensor:$sin, I64Attr:$head_dim);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $cos `,` $sin attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_EmbeddingOp : Qcc_Op<"embedding"> {
+  let summary = "Embedding lookup: rows of a table by token id";
+  let description = [{
+    `table` is [V, E]; `result[i..., e] = table[ids[i...], e]`. Ids must lie
+    in [0, V).
+  }];
+  let arguments = (ins Qcc_FloatTensor:$table, Qcc_IntTensor:$ids);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+#endif // QCC_OPS_TD

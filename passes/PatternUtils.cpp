@@ -1,0 +1,171 @@
+//===- PatternUtils.cpp - matching helpers shared by the passes -----------===//
+#include "passes/PatternUtils.h"
+
+#include "dialects/QccConstants.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace qcc;
+
+ElementsAttr qcc::getConstant(Value v) {
+  if (auto c = v.getDefiningOp<ConstantOp>())
+    return c.getValue();
+  return {};
+}
+
+std::optional<double> qcc::getSplatValue(Value v) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(v));
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  Type et = dense.getElementType();
+  if (isa<FloatType>(et))
+    return dense.getSplatValue<APFloat>().convertToDouble();
+  if (et.isInteger(1))
+    return dense.getSplatValue<bool>() ? 1.0 : 0.0;
+  if (isa<IntegerType>(et))
+    return (double)dense.getSplatValue<APInt>().getSExtValue();
+  return std::nullopt;
+}
+
+bool qcc::isSplatNear(Value v, double expected, double rtol) {
+  auto value = getSplatValue(v);
+  return value && std::abs(*value - expected) <=
+                      rtol * std::max(std::abs(expected), 1e-30);
+}
+
+/// Ops whose result dimension i is operand 0's dimension i, for every i below
+/// the last (row-wise ops) or every i (elementwise on equal shapes).
+static std::optional<Value> sameDimOperand(Operation *op, Value result,
+                                           int64_t index) {
+  auto rank = cast<RankedTensorType>(result.getType()).getRank();
+  if (isa<LinearOp, LayerNormOp, RmsNormOp, SoftmaxOp, GeluOp, SiluOp,
+          RotaryOp, AttentionOp, CastOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp,
+          SigmoidOp, ExpOp, CosOp, SinOp, ReluOp, NegOp, NotOp>(op)) {
+    if (isa<LinearOp, AttentionOp>(op) && index == rank - 1)
+      return std::nullopt;
+    return op->getOperand(0);
+  }
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, WhereOp>(op)) {
+    // Follow an operand of the same rank whose size is not a broadcast 1.
+    for (Value operand : op->getOperands()) {
+      auto t = cast<RankedTensorType>(operand.getType());
+      if (t.getRank() == rank && t.getDimSize(index) != 1 &&
+          !t.getElementType().isInteger(1))
+        return operand;
+    }
+    return std::nullopt;
+  }
+  if (auto emb = dyn_cast<EmbeddingOp>(op))
+    if (index < rank - 1)
+      return emb.getIds();
+  return std::nullopt;
+}
+
+DimExpr qcc::getDimExpr(Value v, int64_t index) {
+  for (;;) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.isDynamicDim(index))
+      return DimExpr{t.getDimSize(index), {}, -1};
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return DimExpr{ShapedType::kDynamic, v, index};
+    if (auto tr = dyn_cast<TransposeOp>(op)) {
+      v = tr.getInput();
+      index = tr.getPerm()[index];
+      continue;
+    }
+    if (auto next = sameDimOperand(op, v, index)) {
+      v = *next;
+      continue;
+    }
+    return DimExpr{ShapedType::kDynamic, v, index};
+  }
+}
+
+SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
+  auto type = dyn_cast<RankedTensorType>(vec.getType());
+  if (!type || type.getRank() > 1 || !type.hasStaticShape())
+    return {};
+  int64_t n = type.getNumElements();
+  SmallVector<DimExpr> unknown(n);
+  if (auto dense = dyn_cast_or_null<DenseIntElementsAttr>(getConstant(vec))) {
+    SmallVector<DimExpr> out;
+    for (const APInt &x : dense.getValues<APInt>())
+      out.push_back(DimExpr{x.getSExtValue(), {}, -1});
+    return out;
+  }
+  Operation *op = vec.getDefiningOp();
+  if (!op)
+    return unknown;
+  if (auto shape = dyn_cast<ShapeOp>(op)) {
+    SmallVector<DimExpr> out;
+    auto in = cast<RankedTensorType>(shape.getInput().getType());
+    int64_t start = shape.getStart() < 0 ? shape.getStart() + in.getRank()
+                                         : shape.getStart();
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(getDimExpr(shape.getInput(), start + i));
+    return out;
+  }
+  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op)) {
+    auto in = getDimExprs(op->getOperand(0));
+    return (int64_t)in.size() == n ? in : unknown;
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    SmallVector<DimExpr> out;
+    for (Value part : concat.getInputs()) {
+      auto sub = getDimExprs(part);
+      if (sub.empty())
+        return unknown;
+      out.append(sub);
+    }
+    return (int64_t)out.size() == n ? out : unknown;
+  }
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    auto src = getDimExprs(gather.getInput());
+    auto idx = dyn_cast_or_null<DenseIntElementsAttr>(
+        getConstant(gather.getIndices()));
+    if (src.empty() || !idx)
+      return unknown;
+    SmallVector<DimExpr> out;
+    for (const APInt &x : idx.getValues<APInt>()) {
+      int64_t i = x.getSExtValue();
+      if (i < 0)
+        i += src.size();
+      if (i < 0 || i >= (int64_t)src.size())
+        return unknown;
+      out.push_back(src[i]);
+    }
+    return (int64_t)out.size() == n ? out : unknown;
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    auto src = getDimExprs(slice.getInput());
+    auto starts = getDimExprs(slice.getStarts());
+    auto ends = getDimExprs(slice.getEnds());
+    if (src.empty() || starts.size() != 1 || ends.size() != 1 ||
+        !starts[0].isConstant() || !ends[0].isConstant() ||
+        slice.getSteps()[0] != 1)
+      return unknown;
+    int64_t size = src.size();
+    int64_t s = starts[0].constant, e = ends[0].constant;
+    s = std::clamp<int64_t>(s < 0 ? s + size : s, 0, size);
+    e = std::clamp<int64_t>(e < 0 ? e + size : e, 0, size);
+    if (e - s != n)
+      return unknown;
+    return SmallVector<DimExpr>(src.begin() + s, src.begin() + e);
+  }
+  return unknown;
+}
+
+bool qcc::reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n) {
+  auto target = getDimExprs(reshape.getShape());
+  if ((int64_t)target.size() < n)
+    return false;
+  for (int64_t i = 0; i < n; ++i) {
+    if (target[i].isConstant() && target[i].constant == 0)
+      continue; // ONNX: 0 copies the input dimension.
+    if (!(target[i] == getDimExpr(reshape.getInput(), i)))
+      return false;
+  }
+  return true;
+}

@@ -1,0 +1,19 @@
+//===- qcc-opt.cpp - the qcc pass driver ----------------------------------===//
+//
+// Registers the qcc dialect (plus func, which holds the graphs) and the qcc
+// passes, and nothing else.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/QccDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<qcc::QccDialect, mlir::func::FuncDialect>();
+  qcc::registerAllPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "qcc pass driver\n", registry));
+}
