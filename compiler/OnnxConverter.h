@@ -44,8 +44,28 @@ public:
   mlir::Value input(size_t i) const {
     return i < inputs.size() ? inputs[i] : mlir::Value();
   }
-  mlir::RankedTensorType resultType(size_t i = 0) const {
-    return mlir::cast<mlir::RankedTensorType>(resultTypes[i]);
+  /// The type ONNX shape inference gave output `i`, or, where it gave none
+  /// (its inference stops at the first node it cannot handle), the type the
+  /// converter computed: `shape` and `elementType`.
+  mlir::RankedTensorType resultType(size_t i, llvm::ArrayRef<int64_t> shape,
+                                    mlir::Type elementType) const {
+    auto computed = mlir::RankedTensorType::get(shape, elementType);
+    if (i >= resultTypes.size() || !resultTypes[i])
+      return computed;
+    // Both known: keep every size that either of them knows statically.
+    auto inferred = mlir::cast<mlir::RankedTensorType>(resultTypes[i]);
+    if (inferred.getRank() != computed.getRank())
+      return inferred;
+    llvm::SmallVector<int64_t> merged(inferred.getShape());
+    for (auto [m, d] : llvm::zip(merged, shape))
+      if (m == mlir::ShapedType::kDynamic)
+        m = d;
+    return mlir::RankedTensorType::get(merged, inferred.getElementType());
+  }
+  /// Output `i` has the shape and element type of input `like`.
+  mlir::RankedTensorType resultLike(size_t i, mlir::Value like) const {
+    auto t = mlir::cast<mlir::RankedTensorType>(like.getType());
+    return resultType(i, t.getShape(), t.getElementType());
   }
 
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
@@ -61,7 +81,7 @@ public:
 
   template <typename OpT, typename... Args>
   mlir::Value create(Args &&...args) {
-    return builder.create<OpT>(loc, std::forward<Args>(args)...)->getResult(0);
+    return OpT::create(builder, loc, std::forward<Args>(args)...)->getResult(0);
   }
 };
 

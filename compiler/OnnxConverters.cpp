@@ -9,6 +9,7 @@
 #include "compiler/OnnxConverter.h"
 
 #include "dialects/QccConstants.h"
+#include "passes/PatternUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -166,12 +167,44 @@ FailureOr<ElementsAttr> qcc::tensorToElements(MLIRContext *ctx,
 
 static Results one(Value v) { return SmallVector<Value>{v}; }
 
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+static ArrayRef<int64_t> shapeOf(Value v) { return typeOf(v).getShape(); }
+static Type elementOf(Value v) { return typeOf(v).getElementType(); }
+
+/// The sizes a shape vector holds where they are constants, dynamic elsewhere;
+/// std::nullopt if even its length is unknown.
+static std::optional<SmallVector<int64_t>> sizesOf(Value vec) {
+  auto exprs = getDimExprs(vec);
+  if (exprs.empty() && typeOf(vec).getNumElements() != 0)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const DimExpr &e : exprs)
+    out.push_back(e.isConstant() ? e.constant : kDyn);
+  return out;
+}
+
+static SmallVector<int64_t> broadcastOrDynamic(ArrayRef<int64_t> a,
+                                               ArrayRef<int64_t> b) {
+  auto r = broadcastShapes(a, b);
+  if (succeeded(r))
+    return *r;
+  return SmallVector<int64_t>(std::max(a.size(), b.size()), kDyn);
+}
+
 template <typename OpT> static Results convertBinary(ConvertContext &c) {
-  return one(c.create<OpT>(c.resultType(), c.input(0), c.input(1)));
+  Type et = std::is_same_v<OpT, EqualOp> ? c.builder.getI1Type()
+                                          : elementOf(c.input(0));
+  auto type = c.resultType(
+      0, broadcastOrDynamic(shapeOf(c.input(0)), shapeOf(c.input(1))), et);
+  return one(c.create<OpT>(type, c.input(0), c.input(1)));
 }
 
 template <typename OpT> static Results convertUnary(ConvertContext &c) {
-  return one(c.create<OpT>(c.resultType(), c.input(0)));
+  return one(c.create<OpT>(c.resultLike(0, c.input(0)), c.input(0)));
 }
 
 static Results convertIdentity(ConvertContext &c) {
@@ -181,32 +214,58 @@ static Results convertIdentity(ConvertContext &c) {
 }
 
 static Results convertWhere(ConvertContext &c) {
-  return one(c.create<WhereOp>(c.resultType(), c.input(0), c.input(1),
-                               c.input(2)));
+  auto shape = broadcastOrDynamic(
+      broadcastOrDynamic(shapeOf(c.input(0)), shapeOf(c.input(1))),
+      shapeOf(c.input(2)));
+  return one(c.create<WhereOp>(c.resultType(0, shape, elementOf(c.input(1))),
+                               c.input(0), c.input(1), c.input(2)));
 }
 
 static Results convertCast(ConvertContext &c) {
-  return one(c.create<CastOp>(c.resultType(), c.input(0)));
+  Type et = onnxElementType(c.builder.getContext(), c.intAttr("to", 0));
+  if (!et)
+    return c.fail(fmt::format("cast to element type {} is not supported",
+                              c.intAttr("to", 0)));
+  return one(c.create<CastOp>(c.resultType(0, shapeOf(c.input(0)), et),
+                              c.input(0)));
 }
 
 static Results convertMatMul(ConvertContext &c) {
-  return one(c.create<MatMulOp>(c.resultType(), c.input(0), c.input(1)));
+  auto a = shapeOf(c.input(0)), b = shapeOf(c.input(1));
+  SmallVector<int64_t> shape;
+  if (a.size() >= 2 && b.size() >= 2) {
+    shape = broadcastOrDynamic(a.drop_back(2), b.drop_back(2));
+    shape.push_back(a[a.size() - 2]);
+    shape.push_back(b.back());
+  } else if (a.size() >= 2 && b.size() == 1) {
+    shape.assign(a.begin(), a.end() - 1);
+  } else if (a.size() == 1 && b.size() >= 2) {
+    shape.assign(b.begin(), b.end() - 2);
+    shape.push_back(b.back());
+  }
+  return one(c.create<MatMulOp>(c.resultType(0, shape, elementOf(c.input(0))),
+                                c.input(0), c.input(1)));
 }
 
 static Results convertGemm(ConvertContext &c) {
   auto &b = c.builder;
+  bool ta = c.intAttr("transA", 0) != 0, tb = c.intAttr("transB", 0) != 0;
+  auto as = shapeOf(c.input(0)), bs = shapeOf(c.input(1));
+  if (as.size() != 2 || bs.size() != 2)
+    return c.fail("A and B must be matrices");
+  SmallVector<int64_t> shape = {ta ? as[1] : as[0], tb ? bs[0] : bs[1]};
   return one(c.create<GemmOp>(
-      c.resultType(), c.input(0), c.input(1), c.input(2),
-      b.getF32FloatAttr(c.floatAttr("alpha", 1.0f)),
-      b.getF32FloatAttr(c.floatAttr("beta", 1.0f)),
-      b.getBoolAttr(c.intAttr("transA", 0) != 0),
-      b.getBoolAttr(c.intAttr("transB", 0) != 0)));
+      c.resultType(0, shape, elementOf(c.input(0))), c.input(0), c.input(1),
+      c.input(2), b.getF32FloatAttr(c.floatAttr("alpha", 1.0f)),
+      b.getF32FloatAttr(c.floatAttr("beta", 1.0f)), b.getBoolAttr(ta),
+      b.getBoolAttr(tb)));
 }
 
 /// Reduce ops: axes from the attribute (opset 13 ReduceMean) or from a
 /// constant second input (ReduceSum 13, ReduceMean 18).
 template <typename OpT> static Results convertReduce(ConvertContext &c) {
-  int64_t rank = cast<RankedTensorType>(c.input(0).getType()).getRank();
+  auto in = shapeOf(c.input(0));
+  int64_t rank = in.size();
   std::vector<int64_t> axes;
   if (auto a = c.intsAttr("axes")) {
     axes = *a;
@@ -225,13 +284,21 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
   for (auto &a : axes)
     if (a < 0)
       a += rank;
-  return one(c.create<OpT>(c.resultType(), c.input(0),
-                           c.builder.getDenseI64ArrayAttr(axes),
-                           c.builder.getBoolAttr(c.intAttr("keepdims", 1))));
+  bool keep = c.intAttr("keepdims", 1) != 0;
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!llvm::is_contained(axes, i))
+      shape.push_back(in[i]);
+    else if (keep)
+      shape.push_back(1);
+  }
+  return one(c.create<OpT>(c.resultType(0, shape, elementOf(c.input(0))),
+                           c.input(0), c.builder.getDenseI64ArrayAttr(axes),
+                           c.builder.getBoolAttr(keep)));
 }
 
 static Results convertLayerNormalization(ConvertContext &c) {
-  int64_t rank = cast<RankedTensorType>(c.input(0).getType()).getRank();
+  int64_t rank = shapeOf(c.input(0)).size();
   int64_t axis = c.intAttr("axis", -1);
   if (axis != -1 && axis != rank - 1)
     return c.fail(fmt::format("axis = {} is not supported (qcc normalizes "
@@ -241,68 +308,117 @@ static Results convertLayerNormalization(ConvertContext &c) {
     if (!c.node.output(i).empty())
       return c.fail("the Mean and InvStdDev outputs are not supported");
   return one(c.create<LayerNormOp>(
-      c.resultType(), c.input(0), c.input(1), c.input(2),
+      c.resultLike(0, c.input(0)), c.input(0), c.input(1), c.input(2),
       c.builder.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
 }
 
 static Results convertSoftmax(ConvertContext &c) {
-  return one(c.create<SoftmaxOp>(c.resultType(), c.input(0),
-                                 c.builder.getI64IntegerAttr(
-                                     c.intAttr("axis", -1))));
+  return one(c.create<SoftmaxOp>(
+      c.resultLike(0, c.input(0)), c.input(0),
+      c.builder.getI64IntegerAttr(c.intAttr("axis", -1))));
 }
 
 static Results convertTranspose(ConvertContext &c) {
-  int64_t rank = cast<RankedTensorType>(c.input(0).getType()).getRank();
+  auto in = shapeOf(c.input(0));
   std::vector<int64_t> perm;
   if (auto p = c.intsAttr("perm"))
     perm = *p;
   else
-    for (int64_t i = rank - 1; i >= 0; --i)
+    for (int64_t i = in.size() - 1; i >= 0; --i)
       perm.push_back(i);
-  return one(c.create<TransposeOp>(c.resultType(), c.input(0),
-                                   c.builder.getDenseI64ArrayAttr(perm)));
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)in.size())
+      return c.fail("perm is not a permutation of the input's dimensions");
+    shape.push_back(in[p]);
+  }
+  return one(c.create<TransposeOp>(
+      c.resultType(0, shape, elementOf(c.input(0))), c.input(0),
+      c.builder.getDenseI64ArrayAttr(perm)));
 }
 
 static Results convertReshape(ConvertContext &c) {
   if (c.intAttr("allowzero", 0) != 0)
     return c.fail("allowzero = 1 is not supported");
-  return one(c.create<ReshapeOp>(c.resultType(), c.input(0), c.input(1)));
+  auto target = sizesOf(c.input(1));
+  if (!target)
+    return c.fail("the target shape has unknown length (unknown rank)");
+  auto in = typeOf(c.input(0));
+  SmallVector<int64_t> shape = *target;
+  int64_t inferred = -1, known = 1;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d == 0 && i < (size_t)in.getRank())
+      d = in.getDimSize(i);
+    if (d == -1)
+      inferred = i;
+    else if (d == kDyn || known == kDyn)
+      known = kDyn;
+    else
+      known *= d;
+  }
+  if (inferred >= 0)
+    shape[inferred] = (known != kDyn && known != 0 && in.hasStaticShape())
+                          ? in.getNumElements() / known
+                          : kDyn;
+  return one(c.create<ReshapeOp>(c.resultType(0, shape, in.getElementType()),
+                                 c.input(0), c.input(1)));
 }
 
 static Results convertFlatten(ConvertContext &c) {
-  return one(c.create<FlattenOp>(c.resultType(), c.input(0),
-                                 c.builder.getI64IntegerAttr(
-                                     c.intAttr("axis", 1))));
+  auto in = shapeOf(c.input(0));
+  int64_t axis = c.intAttr("axis", 1);
+  if (axis < 0)
+    axis += in.size();
+  auto prod = [](ArrayRef<int64_t> dims) {
+    int64_t p = 1;
+    for (int64_t d : dims)
+      p = (d == kDyn || p == kDyn) ? kDyn : p * d;
+    return p;
+  };
+  SmallVector<int64_t> shape = {prod(in.take_front(axis)),
+                                prod(in.drop_front(axis))};
+  return one(c.create<FlattenOp>(
+      c.resultType(0, shape, elementOf(c.input(0))), c.input(0),
+      c.builder.getI64IntegerAttr(axis)));
 }
 
 /// Squeeze and Unsqueeze take their axes as a constant input since opset 13.
 template <typename OpT> static Results convertSqueezeLike(ConvertContext &c) {
+  constexpr bool squeeze = std::is_same_v<OpT, SqueezeOp>;
+  auto in = shapeOf(c.input(0));
   SmallVector<int64_t> axes;
   if (c.input(1)) {
     auto v = c.constInts(1);
     if (!v)
       return c.fail("axes must be a constant");
     axes = *v;
-  } else if (std::is_same_v<OpT, SqueezeOp>) {
-    auto in = cast<RankedTensorType>(c.input(0).getType());
-    for (int64_t i = 0; i < in.getRank(); ++i) {
-      if (in.isDynamicDim(i))
+  } else if (squeeze) {
+    for (int64_t i = 0; i < (int64_t)in.size(); ++i) {
+      if (in[i] == kDyn)
         return c.fail("Squeeze without axes needs static dimensions");
-      if (in.getDimSize(i) == 1)
+      if (in[i] == 1)
         axes.push_back(i);
     }
   } else {
     return c.fail("Unsqueeze needs axes");
   }
-  int64_t rank = c.resultType().getRank();
-  if (std::is_same_v<OpT, SqueezeOp>)
-    rank = cast<RankedTensorType>(c.input(0).getType()).getRank();
+  int64_t rank = squeeze ? in.size() : in.size() + axes.size();
   for (auto &a : axes)
     if (a < 0)
       a += rank;
   llvm::sort(axes);
-  return one(c.create<OpT>(c.resultType(), c.input(0),
-                           c.builder.getDenseI64ArrayAttr(axes)));
+  SmallVector<int64_t> shape;
+  if (squeeze) {
+    for (int64_t i = 0; i < rank; ++i)
+      if (!llvm::is_contained(axes, i))
+        shape.push_back(in[i]);
+  } else {
+    auto it = in.begin();
+    for (int64_t i = 0; i < rank; ++i)
+      shape.push_back(llvm::is_contained(axes, i) ? 1 : *it++);
+  }
+  return one(c.create<OpT>(c.resultType(0, shape, elementOf(c.input(0))),
+                           c.input(0), c.builder.getDenseI64ArrayAttr(axes)));
 }
 
 static Results convertConcat(ConvertContext &c) {
@@ -310,15 +426,22 @@ static Results convertConcat(ConvertContext &c) {
   for (Value v : c.inputs)
     if (v)
       ins.push_back(v);
+  int64_t rank = shapeOf(ins[0]).size();
   int64_t axis = c.intAttr("axis", 0);
   if (axis < 0)
-    axis += c.resultType().getRank();
-  return one(c.create<ConcatOp>(c.resultType(), ins,
-                                c.builder.getI64IntegerAttr(axis)));
+    axis += rank;
+  SmallVector<int64_t> shape(shapeOf(ins[0]));
+  shape[axis] = 0;
+  for (Value v : ins) {
+    int64_t d = shapeOf(v)[axis];
+    shape[axis] = (d == kDyn || shape[axis] == kDyn) ? kDyn : shape[axis] + d;
+  }
+  return one(c.create<ConcatOp>(c.resultType(0, shape, elementOf(ins[0])),
+                                ins, c.builder.getI64IntegerAttr(axis)));
 }
 
 static Results convertSplit(ConvertContext &c) {
-  auto in = cast<RankedTensorType>(c.input(0).getType());
+  auto in = typeOf(c.input(0));
   int64_t axis = c.intAttr("axis", 0);
   if (axis < 0)
     axis += in.getRank();
@@ -332,24 +455,28 @@ static Results convertSplit(ConvertContext &c) {
     sizes.assign(a->begin(), a->end());
   } else {
     int64_t n = c.node.output_size(), dim = in.getDimSize(axis);
-    if (dim == ShapedType::kDynamic)
+    if (dim == kDyn)
       return c.fail("an equal split of a dynamic dimension is not supported");
-    if (dim % n != 0 && c.intAttr("num_outputs", 0) == 0)
-      return c.fail("the dimension does not split evenly");
     int64_t part = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i)
       sizes.push_back(std::min(part, dim - i * part));
   }
-  SmallVector<Type> types(c.resultTypes.begin(), c.resultTypes.end());
-  auto op = c.builder.create<SplitOp>(c.loc, types, c.input(0),
-                                      c.builder.getI64IntegerAttr(axis),
-                                      c.builder.getDenseI64ArrayAttr(sizes));
+  SmallVector<Type> types;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    SmallVector<int64_t> shape(in.getShape());
+    shape[axis] = size;
+    types.push_back(c.resultType(i, shape, in.getElementType()));
+  }
+  auto op = SplitOp::create(c.builder, c.loc, types, c.input(0),
+                            c.builder.getI64IntegerAttr(axis),
+                            c.builder.getDenseI64ArrayAttr(sizes));
   return SmallVector<Value>(op.getResults());
 }
 
 static Results convertSlice(ConvertContext &c) {
-  int64_t rank = cast<RankedTensorType>(c.input(0).getType()).getRank();
-  int64_t n = cast<RankedTensorType>(c.input(1).getType()).getDimSize(0);
+  auto in = typeOf(c.input(0));
+  int64_t rank = in.getRank();
+  int64_t n = shapeOf(c.input(1))[0];
   SmallVector<int64_t> axes, steps;
   if (c.input(3)) {
     auto v = c.constInts(3);
@@ -357,7 +484,7 @@ static Results convertSlice(ConvertContext &c) {
       return c.fail("axes must be a constant");
     axes = *v;
   } else {
-    if (n == ShapedType::kDynamic)
+    if (n == kDyn)
       return c.fail("starts must have a static length");
     for (int64_t i = 0; i < n; ++i)
       axes.push_back(i);
@@ -373,67 +500,99 @@ static Results convertSlice(ConvertContext &c) {
   } else {
     steps.assign(axes.size(), 1);
   }
-  Value starts = c.input(1), ends = c.input(2);
   // Starts and ends may be int32: shape arithmetic works in int64.
   auto i64Vec = [&](Value v) -> Value {
-    auto t = cast<RankedTensorType>(v.getType());
-    if (t.getElementType().isInteger(64))
+    if (elementOf(v).isInteger(64))
       return v;
     return c.create<CastOp>(
-        RankedTensorType::get(t.getShape(), c.builder.getI64Type()), v);
+        RankedTensorType::get(shapeOf(v), c.builder.getI64Type()), v);
   };
-  return one(c.create<SliceOp>(c.resultType(), c.input(0), i64Vec(starts),
-                               i64Vec(ends),
+  Value starts = i64Vec(c.input(1)), ends = i64Vec(c.input(2));
+  // Sliced sizes are known when the bounds are constants and the dimension
+  // is static; otherwise dynamic.
+  SmallVector<int64_t> shape(in.getShape());
+  auto s = getDimExprs(starts), e = getDimExprs(ends);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    int64_t dim = in.getDimSize(axis);
+    if (dim == kDyn || i >= s.size() || i >= e.size() ||
+        !s[i].isConstant() || !e[i].isConstant() || steps[i] == 0) {
+      shape[axis] = kDyn;
+      continue;
+    }
+    int64_t lo = s[i].constant, hi = e[i].constant, st = steps[i];
+    lo = lo < 0 ? lo + dim : lo;
+    hi = hi < 0 ? hi + dim : hi;
+    if (st > 0) {
+      lo = std::clamp<int64_t>(lo, 0, dim);
+      hi = std::clamp<int64_t>(hi, 0, dim);
+      shape[axis] = std::max<int64_t>(0, (hi - lo + st - 1) / st);
+    } else {
+      lo = std::clamp<int64_t>(lo, 0, dim - 1);
+      hi = std::clamp<int64_t>(hi, -1, dim - 1);
+      shape[axis] = std::max<int64_t>(0, (lo - hi - st - 1) / -st);
+    }
+  }
+  return one(c.create<SliceOp>(c.resultType(0, shape, in.getElementType()),
+                               c.input(0), starts, ends,
                                c.builder.getDenseI64ArrayAttr(axes),
                                c.builder.getDenseI64ArrayAttr(steps)));
 }
 
 static Results convertGather(ConvertContext &c) {
-  int64_t rank = cast<RankedTensorType>(c.input(0).getType()).getRank();
+  auto in = shapeOf(c.input(0));
   int64_t axis = c.intAttr("axis", 0);
   if (axis < 0)
-    axis += rank;
-  return one(c.create<GatherOp>(c.resultType(), c.input(0), c.input(1),
+    axis += in.size();
+  SmallVector<int64_t> shape(in.take_front(axis));
+  llvm::append_range(shape, shapeOf(c.input(1)));
+  llvm::append_range(shape, in.drop_front(axis + 1));
+  return one(c.create<GatherOp>(c.resultType(0, shape, elementOf(c.input(0))),
+                                c.input(0), c.input(1),
                                 c.builder.getI64IntegerAttr(axis)));
 }
 
 static Results convertShape(ConvertContext &c) {
-  IntegerAttr end;
-  if (const auto *a = c.attr("end"))
-    end = c.builder.getI64IntegerAttr(a->i());
-  return one(c.create<ShapeOp>(c.resultType(), c.input(0),
-                               c.builder.getI64IntegerAttr(
-                                   c.intAttr("start", 0)),
-                               end));
+  int64_t rank = shapeOf(c.input(0)).size();
+  int64_t start = c.intAttr("start", 0), end = c.intAttr("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  IntegerAttr endAttr;
+  if (c.attr("end"))
+    endAttr = c.builder.getI64IntegerAttr(end);
+  return one(c.create<ShapeOp>(
+      c.resultType(0, {std::max<int64_t>(end - start, 0)},
+                   c.builder.getI64Type()),
+      c.input(0), c.builder.getI64IntegerAttr(start), endAttr));
 }
 
 static Results convertConstant(ConvertContext &c) {
-  MLIRContext *ctx = c.builder.getContext();
-  auto type = c.resultType();
   if (const auto *a = c.attr("value")) {
     std::string error;
-    auto attr = tensorToElements(ctx, a->t(), nullptr, error);
+    auto attr = tensorToElements(c.builder.getContext(), a->t(), nullptr,
+                                 error);
     if (failed(attr))
       return c.fail(error);
     return one(c.create<ConstantOp>(*attr));
   }
+  Builder &b = c.builder;
   if (const auto *a = c.attr("value_float"))
-    return one(c.create<ConstantOp>(DenseElementsAttr::get(type, a->f())));
+    return one(c.create<ConstantOp>(DenseElementsAttr::get(
+        RankedTensorType::get({}, b.getF32Type()), a->f())));
   if (const auto *a = c.attr("value_int"))
-    return one(c.create<ConstantOp>(
-        DenseElementsAttr::get(type, (int64_t)a->i())));
+    return one(c.create<ConstantOp>(DenseElementsAttr::get(
+        RankedTensorType::get({}, b.getI64Type()), (int64_t)a->i())));
   if (const auto *a = c.attr("value_floats"))
     return one(c.create<ConstantOp>(DenseElementsAttr::get(
-        type, ArrayRef<float>(a->floats().data(), a->floats_size()))));
+        RankedTensorType::get({a->floats_size()}, b.getF32Type()),
+        ArrayRef<float>(a->floats().data(), a->floats_size()))));
   if (const auto *a = c.attr("value_ints"))
     return one(c.create<ConstantOp>(DenseElementsAttr::get(
-        type, ArrayRef<int64_t>(a->ints().data(), a->ints_size()))));
+        RankedTensorType::get({a->ints_size()}, b.getI64Type()),
+        ArrayRef<int64_t>(a->ints().data(), a->ints_size()))));
   return c.fail("only tensor, float(s) and int(s) constants are supported");
 }
 
 static Results convertConstantOfShape(ConvertContext &c) {
-  auto et = c.resultType().getElementType();
-  auto one1 = RankedTensorType::get({1}, et);
   ElementsAttr value;
   if (const auto *a = c.attr("value")) {
     std::string error;
@@ -443,18 +602,37 @@ static Results convertConstantOfShape(ConvertContext &c) {
       return c.fail(error);
     value = *attr;
   } else {
-    value = DenseElementsAttr::get(one1, 0.0f);
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({1}, c.builder.getF32Type()), 0.0f);
   }
-  return one(c.create<ConstantOfShapeOp>(c.resultType(), c.input(0), value));
+  auto shape = sizesOf(c.input(0));
+  if (!shape)
+    return c.fail("the shape has unknown length (unknown rank)");
+  for (int64_t &d : *shape)
+    if (d < 0)
+      d = kDyn;
+  return one(c.create<ConstantOfShapeOp>(
+      c.resultType(0, *shape, value.getElementType()), c.input(0), value));
 }
 
 static Results convertRange(ConvertContext &c) {
-  return one(c.create<RangeOp>(c.resultType(), c.input(0), c.input(1),
-                               c.input(2)));
+  return one(c.create<RangeOp>(c.resultType(0, {kDyn}, elementOf(c.input(0))),
+                               c.input(0), c.input(1), c.input(2)));
 }
 
 static Results convertExpand(ConvertContext &c) {
-  return one(c.create<ExpandOp>(c.resultType(), c.input(0), c.input(1)));
+  auto target = sizesOf(c.input(1));
+  if (!target)
+    return c.fail("the target shape has unknown length (unknown rank)");
+  // A dynamic target size stays dynamic even against an input size of 1.
+  SmallVector<int64_t> shape = broadcastOrDynamic(shapeOf(c.input(0)),
+                                                  *target);
+  size_t offset = shape.size() - target->size();
+  for (auto [i, d] : llvm::enumerate(*target))
+    if (d == kDyn && shapeOf(c.input(0)).size() + i < shape.size() + offset)
+      shape[offset + i] = kDyn;
+  return one(c.create<ExpandOp>(c.resultType(0, shape, elementOf(c.input(0))),
+                                c.input(0), c.input(1)));
 }
 
 static Results convertTrilu(ConvertContext &c) {
@@ -465,9 +643,32 @@ static Results convertTrilu(ConvertContext &c) {
       return c.fail("k must be a constant scalar");
     k = (*v)[0];
   }
-  return one(c.create<TriluOp>(c.resultType(), c.input(0),
+  return one(c.create<TriluOp>(c.resultLike(0, c.input(0)), c.input(0),
                                c.builder.getBoolAttr(c.intAttr("upper", 1)),
                                c.builder.getI64IntegerAttr(k)));
+}
+
+/// Einsum: only the outer product "i,j->ij" (what torch.outer exports to, as
+/// in rotary tables) is supported; it becomes unsqueeze + broadcast multiply.
+static Results convertEinsum(ConvertContext &c) {
+  const auto *eq = c.attr("equation");
+  std::string equation = eq ? eq->s() : "";
+  equation.erase(std::remove(equation.begin(), equation.end(), ' '),
+                 equation.end());
+  if (c.inputs.size() != 2 || equation.size() != 7 || equation[1] != ',' ||
+      equation.substr(3, 2) != "->" || equation[0] == equation[2] ||
+      equation[5] != equation[0] || equation[6] != equation[2])
+    return c.fail("equation '" + equation + "' is not supported (only the "
+                  "outer product \"i,j->ij\")");
+  Value a = c.input(0), b = c.input(1);
+  int64_t m = shapeOf(a)[0], n = shapeOf(b)[0];
+  Type et = elementOf(a);
+  auto &bd = c.builder;
+  Value col = c.create<UnsqueezeOp>(RankedTensorType::get({m, 1}, et), a,
+                                    bd.getDenseI64ArrayAttr({1}));
+  Value row = c.create<UnsqueezeOp>(RankedTensorType::get({1, n}, et), b,
+                                    bd.getDenseI64ArrayAttr({0}));
+  return one(c.create<MulOp>(c.resultType(0, {m, n}, et), col, row));
 }
 
 const std::vector<OnnxConverter> &qcc::onnxConverters() {
@@ -514,6 +715,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"Trilu", {14}, convertTrilu},
       {"Identity", {13, 14, 16}, convertIdentity},
       {"Dropout", {13}, convertIdentity},
+      {"Einsum", {12}, convertEinsum},
   };
   return table;
 }

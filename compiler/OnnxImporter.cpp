@@ -17,6 +17,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -84,7 +85,8 @@ llvm::Error Importer::load(onnx::ModelProto &model) {
   if (!model.has_graph() || model.graph().node_size() == 0)
     return sink.error("the model has no graph or an empty graph (truncated?)");
   try {
-    onnx::checker::check_model(model);
+    // The path overload resolves external data relative to the model's folder.
+    onnx::checker::check_model(path);
   } catch (const std::exception &e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
@@ -194,7 +196,7 @@ llvm::Error Importer::importInitializer(const onnx::TensorProto &t) {
     return sink.error("initializer '" + t.name() + "': " + error);
   Location loc = NameLoc::get(builder.getStringAttr(t.name()),
                               FileLineColLoc::get(&ctx, path, 0, 0));
-  values[t.name()] = builder.create<ConstantOp>(loc, *attr).getResult();
+  values[t.name()] = ConstantOp::create(builder, loc, *attr).getResult();
   return llvm::Error::success();
 }
 
@@ -239,20 +241,17 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   }
   SmallVector<Type> resultTypes;
   for (const std::string &name : node.output()) {
+    // Where ONNX inference gave no type, the converter computes one.
     auto it = types.find(name);
-    if (it == types.end()) {
-      if (name.empty()) {
-        resultTypes.push_back(Type());
-        continue;
-      }
-      return sink.nodeError(node, "cannot infer the type of output '" + name +
-                                      "' (unknown rank)");
+    if (it == types.end() || !it->second.tensor_type().has_shape()) {
+      resultTypes.push_back(Type());
+      continue;
     }
     auto type = typeOf(it->second, name, nullptr);
     if (!type) {
       llvm::consumeError(type.takeError());
-      return sink.nodeError(node, "cannot handle the shape of output '" +
-                                      name + "' (unknown rank or type)");
+      resultTypes.push_back(Type());
+      continue;
     }
     resultTypes.push_back(*type);
   }
@@ -298,7 +297,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(module->getBody());
 
-  llvm::StringSet<> initializerNames;
+  llvm::StringSet<llvm::MallocAllocator> initializerNames;
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());
 
@@ -337,7 +336,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     resultAttrs.push_back(signatureAttrs(out.name(), dims));
   }
 
-  auto func = builder.create<func::FuncOp>(
+  auto func = func::FuncOp::create(builder, 
       fileLoc, "main", builder.getFunctionType(argTypes, resultTypes));
   func.setAllArgAttrs(argAttrs);
   func.setAllResultAttrs(resultAttrs);
@@ -360,7 +359,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
       return sink.error("graph output '" + out.name() + "' is never produced");
     results.push_back(it->second);
   }
-  builder.create<func::ReturnOp>(fileLoc, results);
+  func::ReturnOp::create(builder, fileLoc, results);
   // Converters may know more than the declared outputs (or forward a value
   // through Identity): the function returns what the body computes.
   func.setFunctionType(

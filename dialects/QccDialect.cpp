@@ -21,5 +21,5 @@ Operation *qcc::QccDialect::materializeConstant(OpBuilder &builder,
   auto elements = dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;
-  return builder.create<ConstantOp>(loc, type, elements);
+  return ConstantOp::create(builder, loc, type, elements);
 }

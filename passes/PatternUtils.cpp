@@ -3,6 +3,7 @@
 
 #include "dialects/QccConstants.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 using namespace mlir;
@@ -168,4 +169,91 @@ bool qcc::reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n) {
       return false;
   }
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise-chain matching
+//===----------------------------------------------------------------------===//
+
+bool qcc::matchCommutative(Operation *binary,
+                           function_ref<bool(Value, Value)> match) {
+  if (!binary || binary->getNumOperands() != 2)
+    return false;
+  Value a = binary->getOperand(0), b = binary->getOperand(1);
+  return match(a, b) || match(b, a);
+}
+
+Value qcc::getOperandBesideSplat(Operation *binary, double expected,
+                                 double rtol) {
+  Value other;
+  matchCommutative(binary, [&](Value a, Value c) {
+    if (!isSplatNear(c, expected, rtol))
+      return false;
+    other = a;
+    return true;
+  });
+  return other;
+}
+
+Value qcc::getSquareBase(Value v) {
+  if (auto pow = v.getDefiningOp<PowOp>())
+    return isSplatNear(pow.getRhs(), 2.0) ? pow.getLhs() : Value();
+  if (auto mul = v.getDefiningOp<MulOp>())
+    return mul.getLhs() == mul.getRhs() ? mul.getLhs() : Value();
+  return {};
+}
+
+Value qcc::getLastAxisMeanInput(Value v) {
+  auto mean = v.getDefiningOp<ReduceMeanOp>();
+  if (!mean || !mean.getKeepdims() || mean.getAxes().size() != 1)
+    return {};
+  int64_t rank = mean.getInput().getType().getRank();
+  int64_t axis = mean.getAxes()[0];
+  if (axis < 0)
+    axis += rank;
+  return axis == rank - 1 ? mean.getInput() : Value();
+}
+
+bool qcc::matchDivision(Value v, Value &num, Value &den) {
+  if (auto div = v.getDefiningOp<DivOp>()) {
+    num = div.getLhs();
+    den = div.getRhs();
+    return true;
+  }
+  return matchCommutative(v.getDefiningOp<MulOp>(), [&](Value a, Value r) {
+    if (auto recip = r.getDefiningOp<ReciprocalOp>()) {
+      num = a;
+      den = recip.getInput();
+      return true;
+    }
+    if (auto div = r.getDefiningOp<DivOp>();
+        div && isSplatNear(div.getLhs(), 1.0)) {
+      num = a;
+      den = div.getRhs();
+      return true;
+    }
+    return false;
+  });
+}
+
+bool qcc::matchSqrtPlusConstant(Value v, Value &x, double &c) {
+  auto sqrt = v.getDefiningOp<SqrtOp>();
+  if (!sqrt)
+    return false;
+  auto add = sqrt.getInput().getDefiningOp<AddOp>();
+  return matchCommutative(add, [&](Value a, Value k) {
+    auto value = getSplatValue(k);
+    if (!value || a.getType() != add.getType())
+      return false;
+    x = a;
+    c = *value;
+    return true;
+  });
+}
+
+ConstantOp qcc::createSplatConstant(OpBuilder &b, Location loc,
+                                    RankedTensorType type, double value) {
+  auto attr = DenseElementsAttr::get(
+      type, b.getFloatAttr(type.getElementType(), value));
+  return ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
 }

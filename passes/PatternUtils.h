@@ -48,6 +48,41 @@ llvm::SmallVector<DimExpr> getDimExprs(mlir::Value shapeVector);
 /// target shape starts with exactly those dimensions (or 0 = copy).
 bool reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n);
 
+//===----------------------------------------------------------------------===//
+// Elementwise-chain matching (raise-layer-norm, raise-rms-norm, raise-gelu,
+// raise-silu)
+//===----------------------------------------------------------------------===//
+
+/// Calls `match(a, b)` with the two operands of the binary op `binary` in
+/// order and, if that returns false, swapped. For Add and Mul, whose operand
+/// order the exporters do not fix. True if either call returned true.
+bool matchCommutative(mlir::Operation *binary,
+                      llvm::function_ref<bool(mlir::Value, mlir::Value)> match);
+
+/// If one operand of the commutative binary op `binary` is a splat constant
+/// near `expected` (see `isSplatNear`), the other operand; null otherwise.
+mlir::Value getOperandBesideSplat(mlir::Operation *binary, double expected,
+                                  double rtol = 1e-5);
+
+/// `x` if `v` is Pow(x, 2) or Mul(x, x); null otherwise.
+mlir::Value getSquareBase(mlir::Value v);
+
+/// The input of `v` = ReduceMean(input) over the last dimension only, with
+/// keepdims (axes [-1] or [rank - 1]); null otherwise.
+mlir::Value getLastAxisMeanInput(mlir::Value v);
+
+/// Matches `v` = num / den written as Div(num, den), Mul(num, Reciprocal(den))
+/// or Mul(num, Div(1, den)) (Mul operands in either order).
+bool matchDivision(mlir::Value v, mlir::Value &num, mlir::Value &den);
+
+/// Matches `v` = Sqrt(Add(x, c)) (either order) with `c` a splat constant that
+/// does not broadcast `x`; sets `x` and `c`'s value.
+bool matchSqrtPlusConstant(mlir::Value v, mlir::Value &x, double &c);
+
+/// A qcc.constant of float `type` with every element equal to `value`.
+ConstantOp createSplatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::RankedTensorType type, double value);
+
 } // namespace qcc
 
 #endif // QCC_PASSES_PATTERNUTILS_H

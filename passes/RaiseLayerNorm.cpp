@@ -1,4 +1,12 @@
-//===- RaiseLayerNorm.cpp - raise-layer-norm ----------------------------------------===//
+//===- RaiseLayerNorm.cpp - raise-layer-norm -----------------------------===//
+//
+// The LayerNormalization expansion
+//   d = x - ReduceMean(x)   y = d / Sqrt(ReduceMean(d^2) + eps)
+// (means over the last axis, keepdims) becomes qcc.layer_norm x with a ones
+// gamma; a following Mul by a constant gamma [D] and Add of a constant
+// beta [D] are then folded into it by two more patterns.
+//
+//===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
@@ -15,12 +23,140 @@ using namespace mlir;
 using namespace qcc;
 
 namespace {
+
+/// True if `param` is a qcc.constant [D] with D and the element type of the
+/// last dimension of `input`.
+static bool isConstantNormParam(Value param, Value input) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto p = cast<RankedTensorType>(param.getType());
+  return getConstant(param) && p.getRank() == 1 &&
+         p.getDimSize(0) == in.getShape().back() &&
+         p.getElementType() == in.getElementType();
+}
+
+/// d / Sqrt(ReduceMean(d^2) + eps) with d = x - ReduceMean(x)
+///   -> qcc.layer_norm x, ones {epsilon = eps}.
+/// The division may also be d * Reciprocal(s) or d * (1 / s), and d^2 may be
+/// Pow(d, 2) or Mul(d, d). RootOp is DivOp or MulOp.
+template <typename RootOp> struct LayerNormCore : OpRewritePattern<RootOp> {
+  using OpRewritePattern<RootOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RootOp root,
+                                PatternRewriter &rewriter) const override {
+    Value d, den, var;
+    double eps;
+    if (!matchDivision(root.getResult(), d, den))
+      return rewriter.notifyMatchFailure(root, "not a division");
+    if (!matchSqrtPlusConstant(den, var, eps))
+      return rewriter.notifyMatchFailure(
+          root, "the divisor is not Sqrt(variance + constant epsilon)");
+    if (eps < 0)
+      return rewriter.notifyMatchFailure(root, "epsilon is negative");
+    Value squared = getLastAxisMeanInput(var);
+    if (!squared)
+      return rewriter.notifyMatchFailure(
+          root, "the variance is not a mean over the last axis (keepdims)");
+    if (getSquareBase(squared) != d)
+      return rewriter.notifyMatchFailure(
+          root, "the variance is not the mean of the dividend squared");
+    auto sub = d.template getDefiningOp<SubOp>();
+    if (!sub)
+      return rewriter.notifyMatchFailure(root, "the dividend is not x - mean");
+    Value x = sub.getLhs();
+    if (getLastAxisMeanInput(sub.getRhs()) != x)
+      return rewriter.notifyMatchFailure(
+          root, "the subtrahend is not the mean of x over its last axis");
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type != root.getType())
+      return rewriter.notifyMatchFailure(
+          root, "the result type differs from the input type");
+    if (type.isDynamicDim(type.getRank() - 1))
+      return rewriter.notifyMatchFailure(
+          root, "the last dimension is dynamic: no ones gamma can be built");
+    Value ones = createSplatConstant(
+        rewriter, root.getLoc(),
+        RankedTensorType::get({type.getShape().back()}, type.getElementType()),
+        1.0);
+    rewriter.replaceOpWithNewOp<LayerNormOp>(
+        root, root.getType(), x, ones, Value(), rewriter.getF32FloatAttr(eps));
+    return success();
+  }
+};
+
+/// The qcc.layer_norm that `v` is, if its only user is the op being matched
+/// and it has no beta yet; null otherwise.
+static LayerNormOp getFusableLayerNorm(Value v) {
+  auto ln = v.getDefiningOp<LayerNormOp>();
+  if (!ln || ln.getBeta() || !ln->hasOneUse())
+    return {};
+  return ln;
+}
+
+/// Mul(layer_norm(x, ones), gamma) with a constant gamma [D]
+///   -> layer_norm(x, gamma).
+struct LayerNormGamma : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp mul,
+                                PatternRewriter &rewriter) const override {
+    LayerNormOp ln;
+    Value gamma;
+    bool found = matchCommutative(mul, [&](Value a, Value g) {
+      ln = getFusableLayerNorm(a);
+      gamma = g;
+      return bool(ln);
+    });
+    if (!found)
+      return rewriter.notifyMatchFailure(
+          mul, "no operand is a single-use qcc.layer_norm without beta");
+    if (!isSplatNear(ln.getGamma(), 1.0))
+      return rewriter.notifyMatchFailure(mul, "the norm already has a gamma");
+    if (!isConstantNormParam(gamma, ln.getInput()))
+      return rewriter.notifyMatchFailure(
+          mul, "the other factor is not a constant [D]");
+    if (mul.getType() != ln.getType())
+      return rewriter.notifyMatchFailure(mul, "the product broadcasts");
+    rewriter.replaceOpWithNewOp<LayerNormOp>(
+        mul, mul.getType(), ln.getInput(), gamma, Value(), ln.getEpsilonAttr());
+    return success();
+  }
+};
+
+/// Add(layer_norm(x, gamma), beta) with a constant beta [D]
+///   -> layer_norm(x, gamma, beta).
+struct LayerNormBeta : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    LayerNormOp ln;
+    Value beta;
+    bool found = matchCommutative(add, [&](Value a, Value b) {
+      ln = getFusableLayerNorm(a);
+      beta = b;
+      return ln && isConstantNormParam(b, ln.getInput());
+    });
+    if (!found)
+      return rewriter.notifyMatchFailure(
+          add, "not a single-use qcc.layer_norm without beta plus a constant "
+               "[D]");
+    if (add.getType() != ln.getType())
+      return rewriter.notifyMatchFailure(add, "the sum broadcasts");
+    rewriter.replaceOpWithNewOp<LayerNormOp>(add, add.getType(), ln.getInput(),
+                                             ln.getGamma(), beta,
+                                             ln.getEpsilonAttr());
+    return success();
+  }
+};
+
 struct RaiseLayerNormPass : qcc::impl::RaiseLayerNormBase<RaiseLayerNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    // TODO(owner): patterns.
+    patterns.add<LayerNormCore<DivOp>, LayerNormCore<MulOp>, LayerNormGamma,
+                 LayerNormBeta>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
+
 } // namespace

@@ -1,4 +1,11 @@
-//===- RaiseRmsNorm.cpp - raise-rms-norm ----------------------------------------===//
+//===- RaiseRmsNorm.cpp - raise-rms-norm ---------------------------------===//
+//
+// The RMSNorm expansion (HF LlamaRMSNorm as torch.onnx exports it)
+//   h * (1 / Sqrt(ReduceMean(h^2) + eps))
+// (mean over the last axis, keepdims) becomes qcc.rms_norm h with a ones
+// gamma; a following Mul by a constant gamma [D] is then folded into it.
+//
+//===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
@@ -15,12 +22,101 @@ using namespace mlir;
 using namespace qcc;
 
 namespace {
+
+/// True if `param` is a qcc.constant [D] with D and the element type of the
+/// last dimension of `input`.
+static bool isConstantNormParam(Value param, Value input) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto p = cast<RankedTensorType>(param.getType());
+  return getConstant(param) && p.getRank() == 1 &&
+         p.getDimSize(0) == in.getShape().back() &&
+         p.getElementType() == in.getElementType();
+}
+
+/// h / Sqrt(ReduceMean(h^2) + eps) -> qcc.rms_norm h, ones {epsilon = eps}.
+/// The division may be Mul(h, Div(1, s)) (the exported form),
+/// Mul(h, Reciprocal(s)) or Div(h, s); h^2 may be Pow(h, 2) or Mul(h, h).
+/// RootOp is MulOp or DivOp.
+template <typename RootOp> struct RmsNormCore : OpRewritePattern<RootOp> {
+  using OpRewritePattern<RootOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RootOp root,
+                                PatternRewriter &rewriter) const override {
+    Value h, den, var;
+    double eps;
+    if (!matchDivision(root.getResult(), h, den))
+      return rewriter.notifyMatchFailure(root, "not a division");
+    if (!matchSqrtPlusConstant(den, var, eps))
+      return rewriter.notifyMatchFailure(
+          root, "the divisor is not Sqrt(mean square + constant epsilon)");
+    if (eps < 0)
+      return rewriter.notifyMatchFailure(root, "epsilon is negative");
+    Value squared = getLastAxisMeanInput(var);
+    if (!squared)
+      return rewriter.notifyMatchFailure(
+          root, "the mean square is not over the last axis (keepdims)");
+    if (getSquareBase(squared) != h)
+      return rewriter.notifyMatchFailure(
+          root, "the mean square is not of the value being divided");
+    if (auto sub = h.template getDefiningOp<SubOp>();
+        sub && getLastAxisMeanInput(sub.getRhs()) == sub.getLhs())
+      return rewriter.notifyMatchFailure(
+          root, "the input is x - mean(x): a layer norm, not an RMS norm");
+    auto type = cast<RankedTensorType>(h.getType());
+    if (type != root.getType())
+      return rewriter.notifyMatchFailure(
+          root, "the result type differs from the input type");
+    if (type.isDynamicDim(type.getRank() - 1))
+      return rewriter.notifyMatchFailure(
+          root, "the last dimension is dynamic: no ones gamma can be built");
+    Value ones = createSplatConstant(
+        rewriter, root.getLoc(),
+        RankedTensorType::get({type.getShape().back()}, type.getElementType()),
+        1.0);
+    rewriter.replaceOpWithNewOp<RmsNormOp>(root, root.getType(), h, ones,
+                                           rewriter.getF32FloatAttr(eps));
+    return success();
+  }
+};
+
+/// Mul(gamma, rms_norm(h, ones)) with a constant gamma [D], either order
+///   -> rms_norm(h, gamma).
+struct RmsNormGamma : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp mul,
+                                PatternRewriter &rewriter) const override {
+    RmsNormOp norm;
+    Value gamma;
+    bool found = matchCommutative(mul, [&](Value a, Value g) {
+      norm = a.getDefiningOp<RmsNormOp>();
+      gamma = g;
+      return norm && norm->hasOneUse();
+    });
+    if (!found)
+      return rewriter.notifyMatchFailure(
+          mul, "no operand is a single-use qcc.rms_norm");
+    if (!isSplatNear(norm.getGamma(), 1.0))
+      return rewriter.notifyMatchFailure(mul, "the norm already has a gamma");
+    if (!isConstantNormParam(gamma, norm.getInput()))
+      return rewriter.notifyMatchFailure(
+          mul, "the other factor is not a constant [D]");
+    if (mul.getType() != norm.getType())
+      return rewriter.notifyMatchFailure(mul, "the product broadcasts");
+    rewriter.replaceOpWithNewOp<RmsNormOp>(mul, mul.getType(), norm.getInput(),
+                                           gamma, norm.getEpsilonAttr());
+    return success();
+  }
+};
+
 struct RaiseRmsNormPass : qcc::impl::RaiseRmsNormBase<RaiseRmsNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    // TODO(owner): patterns.
+    patterns.add<RmsNormCore<MulOp>, RmsNormCore<DivOp>, RmsNormGamma>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
+
 } // namespace
