@@ -164,11 +164,16 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   if (auto shape = getInput().getDefiningOp<ShapeOp>()) {
     auto dims = shape.getInput().getType();
     auto ranked = cast<RankedTensorType>(dims);
+    int64_t start = shape.getStart() < 0 ? shape.getStart() + ranked.getRank()
+                                         : shape.getStart();
     SmallVector<int64_t> out;
     for (int64_t i : *idx) {
       if (n == ShapedType::kDynamic)
         return {};
-      int64_t d = ranked.getDimSize(shape.getStart() + normalize(i));
+      int64_t j = normalize(i);
+      if (j < 0 || j >= n || start + j >= ranked.getRank())
+        return {};
+      int64_t d = ranked.getDimSize(start + j);
       if (d == ShapedType::kDynamic)
         return {};
       out.push_back(d);

@@ -199,14 +199,15 @@ LogicalResult TransposeOp::verify() {
   if (perm.size() != in.size() || out.size() != in.size())
     return emitOpError("perm, input and result must have the same rank");
   SmallVector<bool> used(in.size(), false);
-  for (auto [i, p] : llvm::enumerate(perm)) {
+  for (int64_t p : perm) {
     if (p < 0 || p >= (int64_t)in.size() || used[p])
       return emitOpError("perm is not a permutation");
     used[p] = true;
+  }
+  for (auto [i, p] : llvm::enumerate(perm))
     if (!sizesAgree(out[i], in[p]))
       return emitOpError("result dimension ") << i << " must equal input "
                                               << "dimension " << p;
-  }
   return success();
 }
 

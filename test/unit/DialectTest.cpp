@@ -1,2 +1,64 @@
+//===- DialectTest.cpp - dialect helpers ----------------------------------===//
+#include "dialects/QccConstants.h"
+#include "dialects/QccOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/MLIRContext.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { EXPECT_TRUE(true); }
+
+using namespace mlir;
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+TEST(BroadcastShapes, NumpyRules) {
+  auto r = qcc::broadcastShapes({kDyn, kDyn, 64}, {64});
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_EQ(*r, (SmallVector<int64_t>{kDyn, kDyn, 64}));
+
+  r = qcc::broadcastShapes({kDyn, 1, 1, kDyn}, {kDyn, 4, kDyn, kDyn});
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_EQ(*r, (SmallVector<int64_t>{kDyn, 4, kDyn, kDyn}));
+
+  r = qcc::broadcastShapes({3, 1}, {1, 5});
+  ASSERT_TRUE(succeeded(r));
+  EXPECT_EQ(*r, (SmallVector<int64_t>{3, 5}));
+
+  EXPECT_TRUE(failed(qcc::broadcastShapes({3, 4}, {5})));
+}
+
+TEST(Constants, LargeTensorsBecomeResourcesAndRoundTrip) {
+  MLIRContext ctx;
+  auto type = RankedTensorType::get({16, 8}, Float32Type::get(&ctx));
+  std::vector<float> values(128);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = 0.5f * i - 3.0f;
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
+                       values.size() * sizeof(float));
+  ElementsAttr attr = qcc::makeElements(type, bytes, "layer.0/weight");
+  EXPECT_TRUE(isa<DenseResourceElementsAttr>(attr));
+  auto back = qcc::getF32Values(attr);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, values);
+}
+
+TEST(Constants, SmallTensorsStayDenseAndRoundTrip) {
+  MLIRContext ctx;
+  auto type = RankedTensorType::get({4}, IntegerType::get(&ctx, 64));
+  int64_t values[] = {0, -1, 16, 1LL << 40};
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(values), sizeof(values));
+  ElementsAttr attr = qcc::makeElements(type, bytes, "shape");
+  EXPECT_TRUE(isa<DenseElementsAttr>(attr));
+  auto back = qcc::getBytes(attr);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(std::memcmp(back->data(), values, sizeof(values)), 0);
+}
+
+TEST(Constants, SplatExpandsToEveryElement) {
+  MLIRContext ctx;
+  auto type = RankedTensorType::get({3}, Float32Type::get(&ctx));
+  auto attr = DenseElementsAttr::get(type, 2.5f);
+  auto back = qcc::getF32Values(attr);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, (std::vector<float>{2.5f, 2.5f, 2.5f}));
+}

@@ -1,0 +1,87 @@
+// RUN: qcc-opt %s --split-input-file --verify-diagnostics
+
+func.func @linear_k_mismatch(%x: tensor<?x64xf32>, %w: tensor<32x48xf32>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{input size 64 differs from the weight's K 48}}
+  %0 = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<32x48xf32>) -> tensor<?x32xf32>
+  return %0 : tensor<?x32xf32>
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{num_heads must be a positive multiple of num_kv_heads}}
+  %0 = qcc.attention %q, %k, %k {num_heads = 4 : i64, num_kv_heads = 3 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @attention_kv_width(%q: tensor<?x?x64xf32>, %k: tensor<?x?x48xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{key width must be num_kv_heads * head size}}
+  %0 = qcc.attention %q, %k, %k {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x48xf32>, tensor<?x?x48xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @rotary_odd_head(%x: tensor<?x?x60xf32>, %t: tensor<?x15xf32>) -> tensor<?x?x60xf32> {
+  // expected-error @+1 {{head_dim must be positive and even}}
+  %0 = qcc.rotary %x, %t, %t {head_dim = 15 : i64} : (tensor<?x?x60xf32>, tensor<?x15xf32>, tensor<?x15xf32>) -> tensor<?x?x60xf32>
+  return %0 : tensor<?x?x60xf32>
+}
+
+// -----
+
+func.func @gelu_mode(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{approximate must be "none" or "tanh", not "sigmoid"}}
+  %0 = qcc.gelu %x {approximate = "sigmoid"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_norm_gamma(%x: tensor<?x64xf32>, %g: tensor<32xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{gamma must be [D] with D the input's last dimension}}
+  %0 = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<32xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @broadcast(%a: tensor<3x4xf32>, %b: tensor<5xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{operands are not broadcast-compatible}}
+  %0 = qcc.add %a, %b : (tensor<3x4xf32>, tensor<5xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<3x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{perm is not a permutation}}
+  %0 = qcc.transpose %a {perm = array<i64: 0, 0>} : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<3x4xf32>, %s: tensor<2xi64>) -> tensor<5x2xf32> {
+  // expected-error @+1 {{input and result element counts differ}}
+  %0 = qcc.reshape %a, %s : (tensor<3x4xf32>, tensor<2xi64>) -> tensor<5x2xf32>
+  return %0 : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @embedding_shape(%t: tensor<256x64xf32>, %ids: tensor<?x?xi64>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{result must be ids' shape followed by E}}
+  %0 = qcc.embedding %t, %ids : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @split_sizes(%a: tensor<6xf32>) -> (tensor<2xf32>, tensor<3xf32>) {
+  // expected-error @+1 {{sizes must add up to the input size along axis}}
+  %0:2 = qcc.split %a {axis = 0 : i64, sizes = array<i64: 2, 3>} : (tensor<6xf32>) -> (tensor<2xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<2xf32>, tensor<3xf32>
+}

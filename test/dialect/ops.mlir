@@ -1,0 +1,60 @@
+// RUN: qcc-opt %s | qcc-opt | FileCheck %s
+// Every op parses, verifies and prints back in its assembly format.
+
+// CHECK-LABEL: func @transformer_ops
+func.func @transformer_ops(%x: tensor<?x?x64xf32>, %ids: tensor<?x?xi64>,
+                           %cos: tensor<?x16xf32>, %sin: tensor<?x16xf32>,
+                           %mask: tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32> {
+  %table = qcc.constant dense<0.5> : tensor<256x64xf32>
+  %w = qcc.constant dense<0.25> : tensor<64x64xf32>
+  %b = qcc.constant dense<0.0> : tensor<64xf32>
+  %wkv = qcc.constant dense<0.25> : tensor<32x64xf32>
+  // CHECK: qcc.embedding
+  %e = qcc.embedding %table, %ids : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32}
+  %ln = qcc.layer_norm %e, %b, %b {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.rms_norm
+  %rn = qcc.rms_norm %ln, %b {epsilon = 1.0e-6 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.linear %{{.*}}, %{{.*}}, %{{.*}} :
+  %q = qcc.linear %rn, %w, %b : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.linear %{{.*}}, %{{.*}} :
+  %k = qcc.linear %rn, %wkv : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  // CHECK: qcc.rotary {{.*}} {head_dim = 16 : i64}
+  %qr = qcc.rotary %q, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.attention {{.*}} {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32}
+  %a = qcc.attention %qr, %k, %k {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.attention {{.*}}, %{{.*}} {causal = false
+  %am = qcc.attention %a, %a, %a, %mask {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = false} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.gelu %{{.*}} {approximate = "tanh"}
+  %g = qcc.gelu %am {approximate = "tanh"} : tensor<?x?x64xf32>
+  // CHECK: qcc.gelu %{{.*}} : tensor
+  %g2 = qcc.gelu %g : tensor<?x?x64xf32>
+  // CHECK: qcc.silu
+  %s = qcc.silu %g2 : tensor<?x?x64xf32>
+  // CHECK: qcc.softmax %{{.*}} {axis = -1 : i64}
+  %sm = qcc.softmax %s {axis = -1 : i64} : tensor<?x?x64xf32>
+  return %sm : tensor<?x?x64xf32>
+}
+
+// CHECK-LABEL: func @primitive_ops
+func.func @primitive_ops(%x: tensor<?x?x64xf32>, %c: tensor<?x?x64xi1>) -> tensor<?x4x?x16xf32> {
+  %two = qcc.constant dense<2.0> : tensor<f32>
+  // CHECK: qcc.pow
+  %p = qcc.pow %x, %two : (tensor<?x?x64xf32>, tensor<f32>) -> tensor<?x?x64xf32>
+  // CHECK: qcc.reduce_mean %{{.*}} {axes = array<i64: 2>}
+  %m = qcc.reduce_mean %p {axes = array<i64: 2>} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+  %d = qcc.sub %x, %m : (tensor<?x?x64xf32>, tensor<?x?x1xf32>) -> tensor<?x?x64xf32>
+  %w = qcc.where %c, %d, %x : (tensor<?x?x64xi1>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %e = qcc.erf %w : tensor<?x?x64xf32>
+  // CHECK: qcc.shape
+  %shape = qcc.shape %e : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %i0 = qcc.constant dense<[0, 1]> : tensor<2xi64>
+  %bt = qcc.gather %shape, %i0 {axis = 0 : i64} : (tensor<3xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %target = qcc.concat %bt, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  // CHECK: qcc.reshape
+  %r = qcc.reshape %e, %target : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  // CHECK: qcc.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>}
+  %t = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  return %t : tensor<?x4x?x16xf32>
+}
