@@ -66,6 +66,9 @@ private:
   ErrorSink sink;
   std::string path;
   int64_t opset = 0;
+  /// The newest default-domain opset the installed ONNX library knows; above
+  /// it, its checker and shape inference would apply older schemas.
+  int64_t libraryOpset = 0;
   llvm::StringMap<Value> values;
   llvm::StringMap<onnx::TypeProto> types;
 };
@@ -84,6 +87,13 @@ llvm::Error Importer::load(onnx::ModelProto &model) {
                       "truncated or corrupted?)");
   if (!model.has_graph() || model.graph().node_size() == 0)
     return sink.error("the model has no graph or an empty graph (truncated?)");
+  libraryOpset =
+      onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("")
+          .second;
+  for (const auto &imp : model.opset_import())
+    if ((imp.domain().empty() || imp.domain() == "ai.onnx") &&
+        imp.version() > libraryOpset)
+      return llvm::Error::success(); // checked node by node in importNode
   try {
     // The path overload resolves external data relative to the model's folder.
     onnx::checker::check_model(path);
@@ -102,6 +112,11 @@ llvm::Error Importer::checkOpset(const onnx::ModelProto &model) {
   }
   if (opset == 0)
     return sink.error("the model imports no default-domain (ai.onnx) opset");
+  if (opset > kMaxKnownOpset)
+    return sink.error(fmt::format(
+        "opset {} is newer than qcc knows (up to {}; op semantics may have "
+        "changed)",
+        opset, kMaxKnownOpset));
   if (opset < kMinOpset)
     return sink.error(fmt::format(
         "opset {} is not supported (qcc imports opsets {}-{}, and newer ones "
@@ -204,24 +219,32 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return sink.nodeError(node, "ops of domain '" + node.domain() +
                                     "' are not supported");
-  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
-      node.op_type(), opset, node.domain());
-  if (!schema)
-    return sink.nodeError(node, fmt::format("unknown op in opset {}", opset));
-  int version = schema->SinceVersion();
-
-  const OnnxConverter *converter = nullptr;
+  // The op version the opset selects: from ONNX's schemas where the library
+  // knows the opset, else the newest version <= opset in the converter table
+  // (which lists every version of its ops up to kMaxKnownOpset).
   std::vector<int> known;
-  for (const auto &c : onnxConverters()) {
-    if (c.opType != node.op_type())
-      continue;
-    known.insert(known.end(), c.versions.begin(), c.versions.end());
-    if (llvm::is_contained(c.versions, version))
-      converter = &c;
+  for (const auto &c : onnxConverters())
+    if (c.opType == node.op_type())
+      known.insert(known.end(), c.versions.begin(), c.versions.end());
+  int version = 0;
+  if (opset <= libraryOpset) {
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+        node.op_type(), opset, node.domain());
+    if (!schema)
+      return sink.nodeError(node, fmt::format("unknown op in opset {}", opset));
+    version = schema->SinceVersion();
+  } else {
+    for (int v : known)
+      if (v <= opset)
+        version = std::max(version, v);
   }
   if (known.empty())
     return sink.nodeError(node, "unsupported op (qcc has no converter for "
                                 "it; `qcc --list-ops` lists the supported ops)");
+  const OnnxConverter *converter = nullptr;
+  for (const auto &c : onnxConverters())
+    if (c.opType == node.op_type() && llvm::is_contained(c.versions, version))
+      converter = &c;
   if (!converter)
     return sink.nodeError(
         node, fmt::format("opset {} selects version {} of this op, which qcc "
@@ -278,16 +301,20 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     return std::move(err);
   if (auto err = checkOpset(model))
     return std::move(err);
-  try {
-    onnx::ShapeInferenceOptions options{/*check_type=*/false,
-                                        /*error_mode=*/0,
-                                        /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       options);
-  } catch (const std::exception &e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    return sink.error("ONNX shape inference failed: " + what);
+  // Above the library's opsets its schemas are out of date: the converters
+  // then compute every type themselves.
+  if (opset <= libraryOpset) {
+    try {
+      onnx::ShapeInferenceOptions options{/*check_type=*/false,
+                                          /*error_mode=*/0,
+                                          /*enable_data_propagation=*/true};
+      onnx::shape_inference::InferShapes(
+          model, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception &e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      return sink.error("ONNX shape inference failed: " + what);
+    }
   }
   const onnx::GraphProto &graph = model.graph();
   if (auto err = collectTypes(graph))

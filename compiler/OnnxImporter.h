@@ -13,6 +13,10 @@ namespace qcc {
 /// selects is one a converter was written for (its semantics are unchanged).
 inline constexpr int64_t kMinOpset = 13;
 inline constexpr int64_t kMaxTestedOpset = 17;
+/// The converter table lists every version of its ops up to this opset, so
+/// newer models can be imported even where the installed ONNX library (whose
+/// checker and shape inference know fewer opsets) cannot check them.
+inline constexpr int64_t kMaxKnownOpset = 21;
 
 /// Reads an ONNX model (with external-data weights beside it) and returns a
 /// module holding `func.func @main` made of qcc primitive ops. On failure the

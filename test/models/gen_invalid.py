@@ -17,6 +17,8 @@ Produces, next to this script:
     invalid/unknown_rank.onnx    Add whose input X has an elem_type but no shape field (node "add_unranked")
     external/linear_ext.onnx     MatMul(X[batch,8], W[8,4]) + Add(bias[4]); W and bias are ONNX external data
     external/linear_ext.bin      ... stored in this file
+    opsets/reduce_mean_opset18.onnx  ReduceMean-18 (axes input): newer than Debian's onnx knows, imported
+    opsets/reduce_mean_opset22.onnx  the same at opset 22: newer than qcc knows, refused
 """
 
 import os
@@ -155,6 +157,18 @@ def linear_ext():
         os.path.getsize(bin_path)))
 
 
+def reduce_mean(opset, name):
+    """ReduceMean with axes as an input (its opset-18 form) in a newer opset
+    than Debian's onnx library knows: qcc imports it node by node."""
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 8])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", 1])
+    axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
+    node = helper.make_node("ReduceMean", ["X", "axes"], ["Y"], name="mean18",
+                            keepdims=1)
+    graph = helper.make_graph([node], name, [x], [y], [axes])
+    onnx.save(make_model(graph, opset=opset), os.path.join(HERE, "opsets", name + ".onnx"))
+
+
 def main():
     os.makedirs(INVALID, exist_ok=True)
     os.makedirs(EXTERNAL, exist_ok=True)
@@ -164,6 +178,9 @@ def main():
     bad_attr()
     unknown_rank()
     linear_ext()
+    os.makedirs(os.path.join(HERE, "opsets"), exist_ok=True)
+    reduce_mean(18, "reduce_mean_opset18")
+    reduce_mean(22, "reduce_mean_opset22")
 
 
 if __name__ == "__main__":
