@@ -164,7 +164,7 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   if (auto shape = getInput().getDefiningOp<ShapeOp>()) {
     auto dims = shape.getInput().getType();
     auto ranked = cast<RankedTensorType>(dims);
-    int64_t start = shape.getStart() < 0 ? shape.getStart() + ranked.getRank()
+    int64_t start = (int64_t)shape.getStart() < 0 ? (int64_t)shape.getStart() + ranked.getRank()
                                          : shape.getStart();
     SmallVector<int64_t> out;
     for (int64_t i : *idx) {
@@ -197,7 +197,7 @@ OpFoldResult ShapeOp::fold(FoldAdaptor) {
   auto in = cast<RankedTensorType>(getInput().getType());
   if (!getType().hasStaticShape())
     return {};
-  int64_t start = getStart() < 0 ? getStart() + in.getRank() : getStart();
+  int64_t start = (int64_t)getStart() < 0 ? (int64_t)getStart() + in.getRank() : getStart();
   SmallVector<int64_t> dims;
   for (int64_t i = 0; i < getType().getDimSize(0); ++i) {
     int64_t d = in.getDimSize(start + i);

@@ -228,7 +228,8 @@ LogicalResult ReshapeOp::verify() {
 
 LogicalResult FlattenOp::verify() {
   int64_t rank = getInput().getType().getRank();
-  if (getAxis() < -rank || getAxis() > rank)
+  int64_t axis = getAxis();
+  if (axis < -rank || axis > rank)
     return emitOpError("axis out of range");
   if (getResult().getType().getRank() != 2)
     return emitOpError("result must be 2-D");

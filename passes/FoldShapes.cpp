@@ -1,8 +1,17 @@
 //===- FoldShapes.cpp - fold-shapes ----------------------------------------===//
+//
+// Runs the op folders (QccFolders.cpp) to a fixed point, together with
+// patterns that see through the shape noise exporters emit around dynamic
+// dimensions: identity Reshape / Expand / Slice decided symbolically with
+// DimExpr, Reshape chains, float cast round trips, torch's "-1 -> 1"
+// replacement idiom, and shape vectors whose elements are all known.
+//
+//===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -15,12 +24,276 @@ using namespace mlir;
 using namespace qcc;
 
 namespace {
+
+/// Ends at or above this are "to the end" (torch exports INT64_MAX).
+constexpr int64_t kEndOfDim = INT64_MAX / 2;
+
+/// Shape vectors this pass materializes as constants stay this small.
+constexpr int64_t kMaxShapeElements = 1024;
+
+/// True if float type `from` converts to `to` exactly (every value of `from`
+/// is representable in `to`).
+bool isExactFloatWidening(Type from, Type to) {
+  auto f = dyn_cast<FloatType>(from), t = dyn_cast<FloatType>(to);
+  if (!f || !t)
+    return false;
+  if (f == t)
+    return true;
+  // f16 and bf16 both embed exactly in f32 and f64; f32 in f64.
+  return f.getWidth() < t.getWidth() && (t.isF32() || t.isF64()) &&
+         (f.isF16() || f.isBF16() || f.isF32());
+}
+
+/// Cast(Cast(x : A -> B) : B -> C) with an exact float A -> B becomes
+/// Cast(x : A -> C), or x when C == A.
+struct FoldFloatCastChain : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CastOp outer,
+                                PatternRewriter &rewriter) const override {
+    auto inner = outer.getInput().getDefiningOp<CastOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(outer, "input is not a cast");
+    Type a = inner.getInput().getType().getElementType();
+    Type b = inner.getType().getElementType();
+    Type c = outer.getType().getElementType();
+    if (!isExactFloatWidening(a, b))
+      return rewriter.notifyMatchFailure(
+          outer, "inner cast is not an exact float widening");
+    if (!isa<FloatType>(c))
+      return rewriter.notifyMatchFailure(outer, "outer cast is not to float");
+    Value x = inner.getInput();
+    if (x.getType() == outer.getType()) {
+      rewriter.replaceOp(outer, x);
+      return success();
+    }
+    rewriter.replaceOpWithNewOp<CastOp>(outer, outer.getType(), x);
+    return success();
+  }
+};
+
+/// Reshape whose target is the input's own dimensions (symbolically; a 0
+/// copies, and one -1 is inferred to the only dimension left) -> input.
+/// Covers Reshape(shapeVector, [-1]) on a 1-D vector.
+struct FoldIdentityReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value in = op.getInput();
+    if (in.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "input and result types differ");
+    auto target = getDimExprs(op.getShape());
+    int64_t rank = op.getType().getRank();
+    if ((int64_t)target.size() != rank)
+      return rewriter.notifyMatchFailure(op, "target shape not known");
+    int64_t inferred = 0;
+    for (int64_t i = 0; i < rank; ++i) {
+      const DimExpr &t = target[i];
+      if (t.isConstant() && t.constant == 0)
+        continue; // copies input dimension i
+      if (t.isConstant() && t.constant == -1) {
+        ++inferred;
+        continue;
+      }
+      if (!(t == getDimExpr(in, i)))
+        return rewriter.notifyMatchFailure(
+            op, "target dimension differs from the input's");
+    }
+    // Every other dimension matches, so one -1 is the remaining dimension.
+    if (inferred > 1)
+      return rewriter.notifyMatchFailure(op, "more than one -1");
+    rewriter.replaceOp(op, in);
+    return success();
+  }
+};
+
+/// Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when the intermediate has no
+/// other user and no element of s2 can be 0 (a 0 would copy a dimension of the
+/// intermediate, not of x).
+struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<ReshapeOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "input is not a reshape");
+    // Keep intermediates that something else reads (e.g. the head merge whose
+    // Shape feeds GPT-2's Conv1D): later raise passes match them.
+    if (!inner->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "intermediate has other users");
+    auto target = getDimExprs(op.getShape());
+    if (target.empty())
+      return rewriter.notifyMatchFailure(op, "target shape not known");
+    for (const DimExpr &t : target)
+      if (!t.isKnown() || (t.isConstant() && t.constant == 0))
+        return rewriter.notifyMatchFailure(
+            op, "target may contain 0 (copy of the intermediate dimension)");
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getInput(),
+                                           op.getShape());
+    return success();
+  }
+};
+
+/// The value of an integer splat: a splat constant, ConstantOfShape of a
+/// splat, or the product of two such.
+std::optional<int64_t> getIntSplat(Value v) {
+  if (!v || !isa<IntegerType>(getElementTypeOrSelf(v.getType())))
+    return std::nullopt;
+  if (auto s = getSplatValue(v))
+    return (int64_t)*s;
+  if (auto cos = v.getDefiningOp<ConstantOfShapeOp>()) {
+    auto dense = dyn_cast<DenseIntElementsAttr>(cos.getValue());
+    if (dense && dense.getNumElements() == 1)
+      return (*dense.getValues<APInt>().begin()).getSExtValue();
+    return std::nullopt;
+  }
+  if (auto mul = v.getDefiningOp<MulOp>()) {
+    auto a = getIntSplat(mul.getLhs()), b = getIntSplat(mul.getRhs());
+    if (a && b)
+      return *a * *b;
+  }
+  return std::nullopt;
+}
+
+/// torch's -1 replacement before Expand:
+///   ones = ConstantOfShape(Shape(v), 1); eq = Equal(v, Mul(ones, -1))
+///   Where(eq, ones, v)
+/// is v when no element of v can be -1 (each is a dimension or a known
+/// constant other than -1).
+struct FoldMinusOneReplacement : OpRewritePattern<WhereOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(WhereOp op,
+                                PatternRewriter &rewriter) const override {
+    Value v = op.getRhs();
+    if (v.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "rhs type differs from result");
+    if (getIntSplat(op.getLhs()) != std::optional<int64_t>(1))
+      return rewriter.notifyMatchFailure(op, "lhs is not a splat of 1");
+    auto eq = op.getCondition().getDefiningOp<EqualOp>();
+    bool matched = matchCommutative(eq, [&](Value a, Value m) {
+      return a == v && getIntSplat(m) == std::optional<int64_t>(-1);
+    });
+    if (!matched)
+      return rewriter.notifyMatchFailure(op, "condition is not Equal(v, -1)");
+    auto elems = getDimExprs(v);
+    if (elems.empty())
+      return rewriter.notifyMatchFailure(op, "v is not a shape vector");
+    for (const DimExpr &e : elems)
+      if (!e.isKnown() || (e.isConstant() && e.constant == -1))
+        return rewriter.notifyMatchFailure(op, "an element of v may be -1");
+    rewriter.replaceOp(op, v);
+    return success();
+  }
+};
+
+/// Expand whose target broadcasts to the input's own shape -> input.
+struct FoldIdentityExpand : OpRewritePattern<ExpandOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExpandOp op,
+                                PatternRewriter &rewriter) const override {
+    Value in = op.getInput();
+    if (in.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "input and result types differ");
+    auto target = getDimExprs(op.getShape());
+    int64_t rank = op.getType().getRank();
+    if (target.empty() || (int64_t)target.size() > rank)
+      return rewriter.notifyMatchFailure(op, "target shape not known");
+    int64_t offset = rank - target.size();
+    for (auto [j, t] : llvm::enumerate(target)) {
+      if (t.isConstant() && t.constant == 1)
+        continue; // broadcasting against 1 keeps the input dimension
+      if (!(t == getDimExpr(in, offset + j)))
+        return rewriter.notifyMatchFailure(
+            op, "target dimension differs from the input's");
+    }
+    rewriter.replaceOp(op, in);
+    return success();
+  }
+};
+
+/// Slice with starts 0, steps 1 and ends past the end (a large constant or
+/// the dimension itself) on every axis -> input, also for dynamic dims.
+struct FoldIdentitySlice : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    Value in = op.getInput();
+    if (in.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "input and result types differ");
+    auto starts = getDimExprs(op.getStarts());
+    auto ends = getDimExprs(op.getEnds());
+    auto axes = op.getAxes();
+    int64_t rank = op.getType().getRank();
+    if (starts.size() != axes.size() || ends.size() != axes.size())
+      return rewriter.notifyMatchFailure(op, "starts or ends not known");
+    for (auto [i, axis] : llvm::enumerate(axes)) {
+      int64_t a = axis < 0 ? axis + rank : axis;
+      if (op.getSteps()[i] != 1)
+        return rewriter.notifyMatchFailure(op, "step is not 1");
+      if (!starts[i].isConstant() || starts[i].constant != 0)
+        return rewriter.notifyMatchFailure(op, "start is not 0");
+      bool toEnd = (ends[i].isConstant() && ends[i].constant >= kEndOfDim) ||
+                   ends[i] == getDimExpr(in, a);
+      if (!toEnd)
+        return rewriter.notifyMatchFailure(op, "end is not past the end");
+    }
+    rewriter.replaceOp(op, in);
+    return success();
+  }
+};
+
+/// A shape vector (or scalar) computed by shape arithmetic whose elements are
+/// all constants, e.g. Gather(Shape(x), i) of a static dimension of a
+/// partially static x, or Slice(Shape(x), -1, INT64_MAX) -> a constant.
+template <typename OpT>
+struct FoldKnownShapeVector : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || type.getRank() > 1 || !type.hasStaticShape() ||
+        type.getNumElements() > kMaxShapeElements ||
+        !isa<IntegerType>(type.getElementType()) ||
+        type.getElementType().isInteger(1))
+      return rewriter.notifyMatchFailure(op, "not a small integer vector");
+    auto elems = getDimExprs(op->getResult(0));
+    if ((int64_t)elems.size() != type.getNumElements())
+      return rewriter.notifyMatchFailure(op, "elements not known");
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    SmallVector<APInt> values;
+    for (const DimExpr &e : elems) {
+      if (!e.isConstant())
+        return rewriter.notifyMatchFailure(op, "an element is dynamic");
+      values.push_back(APInt(width, e.constant, /*isSigned=*/true));
+    }
+    auto attr = DenseElementsAttr::get(type, values);
+    rewriter.replaceOpWithNewOp<ConstantOp>(op, cast<ElementsAttr>(attr));
+    return success();
+  }
+};
+
 struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    // TODO(owner): patterns.
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    // The greedy driver also runs every op's folder.
+    patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
+                 FoldMinusOneReplacement, FoldIdentityExpand,
+                 FoldIdentitySlice>(ctx);
+    patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
+                 FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,
+                 FoldKnownShapeVector<UnsqueezeOp>,
+                 FoldKnownShapeVector<SqueezeOp>,
+                 FoldKnownShapeVector<ReshapeOp>>(ctx);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
+
 } // namespace

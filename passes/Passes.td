@@ -13,56 +13,305 @@ include "mlir/Pass/PassBase.td"
 def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
   let summary = "Fold shape arithmetic and constants; drop no-op glue";
   let description = [{
-    TODO(owner): before/after example.
+    Runs every op's folder to a fixed point (shape vectors of static
+    dimensions become constants, identity casts/transposes disappear) plus
+    patterns that decide identities symbolically, comparing dimensions as
+    `DimExpr`s (a constant, or dimension i of a value traced back through
+    shape-preserving ops):
+
+    - `qcc.cast` chains whose inner cast is an exact float widening
+      (f16/bf16 -> f32): Cast(Cast(x)) -> Cast(x), or x for a round trip.
+    - Reshape whose target is the input's own dimensions (a 0 copies, one -1
+      is inferred) -> the input; this covers Reshape(vector, [-1]).
+    - Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when s2 has no 0.
+    - torch's -1 replacement before Expand,
+      Where(Equal(v, ConstantOfShape(Shape(v), 1) * -1), ones, v) -> v when
+      every element of v is a dimension or a constant other than -1.
+    - Expand whose target broadcasts to the input's shape -> the input.
+    - Slice with starts 0, steps 1 and ends >= INT64_MAX / 2 (or the
+      dimension) on dynamic dimensions -> the input.
+    - Shape / Gather / Slice / Concat / Unsqueeze / Squeeze / Reshape results
+      whose elements are all static dimensions or constants -> a constant
+      (e.g. Gather(Shape(x), 2) of a tensor<?x?x64xf32>).
+
+    ```mlir
+    // before
+    %s  = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+    %d0 = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+    %d1 = qcc.gather %s, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+    %u0 = qcc.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+    %u1 = qcc.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+    %t  = qcc.concat %u0, %u1, %c64 {axis = 0 : i64} : (...) -> tensor<3xi64>
+    %y  = qcc.reshape %x, %t : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+    // after: uses of %y use %x
+    ```
+
+    Left alone: anything whose identity depends on an unknown value (a
+    function argument used as a shape, a dimension of another tensor), lossy
+    cast chains (f32 -> f16 -> f32), Expands that really broadcast
+    (repeat_kv) and the rotary / attention structure, which later raise
+    passes match. Weights (dense_resource) are never copied.
   }];
 }
 
 def RaiseLayerNorm : Pass<"raise-layer-norm", "mlir::func::FuncOp"> {
   let summary = "Raise the LayerNormalization expansion to qcc.layer_norm";
   let description = [{
-    TODO(owner): before/after example.
+    Matches layer normalization written out in primitive ops, as exporters
+    emit it when they do not use the ONNX `LayerNormalization` op:
+
+    ```
+    d = x - ReduceMean(x)                  (last axis, keepdims)
+    y = d / Sqrt(ReduceMean(d^2) + eps)    (last axis, keepdims)
+    ```
+
+    where `d^2` is `Pow(d, 2)` or `Mul(d, d)`, the division may also be
+    `Mul(d, Reciprocal(s))` or `Mul(d, Div(1, s))`, `eps` is a splat constant
+    of any broadcastable shape (0-d, [1], ...), the last axis is given as -1 or
+    rank - 1, and Add/Mul operands come in either order. The core becomes
+    `qcc.layer_norm x, ones` with a new constant ones gamma [D] (D must be
+    static). Two more patterns then fold `Mul(layer_norm, gamma)` with a
+    constant gamma [D] into the gamma (when the norm's gamma is all ones and
+    it has no beta) and `Add(layer_norm, beta)` with a constant beta [D] into
+    the beta; each needs the norm to have no other user.
+
+    Before:
+
+    ```mlir
+    %mean = qcc.reduce_mean %x {axes = array<i64: 2>, keepdims = true} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+    %d = qcc.sub %x, %mean : (tensor<?x?x64xf32>, tensor<?x?x1xf32>) -> tensor<?x?x64xf32>
+    %sq = qcc.pow %d, %two : (tensor<?x?x64xf32>, tensor<f32>) -> tensor<?x?x64xf32>
+    %var = qcc.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+    %ve = qcc.add %var, %eps : (tensor<?x?x1xf32>, tensor<f32>) -> tensor<?x?x1xf32>
+    %std = qcc.sqrt %ve : tensor<?x?x1xf32>
+    %n = qcc.div %d, %std : (tensor<?x?x64xf32>, tensor<?x?x1xf32>) -> tensor<?x?x64xf32>
+    %g = qcc.mul %n, %gamma : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    %y = qcc.add %g, %beta : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = qcc.layer_norm %x, %gamma, %beta {epsilon = 9.99999974E-6 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+
+    Not matched: epsilon added outside the square root
+    (`d / (Sqrt(var) + eps)`); a mean over any axis but the last, over several
+    axes, or without keepdims; a first mean of another tensor than the one it
+    is subtracted from; a variance of another tensor than the dividend. A gamma
+    or beta that is not a constant [D] (a block argument, a [1, 1, D]
+    constant) is not folded: the normalization is still raised, with a ones
+    gamma, and the Mul/Add stays after it.
   }];
 }
 
 def RaiseRmsNorm : Pass<"raise-rms-norm", "mlir::func::FuncOp"> {
   let summary = "Raise the RMSNorm expansion to qcc.rms_norm";
   let description = [{
-    TODO(owner): before/after example.
+    Matches RMS normalization as torch.onnx exports HF `LlamaRMSNorm`:
+
+    ```
+    h = Cast(x to f32)                     (optional)
+    r = 1 / Sqrt(ReduceMean(h^2) + eps)    (last axis, keepdims)
+    y = gamma * Cast(h * r to f32)         (Cast optional)
+    ```
+
+    where `h^2` is `Pow(h, 2)` or `Mul(h, h)`, `1 / s` is `Div(1, s)` or
+    `Reciprocal(s)` (or the whole product is `Div(h, s)`), `eps` is a splat
+    constant of any broadcastable shape, the last axis is given as -1 or
+    rank - 1, and Add/Mul operands come in either order. The core `h * r`
+    becomes `qcc.rms_norm h, ones` with a new constant ones gamma [D] (D must
+    be static); a second pattern folds `Mul(rms_norm, gamma)` with a constant
+    gamma [D] into the gamma when the norm has no other user. Float32 to
+    float32 casts fold away; a real upcast `h = Cast(x)` stays and is the
+    norm's input. Only the final value is replaced: other users of `h` (the
+    residual Add) keep reading it.
+
+    Before:
+
+    ```mlir
+    %sq = qcc.pow %h, %two : (tensor<?x?x64xf32>, tensor<f32>) -> tensor<?x?x64xf32>
+    %var = qcc.reduce_mean %sq {axes = array<i64: 2>, keepdims = true} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+    %ve = qcc.add %var, %eps : (tensor<?x?x1xf32>, tensor<f32>) -> tensor<?x?x1xf32>
+    %std = qcc.sqrt %ve : tensor<?x?x1xf32>
+    %r = qcc.div %one, %std : (tensor<f32>, tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+    %n = qcc.mul %h, %r : (tensor<?x?x64xf32>, tensor<?x?x1xf32>) -> tensor<?x?x64xf32>
+    %y = qcc.mul %gamma, %n : (tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = qcc.rms_norm %h, %gamma {epsilon = 9.99999997E-7 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+
+    Not matched: epsilon added outside the square root (`1 / (Sqrt(ms) + eps)`);
+    a mean over any axis but the last, over several axes, or without keepdims;
+    a mean square of another tensor than the one scaled; an input that is
+    `x - ReduceMean(x)` (that is a layer norm, left to raise-layer-norm); a
+    result type other than the input's (a downcast before the gamma Mul). A
+    gamma that is not a constant [D] is not folded: the normalization is still
+    raised, with a ones gamma, and the Mul stays after it.
   }];
 }
 
 def RaiseGelu : Pass<"raise-gelu", "mlir::func::FuncOp"> {
   let summary = "Raise GELU (erf and tanh forms) to qcc.gelu";
   let description = [{
-    TODO(owner): before/after example.
+    Matches a product of the three factors `x`, `0.5` and a GELU branch,
+    written as two Muls grouped either way (`(x * branch) * 0.5`,
+    `(x * 0.5) * branch`, `x * (branch * 0.5)`, operands in any order):
+
+    * erf form (torch `F.gelu`): branch = `Add(Erf(t), 1)` with
+      `t = Div(x, sqrt(2))` or `Mul(x, 1 / sqrt(2))`
+      -> `qcc.gelu x {approximate = "none"}`;
+    * tanh form (GPT-2 `gelu_new`, `F.gelu(approximate="tanh")`): branch =
+      `Add(Tanh(Mul(Add(x, Mul(x^3, 0.044715)), sqrt(2 / pi))), 1)` with
+      `x^3` as `Pow(x, 3)` or `Mul(x, Mul(x, x))`
+      -> `qcc.gelu x {approximate = "tanh"}`.
+
+    Constants are splats of any broadcastable shape that does not change the
+    result's, compared with a relative tolerance of 1e-5 (exporters store
+    them in float32). Before:
+
+    ```mlir
+    %0 = qcc.div %x, %sqrt2 : (tensor<?x?x128xf32>, tensor<f32>) -> tensor<?x?x128xf32>
+    %1 = qcc.erf %0 : tensor<?x?x128xf32>
+    %2 = qcc.add %1, %one : (tensor<?x?x128xf32>, tensor<f32>) -> tensor<?x?x128xf32>
+    %3 = qcc.mul %x, %2 : (tensor<?x?x128xf32>, tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+    %y = qcc.mul %3, %half : (tensor<?x?x128xf32>, tensor<f32>) -> tensor<?x?x128xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = qcc.gelu %x : tensor<?x?x128xf32>
+    ```
+
+    Not matched: any constant off by more than the tolerance (0.25 for the
+    0.5, 0.05 for 0.044715, ...); an Erf/Tanh argument built from another
+    tensor than the one multiplied; the tanh form with sqrt(2 / pi)
+    distributed over the sum (`x * 0.7978846 + x^3 * 0.0356774`); sigmoid
+    approximations such as `x * Sigmoid(1.702 x)`.
   }];
 }
 
 def RaiseSilu : Pass<"raise-silu", "mlir::func::FuncOp"> {
   let summary = "Raise x * sigmoid(x) to qcc.silu";
   let description = [{
-    TODO(owner): before/after example.
+    Matches `Mul(x, Sigmoid(x))`, operands in either order, as torch.onnx
+    exports `F.silu` (the SwiGLU gate of LLaMA MLPs), and replaces it with
+    `qcc.silu x`. Before:
+
+    ```mlir
+    %s = qcc.sigmoid %x : tensor<?x?x172xf32>
+    %y = qcc.mul %x, %s : (tensor<?x?x172xf32>, tensor<?x?x172xf32>) -> tensor<?x?x172xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %y = qcc.silu %x : tensor<?x?x172xf32>
+    ```
+
+    Not matched: `Mul(y, Sigmoid(x))` with `y` another value than `x` (a
+    gated unit, not SiLU, such as the SwiGLU product with `up`);
+    `x * Sigmoid(k x)` with a scale `k` (swish-beta, the sigmoid GELU
+    approximation).
   }];
 }
 
 def RaiseLinear : Pass<"raise-linear", "mlir::func::FuncOp"> {
   let summary = "Raise MatMul / Gemm with a constant weight (+ bias) to qcc.linear";
   let description = [{
-    TODO(owner): before/after example.
+    qcc.linear takes its weight as [N, K] (out, in). Rewrites:
+
+    - MatMul(x [..., K], W const [K, N]) -> qcc.linear x, W^T, where W^T is
+      a new constant [N, K] transposed at compile time (a dense_resource blob
+      named `<old name>_t` when large; a weight shared by several matmuls is
+      transposed once).
+    - Add(b const [N], linear) in either operand order -> linear with bias.
+    - Gemm(a [M, K], B const, c const [N]?) with alpha = 1, beta = 1 and
+      transA = 0 -> linear (B used as is when transB = 1, transposed
+      otherwise).
+    - GPT-2's Conv1D, Reshape(linear(Reshape(x, [-1, K])), [d0, .., N]) where
+      the outer target restores x's leading dimensions -> linear on x.
+
+    ```mlir
+    // before
+    %w = qcc.constant dense_resource<fc.weight> : tensor<64x256xf32>
+    %m = qcc.matmul %x, %w : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
+    %y = qcc.add %b, %m : (tensor<256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+    // after
+    %wt = qcc.constant dense_resource<fc.weight_t> : tensor<256x64xf32>
+    %y = qcc.linear %x, %wt, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>,
+                                   tensor<256xf32>) -> tensor<?x?x256xf32>
+    ```
+
+    Left alone: products of two activations (attention scores), MatMuls with
+    a 1-D or 3-D+ constant, Gemm with alpha != 1, beta != 1 or transA, and
+    addends that are not a constant [N] (e.g. [1, 1, N]) or that feed a
+    linear with other users.
   }];
 }
 
 def RaiseEmbedding : Pass<"raise-embedding", "mlir::func::FuncOp"> {
   let summary = "Raise Gather of rows of a constant table to qcc.embedding";
   let description = [{
-    TODO(owner): before/after example.
+    Gather(table, ids, axis = 0) with `table` a constant 2-D float [V, E]
+    tensor becomes qcc.embedding (token and learned position embeddings).
+
+    ```mlir
+    // before
+    %y = qcc.gather %wte, %ids {axis = 0 : i64}
+        : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+    // after
+    %y = qcc.embedding %wte, %ids
+        : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+    ```
+
+    Left alone: gathers along another axis, from a non-constant table, and
+    from 1-D tensors (Gather on a shape vector is shape arithmetic).
   }];
 }
 
 def RaiseRotary : Pass<"raise-rotary", "mlir::func::FuncOp"> {
   let summary = "Raise rotate-half rotary embedding to qcc.rotary";
   let description = [{
-    TODO(owner): before/after example.
+    Matches the rotate-half rotary embedding that exporters write on the
+    head-split view x = Transpose[0, 2, 1, 3](Reshape(packed -> [B, S, H, D]))
+    of a [B, S, H * D] projection:
+
+    ```
+    Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, D/2 .. end)), Slice(x, 0 .. D/2),
+                                axis = -1), sin))
+    ```
+
+    (Add and Mul operands in either order), where cos and sin are an [S, D]
+    table broadcast as [1, 1, S, D] or a [B, S, D] table broadcast as
+    [B, 1, S, D] by Unsqueeze. The slice bounds may be computed (LLaMA writes
+    D / 2 as Div(16, 2)); the upper end may be D or INT64_MAX. The Add becomes
+    qcc.rotary on the packed value, followed by the same Reshape (same shape
+    operand) and Transpose, so that raise-attention sees a plain head split:
+
+    ```mlir
+    %r = qcc.reshape %q, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+    %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : ...
+    %y = qcc.add (qcc.mul %x, %cos4), (qcc.mul (qcc.concat (qcc.neg %x2), %x1), %sin4)
+    // becomes
+    %p = qcc.rotary %q, %cos, %sin {head_dim = 16 : i64}
+        : (tensor<?x?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x64xf32>
+    %r2 = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+    %y = qcc.transpose %r2 {perm = array<i64: 0, 2, 1, 3>} : ...
+    ```
+
+    Not matched: Concat(x2, -x1) (the other rotation direction), halves taken
+    along another axis, the interleaved (GPT-J) form, x that is not a head
+    split of a packed [B, S, H * D] value, tables that vary per head. Which
+    table multiplies x and which the rotated half cannot be checked: cos and
+    sin are taken by position.
   }];
 }
 
@@ -70,7 +319,51 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
   let summary = "Raise scaled dot-product attention with its head split/merge "
                 "to qcc.attention";
   let description = [{
-    TODO(owner): before/after example.
+    Anchors on the head merge Reshape(Transpose[0, 2, 1, 3](MatMul(P, V)))
+    with P = Softmax(scores, axis = -1) and
+
+    ```
+    scores = [mask]([Div(., c) | Mul(., s)](MatMul(Q, K^T)))
+    Q      = Transpose[0, 2, 1, 3](Reshape(q [B, S, H * D] -> [B, S, H, D]))
+    K^T    = Transpose[0, 2, 3, 1](Reshape(k)) | Transpose[0, 1, 3, 2](K)
+    K, V   = Transpose[0, 2, 1, 3](Reshape(k | v)), or repeat_kv of it:
+             Reshape(Expand(Unsqueeze(., 2), [B, Hkv, n, S, D]) -> [B, Hkv*n, S, D])
+    ```
+
+    Every head split must keep B and S in place with constant H and D; the
+    kv head count of the k/v split is `num_kv_heads` (GQA when repeated).
+    `scale` is 1/c (Div), s (Mul) or 1. The mask is one of:
+    - Where(m, scores, v <= -1e30) with m proven causal from its constants: a
+      lower-triangular i1 buffer Slice'd to rows [k_len - q_len, k_len) and
+      columns [0, k_len), k_len and q_len traced to K's and Q's sequence
+      dimensions (GPT-2) -> `causal = true`;
+    - Add(scores, m), m = Unsqueeze(Trilu(ConstantOfShape([q_len, k_len],
+      v <= -1e30), upper, k = 1)) with q_len and k_len proven equal (LLaMA)
+      -> `causal = true`;
+    - Add(scores, m) for any other m (BERT's [B, 1, 1, S] padding mask) ->
+      the `mask` operand, `causal = false`.
+
+    ```mlir
+    %s = qcc.matmul %qh, %kt ; %d = qcc.div %s, %c4 ; %m = qcc.add %d, %mask
+    %p = qcc.softmax %m {axis = -1 : i64} ; %o = qcc.matmul %p, %vh
+    %t = qcc.transpose %o {perm = array<i64: 0, 2, 1, 3>}
+    %y = qcc.reshape %t, %shape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+    // becomes
+    %y = qcc.attention %q, %k, %v, %mask {causal = false, num_heads = 4 : i64,
+           num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
+           tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32>
+    ```
+
+    A merge reshape to any other shape (GPT-2's Conv1D flattens to
+    [B * S, H * D]) is kept, applied to the op's [B, S, H * D] result.
+
+    Not matched: softmax over another axis; a Q/K/V reshape that moves B or S
+    or a V (or K) that is not a head split of a packed value (including a
+    rotary left in the [B, H, S, D] layout, see raise-rotary); a Where whose
+    boolean mask is not proven causal (e.g. strictly lower-triangular, which
+    also masks the diagonal). An additive triangular mask that is not exactly
+    causal (e.g. k = 0) is kept as the `mask` operand with `causal = false`.
   }];
 }
 

@@ -102,7 +102,7 @@ SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
   if (auto shape = dyn_cast<ShapeOp>(op)) {
     SmallVector<DimExpr> out;
     auto in = cast<RankedTensorType>(shape.getInput().getType());
-    int64_t start = shape.getStart() < 0 ? shape.getStart() + in.getRank()
+    int64_t start = (int64_t)shape.getStart() < 0 ? (int64_t)shape.getStart() + in.getRank()
                                          : shape.getStart();
     for (int64_t i = 0; i < n; ++i)
       out.push_back(getDimExpr(shape.getInput(), start + i));
@@ -256,4 +256,203 @@ ConstantOp qcc::createSplatConstant(OpBuilder &b, Location loc,
   auto attr = DenseElementsAttr::get(
       type, b.getFloatAttr(type.getElementType(), value));
   return ConstantOp::create(b, loc, cast<ElementsAttr>(attr));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape-expression helpers
+//===----------------------------------------------------------------------===//
+
+SmallVector<DimExpr> qcc::getFoldedDimExprs(Value vec) {
+  auto type = dyn_cast<RankedTensorType>(vec.getType());
+  if (!type || type.getRank() > 1 || !type.hasStaticShape())
+    return {};
+  int64_t n = type.getNumElements();
+  SmallVector<DimExpr> unknown(n);
+  Operation *op = vec.getDefiningOp();
+  if (!op || isa<ConstantOp, ShapeOp>(op))
+    return getDimExprs(vec);
+  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op)) {
+    auto in = getFoldedDimExprs(op->getOperand(0));
+    return (int64_t)in.size() == n ? in : unknown;
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    SmallVector<DimExpr> out;
+    for (Value part : concat.getInputs()) {
+      auto sub = getFoldedDimExprs(part);
+      if (sub.empty())
+        return unknown;
+      out.append(sub);
+    }
+    return (int64_t)out.size() == n ? out : unknown;
+  }
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    auto src = getFoldedDimExprs(gather.getInput());
+    auto idx = dyn_cast_or_null<DenseIntElementsAttr>(
+        getConstant(gather.getIndices()));
+    if (src.empty() || !idx)
+      return getDimExprs(vec);
+    SmallVector<DimExpr> out;
+    for (const APInt &x : idx.getValues<APInt>()) {
+      int64_t i = x.getSExtValue();
+      if (i < 0)
+        i += src.size();
+      if (i < 0 || i >= (int64_t)src.size())
+        return unknown;
+      out.push_back(src[i]);
+    }
+    return (int64_t)out.size() == n ? out : unknown;
+  }
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+    auto a = getFoldedDimExprs(op->getOperand(0));
+    auto b = getFoldedDimExprs(op->getOperand(1));
+    if (a.empty() || b.empty())
+      return unknown;
+    SmallVector<DimExpr> out;
+    for (int64_t i = 0; i < n; ++i) {
+      const DimExpr &x = a[a.size() == 1 ? 0 : i];
+      const DimExpr &y = b[b.size() == 1 ? 0 : i];
+      if (!x.isConstant() || !y.isConstant()) {
+        out.push_back(DimExpr{});
+        continue;
+      }
+      int64_t r;
+      if (isa<AddOp>(op))
+        r = x.constant + y.constant;
+      else if (isa<SubOp>(op))
+        r = x.constant - y.constant;
+      else if (isa<MulOp>(op))
+        r = x.constant * y.constant;
+      else if (y.constant == 0)
+        return unknown;
+      else
+        r = x.constant / y.constant;
+      out.push_back(DimExpr{r, {}, -1});
+    }
+    return out;
+  }
+  if (auto where = dyn_cast<WhereOp>(op)) {
+    // Where(Equal(s, -1), 1, s): the exporter's guard in Expand shapes.
+    Value s = where.getRhs();
+    auto eq = where.getCondition().getDefiningOp<EqualOp>();
+    if (!eq)
+      return unknown;
+    Value other = eq.getLhs() == s   ? eq.getRhs()
+                  : eq.getRhs() == s ? eq.getLhs()
+                                     : Value();
+    if (!other)
+      return unknown;
+    auto minus = getFoldedDimExprs(other);
+    auto ones = getFoldedDimExprs(where.getLhs());
+    auto in = getFoldedDimExprs(s);
+    auto all = [](ArrayRef<DimExpr> v, int64_t c) {
+      return !v.empty() && llvm::all_of(v, [&](const DimExpr &d) {
+        return d.isConstant() && d.constant == c;
+      });
+    };
+    if (!all(minus, -1) || !all(ones, 1) || (int64_t)in.size() != n)
+      return unknown;
+    for (DimExpr &d : in)
+      if (d.isConstant() && d.constant == -1)
+        d.constant = 1;
+    return in;
+  }
+  return getDimExprs(vec);
+}
+
+std::optional<int64_t> qcc::getFoldedIndex(Value v) {
+  auto exprs = getFoldedDimExprs(v);
+  if (exprs.size() != 1 || !exprs[0].isConstant())
+    return std::nullopt;
+  return exprs[0].constant;
+}
+
+DimExpr qcc::resolveDimExpr(DimExpr d) {
+  while (!d.isConstant() && d.source) {
+    Value v = d.source;
+    int64_t index = d.index;
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return d;
+    auto fromTarget = [&](Value shape, Value input) -> std::optional<DimExpr> {
+      auto target = getFoldedDimExprs(shape);
+      if ((int64_t)target.size() <= index || !target[index].isKnown())
+        return std::nullopt;
+      DimExpr t = target[index];
+      if (t.isConstant() && t.constant == 0 && input)
+        return getDimExpr(input, index);
+      if (t.isConstant() && t.constant < 0)
+        return std::nullopt;
+      return t;
+    };
+    std::optional<DimExpr> next;
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      next = fromTarget(reshape.getShape(), reshape.getInput());
+    } else if (auto fill = dyn_cast<ConstantOfShapeOp>(op)) {
+      next = fromTarget(fill.getShape(), Value());
+    } else if (auto unsq = dyn_cast<UnsqueezeOp>(op)) {
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      int64_t skipped = 0;
+      bool inserted = false;
+      for (int64_t a : unsq.getAxes()) {
+        a = a < 0 ? a + rank : a;
+        inserted |= a == index;
+        skipped += a < index;
+      }
+      if (!inserted)
+        next = getDimExpr(unsq.getInput(), index - skipped);
+    } else if (auto trilu = dyn_cast<TriluOp>(op)) {
+      next = getDimExpr(trilu.getInput(), index);
+    } else if (auto split = dyn_cast<SplitOp>(op)) {
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      int64_t axis =
+          (int64_t)split.getAxis() < 0 ? (int64_t)split.getAxis() + rank
+                                        : (int64_t)split.getAxis();
+      if (axis != index)
+        next = getDimExpr(split.getInput(), index);
+    } else if (auto gather = dyn_cast<GatherOp>(op)) {
+      auto ids = cast<RankedTensorType>(gather.getIndices().getType());
+      if (gather.getAxis() == 0 && index < ids.getRank())
+        next = getDimExpr(gather.getIndices(), index);
+    }
+    if (!next || !next->isKnown())
+      return d;
+    d = *next;
+  }
+  return d;
+}
+
+DimExpr qcc::resolveDimExpr(Value v, int64_t index) {
+  return resolveDimExpr(getDimExpr(v, index));
+}
+
+ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
+                              int64_t &headDim) {
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return {};
+  auto inType = cast<RankedTensorType>(reshape.getInput().getType());
+  auto outType = cast<RankedTensorType>(reshape.getType());
+  if (inType.getRank() != 3 || outType.getRank() != 4 ||
+      inType.isDynamicDim(2) || !reshapeKeepsLeadingDims(reshape, 2))
+    return {};
+  auto target = getFoldedDimExprs(reshape.getShape());
+  if (target.size() != 4)
+    return {};
+  int64_t dims[2];
+  for (int64_t i = 0; i < 2; ++i) {
+    const DimExpr &t = target[2 + i];
+    if (t.isConstant() && t.constant > 0)
+      dims[i] = t.constant;
+    else if (t.isConstant() && t.constant == -1 &&
+             !outType.isDynamicDim(2 + i))
+      dims[i] = outType.getDimSize(2 + i);
+    else
+      return {};
+  }
+  if (dims[0] * dims[1] != inType.getDimSize(2))
+    return {};
+  packed = reshape.getInput();
+  heads = dims[0];
+  headDim = dims[1];
+  return reshape;
 }

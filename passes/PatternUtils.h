@@ -85,4 +85,35 @@ ConstantOp createSplatConstant(mlir::OpBuilder &b, mlir::Location loc,
 
 } // namespace qcc
 
+
+//===----------------------------------------------------------------------===//
+// Shape-expression helpers (raise-attention, raise-rotary)
+//===----------------------------------------------------------------------===//
+
+namespace qcc {
+
+/// Like `getDimExprs`, and also folds integer Add/Sub/Mul/Div of constant
+/// elements, and sees through the exporter's Expand guard
+/// `Where(Equal(s, -1), 1, s)` (as `s` with -1 read as 1).
+llvm::SmallVector<DimExpr> getFoldedDimExprs(mlir::Value shapeVector);
+
+/// A 0-D or one-element shape value that folds to a constant (see
+/// `getFoldedDimExprs`); std::nullopt otherwise.
+std::optional<int64_t> getFoldedIndex(mlir::Value v);
+
+/// `getDimExpr`, continued through ops that name the dimension in another way:
+/// a Reshape or ConstantOfShape whose target dimension is known, Unsqueeze,
+/// Trilu, Split (other than along its axis) and an axis-0 Gather by ids. Two
+/// dimensions with equal results are equal at run time.
+DimExpr resolveDimExpr(mlir::Value v, int64_t index);
+DimExpr resolveDimExpr(DimExpr d);
+
+/// Matches `v` = Reshape(packed) from [B, S, H * D] to [B, S, H, D] that keeps
+/// B and S in place, with H and D constant; returns the reshape (null if no
+/// match) and sets `packed`, `heads`, `headDim`.
+ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
+                         int64_t &headDim);
+
+} // namespace qcc
+
 #endif // QCC_PASSES_PATTERNUTILS_H

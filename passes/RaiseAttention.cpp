@@ -1,8 +1,22 @@
 //===- RaiseAttention.cpp - raise-attention ----------------------------------------===//
+//
+// Raises exporter-written scaled dot-product attention, with its head split
+// and merge, to qcc.attention on the packed [B, S, H * D] projections:
+//
+//   Reshape(Transpose[0, 2, 1, 3](MatMul(Softmax(mask(scale(MatMul(Q, K^T)))),
+//                                        V)) -> [B, S, H * D])
+//
+// Q, K and V are head splits Transpose[0, 2, 1, 3](Reshape(packed)); K and V
+// may be repeated over query-head groups (repeat_kv, GQA). Causality is only
+// set where the mask is proven causal from its constants; any other additive
+// mask becomes the op's mask operand.
+//
+//===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -15,10 +29,383 @@ using namespace mlir;
 using namespace qcc;
 
 namespace {
+
+/// A value that masking treats as -inf.
+constexpr double kMaskedBelow = -1e30;
+
+static bool isPerm(TransposeOp t, ArrayRef<int64_t> perm) {
+  return t && t.getPerm() == perm;
+}
+
+static Value skipNoOpCasts(Value v) {
+  while (auto cast = v.getDefiningOp<CastOp>()) {
+    if (cast.getInput().getType() != cast.getType())
+      break;
+    v = cast.getInput();
+  }
+  return v;
+}
+
+/// One of Q, K, V: `packed` [B, S, heads * headDim] viewed as
+/// [B, heads * repeat, S, headDim], every kv head repeated `repeat` times.
+struct Heads {
+  Value packed;
+  int64_t heads = 0, headDim = 0, repeat = 1;
+};
+
+/// Matches `v` = Transpose[0, 2, 1, 3](head split of a packed value).
+static std::optional<Heads> matchBHSD(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!isPerm(t, {0, 2, 1, 3}))
+    return std::nullopt;
+  Heads h;
+  if (!matchHeadSplit(t.getInput(), h.packed, h.heads, h.headDim))
+    return std::nullopt;
+  return h;
+}
+
+/// Matches `v` = `matchBHSD`, or repeat_kv of it:
+/// Reshape(Expand(Unsqueeze(x, 2), [B, Hkv, n, S, D]) -> [B, Hkv * n, S, D]).
+static std::optional<Heads> matchRepeatedBHSD(Value v) {
+  if (auto h = matchBHSD(v))
+    return h;
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  if (!reshape || reshape.getType().getRank() != 4)
+    return std::nullopt;
+  auto expand = reshape.getInput().getDefiningOp<ExpandOp>();
+  if (!expand || expand.getType().getRank() != 5)
+    return std::nullopt;
+  auto unsq = expand.getInput().getDefiningOp<UnsqueezeOp>();
+  if (!unsq || unsq.getType().getRank() != 5 || unsq.getAxes().size() != 1 ||
+      (unsq.getAxes()[0] != 2 && unsq.getAxes()[0] != -3))
+    return std::nullopt;
+  Value x = unsq.getInput();
+  auto h = matchBHSD(x);
+  if (!h)
+    return std::nullopt;
+  // Expand broadcasts only the inserted axis, to n copies.
+  auto shape = getFoldedDimExprs(expand.getShape());
+  if (shape.size() != 5)
+    return std::nullopt;
+  auto xDim = [&](int64_t i) { return resolveDimExpr(x, i); };
+  const int64_t xAxis[5] = {0, 1, -1, 2, 3};
+  for (int64_t i : {0, 1, 3, 4}) {
+    const DimExpr &s = shape[i];
+    if (s.isConstant() && s.constant == 1)
+      continue;
+    if (!(resolveDimExpr(s) == xDim(xAxis[i])))
+      return std::nullopt;
+  }
+  if (!shape[2].isConstant() || shape[2].constant < 1)
+    return std::nullopt;
+  int64_t n = shape[2].constant;
+  // The reshape merges the kv-head and copy axes.
+  auto target = getFoldedDimExprs(reshape.getShape());
+  if (target.size() != 4)
+    return std::nullopt;
+  int64_t inferred = 0;
+  auto keeps = [&](const DimExpr &t, int64_t xi, bool copyOk) {
+    if (t.isConstant() && t.constant == -1)
+      return ++inferred, true;
+    if (t.isConstant() && t.constant == 0)
+      return copyOk;
+    return resolveDimExpr(t) == xDim(xi);
+  };
+  if (!keeps(target[0], 0, /*copyOk=*/true) ||
+      !keeps(target[2], 2, /*copyOk=*/false) ||
+      !keeps(target[3], 3, /*copyOk=*/false))
+    return std::nullopt;
+  const DimExpr &merged = target[1];
+  if (merged.isConstant() && merged.constant == -1)
+    ++inferred;
+  else if (!merged.isConstant() || merged.constant != h->heads * n)
+    return std::nullopt;
+  if (inferred > 1)
+    return std::nullopt;
+  h->repeat = n;
+  return h;
+}
+
+/// Matches `kt` = K^T as [B, H, D, S]: Transpose[0, 2, 3, 1](head split) or
+/// Transpose[0, 1, 3, 2](`matchRepeatedBHSD`).
+static std::optional<Heads> matchKeyTransposed(Value kt) {
+  auto t = kt.getDefiningOp<TransposeOp>();
+  if (isPerm(t, {0, 2, 3, 1})) {
+    Heads h;
+    if (!matchHeadSplit(t.getInput(), h.packed, h.heads, h.headDim))
+      return std::nullopt;
+    return h;
+  }
+  if (isPerm(t, {0, 1, 3, 2}))
+    return matchRepeatedBHSD(t.getInput());
+  return std::nullopt;
+}
+
+/// True if the 1-element `starts` vector is kLen - qLen.
+static bool isDifference(Value starts, const DimExpr &kLen,
+                         const DimExpr &qLen) {
+  if (auto c = getFoldedIndex(starts)) {
+    if (kLen.isConstant() && qLen.isConstant())
+      return *c == kLen.constant - qLen.constant;
+    return *c == 0 && kLen == qLen;
+  }
+  Value v = starts;
+  while (isa_and_nonnull<UnsqueezeOp, SqueezeOp, CastOp, ReshapeOp>(
+      v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  auto sub = v.getDefiningOp<SubOp>();
+  if (!sub)
+    return false;
+  auto a = getFoldedDimExprs(sub.getLhs());
+  auto b = getFoldedDimExprs(sub.getRhs());
+  return a.size() == 1 && b.size() == 1 && resolveDimExpr(a[0]) == kLen &&
+         resolveDimExpr(b[0]) == qLen;
+}
+
+static bool isIndex(Value v, const DimExpr &expected) {
+  auto e = getFoldedDimExprs(v);
+  return e.size() == 1 && resolveDimExpr(e[0]) == expected;
+}
+
+/// True if the boolean `mask` (true = keep) is the causal mask for `qLen`
+/// queries and `kLen` keys: a constant lower-triangular [.., N, N] buffer
+/// with rows sliced to [kLen - qLen, kLen) and columns to [0, kLen).
+static bool isCausalBoolMask(Value mask, const DimExpr &qLen,
+                             const DimExpr &kLen) {
+  Value v = skipNoOpCasts(mask);
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  if (rank < 2)
+    return false;
+  bool rowsOk = false, colsOk = false;
+  while (auto slice = v.getDefiningOp<SliceOp>()) {
+    auto axes = slice.getAxes();
+    if (axes.size() != 1 || slice.getSteps()[0] != 1)
+      return false;
+    int64_t axis = axes[0] < 0 ? axes[0] + rank : axes[0];
+    if (axis == rank - 2 && !rowsOk) {
+      rowsOk = isDifference(slice.getStarts(), kLen, qLen) &&
+               isIndex(slice.getEnds(), kLen);
+      if (!rowsOk)
+        return false;
+    } else if (axis == rank - 1 && !colsOk) {
+      colsOk = getFoldedIndex(slice.getStarts()) == 0 &&
+               isIndex(slice.getEnds(), kLen);
+      if (!colsOk)
+        return false;
+    } else {
+      return false;
+    }
+    v = slice.getInput();
+  }
+  if (!rowsOk || !colsOk)
+    return false;
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(v));
+  if (!dense || !dense.getElementType().isInteger(1))
+    return false;
+  auto shape = dense.getType().getShape();
+  int64_t n = shape[rank - 2], m = shape[rank - 1];
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (shape[i] != 1)
+      return false;
+  if (dense.isSplat())
+    return false;
+  auto values = llvm::to_vector(dense.getValues<bool>());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      if (values[i * m + j] != (j <= i))
+        return false;
+  return true;
+}
+
+/// True if the additive `mask` is the causal mask for `qLen` queries and
+/// `kLen` keys (equal): Trilu(ConstantOfShape([qLen, kLen], -inf), upper,
+/// k = 1) with leading axes added by Unsqueeze.
+static bool isCausalAdditiveMask(Value mask, const DimExpr &qLen,
+                                 const DimExpr &kLen) {
+  Value v = skipNoOpCasts(mask);
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  while (auto unsq = v.getDefiningOp<UnsqueezeOp>()) {
+    int64_t r = unsq.getType().getRank();
+    for (int64_t a : unsq.getAxes())
+      if ((a < 0 ? a + r : a) >= r - 2)
+        return false;
+    v = skipNoOpCasts(unsq.getInput());
+  }
+  (void)rank;
+  auto trilu = v.getDefiningOp<TriluOp>();
+  if (!trilu || !trilu.getUpper() || static_cast<int64_t>(trilu.getK()) != 1 ||
+      trilu.getType().getRank() != 2)
+    return false;
+  auto fill = trilu.getInput().getDefiningOp<ConstantOfShapeOp>();
+  if (!fill)
+    return false;
+  auto value = dyn_cast<DenseElementsAttr>(fill.getValue());
+  if (!value || !value.isSplat() ||
+      !isa<FloatType>(value.getElementType()) ||
+      !(value.getSplatValue<APFloat>().convertToDouble() <= kMaskedBelow))
+    return false;
+  auto dims = getFoldedDimExprs(fill.getShape());
+  // k = 1 masks j > i: causal only when the key offset kLen - qLen is zero.
+  return dims.size() == 2 && resolveDimExpr(dims[0]) == qLen &&
+         resolveDimExpr(dims[1]) == kLen && qLen == kLen;
+}
+
+struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp merge,
+                                PatternRewriter &rewriter) const override {
+    // Head merge: Reshape(Transpose[0, 2, 1, 3](MatMul(P, V))) -> [B, S, H*D].
+    auto outType = merge.getType();
+    if (merge.getInput().getType().getRank() != 4)
+      return rewriter.notifyMatchFailure(merge, "not a reshape of 4-D heads");
+    auto mergeT = merge.getInput().getDefiningOp<TransposeOp>();
+    if (!isPerm(mergeT, {0, 2, 1, 3}))
+      return rewriter.notifyMatchFailure(merge,
+                                         "input is not a [0, 2, 1, 3] transpose");
+    auto pv = mergeT.getInput().getDefiningOp<MatMulOp>();
+    if (!pv)
+      return rewriter.notifyMatchFailure(merge, "not a head merge of a matmul");
+    auto softmax = pv.getLhs().getDefiningOp<SoftmaxOp>();
+    if (!softmax)
+      return rewriter.notifyMatchFailure(merge, "P is not a softmax");
+    int64_t sRank = softmax.getType().getRank();
+    if (sRank != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3))
+      return rewriter.notifyMatchFailure(merge,
+                                         "softmax is not over the key axis");
+
+    // Mask, then scale, then Q K^T.
+    Value scores = softmax.getInput();
+    Value maskValue, boolMask;
+    auto matchScaled = [&](Value s, MatMulOp &qk, double &scale) {
+      scale = 1.0;
+      Value inner = s;
+      if (auto div = s.getDefiningOp<DivOp>()) {
+        auto c = getSplatValue(div.getRhs());
+        if (!c || *c == 0.0)
+          return false;
+        scale = 1.0 / *c;
+        inner = div.getLhs();
+      } else if (auto mul = s.getDefiningOp<MulOp>()) {
+        bool ok = matchCommutative(mul, [&](Value a, Value c) {
+          auto cv = getSplatValue(c);
+          if (!cv || !isa<FloatType>(
+                         cast<RankedTensorType>(c.getType()).getElementType()))
+            return false;
+          scale = *cv;
+          inner = a;
+          return true;
+        });
+        if (!ok)
+          return false;
+      }
+      qk = inner.getDefiningOp<MatMulOp>();
+      return static_cast<bool>(qk);
+    };
+    MatMulOp qk;
+    double scale = 1.0;
+    if (auto where = scores.getDefiningOp<WhereOp>()) {
+      auto fill = getSplatValue(where.getRhs());
+      if (!fill || *fill > kMaskedBelow ||
+          !matchScaled(where.getLhs(), qk, scale))
+        return rewriter.notifyMatchFailure(
+            merge, "Where does not keep scores and fill a very negative value");
+      boolMask = where.getCondition();
+    } else if (!matchScaled(scores, qk, scale)) {
+      auto add = scores.getDefiningOp<AddOp>();
+      bool ok = matchCommutative(add, [&](Value s, Value m) {
+        if (!matchScaled(s, qk, scale))
+          return false;
+        maskValue = m;
+        return true;
+      });
+      if (!ok)
+        return rewriter.notifyMatchFailure(
+            merge, "softmax input is not [masked] [scaled] Q K^T");
+    }
+
+    auto q = matchBHSD(qk.getLhs());
+    if (!q)
+      return rewriter.notifyMatchFailure(
+          merge, "Q is not a head split of a packed [B, S, H * D] value");
+    auto k = matchKeyTransposed(qk.getRhs());
+    if (!k)
+      return rewriter.notifyMatchFailure(
+          merge, "K^T is not a transposed head split (or repeat_kv of one)");
+    auto v = matchRepeatedBHSD(pv.getRhs());
+    if (!v)
+      return rewriter.notifyMatchFailure(
+          merge, "V is not a head split (or repeat_kv of one)");
+    int64_t heads = q->heads, kvHeads = k->heads;
+    if (v->heads != kvHeads || k->headDim != q->headDim ||
+        v->headDim != q->headDim)
+      return rewriter.notifyMatchFailure(merge, "K and V head shapes differ");
+    if (k->repeat != v->repeat || heads % kvHeads != 0 ||
+        (kvHeads * k->repeat != heads && kvHeads * k->repeat != 1))
+      return rewriter.notifyMatchFailure(
+          merge, "kv heads are not repeated to the query heads");
+
+    // The merge puts the heads back where the Q split took them from: the
+    // op replaces it. Any other reshape of the [B, Sq, H, D] heads (GPT-2's
+    // Conv1D flattens them to [B * Sq, H * D]) is the same reshape of the
+    // op's [B, Sq, H * D] result, so it stays, applied to the op.
+    auto target = getFoldedDimExprs(merge.getShape());
+    auto keeps = [&](int64_t i, int64_t qAxis) {
+      const DimExpr &t = target[i];
+      if (t.isConstant() && t.constant == 0)
+        return true;
+      // The target may name B and S through Q's producers.
+      return t.isKnown() &&
+             resolveDimExpr(t) == resolveDimExpr(qk.getLhs(), qAxis);
+    };
+    int64_t width = heads * q->headDim;
+    bool direct =
+        outType == q->packed.getType() && target.size() == 3 &&
+        (reshapeKeepsLeadingDims(merge, 2) || (keeps(0, 0) && keeps(1, 2))) &&
+        target[2].isConstant() &&
+        (target[2].constant == width ||
+         (target[2].constant == -1 && outType.getDimSize(2) == width));
+
+    bool causal = false;
+    DimExpr qLen = resolveDimExpr(qk.getLhs(), 2);
+    DimExpr kLen = resolveDimExpr(qk.getRhs(), 3);
+    if (boolMask) {
+      if (!isCausalBoolMask(boolMask, qLen, kLen))
+        return rewriter.notifyMatchFailure(
+            merge, "boolean mask is not proven causal");
+      causal = true;
+    } else if (maskValue && isCausalAdditiveMask(maskValue, qLen, kLen)) {
+      causal = true;
+      maskValue = {};
+    }
+    if (maskValue) {
+      auto mt = cast<RankedTensorType>(maskValue.getType());
+      if (mt.getRank() > 4 ||
+          mt.getElementType() != outType.getElementType() ||
+          mt.getRank() < 1)
+        return rewriter.notifyMatchFailure(merge, "unsupported mask type");
+    }
+
+    auto attention = AttentionOp::create(
+        rewriter, merge.getLoc(), q->packed.getType(), q->packed, k->packed, v->packed,
+        maskValue, rewriter.getI64IntegerAttr(heads),
+        rewriter.getI64IntegerAttr(kvHeads),
+        rewriter.getF32FloatAttr(static_cast<float>(scale)),
+        rewriter.getBoolAttr(causal));
+    if (direct) {
+      rewriter.replaceOp(merge, attention.getResult());
+      return success();
+    }
+    rewriter.replaceOpWithNewOp<ReshapeOp>(merge, outType, attention.getResult(),
+                                           merge.getShape());
+    return success();
+  }
+};
+
 struct RaiseAttentionPass : qcc::impl::RaiseAttentionBase<RaiseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    // TODO(owner): patterns.
+    patterns.add<RaiseAttentionPattern>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1,8 +1,8 @@
 // RUN: qcc-opt %s --raise-silu --split-input-file | FileCheck %s
 
 // F.silu as torch.onnx exports it: x * Sigmoid(x).
-// CHECK-LABEL: func.func @silu
-// CHECK-SAME: (%[[X:.*]]: tensor<?x?x172xf32>)
+// CHECK-LABEL: func.func @silu(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x172xf32>
 // CHECK: %[[Y:.*]] = qcc.silu %[[X]] : tensor<?x?x172xf32>
 // CHECK-NOT: qcc.sigmoid
 // CHECK-NOT: qcc.mul
@@ -16,8 +16,8 @@ func.func @silu(%x: tensor<?x?x172xf32>) -> tensor<?x?x172xf32> {
 // -----
 
 // The Sigmoid as the first operand.
-// CHECK-LABEL: func.func @silu_swapped
-// CHECK-SAME: (%[[X:.*]]: tensor<?x?x172xf32>)
+// CHECK-LABEL: func.func @silu_swapped(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x172xf32>
 // CHECK: %[[Y:.*]] = qcc.silu %[[X]] : tensor<?x?x172xf32>
 // CHECK-NOT: qcc.mul
 // CHECK: return %[[Y]]
@@ -31,8 +31,8 @@ func.func @silu_swapped(%x: tensor<?x?x172xf32>) -> tensor<?x?x172xf32> {
 
 // SwiGLU: silu(gate) * up; only the gate's x * sigmoid(x) is raised, the
 // product with up stays a Mul.
-// CHECK-LABEL: func.func @swiglu
-// CHECK-SAME: (%[[G:.*]]: tensor<?x?x172xf32>, %[[U:.*]]: tensor<?x?x172xf32>)
+// CHECK-LABEL: func.func @swiglu(
+// CHECK-SAME: %[[G:.*]]: tensor<?x?x172xf32>, %[[U:.*]]: tensor<?x?x172xf32>
 // CHECK: %[[S:.*]] = qcc.silu %[[G]]
 // CHECK: %[[Y:.*]] = qcc.mul %[[S]], %[[U]]
 // CHECK: return %[[Y]]
@@ -46,8 +46,8 @@ func.func @swiglu(%g: tensor<?x?x172xf32>, %u: tensor<?x?x172xf32>) -> tensor<?x
 // -----
 
 // Near miss: y * sigmoid(x) with y != x (a gated unit, not SiLU).
-// CHECK-LABEL: func.func @gated_not_silu
-// CHECK-SAME: (%[[X:.*]]: tensor<?x?x172xf32>, %[[Y:.*]]: tensor<?x?x172xf32>)
+// CHECK-LABEL: func.func @gated_not_silu(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x172xf32>, %[[Y:.*]]: tensor<?x?x172xf32>
 // CHECK-NOT: qcc.silu
 // CHECK: %[[S:.*]] = qcc.sigmoid %[[X]]
 // CHECK: qcc.mul %[[Y]], %[[S]]

@@ -1,0 +1,315 @@
+// RUN: qcc-opt %s --fold-shapes --split-input-file | FileCheck %s
+
+// A cast to the same type is dropped (CastOp folder).
+// CHECK-LABEL: func.func @cast_same_type(
+// CHECK-SAME: %[[X:.*]]: tensor<?xf32>
+// CHECK-NOT: qcc.cast
+// CHECK: return %[[X]]
+func.func @cast_same_type(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %y = qcc.cast %x : tensor<?xf32> to tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// f16 -> f32 -> f16: the widening is exact, so the round trip is x.
+// CHECK-LABEL: func.func @cast_round_trip(
+// CHECK-SAME: %[[X:.*]]: tensor<?xf16>
+// CHECK-NOT: qcc.cast
+// CHECK: return %[[X]]
+func.func @cast_round_trip(%x: tensor<?xf16>) -> tensor<?xf16> {
+  %a = qcc.cast %x : tensor<?xf16> to tensor<?xf32>
+  %b = qcc.cast %a : tensor<?xf32> to tensor<?xf16>
+  return %b : tensor<?xf16>
+}
+
+// -----
+
+// bf16 -> f32 -> f16: one cast bf16 -> f16.
+// CHECK-LABEL: func.func @cast_widening_chain(
+// CHECK-SAME: %[[X:.*]]: tensor<?xbf16>
+// CHECK: %[[Y:.*]] = qcc.cast %[[X]] : tensor<?xbf16> to tensor<?xf16>
+// CHECK-NOT: qcc.cast
+// CHECK: return %[[Y]]
+func.func @cast_widening_chain(%x: tensor<?xbf16>) -> tensor<?xf16> {
+  %a = qcc.cast %x : tensor<?xbf16> to tensor<?xf32>
+  %b = qcc.cast %a : tensor<?xf32> to tensor<?xf16>
+  return %b : tensor<?xf16>
+}
+
+// -----
+
+// Near miss: f32 -> f16 -> f32 rounds; both casts stay.
+// CHECK-LABEL: func.func @cast_lossy_round_trip(
+// CHECK: qcc.cast %{{.*}} : tensor<?xf32> to tensor<?xf16>
+// CHECK: qcc.cast %{{.*}} : tensor<?xf16> to tensor<?xf32>
+func.func @cast_lossy_round_trip(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %a = qcc.cast %x : tensor<?xf32> to tensor<?xf16>
+  %b = qcc.cast %a : tensor<?xf16> to tensor<?xf32>
+  return %b : tensor<?xf32>
+}
+
+// -----
+
+// Reshape to the input's own (dynamic) dims, read back through Shape/Gather.
+// CHECK-LABEL: func.func @reshape_identity_dynamic(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x64xf32>
+// CHECK-NOT: qcc.reshape
+// CHECK: return %[[X]]
+func.func @reshape_identity_dynamic(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %c64 = qcc.constant dense<64> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %d0 = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %d1 = qcc.gather %s, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %u0 = qcc.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %u1 = qcc.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %t = qcc.concat %u0, %u1, %c64 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %y = qcc.reshape %x, %t : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// GPT-2's input_ids: Reshape(x, [-1, seq]); the -1 can only be the batch.
+// CHECK-LABEL: func.func @reshape_identity_minus_one(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?xi64>
+// CHECK-NOT: qcc.reshape
+// CHECK: return %[[X]]
+func.func @reshape_identity_minus_one(%x: tensor<?x?xi64>) -> tensor<?x?xi64> {
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x?xi64>) -> tensor<2xi64>
+  %d1 = qcc.gather %s, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %u1 = qcc.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %t = qcc.concat %m1, %u1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %y = qcc.reshape %x, %t : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  return %y : tensor<?x?xi64>
+}
+
+// -----
+
+// LLaMA's repeat_kv: Reshape(shapeVector, [-1]) of a 1-D vector.
+// CHECK-LABEL: func.func @reshape_vector_minus_one(
+// CHECK-SAME: %[[V:.*]]: tensor<?xi64>
+// CHECK-NOT: qcc.reshape
+// CHECK: return %[[V]]
+func.func @reshape_vector_minus_one(%v: tensor<?xi64>) -> tensor<?xi64> {
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %y = qcc.reshape %v, %m1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?xi64>
+  return %y : tensor<?xi64>
+}
+
+// -----
+
+// Near miss: the target swaps the two dynamic dims.
+// CHECK-LABEL: func.func @reshape_swapped_dims(
+// CHECK: %[[Y:.*]] = qcc.reshape
+// CHECK: return %[[Y]]
+func.func @reshape_swapped_dims(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %c64 = qcc.constant dense<64> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %d0 = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %d1 = qcc.gather %s, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %u0 = qcc.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %u1 = qcc.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %t = qcc.concat %u1, %u0, %c64 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %y = qcc.reshape %x, %t : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Reshape of a reshape becomes one reshape of the original input.
+// CHECK-LABEL: func.func @reshape_chain(
+// CHECK-SAME: %[[X:.*]]: tensor<?x64xf32>
+// CHECK: %[[T:.*]] = qcc.constant dense<[-1, 4, 16]>
+// CHECK: %[[Y:.*]] = qcc.reshape %[[X]], %[[T]] : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x4x16xf32>
+// CHECK-NOT: qcc.reshape
+// CHECK: return %[[Y]]
+func.func @reshape_chain(%x: tensor<?x64xf32>) -> tensor<?x4x16xf32> {
+  %s1 = qcc.constant dense<[-1, 2, 32]> : tensor<3xi64>
+  %s2 = qcc.constant dense<[-1, 4, 16]> : tensor<3xi64>
+  %a = qcc.reshape %x, %s1 : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x2x32xf32>
+  %b = qcc.reshape %a, %s2 : (tensor<?x2x32xf32>, tensor<3xi64>) -> tensor<?x4x16xf32>
+  return %b : tensor<?x4x16xf32>
+}
+
+// -----
+
+// Near miss: the outer target has a 0, which copies a dimension of the
+// intermediate (2), not of the input: both reshapes stay.
+// CHECK-LABEL: func.func @reshape_chain_with_zero(
+// CHECK: qcc.reshape
+// CHECK: qcc.reshape
+func.func @reshape_chain_with_zero(%x: tensor<?x64xf32>) -> tensor<?x2x4x8xf32> {
+  %s1 = qcc.constant dense<[-1, 2, 32]> : tensor<3xi64>
+  %s2 = qcc.constant dense<[-1, 0, 4, 8]> : tensor<4xi64>
+  %a = qcc.reshape %x, %s1 : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x2x32xf32>
+  %b = qcc.reshape %a, %s2 : (tensor<?x2x32xf32>, tensor<4xi64>) -> tensor<?x2x4x8xf32>
+  return %b : tensor<?x2x4x8xf32>
+}
+
+// -----
+
+// torch's -1 replacement before LLaMA's repeat_kv Expand:
+// Where(Equal(v, ConstantOfShape(Shape(v), 1) * -1), ones, v) is v, since
+// every element of v is a dimension or a positive constant. The Expand itself
+// really broadcasts (1 -> 2) and stays.
+// CHECK-LABEL: func.func @minus_one_replacement(
+// CHECK-SAME: %[[X:.*]]: tensor<?x2x1x?x16xf32>
+// CHECK-NOT: qcc.where
+// CHECK-NOT: qcc.equal
+// CHECK: %[[V:.*]] = qcc.concat
+// CHECK: %[[E:.*]] = qcc.expand %[[X]], %[[V]]
+// CHECK: return %[[E]]
+func.func @minus_one_replacement(%x: tensor<?x2x1x?x16xf32>) -> tensor<?x2x?x?x16xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c3 = qcc.constant dense<3> : tensor<i64>
+  %c2 = qcc.constant dense<2> : tensor<1xi64>
+  %c16 = qcc.constant dense<16> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<i64>
+  %s = qcc.shape %x : (tensor<?x2x1x?x16xf32>) -> tensor<5xi64>
+  %d0 = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<5xi64>, tensor<i64>) -> tensor<i64>
+  %d3 = qcc.gather %s, %c3 {axis = 0 : i64} : (tensor<5xi64>, tensor<i64>) -> tensor<i64>
+  %u0 = qcc.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %u3 = qcc.unsqueeze %d3 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %v = qcc.concat %u0, %c2, %c2, %u3, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vs = qcc.shape %v : (tensor<5xi64>) -> tensor<1xi64>
+  %ones = qcc.constant_of_shape %vs {value = dense<1> : tensor<1xi64>} : (tensor<1xi64>) -> tensor<5xi64>
+  %neg = qcc.mul %ones, %m1 : (tensor<5xi64>, tensor<i64>) -> tensor<5xi64>
+  %eq = qcc.equal %v, %neg : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %w = qcc.where %eq, %ones, %v : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %e = qcc.expand %x, %w : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  return %e : tensor<?x2x?x?x16xf32>
+}
+
+// -----
+
+// Near miss: v comes from an argument, so an element may be -1.
+// CHECK-LABEL: func.func @minus_one_replacement_unknown(
+// CHECK: %[[W:.*]] = qcc.where
+// CHECK: return %[[W]]
+func.func @minus_one_replacement_unknown(%v: tensor<3xi64>) -> tensor<3xi64> {
+  %m1 = qcc.constant dense<-1> : tensor<i64>
+  %ones = qcc.constant dense<1> : tensor<3xi64>
+  %neg = qcc.mul %ones, %m1 : (tensor<3xi64>, tensor<i64>) -> tensor<3xi64>
+  %eq = qcc.equal %v, %neg : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %w = qcc.where %eq, %ones, %v : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  return %w : tensor<3xi64>
+}
+
+// -----
+
+// Expand to the input's own shape (dims read back, a 1 keeps the dim).
+// CHECK-LABEL: func.func @expand_identity(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x64xf32>
+// CHECK-NOT: qcc.expand
+// CHECK: return %[[X]]
+func.func @expand_identity(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<1xi64>
+  %c64 = qcc.constant dense<64> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %d0 = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %u0 = qcc.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %t = qcc.concat %u0, %c1, %c64 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %y = qcc.expand %x, %t : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: the target is another tensor's dim, which may broadcast x's.
+// CHECK-LABEL: func.func @expand_other_dim(
+// CHECK: %[[Y:.*]] = qcc.expand
+// CHECK: return %[[Y]]
+func.func @expand_other_dim(%x: tensor<?x64xf32>, %z: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %c64 = qcc.constant dense<64> : tensor<1xi64>
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %s = qcc.shape %z : (tensor<?x64xf32>) -> tensor<2xi64>
+  %d0 = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %u0 = qcc.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %t = qcc.concat %u0, %c64 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %y = qcc.expand %x, %t : (tensor<?x64xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Slice [0 : INT64_MAX] of a dynamic dimension keeps everything.
+// CHECK-LABEL: func.func @slice_identity_dynamic(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x64xf32>
+// CHECK-NOT: qcc.slice
+// CHECK: return %[[X]]
+func.func @slice_identity_dynamic(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %start = qcc.constant dense<0> : tensor<1xi64>
+  %end = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %y = qcc.slice %x, %start, %end {axes = array<i64: 1>, steps = array<i64: 1>} : (tensor<?x?x64xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: start 1 drops the first row.
+// CHECK-LABEL: func.func @slice_from_one(
+// CHECK: %[[Y:.*]] = qcc.slice
+// CHECK: return %[[Y]]
+func.func @slice_from_one(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %start = qcc.constant dense<1> : tensor<1xi64>
+  %end = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %y = qcc.slice %x, %start, %end {axes = array<i64: 1>, steps = array<i64: 1>} : (tensor<?x?x64xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Gather(Shape(x), 2) of a static dim of a partially static x is a constant;
+// so is Slice(Shape(x), -1, INT64_MAX) (GPT-2's Conv1D reads K this way).
+// CHECK-LABEL: func.func @static_dim_of_dynamic_tensor(
+// CHECK-DAG: %[[K:.*]] = qcc.constant dense<64> : tensor<i64>
+// CHECK-DAG: %[[L:.*]] = qcc.constant dense<64> : tensor<1xi64>
+// CHECK-NOT: qcc.shape
+// CHECK: return %[[K]], %[[L]]
+func.func @static_dim_of_dynamic_tensor(%x: tensor<?x?x64xf32>) -> (tensor<i64>, tensor<1xi64>) {
+  %c2 = qcc.constant dense<2> : tensor<i64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %max = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %k = qcc.gather %s, %c2 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %l = qcc.slice %s, %m1, %max {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<3xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  return %k, %l : tensor<i64>, tensor<1xi64>
+}
+
+// -----
+
+// Near miss: dim 1 is dynamic; the Gather stays.
+// CHECK-LABEL: func.func @dynamic_dim_of_dynamic_tensor(
+// CHECK: qcc.shape
+// CHECK: %[[D:.*]] = qcc.gather
+// CHECK: return %[[D]]
+func.func @dynamic_dim_of_dynamic_tensor(%x: tensor<?x?x64xf32>) -> tensor<i64> {
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %s = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %d = qcc.gather %s, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  return %d : tensor<i64>
+}
+
+// -----
+
+// Near miss: the intermediate reshape has another user (its Shape, as after
+// GPT-2's head merge); both reshapes stay for the raise passes.
+// CHECK-LABEL: func.func @reshape_chain_shared(
+// CHECK: %[[A:.*]] = qcc.reshape %{{.*}}, %{{.*}} : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x2x32xf32>
+// CHECK: qcc.reshape %[[A]]
+func.func @reshape_chain_shared(%x: tensor<?x64xf32>) -> (tensor<?x4x16xf32>, tensor<3xi64>) {
+  %s1 = qcc.constant dense<[-1, 2, 32]> : tensor<3xi64>
+  %s2 = qcc.constant dense<[-1, 4, 16]> : tensor<3xi64>
+  %a = qcc.reshape %x, %s1 : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x2x32xf32>
+  %b = qcc.reshape %a, %s2 : (tensor<?x2x32xf32>, tensor<3xi64>) -> tensor<?x4x16xf32>
+  %s = qcc.shape %a : (tensor<?x2x32xf32>) -> tensor<3xi64>
+  return %b, %s : tensor<?x4x16xf32>, tensor<3xi64>
+}

@@ -1,0 +1,410 @@
+// RUN: qcc-opt %s --raise-attention --split-input-file | FileCheck %s
+
+// GPT-2: heads split from the packed projections, K^T written as one
+// Transpose[0, 2, 3, 1], Div by sqrt(D), and the causal mask as a Where over
+// the registered lower-triangular bias Slice'd to rows [k_len - q_len, k_len)
+// and columns [0, k_len).
+// CHECK-LABEL: func.func @gpt2_causal(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]] {causal = true, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[A]]
+func.func @gpt2_causal(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %z = qcc.constant dense<0> : tensor<1xi64>
+  %qsh = qcc.shape %qh : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %ql1 = qcc.slice %qsh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %ql = qcc.squeeze %ql1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %ksh = qcc.shape %kh : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %kl1 = qcc.slice %ksh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %kl = qcc.squeeze %kl1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %d = qcc.sub %kl, %ql : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %start = qcc.unsqueeze %d {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %end = qcc.unsqueeze %kl {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %bias = qcc.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, true, true, true, true, false, false], [true, true, true, true, true, true, true, false], [true, true, true, true, true, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %rows = qcc.slice %bias, %start, %end {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<1x1x8x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x8xi1>
+  %mask = qcc.slice %rows, %z, %end {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
+  %mask2 = qcc.cast %mask : tensor<1x1x?x?xi1> to tensor<1x1x?x?xi1>
+  %ninf = qcc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = qcc.where %mask2, %sc, %ninf : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: the bias buffer is strictly lower-triangular, so the Where also
+// masks the diagonal: not the causal mask, and not expressible as one.
+// CHECK-LABEL: func.func @gpt2_diagonal_masked(
+// CHECK-NOT: qcc.attention
+// CHECK: qcc.softmax
+func.func @gpt2_diagonal_masked(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %z = qcc.constant dense<0> : tensor<1xi64>
+  %qsh = qcc.shape %qh : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %ql1 = qcc.slice %qsh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %ql = qcc.squeeze %ql1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %ksh = qcc.shape %kh : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %kl1 = qcc.slice %ksh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %kl = qcc.squeeze %kl1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %d = qcc.sub %kl, %ql : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %start = qcc.unsqueeze %d {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %end = qcc.unsqueeze %kl {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %bias = qcc.constant dense<[[[[false, false, false, false, false, false, false, false], [true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, true, true, true, true, false, false], [true, true, true, true, true, true, true, false]]]]> : tensor<1x1x8x8xi1>
+  %rows = qcc.slice %bias, %start, %end {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<1x1x8x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x8xi1>
+  %mask = qcc.slice %rows, %z, %end {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
+  %ninf = qcc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = qcc.where %mask, %sc, %ninf : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// LLaMA: grouped-query attention (4 query heads, 2 kv heads) with K and V
+// repeated by repeat_kv (Unsqueeze, Expand behind the exporter's -1 guard,
+// Reshape), K^T as Transpose[0, 1, 3, 2], scale as a Mul, and the causal mask
+// added as Trilu(ConstantOfShape([S, S], -inf), upper, k = 1).
+// CHECK-LABEL: func.func @llama_gqa_causal(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x64xf32>
+// CHECK-DAG: %[[Q:.*]] = qcc.linear %[[X]], %[[WQ:[^ ]*]] :
+// CHECK-DAG: %[[K:.*]] = qcc.linear %[[X]], %[[WK:[^ ]*]] :
+// CHECK-DAG: %[[V:.*]] = qcc.linear %[[X]], %[[WV:[^ ]*]] :
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]] {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[A]]
+func.func @llama_gqa_causal(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %wq = qcc.constant dense<1.000000e+00> : tensor<64x64xf32>
+  %wk = qcc.constant dense<2.000000e+00> : tensor<32x64xf32>
+  %wv = qcc.constant dense<3.000000e+00> : tensor<32x64xf32>
+  %q = qcc.linear %x, %wq : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %k = qcc.linear %x, %wk : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %v = qcc.linear %x, %wv : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %bs = qcc.shape %x {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hq = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %hkv = qcc.constant dense<[2, 16]> : tensor<2xi64>
+  %qshape = qcc.concat %bs, %hq {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %kvshape = qcc.concat %bs, %hkv {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %k4 = qcc.reshape %k, %kvshape : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x2x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x2x16xf32>) -> tensor<?x2x?x16xf32>
+  %v4 = qcc.reshape %v, %kvshape : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x2x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x2x16xf32>) -> tensor<?x2x?x16xf32>
+  // repeat_kv(k, 2)
+  %i0 = qcc.constant dense<0> : tensor<i64>
+  %i2 = qcc.constant dense<2> : tensor<i64>
+  %two = qcc.constant dense<2> : tensor<1xi64>
+  %d16 = qcc.constant dense<16> : tensor<1xi64>
+  %ones = qcc.constant dense<1> : tensor<5xi64>
+  %neg1 = qcc.constant dense<-1> : tensor<i64>
+  %minus = qcc.mul %ones, %neg1 : (tensor<5xi64>, tensor<i64>) -> tensor<5xi64>
+  %ksh = qcc.shape %kh : (tensor<?x2x?x16xf32>) -> tensor<4xi64>
+  %kb = qcc.gather %ksh, %i0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ks = qcc.gather %ksh, %i2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %kb1 = qcc.unsqueeze %kb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ks1 = qcc.unsqueeze %ks {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ke = qcc.concat %kb1, %two, %two, %ks1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %keq = qcc.equal %ke, %minus : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %kes = qcc.where %keq, %ones, %ke : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %ku = qcc.unsqueeze %kh {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %kx = qcc.expand %ku, %kes : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %nh = qcc.mul %i2, %i2 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %nh1 = qcc.unsqueeze %nh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %kr = qcc.concat %kb1, %nh1, %ks1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %krep = qcc.reshape %kx, %kr : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  // repeat_kv(v, 2), with a plain constant-and-shape Expand target
+  %vsh = qcc.shape %vh : (tensor<?x2x?x16xf32>) -> tensor<4xi64>
+  %vb = qcc.gather %vsh, %i0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %vs = qcc.gather %vsh, %i2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %vb1 = qcc.unsqueeze %vb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vs1 = qcc.unsqueeze %vs {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ve = qcc.concat %vb1, %two, %two, %vs1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vu = qcc.unsqueeze %vh {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %vx = qcc.expand %vu, %ve : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x2x?x16xf32>
+  %four = qcc.constant dense<4> : tensor<1xi64>
+  %vr = qcc.concat %vb1, %four, %vs1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %vrep = qcc.reshape %vx, %vr : (tensor<?x2x2x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %krep {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x?x?x16xf32>) -> tensor<?x?x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x?x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %c, %qk : (tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  // causal mask
+  %i1 = qcc.constant dense<1> : tensor<i64>
+  %xs = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %s = qcc.gather %xs, %i1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %s1 = qcc.unsqueeze %s {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ss = qcc.concat %s1, %s1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = qcc.constant_of_shape %ss {value = dense<0xFF800000> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %tri = qcc.trilu %full {k = 1 : i64, upper = true} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %m3 = qcc.unsqueeze %tri {axes = array<i64: 0>} : (tensor<?x?xf32>) -> tensor<1x?x?xf32>
+  %mask = qcc.unsqueeze %m3 {axes = array<i64: 1>} : (tensor<1x?x?xf32>) -> tensor<1x1x?x?xf32>
+  %sm = qcc.add %sc, %mask : (tensor<?x4x?x?xf32>, tensor<1x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vrep : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %bs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// The same additive mask with k = 0 also masks the diagonal: not causal. It is
+// still an additive mask, so it stays as the op's mask operand with
+// causal = false (the result is unchanged).
+// CHECK-LABEL: func.func @additive_diagonal_masked(
+// CHECK: %[[M:.*]] = qcc.unsqueeze %{{.*}} {axes = array<i64: 1>}
+// CHECK: qcc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64
+func.func @additive_diagonal_masked(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %wq = qcc.constant dense<1.000000e+00> : tensor<64x64xf32>
+  %q = qcc.linear %x, %wq : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %bs = qcc.shape %x {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hq = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qshape = qcc.concat %bs, %hq {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %qh {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %i1 = qcc.constant dense<1> : tensor<i64>
+  %xs = qcc.shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %s = qcc.gather %xs, %i1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %s1 = qcc.unsqueeze %s {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ss = qcc.concat %s1, %s1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %full = qcc.constant_of_shape %ss {value = dense<0xFF800000> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %tri = qcc.trilu %full {k = 0 : i64, upper = true} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %m3 = qcc.unsqueeze %tri {axes = array<i64: 0>} : (tensor<?x?xf32>) -> tensor<1x?x?xf32>
+  %mask = qcc.unsqueeze %m3 {axes = array<i64: 1>} : (tensor<1x?x?xf32>) -> tensor<1x1x?x?xf32>
+  %sm = qcc.add %qk, %mask : (tensor<?x4x?x?xf32>, tensor<1x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %qh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %bs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// BERT: bidirectional with an additive [B, 1, 1, S] padding mask, which
+// becomes the mask operand.
+// CHECK-LABEL: func.func @bert_padding_mask(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>, %[[M:[^:]*]]: tensor<?x1x1x?xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]], %[[M]] {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32>
+// CHECK: return %[[A]]
+func.func @bert_padding_mask(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %m: tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %sm = qcc.add %sc, %m : (tensor<?x4x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// GPT-2's Conv1D flattens the merged heads to [B * S, H * D]: the same
+// reshape, now of the op's [B, S, H * D] result.
+// CHECK-LABEL: func.func @flattened_merge(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>
+// CHECK: %[[FLAT:.*]] = qcc.constant dense<[-1, 64]>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]] {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[R:.*]] = qcc.reshape %[[A]], %[[FLAT]] : (tensor<?x?x64xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[R]]
+func.func @flattened_merge(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>) -> tensor<?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %flat = qcc.constant dense<[-1, 64]> : tensor<2xi64>
+  %out = qcc.reshape %o, %flat : (tensor<?x?x4x16xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
+// Near miss: the softmax runs over the query axis.
+// CHECK-LABEL: func.func @softmax_not_last_axis(
+// CHECK-NOT: qcc.attention
+// CHECK: qcc.softmax
+func.func @softmax_not_last_axis(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %vh4: tensor<?x4x?x16xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sc {axis = 2 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: the Q reshape's target starts [S, B], so it also reorders the
+// leading dimensions.
+// CHECK-LABEL: func.func @q_reshape_reorders_leading_dims(
+// CHECK-NOT: qcc.attention
+// CHECK: qcc.softmax
+func.func @q_reshape_reorders_leading_dims(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %vh4: tensor<?x4x?x16xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %i10 = qcc.constant dense<[1, 0]> : tensor<2xi64>
+  %sb = qcc.gather %qs, %i10 {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %qshape2 = qcc.concat %sb, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape2 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: V is a [B, H, S, D] argument, not split from a packed value.
+// CHECK-LABEL: func.func @v_not_head_split(
+// CHECK-NOT: qcc.attention
+// CHECK: qcc.softmax
+func.func @v_not_head_split(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %vh4: tensor<?x4x?x16xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh4 : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}

@@ -1,0 +1,145 @@
+// RUN: qcc-opt %s --raise-rotary --split-input-file | FileCheck %s
+
+// LLaMA's apply_rotary_pos_emb as torch.onnx exports it: q = x * cos +
+// rotate_half(x) * sin on the head split of the projection, the half size
+// computed as 16 / 2 and the upper half sliced to INT64_MAX.
+// CHECK-LABEL: func.func @rotary(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x?x64xf32>, %[[COS:[^:]*]]: tensor<?x16xf32>, %[[SIN:[^:]*]]: tensor<?x16xf32>
+// CHECK: %[[SHAPE:.*]] = qcc.concat
+// CHECK: %[[R:.*]] = qcc.rotary %[[P]], %[[COS]], %[[SIN]] {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[S:.*]] = qcc.reshape %[[R]], %[[SHAPE]] : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[T:.*]] = qcc.transpose %[[S]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NOT: qcc.neg
+// CHECK: return %[[T]]
+func.func @rotary(%p: tensor<?x?x64xf32>, %cos: tensor<?x16xf32>, %sin: tensor<?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %c0 = qcc.unsqueeze %cos {axes = array<i64: 0>} : (tensor<?x16xf32>) -> tensor<1x?x16xf32>
+  %c = qcc.unsqueeze %c0 {axes = array<i64: 1>} : (tensor<1x?x16xf32>) -> tensor<1x1x?x16xf32>
+  %s0 = qcc.unsqueeze %sin {axes = array<i64: 0>} : (tensor<?x16xf32>) -> tensor<1x?x16xf32>
+  %s = qcc.unsqueeze %s0 {axes = array<i64: 1>} : (tensor<1x?x16xf32>) -> tensor<1x1x?x16xf32>
+  %xc = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %d = qcc.constant dense<16> : tensor<i64>
+  %two = qcc.constant dense<2> : tensor<i64>
+  %halfs = qcc.div %d, %two : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %half = qcc.unsqueeze %halfs {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %x1 = qcc.slice %x, %zero, %half {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %x2 = qcc.slice %x, %half, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %n = qcc.neg %x2 : tensor<?x4x?x?xf32>
+  %rot = qcc.concat %n, %x1 {axis = 3 : i64} : (tensor<?x4x?x?xf32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %rs = qcc.mul %rot, %s : (tensor<?x4x?x?xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %xc, %rs : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Per-batch [B, S, D] tables (position ids per sequence) broadcast over the
+// heads, constant slice bounds, the Add and Mul operands in the other order.
+// CHECK-LABEL: func.func @rotary_batched_tables(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x?x32xf32>, %[[COS:[^:]*]]: tensor<?x?x16xf32>, %[[SIN:[^:]*]]: tensor<?x?x16xf32>
+// CHECK: %[[R:.*]] = qcc.rotary %[[P]], %[[COS]], %[[SIN]] {head_dim = 16 : i64} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+// CHECK: %[[S:.*]] = qcc.reshape %[[R]]
+// CHECK: %[[T:.*]] = qcc.transpose %[[S]]
+// CHECK: return %[[T]]
+func.func @rotary_batched_tables(%p: tensor<?x?x32xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>) -> tensor<?x2x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[2, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x2x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x2x16xf32>) -> tensor<?x2x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %xc = qcc.mul %c, %x : (tensor<?x1x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %half = qcc.constant dense<8> : tensor<1xi64>
+  %end = qcc.constant dense<16> : tensor<1xi64>
+  %x1 = qcc.slice %x, %zero, %half {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<?x2x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x8xf32>
+  %x2 = qcc.slice %x, %half, %end {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<?x2x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x8xf32>
+  %n = qcc.neg %x2 : tensor<?x2x?x8xf32>
+  %rot = qcc.concat %n, %x1 {axis = -1 : i64} : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x16xf32>
+  %rs = qcc.mul %s, %rot : (tensor<?x1x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %y = qcc.add %rs, %xc : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  return %y : tensor<?x2x?x16xf32>
+}
+
+// -----
+
+// Near miss: Concat(x2, -x1) rotates the other way.
+// CHECK-LABEL: func.func @wrong_sign(
+// CHECK-NOT: qcc.rotary
+// CHECK: qcc.neg
+func.func @wrong_sign(%p: tensor<?x?x64xf32>, %cos: tensor<?x16xf32>, %sin: tensor<?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 0, 1>} : (tensor<?x16xf32>) -> tensor<1x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 0, 1>} : (tensor<?x16xf32>) -> tensor<1x1x?x16xf32>
+  %xc = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %half = qcc.constant dense<8> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %x1 = qcc.slice %x, %zero, %half {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %x2 = qcc.slice %x, %half, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %n = qcc.neg %x1 : tensor<?x4x?x8xf32>
+  %rot = qcc.concat %x2, %n {axis = 3 : i64} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x16xf32>
+  %rs = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %xc, %rs : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: rotating halves of the head axis, not of the head dimension.
+// CHECK-LABEL: func.func @slice_non_last_axis(
+// CHECK-NOT: qcc.rotary
+// CHECK: qcc.neg
+func.func @slice_non_last_axis(%p: tensor<?x?x64xf32>, %cos: tensor<?x16xf32>, %sin: tensor<?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 0, 1>} : (tensor<?x16xf32>) -> tensor<1x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 0, 1>} : (tensor<?x16xf32>) -> tensor<1x1x?x16xf32>
+  %xc = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %half = qcc.constant dense<2> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %x1 = qcc.slice %x, %zero, %half {axes = array<i64: 1>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x16xf32>
+  %x2 = qcc.slice %x, %half, %big {axes = array<i64: 1>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x16xf32>
+  %n = qcc.neg %x2 : tensor<?x2x?x16xf32>
+  %rot = qcc.concat %n, %x1 {axis = 1 : i64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %rs = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %xc, %rs : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: x is not the head split of a packed projection.
+// CHECK-LABEL: func.func @not_head_split(
+// CHECK-NOT: qcc.rotary
+// CHECK: qcc.neg
+func.func @not_head_split(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x16xf32>, %sin: tensor<?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %c = qcc.unsqueeze %cos {axes = array<i64: 0, 1>} : (tensor<?x16xf32>) -> tensor<1x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 0, 1>} : (tensor<?x16xf32>) -> tensor<1x1x?x16xf32>
+  %xc = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %half = qcc.constant dense<8> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %x1 = qcc.slice %x, %zero, %half {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %x2 = qcc.slice %x, %half, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %n = qcc.neg %x2 : tensor<?x4x?x8xf32>
+  %rot = qcc.concat %n, %x1 {axis = 3 : i64} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x16xf32>
+  %rs = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %xc, %rs : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
