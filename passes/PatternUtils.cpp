@@ -456,3 +456,11 @@ ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
   headDim = dims[1];
   return reshape;
 }
+
+bool qcc::isConstantNormParam(Value param, Value input) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto p = cast<RankedTensorType>(param.getType());
+  return getConstant(param) && p.getRank() == 1 &&
+         p.getDimSize(0) == in.getShape().back() &&
+         p.getElementType() == in.getElementType();
+}

@@ -24,16 +24,6 @@ using namespace qcc;
 
 namespace {
 
-/// True if `param` is a qcc.constant [D] with D and the element type of the
-/// last dimension of `input`.
-static bool isConstantNormParam(Value param, Value input) {
-  auto in = cast<RankedTensorType>(input.getType());
-  auto p = cast<RankedTensorType>(param.getType());
-  return getConstant(param) && p.getRank() == 1 &&
-         p.getDimSize(0) == in.getShape().back() &&
-         p.getElementType() == in.getElementType();
-}
-
 /// d / Sqrt(ReduceMean(d^2) + eps) with d = x - ReduceMean(x)
 ///   -> qcc.layer_norm x, ones {epsilon = eps}.
 /// The division may also be d * Reciprocal(s) or d * (1 / s), and d^2 may be

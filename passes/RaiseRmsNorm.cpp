@@ -23,16 +23,6 @@ using namespace qcc;
 
 namespace {
 
-/// True if `param` is a qcc.constant [D] with D and the element type of the
-/// last dimension of `input`.
-static bool isConstantNormParam(Value param, Value input) {
-  auto in = cast<RankedTensorType>(input.getType());
-  auto p = cast<RankedTensorType>(param.getType());
-  return getConstant(param) && p.getRank() == 1 &&
-         p.getDimSize(0) == in.getShape().back() &&
-         p.getElementType() == in.getElementType();
-}
-
 /// h / Sqrt(ReduceMean(h^2) + eps) -> qcc.rms_norm h, ones {epsilon = eps}.
 /// The division may be Mul(h, Div(1, s)) (the exported form),
 /// Mul(h, Reciprocal(s)) or Div(h, s); h^2 may be Pow(h, 2) or Mul(h, h).
