@@ -3,6 +3,7 @@
 // qcc MODEL.onnx --emit=mlir [-o FILE]
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ArtifactWriter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
 
@@ -10,6 +11,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -17,17 +19,25 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { Imported, Mlir };
+enum class Emit { Imported, Mlir, Qpkg };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"));
 cl::opt<Emit> emit(
-    "emit", cl::desc("What to write"), cl::init(Emit::Mlir),
-    cl::values(clEnumValN(Emit::Imported, "imported",
+    "emit", cl::desc("What to write"), cl::init(Emit::Qpkg),
+    cl::values(clEnumValN(Emit::Qpkg, "qpkg",
+                          "the deployment artifact (default; needs -o)"),
+               clEnumValN(Emit::Imported, "imported",
                           "the IR right after import (qcc ops 1:1 with ONNX)"),
                clEnumValN(Emit::Mlir, "mlir",
                           "the raised IR: transformer ops plus glue")));
-cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Output file (IR: default stdout)"),
                                 cl::value_desc("file"), cl::init("-"));
+cl::opt<std::string> tokenizerPath(
+    "tokenizer",
+    cl::desc("SentencePiece model to embed in the artifact (default: "
+             "tokenizer.model beside the ONNX file, if there is one)"),
+    cl::value_desc("file"));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"));
 } // namespace
@@ -37,6 +47,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "qcc: ahead-of-time compiler for quantized transformer inference\n\n"
+      "  qcc MODEL.onnx -o MODEL.qpkg    compile to a deployment artifact\n"
       "  qcc MODEL.onnx --emit=mlir      print the raised IR\n"
       "  qcc MODEL.onnx --emit=imported  print the IR as imported\n"
       "  qcc --list-ops                  list the ONNX ops qcc imports\n");
@@ -55,6 +66,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (emit == Emit::Qpkg && outputPath == "-") {
+    WithColor::error(errs(), "qcc")
+        << "writing an artifact needs -o FILE.qpkg (or use --emit=mlir)\n";
+    return 1;
+  }
+
   mlir::MLIRContext context;
   auto module = qcc::compile(context, inputPath,
                              emit == Emit::Imported ? qcc::Stage::Imported
@@ -62,6 +79,22 @@ int main(int argc, char **argv) {
   if (!module) {
     WithColor::error(errs(), "qcc") << toString(module.takeError()) << "\n";
     return 1;
+  }
+  if (emit == Emit::Qpkg) {
+    qcc::ArtifactOptions options;
+    options.sourceName = sys::path::filename(inputPath).str();
+    options.tokenizerPath = tokenizerPath;
+    if (options.tokenizerPath.empty()) {
+      SmallString<256> beside(sys::path::parent_path(inputPath));
+      sys::path::append(beside, "tokenizer.model");
+      if (sys::fs::exists(beside))
+        options.tokenizerPath = beside.str().str();
+    }
+    if (auto err = qcc::writeArtifact(**module, outputPath, options)) {
+      WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
+      return 1;
+    }
+    return 0;
   }
   std::error_code ec;
   ToolOutputFile out(outputPath, ec, sys::fs::OF_None);

@@ -1,0 +1,244 @@
+//===- ArtifactWriter.cpp - writing .qpkg artifacts -----------------------===//
+#include "compiler/ArtifactWriter.h"
+
+#include "dialects/QccConstants.h"
+#include "dialects/QccDialect.h"
+#include "dialects/QccOps.h"
+#include "runtime/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <fstream>
+
+using namespace mlir;
+using nlohmann::json;
+
+namespace {
+
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+std::string dtypeOf(Type t) {
+  if (t.isF32()) return "f32";
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (t.isInteger(64)) return "i64";
+  if (t.isInteger(32)) return "i32";
+  if (t.isInteger(8)) return "i8";
+  if (t.isInteger(1)) return "bool";
+  return "";
+}
+
+json shapeOf(RankedTensorType t) {
+  json s = json::array();
+  for (int64_t d : t.getShape())
+    s.push_back(ShapedType::isDynamic(d) ? -1 : d);
+  return s;
+}
+
+/// Op attributes in the manifest: numbers, booleans, strings, i64 arrays, and
+/// small element attributes (constant_of_shape's fill value) as a flat list.
+llvm::Expected<json> attrToJson(Attribute a) {
+  if (auto b = dyn_cast<BoolAttr>(a))
+    return json(b.getValue());
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return json(i.getValue().getSExtValue());
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return json(f.getValueAsDouble());
+  if (auto s = dyn_cast<StringAttr>(a))
+    return json(s.getValue().str());
+  if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
+    return json(std::vector<int64_t>(arr.asArrayRef()));
+  if (auto e = dyn_cast<DenseElementsAttr>(a)) {
+    json values = json::array();
+    Type et = e.getElementType();
+    if (isa<FloatType>(et))
+      for (APFloat v : e.getValues<APFloat>())
+        values.push_back(v.convertToDouble());
+    else if (et.isInteger(1))
+      for (bool v : e.getValues<bool>())
+        values.push_back(v ? 1 : 0);
+    else
+      for (APInt v : e.getValues<APInt>())
+        values.push_back(v.getSExtValue());
+    return json{{"dtype", dtypeOf(et)}, {"values", values}};
+  }
+  return error("cannot serialize attribute");
+}
+
+struct Writer {
+  json values = json::array();
+  json constants = json::array();
+  std::string data;
+  llvm::DenseMap<Value, int64_t> ids;
+
+  size_t appendBlob(llvm::ArrayRef<char> bytes) {
+    data.resize((data.size() + qcc::rt::kDataAlignment - 1) /
+                qcc::rt::kDataAlignment * qcc::rt::kDataAlignment);
+    size_t offset = data.size();
+    data.append(bytes.data(), bytes.size());
+    return offset;
+  }
+
+  llvm::Expected<int64_t> define(Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || dtypeOf(t.getElementType()).empty())
+      return error("value of unsupported type in the artifact");
+    int64_t id = values.size();
+    values.push_back({{"dtype", dtypeOf(t.getElementType())},
+                      {"shape", shapeOf(t)}});
+    ids[v] = id;
+    return id;
+  }
+
+  llvm::Expected<json> port(Value v, DictionaryAttr attrs) {
+    auto t = cast<RankedTensorType>(v.getType());
+    json p{{"value", ids.lookup(v)},
+           {"dtype", dtypeOf(t.getElementType())},
+           {"shape", shapeOf(t)}};
+    p["name"] = "";
+    p["dims"] = std::vector<std::string>(t.getRank());
+    if (attrs) {
+      if (auto n = attrs.getAs<StringAttr>("qcc.name"))
+        p["name"] = n.getValue().str();
+      if (auto dims = attrs.getAs<ArrayAttr>(qcc::kDimNamesAttr)) {
+        std::vector<std::string> names;
+        for (Attribute d : dims)
+          names.push_back(cast<StringAttr>(d).getValue().str());
+        p["dims"] = names;
+      }
+    }
+    return p;
+  }
+
+  llvm::Expected<json> function(func::FuncOp fn) {
+    json nodes = json::array(), inputs = json::array(),
+         outputs = json::array();
+    for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+      if (auto id = define(arg); !id)
+        return id.takeError();
+      auto p = port(arg, fn.getArgAttrDict(i));
+      if (!p)
+        return p.takeError();
+      inputs.push_back(*p);
+    }
+    for (Operation &op : fn.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          auto p = port(v, fn.getResultAttrDict(i));
+          if (!p)
+            return p.takeError();
+          outputs.push_back(*p);
+        }
+        continue;
+      }
+      std::string where = "?";
+      if (auto name = dyn_cast<NameLoc>(op.getLoc()))
+        where = name.getName().str();
+      if (op.getDialect() == nullptr ||
+          op.getDialect()->getNamespace() != "qcc")
+        return error("op '" + op.getName().getStringRef() + "' (from '" +
+                     where + "') cannot be written to an artifact");
+      SmallVector<int64_t> outIds;
+      for (Value r : op.getResults()) {
+        auto id = define(r);
+        if (!id)
+          return error(op.getName().getStringRef() + " (from '" + where +
+                       "'): " + llvm::toString(id.takeError()));
+        outIds.push_back(*id);
+      }
+      if (auto c = dyn_cast<qcc::ConstantOp>(op)) {
+        auto bytes = qcc::getBytes(c.getValue());
+        if (!bytes)
+          return error("constant '" + where + "' has no data");
+        size_t offset = appendBlob(*bytes);
+        constants.push_back(
+            {{"value", outIds[0]}, {"offset", offset}, {"size", bytes->size()}});
+        continue;
+      }
+      json node{{"op", op.getName().stripDialect().str()}, {"name", where}};
+      std::vector<int64_t> in;
+      for (Value v : op.getOperands())
+        in.push_back(ids.lookup(v));
+      node["in"] = in;
+      node["out"] = std::vector<int64_t>(outIds.begin(), outIds.end());
+      json attrs = json::object();
+      for (NamedAttribute a : op.getAttrs()) {
+        if (a.getName() == "operandSegmentSizes")
+          continue;
+        auto j = attrToJson(a.getValue());
+        if (!j)
+          return error(op.getName().getStringRef() + " (from '" + where +
+                       "'): attribute '" + a.getName().strref() +
+                       "': " + llvm::toString(j.takeError()));
+        attrs[a.getName().str()] = *j;
+      }
+      // The runtime has no IR types: a cast's target comes as an attribute.
+      if (auto cast = dyn_cast<qcc::CastOp>(op))
+        attrs["to"] = dtypeOf(cast.getType().getElementType());
+      node["attrs"] = attrs;
+      nodes.push_back(node);
+    }
+    return json{{"name", fn.getSymName().str()},
+                {"inputs", inputs},
+                {"outputs", outputs},
+                {"nodes", nodes}};
+  }
+};
+
+} // namespace
+
+llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
+                               const ArtifactOptions &options) {
+  Writer w;
+  json functions = json::array();
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto f = w.function(fn);
+    if (!f)
+      return error(path + ": " + llvm::toString(f.takeError()));
+    functions.push_back(*f);
+  }
+  json sections = json::object();
+  if (!options.tokenizerPath.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(options.tokenizerPath);
+    if (!buf)
+      return error(options.tokenizerPath + ": cannot read the tokenizer: " +
+                   buf.getError().message());
+    StringRef bytes = (*buf)->getBuffer();
+    size_t offset = w.appendBlob({bytes.data(), bytes.size()});
+    sections["tokenizer"] = {
+        {"kind", "sentencepiece"}, {"offset", offset}, {"size", bytes.size()}};
+  }
+  json manifest{{"format_version", rt::kFormatVersion},
+                {"producer", "qcc"},
+                {"source", options.sourceName},
+                {"values", w.values},
+                {"constants", w.constants},
+                {"functions", functions},
+                {"sections", sections}};
+  std::string text = manifest.dump();
+
+  rt::Header h{};
+  std::memcpy(h.magic, rt::kMagic, sizeof h.magic);
+  h.version = rt::kFormatVersion;
+  h.manifestOffset = rt::kHeaderSize;
+  h.manifestSize = text.size();
+  h.dataOffset = (h.manifestOffset + h.manifestSize + rt::kDataAlignment - 1) /
+                 rt::kDataAlignment * rt::kDataAlignment;
+  h.dataSize = w.data.size();
+  h.fileSize = h.dataOffset + h.dataSize;
+  std::string file(h.fileSize, '\0');
+  std::memcpy(file.data() + h.manifestOffset, text.data(), text.size());
+  std::memcpy(file.data() + h.dataOffset, w.data.data(), w.data.size());
+  h.crc32 = rt::crc32Of(file.data() + rt::kHeaderSize,
+                        file.size() - rt::kHeaderSize);
+  std::memcpy(file.data(), &h, sizeof h);
+
+  std::ofstream out(path.str(), std::ios::binary | std::ios::trunc);
+  if (!out || !out.write(file.data(), file.size()))
+    return error(path + ": cannot write the artifact");
+  return llvm::Error::success();
+}

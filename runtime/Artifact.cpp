@@ -1,0 +1,163 @@
+//===- Artifact.cpp - reading and validating .qpkg files ------------------===//
+#include "runtime/Artifact.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+using namespace qcc::rt;
+using nlohmann::json;
+
+uint32_t qcc::rt::crc32Of(const void *data, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const Bytef *p = static_cast<const Bytef *>(data);
+  while (size > 0) { // zlib takes uInt lengths
+    uInt chunk = (uInt)std::min<size_t>(size, 1u << 30);
+    crc = crc32(crc, p, chunk);
+    p += chunk;
+    size -= chunk;
+  }
+  return (uint32_t)crc;
+}
+
+namespace {
+struct Loader {
+  std::string path;
+  [[noreturn]] void fail(const std::string &why) const {
+    throw std::runtime_error(path + ": " + why);
+  }
+};
+} // namespace
+
+static Port parsePort(const Loader &l, const json &j) {
+  Port p;
+  p.name = j.at("name").get<std::string>();
+  p.value = j.at("value").get<int64_t>();
+  if (!parseDType(j.at("dtype").get<std::string>(), p.dtype))
+    l.fail("port '" + p.name + "' has an unknown dtype");
+  p.shape = j.at("shape").get<Shape>();
+  p.dims = j.value("dims", std::vector<std::string>(p.shape.size()));
+  return p;
+}
+
+Artifact Artifact::load(const std::string &path) {
+  Loader l{path};
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    l.fail("cannot open the file");
+  auto size = (size_t)in.tellg();
+  auto bytes = std::make_shared<std::vector<char>>(size);
+  in.seekg(0);
+  if (!in.read(bytes->data(), size))
+    l.fail("cannot read the file");
+
+  if (size < kHeaderSize)
+    l.fail("not a qcc artifact (" + std::to_string(size) +
+           " bytes, shorter than the header)");
+  Header h;
+  std::memcpy(&h, bytes->data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    l.fail("not a qcc artifact (bad magic)");
+  if (h.version != kFormatVersion)
+    l.fail("artifact format version " + std::to_string(h.version) +
+           " is not supported by this runtime (it reads version " +
+           std::to_string(kFormatVersion) + "); recompile the model");
+  if (h.fileSize != size)
+    l.fail("truncated or padded: the header says " +
+           std::to_string(h.fileSize) + " bytes, the file has " +
+           std::to_string(size));
+  if (crc32Of(bytes->data() + kHeaderSize, size - kHeaderSize) != h.crc32)
+    l.fail("corrupted: checksum mismatch");
+  if (h.manifestOffset + h.manifestSize > size ||
+      h.dataOffset + h.dataSize > size || h.dataOffset % kDataAlignment != 0)
+    l.fail("corrupted: sections lie outside the file");
+
+  Artifact a;
+  a.path_ = path;
+  a.bytes_ = bytes;
+  try {
+    a.manifest_ = json::parse(bytes->data() + h.manifestOffset,
+                              bytes->data() + h.manifestOffset + h.manifestSize);
+    const json &m = a.manifest_;
+    for (const json &v : m.at("values")) {
+      DType t;
+      if (!parseDType(v.at("dtype").get<std::string>(), t))
+        l.fail("manifest: unknown dtype " + v.at("dtype").dump());
+      a.valueTypes_.emplace_back(t, v.at("shape").get<Shape>());
+    }
+    a.constants_.resize(a.valueTypes_.size());
+    const char *data = bytes->data() + h.dataOffset;
+    for (const json &c : m.at("constants")) {
+      int64_t id = c.at("value").get<int64_t>();
+      uint64_t off = c.at("offset").get<uint64_t>(),
+               sz = c.at("size").get<uint64_t>();
+      if (id < 0 || id >= (int64_t)a.valueTypes_.size())
+        l.fail("manifest: constant refers to unknown value " +
+               std::to_string(id));
+      auto &[t, shape] = a.valueTypes_[id];
+      if (off + sz > h.dataSize ||
+          sz != (uint64_t)numElements(shape) * dtypeSize(t))
+        l.fail("manifest: constant " + std::to_string(id) +
+               " does not fit the data section");
+      a.constants_[id] = Tensor::view(t, shape, data + off);
+    }
+    for (const json &f : m.at("functions")) {
+      Function fn;
+      fn.name = f.at("name").get<std::string>();
+      for (const json &p : f.at("inputs"))
+        fn.inputs.push_back(parsePort(l, p));
+      for (const json &p : f.at("outputs"))
+        fn.outputs.push_back(parsePort(l, p));
+      for (const json &n : f.at("nodes")) {
+        Node node;
+        node.op = n.at("op").get<std::string>();
+        node.name = n.value("name", "");
+        node.inputs = n.at("in").get<std::vector<int64_t>>();
+        node.outputs = n.at("out").get<std::vector<int64_t>>();
+        node.attrs = n.value("attrs", json::object());
+        for (int64_t id : node.inputs)
+          if (id >= (int64_t)a.valueTypes_.size())
+            l.fail("manifest: node '" + node.name + "' reads unknown value");
+        for (int64_t id : node.outputs)
+          if (id < 0 || id >= (int64_t)a.valueTypes_.size())
+            l.fail("manifest: node '" + node.name + "' writes unknown value");
+        fn.nodes.push_back(std::move(node));
+      }
+      a.functions_.push_back(std::move(fn));
+    }
+    if (m.contains("sections"))
+      for (auto &[name, s] : m.at("sections").items())
+        if (s.at("offset").get<uint64_t>() + s.at("size").get<uint64_t>() >
+            h.dataSize)
+          l.fail("manifest: section '" + name + "' lies outside the data");
+    a.dataOffset_ = h.dataOffset;
+  } catch (const json::exception &e) {
+    l.fail(std::string("corrupted manifest: ") + e.what());
+  }
+  return a;
+}
+
+const Function &Artifact::function(const std::string &name) const {
+  for (const Function &f : functions_)
+    if (f.name == name)
+      return f;
+  throw std::runtime_error(path_ + ": no entry point named '" + name + "'");
+}
+
+const Tensor *Artifact::constant(int64_t id) const {
+  if (id < 0 || id >= (int64_t)constants_.size() || !constants_[id])
+    return nullptr;
+  return &*constants_[id];
+}
+
+std::optional<std::string_view>
+Artifact::section(const std::string &name) const {
+  if (!manifest_.contains("sections") || !manifest_["sections"].contains(name))
+    return std::nullopt;
+  const json &s = manifest_["sections"][name];
+  return std::string_view(bytes_->data() + dataOffset_ +
+                              s["offset"].get<uint64_t>(),
+                          s["size"].get<uint64_t>());
+}

@@ -1,0 +1,103 @@
+//===- Artifact.h - the .qpkg deployment artifact ---------------*- C++ -*-===//
+//
+// Layout (little-endian):
+//   [0, 64)        header: magic "QCCPKG\r\n", format version (u32), flags
+//                  (u32), manifest offset/size (u64 x2), data offset/size
+//                  (u64 x2), file size (u64), CRC-32 of [64, file size) (u32)
+//   manifest       JSON: functions (inputs, outputs, nodes), value types,
+//                  constants (offset/size into data), sections (tokenizer,
+//                  kernel binaries)
+//   data           64-byte aligned blobs: weights, tokenizer, kernels
+//
+// The "\r\n" in the magic catches text-mode transfers; the CRC catches
+// truncation and corruption before anything is interpreted.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_ARTIFACT_H
+#define QCC_RUNTIME_ARTIFACT_H
+
+#include "runtime/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qcc::rt {
+
+inline constexpr char kMagic[8] = {'Q', 'C', 'C', 'P', 'K', 'G', '\r', '\n'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kHeaderSize = 64;
+inline constexpr size_t kDataAlignment = 64;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t flags;
+  uint64_t manifestOffset, manifestSize;
+  uint64_t dataOffset, dataSize;
+  uint64_t fileSize;
+  uint32_t crc32;
+  uint32_t reserved;
+};
+static_assert(sizeof(Header) == kHeaderSize);
+
+/// CRC-32 (zlib) of a byte range.
+uint32_t crc32Of(const void *data, size_t size);
+
+/// A named model input or output.
+struct Port {
+  std::string name;
+  int64_t value;
+  DType dtype;
+  Shape shape;                  // -1 where dynamic
+  std::vector<std::string> dims; // symbolic names of dynamic dims ("" if static)
+};
+
+struct Node {
+  std::string op;
+  std::string name; // the ONNX node (or pass) it came from, for errors
+  std::vector<int64_t> inputs; // -1 for an omitted optional operand
+  std::vector<int64_t> outputs;
+  nlohmann::json attrs;
+};
+
+struct Function {
+  std::string name;
+  std::vector<Port> inputs, outputs;
+  std::vector<Node> nodes;
+};
+
+/// A loaded artifact. Constants are views into the file's bytes, which the
+/// artifact keeps alive.
+class Artifact {
+public:
+  /// Reads and validates `path`; throws std::runtime_error with a message
+  /// naming the file and the problem.
+  static Artifact load(const std::string &path);
+
+  const std::string &path() const { return path_; }
+  const nlohmann::json &manifest() const { return manifest_; }
+  const std::vector<Function> &functions() const { return functions_; }
+  const Function &function(const std::string &name) const;
+  size_t numValues() const { return valueTypes_.size(); }
+  /// The constant tensor held by value `id`, if it is one.
+  const Tensor *constant(int64_t id) const;
+  /// The bytes of a named section (e.g. "tokenizer"), if present.
+  std::optional<std::string_view> section(const std::string &name) const;
+
+private:
+  std::string path_;
+  std::shared_ptr<std::vector<char>> bytes_;
+  nlohmann::json manifest_;
+  std::vector<Function> functions_;
+  std::vector<std::pair<DType, Shape>> valueTypes_;
+  std::vector<std::optional<Tensor>> constants_;
+  uint64_t dataOffset_ = 0;
+};
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_ARTIFACT_H

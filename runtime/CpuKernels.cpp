@@ -1,0 +1,1407 @@
+//===- CpuKernels.cpp - the CPU reference backend's op kernels ------------===//
+//
+// The reference semantics of every qcc op (see dialects/QccOps.td). Kernels
+// are single-threaded and written to be obviously right; float GEMMs go
+// through OpenBLAS (cblas_sgemm). Result shapes always come from the operands'
+// actual shapes.
+//
+// Element types: f32, i64, i32, i8 and bool (stored as one byte, 0 or 1).
+// f16/bf16 tensors are rejected with "unsupported dtype" (data movement ops,
+// which only copy bytes, accept them too).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/CpuKernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+using namespace qcc::rt;
+using nlohmann::json;
+
+//===----------------------------------------------------------------------===//
+// Attrs
+//===----------------------------------------------------------------------===//
+
+static const json &attrAt(const json &j, const char *name) {
+  if (!j.is_object() || !j.contains(name))
+    throw std::runtime_error(std::string("missing attribute '") + name + "'");
+  return j.at(name);
+}
+
+int64_t Attrs::i(const char *name) const {
+  const json &v = attrAt(j, name);
+  if (v.is_boolean())
+    return v.get<bool>() ? 1 : 0;
+  if (!v.is_number_integer())
+    throw std::runtime_error(std::string("attribute '") + name +
+                             "' is not an integer: " + v.dump());
+  return v.get<int64_t>();
+}
+
+int64_t Attrs::i(const char *name, int64_t dflt) const {
+  return has(name) ? i(name) : dflt;
+}
+
+double Attrs::f(const char *name) const {
+  const json &v = attrAt(j, name);
+  if (!v.is_number())
+    throw std::runtime_error(std::string("attribute '") + name +
+                             "' is not a number: " + v.dump());
+  return v.get<double>();
+}
+
+bool Attrs::b(const char *name) const {
+  const json &v = attrAt(j, name);
+  if (v.is_boolean())
+    return v.get<bool>();
+  if (v.is_number_integer())
+    return v.get<int64_t>() != 0;
+  throw std::runtime_error(std::string("attribute '") + name +
+                           "' is not a boolean: " + v.dump());
+}
+
+std::string Attrs::s(const char *name, const std::string &dflt) const {
+  if (!has(name))
+    return dflt;
+  const json &v = j.at(name);
+  if (!v.is_string())
+    throw std::runtime_error(std::string("attribute '") + name +
+                             "' is not a string: " + v.dump());
+  return v.get<std::string>();
+}
+
+std::vector<int64_t> Attrs::ints(const char *name) const {
+  const json &v = attrAt(j, name);
+  if (!v.is_array())
+    throw std::runtime_error(std::string("attribute '") + name +
+                             "' is not an integer array: " + v.dump());
+  std::vector<int64_t> out;
+  for (const json &e : v) {
+    if (!e.is_number_integer())
+      throw std::runtime_error(std::string("attribute '") + name +
+                               "' is not an integer array: " + v.dump());
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+[[noreturn]] void fail(const std::string &why) {
+  throw std::runtime_error(why);
+}
+
+std::string str(const Shape &s) { return shapeString(s); }
+
+const Tensor &need(const Operands &ops, size_t i, const char *what) {
+  if (i >= ops.size() || !ops[i])
+    fail(std::string("missing operand '") + what + "'");
+  return *ops[i];
+}
+
+const Tensor *opt(const Operands &ops, size_t i) {
+  return i < ops.size() ? ops[i] : nullptr;
+}
+
+[[noreturn]] void unsupported(DType t, const char *op) {
+  fail(std::string("unsupported dtype ") + dtypeName(t) + " for " + op);
+}
+
+void requireF32(const Tensor &t, const char *what) {
+  if (t.dtype() != DType::F32)
+    fail(std::string(what) + " must be f32, got " + dtypeName(t.dtype()));
+}
+
+int64_t normAxis(int64_t axis, int64_t rank, const char *what = "axis") {
+  if (axis < -rank || axis >= rank)
+    fail(std::string(what) + " " + std::to_string(axis) +
+         " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Calls f(T{}) with T the C++ storage type of `t` (bool as uint8_t).
+template <typename F> auto dispatch(DType t, const char *op, F &&f) {
+  switch (t) {
+  case DType::F32: return f(float{});
+  case DType::I64: return f(int64_t{});
+  case DType::I32: return f(int32_t{});
+  case DType::I8: return f(int8_t{});
+  case DType::Bool: return f(uint8_t{});
+  default: unsupported(t, op);
+  }
+}
+
+/// Calls f(U{}) with U an unsigned integer type of the element size (for ops
+/// that only move elements).
+template <typename F> auto dispatchBytes(DType t, F &&f) {
+  switch (dtypeSize(t)) {
+  case 1: return f(uint8_t{});
+  case 2: return f(uint16_t{});
+  case 4: return f(uint32_t{});
+  case 8: return f(uint64_t{});
+  default: fail("unsupported dtype");
+  }
+}
+
+/// The int64 values of a 1-D (or scalar) integer tensor (shapes, starts...).
+std::vector<int64_t> readInts(const Tensor &t, const char *what) {
+  std::vector<int64_t> v((size_t)t.numel());
+  if (t.dtype() == DType::I64)
+    std::copy_n(t.data<int64_t>(), v.size(), v.begin());
+  else if (t.dtype() == DType::I32)
+    std::copy_n(t.data<int32_t>(), v.size(), v.begin());
+  else
+    fail(std::string(what) + " must be an integer tensor, got " +
+         dtypeName(t.dtype()));
+  return v;
+}
+
+/// Contiguous row-major strides in elements.
+std::vector<int64_t> stridesOf(const Shape &s) {
+  std::vector<int64_t> st(s.size());
+  int64_t acc = 1;
+  for (int64_t d = (int64_t)s.size() - 1; d >= 0; --d) {
+    st[d] = acc;
+    acc *= s[d];
+  }
+  return st;
+}
+
+Shape broadcastShapes(const std::vector<const Shape *> &shapes) {
+  size_t rank = 0;
+  for (const Shape *s : shapes)
+    rank = std::max(rank, s->size());
+  Shape out(rank, 1);
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Shape &s = *shapes[k];
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t &o = out[rank - s.size() + i];
+      int64_t d = s[i];
+      if (d == o || d == 1)
+        continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      std::string msg = "operands";
+      for (size_t m = 0; m < shapes.size(); ++m)
+        msg += (m ? (m + 1 == shapes.size() ? " and " : ", ") : " ") +
+               str(*shapes[m]);
+      fail(msg + " do not broadcast");
+    }
+  }
+  return out;
+}
+
+/// Element strides of `in` viewed as broadcast to `out` (0 where stretched).
+std::vector<int64_t> broadcastStrides(const Shape &in, const Shape &out) {
+  std::vector<int64_t> st(out.size(), 0);
+  std::vector<int64_t> own = stridesOf(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    st[off + i] = (in[i] == 1 && out[off + i] != 1) ? 0 : own[i];
+  return st;
+}
+
+/// Visits every index of `out` in row-major order, calling
+/// f(linear position, offsets of the N operands under their strides).
+template <size_t N, typename F>
+void bcastLoop(const Shape &out, const std::array<std::vector<int64_t>, N> &st,
+               F &&f) {
+  int64_t total = numElements(out);
+  if (total == 0)
+    return;
+  std::array<int64_t, N> base{};
+  size_t r = out.size();
+  if (r == 0) {
+    f(int64_t(0), base);
+    return;
+  }
+  int64_t inner = out[r - 1];
+  std::array<int64_t, N> innerStride;
+  for (size_t k = 0; k < N; ++k)
+    innerStride[k] = st[k][r - 1];
+  std::vector<int64_t> idx(r - 1, 0);
+  int64_t pos = 0;
+  for (int64_t outer = 0, nOuter = total / inner; outer < nOuter; ++outer) {
+    std::array<int64_t, N> o;
+    for (int64_t j = 0; j < inner; ++j, ++pos) {
+      for (size_t k = 0; k < N; ++k)
+        o[k] = base[k] + j * innerStride[k];
+      f(pos, o);
+    }
+    for (int64_t d = (int64_t)r - 2; d >= 0; --d) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k)
+        base[k] += st[k][d];
+      if (idx[d] < out[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        base[k] -= st[k][d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Copies `in` broadcast to `out` (same dtype) into a new tensor.
+Tensor broadcastTo(const Tensor &in, const Shape &out) {
+  Tensor r(in.dtype(), out);
+  dispatchBytes(in.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *src = in.data<U>();
+    U *dst = r.data<U>();
+    bcastLoop<1>(out, {broadcastStrides(in.shape(), out)},
+                 [&](int64_t p, const std::array<int64_t, 1> &o) {
+                   dst[p] = src[o[0]];
+                 });
+  });
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+enum class BinOp { Add, Sub, Mul, Div, Pow, Equal };
+
+template <typename T> T intDiv(T a, T b) {
+  if (b == 0)
+    fail("integer division by zero");
+  if constexpr (std::is_signed_v<T>)
+    if (b == -1) // avoids the INT_MIN / -1 trap; wraps like two's complement
+      return (T)(0 - (std::make_unsigned_t<T>)a);
+  return a / b; // C++ truncates toward zero
+}
+
+template <typename T> T applyBin(BinOp op, T a, T b) {
+  switch (op) {
+  case BinOp::Add: return (T)(a + b);
+  case BinOp::Sub: return (T)(a - b);
+  case BinOp::Mul: return (T)(a * b);
+  case BinOp::Div:
+    if constexpr (std::is_floating_point_v<T>)
+      return a / b;
+    else
+      return intDiv(a, b);
+  default: return T{};
+  }
+}
+
+const char *binName(BinOp op) {
+  switch (op) {
+  case BinOp::Add: return "add";
+  case BinOp::Sub: return "sub";
+  case BinOp::Mul: return "mul";
+  case BinOp::Div: return "div";
+  case BinOp::Pow: return "pow";
+  case BinOp::Equal: return "equal";
+  }
+  return "?";
+}
+
+std::vector<Tensor> binary(BinOp op, const Operands &ops) {
+  const Tensor &a = need(ops, 0, "lhs"), &b = need(ops, 1, "rhs");
+  const char *name = binName(op);
+  Shape out = broadcastShapes({&a.shape(), &b.shape()});
+  std::array<std::vector<int64_t>, 2> st = {broadcastStrides(a.shape(), out),
+                                            broadcastStrides(b.shape(), out)};
+  if (op == BinOp::Pow) {
+    requireF32(a, "pow base");
+    Tensor r(DType::F32, out);
+    const float *x = a.data<float>();
+    float *y = r.data<float>();
+    dispatch(b.dtype(), name, [&](auto tag) {
+      using E = decltype(tag);
+      const E *e = b.data<E>();
+      bcastLoop<2>(out, st, [&](int64_t p, const std::array<int64_t, 2> &o) {
+        y[p] = std::pow(x[o[0]], (float)e[o[1]]);
+      });
+    });
+    return {std::move(r)};
+  }
+  if (a.dtype() != b.dtype())
+    fail(std::string("operand dtypes differ: ") + dtypeName(a.dtype()) +
+         " and " + dtypeName(b.dtype()));
+  if (op == BinOp::Equal) {
+    Tensor r(DType::Bool, out);
+    uint8_t *y = r.data<uint8_t>();
+    dispatch(a.dtype(), name, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = a.data<T>(), *z = b.data<T>();
+      bcastLoop<2>(out, st, [&](int64_t p, const std::array<int64_t, 2> &o) {
+        y[p] = x[o[0]] == z[o[1]];
+      });
+    });
+    return {std::move(r)};
+  }
+  if (a.dtype() == DType::Bool)
+    unsupported(a.dtype(), name);
+  Tensor r(a.dtype(), out);
+  dispatch(a.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    const T *x = a.data<T>(), *z = b.data<T>();
+    T *y = r.data<T>();
+    bcastLoop<2>(out, st, [&](int64_t p, const std::array<int64_t, 2> &o) {
+      y[p] = applyBin<T>(op, x[o[0]], z[o[1]]);
+    });
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> whereK(const Attrs &, const Operands &ops) {
+  const Tensor &c = need(ops, 0, "condition"), &a = need(ops, 1, "lhs"),
+               &b = need(ops, 2, "rhs");
+  if (c.dtype() != DType::Bool)
+    fail(std::string("condition must be bool, got ") + dtypeName(c.dtype()));
+  if (a.dtype() != b.dtype())
+    fail(std::string("operand dtypes differ: ") + dtypeName(a.dtype()) +
+         " and " + dtypeName(b.dtype()));
+  Shape out = broadcastShapes({&c.shape(), &a.shape(), &b.shape()});
+  Tensor r(a.dtype(), out);
+  std::array<std::vector<int64_t>, 3> st = {broadcastStrides(c.shape(), out),
+                                            broadcastStrides(a.shape(), out),
+                                            broadcastStrides(b.shape(), out)};
+  const uint8_t *cond = c.data<uint8_t>();
+  dispatchBytes(a.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *x = a.data<U>(), *z = b.data<U>();
+    U *y = r.data<U>();
+    bcastLoop<3>(out, st, [&](int64_t p, const std::array<int64_t, 3> &o) {
+      y[p] = cond[o[0]] ? x[o[1]] : z[o[2]];
+    });
+  });
+  return {std::move(r)};
+}
+
+/// A float unary op: f32 in, f32 out.
+template <typename F> CpuKernel unaryF32(const char *name, F fn) {
+  return [name, fn](const Attrs &, const Operands &ops) {
+    const Tensor &x = need(ops, 0, "input");
+    if (x.dtype() != DType::F32)
+      unsupported(x.dtype(), name);
+    Tensor r(DType::F32, x.shape());
+    const float *in = x.data<float>();
+    float *out = r.data<float>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = fn(in[i]);
+    return std::vector<Tensor>{std::move(r)};
+  };
+}
+
+std::vector<Tensor> negK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  if (x.dtype() == DType::Bool)
+    unsupported(x.dtype(), "neg");
+  Tensor r(x.dtype(), x.shape());
+  dispatch(x.dtype(), "neg", [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = x.data<T>();
+    T *out = r.data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = (T)-in[i];
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> notK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  if (x.dtype() != DType::Bool)
+    unsupported(x.dtype(), "not");
+  Tensor r(DType::Bool, x.shape());
+  const uint8_t *in = x.data<uint8_t>();
+  uint8_t *out = r.data<uint8_t>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i)
+    out[i] = !in[i];
+  return {std::move(r)};
+}
+
+std::vector<Tensor> castK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  std::string toName = attrs.s("to", "");
+  DType to;
+  if (toName.empty())
+    fail("missing attribute 'to' (the result dtype)");
+  if (!parseDType(toName, to))
+    fail("unknown dtype '" + toName + "' in attribute 'to'");
+  Tensor r(to, x.shape());
+  int64_t n = x.numel();
+  dispatch(x.dtype(), "cast", [&](auto in) {
+    using S = decltype(in);
+    const S *src = x.data<S>();
+    dispatch(to, "cast", [&](auto outTag) {
+      using D = decltype(outTag);
+      D *dst = r.data<D>();
+      for (int64_t i = 0; i < n; ++i) {
+        if (to == DType::Bool)
+          dst[i] = src[i] != S(0);
+        else
+          dst[i] = static_cast<D>(src[i]); // float -> int truncates
+      }
+    });
+  });
+  return {std::move(r)};
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and reductions
+//===----------------------------------------------------------------------===//
+
+/// C[M,N] = alpha * A B + beta * C with row-major A [M,K] (lda) and B (ldb).
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+           float alpha, const float *A, int64_t lda, const float *B,
+           int64_t ldb, float beta, float *C, int64_t ldc) {
+  if (M == 0 || N == 0)
+    return;
+  if (K == 0) { // BLAS may leave C untouched; define it: C = beta * C
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n)
+        C[m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[m * ldc + n];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+              (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
+              (blasint)ldc);
+}
+
+std::vector<Tensor> matmulK(const Attrs &, const Operands &ops) {
+  const Tensor &a = need(ops, 0, "lhs"), &b = need(ops, 1, "rhs");
+  requireF32(a, "lhs");
+  requireF32(b, "rhs");
+  if (a.rank() < 1 || b.rank() < 1)
+    fail("matmul operands must have rank >= 1, got " + str(a.shape()) +
+         " and " + str(b.shape()));
+  Shape as = a.shape(), bs = b.shape();
+  bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (aVec)
+    as.insert(as.begin(), 1);
+  if (bVec)
+    bs.push_back(1);
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  if (bs[bs.size() - 2] != K)
+    fail("matmul contraction sizes differ: " + str(a.shape()) + " and " +
+         str(b.shape()));
+  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  Shape batch;
+  try {
+    batch = broadcastShapes({&aBatch, &bBatch});
+  } catch (const std::exception &) {
+    fail("matmul batch dimensions of " + str(a.shape()) + " and " +
+         str(b.shape()) + " do not broadcast");
+  }
+  Shape outShape = batch;
+  if (!aVec)
+    outShape.push_back(M);
+  if (!bVec)
+    outShape.push_back(N);
+  Tensor r(DType::F32, outShape);
+  const float *A = a.data<float>(), *B = b.data<float>();
+  float *C = r.data<float>();
+  // rhs without batch dims and lhs batch not broadcast: one GEMM with the
+  // batch folded into M.
+  if (bBatch.empty() || numElements(bBatch) == 1) {
+    if (numElements(aBatch) == numElements(batch)) {
+      sgemm(false, false, numElements(batch) * M, N, K, 1.0f, A, K, B, N, 0.0f,
+            C, N);
+      return {std::move(r)};
+    }
+  }
+  std::array<std::vector<int64_t>, 2> st = {broadcastStrides(aBatch, batch),
+                                            broadcastStrides(bBatch, batch)};
+  bcastLoop<2>(batch, st, [&](int64_t p, const std::array<int64_t, 2> &o) {
+    sgemm(false, false, M, N, K, 1.0f, A + o[0] * M * K, K, B + o[1] * K * N,
+          N, 0.0f, C + p * M * N, N);
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> gemmK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &a = need(ops, 0, "a"), &b = need(ops, 1, "b");
+  const Tensor *c = opt(ops, 2);
+  requireF32(a, "a");
+  requireF32(b, "b");
+  if (a.rank() != 2 || b.rank() != 2)
+    fail("gemm operands must be 2-D, got " + str(a.shape()) + " and " +
+         str(b.shape()));
+  float alpha = attrs.has("alpha") ? (float)attrs.f("alpha") : 1.0f;
+  float beta = attrs.has("beta") ? (float)attrs.f("beta") : 1.0f;
+  bool tA = attrs.has("transA") && attrs.b("transA");
+  bool tB = attrs.has("transB") && attrs.b("transB");
+  int64_t M = tA ? a.dim(1) : a.dim(0), K = tA ? a.dim(0) : a.dim(1);
+  int64_t K2 = tB ? b.dim(1) : b.dim(0), N = tB ? b.dim(0) : b.dim(1);
+  if (K != K2)
+    fail("gemm contraction sizes differ: " + str(a.shape()) +
+         (tA ? "^T" : "") + " and " + str(b.shape()) + (tB ? "^T" : ""));
+  Tensor r(DType::F32, {M, N});
+  float *C = r.data<float>();
+  float cBeta = 0.0f;
+  if (c) {
+    requireF32(*c, "c");
+    Shape mn = {M, N};
+    if (broadcastShapes({&c->shape(), &mn}) != mn)
+      fail("gemm c " + str(c->shape()) + " does not broadcast to " + str(mn));
+    Tensor cb = broadcastTo(*c, mn);
+    const float *src = cb.data<float>();
+    for (int64_t i = 0; i < M * N; ++i)
+      C[i] = beta * src[i];
+    cBeta = 1.0f;
+  }
+  sgemm(tA, tB, M, N, K, alpha, a.data<float>(), a.dim(1), b.data<float>(),
+        b.dim(1), cBeta, C, N);
+  return {std::move(r)};
+}
+
+std::vector<Tensor> reduce(bool mean, const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  requireF32(x, "input");
+  bool keep = attrs.has("keepdims") ? attrs.b("keepdims") : true;
+  int64_t rank = x.rank();
+  std::vector<bool> red(rank, false);
+  for (int64_t ax : attrs.ints("axes")) {
+    int64_t a = normAxis(ax, rank);
+    if (red[a])
+      fail("axis " + std::to_string(ax) + " is repeated");
+    red[a] = true;
+  }
+  // Empty `axes` reduces nothing (the dialect's verifier agrees: the result
+  // rank is the input rank).
+  Shape kept(rank), outShape;
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    kept[d] = red[d] ? 1 : x.dim(d);
+    if (red[d])
+      count *= x.dim(d);
+    if (!red[d] || keep)
+      outShape.push_back(red[d] ? 1 : x.dim(d));
+  }
+  // Accumulate in double: each input element adds to its output slot.
+  std::vector<double> acc((size_t)numElements(kept), 0.0);
+  std::vector<int64_t> outStrides = stridesOf(kept);
+  for (int64_t d = 0; d < rank; ++d)
+    if (red[d])
+      outStrides[d] = 0;
+  const float *in = x.data<float>();
+  bcastLoop<1>(x.shape(), {outStrides},
+               [&](int64_t p, const std::array<int64_t, 1> &o) {
+                 acc[o[0]] += in[p];
+               });
+  Tensor r(DType::F32, outShape);
+  float *out = r.data<float>();
+  for (size_t i = 0; i < acc.size(); ++i)
+    out[i] = (float)(mean ? (count ? acc[i] / (double)count : NAN) : acc[i]);
+  return {std::move(r)};
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+std::vector<Tensor> transposeK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  std::vector<int64_t> perm = attrs.ints("perm");
+  int64_t rank = x.rank();
+  if ((int64_t)perm.size() != rank)
+    fail("perm has " + std::to_string(perm.size()) + " entries for input " +
+         str(x.shape()));
+  std::vector<bool> seen(rank, false);
+  Shape out(rank);
+  std::vector<int64_t> inSt = stridesOf(x.shape()), st(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t p = normAxis(perm[i], rank, "perm entry");
+    if (seen[p])
+      fail("perm is not a permutation");
+    seen[p] = true;
+    out[i] = x.dim(p);
+    st[i] = inSt[p];
+  }
+  Tensor r(x.dtype(), out);
+  dispatchBytes(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *src = x.data<U>();
+    U *dst = r.data<U>();
+    bcastLoop<1>(out, {st}, [&](int64_t p, const std::array<int64_t, 1> &o) {
+      dst[p] = src[o[0]];
+    });
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> reshapeK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  std::vector<int64_t> spec = readInts(need(ops, 1, "shape"), "shape");
+  Shape out(spec.size());
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t d = spec[i];
+    if (d == 0) {
+      if ((int64_t)i >= x.rank())
+        fail("reshape of " + str(x.shape()) + " to " + str(spec) +
+             ": a 0 at index " + std::to_string(i) + " has no input dim");
+      d = x.dim(i);
+    } else if (d == -1) {
+      if (infer >= 0)
+        fail("reshape to " + str(spec) + " has more than one -1");
+      infer = (int64_t)i;
+      continue;
+    } else if (d < -1) {
+      fail("reshape to " + str(spec) + " has a negative dimension");
+    }
+    out[i] = d;
+    known *= d;
+  }
+  if (infer >= 0) {
+    if (known == 0 || x.numel() % known != 0)
+      fail("cannot reshape " + str(x.shape()) + " to " + str(spec));
+    out[infer] = x.numel() / known;
+  }
+  if (numElements(out) != x.numel())
+    fail("cannot reshape " + str(x.shape()) + " (" +
+         std::to_string(x.numel()) + " elements) to " + str(spec));
+  return {x.reshaped(out)};
+}
+
+std::vector<Tensor> flattenK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t axis = attrs.i("axis");
+  int64_t rank = x.rank();
+  if (axis < -rank || axis > rank)
+    fail("flatten axis " + std::to_string(axis) + " is out of range for " +
+         str(x.shape()));
+  if (axis < 0)
+    axis += rank;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  int64_t inner = 1;
+  for (int64_t d = axis; d < rank; ++d)
+    inner *= x.dim(d);
+  return {x.reshaped({outer, inner})};
+}
+
+std::vector<Tensor> squeezeK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t rank = x.rank();
+  std::vector<bool> drop(rank, false);
+  std::vector<int64_t> axes = attrs.has("axes") ? attrs.ints("axes")
+                                                : std::vector<int64_t>{};
+  if (axes.empty()) { // ONNX: no axes removes every dimension of size 1
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = x.dim(d) == 1;
+  }
+  for (int64_t a : axes) {
+    int64_t d = normAxis(a, rank);
+    if (x.dim(d) != 1)
+      fail("cannot squeeze dimension " + std::to_string(a) + " of " +
+           str(x.shape()) + ": its size is not 1");
+    drop[d] = true;
+  }
+  Shape out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      out.push_back(x.dim(d));
+  return {x.reshaped(out)};
+}
+
+std::vector<Tensor> unsqueezeK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  std::vector<int64_t> axes = attrs.ints("axes");
+  int64_t outRank = x.rank() + (int64_t)axes.size();
+  std::vector<bool> ins(outRank, false);
+  for (int64_t a : axes) {
+    int64_t d = normAxis(a, outRank);
+    if (ins[d])
+      fail("unsqueeze axis " + std::to_string(a) + " is repeated");
+    ins[d] = true;
+  }
+  Shape out;
+  int64_t k = 0;
+  for (int64_t d = 0; d < outRank; ++d)
+    out.push_back(ins[d] ? 1 : x.dim(k++));
+  return {x.reshaped(out)};
+}
+
+std::vector<Tensor> concatK(const Attrs &attrs, const Operands &ops) {
+  if (ops.empty())
+    fail("concat needs at least one input");
+  for (size_t i = 0; i < ops.size(); ++i)
+    need(ops, i, "inputs");
+  const Tensor &first = *ops[0];
+  int64_t rank = first.rank();
+  int64_t axis = normAxis(attrs.i("axis"), rank);
+  Shape out = first.shape();
+  out[axis] = 0;
+  for (const Tensor *t : ops) {
+    bool ok = t->rank() == rank && t->dtype() == first.dtype();
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == axis || t->dim(d) == first.dim(d);
+    if (!ok) {
+      std::string shapes;
+      for (const Tensor *u : ops)
+        shapes += (shapes.empty() ? "" : ", ") + str(u->shape()) + " " +
+                  dtypeName(u->dtype());
+      fail("cannot concatenate along axis " + std::to_string(axis) + ": " +
+           shapes);
+    }
+    out[axis] += t->dim(axis);
+  }
+  Tensor r(first.dtype(), out);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= out[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= out[d];
+  size_t es = dtypeSize(first.dtype());
+  std::byte *dst = r.data<std::byte>();
+  size_t rowOut = (size_t)(out[axis] * inner) * es;
+  size_t at = 0;
+  for (const Tensor *t : ops) {
+    size_t chunk = (size_t)(t->dim(axis) * inner) * es;
+    const std::byte *src = t->data<std::byte>();
+    for (int64_t o = 0; o < outer && chunk; ++o)
+      std::memcpy(dst + o * rowOut + at, src + o * chunk, chunk);
+    at += chunk;
+  }
+  return {std::move(r)};
+}
+
+std::vector<Tensor> splitK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t rank = x.rank();
+  int64_t axis = normAxis(attrs.i("axis"), rank);
+  std::vector<int64_t> sizes = attrs.ints("sizes");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      fail("split sizes must be non-negative, got " + str(sizes));
+    total += s;
+  }
+  if (total != x.dim(axis))
+    fail("split sizes " + str(sizes) + " do not add up to dimension " +
+         std::to_string(axis) + " of " + str(x.shape()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= x.dim(d);
+  size_t es = dtypeSize(x.dtype());
+  size_t rowIn = (size_t)(x.dim(axis) * inner) * es;
+  const std::byte *src = x.data<std::byte>();
+  std::vector<Tensor> results;
+  size_t at = 0;
+  for (int64_t s : sizes) {
+    Shape out = x.shape();
+    out[axis] = s;
+    Tensor r(x.dtype(), out);
+    size_t chunk = (size_t)(s * inner) * es;
+    std::byte *dst = r.data<std::byte>();
+    for (int64_t o = 0; o < outer && chunk; ++o)
+      std::memcpy(dst + o * chunk, src + o * rowIn + at, chunk);
+    at += chunk;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+std::vector<Tensor> sliceK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  std::vector<int64_t> starts = readInts(need(ops, 1, "starts"), "starts");
+  std::vector<int64_t> ends = readInts(need(ops, 2, "ends"), "ends");
+  int64_t rank = x.rank();
+  std::vector<int64_t> axes = attrs.has("axes") ? attrs.ints("axes")
+                                                : std::vector<int64_t>{};
+  std::vector<int64_t> steps = attrs.has("steps") ? attrs.ints("steps")
+                                                  : std::vector<int64_t>{};
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back((int64_t)i);
+  if (steps.empty())
+    steps.assign(axes.size(), 1);
+  if (starts.size() != axes.size() || ends.size() != axes.size() ||
+      steps.size() != axes.size())
+    fail("slice has " + std::to_string(starts.size()) + " starts, " +
+         std::to_string(ends.size()) + " ends, " +
+         std::to_string(axes.size()) + " axes and " +
+         std::to_string(steps.size()) + " steps");
+  Shape out = x.shape();
+  std::vector<int64_t> first(rank, 0), step(rank, 1);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = normAxis(axes[i], rank);
+    if (seen[a])
+      fail("slice axis " + std::to_string(axes[i]) + " is repeated");
+    seen[a] = true;
+    int64_t dim = x.dim(a), s = starts[i], e = ends[i], st = steps[i];
+    if (st == 0)
+      fail("slice step must not be 0");
+    // ONNX: negative indices count from the end, then clamp. Guard the
+    // addition against INT64_MIN.
+    if (s < 0)
+      s = s < -dim ? -1 : s + dim;
+    if (e < 0)
+      e = e < -dim ? -1 : e + dim;
+    int64_t len;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      len = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      len = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+    }
+    out[a] = std::max<int64_t>(len, 0);
+    first[a] = s;
+    step[a] = st;
+  }
+  std::vector<int64_t> inSt = stridesOf(x.shape()), st(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    st[d] = inSt[d] * step[d];
+    if (out[d] > 0)
+      base += first[d] * inSt[d];
+  }
+  Tensor r(x.dtype(), out);
+  dispatchBytes(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *src = x.data<U>() + (numElements(out) ? base : 0);
+    U *dst = r.data<U>();
+    bcastLoop<1>(out, {st}, [&](int64_t p, const std::array<int64_t, 1> &o) {
+      dst[p] = src[o[0]];
+    });
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> gatherK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &idxT = need(ops, 1, "indices");
+  int64_t rank = x.rank();
+  if (rank == 0)
+    fail("gather input must have rank >= 1");
+  int64_t axis = normAxis(attrs.i("axis", 0), rank);
+  std::vector<int64_t> idx = readInts(idxT, "indices");
+  int64_t dim = x.dim(axis);
+  for (int64_t &i : idx) {
+    int64_t orig = i;
+    if (i < 0)
+      i += dim;
+    if (i < 0 || i >= dim)
+      fail("gather index " + std::to_string(orig) + " is out of range for " +
+           "dimension " + std::to_string(axis) + " of " + str(x.shape()));
+  }
+  Shape out(x.shape().begin(), x.shape().begin() + axis);
+  out.insert(out.end(), idxT.shape().begin(), idxT.shape().end());
+  out.insert(out.end(), x.shape().begin() + axis + 1, x.shape().end());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= x.dim(d);
+  Tensor r(x.dtype(), out);
+  size_t es = dtypeSize(x.dtype());
+  size_t chunk = (size_t)inner * es;
+  const std::byte *src = x.data<std::byte>();
+  std::byte *dst = r.data<std::byte>();
+  for (int64_t o = 0; o < outer && chunk; ++o)
+    for (size_t j = 0; j < idx.size(); ++j)
+      std::memcpy(dst + (o * (int64_t)idx.size() + (int64_t)j) * chunk,
+                  src + (o * dim + idx[j]) * chunk, chunk);
+  return {std::move(r)};
+}
+
+std::vector<Tensor> shapeK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t rank = x.rank();
+  auto clampIdx = [&](int64_t v) {
+    if (v < 0)
+      v += rank;
+    return std::clamp<int64_t>(v, 0, rank);
+  };
+  int64_t start = clampIdx(attrs.i("start", 0));
+  int64_t end = attrs.has("end") ? clampIdx(attrs.i("end")) : rank;
+  int64_t n = std::max<int64_t>(end - start, 0);
+  Tensor r(DType::I64, {n});
+  for (int64_t i = 0; i < n; ++i)
+    r.data<int64_t>()[i] = x.dim(start + i);
+  return {std::move(r)};
+}
+
+Shape shapeFrom(const Tensor &t, const char *what) {
+  Shape s = readInts(t, what);
+  for (int64_t d : s)
+    if (d < 0)
+      fail(std::string(what) + " " + str(s) + " has a negative dimension");
+  return s;
+}
+
+std::vector<Tensor> constantOfShapeK(const Attrs &attrs, const Operands &ops) {
+  Shape out = shapeFrom(need(ops, 0, "shape"), "shape");
+  DType dt = DType::F32;
+  double fv = 0.0;
+  int64_t iv = 0;
+  if (attrs.has("value")) {
+    const json &v = attrs.raw("value");
+    std::string name = v.value("dtype", std::string("f32"));
+    if (!parseDType(name, dt))
+      fail("constant_of_shape: unknown value dtype '" + name + "'");
+    const json &vals = v.at("values");
+    if (vals.size() != 1)
+      fail("constant_of_shape: value must have one element, got " +
+           std::to_string(vals.size()));
+    if (vals[0].is_number_integer())
+      iv = vals[0].get<int64_t>(), fv = (double)iv;
+    else
+      fv = vals[0].get<double>(), iv = (int64_t)fv;
+  }
+  Tensor r(dt, out);
+  dispatch(dt, "constant_of_shape", [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    if constexpr (std::is_floating_point_v<T>)
+      v = (T)fv;
+    else
+      v = dt == DType::Bool ? (T)(iv != 0) : (T)iv;
+    std::fill_n(r.data<T>(), r.numel(), v);
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> rangeK(const Attrs &, const Operands &ops) {
+  const Tensor &s = need(ops, 0, "start"), &l = need(ops, 1, "limit"),
+               &d = need(ops, 2, "delta");
+  for (const Tensor *t : {&s, &l, &d})
+    if (t->numel() != 1)
+      fail("range operands must be scalars, got " + str(t->shape()));
+  if (s.dtype() != l.dtype() || s.dtype() != d.dtype())
+    fail("range operand dtypes differ");
+  std::vector<Tensor> out;
+  dispatch(s.dtype(), "range", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      unsupported(s.dtype(), "range");
+    } else {
+      T start = s.data<T>()[0], limit = l.data<T>()[0], delta = d.data<T>()[0];
+      if (delta == 0)
+        fail("range delta must not be 0");
+      int64_t n;
+      if constexpr (std::is_floating_point_v<T>)
+        n = (int64_t)std::ceil(((double)limit - start) / delta);
+      else { // exact integer ceil division
+        int64_t num = (int64_t)limit - start, den = delta;
+        n = num / den + ((num % den != 0) && ((num < 0) == (den < 0)));
+      }
+      n = std::max<int64_t>(n, 0);
+      Tensor r(s.dtype(), {n});
+      for (int64_t i = 0; i < n; ++i)
+        r.data<T>()[i] = (T)(start + (T)i * delta);
+      out.push_back(std::move(r));
+    }
+  });
+  return out;
+}
+
+std::vector<Tensor> expandK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  Shape target = shapeFrom(need(ops, 1, "shape"), "shape");
+  Shape out = broadcastShapes({&x.shape(), &target});
+  return {broadcastTo(x, out)};
+}
+
+std::vector<Tensor> triluK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  if (x.rank() < 2)
+    fail("trilu input must have rank >= 2, got " + str(x.shape()));
+  bool upper = attrs.b("upper");
+  int64_t k = attrs.i("k", 0);
+  int64_t R = x.dim(-2), C = x.dim(-1), batch = x.numel() / std::max<int64_t>(R * C, 1);
+  if (R * C == 0)
+    batch = 0;
+  Tensor r(x.dtype(), x.shape());
+  size_t es = dtypeSize(x.dtype());
+  const std::byte *src = x.data<std::byte>();
+  std::byte *dst = r.data<std::byte>(); // zero-initialized
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) {
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (keep) {
+          size_t off = (size_t)((b * R + i) * C + j) * es;
+          std::memcpy(dst + off, src + off, es);
+        }
+      }
+  return {std::move(r)};
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+std::vector<Tensor> linearK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input"), &w = need(ops, 1, "weight");
+  const Tensor *bias = opt(ops, 2);
+  requireF32(x, "input");
+  requireF32(w, "weight");
+  if (x.rank() < 1 || w.rank() != 2 || w.dim(1) != x.dim(-1))
+    fail("linear input " + str(x.shape()) + " and weight " + str(w.shape()) +
+         " do not match (weight must be [N, K] with K the input's last dim)");
+  int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / std::max<int64_t>(K, 1);
+  if (K == 0) {
+    M = 1;
+    for (int64_t d = 0; d + 1 < x.rank(); ++d)
+      M *= x.dim(d);
+  }
+  Shape out = x.shape();
+  out.back() = N;
+  Tensor r(DType::F32, out);
+  float *y = r.data<float>();
+  float beta = 0.0f;
+  if (bias) {
+    requireF32(*bias, "bias");
+    if (bias->numel() != N || bias->rank() != 1)
+      fail("linear bias " + str(bias->shape()) + " must be [" +
+           std::to_string(N) + "]");
+    for (int64_t m = 0; m < M; ++m)
+      std::memcpy(y + m * N, bias->data<float>(), N * sizeof(float));
+    beta = 1.0f;
+  }
+  sgemm(false, true, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(), K,
+        beta, y, N);
+  return {std::move(r)};
+}
+
+void checkVec(const Tensor &t, int64_t D, const char *what,
+              const Tensor &x) {
+  requireF32(t, what);
+  if (t.numel() != D)
+    fail(std::string(what) + " " + str(t.shape()) + " must have " +
+         std::to_string(D) + " elements (the last dim of input " +
+         str(x.shape()) + ")");
+}
+
+std::vector<Tensor> layerNormK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input"), &g = need(ops, 1, "gamma");
+  const Tensor *bt = opt(ops, 2);
+  requireF32(x, "input");
+  if (x.rank() < 1)
+    fail("layer_norm input must have rank >= 1");
+  int64_t D = x.dim(-1);
+  checkVec(g, D, "gamma", x);
+  if (bt)
+    checkVec(*bt, D, "beta", x);
+  double eps = attrs.f("epsilon");
+  Tensor r(DType::F32, x.shape());
+  const float *in = x.data<float>(), *gm = g.data<float>();
+  const float *be = bt ? bt->data<float>() : nullptr;
+  float *out = r.data<float>();
+  int64_t rows = D ? x.numel() / D : 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *v = in + row * D;
+    double mean = 0;
+    for (int64_t d = 0; d < D; ++d)
+      mean += v[d];
+    mean /= (double)D;
+    double var = 0; // two-pass: no cancellation
+    for (int64_t d = 0; d < D; ++d)
+      var += (v[d] - mean) * (v[d] - mean);
+    var /= (double)D;
+    double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t d = 0; d < D; ++d)
+      out[row * D + d] =
+          (float)((v[d] - mean) * inv * gm[d] + (be ? be[d] : 0.0));
+  }
+  return {std::move(r)};
+}
+
+std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input"), &g = need(ops, 1, "gamma");
+  requireF32(x, "input");
+  if (x.rank() < 1)
+    fail("rms_norm input must have rank >= 1");
+  int64_t D = x.dim(-1);
+  checkVec(g, D, "gamma", x);
+  double eps = attrs.f("epsilon");
+  Tensor r(DType::F32, x.shape());
+  const float *in = x.data<float>(), *gm = g.data<float>();
+  float *out = r.data<float>();
+  int64_t rows = D ? x.numel() / D : 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *v = in + row * D;
+    double ss = 0;
+    for (int64_t d = 0; d < D; ++d)
+      ss += (double)v[d] * v[d];
+    double inv = 1.0 / std::sqrt(ss / (double)D + eps);
+    for (int64_t d = 0; d < D; ++d)
+      out[row * D + d] = (float)(v[d] * inv * gm[d]);
+  }
+  return {std::move(r)};
+}
+
+std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
+  std::string approx = attrs.s("approximate", "none");
+  if (approx == "none")
+    return unaryF32("gelu", [](float x) {
+      return (float)(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+    })(attrs, ops);
+  if (approx == "tanh")
+    return unaryF32("gelu", [](float x) {
+      double xd = x, c = std::sqrt(2.0 / M_PI);
+      return (float)(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
+    })(attrs, ops);
+  fail("gelu: unknown approximate '" + approx + "' (expected none or tanh)");
+}
+
+/// In-place softmax of n values. Convention (both for `softmax` and inside
+/// `attention`): a row whose every value is -inf (fully masked) becomes all
+/// zeros rather than NaN, so that padding rows do not poison later ops. Sums
+/// are accumulated in double.
+void softmaxRow(float *v, int64_t n, int64_t stride = 1) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i)
+    mx = std::max(mx, v[i * stride]);
+  if (mx == -std::numeric_limits<float>::infinity()) {
+    for (int64_t i = 0; i < n; ++i)
+      v[i * stride] = 0.0f;
+    return;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float e = std::exp(v[i * stride] - mx);
+    v[i * stride] = e;
+    sum += e;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    v[i * stride] = (float)(v[i * stride] / sum);
+}
+
+std::vector<Tensor> softmaxK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  requireF32(x, "input");
+  if (x.rank() == 0)
+    fail("softmax input must have rank >= 1");
+  int64_t axis = normAxis(attrs.i("axis", -1), x.rank());
+  int64_t n = x.dim(axis), outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d)
+    inner *= x.dim(d);
+  Tensor r(DType::F32, x.shape());
+  std::memcpy(r.data<float>(), x.data<float>(), x.bytes());
+  float *v = r.data<float>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      softmaxRow(v + o * n * inner + i, n, inner);
+  return {std::move(r)};
+}
+
+std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &q = need(ops, 0, "query"), &k = need(ops, 1, "key"),
+               &v = need(ops, 2, "value");
+  const Tensor *mask = opt(ops, 3);
+  for (auto [t, n] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
+    requireF32(*t, n);
+    if (t->rank() != 3)
+      fail(std::string(n) + " must be [B, S, heads * D], got " +
+           str(t->shape()));
+  }
+  int64_t H = attrs.i("num_heads"), Hkv = attrs.i("num_kv_heads");
+  float scale = (float)attrs.f("scale");
+  bool causal = attrs.b("causal");
+  if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
+    fail("num_heads " + std::to_string(H) +
+         " must be a positive multiple of num_kv_heads " + std::to_string(Hkv));
+  int64_t B = q.dim(0), Sq = q.dim(1), Skv = k.dim(1);
+  if (q.dim(2) % H != 0)
+    fail("query " + str(q.shape()) + ": last dim is not a multiple of " +
+         std::to_string(H) + " heads");
+  int64_t D = q.dim(2) / H;
+  if (k.dim(0) != B || v.dim(0) != B || v.dim(1) != Skv ||
+      k.dim(2) != Hkv * D || v.dim(2) != Hkv * D)
+    fail("attention shapes do not match: query " + str(q.shape()) + ", key " +
+         str(k.shape()) + ", value " + str(v.shape()) + " with " +
+         std::to_string(H) + " heads and " + std::to_string(Hkv) +
+         " kv heads of size " + std::to_string(D));
+  Shape full = {B, H, Sq, Skv};
+  std::vector<int64_t> mst;
+  const float *M = nullptr;
+  if (mask) {
+    requireF32(*mask, "mask");
+    if (mask->rank() > 4 || broadcastShapes({&mask->shape(), &full}) != full)
+      fail("mask " + str(mask->shape()) + " does not broadcast to " +
+           str(full));
+    mst = broadcastStrides(mask->shape(), full);
+    M = mask->data<float>();
+  }
+  Tensor r(DType::F32, {B, Sq, H * D});
+  const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
+  float *O = r.data<float>();
+  std::vector<float> S((size_t)(Sq * Skv));
+  const float ninf = -std::numeric_limits<float>::infinity();
+  int64_t group = H / Hkv;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t g = h / group;
+      const float *Qh = Q + b * Sq * H * D + h * D;
+      const float *Kg = K + b * Skv * Hkv * D + g * D;
+      const float *Vg = V + b * Skv * Hkv * D + g * D;
+      // S = scale * Q_h K_g^T
+      sgemm(false, true, Sq, Skv, D, scale, Qh, H * D, Kg, Hkv * D, 0.0f,
+            S.data(), Skv);
+      for (int64_t i = 0; i < Sq; ++i) {
+        float *row = S.data() + i * Skv;
+        if (M) {
+          const float *mrow = M + b * mst[0] + h * mst[1] + i * mst[2];
+          for (int64_t j = 0; j < Skv; ++j)
+            row[j] += mrow[j * mst[3]];
+        }
+        if (causal)
+          for (int64_t j = std::max<int64_t>(i + (Skv - Sq) + 1, 0); j < Skv;
+               ++j)
+            row[j] = ninf;
+        softmaxRow(row, Skv); // fully masked rows become zeros (see above)
+      }
+      // O_h = P V_g
+      sgemm(false, false, Sq, D, Skv, 1.0f, S.data(), Skv, Vg, Hkv * D, 0.0f,
+            O + b * Sq * H * D + h * D, H * D);
+    }
+  return {std::move(r)};
+}
+
+std::vector<Tensor> rotaryK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input"), &c = need(ops, 1, "cos"),
+               &s = need(ops, 2, "sin");
+  requireF32(x, "input");
+  requireF32(c, "cos");
+  requireF32(s, "sin");
+  int64_t D = attrs.i("head_dim");
+  if (x.rank() != 3 || D <= 0 || D % 2 != 0 || x.dim(2) % D != 0)
+    fail("rotary input " + str(x.shape()) + " must be [B, S, H * " +
+         std::to_string(D) + "] with an even head_dim");
+  int64_t B = x.dim(0), S = x.dim(1), H = x.dim(2) / D;
+  if (c.shape() != s.shape())
+    fail("rotary cos " + str(c.shape()) + " and sin " + str(s.shape()) +
+         " differ");
+  bool batched = c.rank() == 3;
+  if (!((c.rank() == 2 && c.dim(0) == S && c.dim(1) == D) ||
+        (batched && (c.dim(0) == B || c.dim(0) == 1) && c.dim(1) == S &&
+         c.dim(2) == D)))
+    fail("rotary cos/sin " + str(c.shape()) + " must be [" +
+         std::to_string(S) + ", " + std::to_string(D) + "] or [" +
+         std::to_string(B) + ", " + std::to_string(S) + ", " +
+         std::to_string(D) + "] for input " + str(x.shape()));
+  int64_t cbStride = batched && c.dim(0) == B ? S * D : 0;
+  Tensor r(DType::F32, x.shape());
+  const float *in = x.data<float>(), *cs = c.data<float>(),
+              *sn = s.data<float>();
+  float *out = r.data<float>();
+  int64_t half = D / 2;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t p = 0; p < S; ++p) {
+      const float *cr = cs + b * cbStride + p * D;
+      const float *sr = sn + b * cbStride + p * D;
+      for (int64_t h = 0; h < H; ++h) {
+        const float *xv = in + (b * S + p) * H * D + h * D;
+        float *y = out + (b * S + p) * H * D + h * D;
+        for (int64_t d = 0; d < D; ++d) {
+          float rot = d < half ? -xv[d + half] : xv[d - half];
+          y[d] = xv[d] * cr[d] + rot * sr[d];
+        }
+      }
+    }
+  return {std::move(r)};
+}
+
+std::vector<Tensor> embeddingK(const Attrs &, const Operands &ops) {
+  const Tensor &t = need(ops, 0, "table"), &idsT = need(ops, 1, "ids");
+  if (t.rank() != 2)
+    fail("embedding table must be [V, E], got " + str(t.shape()));
+  int64_t V = t.dim(0), E = t.dim(1);
+  std::vector<int64_t> ids = readInts(idsT, "ids");
+  for (int64_t id : ids)
+    if (id < 0 || id >= V)
+      fail("token id " + std::to_string(id) + " is out of range [0, " +
+           std::to_string(V) + ")");
+  Shape out = idsT.shape();
+  out.push_back(E);
+  Tensor r(t.dtype(), out);
+  size_t row = (size_t)E * dtypeSize(t.dtype());
+  const std::byte *src = t.data<std::byte>();
+  std::byte *dst = r.data<std::byte>();
+  for (size_t i = 0; i < ids.size() && row; ++i)
+    std::memcpy(dst + i * row, src + ids[i] * row, row);
+  return {std::move(r)};
+}
+
+CpuKernel binK(BinOp op) {
+  return [op](const Attrs &, const Operands &ops) { return binary(op, ops); };
+}
+
+} // namespace
+
+const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
+  static const std::unordered_map<std::string, CpuKernel> table = {
+      {"add", binK(BinOp::Add)},
+      {"sub", binK(BinOp::Sub)},
+      {"mul", binK(BinOp::Mul)},
+      {"div", binK(BinOp::Div)},
+      {"pow", binK(BinOp::Pow)},
+      {"equal", binK(BinOp::Equal)},
+      {"where", whereK},
+      {"sqrt", unaryF32("sqrt", [](float x) { return std::sqrt(x); })},
+      {"reciprocal", unaryF32("reciprocal", [](float x) { return 1.0f / x; })},
+      {"erf", unaryF32("erf", [](float x) { return std::erf(x); })},
+      {"tanh", unaryF32("tanh", [](float x) { return std::tanh(x); })},
+      {"sigmoid", unaryF32("sigmoid",
+                           [](float x) { return 1.0f / (1.0f + std::exp(-x)); })},
+      {"exp", unaryF32("exp", [](float x) { return std::exp(x); })},
+      {"cos", unaryF32("cos", [](float x) { return std::cos(x); })},
+      {"sin", unaryF32("sin", [](float x) { return std::sin(x); })},
+      {"relu", unaryF32("relu", [](float x) { return x > 0.0f ? x : 0.0f; })},
+      {"neg", negK},
+      {"not", notK},
+      {"cast", castK},
+      {"matmul", matmulK},
+      {"gemm", gemmK},
+      {"reduce_mean", [](const Attrs &a, const Operands &o) {
+         return reduce(true, a, o);
+       }},
+      {"reduce_sum", [](const Attrs &a, const Operands &o) {
+         return reduce(false, a, o);
+       }},
+      {"transpose", transposeK},
+      {"reshape", reshapeK},
+      {"flatten", flattenK},
+      {"squeeze", squeezeK},
+      {"unsqueeze", unsqueezeK},
+      {"concat", concatK},
+      {"split", splitK},
+      {"slice", sliceK},
+      {"gather", gatherK},
+      {"shape", shapeK},
+      {"constant_of_shape", constantOfShapeK},
+      {"range", rangeK},
+      {"expand", expandK},
+      {"trilu", triluK},
+      {"linear", linearK},
+      {"layer_norm", layerNormK},
+      {"rms_norm", rmsNormK},
+      {"gelu", geluK},
+      {"silu", unaryF32("silu",
+                        [](float x) { return x / (1.0f + std::exp(-x)); })},
+      {"softmax", softmaxK},
+      {"attention", attentionK},
+      {"rotary", rotaryK},
+      {"embedding", embeddingK},
+  };
+  return table;
+}

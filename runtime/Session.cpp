@@ -1,0 +1,107 @@
+//===- Session.cpp - running an artifact's entry points -------------------===//
+#include "runtime/Session.h"
+
+#include "runtime/CpuKernels.h"
+
+#include <stdexcept>
+
+using namespace qcc::rt;
+
+static void checkInput(const Port &port, const Tensor &t,
+                       std::map<std::string, int64_t> &dimSizes) {
+  auto fail = [&](const std::string &why) {
+    throw std::runtime_error("input '" + port.name + "': " + why);
+  };
+  if (t.dtype() != port.dtype)
+    fail(std::string("expected dtype ") + dtypeName(port.dtype) + ", got " +
+         dtypeName(t.dtype()));
+  if (t.rank() != (int64_t)port.shape.size())
+    fail("expected rank " + std::to_string(port.shape.size()) + " " +
+         shapeString(port.shape) + ", got shape " + shapeString(t.shape()));
+  for (size_t i = 0; i < port.shape.size(); ++i) {
+    if (port.shape[i] >= 0 && port.shape[i] != t.dim(i))
+      fail("dimension " + std::to_string(i) + " must be " +
+           std::to_string(port.shape[i]) + ", got shape " +
+           shapeString(t.shape()));
+    const std::string &name = i < port.dims.size() ? port.dims[i] : "";
+    if (port.shape[i] < 0 && !name.empty()) {
+      auto [it, fresh] = dimSizes.emplace(name, t.dim(i));
+      if (!fresh && it->second != t.dim(i))
+        fail("dimension '" + name + "' is " + std::to_string(t.dim(i)) +
+             " here but " + std::to_string(it->second) +
+             " in another input");
+    }
+  }
+}
+
+std::map<std::string, Tensor>
+Session::run(const std::string &name,
+             const std::map<std::string, Tensor> &inputs) {
+  const Function &fn = artifact.function(name);
+  std::vector<Tensor> values(artifact.numValues());
+  std::map<std::string, int64_t> dimSizes;
+  for (const auto &[n, t] : inputs) {
+    bool known = false;
+    for (const Port &p : fn.inputs)
+      known |= p.name == n;
+    if (!known) {
+      std::string names;
+      for (const Port &p : fn.inputs)
+        names += (names.empty() ? "" : ", ") + p.name;
+      throw std::runtime_error("unknown input '" + n + "' (the model's "
+                               "inputs: " + names + ")");
+    }
+  }
+
+  for (const Port &p : fn.inputs) {
+    auto it = inputs.find(p.name);
+    if (it == inputs.end())
+      throw std::runtime_error("missing input '" + p.name + "'");
+    checkInput(p, it->second, dimSizes);
+    values[p.value] = it->second;
+  }
+  // Free each value after its last use to bound memory.
+  std::vector<size_t> lastUse(values.size(), 0);
+  for (size_t i = 0; i < fn.nodes.size(); ++i)
+    for (int64_t id : fn.nodes[i].inputs)
+      if (id >= 0)
+        lastUse[id] = i;
+  for (const Port &p : fn.outputs)
+    lastUse[p.value] = fn.nodes.size();
+
+  const auto &kernels = cpuKernels();
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const Node &node = fn.nodes[i];
+    auto k = kernels.find(node.op);
+    if (k == kernels.end())
+      throw std::runtime_error("node '" + node.name + "': op '" + node.op +
+                               "' has no CPU kernel");
+    Operands operands;
+    for (int64_t id : node.inputs) {
+      const Tensor *t = nullptr;
+      if (id >= 0)
+        t = artifact.constant(id) ? artifact.constant(id) : &values[id];
+      operands.push_back(t);
+    }
+    std::vector<Tensor> results;
+    try {
+      results = k->second(Attrs(node.attrs), operands);
+    } catch (const std::exception &e) {
+      throw std::runtime_error("node '" + node.name + "' (" + node.op +
+                               "): " + e.what());
+    }
+    if (results.size() != node.outputs.size())
+      throw std::runtime_error("node '" + node.name + "' (" + node.op +
+                               "): kernel returned the wrong result count");
+    for (size_t r = 0; r < results.size(); ++r)
+      values[node.outputs[r]] = std::move(results[r]);
+    for (int64_t id : node.inputs)
+      if (id >= 0 && lastUse[id] == i && !artifact.constant(id))
+        values[id] = Tensor();
+  }
+  std::map<std::string, Tensor> out;
+  for (const Port &p : fn.outputs)
+    out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)
+                                              : values[p.value];
+  return out;
+}

@@ -1,0 +1,29 @@
+//===- Session.h - running an artifact's entry points -----------*- C++ -*-===//
+#ifndef QCC_RUNTIME_SESSION_H
+#define QCC_RUNTIME_SESSION_H
+
+#include "runtime/Artifact.h"
+
+#include <map>
+
+namespace qcc::rt {
+
+/// Runs an entry point of a loaded artifact on the CPU reference backend.
+class Session {
+public:
+  explicit Session(const Artifact &artifact) : artifact(artifact) {}
+
+  /// Checks `inputs` against the entry point's ports (names, dtypes, ranks,
+  /// static sizes, and consistent sizes for equal dynamic dimension names),
+  /// runs every node in order and returns the outputs by name. Errors throw
+  /// std::runtime_error naming the input or the node.
+  std::map<std::string, Tensor> run(const std::string &function,
+                                    const std::map<std::string, Tensor> &inputs);
+
+private:
+  const Artifact &artifact;
+};
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_SESSION_H
