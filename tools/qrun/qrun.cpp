@@ -36,6 +36,8 @@ struct Options {
   std::string perplexityFile;
   int context = 128;
   std::string function = "main";
+  std::vector<int64_t> bench; // batch, seq
+  int iterations = 5;
 };
 
 /// The model's logits port: the first output with rank 3 [batch, seq, vocab].
@@ -163,6 +165,40 @@ int runPerplexity(const Options &o, const Artifact &a) {
   return 0;
 }
 
+/// Times forward passes over random token ids: prints tokens/s.
+int runBench(const Options &o, const Artifact &a) {
+  Session session(a);
+  const Function &fn = a.function(o.function);
+  const Port &ids = idsPort(fn);
+  if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
+    throw std::runtime_error("--bench takes BATCH SEQ");
+  int64_t batch = o.bench[0], seq = o.bench[1];
+  int64_t vocab = logitsPort(fn).shape.back();
+  if (vocab <= 0)
+    throw std::runtime_error("--bench needs a static vocabulary size");
+  Tensor in(DType::I64, {batch, seq});
+  uint64_t x = 88172645463325252ull; // xorshift: fixed, no <random> state
+  for (int64_t i = 0; i < batch * seq; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    in.data<int64_t>()[i] = (int64_t)(x % (uint64_t)vocab);
+  }
+  session.run(fn.name, {{ids.name, in}}); // warm-up
+  std::vector<double> times;
+  for (int i = 0; i < o.iterations; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    session.run(fn.name, {{ids.name, in}});
+    times.push_back(std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count());
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  std::cout << "batch " << batch << " seq " << seq << ": median "
+            << median * 1e3 << " ms over " << times.size()
+            << " runs, tokens/s " << batch * seq / median << "\n";
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -186,6 +222,12 @@ int main(int argc, char **argv) {
                  "--perplexity (at most the model's positions)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--bench", o.bench,
+                 "BATCH SEQ: time forward passes over random token ids")
+      ->expected(2);
+  app.add_option("--iterations", o.iterations, "Timed runs for --bench")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--function", o.function, "Entry point to run")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -193,10 +235,12 @@ int main(int argc, char **argv) {
   try {
     Artifact a = Artifact::load(o.model);
     int modes = !o.inputs.empty() + !o.prompt.empty() +
-                !o.perplexityFile.empty();
+                !o.perplexityFile.empty() + !o.bench.empty();
     if (modes != 1)
       throw std::runtime_error("choose one of --input (with --output-dir), "
-                               "--prompt or --perplexity");
+                               "--prompt, --perplexity or --bench");
+    if (!o.bench.empty())
+      return runBench(o, a);
     if (!o.inputs.empty()) {
       if (o.outputDir.empty())
         throw std::runtime_error("--input needs --output-dir");
