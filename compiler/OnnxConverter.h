@@ -105,6 +105,9 @@ mlir::FailureOr<mlir::ElementsAttr>
 tensorToElements(mlir::MLIRContext *ctx, const onnx::TensorProto &tensor,
                  const std::string *externalBytes, std::string &error);
 
+/// The ONNX name of a TensorProto data type ("DOUBLE", "UINT8", ...).
+std::string onnxTypeName(int32_t dataType);
+
 /// The MLIR element type of an ONNX TensorProto data type, or null.
 mlir::Type onnxElementType(mlir::MLIRContext *ctx, int32_t dataType);
 

@@ -74,6 +74,13 @@ Results ConvertContext::fail(const Twine &reason) {
 // Tensors
 //===----------------------------------------------------------------------===//
 
+std::string qcc::onnxTypeName(int32_t dataType) {
+  if (onnx::TensorProto_DataType_IsValid(dataType))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(dataType));
+  return std::to_string(dataType);
+}
+
 Type qcc::onnxElementType(MLIRContext *ctx, int32_t dataType) {
   Builder b(ctx);
   switch (dataType) {
@@ -102,7 +109,7 @@ FailureOr<ElementsAttr> qcc::tensorToElements(MLIRContext *ctx,
                                               std::string &error) {
   Type et = onnxElementType(ctx, t.data_type());
   if (!et) {
-    error = fmt::format("unsupported element type {}", t.data_type());
+    error = "unsupported element type " + onnxTypeName(t.data_type());
     return failure();
   }
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
@@ -196,6 +203,8 @@ static SmallVector<int64_t> broadcastOrDynamic(ArrayRef<int64_t> a,
 }
 
 template <typename OpT> static Results convertBinary(ConvertContext &c) {
+  if (std::is_same_v<OpT, PowOp> && !isa<FloatType>(elementOf(c.input(0))))
+    return c.fail("an integer base is not supported");
   Type et = std::is_same_v<OpT, EqualOp> ? c.builder.getI1Type()
                                           : elementOf(c.input(0));
   auto type = c.resultType(
@@ -208,8 +217,18 @@ template <typename OpT> static Results convertUnary(ConvertContext &c) {
 }
 
 static Results convertIdentity(ConvertContext &c) {
+  return one(c.input(0));
+}
+
+/// Dropout at inference is the identity; training mode is not supported.
+static Results convertDropout(ConvertContext &c) {
   if (c.node.output_size() > 1 && !c.node.output(1).empty())
     return c.fail("the mask output of Dropout is not supported");
+  if (c.input(2)) {
+    auto mode = c.constInts(2);
+    if (!mode || mode->size() != 1 || (*mode)[0] != 0)
+      return c.fail("training_mode is not supported (only a constant false)");
+  }
   return one(c.input(0));
 }
 
@@ -272,7 +291,7 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
   } else if (c.input(1)) {
     auto v = c.constInts(1);
     if (!v)
-      return c.fail("axes must be a constant");
+      return c.fail("non-constant axes are not supported");
     axes.assign(v->begin(), v->end());
   }
   if (axes.empty()) {
@@ -390,7 +409,7 @@ template <typename OpT> static Results convertSqueezeLike(ConvertContext &c) {
   if (c.input(1)) {
     auto v = c.constInts(1);
     if (!v)
-      return c.fail("axes must be a constant");
+      return c.fail("non-constant axes are not supported");
     axes = *v;
   } else if (squeeze) {
     for (int64_t i = 0; i < (int64_t)in.size(); ++i) {
@@ -449,7 +468,7 @@ static Results convertSplit(ConvertContext &c) {
   if (c.input(1)) {
     auto v = c.constInts(1);
     if (!v)
-      return c.fail("split sizes must be a constant");
+      return c.fail("non-constant split sizes are not supported");
     sizes = *v;
   } else if (auto a = c.intsAttr("split")) {
     sizes.assign(a->begin(), a->end());
@@ -481,7 +500,7 @@ static Results convertSlice(ConvertContext &c) {
   if (c.input(3)) {
     auto v = c.constInts(3);
     if (!v)
-      return c.fail("axes must be a constant");
+      return c.fail("non-constant axes are not supported");
     axes = *v;
   } else {
     if (n == kDyn)
@@ -495,7 +514,7 @@ static Results convertSlice(ConvertContext &c) {
   if (c.input(4)) {
     auto v = c.constInts(4);
     if (!v)
-      return c.fail("steps must be a constant");
+      return c.fail("non-constant steps are not supported");
     steps = *v;
   } else {
     steps.assign(axes.size(), 1);
@@ -640,7 +659,7 @@ static Results convertTrilu(ConvertContext &c) {
   if (c.input(1)) {
     auto v = c.constInts(1);
     if (!v || v->size() != 1)
-      return c.fail("k must be a constant scalar");
+      return c.fail("a non-constant k is not supported");
     k = (*v)[0];
   }
   return one(c.create<TriluOp>(c.resultLike(0, c.input(0)), c.input(0),
@@ -714,7 +733,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"Expand", {13}, convertExpand},
       {"Trilu", {14}, convertTrilu},
       {"Identity", {13, 14, 16, 19, 21}, convertIdentity},
-      {"Dropout", {13}, convertIdentity},
+      {"Dropout", {13}, convertDropout},
       {"Einsum", {12}, convertEinsum},
   };
   return table;

@@ -38,8 +38,11 @@ struct ErrorSink {
                                    file + ": " + reason);
   }
   llvm::Error nodeError(const onnx::NodeProto &node, const Twine &reason) const {
-    return error("node '" + node.name() + "' (" + node.op_type() +
-                 "): " + reason);
+    // Unnamed nodes are known by their first output.
+    std::string name = node.name();
+    if (name.empty() && node.output_size() > 0)
+      name = "producing " + node.output(0);
+    return error("node '" + name + "' (" + node.op_type() + "): " + reason);
   }
 };
 
@@ -137,15 +140,22 @@ llvm::Expected<RankedTensorType>
 Importer::typeOf(const onnx::TypeProto &t, const std::string &name,
                  SmallVector<std::string> *dimNames) {
   if (!t.has_tensor_type())
-    return sink.error("value '" + name + "' is not a tensor");
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "value '" + name + "' is not a tensor (sequence and optional types "
+        "are not supported)");
   const auto &tt = t.tensor_type();
   Type et = onnxElementType(&ctx, tt.elem_type());
   if (!et)
-    return sink.error(fmt::format("value '{}' has unsupported element type {}",
-                                  name, tt.elem_type()));
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "value '" + name +
+                                       "' has unsupported element type " +
+                                       onnxTypeName(tt.elem_type()));
   if (!tt.has_shape())
-    return sink.error("value '" + name +
-                      "' has unknown rank (qcc needs the rank of every value)");
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "value '" + name +
+            "' has unknown rank (qcc needs the rank of every value)");
   SmallVector<int64_t> shape;
   for (const auto &d : tt.shape().dim()) {
     if (d.has_dim_value()) {
@@ -347,8 +357,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     SmallVector<std::string> dims;
     auto type = typeOf(in.type(), in.name(), &dims);
     if (!type)
-      return sink.error("graph input '" + in.name() + "': " +
-                        llvm::toString(type.takeError()));
+      return sink.error("graph input: " + llvm::toString(type.takeError()));
     argTypes.push_back(*type);
     argAttrs.push_back(signatureAttrs(in.name(), dims));
     argNames.push_back(in.name());
@@ -357,8 +366,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     SmallVector<std::string> dims;
     auto type = typeOf(out.type(), out.name(), &dims);
     if (!type)
-      return sink.error("graph output '" + out.name() + "': " +
-                        llvm::toString(type.takeError()));
+      return sink.error("graph output: " + llvm::toString(type.takeError()));
     resultTypes.push_back(*type);
     resultAttrs.push_back(signatureAttrs(out.name(), dims));
   }

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <stdexcept>
 
@@ -662,7 +663,8 @@ std::vector<Tensor> reshapeK(const Attrs &, const Operands &ops) {
   }
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)
-      fail("cannot reshape " + str(x.shape()) + " to " + str(spec));
+      fail("cannot reshape " + str(x.shape()) + " (" +
+           std::to_string(x.numel()) + " elements) to " + str(spec));
     out[infer] = x.numel() / known;
   }
   if (numElements(out) != x.numel())
@@ -1155,7 +1157,7 @@ std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
     })(attrs, ops);
   if (approx == "tanh")
     return unaryF32("gelu", [](float x) {
-      double xd = x, c = std::sqrt(2.0 / M_PI);
+      double xd = x, c = std::sqrt(2.0 / std::numbers::pi);
       return (float)(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
     })(attrs, ops);
   fail("gelu: unknown approximate '" + approx + "' (expected none or tanh)");

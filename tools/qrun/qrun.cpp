@@ -234,14 +234,17 @@ int main(int argc, char **argv) {
 
   try {
     Artifact a = Artifact::load(o.model);
-    int modes = !o.inputs.empty() + !o.prompt.empty() +
-                !o.perplexityFile.empty() + !o.bench.empty();
+    // Tensor mode: --input ... --output-dir, or --output-dir alone for a
+    // model without inputs.
+    bool tensors = !o.inputs.empty() || !o.outputDir.empty();
+    int modes = tensors + !o.prompt.empty() + !o.perplexityFile.empty() +
+                !o.bench.empty();
     if (modes != 1)
       throw std::runtime_error("choose one of --input (with --output-dir), "
                                "--prompt, --perplexity or --bench");
     if (!o.bench.empty())
       return runBench(o, a);
-    if (!o.inputs.empty()) {
+    if (tensors) {
       if (o.outputDir.empty())
         throw std::runtime_error("--input needs --output-dir");
       return runTensors(o, a);

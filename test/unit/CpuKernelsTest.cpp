@@ -1,0 +1,506 @@
+//===- CpuKernelsTest.cpp - the CPU reference kernels ---------------------===//
+//
+// Expected values are hand-computed or come from naive loops written here,
+// independent of the kernels' code paths (BLAS, broadcast strides).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/CpuKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <random>
+#include <thread>
+
+using namespace qcc::rt;
+using nlohmann::json;
+
+namespace {
+
+Tensor f32(Shape shape, std::vector<float> values) {
+  Tensor t(DType::F32, std::move(shape));
+  EXPECT_EQ((size_t)t.numel(), values.size());
+  std::copy(values.begin(), values.end(), t.data<float>());
+  return t;
+}
+
+Tensor i64(Shape shape, std::vector<int64_t> values) {
+  Tensor t(DType::I64, std::move(shape));
+  EXPECT_EQ((size_t)t.numel(), values.size());
+  std::copy(values.begin(), values.end(), t.data<int64_t>());
+  return t;
+}
+
+Tensor randomF32(Shape shape, std::mt19937 &rng, float lo = -1, float hi = 1) {
+  Tensor t(DType::F32, std::move(shape));
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = d(rng);
+  return t;
+}
+
+std::vector<Tensor> run(const std::string &op, const json &attrs,
+                        const Operands &ops) {
+  auto it = cpuKernels().find(op);
+  EXPECT_NE(it, cpuKernels().end()) << op;
+  return it->second(Attrs(attrs), ops);
+}
+
+Tensor run1(const std::string &op, const json &attrs, const Operands &ops) {
+  auto r = run(op, attrs, ops);
+  EXPECT_EQ(r.size(), 1u);
+  return r.at(0);
+}
+
+std::vector<float> values(const Tensor &t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+std::vector<int64_t> ivalues(const Tensor &t) {
+  return std::vector<int64_t>(t.data<int64_t>(),
+                              t.data<int64_t>() + t.numel());
+}
+
+/// |a - b| <= rel * max(1, |b|): relative for large values, absolute near 0.
+void expectClose(const std::vector<float> &got, const std::vector<double> &want,
+                 double rel) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(want[i])))
+        << "at " << i;
+}
+
+/// The test target builds with -fno-exceptions (LLVM flags), so kernel errors
+/// are checked as death tests. The call runs on a fresh std::thread in the
+/// child: an exception escaping a thread's function reaches std::terminate
+/// (gtest's own handler on the main thread would swallow it), and the
+/// default terminate handler prints what() to stderr, which is matched.
+std::string literal(const std::string &msg) {
+  std::string out;
+  for (char c : msg) {
+    if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos)
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void runOnThread(const std::string &op, const json &attrs,
+                 const Operands &ops) {
+  std::thread([&] { run(op, attrs, ops); }).join();
+}
+
+#define EXPECT_KERNEL_ERROR(op, attrs, ops, msg)                               \
+  do {                                                                         \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                            \
+    EXPECT_DEATH(runOnThread(op, attrs, ops), literal(msg));                   \
+  } while (0)
+
+} // namespace
+
+TEST(CpuKernels, EveryOpHasAKernel) {
+  for (const char *op :
+       {"add", "sub", "mul", "div", "pow", "equal", "where", "sqrt",
+        "reciprocal", "erf", "tanh", "sigmoid", "exp", "cos", "sin", "relu",
+        "neg", "not", "cast", "matmul", "gemm", "reduce_mean", "reduce_sum",
+        "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "concat",
+        "split", "slice", "gather", "shape", "constant_of_shape", "range",
+        "expand", "trilu", "linear", "layer_norm", "rms_norm", "gelu", "silu",
+        "softmax", "attention", "rotary", "embedding"})
+    EXPECT_TRUE(cpuKernels().count(op)) << op;
+}
+
+TEST(CpuKernels, BroadcastAdd) {
+  // [2,1,3] + [4,1] -> [2,4,3]: out[i,j,k] = a[i,0,k] + b[j,0].
+  Tensor a = f32({2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = f32({4, 1}, {10, 20, 30, 40});
+  Tensor r = run1("add", json::object(), {&a, &b});
+  ASSERT_EQ(r.shape(), (Shape{2, 4, 3}));
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 3; ++k)
+        want.push_back((i * 3 + k + 1) + 10.0 * (j + 1));
+  expectClose(values(r), want, 0); // exact: small integers in f32
+
+  Tensor c = f32({2, 3}, {0, 0, 0, 0, 0, 0});
+  Tensor d = f32({4}, {0, 0, 0, 0});
+  EXPECT_KERNEL_ERROR("add", json::object(), Operands({&c, &d}),
+                      "operands [2, 3] and [4] do not broadcast");
+}
+
+TEST(CpuKernels, IntegerDivTruncates) {
+  Tensor a = i64({4}, {7, -7, 7, -7});
+  Tensor b = i64({4}, {2, 2, -2, -2});
+  Tensor r = run1("div", json::object(), {&a, &b});
+  EXPECT_EQ(r.dtype(), DType::I64);
+  EXPECT_EQ(ivalues(r), (std::vector<int64_t>{3, -3, -3, 3}));
+  Tensor z = i64({1}, {0});
+  EXPECT_KERNEL_ERROR("div", json::object(), Operands({&a, &z}),
+                      "integer division by zero");
+}
+
+TEST(CpuKernels, EqualAndWhere) {
+  Tensor a = i64({3}, {1, 2, 3});
+  Tensor b = i64({1}, {2});
+  Tensor eq = run1("equal", json::object(), {&a, &b});
+  ASSERT_EQ(eq.dtype(), DType::Bool);
+  EXPECT_EQ(eq.data<uint8_t>()[0], 0);
+  EXPECT_EQ(eq.data<uint8_t>()[1], 1);
+  Tensor x = f32({3}, {1, 2, 3});
+  Tensor y = f32({1}, {-1});
+  Tensor w = run1("where", json::object(), {&eq, &x, &y});
+  EXPECT_EQ(values(w), (std::vector<float>{-1, 2, -1}));
+}
+
+TEST(CpuKernels, Cast) {
+  Tensor x = f32({4}, {-1.7f, 0.0f, 2.9f, 0.25f});
+  Tensor i = run1("cast", {{"to", "i64"}}, {&x});
+  EXPECT_EQ(ivalues(i), (std::vector<int64_t>{-1, 0, 2, 0}));
+  Tensor b = run1("cast", {{"to", "bool"}}, {&x});
+  EXPECT_EQ(std::vector<uint8_t>(b.data<uint8_t>(), b.data<uint8_t>() + 4),
+            (std::vector<uint8_t>{1, 0, 1, 1}));
+  Tensor back = run1("cast", {{"to", "f32"}}, {&b});
+  EXPECT_EQ(values(back), (std::vector<float>{1, 0, 1, 1}));
+}
+
+TEST(CpuKernels, SliceNegativeStepAndMaxEnd) {
+  Tensor x = f32({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // Axis 1 reversed from -1 to the start: ends = INT64_MIN style "past the
+  // beginning" is written as -6 (clamps to -1).
+  Tensor st = i64({1}, {-1}), en = i64({1}, {-6});
+  Tensor r = run1("slice", {{"axes", {1}}, {"steps", {-2}}}, {&x, &st, &en});
+  ASSERT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(values(r), (std::vector<float>{4, 2, 0, 9, 7, 5}));
+  // starts 1, ends INT64_MAX along axis 1: [1, 5).
+  Tensor st2 = i64({1}, {1});
+  Tensor en2 = i64({1}, {std::numeric_limits<int64_t>::max()});
+  Tensor r2 = run1("slice", {{"axes", {-1}}, {"steps", {1}}}, {&x, &st2, &en2});
+  ASSERT_EQ(r2.shape(), (Shape{2, 4}));
+  EXPECT_EQ(values(r2), (std::vector<float>{1, 2, 3, 4, 6, 7, 8, 9}));
+  // Negative step with INT64_MIN end runs to the first element.
+  Tensor st3 = i64({1}, {std::numeric_limits<int64_t>::max()});
+  Tensor en3 = i64({1}, {std::numeric_limits<int64_t>::min()});
+  Tensor r3 = run1("slice", {{"axes", {0}}, {"steps", {-1}}}, {&x, &st3, &en3});
+  ASSERT_EQ(r3.shape(), (Shape{2, 5}));
+  EXPECT_EQ(values(r3), (std::vector<float>{5, 6, 7, 8, 9, 0, 1, 2, 3, 4}));
+}
+
+TEST(CpuKernels, ReshapeZeroAndInferred) {
+  Tensor x(DType::F32, {2, 3, 4});
+  Tensor s = i64({3}, {0, -1, 2});
+  Tensor r = run1("reshape", json::object(), {&x, &s});
+  EXPECT_EQ(r.shape(), (Shape{2, 6, 2}));
+  Tensor bad = i64({2}, {5, -1});
+  EXPECT_KERNEL_ERROR("reshape", json::object(), Operands({&x, &bad}),
+                      "cannot reshape [2, 3, 4] (24 elements) to [5, -1]");
+}
+
+TEST(CpuKernels, GatherNegativeIndex) {
+  Tensor x = f32({3, 2}, {0, 1, 10, 11, 20, 21});
+  Tensor idx = i64({2}, {-1, 0});
+  Tensor r = run1("gather", {{"axis", 0}}, {&x, &idx});
+  ASSERT_EQ(r.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values(r), (std::vector<float>{20, 21, 0, 1}));
+  Tensor idx1 = i64({}, {1});
+  Tensor r1 = run1("gather", {{"axis", 1}}, {&x, &idx1});
+  ASSERT_EQ(r1.shape(), (Shape{3}));
+  EXPECT_EQ(values(r1), (std::vector<float>{1, 11, 21}));
+  Tensor out = i64({1}, {3});
+  EXPECT_KERNEL_ERROR("gather", json({{"axis", 0}}), Operands({&x, &out}),
+                      "gather index 3 is out of range for dimension 0 of [3, 2]");
+}
+
+TEST(CpuKernels, TransposeConcatSplitExpandTrilu) {
+  Tensor x = f32({2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor t = run1("transpose", {{"perm", {1, 0}}}, {&x});
+  ASSERT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(values(t), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+
+  Tensor y = f32({2, 1}, {9, 8});
+  Tensor c = run1("concat", {{"axis", 1}}, {&x, &y});
+  EXPECT_EQ(values(c), (std::vector<float>{0, 1, 2, 9, 3, 4, 5, 8}));
+
+  auto parts = run("split", {{"axis", 1}, {"sizes", {1, 2}}}, {&x});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(values(parts[0]), (std::vector<float>{0, 3}));
+  EXPECT_EQ(values(parts[1]), (std::vector<float>{1, 2, 4, 5}));
+
+  Tensor shp = i64({3}, {2, 2, 1});
+  Tensor e = run1("expand", json::object(), {&y, &shp});
+  ASSERT_EQ(e.shape(), (Shape{2, 2, 1}));
+  EXPECT_EQ(values(e), (std::vector<float>{9, 8, 9, 8}));
+
+  Tensor sq = f32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor lo = run1("trilu", {{"upper", false}}, {&sq});
+  EXPECT_EQ(values(lo), (std::vector<float>{1, 0, 0, 4, 5, 0, 7, 8, 9}));
+  Tensor up = run1("trilu", {{"upper", true}, {"k", 1}}, {&sq});
+  EXPECT_EQ(values(up), (std::vector<float>{0, 2, 3, 0, 0, 6, 0, 0, 0}));
+}
+
+TEST(CpuKernels, ShapeRangeConstantOfShape) {
+  Tensor x(DType::F32, {2, 3, 4});
+  EXPECT_EQ(ivalues(run1("shape", json::object(), {&x})),
+            (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(ivalues(run1("shape", {{"start", -2}, {"end", -1}}, {&x})),
+            (std::vector<int64_t>{3}));
+  Tensor s = i64({}, {1}), l = i64({}, {8}), d = i64({}, {3});
+  EXPECT_EQ(ivalues(run1("range", json::object(), {&s, &l, &d})),
+            (std::vector<int64_t>{1, 4, 7}));
+  Tensor shp = i64({2}, {2, 2});
+  Tensor c = run1("constant_of_shape",
+                  {{"value", {{"dtype", "i64"}, {"values", {7}}}}}, {&shp});
+  EXPECT_EQ(ivalues(c), (std::vector<int64_t>{7, 7, 7, 7}));
+}
+
+TEST(CpuKernels, ReduceMean) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor r = run1("reduce_mean", {{"axes", {-1}}}, {&x}); // keepdims default
+  ASSERT_EQ(r.shape(), (Shape{2, 1}));
+  EXPECT_EQ(values(r), (std::vector<float>{2, 5}));
+  Tensor s = run1("reduce_sum", {{"axes", {0}}, {"keepdims", false}}, {&x});
+  ASSERT_EQ(s.shape(), (Shape{3}));
+  EXPECT_EQ(values(s), (std::vector<float>{5, 7, 9}));
+}
+
+TEST(CpuKernels, Softmax) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Tensor x = f32({3, 3}, {1, 2, 3, 1000, 1000, 1000, ninf, ninf, ninf});
+  Tensor r = run1("softmax", {{"axis", -1}}, {&x});
+  std::vector<float> v = values(r);
+  // Row 0 against exp by hand; row 1 shows the max subtraction (no overflow).
+  double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  // Tolerance 1e-6: three terms, float rounding of each value only.
+  expectClose({v[0], v[1], v[2], v[3], v[4], v[5]},
+              {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z,
+               1.0 / 3, 1.0 / 3, 1.0 / 3},
+              1e-6);
+  // A fully masked row gives zeros, not NaN (the documented convention).
+  EXPECT_EQ(v[6], 0.0f);
+  EXPECT_EQ(v[7], 0.0f);
+  EXPECT_EQ(v[8], 0.0f);
+}
+
+TEST(CpuKernels, LinearVsNaive) {
+  std::mt19937 rng(1);
+  int64_t B = 2, S = 3, K = 64, N = 40;
+  Tensor x = randomF32({B, S, K}, rng), w = randomF32({N, K}, rng),
+         b = randomF32({N}, rng);
+  Tensor r = run1("linear", json::object(), {&x, &w, &b});
+  ASSERT_EQ(r.shape(), (Shape{B, S, N}));
+  std::vector<double> want;
+  for (int64_t m = 0; m < B * S; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = b.data<float>()[n];
+      for (int64_t k = 0; k < K; ++k)
+        acc += (double)x.data<float>()[m * K + k] * w.data<float>()[n * K + k];
+      want.push_back(acc);
+    }
+  // 1e-5: f32 dot products of 64 terms of magnitude <= 1 (BLAS may reorder
+  // the sum); the reference is accumulated in double.
+  expectClose(values(r), want, 1e-5);
+  // Without bias.
+  Tensor r0 = run1("linear", json::object(), {&x, &w, nullptr});
+  for (int64_t m = 0; m < B * S; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      want[m * N + n] -= b.data<float>()[n];
+  expectClose(values(r0), want, 1e-5);
+}
+
+TEST(CpuKernels, MatMulAndGemmVsNaive) {
+  std::mt19937 rng(2);
+  Tensor a = randomF32({2, 1, 3, 5}, rng), b = randomF32({3, 5, 4}, rng);
+  Tensor r = run1("matmul", json::object(), {&a, &b});
+  ASSERT_EQ(r.shape(), (Shape{2, 3, 3, 4}));
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int m = 0; m < 3; ++m)
+        for (int n = 0; n < 4; ++n) {
+          double acc = 0;
+          for (int k = 0; k < 5; ++k)
+            acc += (double)a.data<float>()[(i * 3 + m) * 5 + k] *
+                   b.data<float>()[(j * 5 + k) * 4 + n];
+          want.push_back(acc);
+        }
+  expectClose(values(r), want, 1e-5); // 5-term f32 dot products
+
+  Tensor ga = randomF32({5, 3}, rng), gb = randomF32({4, 5}, rng),
+         gc = randomF32({4}, rng);
+  Tensor g = run1("gemm", {{"alpha", 2.0}, {"beta", 0.5}, {"transA", true},
+                           {"transB", true}},
+                  {&ga, &gb, &gc});
+  ASSERT_EQ(g.shape(), (Shape{3, 4}));
+  want.clear();
+  for (int m = 0; m < 3; ++m)
+    for (int n = 0; n < 4; ++n) {
+      double acc = 0;
+      for (int k = 0; k < 5; ++k)
+        acc += (double)ga.data<float>()[k * 3 + m] * gb.data<float>()[n * 5 + k];
+      want.push_back(2 * acc + 0.5 * gc.data<float>()[n]);
+    }
+  expectClose(values(g), want, 1e-5);
+}
+
+TEST(CpuKernels, NormsVsNaive) {
+  std::mt19937 rng(3);
+  int64_t rows = 4, D = 256;
+  Tensor x = randomF32({2, 2, D}, rng, -3, 5), g = randomF32({D}, rng),
+         b = randomF32({D}, rng);
+  double eps = 1e-5;
+  Tensor ln = run1("layer_norm", {{"epsilon", eps}}, {&x, &g, &b});
+  Tensor rms = run1("rms_norm", {{"epsilon", eps}}, {&x, &g});
+  std::vector<double> wantLn, wantRms;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *v = x.data<float>() + r * D;
+    double mean = 0, sq = 0;
+    for (int64_t d = 0; d < D; ++d)
+      mean += v[d], sq += (double)v[d] * v[d];
+    mean /= D;
+    double var = sq / D - mean * mean;
+    for (int64_t d = 0; d < D; ++d) {
+      wantLn.push_back((v[d] - mean) / std::sqrt(var + eps) * g.data<float>()[d] +
+                       b.data<float>()[d]);
+      wantRms.push_back(v[d] / std::sqrt(sq / D + eps) * g.data<float>()[d]);
+    }
+  }
+  // 1e-5 relative: sums of 256 f32 terms; both sides accumulate in double,
+  // the rest is f32 rounding of the result.
+  expectClose(values(ln), wantLn, 1e-5);
+  expectClose(values(rms), wantRms, 1e-5);
+}
+
+namespace {
+/// Naive attention straight from the QccOps.td description.
+std::vector<double> naiveAttention(const Tensor &q, const Tensor &k,
+                                   const Tensor &v, const Tensor *mask,
+                                   int64_t H, int64_t Hkv, double scale,
+                                   bool causal) {
+  int64_t B = q.dim(0), Sq = q.dim(1), Skv = k.dim(1), D = q.dim(2) / H;
+  std::vector<double> out(B * Sq * H * D, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t g = h / (H / Hkv);
+      for (int64_t i = 0; i < Sq; ++i) {
+        std::vector<double> s(Skv);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < Skv; ++j) {
+          double acc = 0;
+          for (int64_t d = 0; d < D; ++d)
+            acc += (double)q.data<float>()[(b * Sq + i) * H * D + h * D + d] *
+                   k.data<float>()[(b * Skv + j) * Hkv * D + g * D + d];
+          s[j] = scale * acc;
+          if (mask) // mask [B, 1, Sq, Skv] in this test
+            s[j] += mask->data<float>()[(b * Sq + i) * Skv + j];
+          if (causal && j > i + (Skv - Sq))
+            s[j] = -INFINITY;
+          mx = std::max(mx, s[j]);
+        }
+        if (mx == -INFINITY)
+          continue; // fully masked row: zeros
+        double z = 0;
+        for (double &e : s)
+          z += (e = std::exp(e - mx));
+        for (int64_t j = 0; j < Skv; ++j)
+          for (int64_t d = 0; d < D; ++d)
+            out[(b * Sq + i) * H * D + h * D + d] +=
+                s[j] / z * v.data<float>()[(b * Skv + j) * Hkv * D + g * D + d];
+      }
+    }
+  return out;
+}
+} // namespace
+
+TEST(CpuKernels, AttentionCausalGqaVsNaive) {
+  std::mt19937 rng(4);
+  int64_t B = 2, Sq = 3, Skv = 5, H = 4, Hkv = 2, D = 8;
+  Tensor q = randomF32({B, Sq, H * D}, rng), k = randomF32({B, Skv, Hkv * D}, rng),
+         v = randomF32({B, Skv, Hkv * D}, rng);
+  double scale = 1.0 / std::sqrt((double)D);
+  json attrs = {{"num_heads", H}, {"num_kv_heads", Hkv}, {"scale", scale},
+                {"causal", true}};
+  Tensor r = run1("attention", attrs, {&q, &k, &v, nullptr});
+  ASSERT_EQ(r.shape(), (Shape{B, Sq, H * D}));
+  // 1e-5: dot products of 8 terms and softmax sums of 5 terms in f32.
+  expectClose(values(r),
+              naiveAttention(q, k, v, nullptr, H, Hkv, scale, true), 1e-5);
+
+  // Non-causal with an additive [B, 1, Sq, Skv] mask; batch 1, query row 0
+  // is fully masked and must come out as zeros.
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Tensor mask = randomF32({B, 1, Sq, Skv}, rng);
+  for (int64_t j = 0; j < Skv; ++j)
+    mask.data<float>()[(1 * Sq + 0) * Skv + j] = ninf;
+  mask.data<float>()[2] = ninf; // one masked key in batch 0
+  attrs["causal"] = false;
+  Tensor rm = run1("attention", attrs, {&q, &k, &v, &mask});
+  std::vector<double> want =
+      naiveAttention(q, k, v, &mask, H, Hkv, scale, false);
+  expectClose(values(rm), want, 1e-5);
+  for (int64_t c = 0; c < H * D; ++c)
+    EXPECT_EQ(rm.data<float>()[(1 * Sq + 0) * H * D + c], 0.0f);
+}
+
+TEST(CpuKernels, RotaryVsNaive) {
+  std::mt19937 rng(5);
+  int64_t B = 2, S = 3, H = 2, D = 4;
+  Tensor x = randomF32({B, S, H * D}, rng), c = randomF32({S, D}, rng),
+         s = randomF32({S, D}, rng);
+  Tensor r = run1("rotary", {{"head_dim", D}}, {&x, &c, &s});
+  std::vector<double> want;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t p = 0; p < S; ++p)
+      for (int64_t h = 0; h < H; ++h) {
+        const float *xv = x.data<float>() + (b * S + p) * H * D + h * D;
+        double x0 = xv[0], x1 = xv[1], x2 = xv[2], x3 = xv[3];
+        double rot[4] = {-x2, -x3, x0, x1}; // rotate_half for D = 4
+        for (int64_t d = 0; d < D; ++d)
+          want.push_back(xv[d] * c.data<float>()[p * D + d] +
+                         rot[d] * s.data<float>()[p * D + d]);
+      }
+  expectClose(values(r), want, 1e-6); // two products and a sum in f32
+
+  // [B, S, D] cos/sin: per-batch tables.
+  Tensor cb = randomF32({B, S, D}, rng), sb = randomF32({B, S, D}, rng);
+  Tensor rb = run1("rotary", {{"head_dim", D}}, {&x, &cb, &sb});
+  float x0 = x.data<float>()[(1 * S + 2) * H * D + D + 1];
+  float x2 = x.data<float>()[(1 * S + 2) * H * D + D + 3];
+  double w = x0 * cb.data<float>()[(1 * S + 2) * D + 1] -
+             x2 * sb.data<float>()[(1 * S + 2) * D + 1];
+  EXPECT_NEAR(rb.data<float>()[(1 * S + 2) * H * D + D + 1], w, 1e-6);
+}
+
+TEST(CpuKernels, Embedding) {
+  Tensor table = f32({3, 2}, {0, 1, 10, 11, 20, 21});
+  Tensor ids = i64({2, 2}, {2, 0, 1, 1});
+  Tensor r = run1("embedding", json::object(), {&table, &ids});
+  ASSERT_EQ(r.shape(), (Shape{2, 2, 2}));
+  EXPECT_EQ(values(r), (std::vector<float>{20, 21, 0, 1, 10, 11, 10, 11}));
+  Tensor bad = i64({1}, {3});
+  EXPECT_KERNEL_ERROR("embedding", json::object(), Operands({&table, &bad}),
+                      "token id 3 is out of range [0, 3)");
+}
+
+TEST(CpuKernels, UnaryAndGelu) {
+  Tensor x = f32({3}, {-1, 0, 2});
+  expectClose(values(run1("gelu", json::object(), {&x})),
+              {0.5 * -1 * (1 + std::erf(-1 / std::sqrt(2.0))), 0,
+               0.5 * 2 * (1 + std::erf(2 / std::sqrt(2.0)))},
+              1e-6);
+  double c = std::sqrt(2 / std::numbers::pi);
+  expectClose(values(run1("gelu", {{"approximate", "tanh"}}, {&x})),
+              {0.5 * -1 * (1 + std::tanh(c * (-1 - 0.044715))), 0,
+               0.5 * 2 * (1 + std::tanh(c * (2 + 0.044715 * 8)))},
+              1e-6);
+  expectClose(values(run1("silu", json::object(), {&x})),
+              {-1 / (1 + std::exp(1.0)), 0, 2 / (1 + std::exp(-2.0))}, 1e-6);
+  Tensor e4 = f32({2}, {4, 9});
+  Tensor two = i64({}, {2});
+  EXPECT_EQ(values(run1("pow", json::object(), {&x, &two})),
+            (std::vector<float>{1, 0, 4}));
+  Tensor half = f32({1}, {0.5f});
+  expectClose(values(run1("pow", json::object(), {&e4, &half})), {2, 3}, 1e-6);
+}
