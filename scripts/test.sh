@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the lit suite and the unit tests.
+# Sets up, builds and runs every test: the lit suite, the unit tests, the ONNX
+# node conformance suite and the fixtures-vs-onnxruntime oracle (all in ctest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build.sh
-# lit's own summary first (ctest shows it only on failure), then everything.
-/usr/lib/llvm-22/bin/lit -s "${BUILD_DIR:-build}/test"
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure
+BUILD="${BUILD_DIR:-build}"
+# lit's own summary (ctest shows a test's output only when it fails).
+/usr/lib/llvm-22/bin/lit -s "$BUILD/test"
+status=0
+ctest --test-dir "$BUILD" --output-on-failure 2>&1 | tee "$BUILD/ctest.out" || status=$?
+# The reports of the two Python-driven checks, from ctest's log.
+echo "--- ONNX node conformance and fixtures vs onnxruntime"
+grep -hE '^conformance: |: FAIL|(PASS|FAIL) *$' "$BUILD/Testing/Temporary/LastTest.log" || true
+# One closing line in the plain 'N passed, N failed' form.
+total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$BUILD/ctest.out" | tail -1)
+failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$BUILD/ctest.out" | tail -1)
+echo "ctest: $(( ${total:-0} - ${failed:-0} )) passed, ${failed:-0} failed"
+exit $status
