@@ -114,7 +114,7 @@ int runPrompt(const Options &o, const Artifact &a) {
     int64_t next = std::max_element(last, last + vocab) - last;
     if (next == tok.eosId())
       break;
-    std::cout << tok.decodePiece(generated, next) << std::flush;
+    std::cout << tok.decodePiece(ids, next) << std::flush;
     generated.push_back(next);
     ids.push_back(next);
   }
