@@ -60,6 +60,9 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   if (auto emb = dyn_cast<EmbeddingOp>(op))
     if (index < rank - 1)
       return emb.getIds();
+  if (auto split = dyn_cast<SplitOp>(op))
+    if (index != (int64_t)split.getAxis())
+      return split.getInput();
   return std::nullopt;
 }
 

@@ -169,7 +169,8 @@ static bool isIndex(Value v, const DimExpr &expected) {
 
 /// True if the boolean `mask` (true = keep) is the causal mask for `qLen`
 /// queries and `kLen` keys: a constant lower-triangular [.., N, N] buffer
-/// with rows sliced to [kLen - qLen, kLen) and columns to [0, kLen).
+/// with rows sliced to [kLen - qLen, kLen) (or [0, kLen) when qLen and kLen
+/// are the same dimension) and columns to [0, kLen).
 static bool isCausalBoolMask(Value mask, const DimExpr &qLen,
                              const DimExpr &kLen) {
   Value v = skipNoOpCasts(mask);
@@ -183,7 +184,9 @@ static bool isCausalBoolMask(Value mask, const DimExpr &qLen,
       return false;
     int64_t axis = axes[0] < 0 ? axes[0] + rank : axes[0];
     if (axis == rank - 2 && !rowsOk) {
-      rowsOk = isDifference(slice.getStarts(), kLen, qLen) &&
+      // Rows [kLen - qLen, kLen); with as many queries as keys, [0, kLen).
+      bool fromZero = qLen == kLen && getFoldedIndex(slice.getStarts()) == 0;
+      rowsOk = (fromZero || isDifference(slice.getStarts(), kLen, qLen)) &&
                isIndex(slice.getEnds(), kLen);
       if (!rowsOk)
         return false;
@@ -305,12 +308,18 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     MatMulOp qk;
     double scale = 1.0;
     if (auto where = scores.getDefiningOp<WhereOp>()) {
-      auto fill = getSplatValue(where.getRhs());
-      if (!fill || *fill > kMaskedBelow ||
-          !matchScaled(where.getLhs(), qk, scale))
+      // Where(keep, scores, fill), or masked_fill's Where(Not(keep), fill,
+      // scores).
+      Value kept = where.getLhs(), filled = where.getRhs();
+      boolMask = where.getCondition();
+      if (auto notOp = boolMask.getDefiningOp<NotOp>()) {
+        std::swap(kept, filled);
+        boolMask = notOp.getInput();
+      }
+      auto fill = getSplatValue(filled);
+      if (!fill || *fill > kMaskedBelow || !matchScaled(kept, qk, scale))
         return rewriter.notifyMatchFailure(
             merge, "Where does not keep scores and fill a very negative value");
-      boolMask = where.getCondition();
     } else if (!matchScaled(scores, qk, scale)) {
       auto add = scores.getDefiningOp<AddOp>();
       bool ok = matchCommutative(add, [&](Value s, Value m) {

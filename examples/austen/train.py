@@ -159,27 +159,27 @@ def train_tokenizer(train_texts, vocab_size, out_prefix):
 # ----------------------------------------------------------------------------- eval
 @torch.no_grad()
 def nll_windows(model, ids, starts, ctx, batch=32):
-    """Sum of cross-entropy (nats) and token count over windows.
+    """Sum of cross-entropy (nats) and number of scored tokens over windows of `ctx` tokens.
 
-    A window starting at s feeds ids[s : s+ctx] and scores targets ids[s+1 : s+ctx+1]
-    (truncated at the end of the stream), so the target at window position j is predicted
-    from the j+1 tokens ids[s : s+j+1] and nothing before s."""
+    Same protocol as `qrun --perplexity FILE --context ctx`: the window starting at s is
+    w = ids[s : s+ctx] (shorter at the end of the stream); inside it each token after the
+    first is predicted from the tokens before it in the window, so w[j] (j = 1..ctx-1) is
+    predicted from w[0..j-1] (1 to ctx-1 tokens of context) and w[0] is not scored."""
     model.eval()
     total, count = 0.0, 0
     n = ids.numel()
-    full = [s for s in starts if s + ctx + 1 <= n]
-    tail = [s for s in starts if s + ctx + 1 > n and s + 1 < n]
+    full = [s for s in starts if s + ctx <= n]
+    tail = [s for s in starts if s + ctx > n and s + 1 < n]
     for i in range(0, len(full), batch):
-        ss = full[i : i + batch]
-        x = torch.stack([ids[s : s + ctx] for s in ss])
-        y = torch.stack([ids[s + 1 : s + ctx + 1] for s in ss])
-        logits = model(x)
+        w = torch.stack([ids[s : s + ctx] for s in full[i : i + batch]])
+        logits = model(w[:, :-1])
+        y = w[:, 1:]
         total += F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="sum").item()
         count += y.numel()
     for s in tail:
-        x = ids[s : n - 1].unsqueeze(0)
-        y = ids[s + 1 : n].unsqueeze(0)
-        logits = model(x)
+        w = ids[s:n].unsqueeze(0)
+        logits = model(w[:, :-1])
+        y = w[:, 1:]
         total += F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="sum").item()
         count += y.numel()
     return total, count
@@ -203,7 +203,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=3000,
                     help="3000 keeps model.onnx + tokenizer.model under 20 MB (constant folding stores the tied "
                          "embedding twice: Gather table and transposed lm-head MatMul weight)")
-    ap.add_argument("--batch", type=int, default=16, help="sequences per step")
+    ap.add_argument("--batch", type=int, default=8, help="sequences per step")
     ap.add_argument("--seq", type=int, default=128, help="training sequence length")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr", type=float, default=1e-4)
@@ -299,10 +299,10 @@ def main():
     # --- evaluation
     ctx = args.seq
     model.eval()
-    held_nll, held_n = nll_windows(model, held_ids, list(range(0, held_ids.numel() - 1, ctx)), ctx)
+    held_nll, held_n = nll_windows(model, held_ids, list(range(0, held_ids.numel() - 1, ctx)), ctx)  # all tokens
     held_ppl = math.exp(held_nll / held_n)
     n_train_windows = 400
-    train_starts = np.linspace(0, train_ids.numel() - ctx - 1, n_train_windows).astype(np.int64).tolist()
+    train_starts = np.linspace(0, train_ids.numel() - ctx, n_train_windows).astype(np.int64).tolist()
     tr_nll, tr_n = nll_windows(model, train_ids, train_starts, ctx)
     train_ppl = math.exp(tr_nll / tr_n)
     print(f"held-out perplexity {held_ppl:.3f} over {held_n} predicted tokens "
@@ -395,15 +395,15 @@ def main():
         "heldout_mean_ce_nats": round(held_nll / held_n, 5),
         "heldout_predicted_tokens": held_n,
         "heldout_protocol": (
-            "ids = sp.encode(open('heldout.txt').read()) (N tokens). Non-overlapping windows with stride 128: "
-            "window k feeds ids[128k : 128k+128] and scores targets ids[128k+1 : 128k+129] (last window "
-            "truncated at the end). Each window starts from an empty context: the target at window position j "
-            "(0..127) is predicted from the j+1 tokens of that window only (1 to 128 tokens of context). "
-            "Every token except ids[0] is scored exactly once; ids[0] is not scored. "
-            "perplexity = exp(sum of natural-log cross-entropy / number of scored tokens), fp32 torch."
+            "ids = sp.encode(open('heldout.txt').read()) (N tokens, no BOS). Non-overlapping windows of 128 "
+            "tokens: window k is w = ids[128k : 128k+128] (the last one shorter). Each window is evaluated "
+            "independently from an empty context: w[j] for j = 1..127 is predicted from w[0..j-1] "
+            "(1 to 127 tokens of context) and w[0], the first token of every window, is not scored. "
+            "perplexity = exp(sum of natural-log cross-entropy / number of scored tokens), fp32 torch. "
+            "This is the protocol of `qrun MODEL.qpkg --perplexity heldout.txt --context 128`."
         ),
         "train_sample_perplexity": round(train_ppl, 3),
-        "train_sample_protocol": f"same per-window scoring on {n_train_windows} windows of 128 inputs at evenly "
+        "train_sample_protocol": f"same per-window scoring on {n_train_windows} windows of 128 tokens at evenly "
                                  "spaced offsets (np.linspace) over the concatenated train-split token stream",
         "onnx": {
             "file": "model.onnx", "opset": 17, "dtype": "float32", "do_constant_folding": True,

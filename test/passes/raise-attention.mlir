@@ -408,3 +408,83 @@ func.func @v_not_head_split(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: 
   %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %out : tensor<?x?x64xf32>
 }
+
+// -----
+
+// nanoGPT-style masked_fill (the demo model's export): Where(Not(keep), -inf,
+// scores) with the tril buffer sliced [0, T) on both axes, and q, k, v split
+// from one tensor so that the query and key lengths are the same dimension.
+// CHECK-LABEL: func.func @masked_fill_causal(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x192xf32>
+// CHECK: %[[S:.*]]:3 = qcc.split %[[X]]
+// CHECK: %[[A:.*]] = qcc.attention %[[S]]#0, %[[S]]#1, %[[S]]#2 {causal = true, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 1.250000e-01 : f32}
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[A]]
+func.func @masked_fill_causal(%x: tensor<?x?x192xf32>) -> tensor<?x?x64xf32> {
+  %parts:3 = qcc.split %x {axis = 2 : i64, sizes = array<i64: 64, 64, 64>} : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %bt = qcc.shape %x {end = 2 : i64} : (tensor<?x?x192xf32>) -> tensor<2xi64>
+  %shape4 = qcc.concat %bt, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %parts#0, %shape4 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %k4 = qcc.reshape %parts#1, %shape4 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %v4 = qcc.reshape %parts#2, %shape4 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<1.250000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %z = qcc.constant dense<0> : tensor<1xi64>
+  %t = qcc.gather %bt, %one {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %bias = qcc.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %rows = qcc.slice %bias, %z, %t {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<1x1x4x4xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x4xi1>
+  %keep = qcc.slice %rows, %z, %t {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x4xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
+  %drop = qcc.not %keep : tensor<1x1x?x?xi1>
+  %ninf = qcc.constant dense<0xFF800000> : tensor<f32>
+  %w = qcc.where %drop, %ninf, %sc : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %bt, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: Not of the mask but the scores on the dropped side
+// (Where(Not(keep), scores, -inf) keeps the future, masks the past).
+// CHECK-LABEL: func.func @masked_fill_inverted(
+// CHECK-NOT: qcc.attention
+// CHECK: qcc.softmax
+func.func @masked_fill_inverted(%x: tensor<?x?x192xf32>) -> tensor<?x?x64xf32> {
+  %parts:3 = qcc.split %x {axis = 2 : i64, sizes = array<i64: 64, 64, 64>} : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %bt = qcc.shape %x {end = 2 : i64} : (tensor<?x?x192xf32>) -> tensor<2xi64>
+  %shape4 = qcc.concat %bt, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %parts#0, %shape4 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %k4 = qcc.reshape %parts#1, %shape4 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %v4 = qcc.reshape %parts#2, %shape4 : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %z = qcc.constant dense<0> : tensor<1xi64>
+  %t = qcc.gather %bt, %one {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %bias = qcc.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %rows = qcc.slice %bias, %z, %t {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<1x1x4x4xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x4xi1>
+  %keep = qcc.slice %rows, %z, %t {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x4xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
+  %drop = qcc.not %keep : tensor<1x1x?x?xi1>
+  %ninf = qcc.constant dense<0xFF800000> : tensor<f32>
+  %w = qcc.where %drop, %qk, %ninf : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %bt, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
