@@ -2,8 +2,9 @@
 """CPU throughput: qrun's CPU reference backend against onnxruntime (CPU).
 
 Runs a 128-token forward pass at batch 1 and 8, single-threaded and with all
-cores, and prints tokens/s. qrun's kernels are single-threaded apart from the
-BLAS GEMMs, whose threads OPENBLAS_NUM_THREADS sets.
+cores, and prints tokens/s. qrun's GEMMs run on OpenBLAS threads
+(OPENBLAS_NUM_THREADS) and large elementwise ops on OpenMP threads
+(OMP_NUM_THREADS); the script sets both.
 
     .venv/bin/python bench/bench_cpu.py [--model examples/austen/model.onnx]
 """
@@ -22,7 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def qrun_tokens_per_s(qrun, qpkg, batch, seq, threads, iterations):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
+               OMP_NUM_THREADS=str(threads))
     out = subprocess.run([qrun, qpkg, "--bench", str(batch), str(seq),
                           "--iterations", str(iterations)],
                          env=env, check=True, capture_output=True, text=True).stdout

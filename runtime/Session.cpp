@@ -3,6 +3,8 @@
 
 #include "runtime/CpuKernels.h"
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 using namespace qcc::rt;
@@ -84,11 +86,19 @@ Session::run(const std::string &name,
       operands.push_back(t);
     }
     std::vector<Tensor> results;
+    auto t0 = std::chrono::steady_clock::now();
     try {
       results = k->second(Attrs(node.attrs), operands);
     } catch (const std::exception &e) {
       throw std::runtime_error("node '" + node.name + "' (" + node.op +
                                "): " + e.what());
+    }
+    if (profiling) {
+      auto &[secs, calls] = opTimes[node.op];
+      secs += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            t0)
+                  .count();
+      ++calls;
     }
     if (results.size() != node.outputs.size())
       throw std::runtime_error("node '" + node.name + "' (" + node.op +
@@ -103,5 +113,15 @@ Session::run(const std::string &name,
   for (const Port &p : fn.outputs)
     out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)
                                               : values[p.value];
+  return out;
+}
+
+std::vector<std::tuple<std::string, double, int64_t>> Session::profile() const {
+  std::vector<std::tuple<std::string, double, int64_t>> out;
+  for (const auto &[op, t] : opTimes)
+    out.emplace_back(op, t.first, t.second);
+  std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
+    return std::get<1>(a) > std::get<1>(b);
+  });
   return out;
 }

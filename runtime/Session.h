@@ -5,6 +5,7 @@
 #include "runtime/Artifact.h"
 
 #include <map>
+#include <tuple>
 
 namespace qcc::rt {
 
@@ -20,8 +21,15 @@ public:
   std::map<std::string, Tensor> run(const std::string &function,
                                     const std::map<std::string, Tensor> &inputs);
 
+  /// Accumulates the time spent in each op kind across runs, when enabled.
+  void enableProfile(bool on) { profiling = on; }
+  /// (op, seconds, calls) sorted by time, most first.
+  std::vector<std::tuple<std::string, double, int64_t>> profile() const;
+
 private:
   const Artifact &artifact;
+  bool profiling = false;
+  std::map<std::string, std::pair<double, int64_t>> opTimes;
 };
 
 } // namespace qcc::rt

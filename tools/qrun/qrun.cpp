@@ -38,6 +38,7 @@ struct Options {
   std::string function = "main";
   std::vector<int64_t> bench; // batch, seq
   int iterations = 5;
+  bool profile = false;
 };
 
 /// The model's logits port: the first output with rank 3 [batch, seq, vocab].
@@ -170,6 +171,7 @@ int runBench(const Options &o, const Artifact &a) {
   Session session(a);
   const Function &fn = a.function(o.function);
   const Port &ids = idsPort(fn);
+  session.enableProfile(o.profile);
   if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
     throw std::runtime_error("--bench takes BATCH SEQ");
   int64_t batch = o.bench[0], seq = o.bench[1];
@@ -196,6 +198,16 @@ int runBench(const Options &o, const Artifact &a) {
   std::cout << "batch " << batch << " seq " << seq << ": median "
             << median * 1e3 << " ms over " << times.size()
             << " runs, tokens/s " << batch * seq / median << "\n";
+  if (o.profile) {
+    double total = 0;
+    for (const auto &[op, secs, calls] : session.profile())
+      total += secs;
+    std::cout << "time per op kind over all " << o.iterations + 1
+              << " runs:\n";
+    for (const auto &[op, secs, calls] : session.profile())
+      std::cout << "  " << op << ": " << secs * 1e3 << " ms ("
+                << 100 * secs / total << "%, " << calls << " calls)\n";
+  }
   return 0;
 }
 
@@ -228,6 +240,8 @@ int main(int argc, char **argv) {
   app.add_option("--iterations", o.iterations, "Timed runs for --bench")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_flag("--profile", o.profile,
+               "With --bench: print the time spent in each op kind");
   app.add_option("--function", o.function, "Entry point to run")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
