@@ -273,7 +273,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     if (!softmax)
       return rewriter.notifyMatchFailure(merge, "P is not a softmax");
     int64_t sRank = softmax.getType().getRank();
-    if (sRank != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3))
+    if (int64_t axis = softmax.getAxis(); sRank != 4 || (axis != -1 && axis != 3))
       return rewriter.notifyMatchFailure(merge,
                                          "softmax is not over the key axis");
 
