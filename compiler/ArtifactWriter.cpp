@@ -212,6 +212,17 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
     sections["tokenizer"] = {
         {"kind", "sentencepiece"}, {"offset", offset}, {"size", bytes.size()}};
   }
+  // The KV cache layout chosen by kv-cache-layout, for the runtime.
+  json kvCache = nullptr;
+  if (auto kv = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache")) {
+    kvCache = json::object();
+    for (NamedAttribute a : kv) {
+      auto j = attrToJson(a.getValue());
+      if (!j)
+        return error(path + ": qcc.kv_cache: " + llvm::toString(j.takeError()));
+      kvCache[a.getName().str()] = *j;
+    }
+  }
   json manifest{{"format_version", rt::kFormatVersion},
                 {"producer", "qcc"},
                 {"source", options.sourceName},
@@ -219,6 +230,8 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
                 {"constants", w.constants},
                 {"functions", functions},
                 {"sections", sections}};
+  if (!kvCache.is_null())
+    manifest["kv_cache"] = kvCache;
   std::string text = manifest.dump();
 
   rt::Header h{};

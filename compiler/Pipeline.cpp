@@ -10,7 +10,8 @@
 using namespace mlir;
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage) {
+qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
+             const CompileOptions &options) {
   auto module = importOnnxFile(context, onnxPath);
   if (!module || stage == Stage::Imported)
     return module;
@@ -23,6 +24,12 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage) {
   });
   PassManager pm(&context);
   buildRaisePipeline(pm);
+  if (options.kvCache != "none") {
+    KvCacheLayoutOptions kv;
+    kv.layout = options.kvCache;
+    kv.blockTokens = options.kvBlockTokens;
+    pm.addPass(createKvCacheLayout(kv));
+  }
   if (failed(pm.run(**module)))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    onnxPath + ": raising failed: " + diag);

@@ -14,10 +14,18 @@ enum class Stage {
   Raised,   ///< transformer ops plus glue
 };
 
-/// Imports `onnxPath` and runs the pipeline up to `stage`. Errors are one line
+struct CompileOptions {
+  /// KV cache layout for decoders: "paged", "contiguous" or "none".
+  std::string kvCache = "paged";
+  int64_t kvBlockTokens = 16;
+};
+
+/// Imports `onnxPath` and runs the pipeline up to `stage` (for Raised: the
+/// raising passes, then kv-cache-layout unless disabled). Errors are one line
 /// naming the file (and the node, for import errors).
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-compile(mlir::MLIRContext &context, llvm::StringRef onnxPath, Stage stage);
+compile(mlir::MLIRContext &context, llvm::StringRef onnxPath, Stage stage,
+        const CompileOptions &options = {});
 
 } // namespace qcc
 

@@ -496,6 +496,29 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult KvAttentionOp::verify() {
+  auto q = getQuery().getType();
+  auto k = getKey().getType();
+  auto v = getValue().getType();
+  if (q.getRank() != 3 || k.getRank() != 3 || v.getRank() != 3 ||
+      getResult().getType() != q)
+    return emitOpError("query, key, value must be [B, S, H*D] and the result "
+                       "the query's type");
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError("num_heads must be a positive multiple of num_kv_heads");
+  if (!shapesAgree(k.getShape(), v.getShape()) ||
+      !sizesAgree(q.getDimSize(1), k.getDimSize(1)))
+    return emitOpError("key and value must be [B, S, Hkv*D] for the query's S");
+  int64_t qWidth = q.getDimSize(2), kvWidth = k.getDimSize(2);
+  if (qWidth != kDyn && kvWidth != kDyn &&
+      (qWidth % heads != 0 || qWidth / heads * kvHeads != kvWidth))
+    return emitOpError("key width must be num_kv_heads * head size");
+  if ((int64_t)getLayer() < 0)
+    return emitOpError("layer must be non-negative");
+  return success();
+}
+
 LogicalResult RotaryOp::verify() {
   auto in = getInput().getType();
   int64_t d = getHeadDim();

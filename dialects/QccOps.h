@@ -11,6 +11,13 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace qcc {
+/// The KV cache that qcc.kv_attention reads and appends to.
+struct KvCacheResource : mlir::SideEffects::Resource::Base<KvCacheResource> {
+  llvm::StringRef getName() final { return "qcc.kv_cache"; }
+};
+} // namespace qcc
+
 #define GET_OP_CLASSES
 #include "dialects/QccOps.h.inc"
 

@@ -478,6 +478,37 @@ def Qcc_AttentionOp : Qcc_Op<"attention"> {
   let hasVerifier = 1;
 }
 
+def Qcc_KvCacheResource : Resource<"::qcc::KvCacheResource">;
+
+def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",
+    [MemoryEffects<[MemRead<Qcc_KvCacheResource>,
+                    MemWrite<Qcc_KvCacheResource>]>]> {
+  let summary = "Causal attention that appends to and reads the KV cache";
+  let description = [{
+    Operands as `qcc.attention` (packed `query` [B, S, H * D], `key` and
+    `value` [B, S, Hkv * D]). Row b is one sequence with `cached_b` tokens
+    already in layer `layer`'s cache and `valid_b` real tokens in this call
+    (rows are right-padded to S); both are runtime state, not operands:
+
+    1. for t < valid_b, key/value of token t are written to the cache at
+       position cached_b + t;
+    2. query token t attends causally to cache positions [0, cached_b + t],
+       with the math of `qcc.attention` (scale, GQA head mapping);
+    3. results for padding tokens are zeros.
+
+    The cache layout (contiguous or paged) is a module attribute that the
+    runtime reads from the artifact; see docs/KV_CACHE.md. The op reads and
+    writes the cache, so it is not pure: two of them never merge.
+  }];
+  let arguments = (ins Qcc_FloatTensor:$query, Qcc_FloatTensor:$key,
+                   Qcc_FloatTensor:$value, I64Attr:$layer, I64Attr:$num_heads,
+                   I64Attr:$num_kv_heads, F32Attr:$scale);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_RotaryOp : Qcc_Op<"rotary"> {
   let summary = "Rotary position embedding, rotate-half form";
   let description = [{

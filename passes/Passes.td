@@ -367,4 +367,46 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
   }];
 }
 
+def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
+  let summary = "Give a decoder prefill and decode entry points over a KV cache";
+  let description = [{
+    For a decoder whose `@main` takes token ids [B, S] and whose attention is
+    all causal without a mask, adds `@prefill` and `@decode` (docs/KV_CACHE.md):
+
+    * each `qcc.attention` becomes `qcc.kv_attention {layer = i}` (layers
+      numbered in program order), which appends the new keys/values to the
+      cache and attends over it;
+    * a `positions` [B, S] argument replaces every `range(0, S, 1)` over the
+      ids' sequence length, and the ops between it and its consumers
+      (embedding of positions, rotary cos/sin tables) get a leading batch
+      dimension so that each row sits at its own offset;
+    * `@decode` takes one token per row ([B, 1]).
+
+    `@main` stays for full-sequence runs. The layout is recorded in the
+    module attribute `qcc.kv_cache` (layout, block_tokens, layers, kv_heads,
+    head_dim, dtype), which the artifact carries to the runtime.
+
+    ```mlir
+    // before (in @main)
+    %p = qcc.range %c0, %seq, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+    %p2 = qcc.unsqueeze %p {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+    %pe = qcc.embedding %wpe, %p2 : (tensor<128x64xf32>, tensor<1x?xi64>) -> tensor<1x?x64xf32>
+    %a = qcc.attention %q, %k, %v {causal = true, ...}
+    // after (in @prefill(%ids, %positions))
+    %pe = qcc.embedding %wpe, %positions : (tensor<128x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+    %a = qcc.kv_attention %q, %k, %v {layer = 0 : i64, ...}
+    ```
+
+    Encoders (no causal attention) are left alone. A model that mixes causal
+    and other attention, takes more than the ids, or computes positions in a
+    way the pass cannot give a batch dimension is an error.
+  }];
+  let options = [
+    Option<"layout", "layout", "std::string", /*default=*/"\"paged\"",
+           "KV cache layout: paged or contiguous">,
+    Option<"blockTokens", "block-tokens", "int64_t", /*default=*/"16",
+           "Tokens per block of the paged layout">,
+  ];
+}
+
 #endif // QCC_PASSES_TD

@@ -38,6 +38,15 @@ cl::opt<std::string> tokenizerPath(
     cl::desc("SentencePiece model to embed in the artifact (default: "
              "tokenizer.model beside the ONNX file, if there is one)"),
     cl::value_desc("file"));
+cl::opt<std::string> kvCache(
+    "kv-cache",
+    cl::desc("KV cache layout for decoders: paged (default), contiguous, or "
+             "none (only the full-sequence entry point)"),
+    cl::init("paged"));
+cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
+                               cl::desc("Tokens per block of the paged KV "
+                                        "cache"),
+                               cl::init(16));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"));
 } // namespace
@@ -73,9 +82,23 @@ int main(int argc, char **argv) {
   }
 
   mlir::MLIRContext context;
+  if (kvCache != "paged" && kvCache != "contiguous" && kvCache != "none") {
+    WithColor::error(errs(), "qcc")
+        << "--kv-cache must be paged, contiguous or none, not '" << kvCache
+        << "'\n";
+    return 1;
+  }
+  if (kvBlockTokens <= 0) {
+    WithColor::error(errs(), "qcc") << "--kv-block-tokens must be positive\n";
+    return 1;
+  }
+  qcc::CompileOptions options;
+  options.kvCache = kvCache;
+  options.kvBlockTokens = kvBlockTokens;
   auto module = qcc::compile(context, inputPath,
                              emit == Emit::Imported ? qcc::Stage::Imported
-                                                    : qcc::Stage::Raised);
+                                                    : qcc::Stage::Raised,
+                             options);
   if (!module) {
     WithColor::error(errs(), "qcc") << toString(module.takeError()) << "\n";
     return 1;

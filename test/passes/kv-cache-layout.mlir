@@ -1,0 +1,90 @@
+// RUN: qcc-opt %s --kv-cache-layout --split-input-file | FileCheck %s --check-prefixes=CHECK,PAGED
+// RUN: qcc-opt %s --kv-cache-layout="layout=contiguous" --split-input-file | FileCheck %s --check-prefixes=CHECK,CONTIG
+// RUN: qcc-opt %s --kv-cache-layout="block-tokens=32" --split-input-file | FileCheck %s --check-prefix=BLOCK32
+
+// MHA (GPT-2 style): learned positions from range(0, seq) become the
+// positions input; attention becomes kv_attention with a layer index.
+// PAGED: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "paged"}}
+// CONTIG: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "contiguous"}}
+// BLOCK32: qcc.kv_cache = {block_tokens = 32 : i64
+// CHECK-LABEL: func.func @main(
+// CHECK: qcc.attention
+// CHECK: qcc.attention
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {{.*}}, %[[POS:[^:]*]]: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "positions"})
+// CHECK-NOT: qcc.range
+// CHECK: qcc.embedding %{{.*}}, %[[POS]] : (tensor<32x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+// CHECK: qcc.kv_attention %{{.*}} {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+// CHECK: qcc.kv_attention %{{.*}} {layer = 1 : i64,
+// CHECK-NOT: qcc.attention
+// CHECK-LABEL: func.func @decode(
+// CHECK-SAME: tensor<?x1xi64> {{.*}}, %[[DPOS:[^:]*]]: tensor<?x1xi64> {{.*}}qcc.name = "positions"
+// CHECK: qcc.embedding %{{.*}}, %[[DPOS]] : (tensor<32x64xf32>, tensor<?x1xi64>) -> tensor<?x1x64xf32>
+// CHECK: qcc.kv_attention {{.*}}layer = 0
+// CHECK: qcc.kv_attention {{.*}}layer = 1
+func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "input_ids"}) -> tensor<?x?x64xf32> {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %wpe = qcc.constant dense<0.25> : tensor<32x64xf32>
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %range = qcc.range %c0, %seq, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = qcc.unsqueeze %range {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+  %te = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %pe = qcc.embedding %wpe, %pos : (tensor<32x64xf32>, tensor<1x?xi64>) -> tensor<1x?x64xf32>
+  %x = qcc.add %te, %pe : (tensor<?x?x64xf32>, tensor<1x?x64xf32>) -> tensor<?x?x64xf32>
+  %a0 = qcc.attention %x, %x, %x {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %a1 = qcc.attention %a0, %a0, %a0 {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %a1 : tensor<?x?x64xf32>
+}
+
+// -----
+
+// GQA with rotary (LLaMA style): the cos/sin tables computed from
+// range(0, seq) get a leading batch dimension ([B, S, D]).
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: , %[[POS:[^:]*]]: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "positions"}
+// CHECK: %[[F:.*]] = qcc.cast %[[POS]] : tensor<?x?xi64> to tensor<?x?xf32>
+// CHECK: %[[U:.*]] = qcc.unsqueeze %[[F]] {axes = array<i64: 2>} : (tensor<?x?xf32>) -> tensor<?x?x1xf32>
+// CHECK: %[[M:.*]] = qcc.mul %[[U]], %{{.*}} : (tensor<?x?x1xf32>, tensor<1x8xf32>) -> tensor<?x?x8xf32>
+// CHECK: %[[E:.*]] = qcc.concat %[[M]], %[[M]] {axis = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x16xf32>
+// CHECK: %[[COS:.*]] = qcc.cos %[[E]] : tensor<?x?x16xf32>
+// CHECK: qcc.rotary %{{.*}}, %[[COS]], %{{.*}} {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>)
+// CHECK: qcc.kv_attention {{.*}} {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64
+// PAGED: kv_heads = 2 : i64
+func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "input_ids"}) -> tensor<?x?x64xf32> {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %wk = qcc.constant dense<0.5> : tensor<32x64xf32>
+  %invf = qcc.constant dense<0.1> : tensor<1x8xf32>
+  %c0 = qcc.constant dense<0.0> : tensor<f32>
+  %c1 = qcc.constant dense<1.0> : tensor<f32>
+  %i1 = qcc.constant dense<1> : tensor<i64>
+  %x = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %k = qcc.linear %x, %wk : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %i1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %seqf = qcc.cast %seq : tensor<i64> to tensor<f32>
+  %t = qcc.range %c0, %seqf, %c1 : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
+  %t2 = qcc.unsqueeze %t {axes = array<i64: 1>} : (tensor<?xf32>) -> tensor<?x1xf32>
+  %f = qcc.mul %t2, %invf : (tensor<?x1xf32>, tensor<1x8xf32>) -> tensor<?x8xf32>
+  %emb = qcc.concat %f, %f {axis = 1 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x16xf32>
+  %cos = qcc.cos %emb : tensor<?x16xf32>
+  %sin = qcc.sin %emb : tensor<?x16xf32>
+  %qr = qcc.rotary %x, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x64xf32>
+  %kr = qcc.rotary %k, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x32xf32>
+  %a = qcc.attention %qr, %kr, %k {num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  return %a : tensor<?x?x64xf32>
+}
+
+// -----
+
+// An encoder (bidirectional attention with a padding mask) gets no cache.
+// CHECK-LABEL: func.func @main(
+// CHECK: qcc.attention
+// CHECK-NOT: func.func @prefill
+// CHECK-NOT: qcc.kv_cache
+func.func @main(%x: tensor<?x?x64xf32>, %mask: tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32> {
+  %a = qcc.attention %x, %x, %x, %mask {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = false} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32>
+  return %a : tensor<?x?x64xf32>
+}
