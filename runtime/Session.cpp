@@ -38,7 +38,7 @@ static void checkInput(const Port &port, const Tensor &t,
 
 std::map<std::string, Tensor>
 Session::run(const std::string &name,
-             const std::map<std::string, Tensor> &inputs) {
+             const std::map<std::string, Tensor> &inputs, KvBatch *kv) {
   const Function &fn = artifact.function(name);
   std::vector<Tensor> values(artifact.numValues());
   std::map<std::string, int64_t> dimSizes;
@@ -71,11 +71,30 @@ Session::run(const std::string &name,
   for (const Port &p : fn.outputs)
     lastUse[p.value] = fn.nodes.size();
 
+  if (kv) {
+    if (!kv->cache)
+      throw std::runtime_error("entry point " + name + ": the KV batch has no "
+                               "cache");
+    if (kv->seqs.size() != kv->valid.size())
+      throw std::runtime_error("entry point " + name + ": the KV batch has " +
+                               std::to_string(kv->seqs.size()) +
+                               " sequences but " +
+                               std::to_string(kv->valid.size()) +
+                               " valid counts");
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kv->cache->reserve(kv->seqs[b],
+                         kv->cache->length(kv->seqs[b]) + kv->valid[b]);
+  }
+
   const auto &kernels = cpuKernels();
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
+    bool isKv = node.op == "kv_attention";
+    if (isKv && !kv)
+      throw std::runtime_error("entry point " + name + " needs a KV cache "
+                               "(node '" + node.name + "' is kv_attention)");
     auto k = kernels.find(node.op);
-    if (k == kernels.end())
+    if (!isKv && k == kernels.end())
       throw std::runtime_error("node '" + node.name + "': op '" + node.op +
                                "' has no CPU kernel");
     Operands operands;
@@ -88,7 +107,10 @@ Session::run(const std::string &name,
     std::vector<Tensor> results;
     auto t0 = std::chrono::steady_clock::now();
     try {
-      results = k->second(Attrs(node.attrs), operands);
+      if (isKv)
+        results.push_back(kvAttention(Attrs(node.attrs), operands, *kv));
+      else
+        results = k->second(Attrs(node.attrs), operands);
     } catch (const std::exception &e) {
       throw std::runtime_error("node '" + node.name + "' (" + node.op +
                                "): " + e.what());
@@ -109,6 +131,9 @@ Session::run(const std::string &name,
       if (id >= 0 && lastUse[id] == i && !artifact.constant(id))
         values[id] = Tensor();
   }
+  if (kv)
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kv->cache->advance(kv->seqs[b], kv->valid[b]);
   std::map<std::string, Tensor> out;
   for (const Port &p : fn.outputs)
     out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)

@@ -3,6 +3,7 @@
 #define QCC_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/KvCache.h"
 
 #include <map>
 #include <tuple>
@@ -18,8 +19,14 @@ public:
   /// static sizes, and consistent sizes for equal dynamic dimension names),
   /// runs every node in order and returns the outputs by name. Errors throw
   /// std::runtime_error naming the input or the node.
+  ///
+  /// With `kv` (entry points with `kv_attention` nodes: prefill, decode),
+  /// first reserves room for each row's valid tokens (so that capacity
+  /// errors come before any computation), runs `kv_attention` nodes against
+  /// the cache and finally advances each row's sequence by its valid count.
   std::map<std::string, Tensor> run(const std::string &function,
-                                    const std::map<std::string, Tensor> &inputs);
+                                    const std::map<std::string, Tensor> &inputs,
+                                    KvBatch *kv = nullptr);
 
   /// Accumulates the time spent in each op kind across runs, when enabled.
   void enableProfile(bool on) { profiling = on; }

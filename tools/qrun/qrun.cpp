@@ -1,7 +1,9 @@
 //===- qrun.cpp - run a qcc artifact --------------------------------------===//
 //
 //   qrun MODEL.qpkg --input NAME=FILE ... --output-dir DIR
-//   qrun MODEL.qpkg --prompt "TEXT" [--max-new-tokens N]
+//   qrun MODEL.qpkg --prompt "TEXT" [--prompt "TEXT" ...] [--max-new-tokens N]
+//        [--temperature T --top-k K --top-p P --seed S] [--no-cache]
+//   qrun MODEL.qpkg --prompts-file FILE ...
 //   qrun MODEL.qpkg --perplexity FILE.txt
 //
 // Runs on the CPU reference backend (the CUDA backend arrives with code
@@ -9,6 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/Generator.h"
+#include "runtime/KvCache.h"
+#include "runtime/Sampler.h"
 #include "runtime/Session.h"
 #include "runtime/TensorIO.h"
 #include "runtime/Tokenizer.h"
@@ -31,8 +36,13 @@ struct Options {
   std::string model;
   std::vector<std::string> inputs;
   std::string outputDir;
-  std::string prompt;
+  std::vector<std::string> prompts;
+  std::string promptsFile;
   int maxNewTokens = 32;
+  SamplerOptions sampler;
+  int64_t kvBlocks = 0;  // paged pool size (0: enough for the batch)
+  int64_t maxTokens = 0; // contiguous capacity (0: prompt + new, rounded up)
+  bool noCache = false;
   std::string perplexityFile;
   int context = 128;
   std::string function = "main";
@@ -95,37 +105,138 @@ int runTensors(const Options &o, const Artifact &a) {
   return 0;
 }
 
-int runPrompt(const Options &o, const Artifact &a) {
+/// Prints a continuation as it comes (one prompt) or each finished
+/// sequence as "[i] prompt + continuation" (several).
+struct Printer {
+  const Tokenizer &tok;
+  const std::vector<std::string> &prompts;
+  std::vector<std::vector<int64_t>> ids; // prompt + generated, per sequence
+  std::vector<std::string> text;         // the continuation, per sequence
+  bool stream() const { return prompts.size() == 1; }
+  void begin() {
+    if (stream())
+      std::cout << prompts[0] << std::flush;
+  }
+  void token(size_t i, int64_t id) {
+    std::string piece = tok.decodePiece(ids[i], id);
+    ids[i].push_back(id);
+    text[i] += piece;
+    if (stream())
+      std::cout << piece << std::flush;
+  }
+  void finish(size_t i) {
+    if (stream())
+      std::cout << "\n";
+    else
+      std::cout << "[" << i << "] " << prompts[i] << text[i] << "\n"
+                << std::flush;
+  }
+};
+
+bool hasFunction(const Artifact &a, const std::string &name) {
+  for (const Function &f : a.functions())
+    if (f.name == name)
+      return true;
+  return false;
+}
+
+/// The old path: the whole window recomputed with `main` for every token.
+int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
+                    const std::vector<std::vector<int64_t>> &prompts,
+                    Printer &out) {
   Session session(a);
   const Function &fn = a.function(o.function);
-  Tokenizer tok = loadTokenizer(a);
-  std::vector<int64_t> ids = tok.encode(o.prompt);
-  if (ids.empty())
-    throw std::runtime_error("the prompt encodes to no tokens");
-  std::cout << o.prompt << std::flush;
-  std::vector<int64_t> generated;
+  Sampler sampler(o.sampler);
+  int64_t total = 0;
   auto start = std::chrono::steady_clock::now();
-  for (int step = 0; step < o.maxNewTokens; ++step) {
-    // Full-sequence recompute over the last `context` tokens (no KV cache yet).
-    std::vector<int64_t> window(
-        ids.end() - std::min<size_t>(ids.size(), o.context), ids.end());
-    Tensor logits = forward(session, fn, window);
-    int64_t vocab = logits.dim(-1);
-    const float *last = logits.data<float>() + (window.size() - 1) * vocab;
-    int64_t next = std::max_element(last, last + vocab) - last;
-    if (next == tok.eosId())
-      break;
-    std::cout << tok.decodePiece(ids, next) << std::flush;
-    generated.push_back(next);
-    ids.push_back(next);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::vector<int64_t> ids = prompts[i];
+    for (int step = 0; step < o.maxNewTokens; ++step) {
+      std::vector<int64_t> window(
+          ids.end() - std::min<size_t>(ids.size(), o.context), ids.end());
+      Tensor logits = forward(session, fn, window);
+      int64_t vocab = logits.dim(-1);
+      const float *last = logits.data<float>() + (window.size() - 1) * vocab;
+      int64_t next = sampler.sample(last, vocab);
+      if (next == tok.eosId())
+        break;
+      out.token(i, next);
+      ids.push_back(next);
+      ++total;
+    }
+    out.finish(i);
   }
   double secs = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count();
-  std::cout << "\n";
-  std::cerr << "[qrun] " << generated.size() << " tokens in " << secs
-            << " s (" << (secs > 0 ? generated.size() / secs : 0.0)
+  std::cerr << "[qrun] " << total << " tokens in " << secs << " s ("
+            << (secs > 0 ? total / secs : 0.0)
             << " tokens/s, CPU, full recompute)\n";
+  return 0;
+}
+
+int runPrompt(const Options &o, const Artifact &a) {
+  Tokenizer tok = loadTokenizer(a);
+  std::vector<std::string> texts = o.prompts;
+  if (!o.promptsFile.empty()) {
+    std::ifstream in(o.promptsFile);
+    if (!in)
+      throw std::runtime_error(o.promptsFile + ": cannot open the file");
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r')
+        line.pop_back();
+      if (!line.empty())
+        texts.push_back(line);
+    }
+  }
+  if (texts.empty())
+    throw std::runtime_error("no prompts");
+  std::vector<std::vector<int64_t>> prompts;
+  for (const std::string &t : texts) {
+    prompts.push_back(tok.encode(t));
+    if (prompts.back().empty())
+      throw std::runtime_error("the prompt '" + t + "' encodes to no tokens");
+  }
+  Printer out{tok, texts, prompts,
+              std::vector<std::string>(texts.size())};
+  bool cached = !o.noCache && hasFunction(a, "decode") &&
+                hasFunction(a, "prefill") && a.manifest().contains("kv_cache");
+  if (!cached) {
+    out.begin();
+    return generateNoCache(o, a, tok, prompts, out);
+  }
+
+  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  KvCacheOptions copts;
+  copts.maxSequences = (int64_t)prompts.size();
+  int64_t longest = 0, blocks = 0;
+  for (const auto &p : prompts) {
+    int64_t need = (int64_t)p.size() + o.maxNewTokens;
+    longest = std::max(longest, need);
+    blocks += (need + cfg.blockTokens - 1) / cfg.blockTokens;
+  }
+  copts.numBlocks = o.kvBlocks > 0 ? o.kvBlocks : blocks;
+  int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
+  copts.maxTokens = o.maxTokens > 0
+                        ? o.maxTokens
+                        : (longest + round - 1) / round * round;
+  KvCache cache(cfg, copts);
+  Session session(a);
+  Generator gen(a, session, cache);
+  GenerateOptions g;
+  g.maxNewTokens = o.maxNewTokens;
+  g.eosId = tok.eosId();
+  g.sampler = o.sampler;
+  g.onToken = [&](size_t i, int64_t id) { out.token(i, id); };
+  g.onFinish = [&](size_t i) { out.finish(i); };
+  out.begin();
+  GenerateResult r = gen.generate(prompts, g);
+  std::cerr << "[qrun] prefill: " << r.prefillTokens << " tokens in "
+            << r.prefillSeconds << " s (" << r.prefillTokensPerSecond()
+            << " tokens/s); decode: " << r.decodeTokens << " tokens in "
+            << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
+            << " tokens/s); KV cache: " << cfg.layout << ", " << cache.bytes()
+            << " bytes\n";
   return 0;
 }
 
@@ -222,11 +333,39 @@ int main(int argc, char **argv) {
                  "(repeatable)");
   app.add_option("--output-dir", o.outputDir,
                  "Write each output as DIR/<output name>.npy");
-  app.add_option("--prompt", o.prompt,
-                 "Generate a continuation of TEXT (greedy)");
+  app.add_option("--prompt", o.prompts,
+                 "Generate a continuation of TEXT (repeatable: a batch)");
+  app.add_option("--prompts-file", o.promptsFile,
+                 "Prompts to continue, one per line (a batch)");
   app.add_option("--max-new-tokens", o.maxNewTokens,
-                 "Tokens to generate for --prompt")
+                 "Tokens to generate for each prompt")
       ->capture_default_str();
+  app.add_option("--temperature", o.sampler.temperature,
+                 "Sampling temperature (0: greedy)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", o.sampler.topK,
+                 "Sample among the K most likely tokens (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", o.sampler.topP,
+                 "Nucleus sampling: the smallest set of tokens with "
+                 "probability >= P")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", o.sampler.seed, "Sampling seed")
+      ->capture_default_str();
+  app.add_option("--kv-blocks", o.kvBlocks,
+                 "Paged KV cache: blocks in the pool (default: enough for "
+                 "every prompt plus --max-new-tokens)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-tokens", o.maxTokens,
+                 "Contiguous KV cache: tokens per sequence (default: the "
+                 "longest prompt plus --max-new-tokens, rounded up)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-cache", o.noCache,
+               "Recompute the whole sequence with `main` for every token "
+               "(also used when the artifact has no decode entry point)");
   app.add_option("--perplexity", o.perplexityFile,
                  "Print the perplexity of a text file's contents");
   app.add_option("--context", o.context,
@@ -251,11 +390,13 @@ int main(int argc, char **argv) {
     // Tensor mode: --input ... --output-dir, or --output-dir alone for a
     // model without inputs.
     bool tensors = !o.inputs.empty() || !o.outputDir.empty();
-    int modes = tensors + !o.prompt.empty() + !o.perplexityFile.empty() +
+    bool prompt = !o.prompts.empty() || !o.promptsFile.empty();
+    int modes = tensors + prompt + !o.perplexityFile.empty() +
                 !o.bench.empty();
     if (modes != 1)
       throw std::runtime_error("choose one of --input (with --output-dir), "
-                               "--prompt, --perplexity or --bench");
+                               "--prompt / --prompts-file, --perplexity or "
+                               "--bench");
     if (!o.bench.empty())
       return runBench(o, a);
     if (tensors) {
@@ -263,7 +404,7 @@ int main(int argc, char **argv) {
         throw std::runtime_error("--input needs --output-dir");
       return runTensors(o, a);
     }
-    if (!o.prompt.empty())
+    if (prompt)
       return runPrompt(o, a);
     return runPerplexity(o, a);
   } catch (const std::exception &e) {

@@ -1,0 +1,150 @@
+//===- Generator.cpp - batched generation with a KV cache -----------------===//
+#include "runtime/Generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+using namespace qcc::rt;
+
+const Port &qcc::rt::logitsOutput(const Function &fn) {
+  for (const Port &p : fn.outputs)
+    if (p.shape.size() == 3 && p.dtype == DType::F32)
+      return p;
+  throw std::runtime_error("entry point " + fn.name + " has no [batch, seq, "
+                           "vocab] float output to generate from");
+}
+
+Generator::Generator(const Artifact &artifact, Session &session,
+                     KvCache &cache)
+    : artifact(artifact), session(session), cache(cache) {
+  for (const char *fn : {"prefill", "decode"}) {
+    bool found = false;
+    for (const Function &f : artifact.functions())
+      found |= f.name == fn;
+    if (!found)
+      throw std::runtime_error(artifact.path() + ": no '" + fn +
+                               "' entry point (compile with a KV cache)");
+  }
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+} // namespace
+
+GenerateResult
+Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
+                    const GenerateOptions &o) {
+  GenerateResult res;
+  size_t N = prompts.size();
+  res.tokens.assign(N, {});
+  if (N == 0)
+    return res;
+  int64_t S = 0;
+  for (const auto &p : prompts) {
+    if (p.empty())
+      throw std::runtime_error("generate: a prompt has no tokens");
+    S = std::max<int64_t>(S, (int64_t)p.size());
+  }
+  const Function &prefill = artifact.function("prefill");
+  const Function &decode = artifact.function("decode");
+  const std::string logitsP = logitsOutput(prefill).name,
+                    logitsD = logitsOutput(decode).name;
+  Sampler sampler(o.sampler);
+
+  std::vector<int64_t> seqOf(N, -1);
+  std::vector<bool> live(N, false);
+  std::vector<int64_t> last(N, 0); // the token to feed next
+  auto finish = [&](size_t i) {
+    live[i] = false;
+    cache.release(seqOf[i]);
+    if (o.onFinish)
+      o.onFinish(i);
+  };
+  // Takes the sampled token of sequence i; returns whether it goes on.
+  auto accept = [&](size_t i, int64_t tok) {
+    if (o.eosId >= 0 && tok == o.eosId) {
+      finish(i);
+      return;
+    }
+    res.tokens[i].push_back(tok);
+    last[i] = tok;
+    if (o.onToken)
+      o.onToken(i, tok);
+    if ((int64_t)res.tokens[i].size() >= o.maxNewTokens)
+      finish(i);
+  };
+
+  try {
+    // Prefill: right-padded [N, S]; pads get id 0 and position 0.
+    KvBatch kv{&cache, {}, {}};
+    Tensor ids(DType::I64, {(int64_t)N, S}), pos(DType::I64, {(int64_t)N, S});
+    for (size_t i = 0; i < N; ++i) {
+      seqOf[i] = cache.addSequence();
+      live[i] = true;
+      int64_t cached = cache.length(seqOf[i]);
+      for (size_t t = 0; t < prompts[i].size(); ++t) {
+        ids.data<int64_t>()[i * S + t] = prompts[i][t];
+        pos.data<int64_t>()[i * S + t] = cached + (int64_t)t;
+      }
+      kv.seqs.push_back(seqOf[i]);
+      kv.valid.push_back((int64_t)prompts[i].size());
+      res.prefillTokens += (int64_t)prompts[i].size();
+    }
+    if (o.maxNewTokens <= 0) {
+      for (size_t i = 0; i < N; ++i)
+        finish(i);
+      return res;
+    }
+    auto t0 = Clock::now();
+    auto out = session.run("prefill", {{"input_ids", ids}, {"positions", pos}},
+                           &kv);
+    const Tensor &logits = out.at(logitsP);
+    int64_t V = logits.dim(-1);
+    for (size_t i = 0; i < N; ++i) {
+      const float *row = logits.data<float>() +
+                         ((int64_t)i * S + (int64_t)prompts[i].size() - 1) * V;
+      accept(i, sampler.sample(row, V));
+    }
+    res.prefillSeconds = since(t0);
+
+    // Decode steps over the live sequences.
+    auto t1 = Clock::now();
+    while (true) {
+      std::vector<size_t> rows;
+      for (size_t i = 0; i < N; ++i)
+        if (live[i])
+          rows.push_back(i);
+      if (rows.empty())
+        break;
+      int64_t B = (int64_t)rows.size();
+      KvBatch step{&cache, {}, {}};
+      Tensor dIds(DType::I64, {B, 1}), dPos(DType::I64, {B, 1});
+      for (int64_t r = 0; r < B; ++r) {
+        size_t i = rows[r];
+        dIds.data<int64_t>()[r] = last[i];
+        dPos.data<int64_t>()[r] = cache.length(seqOf[i]);
+        step.seqs.push_back(seqOf[i]);
+        step.valid.push_back(1);
+      }
+      auto dout = session.run(
+          "decode", {{"input_ids", dIds}, {"positions", dPos}}, &step);
+      const Tensor &dl = dout.at(logitsD);
+      int64_t DV = dl.dim(-1);
+      for (int64_t r = 0; r < B; ++r) {
+        accept(rows[r], sampler.sample(dl.data<float>() + r * DV, DV));
+        ++res.decodeTokens;
+      }
+    }
+    res.decodeSeconds = since(t1);
+  } catch (...) {
+    for (size_t i = 0; i < N; ++i)
+      if (live[i])
+        cache.release(seqOf[i]);
+    throw;
+  }
+  return res;
+}

@@ -1,0 +1,62 @@
+//===- Generator.h - batched generation with a KV cache ---------*- C++ -*-===//
+//
+// One prefill over the right-padded batch of prompts, then one decode step per
+// new token over the sequences still live ([B_live, 1]); a sequence ends on
+// EOS or at max_new_tokens and its cache is released while the others go on.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_GENERATOR_H
+#define QCC_RUNTIME_GENERATOR_H
+
+#include "runtime/KvCache.h"
+#include "runtime/Sampler.h"
+#include "runtime/Session.h"
+
+#include <functional>
+#include <vector>
+
+namespace qcc::rt {
+
+struct GenerateOptions {
+  int64_t maxNewTokens = 32;
+  int64_t eosId = -1; // < 0: none
+  SamplerOptions sampler;
+  /// Called for each new token (not for EOS): (prompt index, token id).
+  std::function<void(size_t, int64_t)> onToken;
+  /// Called when a sequence ends: (prompt index).
+  std::function<void(size_t)> onFinish;
+};
+
+struct GenerateResult {
+  std::vector<std::vector<int64_t>> tokens; // per prompt, EOS excluded
+  int64_t prefillTokens = 0;                // prompt tokens
+  double prefillSeconds = 0;
+  int64_t decodeTokens = 0;                 // tokens sampled in decode steps
+  double decodeSeconds = 0;
+  double prefillTokensPerSecond() const {
+    return prefillSeconds > 0 ? prefillTokens / prefillSeconds : 0;
+  }
+  double decodeTokensPerSecond() const {
+    return decodeSeconds > 0 ? decodeTokens / decodeSeconds : 0;
+  }
+};
+
+/// The logits port of an entry point: its first rank-3 f32 output.
+const Port &logitsOutput(const Function &fn);
+
+class Generator {
+public:
+  /// `artifact` must have "prefill" and "decode" entry points.
+  Generator(const Artifact &artifact, Session &session, KvCache &cache);
+  GenerateResult generate(const std::vector<std::vector<int64_t>> &prompts,
+                          const GenerateOptions &options);
+
+private:
+  const Artifact &artifact;
+  Session &session;
+  KvCache &cache;
+};
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_GENERATOR_H

@@ -1,0 +1,266 @@
+//===- KvCache.cpp - the KV cache and the kv_attention kernel -------------===//
+#include "runtime/KvCache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+using namespace qcc::rt;
+
+static std::string str(int64_t v) { return std::to_string(v); }
+
+[[noreturn]] static void fail(const std::string &msg) {
+  throw std::runtime_error("KV cache: " + msg);
+}
+
+KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
+  if (!j.is_object())
+    fail("the manifest's \"kv_cache\" is not an object");
+  KvCacheConfig c;
+  auto num = [&](const char *name, int64_t &out, bool required) {
+    if (!j.contains(name)) {
+      if (required)
+        fail(std::string("the manifest's \"kv_cache\" has no \"") + name +
+             "\"");
+      return;
+    }
+    if (!j.at(name).is_number_integer() || j.at(name).get<int64_t>() <= 0)
+      fail(std::string("\"kv_cache\".\"") + name +
+           "\" must be a positive integer");
+    out = j.at(name).get<int64_t>();
+  };
+  if (j.contains("layout"))
+    c.layout = j.at("layout").get<std::string>();
+  if (c.layout != "paged" && c.layout != "contiguous")
+    fail("unknown layout '" + c.layout + "' (expected paged or contiguous)");
+  num("block_tokens", c.blockTokens, c.layout == "paged");
+  num("layers", c.layers, true);
+  num("kv_heads", c.kvHeads, true);
+  num("head_dim", c.headDim, true);
+  if (j.contains("dtype"))
+    c.dtype = j.at("dtype").get<std::string>();
+  if (c.dtype != "f32")
+    fail("dtype '" + c.dtype + "' is not supported by the CPU backend "
+         "(expected f32)");
+  return c;
+}
+
+KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
+    : cfg(config), opts(options), isPaged(config.layout == "paged") {
+  if (cfg.layers <= 0 || cfg.kvHeads <= 0 || cfg.headDim <= 0)
+    fail("layers, kv_heads and head_dim must be positive");
+  if (opts.maxSequences <= 0)
+    fail("max_sequences must be positive, got " + str(opts.maxSequences));
+  if (isPaged) {
+    if (cfg.blockTokens <= 0)
+      fail("block_tokens must be positive");
+    if (opts.numBlocks <= 0)
+      fail("the paged layout needs num_blocks > 0, got " +
+           str(opts.numBlocks));
+    unitTokens = cfg.blockTokens;
+  } else {
+    if (opts.maxTokens <= 0)
+      fail("the contiguous layout needs max_tokens > 0, got " +
+           str(opts.maxTokens));
+    unitTokens = opts.maxTokens;
+  }
+  unitFloats =
+      (size_t)(cfg.layers * 2 * cfg.kvHeads * unitTokens * cfg.headDim);
+  int64_t units = isPaged ? opts.numBlocks : opts.maxSequences;
+  storage.assign(unitFloats * (size_t)units, 0.0f);
+  seqs.resize(opts.maxSequences);
+  if (isPaged)
+    for (int64_t b = opts.numBlocks - 1; b >= 0; --b)
+      freeList.push_back(b); // pops 0, 1, 2, ... first
+}
+
+KvCache::Seq &KvCache::get(int64_t seq) {
+  return const_cast<Seq &>(static_cast<const KvCache *>(this)->get(seq));
+}
+
+const KvCache::Seq &KvCache::get(int64_t seq) const {
+  if (seq < 0 || seq >= (int64_t)seqs.size() || !seqs[seq].live)
+    fail("sequence " + str(seq) + " is not live");
+  return seqs[seq];
+}
+
+int64_t KvCache::addSequence() {
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (!seqs[i].live) {
+      seqs[i] = Seq();
+      seqs[i].live = true;
+      return (int64_t)i;
+    }
+  fail("no free sequence slot (max_sequences = " + str(opts.maxSequences) +
+       ")");
+}
+
+void KvCache::release(int64_t seq) {
+  Seq &s = get(seq);
+  // Reverse order keeps the free list's LIFO reuse predictable.
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it)
+    freeList.push_back(*it);
+  s = Seq();
+}
+
+int64_t KvCache::length(int64_t seq) const { return get(seq).length; }
+
+int64_t KvCache::liveSequences() const {
+  int64_t n = 0;
+  for (const Seq &s : seqs)
+    n += s.live;
+  return n;
+}
+
+const std::vector<int64_t> &KvCache::blockTable(int64_t seq) const {
+  return get(seq).blocks;
+}
+
+void KvCache::reserve(int64_t seq, int64_t newLength) {
+  Seq &s = get(seq);
+  if (newLength <= s.reserved)
+    return;
+  if (!isPaged) {
+    if (newLength > opts.maxTokens)
+      fail("sequence " + str(seq) + " would exceed max_tokens " +
+           str(opts.maxTokens) + " (needs " + str(newLength) + ")");
+    s.reserved = newLength;
+    return;
+  }
+  int64_t need = (newLength + cfg.blockTokens - 1) / cfg.blockTokens -
+                 (int64_t)s.blocks.size();
+  if (need > (int64_t)freeList.size())
+    fail("out of blocks: sequence " + str(seq) + " needs " + str(need) +
+         " more blocks, " + str((int64_t)freeList.size()) + " free of " +
+         str(opts.numBlocks));
+  for (int64_t i = 0; i < need; ++i) {
+    s.blocks.push_back(freeList.back());
+    freeList.pop_back();
+  }
+  s.reserved = newLength;
+}
+
+void KvCache::advance(int64_t seq, int64_t n) {
+  Seq &s = get(seq);
+  if (n < 0 || s.length + n > s.reserved)
+    fail("sequence " + str(seq) + ": cannot advance by " + str(n) +
+         " (length " + str(s.length) + ", reserved " + str(s.reserved) + ")");
+  s.length += n;
+}
+
+float *KvCache::slot(int64_t seq, int64_t layer, int64_t kv, int64_t head,
+                     int64_t pos) {
+  Seq &s = get(seq);
+  if (pos < 0 || pos >= s.reserved || layer < 0 || layer >= cfg.layers ||
+      head < 0 || head >= cfg.kvHeads)
+    fail("sequence " + str(seq) + ": layer " + str(layer) + ", kv head " +
+         str(head) + ", position " + str(pos) + " is out of range (reserved " +
+         str(s.reserved) + ")");
+  size_t unit = isPaged ? (size_t)s.blocks[pos / unitTokens] : (size_t)seq;
+  size_t off = (size_t)(((layer * 2 + kv) * cfg.kvHeads + head) * unitTokens +
+                        pos % unitTokens) *
+               (size_t)cfg.headDim;
+  return storage.data() + unit * unitFloats + off;
+}
+
+//===----------------------------------------------------------------------===//
+// kv_attention
+//===----------------------------------------------------------------------===//
+
+Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
+                            KvBatch &kv) {
+  auto err = [](const std::string &m) { throw std::runtime_error(m); };
+  if (ops.size() < 3 || !ops[0] || !ops[1] || !ops[2])
+    err("kv_attention needs query, key and value");
+  const Tensor &q = *ops[0], &k = *ops[1], &v = *ops[2];
+  for (auto [t, n] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
+    if (t->dtype() != DType::F32)
+      err(std::string(n) + " must be f32");
+    if (t->rank() != 3)
+      err(std::string(n) + " must be [B, S, heads * D], got " +
+          shapeString(t->shape()));
+  }
+  if (!kv.cache)
+    err("kv_attention needs a KV cache");
+  KvCache &cache = *kv.cache;
+  int64_t layer = attrs.i("layer");
+  int64_t H = attrs.i("num_heads"), Hkv = attrs.i("num_kv_heads");
+  float scale = (float)attrs.f("scale");
+  if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
+    err("num_heads " + str(H) + " must be a positive multiple of "
+        "num_kv_heads " + str(Hkv));
+  int64_t B = q.dim(0), S = q.dim(1);
+  if (q.dim(2) % H != 0)
+    err("query " + shapeString(q.shape()) + ": last dim is not a multiple of " +
+        str(H) + " heads");
+  int64_t D = q.dim(2) / H;
+  if (k.dim(0) != B || v.dim(0) != B || k.dim(1) != S || v.dim(1) != S ||
+      k.dim(2) != Hkv * D || v.dim(2) != Hkv * D)
+    err("kv_attention shapes do not match: query " + shapeString(q.shape()) +
+        ", key " + shapeString(k.shape()) + ", value " +
+        shapeString(v.shape()) + " with " + str(H) + " heads and " + str(Hkv) +
+        " kv heads");
+  const KvCacheConfig &c = cache.config();
+  if (Hkv != c.kvHeads || D != c.headDim || layer < 0 || layer >= c.layers)
+    err("layer " + str(layer) + " with " + str(Hkv) + " kv heads of size " +
+        str(D) + " does not fit the cache (" + str(c.layers) + " layers, " +
+        str(c.kvHeads) + " kv heads of size " + str(c.headDim) + ")");
+  if ((int64_t)kv.seqs.size() != B || (int64_t)kv.valid.size() != B)
+    err("the batch has " + str(B) + " rows but the KV batch describes " +
+        str((int64_t)kv.seqs.size()) + " sequences");
+
+  Tensor r(DType::F32, {B, S, H * D}); // zeros: padding rows stay zero
+  const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
+  float *O = r.data<float>();
+  int64_t group = H / Hkv;
+  std::vector<float> P;
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t seq = kv.seqs[b], valid = kv.valid[b];
+    if (valid < 0 || valid > S)
+      err("row " + str(b) + ": " + str(valid) + " valid tokens in a row of " +
+          str(S));
+    int64_t cached = cache.length(seq);
+    // 1. append the valid tokens' keys and values.
+    for (int64_t t = 0; t < valid; ++t)
+      for (int64_t g = 0; g < Hkv; ++g) {
+        const float *kt = K + (b * S + t) * Hkv * D + g * D;
+        const float *vt = V + (b * S + t) * Hkv * D + g * D;
+        std::copy(kt, kt + D, cache.key(seq, layer, g, cached + t));
+        std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
+      }
+    // 2. causal attention over cache positions [0, cached + t].
+    P.resize((size_t)(cached + valid));
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t g = h / group;
+      for (int64_t t = 0; t < valid; ++t) {
+        const float *qt = Q + (b * S + t) * H * D + h * D;
+        int64_t n = cached + t + 1;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n; ++j) {
+          const float *kj = cache.key(seq, layer, g, j);
+          float dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += qt[d] * kj[d];
+          P[j] = scale * dot;
+          mx = std::max(mx, P[j]);
+        }
+        // softmax as softmaxRow in CpuKernels.cpp (double sum).
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          float e = std::exp(P[j] - mx);
+          P[j] = e;
+          sum += e;
+        }
+        float *ot = O + (b * S + t) * H * D + h * D;
+        for (int64_t j = 0; j < n; ++j) {
+          float p = (float)(P[j] / sum);
+          const float *vj = cache.value(seq, layer, g, j);
+          for (int64_t d = 0; d < D; ++d)
+            ot[d] += p * vj[d];
+        }
+      }
+    }
+  }
+  return r;
+}

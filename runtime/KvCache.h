@@ -1,0 +1,125 @@
+//===- KvCache.h - the KV cache and the kv_attention kernel -----*- C++ -*-===//
+//
+// The runtime side of docs/KV_CACHE.md. A KvCache holds, for every layer, the
+// keys and values of the tokens each live sequence has seen so far, in one of
+// two layouts:
+//   contiguous  `max_sequences` slots of [layers, 2, kv_heads, max_tokens, D]
+//   paged       a pool of `num_blocks` blocks of
+//               [layers, 2, kv_heads, block_tokens, D] and a block table per
+//               sequence (block i holds positions [i*bt, (i+1)*bt))
+// Both are read and written only through key()/value(), so the kv_attention
+// kernel and its tests are shared by the two layouts.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_KVCACHE_H
+#define QCC_RUNTIME_KVCACHE_H
+
+#include "runtime/CpuKernels.h"
+#include "runtime/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qcc::rt {
+
+/// The manifest's "kv_cache" object.
+struct KvCacheConfig {
+  std::string layout = "paged"; // "paged" or "contiguous"
+  int64_t blockTokens = 16;
+  int64_t layers = 0, kvHeads = 0, headDim = 0;
+  std::string dtype = "f32";
+
+  /// Parses and validates the manifest object; throws std::runtime_error.
+  static KvCacheConfig fromJson(const nlohmann::json &j);
+};
+
+/// Capacity, chosen by the runtime (qrun options).
+struct KvCacheOptions {
+  int64_t maxSequences = 1; // live sequences at once (both layouts)
+  int64_t maxTokens = 0;    // contiguous: tokens per sequence slot
+  int64_t numBlocks = 0;    // paged: blocks in the pool
+};
+
+class KvCache {
+public:
+  KvCache(const KvCacheConfig &config, const KvCacheOptions &options);
+
+  const KvCacheConfig &config() const { return cfg; }
+  bool paged() const { return isPaged; }
+
+  /// A new empty sequence; throws when every slot is taken.
+  int64_t addSequence();
+  /// Ends a sequence: its slot (and, paged, its blocks) become free.
+  void release(int64_t seq);
+  /// Tokens cached for `seq`.
+  int64_t length(int64_t seq) const;
+  /// Makes room for positions [0, newLength) (paged: allocates blocks);
+  /// does not change length(). Throws when the capacity is exceeded.
+  void reserve(int64_t seq, int64_t newLength);
+  /// Marks n more tokens as cached (they must have been reserved).
+  void advance(int64_t seq, int64_t n);
+
+  /// The head_dim floats of the key / value of `pos` (pos < reserved).
+  float *key(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot(seq, layer, 0, kvHead, pos);
+  }
+  float *value(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot(seq, layer, 1, kvHead, pos);
+  }
+
+  /// Bytes of cache memory allocated.
+  size_t bytes() const { return storage.size() * sizeof(float); }
+  /// Bytes one cached token takes (all layers, K and V).
+  size_t bytesPerToken() const {
+    return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) * sizeof(float);
+  }
+  /// Paged: blocks not held by any sequence; contiguous: 0.
+  int64_t freeBlocks() const { return (int64_t)freeList.size(); }
+  int64_t numBlocks() const { return opts.numBlocks; }
+  /// Paged: the block table of `seq`.
+  const std::vector<int64_t> &blockTable(int64_t seq) const;
+  int64_t maxSequences() const { return opts.maxSequences; }
+  int64_t liveSequences() const;
+
+private:
+  struct Seq {
+    bool live = false;
+    int64_t length = 0, reserved = 0;
+    std::vector<int64_t> blocks; // paged
+  };
+  Seq &get(int64_t seq);
+  const Seq &get(int64_t seq) const;
+  float *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head,
+              int64_t pos);
+
+  KvCacheConfig cfg;
+  KvCacheOptions opts;
+  bool isPaged;
+  int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
+  size_t unitFloats;   // floats per block / per slot
+  std::vector<float> storage;
+  std::vector<Seq> seqs;
+  std::vector<int64_t> freeList; // paged: free block ids (LIFO)
+};
+
+/// Which cache sequence each batch row of a prefill/decode call is, and how
+/// many of its tokens are real (the rest is right padding).
+struct KvBatch {
+  KvCache *cache = nullptr;
+  std::vector<int64_t> seqs;
+  std::vector<int64_t> valid;
+};
+
+/// `qcc.kv_attention` on the CPU (docs/KV_CACHE.md): appends the valid
+/// tokens' keys/values at positions cached_b + t and attends causally over
+/// the cache. Does not advance the cache (the session does, after all
+/// layers). Operands: query [B, S, H*D], key, value [B, S, Hkv*D]; attrs
+/// layer, num_heads, num_kv_heads, scale.
+Tensor kvAttention(const Attrs &attrs, const Operands &ops, KvBatch &kv);
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_KVCACHE_H

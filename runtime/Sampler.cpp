@@ -1,0 +1,86 @@
+//===- Sampler.cpp - choosing the next token from logits ------------------===//
+#include "runtime/Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+using namespace qcc::rt;
+
+Sampler::Sampler(const SamplerOptions &options) : opts(options), rng(options.seed) {
+  if (opts.topK < 0)
+    throw std::runtime_error("sampler: top-k must be >= 0, got " +
+                             std::to_string(opts.topK));
+  if (!(opts.topP > 0.0 && opts.topP <= 1.0))
+    throw std::runtime_error("sampler: top-p must be in (0, 1], got " +
+                             std::to_string(opts.topP));
+}
+
+static int64_t argmax(const float *logits, int64_t vocab) {
+  return std::max_element(logits, logits + vocab) - logits;
+}
+
+std::vector<double> Sampler::probabilities(const float *logits,
+                                           int64_t vocab) const {
+  if (vocab <= 0)
+    throw std::runtime_error("sampler: empty logits");
+  std::vector<double> p(vocab, 0.0);
+  if (opts.temperature <= 0.0) {
+    p[argmax(logits, vocab)] = 1.0;
+    return p;
+  }
+  // Candidates by logit, largest first; ties by lower id (so top-k = 1 is
+  // greedy).
+  std::vector<int64_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return logits[a] > logits[b];
+  });
+  int64_t keep = opts.topK > 0 ? std::min(opts.topK, vocab) : vocab;
+  double mx = logits[order[0]];
+  std::vector<double> e(keep);
+  double sum = 0;
+  for (int64_t i = 0; i < keep; ++i) {
+    e[i] = std::exp(((double)logits[order[i]] - mx) / opts.temperature);
+    sum += e[i];
+  }
+  if (opts.topP < 1.0) {
+    double cum = 0;
+    int64_t n = 0;
+    while (n < keep) {
+      cum += e[n] / sum;
+      ++n;
+      if (cum >= opts.topP)
+        break;
+    }
+    keep = n;
+    sum = 0;
+    for (int64_t i = 0; i < keep; ++i)
+      sum += e[i];
+  }
+  for (int64_t i = 0; i < keep; ++i)
+    p[order[i]] = e[i] / sum;
+  return p;
+}
+
+int64_t Sampler::sample(const float *logits, int64_t vocab) {
+  if (opts.temperature <= 0.0)
+    return argmax(logits, vocab);
+  std::vector<double> p = probabilities(logits, vocab);
+  // u in [0, 1) from the top 53 bits: the same on every standard library
+  // (std::uniform_real_distribution is not).
+  double u = (double)(rng() >> 11) * 0x1.0p-53;
+  double cum = 0;
+  int64_t last = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (p[i] <= 0)
+      continue;
+    cum += p[i];
+    last = i;
+    if (u < cum)
+      return i;
+  }
+  return last; // rounding: u above the accumulated total
+}

@@ -1,0 +1,362 @@
+//===- KvCacheTest.cpp - the KV cache, kv_attention and the sampler -------===//
+#include "runtime/CpuKernels.h"
+#include "runtime/KvCache.h"
+#include "runtime/Sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <random>
+
+using namespace qcc::rt;
+using nlohmann::json;
+
+namespace {
+
+KvCacheConfig config(const std::string &layout, int64_t blockTokens = 4,
+                     int64_t layers = 2, int64_t kvHeads = 2,
+                     int64_t headDim = 8) {
+  return KvCacheConfig::fromJson({{"layout", layout},
+                                  {"block_tokens", blockTokens},
+                                  {"layers", layers},
+                                  {"kv_heads", kvHeads},
+                                  {"head_dim", headDim},
+                                  {"dtype", "f32"}});
+}
+
+std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST(KvCache, ConfigFromManifest) {
+  KvCacheConfig c = config("paged", 16, 4, 4, 64);
+  EXPECT_EQ(c.layout, "paged");
+  EXPECT_EQ(c.blockTokens, 16);
+  EXPECT_EQ(c.layers, 4);
+  EXPECT_EQ(c.headDim, 64);
+  EXPECT_NE(errorOf([] { config("ring"); }).find("unknown layout 'ring'"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] {
+              KvCacheConfig::fromJson({{"layout", "paged"}, {"layers", 1}});
+            }).find("no \"block_tokens\""),
+            std::string::npos);
+}
+
+TEST(KvCache, BlockAllocator) {
+  KvCache c(config("paged", 4), {/*maxSequences=*/3, 0, /*numBlocks=*/5});
+  EXPECT_TRUE(c.paged());
+  EXPECT_EQ(c.bytes(), 5u * 2 * 2 * 2 * 4 * 8 * sizeof(float));
+  EXPECT_EQ(c.bytesPerToken(), 2u * 2 * 2 * 8 * sizeof(float));
+  int64_t a = c.addSequence(), b = c.addSequence();
+  EXPECT_NE(a, b);
+  c.reserve(a, 1); // 1 block
+  EXPECT_EQ(c.blockTable(a), (std::vector<int64_t>{0}));
+  c.reserve(a, 4); // still 1 block
+  EXPECT_EQ(c.blockTable(a).size(), 1u);
+  c.reserve(b, 6); // 2 blocks
+  EXPECT_EQ(c.blockTable(b), (std::vector<int64_t>{1, 2}));
+  c.reserve(a, 5); // grows into a fresh block
+  EXPECT_EQ(c.blockTable(a), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(c.freeBlocks(), 1);
+  EXPECT_EQ(c.length(a), 0);
+  c.advance(a, 5);
+  EXPECT_EQ(c.length(a), 5);
+  // Position 4 of a lives in block 3, distinct from b's storage.
+  float *ka = c.key(a, 1, 1, 4), *kb = c.key(b, 1, 1, 4);
+  EXPECT_NE(ka, kb);
+  EXPECT_NE(c.key(a, 0, 0, 0), c.value(a, 0, 0, 0));
+
+  // Out of blocks names the sequence and the counts.
+  EXPECT_EQ(errorOf([&] { c.reserve(b, 16); }),
+            "KV cache: out of blocks: sequence " + std::to_string(b) +
+                " needs 2 more blocks, 1 free of 5");
+  // The failed reserve allocated nothing.
+  EXPECT_EQ(c.freeBlocks(), 1);
+  EXPECT_EQ(c.blockTable(b).size(), 2u);
+
+  // Release returns every block; a new sequence reuses them.
+  c.release(b);
+  EXPECT_EQ(c.freeBlocks(), 3);
+  int64_t d = c.addSequence();
+  c.reserve(d, 12);
+  std::vector<int64_t> t = c.blockTable(d);
+  std::sort(t.begin(), t.end());
+  EXPECT_EQ(t, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(c.freeBlocks(), 0);
+  EXPECT_EQ(c.length(d), 0);
+
+  // Slots.
+  c.addSequence();
+  EXPECT_EQ(errorOf([&] { c.addSequence(); }),
+            "KV cache: no free sequence slot (max_sequences = 3)");
+  c.release(a);
+  EXPECT_EQ(c.freeBlocks(), 2);
+  EXPECT_NO_THROW(c.addSequence());
+  EXPECT_NE(errorOf([&] { c.length(100); }).find("not live"),
+            std::string::npos);
+}
+
+TEST(KvCache, ContiguousCapacity) {
+  KvCache c(config("contiguous"), {/*maxSequences=*/2, /*maxTokens=*/10, 0});
+  EXPECT_FALSE(c.paged());
+  EXPECT_EQ(c.bytes(), 2u * 2 * 2 * 2 * 10 * 8 * sizeof(float));
+  int64_t a = c.addSequence(), b = c.addSequence();
+  c.reserve(a, 10);
+  c.advance(a, 10);
+  EXPECT_EQ(errorOf([&] { c.reserve(a, 11); }),
+            "KV cache: sequence " + std::to_string(a) +
+                " would exceed max_tokens 10 (needs 11)");
+  EXPECT_EQ(errorOf([&] { c.addSequence(); }),
+            "KV cache: no free sequence slot (max_sequences = 2)");
+  EXPECT_NE(errorOf([&] { c.advance(b, 1); }).find("cannot advance"),
+            std::string::npos);
+  c.reserve(b, 10);
+  EXPECT_NE(c.key(a, 1, 1, 9), c.key(b, 1, 1, 9));
+  EXPECT_EQ(c.key(a, 0, 0, 1), c.key(a, 0, 0, 0) + 8);
+  c.release(a);
+  int64_t d = c.addSequence();
+  EXPECT_EQ(c.length(d), 0);
+}
+
+// kv_attention against the full-sequence `attention` kernel. For each of two
+// sequences (lengths 7 and 5) the reference is one causal attention call over
+// the whole sequence ([1, S]). The cached path prefills the first P tokens
+// of both in one right-padded batch, then feeds the rest one token per call
+// with only the sequences that still have tokens as rows; both layers are
+// run per call and the cache is advanced after them (as the session does).
+// The two compute the same float products and sums, in another order (BLAS
+// GEMM and a per-row dot product; different block order across the cache),
+// so they agree to rounding: 1e-5 relative.
+namespace {
+
+void checkAgainstAttention(const std::string &layout, int64_t H,
+                           int64_t Hkv) {
+  const int64_t D = 8, layers = 2;
+  const std::vector<int64_t> len = {7, 5}, prefill = {4, 2};
+  std::mt19937 rng(1234 + H * 10 + Hkv);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto rnd = [&](Shape s) {
+    Tensor t(DType::F32, s);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<float>()[i] = nd(rng);
+    return t;
+  };
+  float scale = 1.0f / std::sqrt((float)D);
+  // Per sequence and layer: q [1, L, H*D], k/v [1, L, Hkv*D].
+  std::vector<std::vector<std::array<Tensor, 3>>> qkv(2);
+  std::vector<std::vector<Tensor>> want(2);
+  json attAttrs = {{"num_heads", H}, {"num_kv_heads", Hkv},
+                   {"scale", scale}, {"causal", true}};
+  for (int s = 0; s < 2; ++s)
+    for (int64_t l = 0; l < layers; ++l) {
+      qkv[s].push_back({rnd({1, len[s], H * D}), rnd({1, len[s], Hkv * D}),
+                        rnd({1, len[s], Hkv * D})});
+      auto &[q, k, v] = qkv[s].back();
+      want[s].push_back(cpuKernels().at("attention")(
+          Attrs(attAttrs), {&q, &k, &v, nullptr})[0]);
+    }
+
+  KvCache cache(config(layout, /*blockTokens=*/3, layers, Hkv, D),
+                {/*maxSequences=*/2, /*maxTokens=*/8, /*numBlocks=*/6});
+  std::vector<int64_t> seq = {cache.addSequence(), cache.addSequence()};
+  // Rows of one call: (sequence, first token, count); right-padded to S.
+  auto call = [&](std::vector<std::array<int64_t, 3>> rows, int64_t S) {
+    KvBatch kv{&cache, {}, {}};
+    for (auto [s, t0, n] : rows) {
+      kv.seqs.push_back(seq[s]);
+      kv.valid.push_back(n);
+      cache.reserve(seq[s], cache.length(seq[s]) + n);
+    }
+    int64_t B = (int64_t)rows.size();
+    for (int64_t l = 0; l < layers; ++l) {
+      Tensor q(DType::F32, {B, S, H * D}), k(DType::F32, {B, S, Hkv * D}),
+          v(DType::F32, {B, S, Hkv * D});
+      for (int64_t b = 0; b < B; ++b) {
+        auto [s, t0, n] = rows[b];
+        auto &src = qkv[s][l];
+        for (int64_t t = 0; t < S; ++t) {
+          // Padding gets garbage, which must not leak into the cache.
+          bool pad = t >= n;
+          for (int64_t x = 0; x < H * D; ++x)
+            q.data<float>()[(b * S + t) * H * D + x] =
+                pad ? 1e3f : src[0].data<float>()[(t0 + t) * H * D + x];
+          for (int64_t x = 0; x < Hkv * D; ++x) {
+            k.data<float>()[(b * S + t) * Hkv * D + x] =
+                pad ? 1e3f : src[1].data<float>()[(t0 + t) * Hkv * D + x];
+            v.data<float>()[(b * S + t) * Hkv * D + x] =
+                pad ? 1e3f : src[2].data<float>()[(t0 + t) * Hkv * D + x];
+          }
+        }
+      }
+      json attrs = {{"layer", l},
+                    {"num_heads", H},
+                    {"num_kv_heads", Hkv},
+                    {"scale", scale}};
+      Tensor r = kvAttention(Attrs(attrs), {&q, &k, &v}, kv);
+      ASSERT_EQ(r.shape(), (Shape{B, S, H * D}));
+      for (int64_t b = 0; b < B; ++b) {
+        auto [s, t0, n] = rows[b];
+        for (int64_t t = 0; t < S; ++t)
+          for (int64_t x = 0; x < H * D; ++x) {
+            float got = r.data<float>()[(b * S + t) * H * D + x];
+            if (t >= n) {
+              EXPECT_EQ(got, 0.0f) << "padding output";
+              continue;
+            }
+            float ref = want[s][l].data<float>()[(t0 + t) * H * D + x];
+            EXPECT_NEAR(got, ref, 1e-5f * std::max(1.0f, std::fabs(ref)))
+                << layout << " seq " << s << " layer " << l << " token "
+                << t0 + t << " elem " << x;
+          }
+      }
+    }
+    for (size_t b = 0; b < rows.size(); ++b)
+      cache.advance(kv.seqs[b], kv.valid[b]);
+  };
+  call({{{0, 0, prefill[0]}, {1, 0, prefill[1]}}}, 4);
+  std::vector<int64_t> next = prefill;
+  while (true) {
+    std::vector<std::array<int64_t, 3>> rows;
+    for (int s = 0; s < 2; ++s)
+      if (next[s] < len[s])
+        rows.push_back({s, next[s]++, 1});
+    if (rows.empty())
+      break;
+    call(rows, 1);
+  }
+  EXPECT_EQ(cache.length(seq[0]), 7);
+  EXPECT_EQ(cache.length(seq[1]), 5);
+}
+
+} // namespace
+
+TEST(KvAttention, PagedMhaMatchesAttention) { checkAgainstAttention("paged", 4, 4); }
+TEST(KvAttention, PagedGqaMatchesAttention) { checkAgainstAttention("paged", 4, 2); }
+TEST(KvAttention, ContiguousMhaMatchesAttention) {
+  checkAgainstAttention("contiguous", 4, 4);
+}
+TEST(KvAttention, ContiguousGqaMatchesAttention) {
+  checkAgainstAttention("contiguous", 4, 2);
+}
+
+TEST(KvAttention, Errors) {
+  KvCache cache(config("paged", 4, 1, 2, 8), {1, 0, 2});
+  int64_t s = cache.addSequence();
+  Tensor q(DType::F32, {1, 1, 32}), k(DType::F32, {1, 1, 16}),
+      v(DType::F32, {1, 1, 16});
+  json attrs = {{"layer", 3}, {"num_heads", 4}, {"num_kv_heads", 2},
+                {"scale", 1.0}};
+  KvBatch kv{&cache, {s}, {1}};
+  cache.reserve(s, 1);
+  EXPECT_NE(errorOf([&] { kvAttention(Attrs(attrs), {&q, &k, &v}, kv); })
+                .find("does not fit the cache"),
+            std::string::npos);
+  attrs["layer"] = 0;
+  KvBatch two{&cache, {s, s}, {1, 1}};
+  EXPECT_NE(errorOf([&] { kvAttention(Attrs(attrs), {&q, &k, &v}, two); })
+                .find("the batch has 1 rows"),
+            std::string::npos);
+  EXPECT_NO_THROW(kvAttention(Attrs(attrs), {&q, &k, &v}, kv));
+}
+
+//===----------------------------------------------------------------------===//
+// Sampler
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::vector<float> someLogits(int64_t V, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> l(V);
+  for (float &x : l)
+    x = nd(rng);
+  return l;
+}
+int64_t argmaxOf(const std::vector<float> &l) {
+  return std::max_element(l.begin(), l.end()) - l.begin();
+}
+} // namespace
+
+TEST(Sampler, GreedyTopK1AndTinyTopPAreArgmax) {
+  for (unsigned s = 0; s < 20; ++s) {
+    auto l = someLogits(50, s);
+    Sampler greedy({0.0, 0, 1.0, s});
+    Sampler top1({1.5, 1, 1.0, s});
+    Sampler tinyP({1.5, 0, 1e-9, s});
+    for (int rep = 0; rep < 5; ++rep) {
+      EXPECT_EQ(greedy.sample(l.data(), 50), argmaxOf(l));
+      EXPECT_EQ(top1.sample(l.data(), 50), argmaxOf(l));
+      EXPECT_EQ(tinyP.sample(l.data(), 50), argmaxOf(l));
+    }
+  }
+  // Ties: the lowest id, as greedy.
+  std::vector<float> tie = {1, 3, 3, 0};
+  EXPECT_EQ(Sampler({0.0, 0, 1.0, 0}).sample(tie.data(), 4), 1);
+  EXPECT_EQ(Sampler({1.0, 1, 1.0, 0}).sample(tie.data(), 4), 1);
+}
+
+TEST(Sampler, ReproducibleForASeed) {
+  auto l = someLogits(100, 7);
+  auto draw = [&](uint64_t seed) {
+    Sampler s({0.8, 40, 0.95, seed});
+    std::vector<int64_t> out;
+    for (int i = 0; i < 200; ++i)
+      out.push_back(s.sample(l.data(), 100));
+    return out;
+  };
+  EXPECT_EQ(draw(42), draw(42));
+  EXPECT_NE(draw(42), draw(43));
+}
+
+TEST(Sampler, FiltersAndDistribution) {
+  // Logits log(0.5, 0.25, 0.125, 0.125): temperature 1 gives these
+  // probabilities.
+  std::vector<float> l = {std::log(0.5f), std::log(0.25f), std::log(0.125f),
+                          std::log(0.125f)};
+  Sampler plain({1.0, 0, 1.0, 5});
+  auto p = plain.probabilities(l.data(), 4);
+  EXPECT_NEAR(p[0], 0.5, 1e-6);
+  EXPECT_NEAR(p[3], 0.125, 1e-6);
+  // top-k 2: {0.5, 0.25} renormalized.
+  auto pk = Sampler({1.0, 2, 1.0, 5}).probabilities(l.data(), 4);
+  EXPECT_NEAR(pk[0], 2.0 / 3, 1e-6);
+  EXPECT_NEAR(pk[1], 1.0 / 3, 1e-6);
+  EXPECT_EQ(pk[2], 0.0);
+  // top-p 0.7: the smallest prefix reaching 0.7 is {0, 1}.
+  auto pp = Sampler({1.0, 0, 0.7, 5}).probabilities(l.data(), 4);
+  EXPECT_NEAR(pp[0], 2.0 / 3, 1e-6);
+  EXPECT_EQ(pp[2] + pp[3], 0.0);
+  // Temperature 2 flattens: p ~ sqrt(original).
+  auto pt = Sampler({2.0, 0, 1.0, 5}).probabilities(l.data(), 4);
+  EXPECT_NEAR(pt[0] / pt[1], std::sqrt(2.0), 1e-5);
+
+  // Empirical frequencies with a fixed seed: 20000 draws, within 0.02.
+  std::vector<int> count(4, 0);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i)
+    ++count[plain.sample(l.data(), 4)];
+  EXPECT_NEAR(count[0] / (double)n, 0.5, 0.02);
+  EXPECT_NEAR(count[1] / (double)n, 0.25, 0.02);
+  EXPECT_NEAR(count[2] / (double)n, 0.125, 0.02);
+  EXPECT_NEAR(count[3] / (double)n, 0.125, 0.02);
+  // With top-k 2 the filtered tokens never come.
+  Sampler k2({1.0, 2, 1.0, 9});
+  for (int i = 0; i < 2000; ++i)
+    EXPECT_LT(k2.sample(l.data(), 4), 2);
+}
+
+TEST(Sampler, BadOptions) {
+  EXPECT_THROW(Sampler({1.0, -1, 1.0, 0}), std::runtime_error);
+  EXPECT_THROW(Sampler({1.0, 0, 0.0, 0}), std::runtime_error);
+  EXPECT_THROW(Sampler({1.0, 0, 1.5, 0}), std::runtime_error);
+}
