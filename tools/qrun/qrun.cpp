@@ -47,6 +47,7 @@ struct Options {
   int context = 128;
   std::string function = "main";
   std::vector<int64_t> bench; // batch, seq
+  std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
   bool profile = false;
 };
@@ -278,6 +279,70 @@ int runPerplexity(const Options &o, const Artifact &a) {
 }
 
 /// Times forward passes over random token ids: prints tokens/s.
+/// Times generation: B random prompts of CONTEXT tokens, then STEPS new
+/// tokens each, through the KV cache (or by full recompute with --no-cache).
+int runBenchGenerate(const Options &o, const Artifact &a) {
+  if (o.benchGenerate.size() != 3 || o.benchGenerate[0] <= 0 ||
+      o.benchGenerate[1] <= 0 || o.benchGenerate[2] <= 0)
+    throw std::runtime_error("--bench-generate takes BATCH CONTEXT STEPS");
+  int64_t batch = o.benchGenerate[0], context = o.benchGenerate[1],
+          steps = o.benchGenerate[2];
+  const Function &main = a.function("main");
+  int64_t vocab = logitsPort(main).shape.back();
+  if (vocab <= 0)
+    throw std::runtime_error("--bench-generate needs a static vocabulary");
+  uint64_t x = 88172645463325252ull; // xorshift: fixed prompts
+  std::vector<std::vector<int64_t>> prompts(batch);
+  for (auto &p : prompts)
+    for (int64_t i = 0; i < context; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      p.push_back((int64_t)(x % (uint64_t)vocab));
+    }
+  Session session(a);
+  if (o.noCache) {
+    // Each step recomputes the whole sequence: [B, context + i].
+    std::vector<std::vector<int64_t>> ids = prompts;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < steps; ++step) {
+      int64_t len = ids[0].size();
+      Tensor in(DType::I64, {batch, len});
+      for (int64_t b = 0; b < batch; ++b)
+        std::copy(ids[b].begin(), ids[b].end(),
+                  in.data<int64_t>() + b * len);
+      Tensor logits = session.run("main", {{idsPort(main).name, in}})
+                          .at(logitsPort(main).name);
+      for (int64_t b = 0; b < batch; ++b) {
+        const float *row = logits.data<float>() + ((b + 1) * len - 1) * vocab;
+        ids[b].push_back(std::max_element(row, row + vocab) - row);
+      }
+    }
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+    std::cout << "batch " << batch << " context " << context
+              << ": recompute decode " << batch * steps / secs
+              << " tokens/s\n";
+    return 0;
+  }
+  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  KvCacheOptions copts;
+  copts.maxSequences = batch;
+  int64_t need = context + steps + 1;
+  copts.maxTokens = (need + cfg.blockTokens - 1) / cfg.blockTokens *
+                    cfg.blockTokens;
+  copts.numBlocks = batch * ((need + cfg.blockTokens - 1) / cfg.blockTokens);
+  KvCache cache(cfg, copts);
+  Generator gen(a, session, cache);
+  GenerateOptions g;
+  g.maxNewTokens = steps + 1; // the first comes from the prefill
+  GenerateResult r = gen.generate(prompts, g);
+  std::cout << "batch " << batch << " context " << context << ": prefill "
+            << r.prefillTokensPerSecond() << " tokens/s, decode "
+            << r.decodeTokensPerSecond() << " tokens/s (" << cfg.layout
+            << " cache, " << cache.bytes() << " bytes)\n";
+  return 0;
+}
+
 int runBench(const Options &o, const Artifact &a) {
   Session session(a);
   const Function &fn = a.function(o.function);
@@ -379,6 +444,10 @@ int main(int argc, char **argv) {
   app.add_option("--iterations", o.iterations, "Timed runs for --bench")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--bench-generate", o.benchGenerate,
+                 "BATCH CONTEXT STEPS: time prefill and decode (through the "
+                 "KV cache, or by recompute with --no-cache)")
+      ->expected(3);
   app.add_flag("--profile", o.profile,
                "With --bench: print the time spent in each op kind");
   app.add_option("--function", o.function, "Entry point to run")
@@ -392,11 +461,13 @@ int main(int argc, char **argv) {
     bool tensors = !o.inputs.empty() || !o.outputDir.empty();
     bool prompt = !o.prompts.empty() || !o.promptsFile.empty();
     int modes = tensors + prompt + !o.perplexityFile.empty() +
-                !o.bench.empty();
+                !o.bench.empty() + !o.benchGenerate.empty();
     if (modes != 1)
       throw std::runtime_error("choose one of --input (with --output-dir), "
                                "--prompt / --prompts-file, --perplexity or "
                                "--bench");
+    if (!o.benchGenerate.empty())
+      return runBenchGenerate(o, a);
     if (!o.bench.empty())
       return runBench(o, a);
     if (tensors) {
