@@ -13,6 +13,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
@@ -153,15 +155,139 @@ private:
   OpBuilder &b;
 };
 
-/// True if `range` is range(0, S, 1) with S the sequence length of `ids`.
-bool isPositionRange(RangeOp range, Value ids) {
-  auto start = getSplatValue(range.getStart());
+/// `v` with the 0-D/1-element reshapes of shape arithmetic peeled off.
+Value skipIndexReshapes(Value v) {
+  while (isa_and_nonnull<UnsqueezeOp, SqueezeOp, CastOp, ReshapeOp>(
+      v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  return v;
+}
+
+/// The dimension named by the one-element shape value `v`.
+DimExpr indexDim(Value v) {
+  auto e = getFoldedDimExprs(v);
+  if (e.size() != 1)
+    return {};
+  return resolveDimExpr(e[0]);
+}
+
+/// True if `range` is the exporter's position ids for the tokens of `ids`:
+/// range(0, S, 1) with S the sequence length of `ids`, or, with a cache
+/// passed as graph inputs, range(P, P + S, 1) with P dimension 2 (the past
+/// length) of one of the `pasts`.
+bool isPositionRange(RangeOp range, Value ids, ArrayRef<Value> pasts) {
   auto delta = getSplatValue(range.getDelta());
-  if (!start || *start != 0 || !delta || *delta != 1)
+  if (!delta || *delta != 1)
     return false;
-  auto limit = getFoldedDimExprs(range.getLimit());
-  return limit.size() == 1 &&
-         resolveDimExpr(limit[0]) == resolveDimExpr(ids, 1);
+  DimExpr seq = resolveDimExpr(ids, 1);
+  if (auto start = getSplatValue(range.getStart())) {
+    return *start == 0 && indexDim(range.getLimit()) == seq;
+  }
+  DimExpr start = indexDim(range.getStart());
+  if (!llvm::any_of(pasts, [&](Value p) {
+        return resolveDimExpr(p, 2) == start;
+      }))
+    return false;
+  auto add = skipIndexReshapes(range.getLimit()).getDefiningOp<AddOp>();
+  return add && matchCommutative(add, [&](Value a, Value b) {
+           return indexDim(a) == start && indexDim(b) == seq;
+         });
+}
+
+/// Matches the attention key or value `packed` = Concat(Reshape(
+/// Transpose[0, 2, 1, 3](past)), fresh, axis 1) that raise-attention builds
+/// for a cache passed as a graph input: `past` [B, Hkv, P, D] must be an
+/// argument of the function. Sets `past` and `fresh` (this call's packed
+/// keys or values).
+bool matchPastAppend(Value packed, BlockArgument &past, Value &fresh) {
+  auto cat = packed.getDefiningOp<ConcatOp>();
+  if (!cat || cat.getAxis() != 1 || cat.getInputs().size() != 2)
+    return false;
+  auto reshape = cat.getInputs()[0].getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return false;
+  auto t = reshape.getInput().getDefiningOp<TransposeOp>();
+  if (!t || t.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3} ||
+      !reshapeKeepsLeadingDims(reshape, 2))
+    return false;
+  past = dyn_cast<BlockArgument>(t.getInput());
+  fresh = cat.getInputs()[1];
+  return static_cast<bool>(past);
+}
+
+/// Matches the exporter's `present` output: Concat(past, heads of `fresh`,
+/// axis 2), the heads a [0, 2, 1, 3] transpose of a head split of `fresh`.
+bool isPresent(Value v, Value past, Value fresh) {
+  auto cat = v.getDefiningOp<ConcatOp>();
+  if (!cat || (cat.getAxis() != 2 && cat.getAxis() != -2) ||
+      cat.getInputs().size() != 2 || cat.getInputs()[0] != past)
+    return false;
+  auto t = cat.getInputs()[1].getDefiningOp<TransposeOp>();
+  if (!t || t.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3})
+    return false;
+  Value packed;
+  int64_t heads, headDim;
+  return matchHeadSplit(t.getInput(), packed, heads, headDim) &&
+         packed == fresh;
+}
+
+/// The cache that an exporter passes as graph inputs and outputs (HF
+/// `past_key_values` / `present`), by argument and result number.
+struct PastForm {
+  SmallVector<unsigned> pastArgs;
+  SmallVector<unsigned> presentResults;
+};
+
+/// Recognizes the past form in `fn` (token ids first): every argument after
+/// the ids is the past keys or values of one attention operand, appended to
+/// as `matchPastAppend`, and returned with the new keys/values as exactly one
+/// `isPresent` result. Empty if `fn` takes only the ids; failure (with a
+/// diagnostic) if it takes anything else.
+FailureOr<PastForm> matchPastForm(func::FuncOp fn,
+                                  ArrayRef<AttentionOp> attentions) {
+  PastForm form;
+  if (fn.getNumArguments() == 0 ||
+      cast<RankedTensorType>(fn.getArgument(0).getType()).getRank() != 2)
+    return fn.emitError("kv-cache-layout: a decoder with a KV cache must take "
+                        "token ids [batch, seq] first");
+  if (fn.getNumArguments() == 1)
+    return form;
+  auto fail = [&](const Twine &why) {
+    return fn.emitError("kv-cache-layout: a decoder with a KV cache must take "
+                        "only token ids [batch, seq], or token ids and the "
+                        "past keys/values of every attention: ")
+           << why;
+  };
+  // past argument -> the new keys/values appended to it.
+  llvm::MapVector<BlockArgument, Value> fresh;
+  for (AttentionOp a : attentions)
+    for (Value operand : {a.getKey(), a.getValue()}) {
+      BlockArgument past;
+      Value f;
+      if (!matchPastAppend(operand, past, f) || past.getArgNumber() == 0)
+        return fail("an attention's key or value is not its past input "
+                    "with the new ones appended");
+      if (!fresh.insert({past, f}).second)
+        return fail("a past input feeds two attention operands");
+    }
+  if (fresh.size() != fn.getNumArguments() - 1)
+    return fail("an input is not the past of an attention");
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  llvm::DenseSet<BlockArgument> returned;
+  for (OpOperand &r : ret->getOpOperands())
+    for (auto &[past, f] : fresh)
+      if (isPresent(r.get(), past, f)) {
+        if (!returned.insert(past).second)
+          return fail("a past input is returned twice");
+        form.presentResults.push_back(r.getOperandNumber());
+      }
+  if (returned.size() != fresh.size())
+    return fail("a past input is not returned with the new keys/values "
+                "appended (present)");
+  for (auto &[past, f] : fresh)
+    form.pastArgs.push_back(past.getArgNumber());
+  llvm::sort(form.pastArgs);
+  return form;
 }
 
 struct KvCacheLayoutPass
@@ -195,18 +321,16 @@ struct KvCacheLayoutPass
       module.emitError("kv-cache-layout: block-tokens must be positive");
       return signalPassFailure();
     }
-    // The token ids: the only integer [B, S] argument.
-    if (main.getNumArguments() != 1 ||
-        cast<RankedTensorType>(main.getArgument(0).getType()).getRank() != 2) {
-      main.emitError("kv-cache-layout: a decoder with a KV cache must take "
-                     "exactly one input, token ids [batch, seq]");
+    // The token ids [B, S] first, then possibly the exporter's cache.
+    FailureOr<PastForm> past = matchPastForm(main, attentions);
+    if (failed(past))
       return signalPassFailure();
-    }
 
-    func::FuncOp prefill = buildEntry(main, "prefill", /*decode=*/false);
+    func::FuncOp prefill =
+        buildEntry(main, "prefill", /*decode=*/false, *past);
     if (!prefill)
       return signalPassFailure();
-    func::FuncOp decode = buildEntry(main, "decode", /*decode=*/true);
+    func::FuncOp decode = buildEntry(main, "decode", /*decode=*/true, *past);
     if (!decode)
       return signalPassFailure();
 
@@ -228,12 +352,27 @@ struct KvCacheLayoutPass
              b.getNamedAttr("dtype", b.getStringAttr("f32"))}));
   }
 
-  func::FuncOp buildEntry(func::FuncOp main, StringRef name, bool decode) {
+  func::FuncOp buildEntry(func::FuncOp main, StringRef name, bool decode,
+                          const PastForm &past) {
     OpBuilder b(main);
     b.setInsertionPointToEnd(main->getBlock());
     auto fn = cast<func::FuncOp>(b.clone(*main));
     fn.setSymName(name);
     Value ids = fn.getArgument(0);
+    // The cache now lives in the runtime: the past inputs and the present
+    // outputs go (their uses are dropped below).
+    SmallVector<Value> pasts;
+    for (unsigned i : past.pastArgs)
+      pasts.push_back(fn.getArgument(i));
+    if (!past.presentResults.empty()) {
+      auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+      llvm::BitVector presents(ret->getNumOperands());
+      for (unsigned i : past.presentResults)
+        presents.set(i);
+      ret->eraseOperands(presents);
+      if (failed(fn.eraseResults(presents)))
+        return {};
+    }
     auto idsType = cast<RankedTensorType>(ids.getType());
     if (decode) { // one new token per sequence
       idsType = withShape(idsType, {idsType.getDimSize(0), 1});
@@ -259,7 +398,7 @@ struct KvCacheLayoutPass
 
     SmallVector<RangeOp> ranges;
     fn.walk([&](RangeOp r) {
-      if (isPositionRange(r, ids))
+      if (isPositionRange(r, ids, pasts))
         ranges.push_back(r);
     });
     PositionRebaser rebaser(b);
@@ -279,8 +418,16 @@ struct KvCacheLayoutPass
     fn.walk([&](AttentionOp a) { attentions.push_back(a); });
     for (AttentionOp a : attentions) {
       b.setInsertionPoint(a);
+      // With the past form, only this call's keys/values go to the cache.
+      Value key = a.getKey(), value = a.getValue();
+      if (!pasts.empty()) {
+        BlockArgument pastArg;
+        if (!matchPastAppend(a.getKey(), pastArg, key) ||
+            !matchPastAppend(a.getValue(), pastArg, value))
+          return {};
+      }
       auto kv = KvAttentionOp::create(
-          b, a.getLoc(), a.getType(), a.getQuery(), a.getKey(), a.getValue(),
+          b, a.getLoc(), a.getType(), a.getQuery(), key, value,
           b.getI64IntegerAttr(layer++), a.getNumHeadsAttr(),
           a.getNumKvHeadsAttr(), a.getScaleAttr());
       a.replaceAllUsesWith(kv.getResult());
@@ -293,6 +440,20 @@ struct KvCacheLayoutPass
       if (isa<QccDialect>(op->getDialect()) &&
           op->use_empty() && isMemoryEffectFree(op))
         op->erase();
+    if (!pasts.empty()) {
+      llvm::BitVector drop(fn.getNumArguments());
+      for (Value p : pasts) {
+        if (!p.use_empty()) {
+          fn.emitError("kv-cache-layout: the ")
+              << name << " entry point still uses a past input beyond "
+              << "appending to it and its length in the position ids";
+          return {};
+        }
+        drop.set(cast<BlockArgument>(p).getArgNumber());
+      }
+      if (failed(fn.eraseArguments(drop)))
+        return {};
+    }
     if (failed(verify(fn))) {
       fn.emitError("kv-cache-layout: the ") << name << " entry point does not "
                                             << "verify";

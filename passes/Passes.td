@@ -328,7 +328,15 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     K^T    = Transpose[0, 2, 3, 1](Reshape(k)) | Transpose[0, 1, 3, 2](K)
     K, V   = Transpose[0, 2, 1, 3](Reshape(k | v)), or repeat_kv of it:
              Reshape(Expand(Unsqueeze(., 2), [B, Hkv, n, S, D]) -> [B, Hkv*n, S, D])
+             Either may first be appended to a cache passed in (HF
+             past_key_values): Concat(past [B, Hkv, P, D], ., axis 2)
     ```
+
+    With a past, the op's key (value) is the packed past followed by the
+    packed new ones, Concat(Reshape(Transpose[0, 2, 1, 3](past),
+    [B, P, Hkv * D]), k, axis 1); the head-layout Concat stays for its other
+    users (the exporter's `present` outputs). K and V must both have a past
+    or neither.
 
     Every head split must keep B and S in place with constant H and D; the
     kv head count of the k/v split is `num_kv_heads` (GQA when repeated).
@@ -382,6 +390,17 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
       dimension so that each row sits at its own offset;
     * `@decode` takes one token per row ([B, 1]).
 
+    `@main` may also take the exporter's cache (HF past_key_values /
+    present: the form exporters produce for generation). Recognized when
+    every argument after the ids is the `past` [B, Hkv, P, D] of exactly one
+    attention key or value operand, that operand is (as raise-attention
+    builds it) Concat(Reshape(Transpose[0, 2, 1, 3](past)), new, axis 1), and
+    Concat(past, heads of new, axis 2) is returned exactly once (`present`).
+    Then `@prefill`/`@decode` drop the past inputs and the present outputs,
+    `kv_attention` gets only `new` (the cache holds the past), and the
+    positions range(P, P + S, 1), P = dimension 2 of a past input, become
+    the `positions` input like range(0, S, 1).
+
     `@main` stays for full-sequence runs. The layout is recorded in the
     module attribute `qcc.kv_cache` (layout, block_tokens, layers, kv_heads,
     head_dim, dtype), which the artifact carries to the runtime.
@@ -398,7 +417,8 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     ```
 
     Encoders (no causal attention) are left alone. A model that mixes causal
-    and other attention, takes more than the ids, or computes positions in a
+    and other attention, takes more than the ids (other than the past form
+    above), or computes positions in a
     way the pass cannot give a batch dimension is an error.
   }];
   let options = [

@@ -48,8 +48,11 @@ static Value skipNoOpCasts(Value v) {
 
 /// One of Q, K, V: `packed` [B, S, heads * headDim] viewed as
 /// [B, heads * repeat, S, headDim], every kv head repeated `repeat` times.
+/// For K and V, `past` (if set) is an exporter's cache [B, heads, P, headDim]
+/// that the heads of `packed` are appended to (HF `past_key_values`).
 struct Heads {
   Value packed;
+  Value past;
   int64_t heads = 0, headDim = 0, repeat = 1;
 };
 
@@ -64,10 +67,35 @@ static std::optional<Heads> matchBHSD(Value v) {
   return h;
 }
 
-/// Matches `v` = `matchBHSD`, or repeat_kv of it:
+/// Matches `v` = `matchBHSD`, or the cache append
+/// Concat(past [B, H, P, D], `matchBHSD`, axis 2) with any `past` whose head
+/// count and size (where static) are those of the split.
+static std::optional<Heads> matchKvBHSD(Value v) {
+  auto cat = v.getDefiningOp<ConcatOp>();
+  if (!cat)
+    return matchBHSD(v);
+  int64_t axis = cat.getAxis();
+  if (cat.getType().getRank() != 4 || (axis != 2 && axis != -2) ||
+      cat.getInputs().size() != 2)
+    return std::nullopt;
+  auto h = matchBHSD(cat.getInputs()[1]);
+  if (!h)
+    return std::nullopt;
+  Value past = cat.getInputs()[0];
+  auto pt = cast<RankedTensorType>(past.getType());
+  auto dimIs = [&](int64_t i, int64_t n) {
+    return pt.isDynamicDim(i) || pt.getDimSize(i) == n;
+  };
+  if (pt.getRank() != 4 || !dimIs(1, h->heads) || !dimIs(3, h->headDim))
+    return std::nullopt;
+  h->past = past;
+  return h;
+}
+
+/// Matches `v` = `matchKvBHSD`, or repeat_kv of it:
 /// Reshape(Expand(Unsqueeze(x, 2), [B, Hkv, n, S, D]) -> [B, Hkv * n, S, D]).
 static std::optional<Heads> matchRepeatedBHSD(Value v) {
-  if (auto h = matchBHSD(v))
+  if (auto h = matchKvBHSD(v))
     return h;
   auto reshape = v.getDefiningOp<ReshapeOp>();
   if (!reshape || reshape.getType().getRank() != 4)
@@ -80,7 +108,7 @@ static std::optional<Heads> matchRepeatedBHSD(Value v) {
       (unsq.getAxes()[0] != 2 && unsq.getAxes()[0] != -3))
     return std::nullopt;
   Value x = unsq.getInput();
-  auto h = matchBHSD(x);
+  auto h = matchKvBHSD(x);
   if (!h)
     return std::nullopt;
   // Expand broadcasts only the inserted axis, to n copies.
@@ -253,6 +281,50 @@ static bool isCausalAdditiveMask(Value mask, const DimExpr &qLen,
          resolveDimExpr(dims[1]) == kLen && qLen == kLen;
 }
 
+/// The packed keys (or values) the op attends over: `h.packed`, or with a
+/// past, Concat(Reshape(Transpose[0, 2, 1, 3](past), [B, P, H * D]),
+/// packed, axis 1).
+static Value buildPackedKv(PatternRewriter &rewriter, Location loc,
+                           const Heads &h) {
+  if (!h.past)
+    return h.packed;
+  auto pt = cast<RankedTensorType>(h.past.getType());
+  auto nt = cast<RankedTensorType>(h.packed.getType());
+  Type et = nt.getElementType();
+  int64_t width = h.heads * h.headDim;
+  auto bshd = TransposeOp::create(
+      rewriter, loc,
+      RankedTensorType::get({pt.getDimSize(0), pt.getDimSize(2), h.heads,
+                             h.headDim},
+                            et),
+      h.past, rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  auto i64 = rewriter.getI64Type();
+  auto bp = ShapeOp::create(rewriter, loc, RankedTensorType::get({2}, i64),
+                            bshd, rewriter.getI64IntegerAttr(0),
+                            rewriter.getI64IntegerAttr(2));
+  auto widthType = RankedTensorType::get({1}, i64);
+  auto widthConst = ConstantOp::create(
+      rewriter, loc,
+      cast<ElementsAttr>(DenseElementsAttr::get(widthType, width)));
+  auto shape = ConcatOp::create(rewriter, loc, RankedTensorType::get({3}, i64),
+                                ValueRange{bp, widthConst},
+                                rewriter.getI64IntegerAttr(0));
+  auto packedPast = ReshapeOp::create(
+      rewriter, loc,
+      RankedTensorType::get({pt.getDimSize(0), pt.getDimSize(2), width}, et),
+      bshd, shape);
+  int64_t batch = nt.getDimSize(0);
+  if (batch == ShapedType::kDynamic)
+    batch = pt.getDimSize(0);
+  int64_t len = ShapedType::kDynamic;
+  if (!pt.isDynamicDim(2) && !nt.isDynamicDim(1))
+    len = pt.getDimSize(2) + nt.getDimSize(1);
+  return ConcatOp::create(rewriter, loc,
+                          RankedTensorType::get({batch, len, width}, et),
+                          ValueRange{packedPast, h.packed},
+                          rewriter.getI64IntegerAttr(1));
+}
+
 struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -349,6 +421,9 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     if (v->heads != kvHeads || k->headDim != q->headDim ||
         v->headDim != q->headDim)
       return rewriter.notifyMatchFailure(merge, "K and V head shapes differ");
+    if (static_cast<bool>(k->past) != static_cast<bool>(v->past))
+      return rewriter.notifyMatchFailure(
+          merge, "only one of K and V is appended to a past");
     if (k->repeat != v->repeat || heads % kvHeads != 0 ||
         (kvHeads * k->repeat != heads && kvHeads * k->repeat != 1))
       return rewriter.notifyMatchFailure(
@@ -395,8 +470,13 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
         return rewriter.notifyMatchFailure(merge, "unsupported mask type");
     }
 
+    // With a past, the op attends over the past and the new keys/values,
+    // packed; the head-layout Concat (the exporter's `present`) stays for
+    // its other users.
+    Value keys = buildPackedKv(rewriter, merge.getLoc(), *k);
+    Value values = buildPackedKv(rewriter, merge.getLoc(), *v);
     auto attention = AttentionOp::create(
-        rewriter, merge.getLoc(), q->packed.getType(), q->packed, k->packed, v->packed,
+        rewriter, merge.getLoc(), q->packed.getType(), q->packed, keys, values,
         maskValue, rewriter.getI64IntegerAttr(heads),
         rewriter.getI64IntegerAttr(kvHeads),
         rewriter.getF32FloatAttr(static_cast<float>(scale)),

@@ -1,7 +1,9 @@
 //===- KvCacheCheck.cpp - cached generation equals full recompute ---------===//
 //
-//   qcc-kv-check MODEL.qpkg...
+//   qcc-kv-check MODEL.qpkg[=REFERENCE.qpkg]...
 //
+// The full-sequence logits come from MODEL's `main`, or from REFERENCE's for
+// a model whose `main` takes past_key_values (same weights, no past).
 // For each artifact (a decoder compiled with a KV cache), on random token
 // sequences of different lengths in one batch:
 //  1. logits of a ragged prefill followed by single-token decode steps
@@ -21,6 +23,7 @@
 #include "runtime/Session.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -83,12 +86,19 @@ int64_t argmax(const float *p, int64_t n) {
   return std::max_element(p, p + n) - p;
 }
 
-bool check(const std::string &path) {
+bool check(const std::string &spec) {
+  size_t eq = spec.find('=');
+  std::string path = spec.substr(0, eq);
   Artifact a = Artifact::load(path);
+  std::optional<Artifact> refArtifact;
+  if (eq != std::string::npos)
+    refArtifact = Artifact::load(spec.substr(eq + 1));
+  const Artifact &ref = refArtifact ? *refArtifact : a;
+  Session refSession(ref);
   if (!a.manifest().contains("kv_cache"))
     throw std::runtime_error(path + ": no KV cache in the artifact");
   KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest()["kv_cache"]);
-  int64_t vocab = logitsPort(a.function("main")).shape.back();
+  int64_t vocab = logitsPort(a.function("prefill")).shape.back();
   Session session(a);
 
   // Three sequences of different lengths: prompt lengths 5, 1 and 9, then 4
@@ -118,7 +128,7 @@ bool check(const std::string &path) {
   double worst = 0;
   std::vector<Tensor> full;
   for (const auto &t : seqTokens)
-    full.push_back(fullLogits(session, a, t));
+    full.push_back(fullLogits(refSession, ref, t));
   auto compare = [&](size_t i, const float *row, int64_t pos) {
     const float *ref = full[i].data<float>() + pos * vocab;
     double scale = std::max(maxAbs(ref, vocab), 1e-6), err = 0;
@@ -157,7 +167,7 @@ bool check(const std::string &path) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<int64_t> ids = prompts[i], out;
     for (int64_t n = 0; n < newTokens; ++n) {
-      Tensor l = fullLogits(session, a, ids);
+      Tensor l = fullLogits(refSession, ref, ids);
       int64_t next = argmax(l.data<float>() + (ids.size() - 1) * vocab, vocab);
       out.push_back(next);
       ids.push_back(next);

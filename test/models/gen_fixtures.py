@@ -9,6 +9,9 @@ Produces, next to this script:
     gpt2.onnx   GPT-2-style decoder   (input_ids -> logits)
     llama.onnx  LLaMA-style decoder   (input_ids -> logits)
     bert.onnx   BERT-style encoder    (input_ids, attention_mask -> last_hidden_state)
+    gpt2_past.onnx  gpt2.onnx's model and weights with HF's explicit cache
+                (input_ids, past.{i}.key/value -> logits, present.{i}.key/value);
+                written last so that the three above keep their bytes
 
 The modules below are hand-written re-implementations that follow the
 HuggingFace `transformers` code paths closely (so the exported graphs contain

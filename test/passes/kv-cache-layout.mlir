@@ -79,6 +79,85 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.nam
 
 // -----
 
+// The past form (HF past_key_values / present, as raise-attention leaves
+// it): each past.* input is appended to (head-layout Concat, returned as a
+// present.* output) and, packed, feeds the attention ahead of the new
+// keys/values; positions are range(P, P + S) with P the past length.
+// @prefill and @decode take only the ids and positions, return only the
+// logits, and give kv_attention the new keys/values alone.
+// PAGED: qcc.kv_cache = {{.*}}layers = 1 : i64
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME: qcc.name = "past.0.key"
+// CHECK: qcc.range
+// CHECK: qcc.attention
+// CHECK: return %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {qcc.name = "input_ids"}, %[[POS:[^:]*]]: tensor<?x?xi64> {qcc.name = "positions"}) -> (tensor<?x?x64xf32> {qcc.name = "logits"}) {
+// CHECK-NOT: qcc.range
+// CHECK: %[[X:.*]] = qcc.embedding %{{.*}}, %[[IDS]]
+// CHECK: qcc.embedding %{{.*}}, %[[POS]] : (tensor<32x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+// CHECK: %[[Y:.*]] = qcc.add
+// CHECK: %[[K:.*]] = qcc.linear %[[Y]]
+// CHECK: %[[V:.*]] = qcc.linear %[[Y]]
+// CHECK-NOT: qcc.concat
+// CHECK: %[[A:.*]] = qcc.kv_attention %[[Y]], %[[K]], %[[V]] {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+// CHECK-NEXT: return %[[A]] : tensor<?x?x64xf32>
+// CHECK-LABEL: func.func @decode(
+// CHECK-SAME: tensor<?x1xi64> {qcc.name = "input_ids"}, %[[DPOS:[^:]*]]: tensor<?x1xi64> {qcc.name = "positions"}) -> (tensor<?x?x64xf32> {qcc.name = "logits"}) {
+// CHECK: qcc.embedding %{{.*}}, %[[DPOS]] : (tensor<32x64xf32>, tensor<?x1xi64>) -> tensor<?x1x64xf32>
+// CHECK: qcc.kv_attention {{.*}}layer = 0
+// CHECK-NEXT: return
+func.func @main(%ids: tensor<?x?xi64> {qcc.name = "input_ids"}, %pk: tensor<?x4x?x16xf32> {qcc.name = "past.0.key"}, %pv: tensor<?x4x?x16xf32> {qcc.name = "past.0.value"}) -> (tensor<?x?x64xf32> {qcc.name = "logits"}, tensor<?x4x?x16xf32> {qcc.name = "present.0.key"}, tensor<?x4x?x16xf32> {qcc.name = "present.0.value"}) {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %wpe = qcc.constant dense<0.25> : tensor<32x64xf32>
+  %wk = qcc.constant dense<0.125> : tensor<64x64xf32>
+  %wv = qcc.constant dense<0.0625> : tensor<64x64xf32>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %ps = qcc.shape %pk : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %pl1 = qcc.slice %ps, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %pl = qcc.squeeze %pl1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %limit = qcc.add %seq, %pl : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %range = qcc.range %pl, %limit, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = qcc.unsqueeze %range {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+  %te = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %pe = qcc.embedding %wpe, %pos : (tensor<32x64xf32>, tensor<1x?xi64>) -> tensor<1x?x64xf32>
+  %x = qcc.add %te, %pe : (tensor<?x?x64xf32>, tensor<1x?x64xf32>) -> tensor<?x?x64xf32>
+  %k = qcc.linear %x, %wk : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %v = qcc.linear %x, %wv : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  // present: the head-layout appends
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %presk = qcc.concat %pk, %kh {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %presv = qcc.concat %pv, %vh {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  // the attention's keys/values: packed past, then the new ones
+  %tk = qcc.transpose %pk {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %sk = qcc.shape %tk {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %shk = qcc.concat %sk, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %rk = qcc.reshape %tk, %shk : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  %kall = qcc.concat %rk, %k {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %tv = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %sv = qcc.shape %tv {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %shv = qcc.concat %sv, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %rv = qcc.reshape %tv, %shv : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  %vall = qcc.concat %rv, %v {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %a = qcc.attention %x, %kall, %vall {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %a, %presk, %presv : tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
+
+// -----
+
 // An encoder (bidirectional attention with a padding mask) gets no cache.
 // CHECK-LABEL: func.func @main(
 // CHECK: qcc.attention

@@ -488,3 +488,126 @@ func.func @masked_fill_inverted(%x: tensor<?x?x192xf32>) -> tensor<?x?x64xf32> {
   %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %out : tensor<?x?x64xf32>
 }
+
+// -----
+
+// HF past_key_values (GPT-2 with use_cache): K and V heads are
+// Concat(past [B, H, P, D], heads of the new k/v, axis 2); the mask rows are
+// [k_len - q_len, k_len) with k_len the concatenated length. The op attends
+// over the packed past followed by the packed new keys/values; the
+// head-layout Concats stay for the `present` outputs.
+// CHECK-LABEL: func.func @gpt2_past(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>, %[[PK:[^:]*]]: tensor<?x4x?x16xf32>, %[[PV:[^:]*]]: tensor<?x4x?x16xf32>
+// CHECK: %[[PRK:.*]] = qcc.concat %[[PK]], %{{.*}} {axis = 2 : i64}
+// CHECK: %[[PRV:.*]] = qcc.concat %[[PV]], %{{.*}} {axis = 2 : i64}
+// CHECK: %[[TK:.*]] = qcc.transpose %[[PK]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[SK:.*]] = qcc.shape %[[TK]] {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+// CHECK: %[[SHK:.*]] = qcc.concat %[[SK]], %{{.*}} {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+// CHECK: %[[RK:.*]] = qcc.reshape %[[TK]], %[[SHK]] : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+// CHECK: %[[KA:.*]] = qcc.concat %[[RK]], %[[K]] {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[TV:.*]] = qcc.transpose %[[PV]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[RV:.*]] = qcc.reshape %[[TV]]
+// CHECK: %[[VA:.*]] = qcc.concat %[[RV]], %[[V]] {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[KA]], %[[VA]] {causal = true, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[A]], %[[PRK]], %[[PRV]]
+func.func @gpt2_past(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %pk: tensor<?x4x?x16xf32>, %pv: tensor<?x4x?x16xf32>) -> (tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kall = qcc.concat %pk, %kh {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %vall = qcc.concat %pv, %vh {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %kall {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %z = qcc.constant dense<0> : tensor<1xi64>
+  %qsh = qcc.shape %qh : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %ql1 = qcc.slice %qsh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %ql = qcc.squeeze %ql1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %ksh = qcc.shape %kall : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %kl1 = qcc.slice %ksh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %kl = qcc.squeeze %kl1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %d = qcc.sub %kl, %ql : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %start = qcc.unsqueeze %d {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %end = qcc.unsqueeze %kl {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %bias = qcc.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, true, true, true, true, false, false], [true, true, true, true, true, true, true, false], [true, true, true, true, true, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %rows = qcc.slice %bias, %start, %end {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<1x1x8x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x8xi1>
+  %mask = qcc.slice %rows, %z, %end {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
+  %ninf = qcc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = qcc.where %mask, %sc, %ninf : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv2 = qcc.matmul %p, %vall : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out, %kall, %vall : tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: the past is concatenated along the head axis (1), not the
+// sequence (2): not a cache append, so nothing is raised.
+// CHECK-LABEL: func.func @gpt2_past_wrong_axis(
+// CHECK-NOT: qcc.attention
+// CHECK: qcc.softmax
+func.func @gpt2_past_wrong_axis(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %pk: tensor<?x4x?x16xf32>, %pv: tensor<?x4x?x16xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>) {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kall = qcc.concat %pk, %kh {axis = 1 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x?x?x16xf32>
+  %vall = qcc.concat %pv, %vh {axis = 1 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x?x?x16xf32>
+  %kt = qcc.transpose %kall {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x?x?x16xf32>) -> tensor<?x?x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x?x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %z = qcc.constant dense<0> : tensor<1xi64>
+  %qsh = qcc.shape %qh : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %ql1 = qcc.slice %qsh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %ql = qcc.squeeze %ql1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %ksh = qcc.shape %kall : (tensor<?x?x?x16xf32>) -> tensor<4xi64>
+  %kl1 = qcc.slice %ksh, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %kl = qcc.squeeze %kl1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %d = qcc.sub %kl, %ql : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %start = qcc.unsqueeze %d {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %end = qcc.unsqueeze %kl {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %bias = qcc.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, true, true, true, true, false, false], [true, true, true, true, true, true, true, false], [true, true, true, true, true, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %rows = qcc.slice %bias, %start, %end {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<1x1x8x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x8xi1>
+  %mask = qcc.slice %rows, %z, %end {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
+  %ninf = qcc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = qcc.where %mask, %sc, %ninf : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv2 = qcc.matmul %p, %vall : (tensor<?x4x?x?xf32>, tensor<?x?x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out, %kall, %vall : tensor<?x?x64xf32>, tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>
+}
