@@ -15,12 +15,37 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (model, context): the LLaMA-style fixture has rotary positions (no limit);
-# the demo model has 256 learned positions.
-MODELS = [("test/models/llama.onnx", 512), ("examples/austen/model.onnx", 192)]
+# (model, context, onnxruntime model with past_key_values or None): the
+# LLaMA-style fixture has rotary positions (no limit); the demo model has 256
+# learned positions, the GPT-2 fixture 128 (its past form exports to ONNX).
+MODELS = [("test/models/llama.onnx", 512, None),
+          ("examples/austen/model.onnx", 192, None),
+          ("test/models/gpt2.onnx", 48, "test/models/gpt2_past.onnx")]
+
+
+def ort_decode_tokens_per_s(model, batch, context, steps):
+    """Greedy decode with onnxruntime feeding present back as past."""
+    import numpy as np
+    import onnxruntime as ort
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    inputs = sess.get_inputs()
+    past_names = [i.name for i in inputs[1:]]
+    heads, head_dim = inputs[1].shape[1], inputs[1].shape[3]
+    rng = np.random.default_rng(0)
+    vocab = sess.get_outputs()[0].shape[-1]
+    ids = rng.integers(0, vocab, size=(batch, context), dtype=np.int64)
+    past = {n: np.zeros((batch, heads, 0, head_dim), np.float32) for n in past_names}
+    out = sess.run(None, {inputs[0].name: ids, **past})
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        nxt = out[0][:, -1, :].argmax(-1).reshape(batch, 1).astype(np.int64)
+        past = dict(zip(past_names, out[1:]))
+        out = sess.run(None, {inputs[0].name: nxt, **past})
+    return batch * steps / (time.perf_counter() - t0)
 
 
 def run(qrun, qpkg, args, repeats):
@@ -47,10 +72,10 @@ def main():
 
     print("| model | context | batch | prefill tok/s (paged) | decode tok/s paged | "
           "decode tok/s contiguous | decode tok/s recompute | cache / recompute | "
-          "paged / contiguous |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "paged / contiguous | onnxruntime decode tok/s (past_key_values) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for model, context in MODELS:
+        for model, context, ort_past in MODELS:
             paths = {}
             for layout in ("paged", "contiguous"):
                 paths[layout] = os.path.join(tmp, f"{layout}.qpkg")
@@ -66,7 +91,9 @@ def main():
                       f"{paged['decode']:.0f} | {contig['decode']:.0f} | "
                       f"{recompute['decode']:.1f} | "
                       f"{paged['decode'] / recompute['decode']:.0f}x | "
-                      f"{paged['decode'] / contig['decode']:.2f} |", flush=True)
+                      f"{paged['decode'] / contig['decode']:.2f} | "
+                      + (f"{ort_decode_tokens_per_s(os.path.join(ROOT, ort_past), batch, context, a.steps):.0f}"
+                         if ort_past else "-") + " |", flush=True)
 
 
 if __name__ == "__main__":

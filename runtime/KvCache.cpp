@@ -237,14 +237,17 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
         const float *qt = Q + (b * S + t) * H * D + h * D;
         int64_t n = cached + t + 1;
         float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n; ++j) {
-          const float *kj = cache.key(seq, layer, g, j);
-          float dot = 0;
-          for (int64_t d = 0; d < D; ++d)
-            dot += qt[d] * kj[d];
-          P[j] = scale * dot;
-          mx = std::max(mx, P[j]);
-        }
+        cache.forEachRun(seq, layer, 0, g, n,
+                         [&](int64_t first, const float *run, int64_t count) {
+                           for (int64_t j = 0; j < count; ++j) {
+                             const float *kj = run + j * D;
+                             float dot = 0;
+                             for (int64_t d = 0; d < D; ++d)
+                               dot += qt[d] * kj[d];
+                             P[first + j] = scale * dot;
+                             mx = std::max(mx, P[first + j]);
+                           }
+                         });
         // softmax as softmaxRow in CpuKernels.cpp (double sum).
         double sum = 0;
         for (int64_t j = 0; j < n; ++j) {
@@ -253,12 +256,15 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
           sum += e;
         }
         float *ot = O + (b * S + t) * H * D + h * D;
-        for (int64_t j = 0; j < n; ++j) {
-          float p = (float)(P[j] / sum);
-          const float *vj = cache.value(seq, layer, g, j);
-          for (int64_t d = 0; d < D; ++d)
-            ot[d] += p * vj[d];
-        }
+        cache.forEachRun(seq, layer, 1, g, n,
+                         [&](int64_t first, const float *run, int64_t count) {
+                           for (int64_t j = 0; j < count; ++j) {
+                             float p = (float)(P[first + j] / sum);
+                             const float *vj = run + j * D;
+                             for (int64_t d = 0; d < D; ++d)
+                               ot[d] += p * vj[d];
+                           }
+                         });
       }
     }
   }

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,6 +69,21 @@ public:
   }
   float *value(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
     return slot(seq, layer, 1, kvHead, pos);
+  }
+
+  /// Positions [0, n) of one layer's keys (kv = 0) or values (kv = 1) for
+  /// one head, as runs of consecutive positions stored contiguously: calls
+  /// fn(firstPos, data, count), `data` holding count x head_dim floats (one
+  /// run per block when paged, one run when contiguous). Attention walks the
+  /// cache this way so that the block table is read once per block.
+  template <typename F>
+  void forEachRun(int64_t seq, int64_t layer, int kv, int64_t head, int64_t n,
+                  F &&fn) {
+    for (int64_t pos = 0; pos < n;) {
+      int64_t count = std::min(n - pos, unitTokens - pos % unitTokens);
+      fn(pos, slot(seq, layer, kv, head, pos), count);
+      pos += count;
+    }
   }
 
   /// Bytes of cache memory allocated.
