@@ -44,6 +44,18 @@ json shapeOf(RankedTensorType t) {
 llvm::Expected<json> attrToJson(Attribute a) {
   if (auto b = dyn_cast<BoolAttr>(a))
     return json(b.getValue());
+  if (isa<UnitAttr>(a))
+    return json(true);
+  if (auto arr = dyn_cast<ArrayAttr>(a)) {
+    json out = json::array();
+    for (Attribute e : arr) {
+      auto j = attrToJson(e);
+      if (!j)
+        return j.takeError();
+      out.push_back(*j);
+    }
+    return out;
+  }
   if (auto i = dyn_cast<IntegerAttr>(a))
     return json(i.getValue().getSExtValue());
   if (auto f = dyn_cast<FloatAttr>(a))
@@ -151,6 +163,8 @@ struct Writer {
         outIds.push_back(*id);
       }
       if (auto c = dyn_cast<qcc::ConstantOp>(op)) {
+        if (c->use_empty())
+          continue; // e.g. a float weight replaced by its int8 form
         auto bytes = qcc::getBytes(c.getValue());
         if (!bytes)
           return error("constant '" + where + "' has no data");
@@ -167,7 +181,9 @@ struct Writer {
       node["out"] = std::vector<int64_t>(outIds.begin(), outIds.end());
       json attrs = json::object();
       for (NamedAttribute a : op.getAttrs()) {
-        if (a.getName() == "operandSegmentSizes")
+        // Calibration statistics are compile-time only.
+        if (a.getName() == "operandSegmentSizes" ||
+            a.getName().strref().ends_with("_absmax"))
           continue;
         auto j = attrToJson(a.getValue());
         if (!j)

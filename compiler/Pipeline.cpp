@@ -22,16 +22,44 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
       diag = d.str();
     return success();
   });
-  PassManager pm(&context);
-  buildRaisePipeline(pm);
+  auto run = [&](PassManager &pm) -> llvm::Error {
+    if (failed(pm.run(**module)))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     onnxPath + ": " + diag);
+    return llvm::Error::success();
+  };
+  PassManager raise(&context);
+  buildRaisePipeline(raise);
+  if (auto err = run(raise))
+    return std::move(err);
+
+  bool quantize = options.quant == "w8a8";
+  if (quantize || options.kvDtype == "i8")
+    if (auto err = calibrate(**module, options.calibration))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     onnxPath + ": " +
+                                         llvm::toString(std::move(err)));
+  PassManager lower(&context);
+  if (quantize) {
+    OpPassManager &fn = lower.nest<func::FuncOp>();
+    if (options.smoothQuant) {
+      SmoothQuantOptions sq;
+      sq.alpha = options.smoothQuantAlpha;
+      fn.addPass(createSmoothQuant(sq));
+    }
+    QuantizeOptions q;
+    q.activations = options.activations;
+    q.asymmetric = options.asymmetric;
+    fn.addPass(createQuantize(q));
+  }
   if (options.kvCache != "none") {
     KvCacheLayoutOptions kv;
     kv.layout = options.kvCache;
     kv.blockTokens = options.kvBlockTokens;
-    pm.addPass(createKvCacheLayout(kv));
+    kv.kvDtype = options.kvDtype;
+    lower.addPass(createKvCacheLayout(kv));
   }
-  if (failed(pm.run(**module)))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   onnxPath + ": raising failed: " + diag);
+  if (auto err = run(lower))
+    return std::move(err);
   return module;
 }

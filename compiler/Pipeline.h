@@ -2,6 +2,8 @@
 #ifndef QCC_COMPILER_PIPELINE_H
 #define QCC_COMPILER_PIPELINE_H
 
+#include "compiler/Calibration.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
@@ -18,10 +20,19 @@ struct CompileOptions {
   /// KV cache layout for decoders: "paged", "contiguous" or "none".
   std::string kvCache = "paged";
   int64_t kvBlockTokens = 16;
+  std::string kvDtype = "f32"; ///< or "i8" (needs calibration)
+  /// "none" or "w8a8" (docs/QUANTIZATION.md).
+  std::string quant = "none";
+  std::string activations = "per-token"; ///< per-token, per-tensor, static
+  bool asymmetric = false;
+  bool smoothQuant = true;
+  double smoothQuantAlpha = 0.5;
+  CalibrationOptions calibration;
 };
 
 /// Imports `onnxPath` and runs the pipeline up to `stage` (for Raised: the
-/// raising passes, then kv-cache-layout unless disabled). Errors are one line
+/// raising passes; with quantization, calibration, smooth-quant and
+/// quantize; then kv-cache-layout unless disabled). Errors are one line
 /// naming the file (and the node, for import errors).
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 compile(mlir::MLIRContext &context, llvm::StringRef onnxPath, Stage stage,

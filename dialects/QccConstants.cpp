@@ -47,6 +47,8 @@ ElementsAttr qcc::makeElements(RankedTensorType type, ArrayRef<char> bytes,
 }
 
 std::optional<std::vector<char>> qcc::getBytes(ElementsAttr attr) {
+  if (!attr)
+    return std::nullopt;
   auto type = cast<ShapedType>(attr.getType());
   Type et = type.getElementType();
   size_t n = type.getNumElements(), eb = elementBytes(et);
@@ -77,7 +79,7 @@ std::optional<std::vector<char>> qcc::getBytes(ElementsAttr attr) {
 }
 
 std::optional<std::vector<float>> qcc::getF32Values(ElementsAttr attr) {
-  if (!attr.getElementType().isF32())
+  if (!attr || !attr.getElementType().isF32())
     return std::nullopt;
   auto bytes = getBytes(attr);
   if (!bytes)
@@ -85,4 +87,10 @@ std::optional<std::vector<float>> qcc::getF32Values(ElementsAttr attr) {
   std::vector<float> out(bytes->size() / sizeof(float));
   std::memcpy(out.data(), bytes->data(), bytes->size());
   return out;
+}
+
+std::string qcc::blobName(ElementsAttr attr, StringRef fallback) {
+  if (auto res = dyn_cast_or_null<DenseResourceElementsAttr>(attr))
+    return res.getRawHandle().getKey().str();
+  return fallback.str();
 }

@@ -18,10 +18,15 @@ mlir::ElementsAttr makeElements(mlir::RankedTensorType type,
                                 llvm::StringRef name);
 
 /// The row-major bytes of a dense or dense_resource attribute (i1 as one byte
-/// per element); std::nullopt if the data is not available.
+/// per element); std::nullopt if the data is not available (or `attr` is
+/// null).
 std::optional<std::vector<char>> getBytes(mlir::ElementsAttr attr);
 
-/// The values of a float32 constant, widened; std::nullopt otherwise.
+/// The name of a dense_resource blob, or `fallback` for other attributes; new
+/// constants derived from a weight are named after it.
+std::string blobName(mlir::ElementsAttr attr, llvm::StringRef fallback);
+
+/// The values of a float32 constant; std::nullopt otherwise (null too).
 std::optional<std::vector<float>> getF32Values(mlir::ElementsAttr attr);
 
 } // namespace qcc

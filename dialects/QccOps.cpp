@@ -496,6 +496,52 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult QuantizeOp::verify() {
+  auto in = getInput().getType();
+  if (getResult().getType().getShape() != in.getShape())
+    return emitOpError("result must have the input's shape");
+  if (getGranularity() != "per_token" && getGranularity() != "per_tensor")
+    return emitOpError("granularity must be per_token or per_tensor");
+  if (getScale() && getGranularity() != "per_tensor")
+    return emitOpError("a static scale is per tensor");
+  if (getScale() && getScale()->convertToFloat() <= 0)
+    return emitOpError("static scale must be positive");
+  SmallVector<int64_t> expect = {1};
+  if (getGranularity() == "per_token") {
+    expect.assign(in.getShape().begin(), in.getShape().end());
+    expect.back() = 1;
+  }
+  for (Value v : {getScaleOut(), getZeroPoint()})
+    if (!shapesAgree(tensorType(v).getShape(), expect))
+      return emitOpError("scale and zero point must be [..., 1] per token "
+                         "or [1] per tensor");
+  return success();
+}
+
+LogicalResult QLinearOp::verify() {
+  auto in = getInput().getType();
+  auto w = getWeight().getType();
+  if (w.getRank() != 2 || in.getRank() < 1)
+    return emitOpError("weight must be [N, K] and the input [..., K]");
+  if (!sizesAgree(in.getShape().back(), w.getDimSize(1)))
+    return emitOpError("input size differs from the weight's K");
+  for (Value v : {getWeightScale(), getWeightSum()}) {
+    auto t = tensorType(v);
+    if (t.getRank() != 1 || !sizesAgree(t.getDimSize(0), w.getDimSize(0)))
+      return emitOpError("weight_scale and weight_sum must be [N]");
+  }
+  if (Value b = getBias())
+    if (tensorType(b).getRank() != 1 ||
+        !sizesAgree(tensorType(b).getDimSize(0), w.getDimSize(0)))
+      return emitOpError("bias must be [N]");
+  auto out = getResult().getType();
+  if (out.getRank() != in.getRank() ||
+      !shapesAgree(out.getShape().drop_back(), in.getShape().drop_back()) ||
+      !sizesAgree(out.getShape().back(), w.getDimSize(0)))
+    return emitOpError("result must be the input's leading dims followed by N");
+  return success();
+}
+
 LogicalResult KvAttentionOp::verify() {
   auto q = getQuery().getType();
   auto k = getKey().getType();

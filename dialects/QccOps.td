@@ -478,6 +478,57 @@ def Qcc_AttentionOp : Qcc_Op<"attention"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Quantized ops (docs/QUANTIZATION.md)
+//===----------------------------------------------------------------------===//
+
+def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
+  let summary = "Quantize activations to int8 (per token or per tensor)";
+  let description = [{
+    `input` f32 [..., K] -> `result` i8 of the same shape, `scale` f32 and
+    `zero_point` i32, both [..., 1] for `granularity = "per_token"` (one per
+    row of K values) and [1] for `"per_tensor"`.
+
+    Symmetric (default): `scale = absmax / 127` (the `scale` attribute when
+    given: static quantization), `q = clamp(round_half_even(x / scale),
+    -127, 127)`, zero point 0. `asymmetric`: `scale = (max - min) / 255` with
+    min <= 0 <= max, `zp = round_half_even(-min / scale) - 128`,
+    `q = clamp(round_half_even(x / scale) + zp, -128, 127)`. A zero range
+    gives scale 1.
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, StrAttr:$granularity,
+                   OptionalAttr<F32Attr>:$scale, UnitAttr:$asymmetric);
+  let results = (outs RankedTensorOf<[I8]>:$result,
+                  RankedTensorOf<[F32]>:$scale_out,
+                  RankedTensorOf<[I32]>:$zero_point);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
+  let summary = "int8 x int8 linear with int32 accumulation and a float epilogue";
+  let description = [{
+    `input` i8 [..., K] with its `input_scale` / `input_zero_point` from
+    `qcc.quantize`; `weight` i8 [N, K] with per-output-channel
+    `weight_scale` f32 [N] and `weight_sum` i32 [N] = sum_k weight[n, k]:
+
+    ```
+    acc[n] = sum_k input[k] * weight[n, k]                    (int32, exact)
+    result[n] = float(acc[n] - zero_point * weight_sum[n]) * (input_scale * weight_scale[n]) + bias[n]
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8]>:$input,
+                   RankedTensorOf<[F32]>:$input_scale,
+                   RankedTensorOf<[I32]>:$input_zero_point,
+                   RankedTensorOf<[I8]>:$weight,
+                   RankedTensorOf<[F32]>:$weight_scale,
+                   RankedTensorOf<[I32]>:$weight_sum,
+                   Optional<Qcc_FloatTensor>:$bias);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_KvCacheResource : Resource<"::qcc::KvCacheResource">;
 
 def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",

@@ -219,7 +219,7 @@ bool matchPastAppend(Value packed, BlockArgument &past, Value &fresh) {
 /// axis 2), the heads a [0, 2, 1, 3] transpose of a head split of `fresh`.
 bool isPresent(Value v, Value past, Value fresh) {
   auto cat = v.getDefiningOp<ConcatOp>();
-  if (!cat || (cat.getAxis() != 2 && cat.getAxis() != -2) ||
+  if (!cat || ((int64_t)cat.getAxis() != 2 && (int64_t)cat.getAxis() != -2) ||
       cat.getInputs().size() != 2 || cat.getInputs()[0] != past)
     return false;
   auto t = cat.getInputs()[1].getDefiningOp<TransposeOp>();
@@ -317,6 +317,11 @@ struct KvCacheLayoutPass
           << layout << "'";
       return signalPassFailure();
     }
+    if (kvDtype != "f32" && kvDtype != "i8") {
+      module.emitError("kv-cache-layout: kv-dtype must be f32 or i8, not '")
+          << kvDtype << "'";
+      return signalPassFailure();
+    }
     if (blockTokens <= 0) {
       module.emitError("kv-cache-layout: block-tokens must be positive");
       return signalPassFailure();
@@ -349,7 +354,35 @@ struct KvCacheLayoutPass
              b.getNamedAttr("head_dim",
                             b.getI64IntegerAttr(width == kDyn ? -1
                                                               : width / heads)),
-             b.getNamedAttr("dtype", b.getStringAttr("f32"))}));
+             b.getNamedAttr("dtype", b.getStringAttr(kvDtype))}));
+    if (kvDtype == "i8" && failed(addKvScales(module, attentions)))
+      return signalPassFailure();
+  }
+
+  /// int8 KV: static per-layer, per-head scales = calibration absmax / 127.
+  LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions) {
+    Builder b(module.getContext());
+    SmallVector<Attribute> kScales, vScales;
+    for (AttentionOp a : attentions) {
+      for (auto [name, out] : {std::pair{"qcc.k_absmax", &kScales},
+                               std::pair{"qcc.v_absmax", &vScales}}) {
+        auto absmax = a->getAttrOfType<DenseElementsAttr>(name);
+        if (!absmax || absmax.getNumElements() != (int64_t)a.getNumKvHeads())
+          return a.emitError("kv-cache-layout: an int8 KV cache needs "
+                             "calibration statistics (")
+                 << name << " per kv head)";
+        SmallVector<Attribute> heads;
+        for (float m : absmax.getValues<float>())
+          heads.push_back(b.getF32FloatAttr(m > 0 ? m / 127.f : 1.f));
+        out->push_back(b.getArrayAttr(heads));
+      }
+    }
+    auto kv = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache");
+    NamedAttrList attrs(kv);
+    attrs.set("k_scales", b.getArrayAttr(kScales));
+    attrs.set("v_scales", b.getArrayAttr(vScales));
+    module->setAttr("qcc.kv_cache", attrs.getDictionary(module.getContext()));
+    return success();
   }
 
   func::FuncOp buildEntry(func::FuncOp main, StringRef name, bool decode,

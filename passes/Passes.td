@@ -426,6 +426,78 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
            "KV cache layout: paged or contiguous">,
     Option<"blockTokens", "block-tokens", "int64_t", /*default=*/"16",
            "Tokens per block of the paged layout">,
+    Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
+           "f32, or i8 with per-layer, per-head K and V scales from the "
+           "attention ops' qcc.k_absmax / qcc.v_absmax statistics">,
+  ];
+}
+
+def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
+  let summary = "Migrate activation outliers into the weights (SmoothQuant)";
+  let description = [{
+    For each `layer_norm` / `rms_norm` whose every user is a `qcc.linear`
+    with calibration statistics (`qcc.input_absmax`, per input channel), with
+    the group's activation absmax A_j and weight column absmax W_j (max over
+    all linears of the group: q/k/v share one s, gate/up share one):
+
+    ```
+    s_j = max(A_j, 1e-5)^alpha / max(W_j, 1e-5)^(1 - alpha)
+    gamma_j /= s_j, beta_j /= s_j, W[:, j] *= s_j, A_j /= s_j
+    ```
+
+    The function is unchanged in exact arithmetic; the activations' outlier
+    channels shrink so that per-tensor int8 scales stop being dominated by
+    them. alpha 0.5 suits OPT/BLOOM-like models; raise it (0.75-0.9) for
+    LLaMA-family models whose activations have stronger outliers.
+
+    Linears whose input does not come from a norm (attention output
+    projections, MLP down projections) are left unsmoothed: smoothing them
+    would need an explicit scaling op before the linear, which this pass does
+    not insert. A norm with any other user is skipped, because that user
+    would see the smoothed values.
+
+    ```mlir
+    // before
+    %n = qcc.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : ...
+    %y = qcc.linear %n, %w {qcc.input_absmax = dense<[...]> : tensor<64xf32>} : ...
+    // after: %g2 = %g / s, %b2 = %b / s, %w2 = %w * s (columns), absmax / s
+    %n = qcc.layer_norm %x, %g2, %b2 {epsilon = 1.0e-5 : f32} : ...
+    %y = qcc.linear %n, %w2 {qcc.input_absmax = dense<[...]> : tensor<64xf32>} : ...
+    ```
+  }];
+  let options = [
+    Option<"alpha", "alpha", "double", /*default=*/"0.5",
+           "Migration strength in [0, 1]">,
+  ];
+}
+
+def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
+  let summary = "W8A8: int8 per-channel weights, int8 activations";
+  let description = [{
+    Every `qcc.linear` with a constant weight becomes `qcc.quantize` of its
+    input followed by `qcc.qlinear`, with the weight quantized here to int8
+    per output channel (symmetric abs-max, round half to even) and its row
+    sums precomputed for the zero-point correction (docs/QUANTIZATION.md).
+    `activations` picks SmoothQuant's levels: `per-token` (O1, dynamic),
+    `per-tensor` (O2, dynamic) or `static` (O3: one scale from calibration,
+    max of `qcc.input_absmax` / 127; an error without statistics).
+    `asymmetric` uses zero-point activations (dynamic levels only). The
+    quantize op stands alone after the producer so that kernel formation can
+    fuse it into the producing norm or GEMM epilogue.
+
+    ```mlir
+    // before
+    %y = qcc.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    // after (per-token)
+    %q, %s, %z = qcc.quantize %x {granularity = "per_token"} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+    %y = qcc.qlinear %q, %s, %z, %wq, %ws, %wsum, %b : ... -> tensor<?x?x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"activations", "activations", "std::string",
+           /*default=*/"\"per-token\"", "per-token, per-tensor or static">,
+    Option<"asymmetric", "asymmetric", "bool", /*default=*/"false",
+           "Zero-point (asymmetric) activation quantization">,
   ];
 }
 

@@ -467,3 +467,13 @@ bool qcc::isConstantNormParam(Value param, Value input) {
          p.getDimSize(0) == in.getShape().back() &&
          p.getElementType() == in.getElementType();
 }
+
+void qcc::eraseDeadConstants(Operation *root) {
+  SmallVector<ConstantOp> dead;
+  root->walk([&](ConstantOp c) {
+    if (c->use_empty())
+      dead.push_back(c);
+  });
+  for (ConstantOp c : dead)
+    c.erase();
+}

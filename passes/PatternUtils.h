@@ -114,6 +114,10 @@ DimExpr resolveDimExpr(DimExpr d);
 ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
                          int64_t &headDim);
 
+/// Erases the qcc.constant ops in `root` that nothing uses any more (the
+/// float weights a pass replaced).
+void eraseDeadConstants(mlir::Operation *root);
+
 /// True if `param` is a constant [D] with the size and element type of the
 /// last dimension of `input` (a norm's gamma or beta).
 bool isConstantNormParam(mlir::Value param, mlir::Value input);

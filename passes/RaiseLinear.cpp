@@ -33,9 +33,7 @@ using TransposeCache = llvm::DenseMap<Attribute, ElementsAttr>;
 
 /// A name for the transposed copy of `attr`.
 std::string transposedName(ElementsAttr attr) {
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr))
-    return (res.getRawHandle().getKey() + "_t").str();
-  return "linear_weight_t";
+  return blobName(attr, "linear_weight") + "_t";
 }
 
 /// A constant [N, K] holding the transpose of the constant [K, N] `w`, placed

@@ -47,8 +47,51 @@ cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
                                cl::desc("Tokens per block of the paged KV "
                                         "cache"),
                                cl::init(16));
+cl::opt<std::string> kvDtype("kv-dtype",
+                            cl::desc("KV cache element type: f32 (default) or "
+                                     "i8 (per-head scales from calibration)"),
+                            cl::init("f32"));
+cl::opt<std::string> quant("quant",
+                           cl::desc("Quantization: none (default) or w8a8"),
+                           cl::init("none"));
+cl::opt<std::string> calib("calib",
+                           cl::desc("Calibration data: a text file, or a "
+                                    "folder with one .npy per model input"),
+                           cl::value_desc("source"));
+cl::opt<std::string> actQuant(
+    "act-quant",
+    cl::desc("Activation quantization: per-token (O1, default), per-tensor "
+             "(O2) or static (O3, per-tensor scales from calibration)"),
+    cl::init("per-token"));
+cl::opt<double> smoothAlpha(
+    "smoothquant-alpha",
+    cl::desc("SmoothQuant migration strength (0.5 default; 0.75-0.9 for "
+             "LLaMA-family models with strong outliers)"),
+    cl::init(0.5));
+cl::opt<bool> noSmooth("no-smoothquant",
+                       cl::desc("Quantize without SmoothQuant smoothing"));
+cl::opt<bool> asymmetric("asymmetric",
+                         cl::desc("Zero-point (asymmetric) activations"));
+cl::opt<int64_t> calibSamples("calib-samples",
+                              cl::desc("Calibration windows or samples"),
+                              cl::init(64));
+cl::opt<int64_t> calibSeqLen("calib-seq-len",
+                             cl::desc("Tokens per calibration window"),
+                             cl::init(128));
+cl::opt<std::string> calibStats(
+    "calib-stats",
+    cl::desc("Calibration statistics: reused if FILE exists, else saved there"),
+    cl::value_desc("file"));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"));
+/// --tokenizer, else tokenizer.model beside the ONNX file, else none.
+std::string findTokenizer() {
+  if (!tokenizerPath.empty())
+    return tokenizerPath;
+  SmallString<256> beside(sys::path::parent_path(inputPath));
+  sys::path::append(beside, "tokenizer.model");
+  return sys::fs::exists(beside) ? beside.str().str() : "";
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -92,9 +135,41 @@ int main(int argc, char **argv) {
     WithColor::error(errs(), "qcc") << "--kv-block-tokens must be positive\n";
     return 1;
   }
+  if (quant != "none" && quant != "w8a8") {
+    WithColor::error(errs(), "qcc")
+        << "--quant must be none or w8a8, not '" << quant << "'\n";
+    return 1;
+  }
+  if (kvDtype != "f32" && kvDtype != "i8") {
+    WithColor::error(errs(), "qcc")
+        << "--kv-dtype must be f32 or i8, not '" << kvDtype << "'\n";
+    return 1;
+  }
+  if (actQuant != "per-token" && actQuant != "per-tensor" &&
+      actQuant != "static") {
+    WithColor::error(errs(), "qcc") << "--act-quant must be per-token, "
+                                       "per-tensor or static, not '"
+                                    << actQuant << "'\n";
+    return 1;
+  }
   qcc::CompileOptions options;
   options.kvCache = kvCache;
   options.kvBlockTokens = kvBlockTokens;
+  options.kvDtype = kvDtype;
+  options.quant = quant;
+  options.activations = actQuant;
+  options.asymmetric = asymmetric;
+  options.smoothQuant = !noSmooth;
+  options.smoothQuantAlpha = smoothAlpha;
+  options.calibration.source = calib;
+  options.calibration.samples = calibSamples;
+  options.calibration.seqLen = calibSeqLen;
+  options.calibration.statsPath = calibStats;
+  options.calibration.tokenizerPath = findTokenizer();
+  SmallString<256> tool(sys::path::parent_path(
+      sys::fs::getMainExecutable(argv[0], (void *)&main)));
+  sys::path::append(tool, "qcc-calib");
+  options.calibration.toolPath = tool.str().str();
   auto module = qcc::compile(context, inputPath,
                              emit == Emit::Imported ? qcc::Stage::Imported
                                                     : qcc::Stage::Raised,
@@ -104,16 +179,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (emit == Emit::Qpkg) {
-    qcc::ArtifactOptions options;
-    options.sourceName = sys::path::filename(inputPath).str();
-    options.tokenizerPath = tokenizerPath;
-    if (options.tokenizerPath.empty()) {
-      SmallString<256> beside(sys::path::parent_path(inputPath));
-      sys::path::append(beside, "tokenizer.model");
-      if (sys::fs::exists(beside))
-        options.tokenizerPath = beside.str().str();
-    }
-    if (auto err = qcc::writeArtifact(**module, outputPath, options)) {
+    qcc::ArtifactOptions artifact;
+    artifact.sourceName = sys::path::filename(inputPath).str();
+    artifact.tokenizerPath = findTokenizer();
+    if (auto err = qcc::writeArtifact(**module, outputPath, artifact)) {
       WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
       return 1;
     }

@@ -1,0 +1,129 @@
+//===- Calibration.cpp - activation statistics for quantization -----------===//
+//
+// The float model runs in qcc-calib, a runtime tool, not in this process:
+// the tokenizer library carries its own protobuf, which cannot be loaded next
+// to ONNX's (see runtime/CMakeLists.txt).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Calibration.h"
+#include "compiler/ArtifactWriter.h"
+
+#include "dialects/QccOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace mlir;
+using nlohmann::json;
+
+static constexpr llvm::StringLiteral kCalibId = "qcc.calib_id";
+
+static llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+static DenseElementsAttr f32Array(MLIRContext *ctx, const json &values) {
+  std::vector<float> v = values.get<std::vector<float>>();
+  return DenseElementsAttr::get(
+      RankedTensorType::get({(int64_t)v.size()}, Float32Type::get(ctx)),
+      ArrayRef<float>(v));
+}
+
+llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return error("calibration: the module has no @main");
+  MLIRContext *ctx = module.getContext();
+  Builder b(ctx);
+  SmallVector<LinearOp> linears;
+  SmallVector<AttentionOp> attentions;
+  main.walk([&](LinearOp l) {
+    l->setAttr(kCalibId, b.getI64IntegerAttr(linears.size()));
+    linears.push_back(l);
+  });
+  main.walk([&](AttentionOp a) {
+    a->setAttr(kCalibId, b.getI64IntegerAttr(attentions.size()));
+    attentions.push_back(a);
+  });
+
+  std::string statsPath = o.statsPath;
+  bool reuse = !statsPath.empty() && llvm::sys::fs::exists(statsPath);
+  llvm::SmallString<128> tmpArtifact, tmpStats;
+  if (!reuse) {
+    if (o.source.empty())
+      return error("--quant=w8a8 needs --calib=SOURCE (a text file or a "
+                   "folder of .npy inputs) or existing --calib-stats");
+    if (!llvm::sys::fs::exists(o.source))
+      return error(o.source + ": calibration source not found");
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "qcc-calib", "qpkg", tmpArtifact))
+      return error("cannot create a temporary file: " + ec.message());
+    ArtifactOptions ao;
+    ao.sourceName = "calibration";
+    ao.tokenizerPath = o.tokenizerPath;
+    if (auto err = writeArtifact(module, tmpArtifact, ao))
+      return err;
+    if (statsPath.empty()) {
+      if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+              "qcc-calib", "json", tmpStats))
+        return error("cannot create a temporary file: " + ec.message());
+      statsPath = tmpStats.str().str();
+    }
+    std::string samples = std::to_string(o.samples),
+                seqLen = std::to_string(o.seqLen);
+    llvm::SmallVector<llvm::StringRef> args = {
+        o.toolPath, tmpArtifact,   "--source", o.source,    "--samples",
+        samples,    "--seq-len",   seqLen,     "--out",     statsPath};
+    std::string message;
+    int rc = llvm::sys::ExecuteAndWait(o.toolPath, args, std::nullopt, {}, 0,
+                                       0, &message);
+    llvm::sys::fs::remove(tmpArtifact);
+    if (rc != 0)
+      return error("calibration failed" +
+                   (message.empty() ? std::string(" (see qcc-calib's error "
+                                                  "above)")
+                                    : ": " + message));
+  }
+
+  auto buffer = llvm::MemoryBuffer::getFile(statsPath);
+  if (!buffer)
+    return error(statsPath + ": cannot read calibration statistics");
+  try {
+    json stats = json::parse((*buffer)->getBuffer().str());
+    const json &ls = stats.at("linears");
+    for (LinearOp l : linears) {
+      std::string id = std::to_string(
+          l->getAttrOfType<IntegerAttr>(kCalibId).getInt());
+      if (!ls.contains(id))
+        return error(statsPath + ": no statistics for linear " + id +
+                     " (stale --calib-stats for another model?)");
+      DenseElementsAttr absmax = f32Array(ctx, ls[id].at("input_absmax"));
+      if (absmax.getNumElements() != l.getInput().getType().getShape().back())
+        return error(statsPath + ": linear " + id + " has the wrong width "
+                     "(stale --calib-stats for another model?)");
+      l->setAttr("qcc.input_absmax", absmax);
+      l->removeAttr(kCalibId);
+    }
+    const json &as = stats.value("attentions", json::object());
+    for (AttentionOp a : attentions) {
+      std::string id = std::to_string(
+          a->getAttrOfType<IntegerAttr>(kCalibId).getInt());
+      a->removeAttr(kCalibId);
+      if (!as.contains(id))
+        continue; // only an int8 KV cache needs these
+      a->setAttr("qcc.k_absmax", f32Array(ctx, as[id].at("k_absmax")));
+      a->setAttr("qcc.v_absmax", f32Array(ctx, as[id].at("v_absmax")));
+    }
+  } catch (const json::exception &e) {
+    return error(statsPath + ": malformed calibration statistics: " +
+                 e.what());
+  }
+  if (!tmpStats.empty())
+    llvm::sys::fs::remove(tmpStats);
+  return llvm::Error::success();
+}

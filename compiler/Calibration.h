@@ -1,0 +1,29 @@
+//===- Calibration.h - activation statistics for quantization --*- C++ -*-===//
+#ifndef QCC_COMPILER_CALIBRATION_H
+#define QCC_COMPILER_CALIBRATION_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace qcc {
+
+struct CalibrationOptions {
+  std::string source;        ///< text file or folder of .npy inputs
+  int64_t samples = 64;      ///< windows (text) or samples (.npy) to observe
+  int64_t seqLen = 128;      ///< tokens per window (text)
+  std::string statsPath;     ///< reuse if it exists, else save here
+  std::string toolPath;      ///< the qcc-calib executable
+  std::string tokenizerPath; ///< SentencePiece model for text sources
+};
+
+/// Runs the float model (raised, no KV cache) over the calibration source with
+/// qcc-calib and attaches the statistics of docs/QUANTIZATION.md to the ops of
+/// `@main`: `qcc.input_absmax` on linears, `qcc.k_absmax` / `qcc.v_absmax` on
+/// attention.
+llvm::Error calibrate(mlir::ModuleOp module, const CalibrationOptions &options);
+
+} // namespace qcc
+
+#endif // QCC_COMPILER_CALIBRATION_H

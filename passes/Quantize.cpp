@@ -1,0 +1,144 @@
+//===- Quantize.cpp - quantize --------------------------------------------===//
+//
+// W8A8: every qcc.linear with a constant weight becomes qcc.quantize of its
+// input + qcc.qlinear with int8 per-output-channel weights quantized here at
+// compile time (docs/QUANTIZATION.md, section 3).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/QccConstants.h"
+#include "dialects/QccOps.h"
+#include "passes/PatternUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+namespace qcc {
+#define GEN_PASS_DEF_QUANTIZE
+#include "passes/Passes.h.inc"
+} // namespace qcc
+
+using namespace mlir;
+using namespace qcc;
+
+namespace {
+
+/// Symmetric per-output-channel int8 weights: `scale[n] = max|W[n,:]| / 127`
+/// (1 for an all-zero row), `q = clamp(round_half_even(W / scale), -127, 127)`.
+struct QuantizedWeight {
+  std::vector<int8_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> sum;
+};
+
+QuantizedWeight quantizeWeight(const std::vector<float> &w, int64_t n,
+                               int64_t k) {
+  QuantizedWeight r{std::vector<int8_t>(w.size()), std::vector<float>(n),
+                    std::vector<int32_t>(n)};
+  for (int64_t i = 0; i < n; ++i) {
+    float mx = 0;
+    for (int64_t j = 0; j < k; ++j)
+      mx = std::max(mx, std::abs(w[i * k + j]));
+    float s = mx > 0 ? mx / 127.f : 1.f;
+    r.scale[i] = s;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      // nearbyint rounds half to even in the default rounding mode.
+      float q = std::nearbyint(w[i * k + j] / s);
+      int8_t v = (int8_t)std::clamp(q, -127.f, 127.f);
+      r.q[i * k + j] = v;
+      sum += v;
+    }
+    r.sum[i] = sum;
+  }
+  return r;
+}
+
+template <typename T>
+Value constantOf(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                 Type elementType, const std::vector<T> &values,
+                 StringRef name) {
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
+                       values.size() * sizeof(T));
+  return ConstantOp::create(
+      b, loc,
+      makeElements(RankedTensorType::get(shape, elementType), bytes, name));
+}
+
+std::string weightName(Value w) { return blobName(getConstant(w), "weight"); }
+
+struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
+  using QuantizeBase::QuantizeBase;
+
+  void runOnOperation() override {
+    if (activations != "per-token" && activations != "per-tensor" &&
+        activations != "static") {
+      getOperation().emitError("quantize: activations must be per-token, "
+                               "per-tensor or static, not '")
+          << activations << "'";
+      return signalPassFailure();
+    }
+    SmallVector<LinearOp> linears;
+    getOperation().walk([&](LinearOp l) { linears.push_back(l); });
+    for (LinearOp l : linears)
+      if (failed(quantize(l)))
+        return signalPassFailure();
+    eraseDeadConstants(getOperation());
+  }
+
+  LogicalResult quantize(LinearOp l) {
+    auto w = getF32Values(getConstant(l.getWeight()));
+    if (!w)
+      return success(); // a computed weight stays float
+    auto wt = l.getWeight().getType();
+    int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+    OpBuilder b(l);
+    Location loc = l.getLoc();
+    auto inType = l.getInput().getType();
+
+    FloatAttr staticScale;
+    if (activations == "static") {
+      auto absmax = l->getAttrOfType<DenseElementsAttr>("qcc.input_absmax");
+      if (!absmax)
+        return l.emitError("quantize: static activation scales need "
+                           "calibration statistics (qcc.input_absmax)");
+      float mx = 0;
+      for (float v : absmax.getValues<float>())
+        mx = std::max(mx, v);
+      staticScale = b.getF32FloatAttr(mx > 0 ? mx / 127.f : 1.f);
+      if (asymmetric)
+        return l.emitError("quantize: static scales are symmetric; drop "
+                           "--asymmetric or use dynamic activations");
+    }
+    bool perToken = activations == "per-token";
+    SmallVector<int64_t> scaleShape = {1};
+    if (perToken) {
+      scaleShape.assign(inType.getShape().begin(), inType.getShape().end());
+      scaleShape.back() = 1;
+    }
+    auto i8 = b.getIntegerType(8), i32 = b.getI32Type();
+    auto q = QuantizeOp::create(
+        b, loc, RankedTensorType::get(inType.getShape(), i8),
+        RankedTensorType::get(scaleShape, b.getF32Type()),
+        RankedTensorType::get(scaleShape, i32), l.getInput(),
+        b.getStringAttr(perToken ? "per_token" : "per_tensor"), staticScale,
+        asymmetric ? b.getUnitAttr() : UnitAttr());
+
+    QuantizedWeight qw = quantizeWeight(*w, n, k);
+    std::string name = weightName(l.getWeight());
+    Value wq = constantOf(b, loc, {n, k}, i8, qw.q, name + "_i8");
+    Value ws = constantOf(b, loc, {n}, b.getF32Type(), qw.scale,
+                          name + "_scale");
+    Value wsum = constantOf(b, loc, {n}, i32, qw.sum, name + "_sum");
+    auto ql = QLinearOp::create(b, loc, l.getType(), q.getResult(),
+                                q.getScaleOut(), q.getZeroPoint(), wq, ws,
+                                wsum, l.getBias());
+    l.replaceAllUsesWith(ql.getResult());
+    l.erase();
+    return success();
+  }
+};
+
+} // namespace

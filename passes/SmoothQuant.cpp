@@ -1,0 +1,148 @@
+//===- SmoothQuant.cpp - smooth-quant -------------------------------------===//
+//
+// SmoothQuant (Xiao et al., 2023): migrate activation outliers into the
+// weights with a per-input-channel factor s, folded for free into the norm
+// that produces the activations (docs/QUANTIZATION.md, section 2).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/QccConstants.h"
+#include "dialects/QccOps.h"
+#include "passes/PatternUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+namespace qcc {
+#define GEN_PASS_DEF_SMOOTHQUANT
+#include "passes/Passes.h.inc"
+} // namespace qcc
+
+using namespace mlir;
+using namespace qcc;
+
+namespace {
+
+constexpr llvm::StringLiteral kAbsmax = "qcc.input_absmax";
+/// Keeps s finite where a channel never fires or a weight column is zero.
+constexpr float kEps = 1e-5f;
+
+std::optional<std::vector<float>> absmaxOf(LinearOp l) {
+  auto attr = l->getAttrOfType<DenseElementsAttr>(kAbsmax);
+  if (!attr || !attr.getElementType().isF32())
+    return std::nullopt;
+  return std::vector<float>(attr.getValues<float>().begin(),
+                            attr.getValues<float>().end());
+}
+
+/// A new f32 constant of `type` holding `values`, named after `hint`.
+Value f32Constant(OpBuilder &b, Location loc, RankedTensorType type,
+                  const std::vector<float> &values, StringRef hint) {
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
+                       values.size() * sizeof(float));
+  return ConstantOp::create(b, loc, makeElements(type, bytes, hint));
+}
+
+std::string nameOf(Value v, StringRef suffix) {
+  return blobName(getConstant(v), "norm") + suffix.str();
+}
+
+struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
+  using SmoothQuantBase::SmoothQuantBase;
+
+  void runOnOperation() override {
+    if (alpha < 0 || alpha > 1) {
+      getOperation().emitError("smooth-quant: alpha must be in [0, 1], not ")
+          << alpha;
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> norms;
+    getOperation().walk([&](Operation *op) {
+      if (isa<LayerNormOp, RmsNormOp>(op))
+        norms.push_back(op);
+    });
+    for (Operation *norm : norms)
+      smooth(norm);
+    eraseDeadConstants(getOperation());
+  }
+
+  /// Smooths the linears that read `norm`, if every user is one with stats.
+  void smooth(Operation *norm) {
+    Value out = norm->getResult(0);
+    SmallVector<LinearOp> group;
+    for (Operation *user : out.getUsers()) {
+      auto l = dyn_cast<LinearOp>(user);
+      if (!l || l.getInput() != out || !absmaxOf(l) ||
+          !getF32Values(getConstant(l.getWeight())))
+        return; // another consumer would see the smoothed values
+      group.push_back(l);
+    }
+    if (group.empty())
+      return;
+    Value gammaV = norm->getOperand(1);
+    Value betaV = isa<LayerNormOp>(norm) && norm->getNumOperands() > 2
+                      ? norm->getOperand(2)
+                      : Value();
+    auto gamma = getF32Values(getConstant(gammaV));
+    std::optional<std::vector<float>> beta;
+    if (betaV && !(beta = getF32Values(getConstant(betaV))))
+      return;
+    if (!gamma)
+      return;
+    size_t k = gamma->size();
+
+    // max over the group of the activation and weight column absmax.
+    std::vector<float> act(k, 0.f), wmax(k, 0.f);
+    std::vector<std::vector<float>> weights;
+    for (LinearOp l : group) {
+      auto a = *absmaxOf(l);
+      auto w = *getF32Values(getConstant(l.getWeight()));
+      if (a.size() != k || w.size() % k != 0)
+        return;
+      for (size_t j = 0; j < k; ++j)
+        act[j] = std::max(act[j], a[j]);
+      for (size_t i = 0; i < w.size(); ++i)
+        wmax[i % k] = std::max(wmax[i % k], std::abs(w[i]));
+      weights.push_back(std::move(w));
+    }
+    std::vector<float> s(k);
+    for (size_t j = 0; j < k; ++j)
+      s[j] = std::pow(std::max(act[j], kEps), (float)alpha) /
+             std::pow(std::max(wmax[j], kEps), 1.f - (float)alpha);
+
+    OpBuilder b(norm);
+    Location loc = norm->getLoc();
+    for (size_t j = 0; j < k; ++j)
+      (*gamma)[j] /= s[j];
+    norm->setOperand(1, f32Constant(b, loc,
+                                    cast<RankedTensorType>(gammaV.getType()),
+                                    *gamma, nameOf(gammaV, "_smoothed")));
+    if (beta) {
+      for (size_t j = 0; j < k; ++j)
+        (*beta)[j] /= s[j];
+      norm->setOperand(2, f32Constant(b, loc,
+                                      cast<RankedTensorType>(betaV.getType()),
+                                      *beta, nameOf(betaV, "_smoothed")));
+    }
+    for (auto [l, w] : llvm::zip(group, weights)) {
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] *= s[i % k];
+      OpBuilder lb(l);
+      Value wv = l.getWeight();
+      l.getWeightMutable().assign(
+          f32Constant(lb, l.getLoc(), cast<RankedTensorType>(wv.getType()), w,
+                      nameOf(wv, "_smoothed")));
+      auto a = *absmaxOf(l);
+      for (size_t j = 0; j < k; ++j)
+        a[j] /= s[j];
+      l->setAttr(kAbsmax,
+                 DenseElementsAttr::get(
+                     RankedTensorType::get({(int64_t)k}, lb.getF32Type()),
+                     ArrayRef<float>(a)));
+    }
+  }
+};
+
+} // namespace

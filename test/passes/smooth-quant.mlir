@@ -1,0 +1,69 @@
+// RUN: qcc-opt %s --smooth-quant --split-input-file | FileCheck %s
+// RUN: qcc-opt %s --smooth-quant="alpha=1.0" --split-input-file | FileCheck %s --check-prefix=ALPHA1
+
+// q, k, v read one layer_norm: one s for all three (max over their weights).
+// With alpha 0.5, absmax [4, 1] and weight column max [1, 1]:
+// s = [2, 1]; gamma [1, 1] -> [0.5, 1], beta [2, 2] -> [1, 2],
+// weight columns scaled by s, absmax -> [2, 1].
+// CHECK-LABEL: func.func @qkv_share_one_scale(
+// CHECK-DAG: %[[G:.*]] = qcc.constant dense<[5.000000e-01, 1.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[B:.*]] = qcc.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: %[[N:.*]] = qcc.layer_norm %{{.*}}, %[[G]], %[[B]]
+// CHECK: %[[W:.*]] = qcc.constant dense<{{\[\[}}2.000000e+00, 1.000000e+00], [2.000000e+00, -1.000000e+00]]> : tensor<2x2xf32>
+// CHECK: qcc.linear %[[N]], %[[W]] {qcc.input_absmax = dense<[2.000000e+00, 1.000000e+00]> : tensor<2xf32>}
+// CHECK: qcc.linear %[[N]], %{{.*}} {qcc.input_absmax = dense<[2.000000e+00, 1.000000e+00]> : tensor<2xf32>}
+// ALPHA1-LABEL: func.func @qkv_share_one_scale(
+// ALPHA1: qcc.constant dense<[2.500000e-01, 1.000000e+00]> : tensor<2xf32>
+func.func @qkv_share_one_scale(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %b = qcc.constant dense<2.0> : tensor<2xf32>
+  %wq = qcc.constant dense<[[1.0, 1.0], [1.0, -1.0]]> : tensor<2x2xf32>
+  %wk = qcc.constant dense<[[0.5, 0.5], [0.5, 0.5]]> : tensor<2x2xf32>
+  %n = qcc.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %q = qcc.linear %n, %wq {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %k = qcc.linear %n, %wk {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  return %q, %k : tensor<?x2xf32>, tensor<?x2xf32>
+}
+
+// -----
+
+// rms_norm has no beta; gate/up share one s.
+// CHECK-LABEL: func.func @rms_gate_up(
+// CHECK: %[[G:.*]] = qcc.constant dense<[5.000000e-01, 1.000000e+00]> : tensor<2xf32>
+// CHECK: qcc.rms_norm %{{.*}}, %[[G]]
+func.func @rms_gate_up(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %w = qcc.constant dense<[[1.0, 1.0], [1.0, 1.0]]> : tensor<2x2xf32>
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %a = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %b = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %m = qcc.mul %a, %b : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %m : tensor<?x2xf32>
+}
+
+// -----
+
+// Not smoothed: the norm has a user that is not a linear (it would see the
+// smoothed values).
+// CHECK-LABEL: func.func @norm_with_other_user(
+// CHECK: qcc.linear %{{.*}} {qcc.input_absmax = dense<[4.000000e+00, 1.000000e+00]>
+func.func @norm_with_other_user(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %w = qcc.constant dense<1.0> : tensor<2x2xf32>
+  %n = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %y = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  return %y, %n : tensor<?x2xf32>, tensor<?x2xf32>
+}
+
+// -----
+
+// Not smoothed: a linear whose input is not a norm (e.g. an MLP down
+// projection) has nothing to fold 1/s into.
+// CHECK-LABEL: func.func @input_not_a_norm(
+// CHECK: qcc.linear %{{.*}} {qcc.input_absmax = dense<[4.000000e+00, 1.000000e+00]>
+func.func @input_not_a_norm(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %w = qcc.constant dense<1.0> : tensor<2x2xf32>
+  %g = qcc.gelu %x : tensor<?x2xf32>
+  %y = qcc.linear %g, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
