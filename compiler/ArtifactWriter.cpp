@@ -86,6 +86,8 @@ struct Writer {
   json constants = json::array();
   std::string data;
   llvm::DenseMap<Value, int64_t> ids;
+  /// Entry points are clones of one graph: each weight is stored once.
+  llvm::DenseMap<Attribute, std::pair<size_t, size_t>> blobs;
 
   size_t appendBlob(llvm::ArrayRef<char> bytes) {
     data.resize((data.size() + qcc::rt::kDataAlignment - 1) /
@@ -165,12 +167,16 @@ struct Writer {
       if (auto c = dyn_cast<qcc::ConstantOp>(op)) {
         if (c->use_empty())
           continue; // e.g. a float weight replaced by its int8 form
-        auto bytes = qcc::getBytes(c.getValue());
-        if (!bytes)
-          return error("constant '" + where + "' has no data");
-        size_t offset = appendBlob(*bytes);
-        constants.push_back(
-            {{"value", outIds[0]}, {"offset", offset}, {"size", bytes->size()}});
+        auto [it, fresh] = blobs.try_emplace(c.getValue());
+        if (fresh) {
+          auto bytes = qcc::getBytes(c.getValue());
+          if (!bytes)
+            return error("constant '" + where + "' has no data");
+          it->second = {appendBlob(*bytes), bytes->size()};
+        }
+        constants.push_back({{"value", outIds[0]},
+                             {"offset", it->second.first},
+                             {"size", it->second.second}});
         continue;
       }
       json node{{"op", op.getName().stripDialect().str()}, {"name", where}};

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuKernels.h"
+#include "runtime/CpuQuantKernels.h"
 
 #include <cblas.h>
 
@@ -1410,6 +1411,8 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"attention", attentionK},
       {"rotary", rotaryK},
       {"embedding", embeddingK},
+      {"quantize", quantizeKernel},
+      {"qlinear", qlinearKernel},
   };
   return table;
 }

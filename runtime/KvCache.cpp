@@ -1,6 +1,8 @@
 //===- KvCache.cpp - the KV cache and the kv_attention kernel -------------===//
 #include "runtime/KvCache.h"
 
+#include "runtime/CpuQuantKernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -40,9 +42,38 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   num("head_dim", c.headDim, true);
   if (j.contains("dtype"))
     c.dtype = j.at("dtype").get<std::string>();
-  if (c.dtype != "f32")
+  if (c.dtype != "f32" && c.dtype != "i8")
     fail("dtype '" + c.dtype + "' is not supported by the CPU backend "
-         "(expected f32)");
+         "(expected f32 or i8)");
+  // i8: "k_scales" / "v_scales", [layers][kv_heads] positive finite floats.
+  auto scales = [&](const char *name, std::vector<std::vector<float>> &out) {
+    if (!j.contains(name)) {
+      if (c.isInt8())
+        fail(std::string("dtype i8 needs \"") + name + "\" ([layers][kv_heads] "
+             "floats)");
+      return;
+    }
+    if (!c.isInt8())
+      fail(std::string("\"") + name + "\" is only valid with dtype i8");
+    const nlohmann::json &a = j.at(name);
+    std::string shape = "[" + str(c.layers) + "][" + str(c.kvHeads) + "]";
+    if (!a.is_array() || (int64_t)a.size() != c.layers)
+      fail(std::string("\"") + name + "\" must be " + shape + " floats");
+    for (const auto &row : a) {
+      if (!row.is_array() || (int64_t)row.size() != c.kvHeads)
+        fail(std::string("\"") + name + "\" must be " + shape + " floats");
+      out.emplace_back();
+      for (const auto &v : row) {
+        if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+            (float)v.get<double>() <= 0.0f)
+          fail(std::string("\"") + name + "\" must hold positive finite "
+               "floats, got " + v.dump());
+        out.back().push_back((float)v.get<double>());
+      }
+    }
+  };
+  scales("k_scales", c.kScales);
+  scales("v_scales", c.vScales);
   return c;
 }
 
@@ -68,7 +99,21 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
   unitFloats =
       (size_t)(cfg.layers * 2 * cfg.kvHeads * unitTokens * cfg.headDim);
   int64_t units = isPaged ? opts.numBlocks : opts.maxSequences;
-  storage.assign(unitFloats * (size_t)units, 0.0f);
+  if (cfg.isInt8()) {
+    auto ok = [&](const std::vector<std::vector<float>> &sc) {
+      if ((int64_t)sc.size() != cfg.layers)
+        return false;
+      for (const auto &row : sc)
+        if ((int64_t)row.size() != cfg.kvHeads)
+          return false;
+      return true;
+    };
+    if (!ok(cfg.kScales) || !ok(cfg.vScales))
+      fail("dtype i8 needs k_scales and v_scales of [layers][kv_heads]");
+    storage8.assign(unitFloats * (size_t)units, 0);
+  } else {
+    storage.assign(unitFloats * (size_t)units, 0.0f);
+  }
   seqs.resize(opts.maxSequences);
   if (isPaged)
     for (int64_t b = opts.numBlocks - 1; b >= 0; --b)
@@ -149,8 +194,14 @@ void KvCache::advance(int64_t seq, int64_t n) {
   s.length += n;
 }
 
-float *KvCache::slot(int64_t seq, int64_t layer, int64_t kv, int64_t head,
-                     int64_t pos) {
+void KvCache::requireDType(bool int8) const {
+  if (int8 != cfg.isInt8())
+    fail(std::string("the cache holds ") + cfg.dtype + ", not " +
+         (int8 ? "i8" : "f32"));
+}
+
+size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
+                       int64_t pos) {
   Seq &s = get(seq);
   if (pos < 0 || pos >= s.reserved || layer < 0 || layer >= cfg.layers ||
       head < 0 || head >= cfg.kvHeads)
@@ -161,12 +212,95 @@ float *KvCache::slot(int64_t seq, int64_t layer, int64_t kv, int64_t head,
   size_t off = (size_t)(((layer * 2 + kv) * cfg.kvHeads + head) * unitTokens +
                         pos % unitTokens) *
                (size_t)cfg.headDim;
-  return storage.data() + unit * unitFloats + off;
+  return unit * unitFloats + off;
 }
 
 //===----------------------------------------------------------------------===//
 // kv_attention
 //===----------------------------------------------------------------------===//
+
+/// Steps 1 and 2 of kv_attention for batch row b, with the cache holding T:
+/// float stores and reads the values as they are; int8_t stores
+/// clamp(round_half_even(x / s), -127, 127) and reads q * s, with s the
+/// layer's k or v scale of the kv head (docs/QUANTIZATION.md section 4).
+template <typename T>
+static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
+                      int64_t S, int64_t valid, int64_t cached, int64_t H,
+                      int64_t Hkv, int64_t D, float scale, const float *Q,
+                      const float *K, const float *V, float *O,
+                      std::vector<float> &P) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  const KvCacheConfig &c = cache.config();
+  int64_t group = H / Hkv;
+  // 1. append the valid tokens' keys and values.
+  for (int64_t t = 0; t < valid; ++t)
+    for (int64_t g = 0; g < Hkv; ++g) {
+      const float *kt = K + (b * S + t) * Hkv * D + g * D;
+      const float *vt = V + (b * S + t) * Hkv * D + g * D;
+      if constexpr (isI8) {
+        float ks = c.kScales[layer][g], vs = c.vScales[layer][g];
+        int8_t *kc = cache.keyI8(seq, layer, g, cached + t);
+        int8_t *vc = cache.valueI8(seq, layer, g, cached + t);
+        for (int64_t d = 0; d < D; ++d) {
+          kc[d] = quantizeSymmetric(kt[d], ks);
+          vc[d] = quantizeSymmetric(vt[d], vs);
+        }
+      } else {
+        std::copy(kt, kt + D, cache.key(seq, layer, g, cached + t));
+        std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
+      }
+    }
+  // 2. causal attention over cache positions [0, cached + t].
+  P.resize((size_t)(cached + valid));
+  for (int64_t h = 0; h < H; ++h) {
+    int64_t g = h / group;
+    float ks = 1.0f, vs = 1.0f;
+    if constexpr (isI8) {
+      ks = c.kScales[layer][g];
+      vs = c.vScales[layer][g];
+    }
+    // The cached element as a float: itself, or q * s (dequantized).
+    auto load = [](const T *p, int64_t d, float s) {
+      if constexpr (isI8)
+        return (float)p[d] * s;
+      else
+        return (void)s, p[d];
+    };
+    for (int64_t t = 0; t < valid; ++t) {
+      const float *qt = Q + (b * S + t) * H * D + h * D;
+      int64_t n = cached + t + 1;
+      float mx = -std::numeric_limits<float>::infinity();
+      cache.template forEachRun<T>(
+          seq, layer, 0, g, n, [&](int64_t first, const T *run, int64_t count) {
+            for (int64_t j = 0; j < count; ++j) {
+              const T *kj = run + j * D;
+              float dot = 0;
+              for (int64_t d = 0; d < D; ++d)
+                dot += qt[d] * load(kj, d, ks);
+              P[first + j] = scale * dot;
+              mx = std::max(mx, P[first + j]);
+            }
+          });
+      // softmax as softmaxRow in CpuKernels.cpp (double sum).
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        float e = std::exp(P[j] - mx);
+        P[j] = e;
+        sum += e;
+      }
+      float *ot = O + (b * S + t) * H * D + h * D;
+      cache.template forEachRun<T>(
+          seq, layer, 1, g, n, [&](int64_t first, const T *run, int64_t count) {
+            for (int64_t j = 0; j < count; ++j) {
+              float p = (float)(P[first + j] / sum);
+              const T *vj = run + j * D;
+              for (int64_t d = 0; d < D; ++d)
+                ot[d] += p * load(vj, d, vs);
+            }
+          });
+    }
+  }
+}
 
 Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
                             KvBatch &kv) {
@@ -213,7 +347,6 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
   Tensor r(DType::F32, {B, S, H * D}); // zeros: padding rows stay zero
   const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
   float *O = r.data<float>();
-  int64_t group = H / Hkv;
   std::vector<float> P;
   for (int64_t b = 0; b < B; ++b) {
     int64_t seq = kv.seqs[b], valid = kv.valid[b];
@@ -221,52 +354,12 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
       err("row " + str(b) + ": " + str(valid) + " valid tokens in a row of " +
           str(S));
     int64_t cached = cache.length(seq);
-    // 1. append the valid tokens' keys and values.
-    for (int64_t t = 0; t < valid; ++t)
-      for (int64_t g = 0; g < Hkv; ++g) {
-        const float *kt = K + (b * S + t) * Hkv * D + g * D;
-        const float *vt = V + (b * S + t) * Hkv * D + g * D;
-        std::copy(kt, kt + D, cache.key(seq, layer, g, cached + t));
-        std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
-      }
-    // 2. causal attention over cache positions [0, cached + t].
-    P.resize((size_t)(cached + valid));
-    for (int64_t h = 0; h < H; ++h) {
-      int64_t g = h / group;
-      for (int64_t t = 0; t < valid; ++t) {
-        const float *qt = Q + (b * S + t) * H * D + h * D;
-        int64_t n = cached + t + 1;
-        float mx = -std::numeric_limits<float>::infinity();
-        cache.forEachRun(seq, layer, 0, g, n,
-                         [&](int64_t first, const float *run, int64_t count) {
-                           for (int64_t j = 0; j < count; ++j) {
-                             const float *kj = run + j * D;
-                             float dot = 0;
-                             for (int64_t d = 0; d < D; ++d)
-                               dot += qt[d] * kj[d];
-                             P[first + j] = scale * dot;
-                             mx = std::max(mx, P[first + j]);
-                           }
-                         });
-        // softmax as softmaxRow in CpuKernels.cpp (double sum).
-        double sum = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          float e = std::exp(P[j] - mx);
-          P[j] = e;
-          sum += e;
-        }
-        float *ot = O + (b * S + t) * H * D + h * D;
-        cache.forEachRun(seq, layer, 1, g, n,
-                         [&](int64_t first, const float *run, int64_t count) {
-                           for (int64_t j = 0; j < count; ++j) {
-                             float p = (float)(P[first + j] / sum);
-                             const float *vj = run + j * D;
-                             for (int64_t d = 0; d < D; ++d)
-                               ot[d] += p * vj[d];
-                           }
-                         });
-      }
-    }
+    if (c.isInt8())
+      attendRow<int8_t>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
+                        scale, Q, K, V, O, P);
+    else
+      attendRow<float>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
+                       scale, Q, K, V, O, P);
   }
   return r;
 }

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace qcc::rt {
@@ -31,7 +32,13 @@ struct KvCacheConfig {
   std::string layout = "paged"; // "paged" or "contiguous"
   int64_t blockTokens = 16;
   int64_t layers = 0, kvHeads = 0, headDim = 0;
-  std::string dtype = "f32";
+  std::string dtype = "f32"; // "f32" or "i8"
+  /// i8: dequantization scales, [layers][kv_heads] each (docs/QUANTIZATION.md
+  /// section 4): the cache stores clamp(round_half_even(x / s), -127, 127).
+  std::vector<std::vector<float>> kScales, vScales;
+
+  bool isInt8() const { return dtype == "i8"; }
+  size_t elementBytes() const { return isInt8() ? 1 : sizeof(float); }
 
   /// Parses and validates the manifest object; throws std::runtime_error.
   static KvCacheConfig fromJson(const nlohmann::json &j);
@@ -63,34 +70,46 @@ public:
   /// Marks n more tokens as cached (they must have been reserved).
   void advance(int64_t seq, int64_t n);
 
-  /// The head_dim floats of the key / value of `pos` (pos < reserved).
+  /// The head_dim floats of the key / value of `pos` (pos < reserved);
+  /// f32 caches only.
   float *key(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
-    return slot(seq, layer, 0, kvHead, pos);
+    return slot<float>(seq, layer, 0, kvHead, pos);
   }
   float *value(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
-    return slot(seq, layer, 1, kvHead, pos);
+    return slot<float>(seq, layer, 1, kvHead, pos);
+  }
+  /// The same for i8 caches: the head_dim quantized values.
+  int8_t *keyI8(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot<int8_t>(seq, layer, 0, kvHead, pos);
+  }
+  int8_t *valueI8(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot<int8_t>(seq, layer, 1, kvHead, pos);
   }
 
   /// Positions [0, n) of one layer's keys (kv = 0) or values (kv = 1) for
   /// one head, as runs of consecutive positions stored contiguously: calls
-  /// fn(firstPos, data, count), `data` holding count x head_dim floats (one
-  /// run per block when paged, one run when contiguous). Attention walks the
-  /// cache this way so that the block table is read once per block.
-  template <typename F>
+  /// fn(firstPos, data, count), `data` holding count x head_dim elements
+  /// of type T (float for f32 caches, int8_t for i8; one run per block when
+  /// paged, one run when contiguous). Attention walks the cache this way so
+  /// that the block table is read once per block.
+  template <typename T = float, typename F>
   void forEachRun(int64_t seq, int64_t layer, int kv, int64_t head, int64_t n,
                   F &&fn) {
     for (int64_t pos = 0; pos < n;) {
       int64_t count = std::min(n - pos, unitTokens - pos % unitTokens);
-      fn(pos, slot(seq, layer, kv, head, pos), count);
+      fn(pos, slot<T>(seq, layer, kv, head, pos), count);
       pos += count;
     }
   }
 
   /// Bytes of cache memory allocated.
-  size_t bytes() const { return storage.size() * sizeof(float); }
+  size_t bytes() const {
+    return storage.size() * sizeof(float) + storage8.size();
+  }
   /// Bytes one cached token takes (all layers, K and V).
   size_t bytesPerToken() const {
-    return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) * sizeof(float);
+    return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) *
+           cfg.elementBytes();
   }
   /// Paged: blocks not held by any sequence; contiguous: 0.
   int64_t freeBlocks() const { return (int64_t)freeList.size(); }
@@ -108,15 +127,29 @@ private:
   };
   Seq &get(int64_t seq);
   const Seq &get(int64_t seq) const;
-  float *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head,
-              int64_t pos);
+  /// Element offset of (layer, kv, head, pos) of `seq` in the storage.
+  size_t offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
+                int64_t pos);
+  template <typename T>
+  T *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head, int64_t pos) {
+    if constexpr (std::is_same_v<T, float>) {
+      requireDType(false);
+      return storage.data() + offset(seq, layer, kv, head, pos);
+    } else {
+      static_assert(std::is_same_v<T, int8_t>, "f32 or i8 caches only");
+      requireDType(true);
+      return storage8.data() + offset(seq, layer, kv, head, pos);
+    }
+  }
+  void requireDType(bool int8) const;
 
   KvCacheConfig cfg;
   KvCacheOptions opts;
   bool isPaged;
   int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
-  size_t unitFloats;   // floats per block / per slot
-  std::vector<float> storage;
+  size_t unitFloats;   // elements per block / per slot
+  std::vector<float> storage;   // f32 caches
+  std::vector<int8_t> storage8; // i8 caches
   std::vector<Seq> seqs;
   std::vector<int64_t> freeList; // paged: free block ids (LIFO)
 };

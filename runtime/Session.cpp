@@ -125,6 +125,8 @@ Session::run(const std::string &name,
     if (results.size() != node.outputs.size())
       throw std::runtime_error("node '" + node.name + "' (" + node.op +
                                "): kernel returned the wrong result count");
+    if (observer)
+      observer(node, operands, results);
     for (size_t r = 0; r < results.size(); ++r)
       values[node.outputs[r]] = std::move(results[r]);
     for (int64_t id : node.inputs)

@@ -5,6 +5,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/KvCache.h"
 
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -28,6 +29,14 @@ public:
                                     const std::map<std::string, Tensor> &inputs,
                                     KvBatch *kv = nullptr);
 
+  /// Called after each node runs with the node, its operands and its
+  /// results (before any value is freed), e.g. to collect calibration
+  /// statistics. An empty function (the default) turns it off at the cost of
+  /// one test per node.
+  using Observer = std::function<void(const Node &, const Operands &inputs,
+                                      const std::vector<Tensor> &outputs)>;
+  void setObserver(Observer fn) { observer = std::move(fn); }
+
   /// Accumulates the time spent in each op kind across runs, when enabled.
   void enableProfile(bool on) { profiling = on; }
   /// (op, seconds, calls) sorted by time, most first.
@@ -36,6 +45,7 @@ public:
 private:
   const Artifact &artifact;
   bool profiling = false;
+  Observer observer;
   std::map<std::string, std::pair<double, int64_t>> opTimes;
 };
 

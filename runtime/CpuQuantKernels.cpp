@@ -1,0 +1,200 @@
+//===- CpuQuantKernels.cpp - qcc.quantize and qcc.qlinear on the CPU ------===//
+//
+// docs/QUANTIZATION.md section 3, written to be obviously right:
+//   quantize  one scale (and zero point) per row of K values (per_token) or
+//             for the whole tensor (per_tensor), or the static `scale`;
+//   qlinear   int32 accumulation of i8 x i8 (exact), then the float epilogue
+//             float(acc - zp * wsum[n]) * (xs * ws[n]) + bias[n], in that
+//             order, each step rounded to float32.
+// This file is compiled with -ffp-contract=off (runtime/CMakeLists.txt) so
+// that the epilogue's multiply and add are never fused into one FMA: the
+// CUDA kernels and the tests apply the same two roundings.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/CpuQuantKernels.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+using namespace qcc::rt;
+
+namespace {
+
+[[noreturn]] void fail(const std::string &why) {
+  throw std::runtime_error(why);
+}
+
+const Tensor &need(const Operands &ops, size_t i, const char *what) {
+  if (i >= ops.size() || !ops[i])
+    fail(std::string("missing operand '") + what + "'");
+  return *ops[i];
+}
+
+void requireType(const Tensor &t, DType d, const char *what) {
+  if (t.dtype() != d)
+    fail(std::string(what) + " must be " + dtypeName(d) + ", got " +
+         dtypeName(t.dtype()));
+}
+
+/// Rows of K values: all dims but the last.
+int64_t rowsOf(const Tensor &x) {
+  int64_t m = 1;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d)
+    m *= x.dim(d);
+  return m;
+}
+
+/// Quantizes n values of `in` with one scale / zero point into `out`.
+void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
+                   float staticScale, int8_t *out, float &scale, int32_t &zp) {
+  if (!asymmetric) {
+    if (isStatic) {
+      scale = staticScale;
+    } else {
+      float absmax = 0.0f;
+      for (int64_t i = 0; i < n; ++i)
+        if (std::fabs(in[i]) > absmax)
+          absmax = std::fabs(in[i]);
+      scale = absmax / 127.0f;
+      if (scale == 0.0f)
+        scale = 1.0f;
+    }
+    zp = 0;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = quantizeSymmetric(in[i], scale);
+    return;
+  }
+  float mn = 0.0f, mx = 0.0f; // min <= 0 <= max
+  for (int64_t i = 0; i < n; ++i) {
+    if (in[i] < mn)
+      mn = in[i];
+    if (in[i] > mx)
+      mx = in[i];
+  }
+  scale = (mx - mn) / 255.0f;
+  if (scale == 0.0f)
+    scale = 1.0f;
+  zp = (int32_t)roundHalfEven(-mn / scale) - 128;
+  for (int64_t i = 0; i < n; ++i) {
+    float r = std::isnan(in[i]) ? 0.0f : roundHalfEven(in[i] / scale);
+    float v = r + (float)zp;
+    out[i] = (int8_t)(v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v));
+  }
+}
+
+} // namespace
+
+std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
+                                            const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  requireType(x, DType::F32, "input");
+  if (x.rank() < 1)
+    fail("quantize input must have rank >= 1, got " + shapeString(x.shape()));
+  std::string gran = attrs.s("granularity", "");
+  if (gran != "per_token" && gran != "per_tensor")
+    fail("quantize granularity '" + gran +
+         "' is not per_token or per_tensor");
+  bool asymmetric = attrs.has("asymmetric") && attrs.b("asymmetric");
+  bool isStatic = attrs.has("scale");
+  float staticScale = 0.0f;
+  if (isStatic) {
+    staticScale = (float)attrs.f("scale");
+    if (!std::isfinite(staticScale) || staticScale <= 0.0f)
+      fail("quantize static scale must be finite and positive, got " +
+           std::to_string(staticScale));
+    if (asymmetric)
+      fail("quantize: a static scale is symmetric only (asymmetric has no "
+           "static zero point)");
+  }
+  bool perToken = gran == "per_token";
+  int64_t K = x.dim(-1), M = rowsOf(x);
+  Shape sshape = {1};
+  if (perToken) {
+    sshape = x.shape();
+    sshape.back() = 1;
+  }
+  Tensor q(DType::I8, x.shape()), s(DType::F32, sshape), z(DType::I32, sshape);
+  const float *X = x.data<float>();
+  int8_t *Q = q.data<int8_t>();
+  float *S = s.data<float>();
+  int32_t *Z = z.data<int32_t>();
+  if (perToken) {
+    for (int64_t m = 0; m < M; ++m)
+      quantizeGroup(X + m * K, K, asymmetric, isStatic, staticScale, Q + m * K,
+                    S[m], Z[m]);
+  } else {
+    quantizeGroup(X, x.numel(), asymmetric, isStatic, staticScale, Q, S[0],
+                  Z[0]);
+  }
+  return {std::move(q), std::move(s), std::move(z)};
+}
+
+std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input"), &xs = need(ops, 1, "input_scale"),
+               &xz = need(ops, 2, "input_zero_point"),
+               &w = need(ops, 3, "weight"), &ws = need(ops, 4, "weight_scale"),
+               &wsum = need(ops, 5, "weight_sum");
+  const Tensor *bias = ops.size() > 6 ? ops[6] : nullptr;
+  requireType(x, DType::I8, "input");
+  requireType(xs, DType::F32, "input_scale");
+  requireType(xz, DType::I32, "input_zero_point");
+  requireType(w, DType::I8, "weight");
+  requireType(ws, DType::F32, "weight_scale");
+  requireType(wsum, DType::I32, "weight_sum");
+  if (x.rank() < 1 || w.rank() != 2 || w.dim(1) != x.dim(-1))
+    fail("qlinear input " + shapeString(x.shape()) + " and weight " +
+         shapeString(w.shape()) +
+         " do not match (weight must be [N, K] with K the input's last dim)");
+  int64_t K = w.dim(1), N = w.dim(0), M = rowsOf(x);
+  // |sum_k (xq - zp) * wq| <= 255 * 127 * K must fit int32.
+  if (K > 65535)
+    fail("qlinear K = " + std::to_string(K) +
+         " exceeds 65535 (int32 accumulation would overflow)");
+  for (auto [t, n] : {std::pair{&ws, "weight_scale"}, {&wsum, "weight_sum"}})
+    if (t->rank() != 1 || t->dim(0) != N)
+      fail(std::string("qlinear ") + n + " " + shapeString(t->shape()) +
+           " must be [" + std::to_string(N) + "]");
+  // Per token: [..., 1] matching the input's rows; per tensor: one value.
+  auto perRow = [&](const Tensor &t, const char *what) {
+    if (t.numel() == 1)
+      return false;
+    Shape want = x.shape();
+    want.back() = 1;
+    if (t.shape() != want)
+      fail(std::string("qlinear ") + what + " " + shapeString(t.shape()) +
+           " must be " + shapeString(want) + " (per token) or [1]");
+    return true;
+  };
+  bool rowS = perRow(xs, "input_scale"), rowZ = perRow(xz, "input_zero_point");
+  if (bias) {
+    requireType(*bias, DType::F32, "bias");
+    if (bias->rank() != 1 || bias->dim(0) != N)
+      fail("qlinear bias " + shapeString(bias->shape()) + " must be [" +
+           std::to_string(N) + "]");
+  }
+  Shape out = x.shape();
+  out.back() = N;
+  Tensor r(DType::F32, out);
+  const int8_t *X = x.data<int8_t>(), *W = w.data<int8_t>();
+  const float *XS = xs.data<float>(), *WS = ws.data<float>();
+  const int32_t *XZ = xz.data<int32_t>(), *WSUM = wsum.data<int32_t>();
+  const float *B = bias ? bias->data<float>() : nullptr;
+  float *Y = r.data<float>();
+#pragma omp parallel for collapse(2) schedule(static) if (M * N * K > (1 << 20))
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const int8_t *xr = X + m * K, *wr = W + n * K;
+      int32_t acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (int32_t)xr[k] * (int32_t)wr[k];
+      int32_t c = acc - XZ[rowZ ? m : 0] * WSUM[n];
+      float sc = XS[rowS ? m : 0] * WS[n];
+      float y = (float)c * sc;
+      if (B)
+        y = y + B[n];
+      Y[m * N + n] = y;
+    }
+  return {std::move(r)};
+}
