@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 using namespace qcc::rt;
@@ -244,6 +245,40 @@ int runPrompt(const Options &o, const Artifact &a) {
 int runPerplexity(const Options &o, const Artifact &a) {
   Session session(a);
   const Function &fn = a.function(o.function);
+  // With a KV cache, each window goes through `prefill` (attending over the
+  // cache, so an int8 cache's rounding counts); else through `main`.
+  bool cached = !o.noCache && hasFunction(a, "prefill") &&
+                a.manifest().contains("kv_cache");
+  std::optional<KvCache> cache;
+  if (cached) {
+    KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+    KvCacheOptions copts;
+    copts.maxSequences = 1;
+    copts.maxTokens = (o.context + cfg.blockTokens - 1) / cfg.blockTokens *
+                      cfg.blockTokens;
+    copts.numBlocks = copts.maxTokens / cfg.blockTokens;
+    cache.emplace(cfg, copts);
+  }
+  auto windowLogits = [&](const std::vector<int64_t> &window) {
+    if (!cached)
+      return forward(session, fn, window);
+    const Function &pre = a.function("prefill");
+    int64_t n = window.size();
+    Tensor ids(DType::I64, {1, n}), pos(DType::I64, {1, n});
+    for (int64_t t = 0; t < n; ++t) {
+      ids.data<int64_t>()[t] = window[t];
+      pos.data<int64_t>()[t] = t;
+    }
+    int64_t seq = cache->addSequence();
+    KvBatch batch{&*cache, {seq}, {n}};
+    Tensor logits = session
+                        .run("prefill",
+                             {{pre.inputs[0].name, ids}, {pre.inputs[1].name, pos}},
+                             &batch)
+                        .at(logitsPort(pre).name);
+    cache->release(seq);
+    return logits;
+  };
   Tokenizer tok = loadTokenizer(a);
   std::ifstream in(o.perplexityFile);
   if (!in)
@@ -258,7 +293,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   for (size_t begin = 0; begin + 1 < ids.size(); begin += o.context) {
     size_t end = std::min(ids.size(), begin + o.context);
     std::vector<int64_t> window(ids.begin() + begin, ids.begin() + end);
-    Tensor logits = forward(session, fn, window);
+    Tensor logits = windowLogits(window);
     int64_t vocab = logits.dim(-1);
     for (size_t t = 0; t + 1 < window.size(); ++t) {
       const float *row = logits.data<float>() + t * vocab;
