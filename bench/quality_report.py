@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""W8A8 quantization quality: held-out perplexity of qcc's quantized variants.
+
+    .venv/bin/python bench/quality_report.py [--model examples/austen/model.onnx]
+        [--outliers] [--text examples/austen/heldout.txt] [--max-chars 60000]
+        [--calib-text TRAIN.txt] [--calib-samples 64] [--calib-seq-len 128]
+        [--alpha 0.5] [--qcc build/bin/qcc] [--qrun build/bin/qrun] [--keep DIR]
+
+Builds each variant with qcc (docs/QUANTIZATION.md), measures
+`qrun X.qpkg --perplexity HELDOUT --context 128` on the first --max-chars characters
+of the held-out text, and prints a markdown table: perplexity, change against the
+float32 artifact, and .qpkg size.
+
+| variant | qcc flags |
+|---|---|
+| float32 | (none) |
+| naive W8A8 O1 / O2 / O3 | --quant=w8a8 --no-smoothquant --act-quant=per-token / per-tensor / static |
+| SmoothQuant W8A8 O1 / O2 / O3 | --quant=w8a8 --smoothquant-alpha=A --act-quant=per-token / per-tensor / static |
+| SmoothQuant O1 + int8 KV | --quant=w8a8 --smoothquant-alpha=A --act-quant=per-token --kv-dtype=i8 |
+
+Calibration never sees the held-out text: by default the calibration file is the train
+split of the Austen corpus (per novel the first 90% of characters, int(len*0.9), as in
+examples/austen/train.py), written to a temporary folder; --calib-text uses a given file
+instead. The first quantized compile writes the calibration statistics with
+--calib-stats=FILE and every later variant reads them back, so calibration runs once
+per model.
+
+--outliers first regenerates the outlier fixture (examples/austen-outliers/
+make_outliers.py: a few hidden channels scaled up 100x at every LayerNorm feeding a
+MatMul, the consuming weight rows scaled down, same float function) from --model into
+the work folder and reports on it instead. Nothing large is stored in the repository.
+
+Exit status: 0 when every variant built and ran, 1 otherwise (the table shows the
+failures). Python is only the driver; qcc and qrun do the work.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODEL = os.path.join(ROOT, "examples", "austen", "model.onnx")
+DEFAULT_TEXT = os.path.join(ROOT, "examples", "austen", "heldout.txt")
+DEFAULT_DATA = "/work/shared/data/austen"
+MAKE_OUTLIERS = os.path.join(ROOT, "examples", "austen-outliers", "make_outliers.py")
+TIMEOUT_S = 900
+
+
+def variants(alpha):
+    """(name, qcc flags) in report order; quantized flags lack the calibration ones."""
+    naive = ["--quant=w8a8", "--no-smoothquant"]
+    sq = ["--quant=w8a8", f"--smoothquant-alpha={alpha:g}"]
+    return [
+        ("float32", []),
+        ("naive W8A8 O1 (per-token)", naive + ["--act-quant=per-token"]),
+        ("naive W8A8 O2 (per-tensor)", naive + ["--act-quant=per-tensor"]),
+        ("naive W8A8 O3 (static)", naive + ["--act-quant=static"]),
+        (f"SmoothQuant a={alpha:g} O1 (per-token)", sq + ["--act-quant=per-token"]),
+        (f"SmoothQuant a={alpha:g} O2 (per-tensor)", sq + ["--act-quant=per-tensor"]),
+        (f"SmoothQuant a={alpha:g} O3 (static)", sq + ["--act-quant=static"]),
+        (f"SmoothQuant a={alpha:g} O1 + int8 KV", sq + ["--act-quant=per-token", "--kv-dtype=i8"]),
+    ]
+
+
+def write_train_split(data_dir, path):
+    """The train split of examples/austen/train.py: first 90% of each novel's characters."""
+    files = sorted(glob.glob(os.path.join(data_dir, "*.txt")))
+    if not files:
+        raise RuntimeError(f"{data_dir}: no *.txt novels for the calibration (train) split")
+    parts = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        parts.append(text[:int(len(text) * 0.9)])
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n\n".join(parts))
+    return path
+
+
+def write_slice(text_path, max_chars, path):
+    with open(text_path, encoding="utf-8") as fh:
+        text = fh.read()
+    if max_chars and max_chars > 0:
+        text = text[:max_chars]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+def make_outlier_model(model, out_dir, python=sys.executable, factor=None, channels=None):
+    out = os.path.join(out_dir, "model.onnx")
+    cmd = [python, MAKE_OUTLIERS, "--input", model, "--output", out, "--check"]
+    if factor is not None:
+        cmd += ["--factor", str(factor)]
+    if channels:
+        cmd += ["--channels", channels]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    if p.returncode != 0:
+        raise RuntimeError("make_outliers.py failed:\n" + p.stdout + p.stderr)
+    check = [l for l in p.stdout.splitlines() if l.startswith("check: worst")]
+    return out, (check[0] if check else "")
+
+
+def first_error_line(text):
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return lines[0] if lines else "(no message)"
+
+
+def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=TIMEOUT_S):
+    """Compile one variant and measure its perplexity: dict with ppl/tokens/size/error."""
+    res = {"flags": flags, "ppl": None, "tokens": None, "size": None, "error": None,
+           "compile_s": None, "ppl_s": None}
+    cmd = [qcc, model] + flags
+    if flags:
+        cmd += calib
+    cmd += ["-o", out]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    res["compile_s"] = time.perf_counter() - t0
+    if p.returncode != 0:
+        res["error"] = first_error_line(p.stderr or p.stdout)
+        return res
+    res["size"] = os.path.getsize(out)
+    t0 = time.perf_counter()
+    p = subprocess.run([qrun, out, "--perplexity", heldout, "--context", str(context)],
+                       capture_output=True, text=True, timeout=timeout)
+    res["ppl_s"] = time.perf_counter() - t0
+    m = re.search(r"perplexity ([0-9.eE+-]+|nan|inf) over (\d+)", p.stdout)
+    if p.returncode != 0 or not m:
+        res["error"] = first_error_line(p.stderr or p.stdout)
+        return res
+    res["ppl"] = float(m.group(1))
+    res["tokens"] = int(m.group(2))
+    return res
+
+
+def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_len,
+            context=128, log=sys.stderr):
+    """Build and measure each (name, flags) of `chosen`; calibration stats are shared."""
+    stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}.json")
+    if os.path.exists(stats):
+        os.remove(stats)
+    calib = [f"--calib={calib_text}", f"--calib-samples={samples}",
+             f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
+    rows = []
+    for i, (name, flags) in enumerate(chosen):
+        out = os.path.join(work, f"variant{i}.qpkg")
+        print(f"[{i + 1}/{len(chosen)}] {name}: qcc {' '.join(flags) or '(float)'}",
+              file=log, flush=True)
+        r = run_variant(qcc, qrun, model, flags, out, heldout, calib, context)
+        r["name"] = name
+        if r["error"]:
+            print(f"    FAILED: {r['error']}", file=log, flush=True)
+        else:
+            print(f"    ppl {r['ppl']:.3f} over {r['tokens']} tokens; {r['size']} bytes; "
+                  f"compile {r['compile_s']:.1f} s, perplexity {r['ppl_s']:.1f} s",
+                  file=log, flush=True)
+        if os.path.exists(out):
+            os.remove(out)  # artifacts are ~tens of MB each; only the sizes are kept
+        rows.append(r)
+    return rows
+
+
+def table(rows):
+    base = rows[0]["ppl"] if rows and rows[0]["ppl"] else None
+    lines = ["| variant | qcc flags | perplexity | vs float32 | .qpkg bytes |",
+             "|---|---|---:|---:|---:|"]
+    for r in rows:
+        flags = " ".join(f"`{f}`" for f in r["flags"]) or "(none)"
+        if r["error"]:
+            lines.append(f"| {r['name']} | {flags} | failed: {r['error']} | | |")
+            continue
+        delta = f"{(r['ppl'] / base - 1) * 100:+.2f}%" if base else "n/a"
+        lines.append(f"| {r['name']} | {flags} | {r['ppl']:.2f} | {delta} | {r['size']:,} |")
+    return "\n".join(lines)
+
+
+def sizes_line(rows):
+    f = rows[0]["size"] if rows and not rows[0]["error"] else None
+    q = [r for r in rows[1:] if not r["error"] and "int8 KV" not in r["name"]]
+    if not f or not q:
+        return ""
+    qs = q[0]["size"]
+    return (f"Artifact size: float32 {f:,} bytes, W8A8 {qs:,} bytes "
+            f"({qs / f * 100:.1f}% of float).")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--outliers", action="store_true",
+                   help="report on the outlier fixture generated from --model")
+    p.add_argument("--outlier-factor", type=float, default=None,
+                   help="make_outliers.py --factor (default: its default, 100)")
+    p.add_argument("--outlier-channels", default=None,
+                   help="make_outliers.py --channels (default: its default)")
+    p.add_argument("--text", default=DEFAULT_TEXT, help="held-out text for perplexity")
+    p.add_argument("--max-chars", type=int, default=60000,
+                   help="use the first N characters of --text (0: all; default 60000)")
+    p.add_argument("--calib-text", default=None,
+                   help="calibration text (default: the Austen train split, built from --data-dir)")
+    p.add_argument("--data-dir", default=DEFAULT_DATA)
+    p.add_argument("--calib-samples", type=int, default=64)
+    p.add_argument("--calib-seq-len", type=int, default=128)
+    p.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant migration strength")
+    p.add_argument("--context", type=int, default=128)
+    p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
+    p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
+    p.add_argument("--keep", default=None, help="work in this folder and keep it")
+    args = p.parse_args()
+
+    for tool in (args.qcc, args.qrun):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"{tool}: not found (build first: cmake --build build)")
+    if args.calib_text and os.path.abspath(args.calib_text) == os.path.abspath(args.text):
+        sys.exit("refusing to calibrate on the held-out text")
+
+    work = args.keep or tempfile.mkdtemp(prefix="qcc-quality-")
+    os.makedirs(work, exist_ok=True)
+    t_start = time.perf_counter()
+    try:
+        model = os.path.abspath(args.model)
+        note = ""
+        if args.outliers:
+            model, note = make_outlier_model(model, os.path.join(work, "outliers"),
+                                             factor=args.outlier_factor,
+                                             channels=args.outlier_channels)
+        heldout = write_slice(args.text, args.max_chars, os.path.join(work, "heldout-slice.txt"))
+        calib_text = args.calib_text or write_train_split(args.data_dir,
+                                                          os.path.join(work, "calib-train.txt"))
+        rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work,
+                       variants(args.alpha), args.calib_samples, args.calib_seq_len,
+                       args.context)
+        name = os.path.relpath(args.model, ROOT)
+        print()
+        print(f"Model: {name}" + (" + planted outliers (examples/austen-outliers/make_outliers.py)"
+                                  if args.outliers else ""))
+        if note:
+            print(f"Outlier model vs original, onnxruntime logits: {note[len('check: '):]}")
+        tokens = next((r["tokens"] for r in rows if r["tokens"]), None)
+        print(f"Held-out: first {args.max_chars or 'all'} characters of "
+              f"{os.path.relpath(args.text, ROOT)}"
+              + (f" ({tokens} scored tokens, windows of {args.context})" if tokens else "")
+              + f"; calibration: {args.calib_samples} x {args.calib_seq_len} tokens of "
+              + (os.path.relpath(args.calib_text, ROOT) if args.calib_text
+                 else "the train split"))
+        print()
+        print(table(rows))
+        s = sizes_line(rows)
+        if s:
+            print()
+            print(s)
+        print(f"\n({time.perf_counter() - t_start:.0f} s)")
+        return 1 if any(r["error"] for r in rows) else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""W8A8 quality claims on the outlier fixture (ctest `quality-outliers`).
+
+    .venv/bin/python test/e2e/check_quality_claims.py --qcc build/bin/qcc --qrun build/bin/qrun
+
+Regenerates the outlier model (examples/austen-outliers/make_outliers.py: hidden
+channels 13, 77, 150, 201, 238 scaled up 100x at every LayerNorm that feeds a MatMul,
+the consuming weight rows scaled down; the float function is unchanged, checked here
+with onnxruntime) into a temporary folder, calibrates on the Austen train split
+(16 windows of 128 tokens; never the held-out text), and measures qrun's perplexity on
+the first 20,000 characters of examples/austen/heldout.txt (about 5,000 scored tokens,
+windows of 128) for:
+
+  float32                        qcc MODEL
+  SmoothQuant O1                 --quant=w8a8 --smoothquant-alpha=0.5 --act-quant=per-token
+  naive O3                       --quant=w8a8 --no-smoothquant --act-quant=static
+
+Claims (exit 1 when one fails):
+  1. SmoothQuant O1 perplexity is within 1% of float32 (|ppl / float - 1| <= 0.01).
+  2. naive O3 (static per-tensor activations, no smoothing) is clearly worse:
+     ppl >= 1.10 x float32 (at least 10% above float). The outliers make the
+     per-tensor scale ~100x too coarse for every other channel; SmoothQuant moves
+     them into the weights.
+
+Exit 77 (skip) when the Austen model, its held-out text or the train data is absent.
+Prints the table it measured. Runs in about 20-60 s on 2 cores.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import quality_report as qr  # noqa: E402
+
+SQ_O1_MAX_REL = 0.01     # claim 1: |SmoothQuant O1 / float - 1| <= 1%
+NAIVE_O3_MIN_REL = 0.10  # claim 2: naive O3 / float - 1 >= 10%
+MAX_CHARS = 20000
+CALIB_SAMPLES = 16
+CALIB_SEQ_LEN = 128
+ALPHA = 0.5
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
+    p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
+    p.add_argument("--model", default=qr.DEFAULT_MODEL)
+    p.add_argument("--text", default=qr.DEFAULT_TEXT)
+    p.add_argument("--data-dir", default=qr.DEFAULT_DATA)
+    p.add_argument("--max-chars", type=int, default=MAX_CHARS)
+    args = p.parse_args()
+
+    for path in (args.model, args.text, args.data_dir):
+        if not os.path.exists(path):
+            print(f"SKIP: {path} missing")
+            return 77
+
+    work = tempfile.mkdtemp(prefix="qcc-quality-claims-")
+    try:
+        model, note = qr.make_outlier_model(os.path.abspath(args.model),
+                                            os.path.join(work, "outliers"))
+        print("outlier model vs original (onnxruntime): " + note[len("check: "):])
+        heldout = qr.write_slice(args.text, args.max_chars, os.path.join(work, "heldout.txt"))
+        calib = qr.write_train_split(args.data_dir, os.path.join(work, "calib-train.txt"))
+        chosen = [
+            ("float32", []),
+            (f"SmoothQuant a={ALPHA:g} O1 (per-token)",
+             ["--quant=w8a8", f"--smoothquant-alpha={ALPHA:g}", "--act-quant=per-token"]),
+            ("naive W8A8 O3 (static)",
+             ["--quant=w8a8", "--no-smoothquant", "--act-quant=static"]),
+        ]
+        rows = qr.measure(args.qcc, args.qrun, model, heldout, calib, work, chosen,
+                          CALIB_SAMPLES, CALIB_SEQ_LEN, log=sys.stdout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    tokens = next((r["tokens"] for r in rows if r["tokens"]), None)
+    print(f"\noutlier model, first {args.max_chars} characters of heldout.txt "
+          f"({tokens} scored tokens), calibration {CALIB_SAMPLES} x {CALIB_SEQ_LEN} train tokens\n")
+    print(qr.table(rows))
+    print()
+    if any(r["error"] for r in rows):
+        print("FAIL: a variant did not build or run")
+        return 1
+    f, sq, naive = (r["ppl"] for r in rows)
+    ok = True
+    rel = sq / f - 1
+    good = abs(rel) <= SQ_O1_MAX_REL
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'}: SmoothQuant O1 within {SQ_O1_MAX_REL:.0%} of float32: "
+          f"{sq:.3f} vs {f:.3f} ({rel:+.2%})")
+    rel = naive / f - 1
+    good = rel >= NAIVE_O3_MIN_REL
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'}: naive O3 at least {NAIVE_O3_MIN_REL:.0%} above float32: "
+          f"{naive:.3f} vs {f:.3f} ({rel:+.2%})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
