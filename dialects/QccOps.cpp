@@ -542,6 +542,19 @@ LogicalResult QLinearOp::verify() {
   return success();
 }
 
+LogicalResult KernelOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("needs one block argument per operand");
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("block argument types must match the operands");
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types must match the results");
+  return success();
+}
+
 LogicalResult KvAttentionOp::verify() {
   auto q = getQuery().getType();
   auto k = getKey().getType();

@@ -5,6 +5,7 @@
 
 include "dialects/QccDialect.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Constants
@@ -527,6 +528,48 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
   let results = (outs Qcc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel regions (form-kernels)
+//===----------------------------------------------------------------------===//
+
+def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
+    [IsolatedFromAbove, SingleBlock]> {
+  let summary = "A group of ops that becomes one GPU kernel";
+  let description = [{
+    The body computes the results from the block arguments (one per
+    operand) with the ops it holds, in their usual semantics; `kind` names
+    the device template family the emitter instantiates (`gemm_i8`,
+    `gemm_f16`, `norm_quantize`, `norm`, `attention`, `embedding`,
+    `elementwise`), `name` is unique in the function. The region is isolated
+    from above: weights enter as operands.
+
+    ```mlir
+    %y = qcc.kernel "gemm_i8" "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)
+        : (...) -> tensor<?x?x1024xf32> {
+    ^bb0(...):
+      %0 = qcc.qlinear ...
+      %1 = qcc.gelu %0 ...
+      qcc.yield %1 : tensor<?x?x1024xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$kind,
+                   StrAttr:$sym_name);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind $sym_name `(` $inputs `)` attr-dict `:` "
+                       "functional-type($inputs, $results) $body";
+  let hasVerifier = 1;
+}
+
+def Qcc_YieldOp : Op<Qcc_Dialect, "yield",
+    [Pure, Terminator, HasParent<"KernelOp">, ReturnLike]> {
+  let summary = "The results of a kernel region";
+  let description = [{ Returns the values of a `qcc.kernel` body. }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 def Qcc_KvCacheResource : Resource<"::qcc::KvCacheResource">;

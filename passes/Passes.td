@@ -501,4 +501,41 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
   ];
 }
 
+def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
+  let summary = "Group ops into qcc.kernel regions, one per GPU kernel";
+  let description = [{
+    Forms the fusion groups the CUDA emitter turns into kernels:
+
+    * `gemm_i8` / `gemm_f16`: a `qcc.qlinear` (or float `qcc.linear`) with
+      its epilogue: an activation (`gelu`, `silu`) that is its only user,
+      then a residual `add` of the same shape that is the activation's (or
+      the GEMM's) only user;
+    * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
+      `qcc.quantize` of its output (the scale is computed in the same kernel);
+    * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`
+      ops that produce its query and key when it is their only user (rotary
+      and KV append fused into the attention kernel);
+    * `embedding`, `norm`, `quantize` alone; `elementwise`: a chain of
+      elementwise ops, each the only user of the previous one.
+
+    Shape glue (shape, gather of shape vectors, reshape, split, concat,
+    constants) stays outside. Regions are isolated from above: weights enter
+    as operands. Ops keep their semantics inside the region.
+
+    ```mlir
+    // before
+    %q, %s, %z = qcc.quantize %x {granularity = "per_token"} : ...
+    %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum, %b : ...
+    %g = qcc.gelu %y : tensor<?x?x1024xf32>
+    // after
+    %y = qcc.kernel "gemm_i8" "k0" (%q, %s, %z, %w, %ws, %wsum, %b) : (...) -> tensor<?x?x1024xf32> {
+    ^bb0(...):
+      %0 = qcc.qlinear ...
+      %1 = qcc.gelu %0 : tensor<?x?x1024xf32>
+      qcc.yield %1 : tensor<?x?x1024xf32>
+    }
+    ```
+  }];
+}
+
 #endif // QCC_PASSES_TD

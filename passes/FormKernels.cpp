@@ -1,0 +1,184 @@
+//===- FormKernels.cpp - form-kernels -------------------------------------===//
+//
+// Groups ops into qcc.kernel regions, one per future GPU kernel: a GEMM with
+// its epilogue chain, a norm with the per-token quantize of its output,
+// attention with the rotary embeddings of its query and key, an embedding
+// gather, a chain of elementwise ops. Shape glue stays outside.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/QccOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace qcc {
+#define GEN_PASS_DEF_FORMKERNELS
+#include "passes/Passes.h.inc"
+} // namespace qcc
+
+using namespace mlir;
+using namespace qcc;
+
+namespace {
+
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, SqrtOp, ReciprocalOp,
+             ErfOp, TanhOp, SigmoidOp, ExpOp, CosOp, SinOp, ReluOp, NegOp,
+             GeluOp, SiluOp>(op);
+}
+
+/// The only user of `op`'s single result, if it has exactly one use.
+Operation *soleUser(Operation *op) {
+  if (op->getNumResults() != 1 || !op->getResult(0).hasOneUse())
+    return nullptr;
+  return *op->getResult(0).getUsers().begin();
+}
+
+class Former {
+public:
+  explicit Former(func::FuncOp fn) : fn(fn) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) {
+      if (op->getParentOp() == fn.getOperation())
+        ops.push_back(op);
+    });
+    // Anchors first, so that they take their epilogues and prologues.
+    for (Operation *op : ops)
+      if (isa<QLinearOp, LinearOp>(op))
+        formGemm(op);
+    for (Operation *op : ops)
+      if (isa<QuantizeOp>(op) && !claimed.contains(op))
+        formNormQuantize(op);
+    for (Operation *op : ops)
+      if (isa<AttentionOp, KvAttentionOp>(op))
+        formAttention(op);
+    for (Operation *op : ops) {
+      if (claimed.contains(op))
+        continue;
+      if (isa<EmbeddingOp>(op))
+        form({op}, "embedding");
+      else if (isa<LayerNormOp, RmsNormOp>(op))
+        form({op}, "norm");
+      else if (isa<QuantizeOp>(op))
+        form({op}, "quantize");
+      else if (isElementwise(op))
+        formElementwise(op);
+    }
+    for (auto &[group, kind] : groups)
+      outline(group, kind);
+  }
+
+private:
+  void form(SmallVector<Operation *> group, StringRef kind) {
+    for (Operation *op : group)
+      claimed.insert(op);
+    groups.emplace_back(std::move(group), kind.str());
+  }
+
+  /// GEMM + activation + residual add.
+  void formGemm(Operation *gemm) {
+    SmallVector<Operation *> group = {gemm};
+    Operation *last = gemm;
+    if (Operation *u = soleUser(last); u && isa<GeluOp, SiluOp>(u)) {
+      group.push_back(u);
+      last = u;
+    }
+    if (Operation *u = soleUser(last); u && isa<AddOp>(u) &&
+                                       u->getResult(0).getType() ==
+                                           last->getResult(0).getType()) {
+      group.push_back(u); // residual: the other operand has the same shape
+      last = u;
+    }
+    form(group, isa<QLinearOp>(gemm) ? "gemm_i8" : "gemm_f16");
+  }
+
+  /// norm + the per-token quantize of its output (scale computed in-kernel).
+  void formNormQuantize(Operation *quantize) {
+    Operation *norm = quantize->getOperand(0).getDefiningOp();
+    if (!norm || !isa<LayerNormOp, RmsNormOp>(norm) || claimed.contains(norm) ||
+        soleUser(norm) != quantize)
+      return;
+    form({norm, quantize}, "norm_quantize");
+  }
+
+  /// attention + the rotary embeddings of its query and key.
+  void formAttention(Operation *attention) {
+    SmallVector<Operation *> group;
+    for (unsigned i : {0u, 1u})
+      if (auto rot = attention->getOperand(i).getDefiningOp<RotaryOp>())
+        if (!claimed.contains(rot) && soleUser(rot) == attention)
+          group.push_back(rot);
+    group.push_back(attention);
+    form(group, "attention");
+  }
+
+  /// A chain of elementwise ops, each the only user of the previous.
+  void formElementwise(Operation *first) {
+    SmallVector<Operation *> group = {first};
+    Operation *last = first;
+    while (Operation *u = soleUser(last)) {
+      if (!isElementwise(u) || claimed.contains(u))
+        break;
+      group.push_back(u);
+      last = u;
+    }
+    form(group, "elementwise");
+  }
+
+  /// Moves `group` (in program order, results used outside only from ops
+  /// that no other group op follows... see form*) into a qcc.kernel placed
+  /// at its last op.
+  void outline(ArrayRef<Operation *> group, StringRef kind) {
+    llvm::SmallPtrSet<Operation *, 8> members(group.begin(), group.end());
+    llvm::SetVector<Value> inputs;
+    SmallVector<Value> outputs;
+    for (Operation *op : group) {
+      for (Value v : op->getOperands())
+        if (!members.contains(v.getDefiningOp()))
+          inputs.insert(v);
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *u) {
+              return !members.contains(u);
+            }))
+          outputs.push_back(r);
+    }
+    OpBuilder b(group.back());
+    std::string name = "k" + std::to_string(counter++);
+    auto kernel = KernelOp::create(
+        b, group.back()->getLoc(), ValueRange(outputs).getTypes(),
+        inputs.getArrayRef(), b.getStringAttr(kind), b.getStringAttr(name));
+    Block *body = new Block();
+    kernel.getBody().push_back(body);
+    IRMapping map;
+    for (Value in : inputs)
+      map.map(in, body->addArgument(in.getType(), in.getLoc()));
+    OpBuilder inner = OpBuilder::atBlockEnd(body);
+    for (Operation *op : group)
+      inner.clone(*op, map);
+    SmallVector<Value> yielded;
+    for (Value out : outputs)
+      yielded.push_back(map.lookup(out));
+    YieldOp::create(inner, kernel.getLoc(), yielded);
+    for (auto [out, res] : llvm::zip(outputs, kernel.getResults()))
+      out.replaceUsesWithIf(res, [&](OpOperand &use) {
+        return !members.contains(use.getOwner());
+      });
+    for (Operation *op : llvm::reverse(group))
+      op->erase();
+  }
+
+  func::FuncOp fn;
+  llvm::SmallPtrSet<Operation *, 32> claimed;
+  std::vector<std::pair<SmallVector<Operation *>, std::string>> groups;
+  int counter = 0;
+};
+
+struct FormKernelsPass : qcc::impl::FormKernelsBase<FormKernelsPass> {
+  void runOnOperation() override { Former(getOperation()).run(); }
+};
+
+} // namespace

@@ -1,0 +1,80 @@
+// RUN: qcc-opt %s --form-kernels --split-input-file | FileCheck %s
+
+// A GPT-2 block in W8A8: norm + quantize, GEMM + GELU, GEMM + residual add.
+// CHECK-LABEL: func.func @gpt2_mlp(
+// CHECK: %[[NQ:.*]]:3 = qcc.kernel "norm_quantize" "k{{[0-9]+}}"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.layer_norm
+// CHECK-NEXT: qcc.quantize
+// CHECK-NEXT: qcc.yield
+// CHECK: %[[H:.*]] = qcc.kernel "gemm_i8" "k{{[0-9]+}}"(%[[NQ]]#0, %[[NQ]]#1, %[[NQ]]#2,
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.qlinear
+// CHECK-NEXT: qcc.gelu
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.kernel "quantize"
+// CHECK: %[[O:.*]] = qcc.kernel "gemm_i8" {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.qlinear
+// CHECK-NEXT: qcc.add
+// CHECK-NEXT: qcc.yield
+// CHECK: return %[[O]]
+func.func @gpt2_mlp(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %g = qcc.constant dense<1.0> : tensor<64xf32>
+  %w1 = qcc.constant dense<1> : tensor<256x64xi8>
+  %s1 = qcc.constant dense<0.1> : tensor<256xf32>
+  %n1 = qcc.constant dense<64> : tensor<256xi32>
+  %w2 = qcc.constant dense<1> : tensor<64x256xi8>
+  %s2 = qcc.constant dense<0.1> : tensor<64xf32>
+  %n2 = qcc.constant dense<256> : tensor<64xi32>
+  %n = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %q, %qs, %qz = qcc.quantize %n {granularity = "per_token"} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %h = qcc.qlinear %q, %qs, %qz, %w1, %s1, %n1 : (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x64xi8>, tensor<256xf32>, tensor<256xi32>) -> tensor<?x?x256xf32>
+  %a = qcc.gelu %h {approximate = "tanh"} : tensor<?x?x256xf32>
+  %q2, %qs2, %qz2 = qcc.quantize %a {granularity = "per_token"} : (tensor<?x?x256xf32>) -> (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %o = qcc.qlinear %q2, %qs2, %qz2, %w2, %s2, %n2 : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<64x256xi8>, tensor<64xf32>, tensor<64xi32>) -> tensor<?x?x64xf32>
+  %r = qcc.add %o, %x : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %r : tensor<?x?x64xf32>
+}
+
+// -----
+
+// A LLaMA attention block: rotary on q and k fused into the attention
+// kernel; the SwiGLU product is an elementwise kernel.
+// CHECK-LABEL: func.func @llama_attention(
+// CHECK: qcc.kernel "attention" "k{{[0-9]+}}"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.rotary
+// CHECK-NEXT: qcc.rotary
+// CHECK-NEXT: qcc.kv_attention
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.kernel "elementwise" {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.silu
+// CHECK-NEXT: qcc.mul
+// CHECK-NEXT: qcc.yield
+func.func @llama_attention(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>, %up: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %qr = qcc.rotary %q, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x64xf32>
+  %kr = qcc.rotary %k, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+  %a = qcc.kv_attention %qr, %kr, %v {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  %s = qcc.silu %a : tensor<?x?x64xf32>
+  %m = qcc.mul %s, %up : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %m : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: a GEMM whose result has two users keeps its epilogue outside
+// (fusing the GELU would hide the pre-activation value from the other user).
+// CHECK-LABEL: func.func @gemm_result_used_twice(
+// CHECK: qcc.kernel "gemm_f16" {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.kernel "elementwise"
+func.func @gemm_result_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %w = qcc.constant dense<0.5> : tensor<64x64xf32>
+  %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  %g = qcc.gelu %y : tensor<?x64xf32>
+  return %y, %g : tensor<?x64xf32>, tensor<?x64xf32>
+}
