@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/CudaDriver.h"
 #include "runtime/Generator.h"
 #include "runtime/KvCache.h"
 #include "runtime/Sampler.h"
@@ -51,7 +52,35 @@ struct Options {
   std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
   bool profile = false;
+  bool devices = false;
 };
+
+/// One line on stderr saying which backend runs and why.
+void reportBackend() {
+  std::string why;
+  auto driver = CudaDriver::load(why);
+  if (!driver) {
+    std::cerr << "[qrun] CPU backend: " << why << "\n";
+    return;
+  }
+  const CudaDevice &d = driver->devices().front();
+  std::cerr << "[qrun] CPU backend: found " << d.name << " (" << d.arch()
+            << "), but qrun does not execute on CUDA yet\n";
+}
+
+int listDevices() {
+  std::string why;
+  auto driver = CudaDriver::load(why);
+  if (!driver) {
+    std::cout << why << "\n";
+    return 0;
+  }
+  std::cout << "CUDA driver " << driver->driverVersion() << "\n";
+  for (const CudaDevice &d : driver->devices())
+    std::cout << d.ordinal << ": " << d.name << ", " << d.arch() << ", "
+              << d.totalMemory / (1 << 20) << " MiB\n";
+  return 0;
+}
 
 /// The model's logits port: the first output with rank 3 [batch, seq, vocab].
 const Port &logitsPort(const Function &fn) {
@@ -179,6 +208,7 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
 
 int runPrompt(const Options &o, const Artifact &a) {
   Tokenizer tok = loadTokenizer(a);
+  reportBackend();
   std::vector<std::string> texts = o.prompts;
   if (!o.promptsFile.empty()) {
     std::ifstream in(o.promptsFile);
@@ -280,6 +310,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
     return logits;
   };
   Tokenizer tok = loadTokenizer(a);
+  reportBackend();
   std::ifstream in(o.perplexityFile);
   if (!in)
     throw std::runtime_error(o.perplexityFile + ": cannot open the file");
@@ -317,6 +348,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
 /// Times generation: B random prompts of CONTEXT tokens, then STEPS new
 /// tokens each, through the KV cache (or by full recompute with --no-cache).
 int runBenchGenerate(const Options &o, const Artifact &a) {
+  reportBackend();
   if (o.benchGenerate.size() != 3 || o.benchGenerate[0] <= 0 ||
       o.benchGenerate[1] <= 0 || o.benchGenerate[2] <= 0)
     throw std::runtime_error("--bench-generate takes BATCH CONTEXT STEPS");
@@ -379,6 +411,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
 }
 
 int runBench(const Options &o, const Artifact &a) {
+  reportBackend();
   Session session(a);
   const Function &fn = a.function(o.function);
   const Port &ids = idsPort(fn);
@@ -483,11 +516,20 @@ int main(int argc, char **argv) {
                  "BATCH CONTEXT STEPS: time prefill and decode (through the "
                  "KV cache, or by recompute with --no-cache)")
       ->expected(3);
+  app.add_flag("--devices", o.devices,
+               "List the CUDA devices (or say why there are none) and exit");
   app.add_flag("--profile", o.profile,
                "With --bench: print the time spent in each op kind");
   app.add_option("--function", o.function, "Entry point to run")
       ->capture_default_str();
+  app.get_option("model")->required(false);
   CLI11_PARSE(app, argc, argv);
+  if (o.devices)
+    return listDevices();
+  if (o.model.empty()) {
+    std::cerr << "qrun: error: no artifact given (see --help)\n";
+    return 1;
+  }
 
   try {
     Artifact a = Artifact::load(o.model);

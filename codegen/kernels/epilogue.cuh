@@ -1,0 +1,199 @@
+//===- epilogue.cuh - GEMM epilogue functor chain ------------------------===//
+//
+// CUTLASS-lite epilogues: a GEMM hands every output element (its exact
+// accumulator, row m, column n) to `epi.visit(acc, m, n)` of a
+//
+//   qcc::Chain<Stage0, Stage1, ..., Store>
+//
+// which runs each stage's `float apply(float v, int m, int n) const` in order
+// and ends in a store stage's `void store(float v, int m, int n) const`.
+// Stages are aggregates of pointers and sizes, built by the emitter's
+// extern "C" __global__ wrapper:
+//
+//   qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::StoreF32>
+//       epi(qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws, wsum},
+//           qcc::AddBias<>{bias}, qcc::StoreF32{y, N});
+//
+// Integer GEMMs deliver the int32 accumulator: the first stage must take it
+// (kIntInput: DequantPerTokenPerChannel, or StoreI32 alone); float GEMMs
+// deliver f32 and the chain must not start with an int stage. Both are
+// checked at compile time. Every float step is rounded to f32 exactly as the
+// CPU reference does (qcc::fmul/fadd, no FMA contraction); erf/tanh/exp are
+// the CUDA library functions (within 2 ulp), so activations agree with the CPU
+// within a tolerance, the dequantization and bias bit for bit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_EPILOGUE_CUH
+#define QCC_KERNELS_EPILOGUE_CUH
+
+#include "qcc/common.cuh"
+
+namespace qcc {
+
+template <class A, class B> struct IsSame {
+  static constexpr bool value = false;
+};
+template <class A> struct IsSame<A, A> {
+  static constexpr bool value = true;
+};
+
+//===--- int32 -> float ----------------------------------------------------===//
+
+/// qlinear dequantization (docs/QUANTIZATION.md section 3):
+///   float(acc - xz[m] * wsum[n]) * (xs[m] * ws[n])
+/// xs_stride / xz_stride: 1 for per-token (one per row m), 0 for per-tensor.
+/// xz == nullptr means symmetric (zero point 0).
+struct DequantPerTokenPerChannel {
+  static constexpr bool kIntInput = true;
+  const float *xs;
+  int xs_stride;
+  const int32_t *xz;
+  int xz_stride;
+  const float *ws;
+  const int32_t *wsum;
+
+  QCC_DEVICE float apply(int32_t acc, int m, int n) const {
+    int32_t zp = xz ? xz[m * xz_stride] : 0;
+    return dequant_i32(acc, zp, wsum[n], xs[m * xs_stride], ws[n]);
+  }
+};
+
+//===--- float -> float ----------------------------------------------------===//
+
+/// v + bias[n]; bias is f32 (default), f16 or bf16.
+template <class T = float> struct AddBias {
+  static constexpr bool kIntInput = false;
+  const T *bias;
+  QCC_DEVICE float apply(float v, int, int n) const {
+    return fadd(v, to_float(bias[n]));
+  }
+};
+
+/// v + residual[m * ld + n]; residual is f32 (default), f16 or bf16.
+template <class T = float> struct AddResidual {
+  static constexpr bool kIntInput = false;
+  const T *residual;
+  int ld;
+  QCC_DEVICE float apply(float v, int m, int n) const {
+    return fadd(v, to_float(residual[static_cast<int64_t>(m) * ld + n]));
+  }
+};
+
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), evaluated as the CPU does:
+/// (0.5f * x) * (1.0f + erff(x * 0.70710678f)).
+struct GeluErf {
+  static constexpr bool kIntInput = false;
+  QCC_DEVICE float apply(float x, int, int) const {
+    return fmul(fmul(0.5f, x), fadd(1.0f, erff(fmul(x, 0.70710678118654752f))));
+  }
+};
+
+/// gelu, tanh approximation, in double as the CPU does:
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct GeluTanh {
+  static constexpr bool kIntInput = false;
+  QCC_DEVICE float apply(float x, int, int) const {
+    double xd = x;
+    double c = __dsqrt_rn(__ddiv_rn(2.0, 3.141592653589793));
+    double x3 = __dmul_rn(__dmul_rn(__dmul_rn(0.044715, xd), xd), xd);
+    double t = tanh(__dmul_rn(c, __dadd_rn(xd, x3)));
+    return __double2float_rn(__dmul_rn(__dmul_rn(0.5, xd), __dadd_rn(1.0, t)));
+  }
+};
+
+/// silu(x) = x / (1 + exp(-x)).
+struct Silu {
+  static constexpr bool kIntInput = false;
+  QCC_DEVICE float apply(float x, int, int) const {
+    return fdiv(x, fadd(1.0f, expf(-x)));
+  }
+};
+
+//===--- stores ------------------------------------------------------------===//
+// out[m * ld + n] = v; ld is the output row stride in elements (N for a
+// dense [M, N] result, larger to write a column slice of a wider buffer).
+
+struct StoreF32 {
+  static constexpr bool kIntInput = false;
+  float *out;
+  int ld;
+  QCC_DEVICE void store(float v, int m, int n) const {
+    out[static_cast<int64_t>(m) * ld + n] = v;
+  }
+};
+
+struct StoreF16 {
+  static constexpr bool kIntInput = false;
+  __half *out;
+  int ld;
+  QCC_DEVICE void store(float v, int m, int n) const {
+    out[static_cast<int64_t>(m) * ld + n] = __float2half_rn(v);
+  }
+};
+
+struct StoreBF16 {
+  static constexpr bool kIntInput = false;
+  __nv_bfloat16 *out;
+  int ld;
+  QCC_DEVICE void store(float v, int m, int n) const {
+    out[static_cast<int64_t>(m) * ld + n] = __float2bfloat16_rn(v);
+  }
+};
+
+/// The raw int32 accumulator (tests; a chain of this stage alone).
+struct StoreI32 {
+  static constexpr bool kIntInput = true;
+  int32_t *out;
+  int ld;
+  QCC_DEVICE void store(int32_t v, int m, int n) const {
+    out[static_cast<int64_t>(m) * ld + n] = v;
+  }
+};
+
+/// Static-scale symmetric requantization (qcc.quantize with a `scale`
+/// attribute): clamp(round_half_even(v / scale), -127, 127) as int8. Per-row
+/// dynamic requantization needs the row's absmax: store f32 and run
+/// quantize.cuh's kernel instead.
+struct RequantizeStatic {
+  static constexpr bool kIntInput = false;
+  int8_t *out;
+  int ld;
+  float scale;
+  QCC_DEVICE void store(float v, int m, int n) const {
+    out[static_cast<int64_t>(m) * ld + n] = quantize_symmetric(v, scale);
+  }
+};
+
+//===--- the chain ---------------------------------------------------------===//
+
+template <class... Stages> struct Chain;
+
+template <class Store> struct Chain<Store> {
+  static constexpr bool kIntInput = Store::kIntInput;
+  Store last;
+  QCC_DEVICE Chain(const Store &s) : last(s) {}
+  template <class V> QCC_DEVICE void visit(V v, int m, int n) const {
+    static_assert(IsSame<V, int32_t>::value == kIntInput,
+                  "epilogue input type: int32 only into an int stage");
+    last.store(v, m, n);
+  }
+};
+
+template <class Stage, class... Rest> struct Chain<Stage, Rest...> {
+  static constexpr bool kIntInput = Stage::kIntInput;
+  static_assert(sizeof...(Rest) > 0, "");
+  static_assert(!Chain<Rest...>::kIntInput,
+                "only the first epilogue stage may take the int32 accumulator");
+  Stage stage;
+  Chain<Rest...> rest;
+  QCC_DEVICE Chain(const Stage &s, const Rest &...r) : stage(s), rest(r...) {}
+  template <class V> QCC_DEVICE void visit(V v, int m, int n) const {
+    static_assert(IsSame<V, int32_t>::value == kIntInput,
+                  "epilogue input type: int32 only into an int stage");
+    rest.visit(stage.apply(v, m, n), m, n);
+  }
+};
+
+} // namespace qcc
+
+#endif // QCC_KERNELS_EPILOGUE_CUH

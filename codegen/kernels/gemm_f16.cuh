@@ -1,0 +1,78 @@
+//===- gemm_f16.cuh - f16 / bf16 tensor-core GEMM (qcc.linear), sm_80+ ---===//
+//
+//   acc[m, n] = sum_k A[m, k] * B[n, k]     f32 accumulation
+//   A: activations [M, K] row-major; B: weights [N, K] row-major;
+//   mma.sync m16n8k16 f16.f16.f32 (bf16: .bf16.bf16.f32).
+//
+// Same structure, tile parameters and epilogue chain as gemm_i8.cuh, minus
+// the dequant stage: the chain takes the f32 accumulator, e.g.
+//   qcc::Chain<qcc::AddBias<>, qcc::Silu, qcc::StoreF16>
+//
+// Launch (GemmF16Config members):
+//   blockDim  = (kThreads, 1, 1), kThreads = 32 * (BlockM/WarpM) * (BlockN/WarpN)
+//   gridDim   = (ceil(N / BlockN), ceil(M / BlockM), 1)
+//   dynamic shared memory kSmemBytes = Stages * (BlockM + BlockN) * (2 * BlockK + 16)
+// Requirements: A, B 16-byte aligned, K % 8 == 0, M, N arbitrary.
+// Tile constraints: WarpM, WarpN multiples of 16, BlockK multiple of 16.
+//
+// Skinny M (decode, M <= MaxM): gemv_f16 / gemv_bf16, f32 accumulation;
+//   blockDim = (32 * Warps), gridDim = (ceil(N / (Warps * ColsPerWarp))),
+//   no dynamic shared memory; K % 8 == 0.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_GEMM_F16_CUH
+#define QCC_KERNELS_GEMM_F16_CUH
+
+#include "qcc/gemm_core.cuh"
+
+namespace qcc {
+
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
+struct GemmF16Config
+    : GemmTcConfig<2, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages,
+          class Epilogue>
+QCC_DEVICE void gemm_f16_mainloop(const __half *A, const __half *B, int M,
+                                  int N, int K, Epilogue epi) {
+  static_assert(!Epilogue::kIntInput,
+                "gemm_f16: the epilogue takes the f32 accumulator");
+  gemm_tc_mainloop<detail::MmaF16, BlockM, BlockN, BlockK, WarpM, WarpN,
+                   Stages>(A, B, M, N, K, epi);
+}
+
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages,
+          class Epilogue>
+QCC_DEVICE void gemm_bf16_mainloop(const __nv_bfloat16 *A,
+                                   const __nv_bfloat16 *B, int M, int N, int K,
+                                   Epilogue epi) {
+  static_assert(!Epilogue::kIntInput,
+                "gemm_bf16: the epilogue takes the f32 accumulator");
+  gemm_tc_mainloop<detail::MmaBF16, BlockM, BlockN, BlockK, WarpM, WarpN,
+                   Stages>(A, B, M, N, K, epi);
+}
+#endif
+
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {};
+
+template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+QCC_DEVICE void gemv_f16(const __half *A, const __half *B, int M, int N, int K,
+                         Epilogue epi) {
+  static_assert(!Epilogue::kIntInput,
+                "gemv_f16: the epilogue takes the f32 accumulator");
+  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+}
+
+template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+QCC_DEVICE void gemv_bf16(const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+                          int M, int N, int K, Epilogue epi) {
+  static_assert(!Epilogue::kIntInput,
+                "gemv_bf16: the epilogue takes the f32 accumulator");
+  gemv_mainloop<detail::DotBF16, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+}
+
+} // namespace qcc
+
+#endif // QCC_KERNELS_GEMM_F16_CUH

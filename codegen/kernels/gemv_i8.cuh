@@ -1,0 +1,37 @@
+//===- gemv_i8.cuh - int8 skinny-M GEMM for decode (M <= MaxM) -----------===//
+//
+// Same contract and epilogue chain as gemm_i8.cuh (exact int32 accumulator,
+// via __dp4a), for M <= MaxM rows (decode). Each warp computes ColsPerWarp
+// output columns for all M rows with 16-byte loads of weight rows.
+//
+//   typedef qcc::GemvI8Config<8, 4, 2> Cfg;   // MaxM, Warps, ColsPerWarp
+//   extern "C" __global__ void __launch_bounds__(Cfg::kThreads)
+//   qcc_k8(...) { ...; qcc::gemv_i8<8, 4, 2>(x, w, M, N, K, epi); }
+//
+// Launch: blockDim = (32 * Warps), gridDim = (ceil(N / (Warps * ColsPerWarp))),
+// no dynamic shared memory. Requirements: A, B 16-byte aligned, K % 16 == 0,
+// 1 <= M <= MaxM; N arbitrary.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_GEMV_I8_CUH
+#define QCC_KERNELS_GEMV_I8_CUH
+
+#include "qcc/gemm_core.cuh"
+
+namespace qcc {
+
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp> {};
+
+template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
+                        Epilogue epi) {
+  static_assert(Epilogue::kIntInput,
+                "gemv_i8: the epilogue must start with an int32 stage "
+                "(DequantPerTokenPerChannel or StoreI32)");
+  gemv_mainloop<detail::DotS8, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+}
+
+} // namespace qcc
+
+#endif // QCC_KERNELS_GEMV_I8_CUH

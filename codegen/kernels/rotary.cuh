@@ -1,0 +1,78 @@
+//===- rotary.cuh - rotate-half rotary position embedding -------------------===//
+//
+// NVRTC include name "qcc/rotary.cuh". Semantics: QccOps.td `qcc.rotary`.
+// input [B, S, H * D] (D even), cos / sin [S, D] (rope_batch_stride = 0) or
+// [B, S, D] (rope_batch_stride = S * D); with x the D values of one head at
+// (b, s) and half = D / 2:
+//   out[d]        = x[d] * cos[d] - x[d + half] * sin[d]                (d < half)
+//   out[d + half] = x[d + half] * cos[d + half] + x[d] * sin[d + half]
+// (= x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x[half:], x[:half])).
+// One thread computes a (d, d + half) pair, so out may alias in (in place).
+//
+// Launch (RotaryLaunch<BlockThreads>): grid = B * S (one CTA per token row),
+// block = BlockThreads, dynamic smem = 0; the CTA loops over the H * D / 2 pairs.
+//
+// ropeElement() is the per-element form used by the attention kernels to
+// rotate q and k on the fly.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_ROTARY_CUH
+#define QCC_KERNELS_ROTARY_CUH
+
+#include "qcc/kutil.cuh"
+
+namespace qcc {
+
+template <typename RopeT> struct RopeTables {
+  const RopeT *cos;             // [S, D] or [B, S, D]
+  const RopeT *sin;
+  long long batch_stride;       // 0 for [S, D], S * D for [B, S, D]
+};
+
+// Rotated value of element d of one head. `head` points at the head's D
+// values (any element type), (b, s) select the table row.
+template <int HeadDim, typename T, typename RopeT>
+__device__ __forceinline__ float ropeElement(const T *head, int d,
+                                             const RopeTables<RopeT> &rt, int b,
+                                             int s) {
+  constexpr int kHalf = HeadDim / 2;
+  const long long row = (long long)b * rt.batch_stride + (long long)s * HeadDim;
+  const float x = kutil::toFloat(head[d]);
+  const float c = kutil::toFloat(rt.cos[row + d]);
+  const float sn = kutil::toFloat(rt.sin[row + d]);
+  const float r = d < kHalf ? -kutil::toFloat(head[d + kHalf])
+                            : kutil::toFloat(head[d - kHalf]);
+  return x * c + r * sn;
+}
+
+template <int BlockThreads> struct RotaryLaunch {
+  static constexpr int kBlockThreads = BlockThreads;
+  static constexpr int kDynamicSmemBytes = 0;
+  __host__ __device__ static constexpr int gridX(int batch, int seq) { return batch * seq; }
+};
+
+// head_dim is a runtime value here (even); any number of heads.
+template <int BlockThreads, typename T, typename RopeT>
+__global__ void __launch_bounds__(BlockThreads)
+rotaryKernel(const T *in, T *out, RopeTables<RopeT> rt, int seq, int num_heads,
+             int head_dim) {
+  using kutil::toFloat;
+  const int row = blockIdx.x; // b * seq + s
+  const int b = row / seq, s = row % seq;
+  const int half = head_dim / 2;
+  const long long base = (long long)row * num_heads * head_dim;
+  const long long trow = (long long)b * rt.batch_stride + (long long)s * head_dim;
+  for (int i = threadIdx.x; i < num_heads * half; i += BlockThreads) {
+    const int h = i / half, d = i % half;
+    const long long o = base + (long long)h * head_dim + d;
+    const float x1 = toFloat(in[o]), x2 = toFloat(in[o + half]);
+    const float c1 = toFloat(rt.cos[trow + d]), s1 = toFloat(rt.sin[trow + d]);
+    const float c2 = toFloat(rt.cos[trow + d + half]), s2 = toFloat(rt.sin[trow + d + half]);
+    out[o] = kutil::fromFloat<T>(x1 * c1 - x2 * s1);
+    out[o + half] = kutil::fromFloat<T>(x2 * c2 + x1 * s2);
+  }
+}
+
+} // namespace qcc
+
+#endif // QCC_KERNELS_ROTARY_CUH

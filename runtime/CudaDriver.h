@@ -1,0 +1,74 @@
+//===- CudaDriver.h - the CUDA driver API, loaded with dlopen ---*- C++ -*-===//
+//
+// Nothing links libcuda: every binary runs on machines without a GPU. The
+// driver is opened at run time; when it is missing, or no device is present,
+// `CudaDriver::load` says why in one line and the runtime uses the CPU
+// backend.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_CUDADRIVER_H
+#define QCC_RUNTIME_CUDADRIVER_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qcc::rt {
+
+/// The subset of the driver API the runtime uses, with the driver's own ABI
+/// (int result codes, opaque handles).
+struct CudaApi {
+  using CUresult = int;
+  using CUdevice = int;
+  using CUcontext = struct CUctx_st *;
+  using CUmodule = struct CUmod_st *;
+  using CUfunction = struct CUfunc_st *;
+  using CUstream = struct CUstream_st *;
+  using CUdeviceptr = unsigned long long;
+
+  CUresult (*cuInit)(unsigned int);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDeviceTotalMem)(size_t *, CUdevice);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+struct CudaDevice {
+  int ordinal = 0;
+  std::string name;
+  int major = 0, minor = 0; // compute capability
+  size_t totalMemory = 0;
+  std::string arch() const { // "sm_90"
+    return "sm_" + std::to_string(major) + std::to_string(minor);
+  }
+};
+
+class CudaDriver {
+public:
+  /// Opens libcuda and lists the devices; nullptr with `why` set when there
+  /// is no driver or no device.
+  static std::unique_ptr<CudaDriver> load(std::string &why);
+  ~CudaDriver();
+
+  int driverVersion() const { return version; }
+  const std::vector<CudaDevice> &devices() const { return devs; }
+  const CudaApi &api() const { return fns; }
+  /// "CUDA_ERROR_...: description" for a result code.
+  std::string errorString(int result) const;
+
+private:
+  CudaDriver() = default;
+  void *handle = nullptr;
+  CudaApi fns{};
+  int version = 0;
+  std::vector<CudaDevice> devs;
+};
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_CUDADRIVER_H
