@@ -477,3 +477,19 @@ void qcc::eraseDeadConstants(Operation *root) {
   for (ConstantOp c : dead)
     c.erase();
 }
+
+const char *qcc::matchRmsNormalization(Value v, Value &h, double &eps) {
+  Value den, var;
+  if (!matchDivision(v, h, den))
+    return "not a division";
+  if (!matchSqrtPlusConstant(den, var, eps))
+    return "the divisor is not Sqrt(mean square + constant epsilon)";
+  if (eps < 0)
+    return "epsilon is negative";
+  Value squared = getLastAxisMeanInput(var);
+  if (!squared)
+    return "the mean square is not over the last axis (keepdims)";
+  if (getSquareBase(squared) != h)
+    return "the mean square is not of the value being divided";
+  return nullptr;
+}

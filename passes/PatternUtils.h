@@ -114,6 +114,12 @@ DimExpr resolveDimExpr(DimExpr d);
 ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
                          int64_t &headDim);
 
+/// Matches `v` = h / Sqrt(ReduceMean(h^2 over the last axis, keepdims) + eps)
+/// in any division form of `matchDivision`, with eps >= 0, and sets `h` and
+/// `eps`: the core of RMSNorm, and of LayerNorm with h = x - mean(x). On a
+/// mismatch returns the reason (for notifyMatchFailure), else nullptr.
+const char *matchRmsNormalization(mlir::Value v, mlir::Value &h, double &eps);
+
 /// Erases the qcc.constant ops in `root` that nothing uses any more (the
 /// float weights a pass replaced).
 void eraseDeadConstants(mlir::Operation *root);

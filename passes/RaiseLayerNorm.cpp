@@ -33,22 +33,10 @@ template <typename RootOp> struct LayerNormCore : OpRewritePattern<RootOp> {
 
   LogicalResult matchAndRewrite(RootOp root,
                                 PatternRewriter &rewriter) const override {
-    Value d, den, var;
+    Value d;
     double eps;
-    if (!matchDivision(root.getResult(), d, den))
-      return rewriter.notifyMatchFailure(root, "not a division");
-    if (!matchSqrtPlusConstant(den, var, eps))
-      return rewriter.notifyMatchFailure(
-          root, "the divisor is not Sqrt(variance + constant epsilon)");
-    if (eps < 0)
-      return rewriter.notifyMatchFailure(root, "epsilon is negative");
-    Value squared = getLastAxisMeanInput(var);
-    if (!squared)
-      return rewriter.notifyMatchFailure(
-          root, "the variance is not a mean over the last axis (keepdims)");
-    if (getSquareBase(squared) != d)
-      return rewriter.notifyMatchFailure(
-          root, "the variance is not the mean of the dividend squared");
+    if (const char *why = matchRmsNormalization(root.getResult(), d, eps))
+      return rewriter.notifyMatchFailure(root, why);
     auto sub = d.template getDefiningOp<SubOp>();
     if (!sub)
       return rewriter.notifyMatchFailure(root, "the dividend is not x - mean");

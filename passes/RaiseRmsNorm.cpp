@@ -32,22 +32,10 @@ template <typename RootOp> struct RmsNormCore : OpRewritePattern<RootOp> {
 
   LogicalResult matchAndRewrite(RootOp root,
                                 PatternRewriter &rewriter) const override {
-    Value h, den, var;
+    Value h;
     double eps;
-    if (!matchDivision(root.getResult(), h, den))
-      return rewriter.notifyMatchFailure(root, "not a division");
-    if (!matchSqrtPlusConstant(den, var, eps))
-      return rewriter.notifyMatchFailure(
-          root, "the divisor is not Sqrt(mean square + constant epsilon)");
-    if (eps < 0)
-      return rewriter.notifyMatchFailure(root, "epsilon is negative");
-    Value squared = getLastAxisMeanInput(var);
-    if (!squared)
-      return rewriter.notifyMatchFailure(
-          root, "the mean square is not over the last axis (keepdims)");
-    if (getSquareBase(squared) != h)
-      return rewriter.notifyMatchFailure(
-          root, "the mean square is not of the value being divided");
+    if (const char *why = matchRmsNormalization(root.getResult(), h, eps))
+      return rewriter.notifyMatchFailure(root, why);
     if (auto sub = h.template getDefiningOp<SubOp>();
         sub && getLastAxisMeanInput(sub.getRhs()) == sub.getLhs())
       return rewriter.notifyMatchFailure(
