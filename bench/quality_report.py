@@ -118,7 +118,7 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
     cmd = [qcc, model] + flags
     if flags:
         cmd += calib
-    cmd += ["-o", out]
+    cmd += ["--no-cuda", "-o", out]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     res["compile_s"] = time.perf_counter() - t0

@@ -11,6 +11,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <fstream>
+#include <map>
 
 using namespace mlir;
 using nlohmann::json;
@@ -234,6 +235,21 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
     sections["tokenizer"] = {
         {"kind", "sentencepiece"}, {"offset", offset}, {"size", bytes.size()}};
   }
+  json kernels = json::array();
+  std::map<std::string, std::pair<size_t, size_t>> kernelBlobs;
+  for (const auto &k : options.kernels) {
+    json record = k.record;
+    json binaries = json::object();
+    for (const auto &[target, bytes] : k.binaries) {
+      auto [it, fresh] = kernelBlobs.try_emplace(bytes);
+      if (fresh)
+        it->second = {w.appendBlob({bytes.data(), bytes.size()}), bytes.size()};
+      binaries[target] = {{"offset", it->second.first},
+                          {"size", it->second.second}};
+    }
+    record["binaries"] = binaries;
+    kernels.push_back(record);
+  }
   // The KV cache layout chosen by kv-cache-layout, for the runtime.
   json kvCache = nullptr;
   if (auto kv = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache")) {
@@ -254,6 +270,10 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
                 {"sections", sections}};
   if (!kvCache.is_null())
     manifest["kv_cache"] = kvCache;
+  if (!options.kernels.empty()) {
+    manifest["kernels"] = kernels;
+    manifest["kernel_plans"] = options.kernelPlans;
+  }
   std::string text = manifest.dump();
 
   rt::Header h{};

@@ -5,13 +5,27 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <nlohmann/json.hpp>
+
+#include <map>
 #include <string>
+#include <vector>
 
 namespace qcc {
 
 struct ArtifactOptions {
   std::string sourceName;    ///< the model file it was compiled from
   std::string tokenizerPath; ///< a SentencePiece model to embed, or empty
+  /// Compiled GPU kernels (codegen): each record is written to the
+  /// manifest's "kernels" array with "binaries": {target: {offset, size}}
+  /// for its blobs (identical blobs stored once).
+  struct Kernel {
+    nlohmann::json record; ///< function, region, kind, entry, launch, ...
+    std::map<std::string, std::string> binaries; ///< "sm_80"/"sm_90"/"ptx"
+  };
+  std::vector<Kernel> kernels;
+  /// Per function, the ordered kernel launches ("kernel_plans").
+  nlohmann::json kernelPlans;
 };
 
 /// Serializes every func.func of `module` (made of qcc ops) into the .qpkg

@@ -6,7 +6,12 @@
 //                  (u64 x2), file size (u64), CRC-32 of [64, file size) (u32)
 //   manifest       JSON: functions (inputs, outputs, nodes), value types,
 //                  constants (offset/size into data), sections (tokenizer,
-//                  kernel binaries)
+//                  kernel binaries); with GPU kernels (qcc without
+//                  --no-cuda): "kernels" [{function, region, kind, entry,
+//                  launch, symbols, binaries: {sm_80|sm_90|ptx: {offset,
+//                  size}}} or {..., unsupported}] (launch records:
+//                  codegen/Emitter.h) and "kernel_plans" {function:
+//                  [{region, kernel: index into kernels}]} in launch order
 //   data           64-byte aligned blobs: weights, tokenizer, kernels
 //
 // The "\r\n" in the magic catches text-mode transfers; the CRC catches

@@ -14,6 +14,11 @@ config.test_exec_root = os.path.join(config.qcc_obj_root, "test")
 config.substitutions.append(("%models", os.path.join(config.qcc_src_root, "test", "models")))
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 
+# qcc -o compiles GPU kernels with NVRTC only when built with the CUDA toolkit.
+if getattr(config, "qcc_have_nvrtc", "").upper() in ("TRUE", "ON", "1", "YES"):
+    config.available_features.add("nvrtc")
+
+llvm_config.with_system_environment(["QCC_CACHE_DIR", "XDG_CACHE_HOME"])
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -167,7 +167,7 @@ def run_test(args, test_dir, model, tmp_root):
     name = os.path.basename(test_dir)
     work = tempfile.mkdtemp(prefix=name + ".", dir=tmp_root)
     qpkg = os.path.join(work, "model.qpkg")
-    kind, msg = run_tool([args.qcc, os.path.join(test_dir, "model.onnx"), "-o", qpkg])
+    kind, msg = run_tool([args.qcc, os.path.join(test_dir, "model.onnx"), "--no-cuda", "-o", qpkg])
     if kind == "refused":
         return "REFUSED", f"qcc: {msg}", []
     if kind != "ok":

@@ -120,7 +120,7 @@ def main():
                 continue
             work = tempfile.mkdtemp(dir=tmp)
             qpkg = os.path.join(work, "model.qpkg")
-            err = run([args.qcc, path, "-o", qpkg])
+            err = run([args.qcc, path, "--no-cuda", "-o", qpkg])
             if err:
                 rows.append((mname, "-", "-", "-", "-", f"FAIL: qcc {err}"))
                 failed = True

@@ -1,11 +1,29 @@
 //===- qcc.cpp - the qcc compiler -----------------------------------------===//
 //
 // qcc MODEL.onnx --emit=mlir [-o FILE]
+// qcc MODEL.onnx --emit=cuda [-o FILE]     the emitted CUDA C++ (codegen)
+// qcc MODEL.onnx -o MODEL.qpkg [--no-cuda]
+//
+// With a CUDA toolkit (QccCodegen), writing an artifact also compiles the GPU
+// kernels: form-kernels runs on a clone of the final module (the CPU plan in
+// the artifact stays op by op), the emitter writes one CUDA C++ unit per
+// distinct region, NVRTC compiles each for sm_80, sm_90 and compute_90 PTX
+// (cached by content hash), and the binaries and launch records go into the
+// artifact ("kernels", "kernel_plans").
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ArtifactWriter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
+#include "codegen/Emitter.h"
+#include "passes/Passes.h"
+#ifdef QCC_HAVE_CODEGEN
+#include "codegen/NvrtcCompiler.h"
+#endif
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Chrono.h"
+#include <chrono>
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -19,7 +37,7 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { Imported, Mlir, Qpkg };
+enum class Emit { Imported, Mlir, Cuda, Qpkg };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"));
 cl::opt<Emit> emit(
@@ -29,7 +47,12 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::Imported, "imported",
                           "the IR right after import (qcc ops 1:1 with ONNX)"),
                clEnumValN(Emit::Mlir, "mlir",
-                          "the raised IR: transformer ops plus glue")));
+                          "the raised IR: transformer ops plus glue"),
+               clEnumValN(Emit::Cuda, "cuda",
+                          "the CUDA C++ emitted for the kernel regions")));
+cl::opt<bool> noCuda("no-cuda",
+                     cl::desc("Write the artifact without GPU kernels (skips "
+                              "CUDA emission and NVRTC)"));
 cl::opt<std::string> outputPath("o",
                                 cl::desc("Output file (IR: default stdout)"),
                                 cl::value_desc("file"), cl::init("-"));
@@ -92,6 +115,91 @@ std::string findTokenizer() {
   sys::path::append(beside, "tokenizer.model");
   return sys::fs::exists(beside) ? beside.str().str() : "";
 }
+/// form-kernels on a clone of `module`, then the emitter.
+std::optional<qcc::codegen::EmitResult> emitCuda(mlir::ModuleOp module) {
+  mlir::OwningOpRef<mlir::ModuleOp> clone(module.clone());
+  mlir::PassManager pm(module.getContext());
+  pm.nest<mlir::func::FuncOp>().addPass(qcc::createFormKernels());
+  if (mlir::failed(pm.run(*clone))) {
+    WithColor::error(errs(), "qcc") << "form-kernels failed\n";
+    return std::nullopt;
+  }
+  return qcc::codegen::emitKernels(*clone);
+}
+
+void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
+  for (const auto &unit : r.units) {
+    os << "// ===== unit " << unit.name << " (regions:";
+    for (size_t k : unit.kernels)
+      os << " " << r.kernels[k].function << "/" << r.kernels[k].name;
+    os << ") kind " << r.kernels[unit.kernels.front()].kind << "\n";
+    os << "// launch: " << r.kernels[unit.kernels.front()].launch.dump()
+       << "\n";
+    os << unit.source << "\n";
+  }
+  for (const auto &k : r.kernels)
+    if (!k.unsupported.empty())
+      os << "// ===== no kernel for " << k.function << "/" << k.name << " ("
+         << k.kind << "): " << k.unsupported << "\n";
+}
+
+#ifdef QCC_HAVE_CODEGEN
+/// Emits and compiles the GPU kernels into `artifact`.
+bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact) {
+  auto emitted = emitCuda(module);
+  if (!emitted)
+    return false;
+  std::vector<qcc::codegen::KernelSource> sources;
+  for (const auto &u : emitted->units)
+    sources.push_back({u.name, u.source});
+  qcc::codegen::CompileOptions options;
+  options.onProgress = [](const qcc::codegen::CompileProgress &p) {
+    errs() << "compiling CUDA kernels: " << p.done << "/" << p.total << " "
+           << p.name << (p.cached ? " [cached]" : "")
+           << (p.failed ? " [failed]" : "") << "\n";
+  };
+  auto start = std::chrono::steady_clock::now();
+  auto compiled = qcc::codegen::compileKernels(sources, options);
+  if (!compiled) {
+    WithColor::error(errs(), "qcc")
+        << "CUDA kernel compilation failed: " << toString(compiled.takeError())
+        << "\n";
+    return false;
+  }
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  size_t unsupported = 0;
+  nlohmann::json plans = nlohmann::json::object();
+  for (const auto &[i, k] : llvm::enumerate(emitted->kernels)) {
+    qcc::ArtifactOptions::Kernel entry;
+    entry.record = k.manifest();
+    if (k.unsupported.empty()) {
+      const auto &c = (*compiled)[k.unit];
+      for (const auto &[arch, bytes] : c.cubins)
+        entry.binaries[arch] = bytes;
+      if (!c.ptx.empty())
+        entry.binaries["ptx"] = c.ptx;
+    } else {
+      ++unsupported;
+    }
+    nlohmann::json &plan = plans[k.function];
+    if (plan.is_null())
+      plan = nlohmann::json::array();
+    plan.push_back({{"region", k.name}, {"kernel", i}});
+    artifact.kernels.push_back(std::move(entry));
+  }
+  artifact.kernelPlans = plans;
+  errs() << "compiled " << sources.size() << " CUDA kernel units for "
+         << emitted->kernels.size() << " regions in "
+         << format("%.1f", seconds) << " s";
+  if (unsupported)
+    errs() << " (" << unsupported << " regions without a CUDA kernel)";
+  errs() << "\n";
+  return true;
+}
+#endif
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -178,8 +286,27 @@ int main(int argc, char **argv) {
     WithColor::error(errs(), "qcc") << toString(module.takeError()) << "\n";
     return 1;
   }
+  if (emit == Emit::Cuda) {
+    auto kernels = emitCuda(**module);
+    if (!kernels)
+      return 1;
+    std::error_code ec;
+    ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
+    if (ec) {
+      WithColor::error(errs(), "qcc")
+          << outputPath << ": cannot write: " << ec.message() << "\n";
+      return 1;
+    }
+    printCuda(*kernels, out.os());
+    out.keep();
+    return 0;
+  }
   if (emit == Emit::Qpkg) {
     qcc::ArtifactOptions artifact;
+#ifdef QCC_HAVE_CODEGEN
+    if (!noCuda && !compileCuda(**module, artifact))
+      return 1;
+#endif
     artifact.sourceName = sys::path::filename(inputPath).str();
     artifact.tokenizerPath = findTokenizer();
     if (auto err = qcc::writeArtifact(**module, outputPath, artifact)) {

@@ -52,6 +52,7 @@ struct Options {
   std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
   bool profile = false;
+  bool listKernels = false;
   bool devices = false;
 };
 
@@ -455,6 +456,42 @@ int runBench(const Options &o, const Artifact &a) {
   return 0;
 }
 
+/// --list-kernels: the manifest's "kernels", grouped by entry point in
+/// launch-plan order.
+int listKernels(const Artifact &a) {
+  const auto &m = a.manifest();
+  if (!m.contains("kernels")) {
+    std::cout << "no GPU kernels (compiled with --no-cuda or without CUDA)\n";
+    return 0;
+  }
+  const auto &kernels = m["kernels"];
+  for (const auto &[fn, plan] : m["kernel_plans"].items()) {
+    std::cout << "function " << fn << ": " << plan.size() << " launches\n";
+    for (const auto &step : plan) {
+      const auto &k = kernels.at(step["kernel"].get<size_t>());
+      std::cout << "  " << k["region"].get<std::string>() << " "
+                << k["kind"].get<std::string>();
+      if (k.contains("unsupported")) {
+        std::cout << " unsupported: " << k["unsupported"].get<std::string>()
+                  << "\n";
+        continue;
+      }
+      std::cout << " " << k["entry"].get<std::string>();
+      for (const char *t : {"sm_80", "sm_90", "ptx"}) {
+        size_t size = 0;
+        if (k["binaries"].contains(t))
+          size = k["binaries"][t]["size"].get<size_t>();
+        std::cout << " " << t << "=" << size;
+      }
+      size_t smem = 0;
+      for (const auto &l : k["launch"])
+        smem = std::max(smem, l["dynamic_smem"].get<size_t>());
+      std::cout << " smem=" << smem << "\n";
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -522,6 +559,9 @@ int main(int argc, char **argv) {
                "With --bench: print the time spent in each op kind");
   app.add_option("--function", o.function, "Entry point to run")
       ->capture_default_str();
+  app.add_flag("--list-kernels", o.listKernels,
+               "List the artifact's GPU kernels (per entry point: region, "
+               "kind, entry, binary sizes) and exit");
   app.get_option("model")->required(false);
   CLI11_PARSE(app, argc, argv);
   if (o.devices)
@@ -533,6 +573,8 @@ int main(int argc, char **argv) {
 
   try {
     Artifact a = Artifact::load(o.model);
+    if (o.listKernels)
+      return listKernels(a);
     // Tensor mode: --input ... --output-dir, or --output-dir alone for a
     // model without inputs.
     bool tensors = !o.inputs.empty() || !o.outputDir.empty();

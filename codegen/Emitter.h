@@ -1,0 +1,115 @@
+//===- Emitter.h - qcc.kernel regions -> CUDA C++ ---------------*- C++ -*-===//
+//
+// The CUDA emitter: for every qcc.kernel region (form-kernels) of every
+// func.func, a small CUDA C++ translation unit that #includes the device
+// templates it needs ("qcc/*.cuh") and defines extern "C" __global__
+// __launch_bounds__ wrappers instantiating them, plus a JSON launch record.
+//
+// Launch record (EmittedKernel::launch), an array of launch steps in order
+// (one step for most kinds; decode attention has split + combine):
+//
+//   {"entry": "qcc_main_k0",                       extern "C" name
+//    "block": {"x": 128, "y": 1, "z": 1},
+//    "dynamic_smem": 81920,                         bytes (same formula as the
+//                                                   device Config struct)
+//    "grid": {"x": E, "y": E, "z": E},              E: an expression (below)
+//    "params": [P, ...],                            kernel parameters in order
+//    "when": E (optional: launch only when E != 0),
+//    "workspace": {"ml": E, "acc": E} (optional: bytes of scratch buffers)}
+//
+// Expressions E: an integer; a symbol name (string) defined in the region's
+// "symbols"; {"ceil_div": [E, E]}, {"mul": [E, ...]}, {"gt": [E, E]}.
+// Symbols (EmittedKernel::symbols) are sizes known only at run time:
+//   {"rows": {"operand"|"result": i}}     product of all dims but the last
+//   {"numel": {"operand"|"result": i}}    product of all dims
+//   {"dim": {"operand"|"result": i, "axis": a}}
+//   {"runtime": "max_context_len"}        runtime state (KV cache)
+// Parameters P: {"name": n, "operand": i} / {"name": n, "result": i} (device
+// pointers of region operands / results), {"name": n, "int": E} /
+// {"name": n, "float": x} scalars, {"name": n, "null": true} a null pointer,
+// {"name": n, "runtime": what} (KV cache pool, block table, cached_lens,
+// valid_lens, error flag, workspace.ml / workspace.acc ...), and
+// {"name": n, "broadcast_mod": i}: 0 when operand i has as many elements as
+// the result, else its element count.
+//
+// Tile heuristics (documented here, asserted in EmitterTest):
+//   gemm_i8 prefill: N >= 1024: GemmI8Config<128, 128, 64, 64, 64, 4>
+//                    (128 threads, 81,920 B smem); else <64, 64, 64, 32, 32,
+//                    4> (128 threads, 40,960 B);
+//   gemm_i8 in the function named "decode" (kv-cache-layout's entry point):
+//                    GemvI8Config<8, 4, 2> with grid.y = ceil(M / 8) row
+//                    chunks (the wrapper offsets pointers by 8 rows per y);
+//   gemm_f16: same tiles as gemm_i8 (2-byte elements), f16 tensors only;
+//   norm / norm_quantize: D <= 1024: 128 threads, <= 4096: 256, else 512;
+//   quantize: 256 threads, one CTA per row (per tensor: one row);
+//   embedding: 128 threads, one CTA per id;
+//   elementwise: 256 threads x 4 elements;
+//   attention prefill: HeadDim 64: <64, 64, 64, 4>; other multiples of 32:
+//                    <D, 32, 64, 4>;
+//   attention decode: AttnDecodeLaunch<D, 4, 256> split + combine.
+//
+// Identical translation units are emitted once: a unit's text is built with
+// a placeholder entry name, the first region producing it names it
+// (qcc_<function>_<region>), later regions reuse that unit and entry.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_CODEGEN_EMITTER_H
+#define QCC_CODEGEN_EMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace qcc::codegen {
+
+/// sm_80's opt-in dynamic shared memory limit per block (163 KB).
+inline constexpr int kMaxDynamicSmemSm80 = 167936;
+
+/// Host copies of the device Config formulas (kept equal by EmitterTest,
+/// which compiles static_asserts against the .cuh structs with NVRTC).
+int gemmTcSmemBytes(int elemBytes, int blockM, int blockN, int blockK,
+                    int stages);
+int gemmTcThreads(int blockM, int blockN, int warpM, int warpN);
+int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV);
+
+/// One kernel region and the unit that implements it.
+struct EmittedKernel {
+  std::string function; ///< enclosing func.func
+  std::string name;     ///< the region's sym_name ("k3")
+  std::string kind;     ///< the region's kind ("gemm_i8", ...)
+  std::string entry;    ///< the first launch's extern "C" name ("" if none)
+  std::string source;   ///< the CUDA C++ unit ("" if unsupported)
+  size_t unit = 0;      ///< index into EmitResult::units (if supported)
+  nlohmann::json launch = nlohmann::json::array(); ///< launch steps
+  nlohmann::json symbols = nlohmann::json::object();
+  /// Why no kernel was emitted ("no CUDA kernel for f32 linear yet"); empty
+  /// when one was.
+  std::string unsupported;
+
+  /// The manifest record (without binaries): function, region, kind, entry,
+  /// launch, symbols (and unsupported).
+  nlohmann::json manifest() const;
+};
+
+/// A distinct translation unit.
+struct KernelUnit {
+  std::string name;   ///< its first region's entry
+  std::string source;
+  std::vector<size_t> kernels; ///< indices into EmitResult::kernels
+};
+
+struct EmitResult {
+  std::vector<EmittedKernel> kernels; ///< in function and program order
+  std::vector<KernelUnit> units;
+};
+
+/// Emits every qcc.kernel region of `module` (after form-kernels). Never
+/// fails: regions it cannot handle get EmittedKernel::unsupported.
+EmitResult emitKernels(mlir::ModuleOp module);
+
+} // namespace qcc::codegen
+
+#endif // QCC_CODEGEN_EMITTER_H
