@@ -45,6 +45,10 @@ class PositionRebaser {
 public:
   explicit PositionRebaser(OpBuilder &b) : b(b) {}
 
+  /// Rows of the smallest position-embedding table seen, or -1 (no limit,
+  /// e.g. rotary positions).
+  int64_t maxPositions = -1;
+
   LogicalResult rebase(Value oldValue, Value newValue) {
     // One visit per user: a user may consume the value twice (cat(f, f))
     // and is replaced as a whole.
@@ -87,6 +91,10 @@ private:
       shape.push_back(emb.getType().getShape().back());
       auto ne = EmbeddingOp::create(b, loc, withShape(emb.getType(), shape),
                                     emb.getTable(), nv);
+      // A learned position table bounds the context.
+      int64_t rows = emb.getTable().getType().getDimSize(0);
+      if (rows != ShapedType::kDynamic)
+        maxPositions = maxPositions < 0 ? rows : std::min(maxPositions, rows);
       // The [B, S, E] result broadcasts wherever [1, S, E] did.
       emb.getResult().replaceAllUsesWith(ne.getResult());
       emb.erase();
@@ -357,7 +365,16 @@ struct KvCacheLayoutPass
              b.getNamedAttr("dtype", b.getStringAttr(kvDtype))}));
     if (kvDtype == "i8" && failed(addKvScales(module, attentions)))
       return signalPassFailure();
+    if (maxPositions > 0) {
+      NamedAttrList kvAttrs(module->getAttrOfType<DictionaryAttr>("qcc.kv_cache"));
+      kvAttrs.set("max_positions", b.getI64IntegerAttr(maxPositions));
+      module->setAttr("qcc.kv_cache",
+                      kvAttrs.getDictionary(module.getContext()));
+    }
   }
+
+  /// Rows of the learned position table (a limit on the context), or -1.
+  int64_t maxPositions = -1;
 
   /// int8 KV: static per-layer, per-head scales = calibration absmax / 127.
   LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions) {
@@ -445,6 +462,7 @@ struct KvCacheLayoutPass
         return {};
       r.erase();
     }
+    maxPositions = rebaser.maxPositions;
 
     int64_t layer = 0;
     SmallVector<AttentionOp> attentions;

@@ -40,6 +40,7 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   num("layers", c.layers, true);
   num("kv_heads", c.kvHeads, true);
   num("head_dim", c.headDim, true);
+  num("max_positions", c.maxPositions, false);
   if (j.contains("dtype"))
     c.dtype = j.at("dtype").get<std::string>();
   if (c.dtype != "f32" && c.dtype != "i8")
@@ -362,4 +363,10 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
                        scale, Q, K, V, O, P);
   }
   return r;
+}
+
+void KvCacheConfig::checkContext(int64_t tokens, const std::string &what) const {
+  if (maxPositions > 0 && tokens > maxPositions)
+    fail(what + " needs " + std::to_string(tokens) +
+         " positions, but the model has " + std::to_string(maxPositions));
 }

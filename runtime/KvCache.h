@@ -32,6 +32,10 @@ struct KvCacheConfig {
   std::string layout = "paged"; // "paged" or "contiguous"
   int64_t blockTokens = 16;
   int64_t layers = 0, kvHeads = 0, headDim = 0;
+  /// Positions of the model's learned position table (0: no limit).
+  int64_t maxPositions = 0;
+  /// Throws a clear error if a sequence of `tokens` does not fit.
+  void checkContext(int64_t tokens, const std::string &what) const;
   std::string dtype = "f32"; // "f32" or "i8"
   /// i8: dequantization scales, [layers][kv_heads] each (docs/QUANTIZATION.md
   /// section 4): the cache stores clamp(round_half_even(x / s), -127, 127).

@@ -4,8 +4,9 @@
 
 // MHA (GPT-2 style): learned positions from range(0, seq) become the
 // positions input; attention becomes kv_attention with a layer index.
-// PAGED: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "paged"}}
-// CONTIG: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "contiguous"}}
+// The learned position table's 32 rows bound the context (max_positions).
+// PAGED: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "paged", max_positions = 32 : i64}}
+// CONTIG: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "contiguous", max_positions = 32 : i64}}
 // BLOCK32: qcc.kv_cache = {block_tokens = 32 : i64
 // CHECK-LABEL: func.func @main(
 // CHECK: qcc.attention

@@ -248,6 +248,7 @@ int runPrompt(const Options &o, const Artifact &a) {
     longest = std::max(longest, need);
     blocks += (need + cfg.blockTokens - 1) / cfg.blockTokens;
   }
+  cfg.checkContext(longest, "the longest prompt plus --max-new-tokens");
   copts.numBlocks = o.kvBlocks > 0 ? o.kvBlocks : blocks;
   int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
   copts.maxTokens = o.maxTokens > 0
@@ -283,6 +284,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   std::optional<KvCache> cache;
   if (cached) {
     KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+    cfg.checkContext(o.context, "--context");
     KvCacheOptions copts;
     copts.maxSequences = 1;
     copts.maxTokens = (o.context + cfg.blockTokens - 1) / cfg.blockTokens *
@@ -393,6 +395,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
     return 0;
   }
   KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  cfg.checkContext(context + steps + 1, "--bench-generate");
   KvCacheOptions copts;
   copts.maxSequences = batch;
   int64_t need = context + steps + 1;
