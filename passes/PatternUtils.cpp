@@ -87,7 +87,15 @@ DimExpr qcc::getDimExpr(Value v, int64_t index) {
   }
 }
 
+/// getDimExprs, and with `fold` also integer arithmetic on constant elements
+/// and the exporter's Expand guard (see getFoldedDimExprs).
+static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold);
+
 SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
+  return evalDimExprs(vec, /*fold=*/false);
+}
+
+static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold) {
   auto type = dyn_cast<RankedTensorType>(vec.getType());
   if (!type || type.getRank() > 1 || !type.hasStaticShape())
     return {};
@@ -112,13 +120,13 @@ SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
     return out;
   }
   if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op)) {
-    auto in = getDimExprs(op->getOperand(0));
+    auto in = evalDimExprs(op->getOperand(0), fold);
     return (int64_t)in.size() == n ? in : unknown;
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     SmallVector<DimExpr> out;
     for (Value part : concat.getInputs()) {
-      auto sub = getDimExprs(part);
+      auto sub = evalDimExprs(part, fold);
       if (sub.empty())
         return unknown;
       out.append(sub);
@@ -126,7 +134,7 @@ SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
     return (int64_t)out.size() == n ? out : unknown;
   }
   if (auto gather = dyn_cast<GatherOp>(op)) {
-    auto src = getDimExprs(gather.getInput());
+    auto src = evalDimExprs(gather.getInput(), fold);
     auto idx = dyn_cast_or_null<DenseIntElementsAttr>(
         getConstant(gather.getIndices()));
     if (src.empty() || !idx)
@@ -143,9 +151,9 @@ SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
     return (int64_t)out.size() == n ? out : unknown;
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
-    auto src = getDimExprs(slice.getInput());
-    auto starts = getDimExprs(slice.getStarts());
-    auto ends = getDimExprs(slice.getEnds());
+    auto src = evalDimExprs(slice.getInput(), fold);
+    auto starts = evalDimExprs(slice.getStarts(), fold);
+    auto ends = evalDimExprs(slice.getEnds(), fold);
     if (src.empty() || starts.size() != 1 || ends.size() != 1 ||
         !starts[0].isConstant() || !ends[0].isConstant() ||
         slice.getSteps()[0] != 1)
@@ -157,6 +165,60 @@ SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
     if (e - s != n)
       return unknown;
     return SmallVector<DimExpr>(src.begin() + s, src.begin() + e);
+  }
+  if (fold && isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+    auto a = evalDimExprs(op->getOperand(0), true);
+    auto b = evalDimExprs(op->getOperand(1), true);
+    if (a.empty() || b.empty())
+      return unknown;
+    SmallVector<DimExpr> out;
+    for (int64_t i = 0; i < n; ++i) {
+      const DimExpr &x = a[a.size() == 1 ? 0 : i];
+      const DimExpr &y = b[b.size() == 1 ? 0 : i];
+      if (!x.isConstant() || !y.isConstant()) {
+        out.push_back(DimExpr{});
+        continue;
+      }
+      int64_t r;
+      if (isa<AddOp>(op))
+        r = x.constant + y.constant;
+      else if (isa<SubOp>(op))
+        r = x.constant - y.constant;
+      else if (isa<MulOp>(op))
+        r = x.constant * y.constant;
+      else if (y.constant == 0)
+        return unknown;
+      else
+        r = x.constant / y.constant;
+      out.push_back(DimExpr{r, {}, -1});
+    }
+    return out;
+  }
+  if (auto where = dyn_cast<WhereOp>(op); fold && where) {
+    // Where(Equal(s, -1), 1, s): the exporter's guard in Expand shapes.
+    Value s = where.getRhs();
+    auto eq = where.getCondition().getDefiningOp<EqualOp>();
+    if (!eq)
+      return unknown;
+    Value other = eq.getLhs() == s   ? eq.getRhs()
+                  : eq.getRhs() == s ? eq.getLhs()
+                                     : Value();
+    if (!other)
+      return unknown;
+    auto minus = evalDimExprs(other, true);
+    auto ones = evalDimExprs(where.getLhs(), true);
+    auto in = evalDimExprs(s, true);
+    auto all = [](ArrayRef<DimExpr> v, int64_t c) {
+      return !v.empty() && llvm::all_of(v, [&](const DimExpr &d) {
+        return d.isConstant() && d.constant == c;
+      });
+    };
+    if (!all(minus, -1) || !all(ones, 1) || (int64_t)in.size() != n)
+      return unknown;
+    for (DimExpr &d : in)
+      if (d.isConstant() && d.constant == -1)
+        d.constant = 1;
+    return in;
   }
   return unknown;
 }
@@ -266,100 +328,7 @@ ConstantOp qcc::createSplatConstant(OpBuilder &b, Location loc,
 //===----------------------------------------------------------------------===//
 
 SmallVector<DimExpr> qcc::getFoldedDimExprs(Value vec) {
-  auto type = dyn_cast<RankedTensorType>(vec.getType());
-  if (!type || type.getRank() > 1 || !type.hasStaticShape())
-    return {};
-  int64_t n = type.getNumElements();
-  SmallVector<DimExpr> unknown(n);
-  Operation *op = vec.getDefiningOp();
-  if (!op || isa<ConstantOp, ShapeOp>(op))
-    return getDimExprs(vec);
-  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op)) {
-    auto in = getFoldedDimExprs(op->getOperand(0));
-    return (int64_t)in.size() == n ? in : unknown;
-  }
-  if (auto concat = dyn_cast<ConcatOp>(op)) {
-    SmallVector<DimExpr> out;
-    for (Value part : concat.getInputs()) {
-      auto sub = getFoldedDimExprs(part);
-      if (sub.empty())
-        return unknown;
-      out.append(sub);
-    }
-    return (int64_t)out.size() == n ? out : unknown;
-  }
-  if (auto gather = dyn_cast<GatherOp>(op)) {
-    auto src = getFoldedDimExprs(gather.getInput());
-    auto idx = dyn_cast_or_null<DenseIntElementsAttr>(
-        getConstant(gather.getIndices()));
-    if (src.empty() || !idx)
-      return getDimExprs(vec);
-    SmallVector<DimExpr> out;
-    for (const APInt &x : idx.getValues<APInt>()) {
-      int64_t i = x.getSExtValue();
-      if (i < 0)
-        i += src.size();
-      if (i < 0 || i >= (int64_t)src.size())
-        return unknown;
-      out.push_back(src[i]);
-    }
-    return (int64_t)out.size() == n ? out : unknown;
-  }
-  if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
-    auto a = getFoldedDimExprs(op->getOperand(0));
-    auto b = getFoldedDimExprs(op->getOperand(1));
-    if (a.empty() || b.empty())
-      return unknown;
-    SmallVector<DimExpr> out;
-    for (int64_t i = 0; i < n; ++i) {
-      const DimExpr &x = a[a.size() == 1 ? 0 : i];
-      const DimExpr &y = b[b.size() == 1 ? 0 : i];
-      if (!x.isConstant() || !y.isConstant()) {
-        out.push_back(DimExpr{});
-        continue;
-      }
-      int64_t r;
-      if (isa<AddOp>(op))
-        r = x.constant + y.constant;
-      else if (isa<SubOp>(op))
-        r = x.constant - y.constant;
-      else if (isa<MulOp>(op))
-        r = x.constant * y.constant;
-      else if (y.constant == 0)
-        return unknown;
-      else
-        r = x.constant / y.constant;
-      out.push_back(DimExpr{r, {}, -1});
-    }
-    return out;
-  }
-  if (auto where = dyn_cast<WhereOp>(op)) {
-    // Where(Equal(s, -1), 1, s): the exporter's guard in Expand shapes.
-    Value s = where.getRhs();
-    auto eq = where.getCondition().getDefiningOp<EqualOp>();
-    if (!eq)
-      return unknown;
-    Value other = eq.getLhs() == s   ? eq.getRhs()
-                  : eq.getRhs() == s ? eq.getLhs()
-                                     : Value();
-    if (!other)
-      return unknown;
-    auto minus = getFoldedDimExprs(other);
-    auto ones = getFoldedDimExprs(where.getLhs());
-    auto in = getFoldedDimExprs(s);
-    auto all = [](ArrayRef<DimExpr> v, int64_t c) {
-      return !v.empty() && llvm::all_of(v, [&](const DimExpr &d) {
-        return d.isConstant() && d.constant == c;
-      });
-    };
-    if (!all(minus, -1) || !all(ones, 1) || (int64_t)in.size() != n)
-      return unknown;
-    for (DimExpr &d : in)
-      if (d.isConstant() && d.constant == -1)
-        d.constant = 1;
-    return in;
-  }
-  return getDimExprs(vec);
+  return evalDimExprs(vec, /*fold=*/true);
 }
 
 std::optional<int64_t> qcc::getFoldedIndex(Value v) {
