@@ -462,3 +462,17 @@ const char *qcc::matchRmsNormalization(Value v, Value &h, double &eps) {
     return "the mean square is not of the value being divided";
   return nullptr;
 }
+
+const char *qcc::createOnesGamma(OpBuilder &b, Operation *root, Value x,
+                                 Value &ones) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type != root->getResult(0).getType())
+    return "the result type differs from the input type";
+  if (type.isDynamicDim(type.getRank() - 1))
+    return "the last dimension is dynamic: no ones gamma can be built";
+  ones = createSplatConstant(
+      b, root->getLoc(),
+      RankedTensorType::get({type.getShape().back()}, type.getElementType()),
+      1.0);
+  return nullptr;
+}

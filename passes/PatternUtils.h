@@ -120,6 +120,12 @@ ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
 /// mismatch returns the reason (for notifyMatchFailure), else nullptr.
 const char *matchRmsNormalization(mlir::Value v, mlir::Value &h, double &eps);
 
+/// The all-ones gamma [D] a norm over `x` gets when the exporter applied no
+/// scale (D = x's last dimension), built before `root`; on a mismatch (the
+/// root's type differs from x's, or D is dynamic) returns the reason.
+const char *createOnesGamma(mlir::OpBuilder &b, mlir::Operation *root,
+                            mlir::Value x, mlir::Value &ones);
+
 /// Erases the qcc.constant ops in `root` that nothing uses any more (the
 /// float weights a pass replaced).
 void eraseDeadConstants(mlir::Operation *root);

@@ -44,17 +44,9 @@ template <typename RootOp> struct LayerNormCore : OpRewritePattern<RootOp> {
     if (getLastAxisMeanInput(sub.getRhs()) != x)
       return rewriter.notifyMatchFailure(
           root, "the subtrahend is not the mean of x over its last axis");
-    auto type = cast<RankedTensorType>(x.getType());
-    if (type != root.getType())
-      return rewriter.notifyMatchFailure(
-          root, "the result type differs from the input type");
-    if (type.isDynamicDim(type.getRank() - 1))
-      return rewriter.notifyMatchFailure(
-          root, "the last dimension is dynamic: no ones gamma can be built");
-    Value ones = createSplatConstant(
-        rewriter, root.getLoc(),
-        RankedTensorType::get({type.getShape().back()}, type.getElementType()),
-        1.0);
+    Value ones;
+    if (const char *why = createOnesGamma(rewriter, root, x, ones))
+      return rewriter.notifyMatchFailure(root, why);
     rewriter.replaceOpWithNewOp<LayerNormOp>(
         root, root.getType(), x, ones, Value(), rewriter.getF32FloatAttr(eps));
     return success();

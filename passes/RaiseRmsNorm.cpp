@@ -40,17 +40,9 @@ template <typename RootOp> struct RmsNormCore : OpRewritePattern<RootOp> {
         sub && getLastAxisMeanInput(sub.getRhs()) == sub.getLhs())
       return rewriter.notifyMatchFailure(
           root, "the input is x - mean(x): a layer norm, not an RMS norm");
-    auto type = cast<RankedTensorType>(h.getType());
-    if (type != root.getType())
-      return rewriter.notifyMatchFailure(
-          root, "the result type differs from the input type");
-    if (type.isDynamicDim(type.getRank() - 1))
-      return rewriter.notifyMatchFailure(
-          root, "the last dimension is dynamic: no ones gamma can be built");
-    Value ones = createSplatConstant(
-        rewriter, root.getLoc(),
-        RankedTensorType::get({type.getShape().back()}, type.getElementType()),
-        1.0);
+    Value ones;
+    if (const char *why = createOnesGamma(rewriter, root, h, ones))
+      return rewriter.notifyMatchFailure(root, why);
     rewriter.replaceOpWithNewOp<RmsNormOp>(root, root.getType(), h, ones,
                                            rewriter.getF32FloatAttr(eps));
     return success();
