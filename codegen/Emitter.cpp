@@ -56,6 +56,10 @@ json res(const char *name, unsigned i) {
   return json{{"name", name}, {"result", i}};
 }
 json intP(const char *name, json e) { return json{{"name", name}, {"int", e}}; }
+/// A `long long` parameter (the launcher must pass 8 bytes).
+json int64P(const char *name, json e) {
+  return json{{"name", name}, {"int64", e}};
+}
 json rt(const char *name, const char *what) {
   return json{{"name", name}, {"runtime", what}};
 }
@@ -206,12 +210,15 @@ Unit emitGemm(const Region &r) {
   int64_t N = wt.getShape()[0], K = wt.getShape()[1];
   std::string elem = "qcc::int8_t";
   int elemBytes = 1;
+  // f32 linears run as f16 GEMMs (f32 accumulation and epilogue): the
+  // runtime converts the weight to f16 once when it uploads it, and a first
+  // launch step converts the activations into a workspace.
+  bool fromF32 = false;
   if (!i8) {
-    if (!tensorOf(x).getElementType().isF16() || !wt.getElementType().isF16())
-      return unsupported(
-          "no CUDA kernel for " +
-          std::string(tensorOf(x).getElementType().isF32() ? "f32" : "bf16") +
-          " linear yet");
+    Type xt = tensorOf(x).getElementType(), wtE = wt.getElementType();
+    fromF32 = xt.isF32() && wtE.isF32();
+    if (!fromF32 && (!xt.isF16() || !wtE.isF16()))
+      return unsupported("no CUDA kernel for bf16 or mixed-type linear yet");
     elem = "__half";
     elemBytes = 2;
   }
@@ -224,7 +231,7 @@ Unit emitGemm(const Region &r) {
   if (!epi.error.empty())
     return unsupported(epi.error);
   std::string outT = i8 ? "float" : cType(tensorOf(epi.result).getElementType());
-  std::string biasT = i8 ? "float" : "__half";
+  std::string biasT = i8 || fromF32 ? "float" : "__half";
   if (outT.empty())
     return unsupported("GEMM result of an unsupported element type");
   bool decode = r.decode;
@@ -233,8 +240,15 @@ Unit emitGemm(const Region &r) {
   u.symbols["M"] = {{"rows", {{"operand", 0}}}};
   // Parameters and the matching C++ signature.
   std::vector<std::pair<std::string, json>> params;
-  params.push_back({"const " + elem + " *x", opnd("x", 0)});
-  params.push_back({"const " + elem + " *w", opnd("w", i8 ? 3 : 1)});
+  if (fromF32) {
+    params.push_back({"const __half *x", rt("x", "workspace.x16")});
+    json w16 = opnd("w", 1);
+    w16["convert"] = "f16";
+    params.push_back({"const __half *w", w16});
+  } else {
+    params.push_back({"const " + elem + " *x", opnd("x", 0)});
+    params.push_back({"const " + elem + " *w", opnd("w", i8 ? 3 : 1)});
+  }
   std::string stages;
   if (i8) {
     auto xs = tensorOf(gemm->getOperand(1));
@@ -338,6 +352,24 @@ Unit emitGemm(const Region &r) {
         {"x", (N + t.bn - 1) / t.bn}, {"y", ceilDiv("M", t.bm)}, {"z", 1}};
   }
   step["params"] = plist;
+  if (fromF32) {
+    // Step 1: x (f32) -> workspace.x16 (f16, round to nearest even).
+    u.symbols["xn"] = {{"numel", {{"operand", 0}}}};
+    src += "extern \"C\" __global__ void __launch_bounds__(256)\n" +
+           std::string(kEntry) +
+           "_cast(const float *x, __half *x16, long long n) {\n"
+           "  const long long i = (long long)blockIdx.x * 256 + threadIdx.x;\n"
+           "  if (i < n) x16[i] = __float2half_rn(x[i]);\n}\n";
+    u.launch.push_back(
+        {{"name", "cast"},
+         {"entry_suffix", "_cast"},
+         {"block", block(256)},
+         {"dynamic_smem", 0},
+         {"grid", {{"x", ceilDiv("xn", 256)}, {"y", 1}, {"z", 1}}},
+         {"workspace", {{"x16", json{{"mul", {"xn", 2}}}}}},
+         {"params", json::array({opnd("x", 0), rt("x16", "workspace.x16"),
+                                 int64P("n", "xn")})}});
+  }
   u.source = src;
   u.launch.push_back(step);
   return u;
@@ -475,7 +507,7 @@ Unit emitEmbedding(const Region &r) {
   json params = json::array({opnd("table", r.argIndex(e.getTable())),
                              opnd("ids", r.argIndex(e.getIds())),
                              res("out", 0), rt("error_flag", "error_flag"),
-                             intP("vocab", table.getShape()[0]),
+                             int64P("vocab", table.getShape()[0]),
                              intP("dim", table.getShape()[1]),
                              intP("num_ids", "num_ids")});
   u.source = header({"embedding.cuh"}) +
@@ -561,7 +593,7 @@ Unit emitElementwise(const Region &r) {
                 .str();
   }
   params.push_back(res("out", 0));
-  params.push_back(intP("n", "n"));
+  params.push_back(int64P("n", "n"));
   u.source =
       header({"elementwise.cuh"}) + "typedef " +
       expr.lookup(yield.getValues()[0]) + " Chain;\n" +
@@ -848,7 +880,9 @@ EmitResult emitKernels(ModuleOp module) {
         e.entry = unit.name;
         for (json &step : u.launch) {
           std::string suffix =
-              step.contains("name") && step["name"] == "combine" ? "_combine"
+              step.contains("entry_suffix")
+                  ? step["entry_suffix"].get<std::string>()
+              : step.contains("name") && step["name"] == "combine" ? "_combine"
                                                                  : "";
           step["entry"] = unit.name + suffix;
         }

@@ -15,7 +15,9 @@
 //    "grid": {"x": E, "y": E, "z": E},              E: an expression (below)
 //    "params": [P, ...],                            kernel parameters in order
 //    "when": E (optional: launch only when E != 0),
-//    "workspace": {"ml": E, "acc": E} (optional: bytes of scratch buffers)}
+//    "workspace": {NAME: E, ...} (optional: bytes of scratch buffers, shared
+//                 by the region's steps: "ml"/"acc" for split decode
+//                 attention, "x16" for the f16 copy of an f32 GEMM input)}
 //
 // Expressions E: an integer; a symbol name (string) defined in the region's
 // "symbols"; {"ceil_div": [E, E]}, {"mul": [E, ...]}, {"gt": [E, E]}.
@@ -25,10 +27,14 @@
 //   {"dim": {"operand"|"result": i, "axis": a}}
 //   {"runtime": "max_context_len"}        runtime state (KV cache)
 // Parameters P: {"name": n, "operand": i} / {"name": n, "result": i} (device
-// pointers of region operands / results), {"name": n, "int": E} /
-// {"name": n, "float": x} scalars, {"name": n, "null": true} a null pointer,
-// {"name": n, "runtime": what} (KV cache pool, block table, cached_lens,
-// valid_lens, error flag, workspace.ml / workspace.acc ...), and
+// pointers of region operands / results), {"name": n, "int": E} (an int),
+// {"name": n, "int64": E} (a long long), {"name": n, "float": x} scalars,
+// {"name": n, "operand": i, "convert": "f16"} (a constant operand the
+// runtime converts to f16, round to nearest even, when it uploads it), {"name": n, "null": true} a null pointer,
+// {"name": n, "runtime": what} (device pointers: kv_cache.pool / .data /
+// .block_table / .slot_of_row / .k_scales / .v_scales, cached_lens,
+// valid_lens, error_flag, workspace.NAME; ints:
+// kv_cache.max_blocks_per_seq, kv_cache.max_tokens, zero), and
 // {"name": n, "broadcast_mod": i}: 0 when operand i has as many elements as
 // the result, else its element count.
 //
@@ -39,7 +45,9 @@
 //   gemm_i8 in the function named "decode" (kv-cache-layout's entry point):
 //                    GemvI8Config<8, 4, 2> with grid.y = ceil(M / 8) row
 //                    chunks (the wrapper offsets pointers by 8 rows per y);
-//   gemm_f16: same tiles as gemm_i8 (2-byte elements), f16 tensors only;
+//   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors a
+//                    first step converts x into workspace.x16 (256 threads)
+//                    and the weight is converted to f16 at upload;
 //   norm / norm_quantize: D <= 1024: 128 threads, <= 4096: 256, else 512;
 //   quantize: 256 threads, one CTA per row (per tensor: one row);
 //   embedding: 128 threads, one CTA per id;

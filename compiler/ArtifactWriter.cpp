@@ -129,25 +129,19 @@ struct Writer {
     return p;
   }
 
-  llvm::Expected<json> function(func::FuncOp fn) {
-    json nodes = json::array(), inputs = json::array(),
-         outputs = json::array();
-    for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
-      if (auto id = define(arg); !id)
-        return id.takeError();
-      auto p = port(arg, fn.getArgAttrDict(i));
-      if (!p)
-        return p.takeError();
-      inputs.push_back(*p);
-    }
-    for (Operation &op : fn.getBody().front()) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-          auto p = port(v, fn.getResultAttrDict(i));
-          if (!p)
-            return p.takeError();
-          outputs.push_back(*p);
-        }
+  /// The index of the compiled kernel for region `region` of `function` in
+  /// ArtifactOptions::kernels (-1: none).
+  std::map<std::pair<std::string, std::string>, int64_t> kernelIndex;
+  std::string currentFunction;
+
+  /// Serializes the ops of `b` into `nodes`; the terminator's operand ids go
+  /// to `yields`. A qcc.kernel region becomes one node with op "kernel" whose
+  /// "body" holds its block arguments, nodes and yields.
+  llvm::Error block(Block &b, json &nodes, json &yields) {
+    for (Operation &op : b) {
+      if (op.hasTrait<OpTrait::IsTerminator>()) {
+        for (Value v : op.getOperands())
+          yields.push_back(ids.lookup(v));
         continue;
       }
       std::string where = "?";
@@ -187,6 +181,30 @@ struct Writer {
       node["in"] = in;
       node["out"] = std::vector<int64_t>(outIds.begin(), outIds.end());
       json attrs = json::object();
+      if (auto k = dyn_cast<qcc::KernelOp>(op)) {
+        // The region's name identifies it; its kernel (if compiled) by index.
+        std::string region = k.getSymName().str();
+        node["name"] = region;
+        attrs["kind"] = k.getKind().str();
+        auto it = kernelIndex.find({currentFunction, region});
+        attrs["kernel"] = it == kernelIndex.end() ? int64_t(-1) : it->second;
+        json args = json::array(), bodyNodes = json::array(),
+             bodyYields = json::array();
+        for (BlockArgument a : k.getBody().front().getArguments()) {
+          auto id = define(a);
+          if (!id)
+            return error("kernel " + region + ": " +
+                         llvm::toString(id.takeError()));
+          args.push_back(*id);
+        }
+        if (auto err = block(k.getBody().front(), bodyNodes, bodyYields))
+          return err;
+        node["body"] = {{"args", args}, {"nodes", bodyNodes},
+                        {"yield", bodyYields}};
+        node["attrs"] = attrs;
+        nodes.push_back(node);
+        continue;
+      }
       for (NamedAttribute a : op.getAttrs()) {
         // Calibration statistics are compile-time only.
         if (a.getName() == "operandSegmentSizes" ||
@@ -204,6 +222,31 @@ struct Writer {
         attrs["to"] = dtypeOf(cast.getType().getElementType());
       node["attrs"] = attrs;
       nodes.push_back(node);
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<json> function(func::FuncOp fn) {
+    currentFunction = fn.getSymName().str();
+    json nodes = json::array(), inputs = json::array(),
+         outputs = json::array();
+    for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+      if (auto id = define(arg); !id)
+        return id.takeError();
+      auto p = port(arg, fn.getArgAttrDict(i));
+      if (!p)
+        return p.takeError();
+      inputs.push_back(*p);
+    }
+    json yields = json::array();
+    if (auto err = block(fn.getBody().front(), nodes, yields))
+      return std::move(err);
+    Operation *ret = fn.getBody().front().getTerminator();
+    for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+      auto p = port(v, fn.getResultAttrDict(i));
+      if (!p)
+        return p.takeError();
+      outputs.push_back(*p);
     }
     return json{{"name", fn.getSymName().str()},
                 {"inputs", inputs},
@@ -223,6 +266,21 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
     if (!f)
       return error(path + ": " + llvm::toString(f.takeError()));
     functions.push_back(*f);
+  }
+  // The GPU plan: the same entry points after form-kernels, kernel regions
+  // as "kernel" nodes (sharing the constants above: blobs are keyed by value).
+  json gpuFunctions = json::array();
+  if (options.gpuPlan) {
+    for (const auto &[i, k] : llvm::enumerate(options.kernels))
+      w.kernelIndex[{k.record.value("function", ""),
+                     k.record.value("region", "")}] = i;
+    mlir::ModuleOp plan = options.gpuPlan;
+    for (auto fn : plan.getOps<func::FuncOp>()) {
+      auto f = w.function(fn);
+      if (!f)
+        return error(path + ": GPU plan: " + llvm::toString(f.takeError()));
+      gpuFunctions.push_back(*f);
+    }
   }
   json sections = json::object();
   if (!options.tokenizerPath.empty()) {
@@ -274,6 +332,8 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
     manifest["kernels"] = kernels;
     manifest["kernel_plans"] = options.kernelPlans;
   }
+  if (options.gpuPlan)
+    manifest["gpu_functions"] = gpuFunctions;
   std::string text = manifest.dump();
 
   rt::Header h{};

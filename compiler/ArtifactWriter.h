@@ -26,6 +26,11 @@ struct ArtifactOptions {
   std::vector<Kernel> kernels;
   /// Per function, the ordered kernel launches ("kernel_plans").
   nlohmann::json kernelPlans;
+  /// The module after form-kernels (null: none). Its functions are written
+  /// as "gpu_functions": the CUDA backend's plan, where each qcc.kernel
+  /// region is a node {op: "kernel", attrs: {kind, kernel: index into
+  /// "kernels" or -1}, body: {args, nodes, yield}}.
+  mlir::ModuleOp gpuPlan;
 };
 
 /// Serializes every func.func of `module` (made of qcc ops) into the .qpkg

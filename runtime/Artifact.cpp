@@ -3,6 +3,8 @@
 
 #include <zlib.h>
 
+#include <functional>
+
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -103,30 +105,88 @@ Artifact Artifact::load(const std::string &path) {
                " does not fit the data section");
       a.constants_[id] = Tensor::view(t, shape, data + off);
     }
-    for (const json &f : m.at("functions")) {
-      Function fn;
-      fn.name = f.at("name").get<std::string>();
-      for (const json &p : f.at("inputs"))
-        fn.inputs.push_back(parsePort(l, p));
-      for (const json &p : f.at("outputs"))
-        fn.outputs.push_back(parsePort(l, p));
-      for (const json &n : f.at("nodes")) {
-        Node node;
-        node.op = n.at("op").get<std::string>();
-        node.name = n.value("name", "");
-        node.inputs = n.at("in").get<std::vector<int64_t>>();
-        node.outputs = n.at("out").get<std::vector<int64_t>>();
-        node.attrs = n.value("attrs", json::object());
-        for (int64_t id : node.inputs)
-          if (id >= (int64_t)a.valueTypes_.size())
-            l.fail("manifest: node '" + node.name + "' reads unknown value");
-        for (int64_t id : node.outputs)
-          if (id < 0 || id >= (int64_t)a.valueTypes_.size())
-            l.fail("manifest: node '" + node.name + "' writes unknown value");
-        fn.nodes.push_back(std::move(node));
+    std::function<Node(const json &)> parseNode = [&](const json &n) {
+      Node node;
+      node.op = n.at("op").get<std::string>();
+      node.name = n.value("name", "");
+      node.inputs = n.at("in").get<std::vector<int64_t>>();
+      node.outputs = n.at("out").get<std::vector<int64_t>>();
+      node.attrs = n.value("attrs", json::object());
+      auto known = [&](int64_t id) {
+        return id >= 0 && id < (int64_t)a.valueTypes_.size();
+      };
+      for (int64_t id : node.inputs)
+        if (id >= (int64_t)a.valueTypes_.size())
+          l.fail("manifest: node '" + node.name + "' reads unknown value");
+      for (int64_t id : node.outputs)
+        if (!known(id))
+          l.fail("manifest: node '" + node.name + "' writes unknown value");
+      if (n.contains("body")) {
+        auto body = std::make_shared<KernelBody>();
+        const json &b = n.at("body");
+        body->args = b.at("args").get<std::vector<int64_t>>();
+        body->yields = b.at("yield").get<std::vector<int64_t>>();
+        for (const json &inner : b.at("nodes"))
+          body->nodes.push_back(parseNode(inner));
+        if (body->args.size() != node.inputs.size() ||
+            body->yields.size() != node.outputs.size())
+          l.fail("manifest: kernel '" + node.name +
+                 "' has a body that does not match its operands/results");
+        for (int64_t id : body->args)
+          if (!known(id))
+            l.fail("manifest: kernel '" + node.name + "' binds unknown value");
+        for (int64_t id : body->yields)
+          if (!known(id))
+            l.fail("manifest: kernel '" + node.name + "' yields unknown value");
+        node.body = std::move(body);
       }
-      a.functions_.push_back(std::move(fn));
-    }
+      return node;
+    };
+    auto parseFunctions = [&](const json &list, std::vector<Function> &out) {
+      for (const json &f : list) {
+        Function fn;
+        fn.name = f.at("name").get<std::string>();
+        for (const json &p : f.at("inputs"))
+          fn.inputs.push_back(parsePort(l, p));
+        for (const json &p : f.at("outputs"))
+          fn.outputs.push_back(parsePort(l, p));
+        for (const json &n : f.at("nodes"))
+          fn.nodes.push_back(parseNode(n));
+        out.push_back(std::move(fn));
+      }
+    };
+    parseFunctions(m.at("functions"), a.functions_);
+    if (m.contains("gpu_functions"))
+      parseFunctions(m.at("gpu_functions"), a.gpuFunctions_);
+    if (m.contains("kernels"))
+      for (const json &k : m.at("kernels")) {
+        KernelRecord r;
+        r.function = k.value("function", "");
+        r.region = k.value("region", "");
+        r.kind = k.value("kind", "");
+        r.entry = k.value("entry", "");
+        r.unsupported = k.value("unsupported", "");
+        r.launch = k.value("launch", json::array());
+        r.symbols = k.value("symbols", json::object());
+        if (k.contains("binaries"))
+          for (auto &[target, b] : k.at("binaries").items()) {
+            uint64_t off = b.at("offset").get<uint64_t>(),
+                     sz = b.at("size").get<uint64_t>();
+            if (off + sz > h.dataSize)
+              l.fail("manifest: kernel " + r.region + " binary " + target +
+                     " lies outside the data");
+            r.binaries[target] = {off, sz};
+          }
+        a.kernels_.push_back(std::move(r));
+      }
+    for (const Function &fn : a.gpuFunctions_)
+      for (const Node &n : fn.nodes)
+        if (n.body) {
+          int64_t k = n.attrs.value("kernel", int64_t(-1));
+          if (k >= (int64_t)a.kernels_.size())
+            l.fail("manifest: kernel node '" + n.name +
+                   "' refers to unknown kernel " + std::to_string(k));
+        }
     if (m.contains("sections"))
       for (auto &[name, s] : m.at("sections").items())
         if (s.at("offset").get<uint64_t>() + s.at("size").get<uint64_t>() >
@@ -144,6 +204,22 @@ const Function &Artifact::function(const std::string &name) const {
     if (f.name == name)
       return f;
   throw std::runtime_error(path_ + ": no entry point named '" + name + "'");
+}
+
+const Function *Artifact::gpuFunction(const std::string &name) const {
+  for (const Function &f : gpuFunctions_)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+std::optional<std::string_view>
+Artifact::kernelBinary(const KernelRecord &k, const std::string &target) const {
+  auto it = k.binaries.find(target);
+  if (it == k.binaries.end())
+    return std::nullopt;
+  return std::string_view(bytes_->data() + dataOffset_ + it->second.first,
+                          it->second.second);
 }
 
 const Tensor *Artifact::constant(int64_t id) const {

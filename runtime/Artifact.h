@@ -11,7 +11,11 @@
 //                  launch, symbols, binaries: {sm_80|sm_90|ptx: {offset,
 //                  size}}} or {..., unsupported}] (launch records:
 //                  codegen/Emitter.h) and "kernel_plans" {function:
-//                  [{region, kernel: index into kernels}]} in launch order
+//                  [{region, kernel: index into kernels}]} in launch order,
+//                  and "gpu_functions": the entry points after form-kernels
+//                  (the CUDA backend's plan), kernel regions as nodes
+//                  {op: "kernel", attrs: {kind, kernel}, body: {args, nodes,
+//                  yield}}
 //   data           64-byte aligned blobs: weights, tokenizer, kernels
 //
 // The "\r\n" in the magic catches text-mode transfers; the CRC catches
@@ -26,6 +30,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,12 +67,35 @@ struct Port {
   std::vector<std::string> dims; // symbolic names of dynamic dims ("" if static)
 };
 
+struct Node;
+
+/// The ops of a kernel region: its block arguments (bound to the node's
+/// inputs), its nodes, and the values it yields (the node's outputs).
+struct KernelBody {
+  std::vector<int64_t> args;
+  std::vector<Node> nodes;
+  std::vector<int64_t> yields;
+};
+
 struct Node {
   std::string op;
   std::string name; // the ONNX node (or pass) it came from, for errors
   std::vector<int64_t> inputs; // -1 for an omitted optional operand
   std::vector<int64_t> outputs;
   nlohmann::json attrs;
+  /// op == "kernel" (GPU plans): the region; attrs "kind" and "kernel" (the
+  /// index into Artifact::kernels(), -1 when none was compiled).
+  std::shared_ptr<const KernelBody> body;
+};
+
+/// A compiled kernel region (manifest "kernels"; codegen/Emitter.h documents
+/// launch and symbols).
+struct KernelRecord {
+  std::string function, region, kind, entry;
+  std::string unsupported; ///< why no kernel exists ("" when one does)
+  nlohmann::json launch, symbols;
+  /// "sm_80" / "sm_90" / "ptx" -> (offset, size) in the data section.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> binaries;
 };
 
 struct Function {
@@ -87,7 +116,18 @@ public:
   const nlohmann::json &manifest() const { return manifest_; }
   const std::vector<Function> &functions() const { return functions_; }
   const Function &function(const std::string &name) const;
+  /// The CUDA backend's plan of an entry point (after form-kernels), if the
+  /// artifact has kernels.
+  const Function *gpuFunction(const std::string &name) const;
+  const std::vector<KernelRecord> &kernels() const { return kernels_; }
+  /// The bytes of a kernel binary ("sm_80", "sm_90", "ptx"), if present.
+  std::optional<std::string_view> kernelBinary(const KernelRecord &k,
+                                               const std::string &target) const;
   size_t numValues() const { return valueTypes_.size(); }
+  /// The element type and (possibly dynamic: -1) shape of value `id`.
+  const std::pair<DType, Shape> &valueType(int64_t id) const {
+    return valueTypes_.at(id);
+  }
   /// The constant tensor held by value `id`, if it is one.
   const Tensor *constant(int64_t id) const;
   /// The bytes of a named section (e.g. "tokenizer"), if present.
@@ -97,7 +137,8 @@ private:
   std::string path_;
   std::shared_ptr<std::vector<char>> bytes_;
   nlohmann::json manifest_;
-  std::vector<Function> functions_;
+  std::vector<Function> functions_, gpuFunctions_;
+  std::vector<KernelRecord> kernels_;
   std::vector<std::pair<DType, Shape>> valueTypes_;
   std::vector<std::optional<Tensor>> constants_;
   uint64_t dataOffset_ = 0;

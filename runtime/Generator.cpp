@@ -15,7 +15,7 @@ const Port &qcc::rt::logitsOutput(const Function &fn) {
                            "vocab] float output to generate from");
 }
 
-Generator::Generator(const Artifact &artifact, Session &session,
+Generator::Generator(const Artifact &artifact, Executor &session,
                      KvCache &cache)
     : artifact(artifact), session(session), cache(cache) {
   for (const char *fn : {"prefill", "decode"}) {

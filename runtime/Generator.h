@@ -47,13 +47,13 @@ const Port &logitsOutput(const Function &fn);
 class Generator {
 public:
   /// `artifact` must have "prefill" and "decode" entry points.
-  Generator(const Artifact &artifact, Session &session, KvCache &cache);
+  Generator(const Artifact &artifact, Executor &session, KvCache &cache);
   GenerateResult generate(const std::vector<std::vector<int64_t>> &prompts,
                           const GenerateOptions &options);
 
 private:
   const Artifact &artifact;
-  Session &session;
+  Executor &session;
   KvCache &cache;
 };
 

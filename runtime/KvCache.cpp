@@ -111,8 +111,9 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
     };
     if (!ok(cfg.kScales) || !ok(cfg.vScales))
       fail("dtype i8 needs k_scales and v_scales of [layers][kv_heads]");
-    storage8.assign(unitFloats * (size_t)units, 0);
-  } else {
+    if (opts.hostStorage)
+      storage8.assign(unitFloats * (size_t)units, 0);
+  } else if (opts.hostStorage) {
     storage.assign(unitFloats * (size_t)units, 0.0f);
   }
   seqs.resize(opts.maxSequences);
@@ -196,6 +197,8 @@ void KvCache::advance(int64_t seq, int64_t n) {
 }
 
 void KvCache::requireDType(bool int8) const {
+  if (!opts.hostStorage)
+    fail("this cache keeps its keys and values on the GPU");
   if (int8 != cfg.isInt8())
     fail(std::string("the cache holds ") + cfg.dtype + ", not " +
          (int8 ? "i8" : "f32"));

@@ -53,6 +53,10 @@ struct KvCacheOptions {
   int64_t maxSequences = 1; // live sequences at once (both layouts)
   int64_t maxTokens = 0;    // contiguous: tokens per sequence slot
   int64_t numBlocks = 0;    // paged: blocks in the pool
+  /// false: only the bookkeeping (sequences, lengths, block tables) lives
+  /// here; the CUDA backend keeps the keys and values in device memory of
+  /// storageElements() elements, in the same layout.
+  bool hostStorage = true;
 };
 
 class KvCache {
@@ -107,9 +111,7 @@ public:
   }
 
   /// Bytes of cache memory allocated.
-  size_t bytes() const {
-    return storage.size() * sizeof(float) + storage8.size();
-  }
+  size_t bytes() const { return storageElements() * cfg.elementBytes(); }
   /// Bytes one cached token takes (all layers, K and V).
   size_t bytesPerToken() const {
     return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) *
@@ -121,6 +123,14 @@ public:
   /// Paged: the block table of `seq`.
   const std::vector<int64_t> &blockTable(int64_t seq) const;
   int64_t maxSequences() const { return opts.maxSequences; }
+  /// Elements of the whole pool (paged) or of all slots (contiguous).
+  size_t storageElements() const {
+    return unitFloats * (size_t)(isPaged ? opts.numBlocks : opts.maxSequences);
+  }
+  /// Contiguous: the slot that holds `seq` (its id).
+  int64_t slotOf(int64_t seq) const { return seq; }
+  /// Contiguous: tokens per slot; paged: tokens per block.
+  int64_t unitTokenCount() const { return unitTokens; }
   int64_t liveSequences() const;
 
 private:

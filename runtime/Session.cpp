@@ -2,6 +2,7 @@
 #include "runtime/Session.h"
 
 #include "runtime/CpuKernels.h"
+#include "runtime/ShapeInference.h"
 
 #include <algorithm>
 #include <chrono>
@@ -36,12 +37,8 @@ static void checkInput(const Port &port, const Tensor &t,
   }
 }
 
-std::map<std::string, Tensor>
-Session::run(const std::string &name,
-             const std::map<std::string, Tensor> &inputs, KvBatch *kv) {
-  const Function &fn = artifact.function(name);
-  std::vector<Tensor> values(artifact.numValues());
-  std::map<std::string, int64_t> dimSizes;
+void qcc::rt::checkInputs(const Function &fn,
+                          const std::map<std::string, Tensor> &inputs) {
   for (const auto &[n, t] : inputs) {
     bool known = false;
     for (const Port &p : fn.inputs)
@@ -54,22 +51,29 @@ Session::run(const std::string &name,
                                "inputs: " + names + ")");
     }
   }
-
+  std::map<std::string, int64_t> dimSizes;
   for (const Port &p : fn.inputs) {
     auto it = inputs.find(p.name);
     if (it == inputs.end())
       throw std::runtime_error("missing input '" + p.name + "'");
     checkInput(p, it->second, dimSizes);
-    values[p.value] = it->second;
   }
+}
+
+std::map<std::string, Tensor>
+Session::run(const std::string &name,
+             const std::map<std::string, Tensor> &inputs, KvBatch *kv) {
+  const Function *gpu = artifact.gpuFunction(name);
+  if (plan == Plan::Kernels && !gpu)
+    throw std::runtime_error(artifact.path() + ": no GPU plan for entry point "
+                             "'" + name + "' (compiled with --no-cuda?)");
+  const Function &fn = plan == Plan::Kernels ? *gpu : artifact.function(name);
+  std::vector<Tensor> values(artifact.numValues());
+  checkInputs(fn, inputs);
+  for (const Port &p : fn.inputs)
+    values[p.value] = inputs.at(p.name);
   // Free each value after its last use to bound memory.
-  std::vector<size_t> lastUse(values.size(), 0);
-  for (size_t i = 0; i < fn.nodes.size(); ++i)
-    for (int64_t id : fn.nodes[i].inputs)
-      if (id >= 0)
-        lastUse[id] = i;
-  for (const Port &p : fn.outputs)
-    lastUse[p.value] = fn.nodes.size();
+  std::vector<size_t> lastUse = lastUses(fn, values.size());
 
   if (kv) {
     if (!kv->cache)
@@ -86,25 +90,93 @@ Session::run(const std::string &name,
                          kv->cache->length(kv->seqs[b]) + kv->valid[b]);
   }
 
-  const auto &kernels = cpuKernels();
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
+    std::vector<Tensor> results =
+        runNode(node, operandsOf(node, values), values, kv, name);
+    for (size_t r = 0; r < results.size(); ++r)
+      values[node.outputs[r]] = std::move(results[r]);
+    for (int64_t id : node.inputs)
+      if (id >= 0 && lastUse[id] == i && !artifact.constant(id))
+        values[id] = Tensor();
+  }
+  if (kv)
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kv->cache->advance(kv->seqs[b], kv->valid[b]);
+  std::map<std::string, Tensor> out;
+  for (const Port &p : fn.outputs)
+    out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)
+                                              : values[p.value];
+  return out;
+}
+
+std::vector<size_t> qcc::rt::lastUses(const Function &fn, size_t numValues) {
+  std::vector<size_t> lastUse(numValues, 0);
+  for (size_t i = 0; i < fn.nodes.size(); ++i)
+    for (int64_t id : fn.nodes[i].inputs)
+      if (id >= 0)
+        lastUse[id] = i;
+  for (const Port &p : fn.outputs)
+    lastUse[p.value] = fn.nodes.size();
+  return lastUse;
+}
+
+Operands Session::operandsOf(const Node &node,
+                             std::vector<Tensor> &values) const {
+  Operands operands;
+  for (int64_t id : node.inputs) {
+    const Tensor *t = nullptr;
+    if (id >= 0)
+      t = artifact.constant(id) ? artifact.constant(id) : &values[id];
+    operands.push_back(t);
+  }
+  return operands;
+}
+
+std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
+                                     std::vector<Tensor> &values, KvBatch *kv,
+                                     const std::string &function) {
+  std::vector<Tensor> results;
+  if (node.body) {
+    const KernelBody &body = *node.body;
+    for (size_t a = 0; a < body.args.size(); ++a)
+      values[body.args[a]] = operands[a] ? *operands[a] : Tensor();
+    for (const Node &inner : body.nodes) {
+      std::vector<Tensor> out =
+          runNode(inner, operandsOf(inner, values), values, kv, function);
+      for (size_t r = 0; r < out.size(); ++r)
+        values[inner.outputs[r]] = std::move(out[r]);
+    }
+    for (int64_t id : body.yields)
+      results.push_back(values[id]);
+    for (const Node &inner : body.nodes)
+      for (int64_t id : inner.outputs)
+        values[id] = Tensor();
+    for (int64_t id : body.args)
+      values[id] = Tensor();
+    // The CUDA backend allocates results from inferred shapes: hold the
+    // rules to what the CPU computed.
+    std::vector<Shape> shapes;
+    for (const Tensor *t : operands)
+      shapes.push_back(t ? t->shape() : Shape());
+    std::vector<Shape> inferred = inferShapes(node, shapes);
+    for (size_t r = 0; r < results.size(); ++r)
+      if (r >= inferred.size() || inferred[r] != results[r].shape())
+        throw std::runtime_error(
+            "kernel '" + node.name + "': inferred result shape " +
+            (r < inferred.size() ? shapeString(inferred[r]) : "none") +
+            " but the region computes " + shapeString(results[r].shape()));
+  } else {
     bool isKv = node.op == "kv_attention";
     if (isKv && !kv)
-      throw std::runtime_error("entry point " + name + " needs a KV cache "
-                               "(node '" + node.name + "' is kv_attention)");
+      throw std::runtime_error("entry point " + function +
+                               " needs a KV cache (node '" + node.name +
+                               "' is kv_attention)");
+    const auto &kernels = cpuKernels();
     auto k = kernels.find(node.op);
     if (!isKv && k == kernels.end())
       throw std::runtime_error("node '" + node.name + "': op '" + node.op +
                                "' has no CPU kernel");
-    Operands operands;
-    for (int64_t id : node.inputs) {
-      const Tensor *t = nullptr;
-      if (id >= 0)
-        t = artifact.constant(id) ? artifact.constant(id) : &values[id];
-      operands.push_back(t);
-    }
-    std::vector<Tensor> results;
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (isKv)
@@ -122,25 +194,13 @@ Session::run(const std::string &name,
                   .count();
       ++calls;
     }
-    if (results.size() != node.outputs.size())
-      throw std::runtime_error("node '" + node.name + "' (" + node.op +
-                               "): kernel returned the wrong result count");
-    if (observer)
-      observer(node, operands, results);
-    for (size_t r = 0; r < results.size(); ++r)
-      values[node.outputs[r]] = std::move(results[r]);
-    for (int64_t id : node.inputs)
-      if (id >= 0 && lastUse[id] == i && !artifact.constant(id))
-        values[id] = Tensor();
   }
-  if (kv)
-    for (size_t b = 0; b < kv->seqs.size(); ++b)
-      kv->cache->advance(kv->seqs[b], kv->valid[b]);
-  std::map<std::string, Tensor> out;
-  for (const Port &p : fn.outputs)
-    out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)
-                                              : values[p.value];
-  return out;
+  if (results.size() != node.outputs.size())
+    throw std::runtime_error("node '" + node.name + "' (" + node.op +
+                             "): kernel returned the wrong result count");
+  if (observer)
+    observer(node, operands, results);
+  return results;
 }
 
 std::vector<std::tuple<std::string, double, int64_t>> Session::profile() const {

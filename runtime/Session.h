@@ -11,10 +11,42 @@
 
 namespace qcc::rt {
 
+/// Checks `inputs` against the entry point's ports (names, dtypes, ranks,
+/// static sizes, and consistent sizes for equal dynamic dimension names);
+/// throws std::runtime_error naming the input.
+void checkInputs(const Function &fn,
+                 const std::map<std::string, Tensor> &inputs);
+
+/// For each value, the index of the last node of `fn` that reads it
+/// (fn.nodes.size() for outputs): when it can be freed.
+std::vector<size_t> lastUses(const Function &fn, size_t numValues);
+
+/// Runs entry points of an artifact: the CPU reference backend (Session) or
+/// the CUDA backend (GpuSession). Generation and the tools use this.
+class Executor {
+public:
+  virtual ~Executor() = default;
+  /// Runs entry point `function` (see Session::run for the contract).
+  virtual std::map<std::string, Tensor>
+  run(const std::string &function, const std::map<std::string, Tensor> &inputs,
+      KvBatch *kv = nullptr) = 0;
+  /// A KV cache whose storage this executor can use (the CUDA backend keeps
+  /// keys and values on the device).
+  virtual KvCacheOptions cacheOptions(KvCacheOptions o) const { return o; }
+};
+
 /// Runs an entry point of a loaded artifact on the CPU reference backend.
-class Session {
+class Session : public Executor {
 public:
   explicit Session(const Artifact &artifact) : artifact(artifact) {}
+
+  /// Which node list run() executes: the op-by-op plan ("functions", the
+  /// default) or the GPU plan ("gpu_functions": kernel regions, each run op
+  /// by op from its body). Running the GPU plan on the CPU checks that it
+  /// computes what the op plan does, and checks inferShapes() against every
+  /// kernel region's actual result shapes.
+  enum class Plan { Ops, Kernels };
+  void setPlan(Plan p) { plan = p; }
 
   /// Checks `inputs` against the entry point's ports (names, dtypes, ranks,
   /// static sizes, and consistent sizes for equal dynamic dimension names),
@@ -27,7 +59,7 @@ public:
   /// the cache and finally advances each row's sequence by its valid count.
   std::map<std::string, Tensor> run(const std::string &function,
                                     const std::map<std::string, Tensor> &inputs,
-                                    KvBatch *kv = nullptr);
+                                    KvBatch *kv = nullptr) override;
 
   /// Called after each node runs with the node, its operands and its
   /// results (before any value is freed), e.g. to collect calibration
@@ -43,7 +75,15 @@ public:
   std::vector<std::tuple<std::string, double, int64_t>> profile() const;
 
 private:
+  /// Runs one node (a kernel node through its body); `values` is the
+  /// function's value table (body values live there too).
+  Operands operandsOf(const Node &node, std::vector<Tensor> &values) const;
+  std::vector<Tensor> runNode(const Node &node, const Operands &operands,
+                              std::vector<Tensor> &values, KvBatch *kv,
+                              const std::string &function);
+
   const Artifact &artifact;
+  Plan plan = Plan::Ops;
   bool profiling = false;
   Observer observer;
   std::map<std::string, std::pair<double, int64_t>> opTimes;

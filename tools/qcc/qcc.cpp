@@ -9,7 +9,8 @@
 // the artifact stays op by op), the emitter writes one CUDA C++ unit per
 // distinct region, NVRTC compiles each for sm_80, sm_90 and compute_90 PTX
 // (cached by content hash), and the binaries and launch records go into the
-// artifact ("kernels", "kernel_plans").
+// artifact ("kernels", "kernel_plans"), with the clone itself as the CUDA
+// backend's plan ("gpu_functions": kernel regions as nodes).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ArtifactWriter.h"
@@ -115,16 +116,18 @@ std::string findTokenizer() {
   sys::path::append(beside, "tokenizer.model");
   return sys::fs::exists(beside) ? beside.str().str() : "";
 }
-/// form-kernels on a clone of `module`, then the emitter.
-std::optional<qcc::codegen::EmitResult> emitCuda(mlir::ModuleOp module) {
-  mlir::OwningOpRef<mlir::ModuleOp> clone(module.clone());
+/// form-kernels on a clone of `module` (kept in `plan`: the GPU plan), then
+/// the emitter.
+std::optional<qcc::codegen::EmitResult>
+emitCuda(mlir::ModuleOp module, mlir::OwningOpRef<mlir::ModuleOp> &plan) {
+  plan = module.clone();
   mlir::PassManager pm(module.getContext());
   pm.nest<mlir::func::FuncOp>().addPass(qcc::createFormKernels());
-  if (mlir::failed(pm.run(*clone))) {
+  if (mlir::failed(pm.run(*plan))) {
     WithColor::error(errs(), "qcc") << "form-kernels failed\n";
     return std::nullopt;
   }
-  return qcc::codegen::emitKernels(*clone);
+  return qcc::codegen::emitKernels(*plan);
 }
 
 void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
@@ -145,8 +148,9 @@ void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
 
 #ifdef QCC_HAVE_CODEGEN
 /// Emits and compiles the GPU kernels into `artifact`.
-bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact) {
-  auto emitted = emitCuda(module);
+bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
+                 mlir::OwningOpRef<mlir::ModuleOp> &plan) {
+  auto emitted = emitCuda(module, plan);
   if (!emitted)
     return false;
   std::vector<qcc::codegen::KernelSource> sources;
@@ -183,13 +187,14 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact) {
     } else {
       ++unsupported;
     }
-    nlohmann::json &plan = plans[k.function];
-    if (plan.is_null())
-      plan = nlohmann::json::array();
-    plan.push_back({{"region", k.name}, {"kernel", i}});
+    nlohmann::json &launches = plans[k.function];
+    if (launches.is_null())
+      launches = nlohmann::json::array();
+    launches.push_back({{"region", k.name}, {"kernel", i}});
     artifact.kernels.push_back(std::move(entry));
   }
   artifact.kernelPlans = plans;
+  artifact.gpuPlan = *plan;
   errs() << "compiled " << sources.size() << " CUDA kernel units for "
          << emitted->kernels.size() << " regions in "
          << format("%.1f", seconds) << " s";
@@ -287,7 +292,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (emit == Emit::Cuda) {
-    auto kernels = emitCuda(**module);
+    mlir::OwningOpRef<mlir::ModuleOp> plan;
+    auto kernels = emitCuda(**module, plan);
     if (!kernels)
       return 1;
     std::error_code ec;
@@ -303,8 +309,9 @@ int main(int argc, char **argv) {
   }
   if (emit == Emit::Qpkg) {
     qcc::ArtifactOptions artifact;
+    mlir::OwningOpRef<mlir::ModuleOp> plan;
 #ifdef QCC_HAVE_CODEGEN
-    if (!noCuda && !compileCuda(**module, artifact))
+    if (!noCuda && !compileCuda(**module, artifact, plan))
       return 1;
 #endif
     artifact.sourceName = sys::path::filename(inputPath).str();

@@ -6,13 +6,16 @@
 //   qrun MODEL.qpkg --prompts-file FILE ...
 //   qrun MODEL.qpkg --perplexity FILE.txt
 //
-// Runs on the CPU reference backend (the CUDA backend arrives with code
-// generation). Errors are one line on stderr and exit status 1.
+// Runs on the CUDA backend when a GPU, its driver and the artifact's kernels
+// are there (--backend=auto, the default), else on the CPU reference backend,
+// saying which in one line on stderr. Errors are one line on stderr and exit
+// status 1.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Generator.h"
+#include "runtime/GpuSession.h"
 #include "runtime/KvCache.h"
 #include "runtime/Sampler.h"
 #include "runtime/Session.h"
@@ -54,19 +57,78 @@ struct Options {
   bool profile = false;
   bool listKernels = false;
   bool devices = false;
+  std::string backend = "auto"; // auto | cpu | cuda
+  std::string plan = "ops";     // CPU backend: ops | kernels
+  bool checkGpu = false;
 };
 
-/// One line on stderr saying which backend runs and why.
-void reportBackend() {
+/// The backend --backend asks for, with one line on stderr saying which runs
+/// and why (unless `quiet`: tensor mode keeps stderr for errors).
+std::unique_ptr<Executor> makeExecutor(const Options &o, const Artifact &a,
+                                       bool quiet = false) {
+  auto cpu = [&](const std::string &why) {
+    if (!quiet)
+      std::cerr << "[qrun] CPU backend: " << why << "\n";
+    auto s = std::make_unique<Session>(a);
+    if (o.plan == "kernels")
+      s->setPlan(Session::Plan::Kernels);
+    return s;
+  };
+  if (o.backend == "cpu")
+    return cpu("--backend=cpu" +
+               std::string(o.plan == "kernels" ? " (GPU plan, op by op)" : ""));
   std::string why;
-  auto driver = CudaDriver::load(why);
-  if (!driver) {
-    std::cerr << "[qrun] CPU backend: " << why << "\n";
-    return;
+  std::shared_ptr<CudaDriver> driver = CudaDriver::load(why);
+  if (driver) {
+    try {
+      auto ctx = std::make_shared<CudaContext>(driver, 0);
+      auto g = std::make_unique<GpuSession>(a, ctx);
+      g->setCheck(o.checkGpu);
+      const CudaDevice &d = ctx->device();
+      if (!quiet)
+        std::cerr << "[qrun] CUDA backend: " << d.name << " (" << d.arch()
+                << "); " << g->planSummary() << "\n";
+      return g;
+    } catch (const std::exception &e) {
+      why = e.what();
+    }
   }
-  const CudaDevice &d = driver->devices().front();
-  std::cerr << "[qrun] CPU backend: found " << d.name << " (" << d.arch()
-            << "), but qrun does not execute on CUDA yet\n";
+  if (o.backend == "cuda")
+    throw std::runtime_error("--backend=cuda: " + why);
+  return cpu(why);
+}
+
+/// With the CUDA backend: what ran where, and the --check-gpu report.
+void reportGpu(Executor &e) {
+  auto *g = dynamic_cast<GpuSession *>(&e);
+  if (!g)
+    return;
+  const auto &s = g->stats();
+  std::cerr << "[qrun] CUDA: " << s.runs << " runs, " << s.kernelLaunches
+            << " kernel launches, " << s.graphCaptures << " graphs captured, "
+            << s.graphReplays << " replayed, " << s.hostNodes
+            << " nodes on the host";
+  for (const auto &[op, n] : s.hostOps)
+    std::cerr << " " << op << " x" << n;
+  std::cerr << "\n";
+  if (g->checks().empty())
+    return;
+  // Per kind: the worst region (docs/CUDA_BACKEND.md states the tolerances).
+  std::map<std::string, GpuSession::RegionCheck> worst;
+  for (const auto &c : g->checks()) {
+    auto &w = worst[c.kind];
+    double rel = c.maxAbsError / std::max(1.0, c.maxAbsReference);
+    double wrel = w.maxAbsError / std::max(1.0, w.maxAbsReference);
+    if (w.kind.empty() || rel > wrel || c.mismatchedInts > w.mismatchedInts)
+      w = c;
+  }
+  for (const auto &[kind, c] : worst)
+    std::cout << "check " << kind << ": worst region " << c.function << "/"
+              << c.region << " max abs error " << c.maxAbsError
+              << " (max |cpu| " << c.maxAbsReference << "), integer "
+              << "elements off by 1: " << c.offByOneInts << " of "
+              << c.intElements << ", off by more: " << c.mismatchedInts
+              << "\n";
 }
 
 int listDevices() {
@@ -110,7 +172,8 @@ Tokenizer loadTokenizer(const Artifact &a) {
 }
 
 /// Logits for `ids` (one sequence): [seq, vocab] as a flat tensor.
-Tensor forward(Session &s, const Function &fn, const std::vector<int64_t> &ids) {
+Tensor forward(Executor &s, const Function &fn,
+               const std::vector<int64_t> &ids) {
   Tensor in(DType::I64, {1, (int64_t)ids.size()});
   std::copy(ids.begin(), ids.end(), in.data<int64_t>());
   auto out = s.run(fn.name, {{idsPort(fn).name, in}});
@@ -118,7 +181,8 @@ Tensor forward(Session &s, const Function &fn, const std::vector<int64_t> &ids) 
 }
 
 int runTensors(const Options &o, const Artifact &a) {
-  Session session(a);
+  auto exec = makeExecutor(o, a, /*quiet=*/!o.checkGpu);
+  Executor &session = *exec;
   std::map<std::string, Tensor> inputs;
   for (const std::string &spec : o.inputs) {
     size_t eq = spec.find('=');
@@ -127,6 +191,7 @@ int runTensors(const Options &o, const Artifact &a) {
     inputs[spec.substr(0, eq)] = readTensorFile(spec.substr(eq + 1));
   }
   auto outputs = session.run(o.function, inputs);
+  reportGpu(session);
   std::filesystem::create_directories(o.outputDir);
   for (const auto &[name, t] : outputs) {
     std::string safe = name;
@@ -176,7 +241,8 @@ bool hasFunction(const Artifact &a, const std::string &name) {
 int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
                     const std::vector<std::vector<int64_t>> &prompts,
                     Printer &out) {
-  Session session(a);
+  auto exec = makeExecutor(o, a);
+  Executor &session = *exec;
   const Function &fn = a.function(o.function);
   Sampler sampler(o.sampler);
   int64_t total = 0;
@@ -203,13 +269,12 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
                     .count();
   std::cerr << "[qrun] " << total << " tokens in " << secs << " s ("
             << (secs > 0 ? total / secs : 0.0)
-            << " tokens/s, CPU, full recompute)\n";
+            << " tokens/s, full recompute)\n";
   return 0;
 }
 
 int runPrompt(const Options &o, const Artifact &a) {
   Tokenizer tok = loadTokenizer(a);
-  reportBackend();
   std::vector<std::string> texts = o.prompts;
   if (!o.promptsFile.empty()) {
     std::ifstream in(o.promptsFile);
@@ -254,9 +319,9 @@ int runPrompt(const Options &o, const Artifact &a) {
   copts.maxTokens = o.maxTokens > 0
                         ? o.maxTokens
                         : (longest + round - 1) / round * round;
-  KvCache cache(cfg, copts);
-  Session session(a);
-  Generator gen(a, session, cache);
+  auto exec = makeExecutor(o, a);
+  KvCache cache(cfg, exec->cacheOptions(copts));
+  Generator gen(a, *exec, cache);
   GenerateOptions g;
   g.maxNewTokens = o.maxNewTokens;
   g.eosId = tok.eosId();
@@ -271,11 +336,13 @@ int runPrompt(const Options &o, const Artifact &a) {
             << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
             << " tokens/s); KV cache: " << cfg.layout << ", " << cache.bytes()
             << " bytes\n";
+  reportGpu(*exec);
   return 0;
 }
 
 int runPerplexity(const Options &o, const Artifact &a) {
-  Session session(a);
+  auto exec = makeExecutor(o, a);
+  Executor &session = *exec;
   const Function &fn = a.function(o.function);
   // With a KV cache, each window goes through `prefill` (attending over the
   // cache, so an int8 cache's rounding counts); else through `main`.
@@ -290,7 +357,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
     copts.maxTokens = (o.context + cfg.blockTokens - 1) / cfg.blockTokens *
                       cfg.blockTokens;
     copts.numBlocks = copts.maxTokens / cfg.blockTokens;
-    cache.emplace(cfg, copts);
+    cache.emplace(cfg, session.cacheOptions(copts));
   }
   auto windowLogits = [&](const std::vector<int64_t> &window) {
     if (!cached)
@@ -313,7 +380,6 @@ int runPerplexity(const Options &o, const Artifact &a) {
     return logits;
   };
   Tokenizer tok = loadTokenizer(a);
-  reportBackend();
   std::ifstream in(o.perplexityFile);
   if (!in)
     throw std::runtime_error(o.perplexityFile + ": cannot open the file");
@@ -344,6 +410,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   std::cout << "perplexity " << std::exp(nll / count) << " over " << count
             << " predicted tokens (" << ids.size()
             << " tokens, windows of " << o.context << ")\n";
+  reportGpu(session);
   return 0;
 }
 
@@ -351,7 +418,6 @@ int runPerplexity(const Options &o, const Artifact &a) {
 /// Times generation: B random prompts of CONTEXT tokens, then STEPS new
 /// tokens each, through the KV cache (or by full recompute with --no-cache).
 int runBenchGenerate(const Options &o, const Artifact &a) {
-  reportBackend();
   if (o.benchGenerate.size() != 3 || o.benchGenerate[0] <= 0 ||
       o.benchGenerate[1] <= 0 || o.benchGenerate[2] <= 0)
     throw std::runtime_error("--bench-generate takes BATCH CONTEXT STEPS");
@@ -368,7 +434,8 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       p.push_back((int64_t)(x % (uint64_t)vocab));
     }
-  Session session(a);
+  auto exec = makeExecutor(o, a);
+  Executor &session = *exec;
   if (o.noCache) {
     // Each step recomputes the whole sequence: [B, context + i].
     std::vector<std::vector<int64_t>> ids = prompts;
@@ -402,7 +469,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
   copts.maxTokens = (need + cfg.blockTokens - 1) / cfg.blockTokens *
                     cfg.blockTokens;
   copts.numBlocks = batch * ((need + cfg.blockTokens - 1) / cfg.blockTokens);
-  KvCache cache(cfg, copts);
+  KvCache cache(cfg, session.cacheOptions(copts));
   Generator gen(a, session, cache);
   GenerateOptions g;
   g.maxNewTokens = steps + 1; // the first comes from the prefill
@@ -411,15 +478,21 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
             << r.prefillTokensPerSecond() << " tokens/s, decode "
             << r.decodeTokensPerSecond() << " tokens/s (" << cfg.layout
             << " cache, " << cache.bytes() << " bytes)\n";
+  reportGpu(session);
   return 0;
 }
 
 int runBench(const Options &o, const Artifact &a) {
-  reportBackend();
-  Session session(a);
+  auto exec = makeExecutor(o, a);
+  Executor &session = *exec;
+  auto *cpu = dynamic_cast<Session *>(exec.get());
   const Function &fn = a.function(o.function);
   const Port &ids = idsPort(fn);
-  session.enableProfile(o.profile);
+  if (o.profile && !cpu)
+    throw std::runtime_error("--profile times op kinds on the CPU backend "
+                             "(use --backend=cpu)");
+  if (cpu)
+    cpu->enableProfile(o.profile);
   if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
     throw std::runtime_error("--bench takes BATCH SEQ");
   int64_t batch = o.bench[0], seq = o.bench[1];
@@ -448,11 +521,11 @@ int runBench(const Options &o, const Artifact &a) {
             << " runs, tokens/s " << batch * seq / median << "\n";
   if (o.profile) {
     double total = 0;
-    for (const auto &[op, secs, calls] : session.profile())
+    for (const auto &[op, secs, calls] : cpu->profile())
       total += secs;
     std::cout << "time per op kind over all " << o.iterations + 1
               << " runs:\n";
-    for (const auto &[op, secs, calls] : session.profile())
+    for (const auto &[op, secs, calls] : cpu->profile())
       std::cout << "  " << op << ": " << secs * 1e3 << " ms ("
                 << 100 * secs / total << "%, " << calls << " calls)\n";
   }
@@ -499,7 +572,8 @@ int listKernels(const Artifact &a) {
 
 int main(int argc, char **argv) {
   Options o;
-  CLI::App app{"qrun: run a qcc artifact (.qpkg) on the CPU reference backend"};
+  CLI::App app{"qrun: run a qcc artifact (.qpkg) on a GPU (CUDA backend) or "
+               "on the CPU reference backend"};
   app.add_option("model", o.model, "The artifact written by qcc -o")->required();
   app.add_option("--input", o.inputs,
                  "NAME=FILE: a model input from .npy or ONNX TensorProto .pb "
@@ -565,6 +639,21 @@ int main(int argc, char **argv) {
   app.add_flag("--list-kernels", o.listKernels,
                "List the artifact's GPU kernels (per entry point: region, "
                "kind, entry, binary sizes) and exit");
+  app.add_option("--backend", o.backend,
+                 "auto: CUDA when a GPU, its driver and the artifact's "
+                 "kernels are there, else the CPU (saying why); cpu; cuda "
+                 "(an error when it cannot run)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--plan", o.plan,
+                 "CPU backend: ops (the op-by-op plan) or kernels (the GPU "
+                 "plan, each kernel region run op by op: checks the plan)")
+      ->check(CLI::IsMember({"ops", "kernels"}))
+      ->capture_default_str();
+  app.add_flag("--check-gpu", o.checkGpu,
+               "CUDA backend: compare every kernel region's results with the "
+               "CPU backend on the same operands and print the worst error "
+               "per kernel kind");
   app.get_option("model")->required(false);
   CLI11_PARSE(app, argc, argv);
   if (o.devices)

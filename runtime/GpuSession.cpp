@@ -1,0 +1,964 @@
+//===- GpuSession.cpp - the CUDA backend ----------------------------------===//
+#include "runtime/GpuSession.h"
+
+#include "runtime/CpuKernels.h"
+#include "runtime/ShapeInference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+using namespace qcc::rt;
+using nlohmann::json;
+
+//===--- device memory pools ------------------------------------------------===//
+
+namespace qcc::rt {
+/// Size-bucketed free lists over CudaContext::alloc: steady-state steps
+/// allocate nothing, and a sequence of gets and puts repeated on the same
+/// pool hands out memory without new driver allocations (which graph
+/// capture relies on).
+class DevicePool {
+public:
+  explicit DevicePool(CudaContext &ctx) : ctx(ctx) {}
+  ~DevicePool() {
+    for (auto &[p, bytes] : all) {
+      try {
+        ctx.free(p);
+      } catch (...) {
+      }
+    }
+  }
+  static size_t bucket(size_t bytes) {
+    return std::max<size_t>(256, (bytes + 255) / 256 * 256);
+  }
+  DevicePtr get(size_t bytes) {
+    size_t b = bucket(bytes);
+    auto it = freeLists.find(b);
+    if (it != freeLists.end() && !it->second.empty()) {
+      DevicePtr p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+    DevicePtr p = ctx.alloc(b);
+    all.emplace_back(p, b);
+    return p;
+  }
+  void put(DevicePtr p, size_t bytes) { freeLists[bucket(bytes)].push_back(p); }
+  size_t held() const {
+    size_t n = 0;
+    for (auto &[p, b] : all)
+      n += b;
+    return n;
+  }
+
+private:
+  CudaContext &ctx;
+  std::map<size_t, std::vector<DevicePtr>> freeLists;
+  std::vector<std::pair<DevicePtr, size_t>> all;
+};
+} // namespace qcc::rt
+
+//===--- launch records -----------------------------------------------------===//
+
+std::string qcc::rt::pickBinaryTarget(const KernelRecord &k,
+                                      const CudaDevice &dev) {
+  if (dev.major < 8)
+    throw std::runtime_error("GPU " + dev.name + " is " + dev.arch() +
+                             ", older than sm_80, the oldest architecture "
+                             "qcc compiles kernels for");
+  std::string cubin = dev.major == 8 ? "sm_80" : dev.major == 9 ? "sm_90" : "";
+  if (!cubin.empty() && k.binaries.count(cubin))
+    return cubin;
+  if (k.binaries.count("ptx"))
+    return "ptx";
+  throw std::runtime_error("kernel " + k.function + "/" + k.region + " (" +
+                           k.entry + ") has no binary for " + dev.arch() +
+                           " and no PTX: recompile the artifact with qcc");
+}
+
+int64_t qcc::rt::evalLaunchExpr(
+    const json &e, const std::function<int64_t(const std::string &)> &symbol,
+    const std::function<int64_t(const std::string &)> &runtime) {
+  auto rec = [&](const json &x) { return evalLaunchExpr(x, symbol, runtime); };
+  if (e.is_number_integer())
+    return e.get<int64_t>();
+  if (e.is_string())
+    return symbol(e.get<std::string>());
+  if (e.is_object() && e.size() == 1) {
+    const auto &[op, args] = *e.items().begin();
+    if (op == "runtime")
+      return runtime(args.get<std::string>());
+    if (op == "ceil_div" && args.is_array() && args.size() == 2) {
+      int64_t a = rec(args[0]), b = rec(args[1]);
+      if (b <= 0)
+        throw std::runtime_error("launch record: ceil_div by " +
+                                 std::to_string(b));
+      return (a + b - 1) / b;
+    }
+    if (op == "mul" && args.is_array()) {
+      int64_t p = 1;
+      for (const json &a : args)
+        p *= rec(a);
+      return p;
+    }
+    if (op == "gt" && args.is_array() && args.size() == 2)
+      return rec(args[0]) > rec(args[1]) ? 1 : 0;
+  }
+  throw std::runtime_error("launch record: malformed expression " + e.dump());
+}
+
+//===--- values and runs ----------------------------------------------------===//
+
+struct GpuSession::Value {
+  DType dtype = DType::F32;
+  Shape shape;
+  DevicePtr dev = 0;
+  bool onDevice = false, ownsDevice = false;
+  Tensor host;
+  bool onHost = false;
+  size_t bytes() const { return (size_t)numElements(shape) * dtypeSize(dtype); }
+};
+
+struct GpuSession::Run {
+  DevicePool *pool = nullptr;
+  std::vector<Value> values;
+  std::string function;
+  KvBatch *kv = nullptr;
+  bool capturing = false; // recording a graph: allocate, never copy
+  int64_t batch = 0, maxContext = 0, tableStride = 0, maxTokens = 0;
+  DevicePtr cachedLens = 0, validLens = 0, table = 0, kvData = 0;
+  DevicePtr errorFlag = 0;
+  std::vector<std::pair<DevicePtr, size_t>> scratch; // released at the end
+  DevicePtr scratchAlloc(size_t bytes) {
+    DevicePtr p = pool->get(bytes);
+    scratch.emplace_back(p, bytes);
+    return p;
+  }
+};
+
+struct GpuSession::Graph {
+  std::unique_ptr<DevicePool> pool;
+  CudaContext::Graph exec = nullptr;
+  std::map<int64_t, DevicePtr> inputs; // value id -> buffer
+  DevicePtr cachedLens = 0, validLens = 0, table = 0, errorFlag = 0;
+  std::vector<std::tuple<std::string, DevicePtr, DType, Shape>> outputs;
+};
+
+namespace {
+
+void collectConstants(const std::vector<Node> &nodes, std::set<int64_t> &ids) {
+  for (const Node &n : nodes) {
+    for (int64_t id : n.inputs)
+      ids.insert(id);
+    if (n.body)
+      collectConstants(n.body->nodes, ids);
+  }
+}
+
+bool containsOp(const std::vector<Node> &nodes, const std::string &op) {
+  for (const Node &n : nodes)
+    if (n.op == op || (n.body && containsOp(n.body->nodes, op)))
+      return true;
+  return false;
+}
+
+int64_t kernelIndex(const Node &n) {
+  return n.body ? n.attrs.value("kernel", int64_t(-1)) : int64_t(-1);
+}
+
+} // namespace
+
+GpuSession::GpuSession(const Artifact &artifact,
+                       std::shared_ptr<CudaContext> context)
+    : artifact(artifact), ctx(std::move(context)),
+      pool(std::make_unique<DevicePool>(*ctx)) {
+  bool any = false;
+  std::map<std::string, CudaContext::Module> modules; // by target + offset
+  for (const Function &fnOps : artifact.functions()) {
+    const Function *fn = artifact.gpuFunction(fnOps.name);
+    if (!fn)
+      continue;
+    any = true;
+    for (const Node &n : fn->nodes) {
+      int64_t k = kernelIndex(n);
+      if (n.op == "kv_attention" ||
+          (n.body && k < 0 && containsOp(n.body->nodes, "kv_attention")))
+        throw std::runtime_error(
+            "entry point " + fn->name + ": attention region '" + n.name +
+            "' has no CUDA kernel (" +
+            (k >= 0 ? artifact.kernels()[k].unsupported
+                    : std::string("not compiled")) +
+            "), and the KV cache lives on the GPU");
+      if (k < 0 || loaded.count(k))
+        continue;
+      const KernelRecord &rec = artifact.kernels()[k];
+      if (!rec.unsupported.empty()) {
+        if (containsOp(n.body->nodes, "kv_attention"))
+          throw std::runtime_error("entry point " + fn->name +
+                                   ": attention region '" + n.name +
+                                   "' has no CUDA kernel (" + rec.unsupported +
+                                   "), and the KV cache lives on the GPU");
+        continue;
+      }
+      std::string target = pickBinaryTarget(rec, ctx->device());
+      auto bin = artifact.kernelBinary(rec, target);
+      std::string key =
+          target + "@" + std::to_string(rec.binaries.at(target).first);
+      auto m = modules.find(key);
+      if (m == modules.end()) {
+        std::string image(*bin);
+        if (target == "ptx")
+          image.push_back('\0'); // the driver reads PTX as a C string
+        m = modules
+                .emplace(key, ctx->loadModule(image.data(),
+                                              rec.entry + " (" + target + ")"))
+                .first;
+      }
+      Loaded l;
+      for (const json &step : rec.launch) {
+        std::string entry = step.at("entry").get<std::string>();
+        CudaContext::Function f = ctx->function(m->second, entry);
+        int smem = step.value("dynamic_smem", 0);
+        if (smem > 48 * 1024)
+          ctx->setMaxDynamicSharedMemory(f, smem, entry);
+        l.steps.push_back(f);
+      }
+      loaded[k] = std::move(l);
+    }
+  }
+  if (!any)
+    throw std::runtime_error(artifact.path() +
+                             ": no GPU plan (compiled with --no-cuda, or "
+                             "without a CUDA toolkit)");
+}
+
+GpuSession::~GpuSession() {
+  for (auto &[key, g] : graphs)
+    if (g->exec)
+      ctx->destroy(g->exec);
+  for (auto &[id, c] : constants)
+    ctx->free(c.first);
+  for (auto &[cache, p] : kvPools)
+    ctx->free(p.first);
+  if (kScales)
+    ctx->free(kScales);
+  if (vScales)
+    ctx->free(vScales);
+}
+
+uint16_t qcc::rt::floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu,
+           man = x & 0x7fffffu;
+  if (exp == 0xff) // inf, nan (quiet)
+    return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
+  int32_t e = (int32_t)exp - 127 + 15;
+  if (e >= 0x1f)
+    return (uint16_t)(sign | 0x7c00u); // overflow: inf
+  if (e <= 0) {                        // subnormal or zero
+    if (e < -10)
+      return (uint16_t)sign;
+    man |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1),
+             mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1u)))
+      ++half;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)e << 10) | (man >> 13);
+  uint32_t rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half; // may carry into the exponent: still correct (up to inf)
+  return (uint16_t)half;
+}
+
+DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
+  int64_t key = asF16 ? -2 - id : id;
+  auto it = constants.find(key);
+  if (it != constants.end())
+    return it->second.first;
+  const Tensor *t = artifact.constant(id);
+  const void *src = t->raw();
+  size_t bytes = t->bytes();
+  std::vector<uint16_t> half;
+  if (asF16) {
+    half.resize(t->numel());
+    for (int64_t i = 0; i < t->numel(); ++i)
+      half[i] = floatToHalf(t->data<float>()[i]);
+    src = half.data();
+    bytes = half.size() * sizeof(uint16_t);
+  }
+  DevicePtr p = ctx->alloc(bytes);
+  ctx->upload(p, src, bytes);
+  constants[key] = {p, bytes};
+  return p;
+}
+
+DevicePtr GpuSession::deviceOf(int64_t id, Run &r) {
+  if (artifact.constant(id))
+    return constantOnDevice(id);
+  Value &v = r.values[id];
+  if (v.onDevice)
+    return v.dev;
+  if (!v.onHost)
+    throw std::runtime_error("value " + std::to_string(id) +
+                             " is read before it is computed");
+  v.dev = r.pool->get(v.bytes());
+  v.ownsDevice = v.onDevice = true;
+  if (!r.capturing)
+    ctx->upload(v.dev, v.host.raw(), v.bytes());
+  return v.dev;
+}
+
+Tensor GpuSession::hostOf(int64_t id, Run &r) {
+  if (const Tensor *c = artifact.constant(id))
+    return *c;
+  Value &v = r.values[id];
+  if (!v.onHost) {
+    if (!v.onDevice)
+      throw std::runtime_error("value " + std::to_string(id) +
+                               " is read before it is computed");
+    v.host = Tensor(v.dtype, v.shape);
+    ctx->download(v.host.data<char>(), v.dev, v.bytes());
+    v.onHost = true;
+  }
+  return v.host;
+}
+
+DevicePtr GpuSession::kvStorage(KvCache &cache) {
+  auto it = kvPools.find(&cache);
+  if (it != kvPools.end())
+    return it->second.first;
+  size_t bytes = cache.storageElements() * cache.config().elementBytes();
+  DevicePtr p = ctx->alloc(bytes);
+  ctx->memsetZero(p, bytes);
+  kvPools[&cache] = {p, bytes};
+  if (cache.config().isInt8() && !kScales) {
+    std::vector<float> k, v;
+    for (const auto &row : cache.config().kScales)
+      k.insert(k.end(), row.begin(), row.end());
+    for (const auto &row : cache.config().vScales)
+      v.insert(v.end(), row.begin(), row.end());
+    kScales = ctx->alloc(k.size() * sizeof(float));
+    vScales = ctx->alloc(v.size() * sizeof(float));
+    ctx->upload(kScales, k.data(), k.size() * sizeof(float));
+    ctx->upload(vScales, v.data(), v.size() * sizeof(float));
+  }
+  return p;
+}
+
+void GpuSession::kvArrays(KvBatch *kv, Run &r, std::vector<int32_t> &cached,
+                          std::vector<int32_t> &valid,
+                          std::vector<int32_t> &table) {
+  KvCache &cache = *kv->cache;
+  int64_t B = (int64_t)kv->seqs.size();
+  r.batch = B;
+  cached.assign(B, 0);
+  valid.assign(B, 0);
+  r.maxContext = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    cached[b] = (int32_t)cache.length(kv->seqs[b]);
+    valid[b] = (int32_t)kv->valid[b];
+    r.maxContext = std::max<int64_t>(r.maxContext, cached[b] + valid[b]);
+  }
+  r.kvData = kvStorage(cache);
+  // A fixed table stride (every block) keeps captured graphs valid as
+  // sequences grow.
+  table.clear();
+  if (cache.paged()) {
+    r.tableStride = cache.numBlocks();
+    table.assign(B * r.tableStride, 0);
+    for (int64_t b = 0; b < B; ++b) {
+      const auto &blocks = cache.blockTable(kv->seqs[b]);
+      for (size_t i = 0; i < blocks.size(); ++i)
+        table[b * r.tableStride + i] = (int32_t)blocks[i];
+    }
+  } else {
+    r.maxTokens = cache.unitTokenCount();
+    for (int64_t b = 0; b < B; ++b)
+      table.push_back((int32_t)cache.slotOf(kv->seqs[b]));
+  }
+}
+
+void GpuSession::prepareKv(KvBatch *kv, Run &r) {
+  r.kv = kv;
+  if (!kv)
+    return;
+  std::vector<int32_t> cached, valid, table;
+  kvArrays(kv, r, cached, valid, table);
+  r.cachedLens = r.scratchAlloc(cached.size() * sizeof(int32_t));
+  r.validLens = r.scratchAlloc(valid.size() * sizeof(int32_t));
+  r.table = r.scratchAlloc(table.size() * sizeof(int32_t));
+  if (!r.capturing) {
+    ctx->upload(r.cachedLens, cached.data(), cached.size() * sizeof(int32_t));
+    ctx->upload(r.validLens, valid.data(), valid.size() * sizeof(int32_t));
+    ctx->upload(r.table, table.data(), table.size() * sizeof(int32_t));
+  }
+}
+
+void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
+                              const Loaded &l, Run &r) {
+  std::vector<Shape> shapes;
+  for (int64_t id : node.inputs)
+    shapes.push_back(id < 0 ? Shape()
+                     : artifact.constant(id) ? artifact.constant(id)->shape()
+                                             : r.values[id].shape);
+  std::vector<Shape> resultShapes = inferShapes(node, shapes);
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    Value &v = r.values[node.outputs[i]];
+    v = Value();
+    v.dtype = artifact.valueType(node.outputs[i]).first;
+    v.shape = resultShapes[i];
+    v.dev = r.pool->get(v.bytes());
+    v.onDevice = v.ownsDevice = true;
+  }
+
+  auto shapeOf = [&](const json &ref) -> const Shape & {
+    if (ref.contains("operand"))
+      return shapes.at(ref.at("operand").get<size_t>());
+    return resultShapes.at(ref.at("result").get<size_t>());
+  };
+  auto runtime = [&](const std::string &what) -> int64_t {
+    if (what == "max_context_len")
+      return r.maxContext;
+    throw std::runtime_error("kernel " + k.region + ": unknown runtime size '" +
+                             what + "'");
+  };
+  std::map<std::string, int64_t> symbols;
+  std::function<int64_t(const std::string &)> symbol =
+      [&](const std::string &name) -> int64_t {
+    if (auto it = symbols.find(name); it != symbols.end())
+      return it->second;
+    if (!k.symbols.contains(name))
+      throw std::runtime_error("kernel " + k.region + ": unknown symbol '" +
+                               name + "'");
+    const json &def = k.symbols.at(name);
+    int64_t value;
+    if (def.is_object() && def.contains("rows")) {
+      const Shape &s = shapeOf(def.at("rows"));
+      value = s.empty() ? 1 : numElements(s) / std::max<int64_t>(1, s.back());
+    } else if (def.is_object() && def.contains("numel")) {
+      value = numElements(shapeOf(def.at("numel")));
+    } else if (def.is_object() && def.contains("dim")) {
+      const Shape &s = shapeOf(def.at("dim"));
+      int64_t axis = def.at("dim").at("axis").get<int64_t>();
+      value = s.at(axis < 0 ? axis + s.size() : axis);
+    } else {
+      value = evalLaunchExpr(def, symbol, runtime);
+    }
+    symbols[name] = value;
+    return value;
+  };
+  auto eval = [&](const json &e) { return evalLaunchExpr(e, symbol, runtime); };
+
+  // Workspace is shared by a node's steps (split writes it, combine reads).
+  std::map<std::string, DevicePtr> workspace;
+  for (size_t s = 0; s < k.launch.size(); ++s) {
+    const json &step = k.launch[s];
+    if (step.contains("when") && eval(step.at("when")) == 0)
+      continue;
+    if (step.contains("workspace"))
+      for (auto &[name, bytes] : step.at("workspace").items())
+        workspace["workspace." + name] = r.scratchAlloc(eval(bytes));
+    const json &g = step.at("grid");
+    int64_t gx = eval(g.at("x")), gy = eval(g.at("y")), gz = eval(g.at("z"));
+    if (gx <= 0 || gy <= 0 || gz <= 0)
+      continue; // nothing to do (an empty batch)
+    const json &b = step.at("block");
+    Dim3 grid{(unsigned)gx, (unsigned)gy, (unsigned)gz};
+    Dim3 block{b.at("x").get<unsigned>(), b.value("y", 1u), b.value("z", 1u)};
+
+    // Each parameter gets 8 bytes; cuLaunchKernel reads as many as the
+    // kernel's parameter type has.
+    const json &params = step.at("params");
+    std::vector<uint64_t> slots(params.size(), 0);
+    std::vector<void *> args(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const json &p = params[i];
+      void *slot = &slots[i];
+      args[i] = slot;
+      auto ptr = [&](DevicePtr d) { std::memcpy(slot, &d, sizeof d); };
+      auto i32 = [&](int64_t v) {
+        int32_t x = (int32_t)v;
+        std::memcpy(slot, &x, sizeof x);
+      };
+      if (p.contains("operand") && p.contains("convert")) {
+        int64_t id = node.inputs.at(p.at("operand").get<size_t>());
+        if (id < 0 || !artifact.constant(id) ||
+            p.at("convert") != "f16" ||
+            artifact.constant(id)->dtype() != DType::F32)
+          throw std::runtime_error("kernel " + k.region + ": parameter " +
+                                   p.dump() + " converts only f32 constants "
+                                   "to f16");
+        ptr(constantOnDevice(id, /*asF16=*/true));
+      } else if (p.contains("operand")) {
+        int64_t id = node.inputs.at(p.at("operand").get<size_t>());
+        ptr(id < 0 ? 0 : deviceOf(id, r));
+      } else if (p.contains("result")) {
+        ptr(r.values[node.outputs.at(p.at("result").get<size_t>())].dev);
+      } else if (p.contains("int")) {
+        i32(eval(p.at("int")));
+      } else if (p.contains("int64")) {
+        int64_t x = eval(p.at("int64"));
+        std::memcpy(slot, &x, sizeof x);
+      } else if (p.contains("float")) {
+        float x = p.at("float").get<float>();
+        std::memcpy(slot, &x, sizeof x);
+      } else if (p.contains("null")) {
+        ptr(0);
+      } else if (p.contains("broadcast_mod")) {
+        size_t j = p.at("broadcast_mod").get<size_t>();
+        int64_t n = numElements(shapes.at(j));
+        int64_t x = n == numElements(resultShapes.at(0)) ? 0 : n;
+        std::memcpy(slot, &x, sizeof x);
+      } else if (p.contains("runtime")) {
+        std::string what = p.at("runtime").get<std::string>();
+        if (what == "kv_cache.pool" || what == "kv_cache.data")
+          ptr(r.kvData);
+        else if (what == "kv_cache.block_table" ||
+                 what == "kv_cache.slot_of_row")
+          ptr(r.table);
+        else if (what == "kv_cache.k_scales")
+          ptr(kScales);
+        else if (what == "kv_cache.v_scales")
+          ptr(vScales);
+        else if (what == "cached_lens")
+          ptr(r.cachedLens);
+        else if (what == "valid_lens")
+          ptr(r.validLens);
+        else if (what == "error_flag")
+          ptr(r.errorFlag);
+        else if (what.rfind("workspace.", 0) == 0) {
+          auto w = workspace.find(what);
+          if (w == workspace.end())
+            throw std::runtime_error("kernel " + k.region + ": parameter " +
+                                     what + " before its workspace");
+          ptr(w->second);
+        }
+        else if (what == "kv_cache.max_blocks_per_seq")
+          i32(r.tableStride);
+        else if (what == "kv_cache.max_tokens")
+          i32(r.maxTokens);
+        else if (what == "zero")
+          i32(0);
+        else
+          throw std::runtime_error("kernel " + k.region +
+                                   ": unknown runtime parameter '" + what +
+                                   "'");
+        if (!r.kv && what.rfind("kv_cache.", 0) == 0 && what != "zero")
+          throw std::runtime_error("kernel " + k.region +
+                                   " needs a KV cache");
+      } else {
+        throw std::runtime_error("kernel " + k.region +
+                                 ": malformed parameter " + p.dump());
+      }
+    }
+    std::string entry = step.at("entry").get<std::string>();
+    ctx->launch(l.steps.at(s), grid, block, step.value("dynamic_smem", 0u),
+                args.data(), entry);
+    ++counters.kernelLaunches;
+  }
+}
+
+bool GpuSession::onDevice(const Node &node, const Run &r) const {
+  if (node.op != "split" || node.inputs.empty() || node.inputs[0] < 0 ||
+      artifact.constant(node.inputs[0]))
+    return false;
+  const Value &v = r.values[node.inputs[0]];
+  return v.onDevice || r.capturing;
+}
+
+void GpuSession::splitOnDevice(const Node &node, Run &r) {
+  const Value &x = r.values[node.inputs[0]];
+  int64_t rank = (int64_t)x.shape.size();
+  int64_t axis = node.attrs.at("axis").get<int64_t>();
+  if (axis < 0)
+    axis += rank;
+  std::vector<int64_t> sizes = node.attrs.at("sizes").get<std::vector<int64_t>>();
+  int64_t total = 0;
+  for (int64_t s : sizes)
+    total += s;
+  if (axis < 0 || axis >= rank || total != x.shape[axis] ||
+      sizes.size() != node.outputs.size())
+    throw std::runtime_error("node '" + node.name + "' (split): sizes do not "
+                             "fit shape " + shapeString(x.shape));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= x.shape[d];
+  size_t es = dtypeSize(x.dtype), rowIn = (size_t)(total * inner) * es;
+  size_t at = 0;
+  DevicePtr src = x.dev;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Value &out = r.values[node.outputs[i]];
+    out = Value();
+    out.dtype = x.dtype;
+    out.shape = x.shape;
+    out.shape[axis] = sizes[i];
+    out.dev = r.pool->get(out.bytes());
+    out.onDevice = out.ownsDevice = true;
+    size_t chunk = (size_t)(sizes[i] * inner) * es;
+    ctx->copy2D(out.dev, chunk, src + at, rowIn, chunk, (size_t)outer);
+    at += chunk;
+  }
+}
+
+void GpuSession::runOnHost(const Node &node, Run &r) {
+  // Locals of a region body, by value id.
+  std::map<int64_t, Tensor> locals;
+  auto fetch = [&](int64_t id) -> Tensor {
+    if (auto it = locals.find(id); it != locals.end())
+      return it->second;
+    return hostOf(id, r);
+  };
+  std::function<std::vector<Tensor>(const Node &, const std::vector<Tensor> &)>
+      exec = [&](const Node &n, const std::vector<Tensor> &in) {
+        if (n.body) {
+          for (size_t a = 0; a < n.body->args.size(); ++a)
+            locals[n.body->args[a]] = in[a];
+          for (const Node &inner : n.body->nodes) {
+            std::vector<Tensor> ops;
+            for (int64_t id : inner.inputs)
+              ops.push_back(id < 0 ? Tensor() : fetch(id));
+            auto out = exec(inner, ops);
+            for (size_t o = 0; o < out.size(); ++o)
+              locals[inner.outputs[o]] = out[o];
+          }
+          std::vector<Tensor> out;
+          for (int64_t id : n.body->yields)
+            out.push_back(locals.at(id));
+          return out;
+        }
+        const auto &kernels = cpuKernels();
+        auto k = kernels.find(n.op);
+        if (k == kernels.end())
+          throw std::runtime_error("node '" + n.name + "': op '" + n.op +
+                                   "' has no kernel on either backend");
+        Operands ops;
+        for (size_t i = 0; i < in.size(); ++i)
+          ops.push_back(n.inputs[i] < 0 ? nullptr : &in[i]);
+        try {
+          return k->second(Attrs(n.attrs), ops);
+        } catch (const std::exception &e) {
+          throw std::runtime_error("node '" + n.name + "' (" + n.op +
+                                   "): " + e.what());
+        }
+      };
+  std::vector<Tensor> in;
+  for (int64_t id : node.inputs)
+    in.push_back(id < 0 ? Tensor() : fetch(id));
+  std::vector<Tensor> out = exec(node, in);
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    Value &v = r.values[node.outputs[i]];
+    v = Value();
+    v.dtype = out[i].dtype();
+    v.shape = out[i].shape();
+    v.host = out[i];
+    v.onHost = true;
+  }
+  ++counters.hostNodes;
+  ++counters.hostOps[node.body ? "kernel:" + node.attrs.value("kind", "?")
+                               : node.op];
+}
+
+void GpuSession::checkRegion(const Node &node, Run &r,
+                             const std::string &function) {
+  if (containsOp(node.body->nodes, "kv_attention"))
+    return; // its cache is on the device: checked end to end
+  ctx->synchronize("kernel " + node.name);
+  std::vector<Tensor> gpu;
+  for (int64_t id : node.outputs)
+    gpu.push_back(hostOf(id, r));
+  // The same region on the CPU: run it as a host node into scratch values.
+  std::vector<Value> saved;
+  for (int64_t id : node.outputs)
+    saved.push_back(r.values[id]);
+  int64_t hostNodes = counters.hostNodes;
+  auto hostOps = counters.hostOps;
+  runOnHost(node, r);
+  counters.hostNodes = hostNodes;
+  counters.hostOps = hostOps;
+  RegionCheck c{function, node.name, node.attrs.value("kind", "")};
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const Tensor &cpu = r.values[node.outputs[i]].host;
+    const Tensor &g = gpu[i];
+    if (cpu.shape() != g.shape() || cpu.dtype() != g.dtype())
+      throw std::runtime_error("check: kernel " + node.name +
+                               " result shapes differ");
+    for (int64_t e = 0; e < cpu.numel(); ++e) {
+      if (cpu.dtype() == DType::F32) {
+        double a = cpu.data<float>()[e], b = g.data<float>()[e];
+        c.maxAbsReference = std::max(c.maxAbsReference, std::fabs(a));
+        double d = std::fabs(a - b);
+        if (std::isnan(d))
+          d = INFINITY;
+        c.maxAbsError = std::max(c.maxAbsError, d);
+      } else {
+        int64_t a, b;
+        if (cpu.dtype() == DType::I8) {
+          a = cpu.data<int8_t>()[e];
+          b = g.data<int8_t>()[e];
+        } else if (cpu.dtype() == DType::I32) {
+          a = cpu.data<int32_t>()[e];
+          b = g.data<int32_t>()[e];
+        } else {
+          continue;
+        }
+        ++c.intElements;
+        int64_t d = std::llabs(a - b);
+        c.mismatchedInts += d > 1;
+        c.offByOneInts += d == 1;
+      }
+    }
+  }
+  // Downstream kernels read the GPU's results.
+  for (size_t i = 0; i < node.outputs.size(); ++i)
+    r.values[node.outputs[i]] = saved[i];
+  regionChecks.push_back(c);
+}
+
+void GpuSession::execute(const Function &fn, Run &r) {
+  std::vector<size_t> lastUse = lastUses(fn, r.values.size());
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const Node &node = fn.nodes[i];
+    int64_t k = kernelIndex(node);
+    auto l = k >= 0 ? loaded.find(k) : loaded.end();
+    if (l != loaded.end()) {
+      try {
+        launchKernel(node, artifact.kernels()[k], l->second, r);
+        if (checking)
+          checkRegion(node, r, fn.name);
+      } catch (const std::exception &e) {
+        throw std::runtime_error("kernel region '" + node.name + "' (" +
+                                 node.attrs.value("kind", "") +
+                                 "): " + e.what());
+      }
+    } else if (onDevice(node, r)) {
+      splitOnDevice(node, r);
+    } else {
+      if (r.capturing)
+        throw std::runtime_error("node '" + node.name +
+                                 "' cannot be captured in a CUDA graph");
+      runOnHost(node, r);
+    }
+    for (int64_t id : node.inputs)
+      if (id >= 0 && lastUse[id] == i && !artifact.constant(id)) {
+        Value &v = r.values[id];
+        if (v.ownsDevice)
+          r.pool->put(v.dev, v.bytes());
+        v = Value();
+      }
+  }
+}
+
+bool GpuSession::graphable(const Function &fn) const {
+  if (fn.name != "decode")
+    return false;
+  for (const Node &n : fn.nodes) {
+    int64_t k = kernelIndex(n);
+    if (n.op != "split" && (k < 0 || !loaded.count(k)))
+      return false;
+  }
+  return true;
+}
+
+std::map<std::string, Tensor>
+GpuSession::run(const std::string &name,
+                const std::map<std::string, Tensor> &inputs, KvBatch *kv) {
+  const Function *fn = artifact.gpuFunction(name);
+  if (!fn)
+    throw std::runtime_error(artifact.path() + ": no GPU plan for entry point '" +
+                             name + "'");
+  checkInputs(*fn, inputs);
+  if (kv) {
+    if (!kv->cache || kv->seqs.size() != kv->valid.size())
+      throw std::runtime_error("entry point " + name + ": malformed KV batch");
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kv->cache->reserve(kv->seqs[b],
+                         kv->cache->length(kv->seqs[b]) + kv->valid[b]);
+  } else if (containsOp(fn->nodes, "kv_attention")) {
+    throw std::runtime_error("entry point " + name + " needs a KV cache");
+  }
+  ++counters.runs;
+
+  auto setInputs = [&](Run &r) {
+    for (const Port &p : fn->inputs) {
+      auto it = inputs.find(p.name);
+      Value &v = r.values[p.value];
+      v.dtype = p.dtype;
+      v.shape = it->second.shape();
+      v.host = it->second;
+      v.onHost = true;
+      deviceOf(p.value, r); // uploaded up front: same allocation order always
+    }
+  };
+  auto finish = [&](Run &r, bool advance) {
+    std::map<std::string, Tensor> out;
+    for (const Port &p : fn->outputs)
+      out[p.name] = hostOf(p.value, r);
+    int32_t flag = 0;
+    ctx->download(&flag, r.errorFlag, sizeof flag);
+    for (auto &v : r.values)
+      if (v.ownsDevice)
+        r.pool->put(v.dev, v.bytes());
+    for (auto &[p, bytes] : r.scratch)
+      r.pool->put(p, bytes);
+    if (flag)
+      throw std::runtime_error("entry point " + name +
+                               ": a token id is outside the vocabulary");
+    if (kv && advance)
+      for (size_t b = 0; b < kv->seqs.size(); ++b)
+        kv->cache->advance(kv->seqs[b], kv->valid[b]);
+    return out;
+  };
+  auto begin = [&](Run &r, DevicePool *p, bool capturing) {
+    r.pool = p;
+    r.capturing = capturing;
+    r.function = name;
+    r.values.assign(artifact.numValues(), Value());
+    r.errorFlag = r.scratchAlloc(sizeof(int32_t));
+    prepareKv(kv, r);
+    setInputs(r);
+    ctx->memsetZero(r.errorFlag, sizeof(int32_t));
+  };
+
+  if (!(useGraphs && !checking && kv && graphable(*fn))) {
+    Run r;
+    begin(r, pool.get(), false);
+    execute(*fn, r);
+    return finish(r, true);
+  }
+
+  // Graph key: the input shapes and every runtime-dependent launch size.
+  int64_t maxContext = 0;
+  for (size_t b = 0; b < kv->seqs.size(); ++b)
+    maxContext = std::max<int64_t>(
+        maxContext, kv->cache->length(kv->seqs[b]) + kv->valid[b]);
+  std::string key = name;
+  for (const Port &p : fn->inputs)
+    key += "|" + shapeString(inputs.at(p.name).shape());
+  std::set<int64_t> seen;
+  for (const Node &n : fn->nodes) {
+    int64_t k = kernelIndex(n);
+    if (!seen.insert(k).second)
+      continue;
+    for (auto &[sym, def] : artifact.kernels()[k].symbols.items())
+      if (def.dump().find("\"runtime\"") != std::string::npos)
+        key += "|" + sym + "=" +
+               std::to_string(evalLaunchExpr(
+                   def,
+                   [&](const std::string &s) -> int64_t {
+                     throw std::runtime_error("runtime symbol " + sym +
+                                              " depends on shape symbol " + s);
+                   },
+                   [&](const std::string &) { return maxContext; }));
+  }
+
+  auto it = graphs.find(key);
+  if (it == graphs.end()) {
+    // First step of this shape: run it for real on the graph's own pool,
+    // then record the same sequence (it allocates nothing new: the pool's
+    // free lists hold every buffer the first pass used).
+    auto g = std::make_unique<Graph>();
+    g->pool = std::make_unique<DevicePool>(*ctx);
+    Run r;
+    begin(r, g->pool.get(), false);
+    execute(*fn, r);
+    auto out = finish(r, false); // the capture must see this step's state
+    Run c;
+    begin(c, g->pool.get(), true);
+    for (const Port &p : fn->inputs)
+      g->inputs[p.value] = c.values[p.value].dev;
+    g->cachedLens = c.cachedLens;
+    g->validLens = c.validLens;
+    g->table = c.table;
+    g->errorFlag = c.errorFlag;
+    ctx->beginCapture();
+    try {
+      ctx->memsetZero(c.errorFlag, sizeof(int32_t));
+      execute(*fn, c);
+    } catch (...) {
+      ctx->endCapture();
+      throw;
+    }
+    g->exec = ctx->endCapture();
+    for (const Port &p : fn->outputs) {
+      const Value &v = c.values[p.value];
+      g->outputs.emplace_back(p.name, v.dev, v.dtype, v.shape);
+    }
+    for (auto &v : c.values)
+      if (v.ownsDevice)
+        c.pool->put(v.dev, v.bytes());
+    for (auto &[p, bytes] : c.scratch)
+      c.pool->put(p, bytes);
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kv->cache->advance(kv->seqs[b], kv->valid[b]);
+    ++counters.graphCaptures;
+    graphs[key] = std::move(g);
+    return out;
+  }
+
+  // Replay: new inputs and cache state into the graph's buffers.
+  Graph &g = *it->second;
+  for (const Port &p : fn->inputs) {
+    const Tensor &t = inputs.at(p.name);
+    ctx->upload(g.inputs.at(p.value), t.raw(), t.bytes());
+  }
+  Run r;
+  std::vector<int32_t> cached, valid, table;
+  kvArrays(kv, r, cached, valid, table);
+  ctx->upload(g.cachedLens, cached.data(), cached.size() * sizeof(int32_t));
+  ctx->upload(g.validLens, valid.data(), valid.size() * sizeof(int32_t));
+  ctx->upload(g.table, table.data(), table.size() * sizeof(int32_t));
+  ctx->replay(g.exec);
+  ++counters.graphReplays;
+  std::map<std::string, Tensor> out;
+  for (auto &[port, ptr, dtype, shape] : g.outputs) {
+    Tensor t(dtype, shape);
+    ctx->download(t.data<char>(), ptr, t.bytes());
+    out[port] = std::move(t);
+  }
+  int32_t flag = 0;
+  ctx->download(&flag, g.errorFlag, sizeof flag);
+  if (flag)
+    throw std::runtime_error("entry point " + name +
+                             ": a token id is outside the vocabulary");
+  for (size_t b = 0; b < kv->seqs.size(); ++b)
+    kv->cache->advance(kv->seqs[b], kv->valid[b]);
+  return out;
+}
+
+std::string GpuSession::planSummary() const {
+  std::string out;
+  for (const Function &f : artifact.functions()) {
+    const Function *fn = artifact.gpuFunction(f.name);
+    if (!fn)
+      continue;
+    int64_t onGpu = 0;
+    std::map<std::string, int64_t> host;
+    for (const Node &n : fn->nodes) {
+      int64_t k = kernelIndex(n);
+      if ((k >= 0 && loaded.count(k)) || n.op == "split")
+        ++onGpu;
+      else
+        ++host[n.body ? "kernel:" + n.attrs.value("kind", "?") : n.op];
+    }
+    out += (out.empty() ? "" : "; ") + fn->name + ": " +
+           std::to_string(onGpu) + " of " + std::to_string(fn->nodes.size()) +
+           " nodes on the GPU";
+    if (!host.empty()) {
+      out += " (on the host:";
+      for (auto &[op, n] : host)
+        out += " " + op + " x" + std::to_string(n);
+      out += ")";
+    }
+  }
+  return out;
+}

@@ -1,0 +1,144 @@
+//===- GpuSession.h - the CUDA backend --------------------------*- C++ -*-===//
+//
+// Runs an artifact's GPU plan ("gpu_functions": the entry points after
+// form-kernels) on one GPU:
+//   - every compiled kernel region is launched from its launch record
+//     (codegen/Emitter.h): symbols and grid expressions are evaluated from the
+//     operands' shapes and the KV batch, parameters marshalled in order;
+//   - result shapes come from inferShapes() (the CPU session checks those
+//     rules against real shapes whenever it runs a GPU plan);
+//   - split runs on the device as strided copies (cuMemcpy2D); other
+//     nodes without a kernel (glue ops such as reshape or gather, regions the
+//     emitter could not handle) run on the host with the CPU backend's
+//     kernels, their operands downloaded and results uploaded on demand, and
+//     are counted (stats()) so that qrun can say how much ran on the GPU;
+//     kv_attention can only run in a compiled kernel (the cache lives on the
+//     device), which the constructor checks;
+//   - the KV cache's keys and values live in device memory in the layout of
+//     docs/KV_CACHE.md; the host KvCache keeps the bookkeeping (sequences,
+//     lengths, block tables), uploaded before each call;
+//   - device memory comes from size-bucketed pools, one per captured graph
+//     and one shared by eager runs, so steady-state steps allocate nothing;
+//   - decode steps whose nodes are all kernels are captured once per shape
+//     key (batch, sequence length, split count) in a CUDA graph and replayed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_GPUSESSION_H
+#define QCC_RUNTIME_GPUSESSION_H
+
+#include "runtime/CudaContext.h"
+#include "runtime/Session.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace qcc::rt {
+
+class DevicePool;
+
+/// Picks the binary of a kernel record for a device: the cubin of the same
+/// major architecture (sm_80 runs on sm_8x, sm_90 on sm_90), else the PTX
+/// (JIT-compiled by the driver for newer GPUs). Throws when the device is
+/// older than sm_80 or the record has nothing usable.
+std::string pickBinaryTarget(const KernelRecord &k, const CudaDevice &dev);
+
+/// f32 -> IEEE binary16, round to nearest even (what __float2half_rn does).
+uint16_t floatToHalf(float f);
+
+/// Evaluates a launch-record expression (codegen/Emitter.h) with `symbol`
+/// resolving names; throws on malformed expressions.
+int64_t evalLaunchExpr(const nlohmann::json &e,
+                       const std::function<int64_t(const std::string &)> &symbol,
+                       const std::function<int64_t(const std::string &)> &runtime);
+
+class GpuSession : public Executor {
+public:
+  /// Loads the modules of every kernel the GPU plan uses. Throws when the
+  /// artifact has no GPU plan, when a kv_attention would have to run outside
+  /// a compiled kernel, or when a kernel has no binary for the device.
+  GpuSession(const Artifact &artifact, std::shared_ptr<CudaContext> ctx);
+  ~GpuSession() override;
+
+  std::map<std::string, Tensor> run(const std::string &function,
+                                    const std::map<std::string, Tensor> &inputs,
+                                    KvBatch *kv = nullptr) override;
+  KvCacheOptions cacheOptions(KvCacheOptions o) const override {
+    o.hostStorage = false;
+    return o;
+  }
+
+  /// Capture decode steps in CUDA graphs (default on).
+  void setUseGraphs(bool on) { useGraphs = on; }
+
+  /// Check mode (GPU tests): after each kernel launch, download its results
+  /// and compare them with the region run on the CPU backend from the same
+  /// (downloaded) operands. Regions with kv_attention are compared end to
+  /// end instead (their cache is on the device).
+  struct RegionCheck {
+    std::string function, region, kind;
+    double maxAbsError = 0, maxAbsReference = 0;
+    int64_t mismatchedInts = 0; ///< integer elements differing by more than 1
+    int64_t offByOneInts = 0;   ///< integer elements differing by exactly 1
+    int64_t intElements = 0;    ///< integer elements compared
+  };
+  void setCheck(bool on) { checking = on; }
+  const std::vector<RegionCheck> &checks() const { return regionChecks; }
+
+  struct Stats {
+    int64_t kernelLaunches = 0, hostNodes = 0, runs = 0;
+    int64_t graphCaptures = 0, graphReplays = 0;
+    std::map<std::string, int64_t> hostOps; ///< op (or kernel kind) -> count
+  };
+  const Stats &stats() const { return counters; }
+  /// "main: 40 of 43 nodes on the GPU (on the host: gather x1 ...)" per
+  /// entry point of the GPU plan.
+  std::string planSummary() const;
+  CudaContext &context() { return *ctx; }
+
+private:
+  struct Value;
+  struct Run;
+  struct Graph;
+  struct Loaded {
+    std::vector<CudaContext::Function> steps; // per launch step
+  };
+
+  void execute(const Function &fn, Run &r);
+  void launchKernel(const Node &node, const KernelRecord &k, const Loaded &l,
+                    Run &r);
+  void runOnHost(const Node &node, Run &r);
+  /// Glue ops the device does without a kernel: split (strided copies) of a
+  /// value already on the device.
+  bool onDevice(const Node &node, const Run &r) const;
+  void splitOnDevice(const Node &node, Run &r);
+  void checkRegion(const Node &node, Run &r, const std::string &function);
+  DevicePtr deviceOf(int64_t id, Run &r);
+  Tensor hostOf(int64_t id, Run &r);
+  /// A weight on the device (asF16: converted from f32, for f16 GEMMs);
+  /// uploaded once.
+  DevicePtr constantOnDevice(int64_t id, bool asF16 = false);
+  void prepareKv(KvBatch *kv, Run &r);
+  void kvArrays(KvBatch *kv, Run &r, std::vector<int32_t> &cached,
+                std::vector<int32_t> &valid, std::vector<int32_t> &table);
+  DevicePtr kvStorage(KvCache &cache);
+  bool graphable(const Function &fn) const;
+
+  const Artifact &artifact;
+  std::shared_ptr<CudaContext> ctx;
+  std::unique_ptr<DevicePool> pool; // eager runs
+  std::map<int64_t, Loaded> loaded; // kernel index -> functions
+  /// By value id; f16 copies of f32 weights under -2 - id.
+  std::map<int64_t, std::pair<DevicePtr, size_t>> constants;
+  std::map<const KvCache *, std::pair<DevicePtr, size_t>> kvPools;
+  DevicePtr kScales = 0, vScales = 0;
+  std::map<std::string, std::unique_ptr<Graph>> graphs;
+  bool useGraphs = true, checking = false;
+  std::vector<RegionCheck> regionChecks;
+  Stats counters;
+};
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_GPUSESSION_H

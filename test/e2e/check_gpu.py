@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The CUDA backend against the CPU reference backend (needs a GPU).
+
+    python3 test/e2e/check_gpu.py --qrun build/bin/qrun [--qcc build/bin/qcc]
+        [--work DIR]
+
+Exits 77 (ctest: skipped) with a message when `qrun --devices` finds no GPU.
+Artifacts of the demo model (examples/austen) are compiled with qcc into
+--work when --qcc is given, else taken from there (a GPU machine without LLVM
+runs artifacts compiled elsewhere):
+  f32.qpkg         float, paged cache (the main command's artifact)
+  w8a8.qpkg        W8A8 SmoothQuant O1, int8 KV cache, paged
+  w8a8-contig.qpkg W8A8 O1, f32 KV cache, contiguous
+
+For each artifact:
+ 1. every kernel region against the CPU backend on the same operands
+    (qrun --check-gpu, through `main` on a [3, 37] batch of random ids);
+    tolerances per kind, as max |gpu - cpu| / max(1, max |cpu|):
+      gemm_i8       1e-5  integer products are exact (int32 accumulation);
+                          the float epilogue runs in the documented order
+                          without FMA on both sides, so only the activation's
+                          transcendental (tanhf / erff ulps) may differ
+      embedding     0     a copy
+      elementwise   1e-5  same float ops; transcendental ulps
+      norm          1e-4  float reductions in a different order
+      attention     1e-4  online softmax vs two-pass, f32
+      quantize / norm_quantize: int8 elements may differ by 1 where x/scale
+                          lands within rounding noise of a .5 tie (at most
+                          0.1% of elements), never by more
+ 2. end to end: logits of `main` (same batch), max |gpu - cpu| / max |cpu|
+    <= 1e-3 for float (summation order only), <= 2e-2 for W8A8 (an activation
+    that rounds to the other int8 neighbour moves its product by one step of
+    the scale; this bounds the accumulated effect seen on the demo);
+ 3. generation: greedy text of a ragged batch of 3 prompts, 32 new tokens,
+    through prefill and decode (paged/contiguous cache on the device, decode
+    in CUDA graphs) equals the CPU backend's.
+Prints a table; exit status 1 on any failure.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "examples", "austen", "model.onnx")
+STATS = os.path.join(ROOT, "test", "codegen", "Inputs", "austen-stats.json")
+ARTIFACTS = {
+    "f32.qpkg": [],
+    "w8a8.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--calib-stats=" + STATS],
+    "w8a8-contig.qpkg": ["--quant=w8a8", "--kv-cache=contiguous",
+                         "--calib-stats=" + STATS],
+}
+KIND_TOLERANCE = {"gemm_i8": 1e-5, "gemm_f16": 1e-2, "embedding": 0.0,
+                  "elementwise": 1e-5, "norm": 1e-4, "attention": 1e-4,
+                  "quantize": 1e-6, "norm_quantize": 1e-4}
+PROMPTS = ["It is a truth universally acknowledged, that",
+           "Mr. Darcy", "She"]
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    if p.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + " failed:\n" + p.stderr + p.stdout)
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--qrun", required=True)
+    ap.add_argument("--qcc")
+    ap.add_argument("--work", default=None)
+    args = ap.parse_args()
+
+    devices = subprocess.run([args.qrun, "--devices"], capture_output=True,
+                             text=True).stdout
+    if not devices.startswith("CUDA driver"):
+        print("SKIP: no GPU: " + devices.strip())
+        return 77
+    print(devices.strip())
+    work = args.work or tempfile.mkdtemp(prefix="qcc-gpu-")
+    os.makedirs(work, exist_ok=True)
+    if args.qcc:
+        for name, flags in ARTIFACTS.items():
+            run([args.qcc, MODEL, *flags, "-o", os.path.join(work, name)])
+
+    rng = np.random.default_rng(20261122)
+    ids = rng.integers(0, 3000, size=(3, 37), dtype=np.int64)
+    ids_path = os.path.join(work, "ids.npy")
+    np.save(ids_path, ids)
+
+    failures = []
+    rows = []
+    for name in ARTIFACTS:
+        art = os.path.join(work, name)
+        if not os.path.exists(art):
+            failures.append(name + ": missing (pass --qcc)")
+            continue
+        # 1. Kernel regions against the CPU.
+        p = run([args.qrun, art, "--backend=cuda", "--check-gpu", "--input",
+                 "input_ids=" + ids_path, "--output-dir",
+                 os.path.join(work, name + ".gpu")])
+        sys.stderr.write(p.stderr)
+        for line in p.stdout.splitlines():
+            m = re.match(r"check (\w+): worst region (\S+) max abs error (\S+) "
+                         r"\(max \|cpu\| (\S+)\), integer elements off by 1: "
+                         r"(\d+) of (\d+), off by more: (\d+)", line)
+            if not m:
+                continue
+            kind, region = m.group(1), m.group(2)
+            err, ref = float(m.group(3)), float(m.group(4))
+            off1, ints, offMore = (int(m.group(5)), int(m.group(6)),
+                                   int(m.group(7)))
+            rel = err / max(1.0, ref)
+            tol = KIND_TOLERANCE.get(kind, 1e-4)
+            ok = rel <= tol and offMore == 0 and off1 <= 0.001 * ints
+            rows.append((name, "kernel " + kind, region, "%.2e" % rel,
+                         "%.0e" % tol, "int8 off by 1: %d of %d" % (off1, ints),
+                         "PASS" if ok else "FAIL"))
+            if not ok:
+                failures.append("%s: kernel %s (%s) error %.3g > %.3g or "
+                                "integer mismatches %d/%d" %
+                                (name, kind, region, rel, tol, off1, offMore))
+        # 2. Logits end to end.
+        run([args.qrun, art, "--backend=cpu", "--input", "input_ids=" + ids_path,
+             "--output-dir", os.path.join(work, name + ".cpu")])
+        gpu = np.load(os.path.join(work, name + ".gpu", "logits.npy"))
+        cpu = np.load(os.path.join(work, name + ".cpu", "logits.npy"))
+        rel = float(np.abs(gpu - cpu).max() / np.abs(cpu).max())
+        tol = 1e-3 if name.startswith("f32") else 2e-2
+        ok = rel <= tol
+        rows.append((name, "logits main", "[3, 37]", "%.2e" % rel, "%.0e" % tol,
+                     "", "PASS" if ok else "FAIL"))
+        if not ok:
+            failures.append("%s: logits error %.3g > %.3g" % (name, rel, tol))
+        # 3. Greedy generation.
+        texts = {}
+        for backend in ("cpu", "cuda"):
+            cmd = [args.qrun, art, "--backend=" + backend, "--max-new-tokens", "32"]
+            for prompt in PROMPTS:
+                cmd += ["--prompt", prompt]
+            p = run(cmd)
+            texts[backend] = p.stdout
+            if backend == "cuda":
+                sys.stderr.write(p.stderr)
+        same = texts["cpu"] == texts["cuda"]
+        rows.append((name, "greedy 32 tokens", "3 prompts", "", "",
+                     "identical" if same else "differs",
+                     "PASS" if same else "FAIL"))
+        if not same:
+            failures.append("%s: greedy text differs:\n--- cpu\n%s--- cuda\n%s" %
+                            (name, texts["cpu"], texts["cuda"]))
+
+    print("| artifact | check | where | error | tolerance | note | result |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    for f in failures:
+        print("FAIL: " + f)
+    print("gpu-vs-cpu: %d checks, %d failed" % (len(rows), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
