@@ -562,7 +562,8 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
     std::string entry = step.at("entry").get<std::string>();
     ctx->launch(l.steps.at(s), grid, block, step.value("dynamic_smem", 0u),
                 args.data(), entry);
-    ++counters.kernelLaunches;
+    if (!r.capturing)
+      ++counters.kernelLaunches; // a replay's launches are counted as one
   }
 }
 

@@ -13,6 +13,8 @@ config.test_exec_root = os.path.join(config.qcc_obj_root, "test")
 
 config.substitutions.append(("%models", os.path.join(config.qcc_src_root, "test", "models")))
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+# The libcuda stand-in that checks how the CUDA backend drives a GPU.
+config.substitutions.append(("%fakecuda", os.path.join(config.qcc_obj_root, "lib", "libqcc-fake-cuda.so")))
 
 # qcc -o compiles GPU kernels with NVRTC only when built with the CUDA toolkit.
 if getattr(config, "qcc_have_nvrtc", "").upper() in ("TRUE", "ON", "1", "YES"):

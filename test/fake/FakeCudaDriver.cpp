@@ -1,0 +1,427 @@
+//===- FakeCudaDriver.cpp - a libcuda stand-in that checks, not computes --===//
+//
+// Loaded by the runtime through QCC_CUDA_DRIVER (tests only). It implements
+// the driver calls the CUDA backend makes on host memory and runs no kernel,
+// so results are meaningless; what it checks is how the backend drives a
+// GPU, which no test could otherwise see on a machine without one:
+//   - every copy and memset lies inside one live allocation;
+//   - every freed pointer was allocated, and nothing is leaked at exit;
+//   - modules are cubins (ELF) or PTX, and every kernel the backend looks up
+//     is defined in its module (symbol names appear in the image);
+//   - launches have 1..1024 threads, grid y/z <= 65535, and dynamic shared
+//     memory within 48 KB unless the kernel was opted in (<= 227 KB);
+//   - for cubins, every 8-byte kernel parameter (its sizes come from the
+//     kernel's .nv.info section) is null, a small integer, or a pointer into
+//     a live allocation (no use after free, no stray pointers);
+//   - nothing allocates or copies to or from the host while a graph is
+//     being captured.
+// A violation prints "fake-cuda: VIOLATION: ..." and fails the call
+// (CUDA_ERROR_INVALID_VALUE, 1); at exit it prints one line of statistics.
+// FAKE_CUDA_ARCH=80|90|100 sets the compute capability (default 90).
+//
+//===----------------------------------------------------------------------===//
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using CUdeviceptr = unsigned long long;
+
+struct Module {
+  std::string image;
+  bool elf = false;
+};
+struct Function {
+  std::string name;
+  int maxDynamicShared = 48 * 1024;
+  std::vector<int> paramSizes; // by ordinal; empty: unknown (PTX)
+};
+
+/// Parameter sizes of `kernel` from a cubin's ".nv.info.<kernel>" section
+/// (EIATTR_KPARAM_INFO records: ordinal at +6, size in bits 18..31 of +8).
+std::vector<int> paramSizes(const std::string &elf, const std::string &kernel) {
+  std::vector<int> sizes;
+  auto u16 = [&](size_t o) {
+    uint16_t v;
+    std::memcpy(&v, elf.data() + o, 2);
+    return v;
+  };
+  auto u32 = [&](size_t o) {
+    uint32_t v;
+    std::memcpy(&v, elf.data() + o, 4);
+    return v;
+  };
+  auto u64 = [&](size_t o) {
+    uint64_t v;
+    std::memcpy(&v, elf.data() + o, 8);
+    return v;
+  };
+  uint64_t shoff = u64(0x28);
+  uint16_t shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+  uint64_t strOff = u64(shoff + shstrndx * shentsize + 0x18);
+  std::string want = ".nv.info." + kernel;
+  for (uint16_t i = 0; i < shnum; ++i) {
+    uint64_t sh = shoff + (uint64_t)i * shentsize;
+    const char *name = elf.data() + strOff + u32(sh);
+    if (want != name)
+      continue;
+    uint64_t off = u64(sh + 0x18), size = u64(sh + 0x20);
+    for (uint64_t at = off; at + 4 <= off + size;) {
+      uint8_t format = elf[at], attr = elf[at + 1];
+      uint64_t len = format == 4 ? 4 + u16(at + 2) : 4;
+      if (format == 4 && attr == 0x17 && len >= 16) { // EIATTR_KPARAM_INFO
+        int ordinal = u16(at + 4 + 4);
+        int bytes = (int)((u32(at + 4 + 8) >> 18) & 0x3fff);
+        if ((int)sizes.size() <= ordinal)
+          sizes.resize(ordinal + 1, 0);
+        sizes[ordinal] = bytes;
+      }
+      at += len;
+    }
+  }
+  return sizes;
+}
+
+struct State {
+  std::map<CUdeviceptr, size_t> live; // base -> bytes
+  size_t bytes = 0, peak = 0, allocations = 0;
+  long launches = 0, captured = 0, replays = 0, graphs = 0, violations = 0;
+  long pointers = 0; // 8-byte kernel parameters checked
+  bool capturing = false;
+  long capturedLaunches = 0;
+  ~State() {
+    std::fprintf(stderr,
+                 "fake-cuda: %zu allocations (peak %zu bytes), %ld launches, "
+                 "%ld graphs captured (%ld launches), %ld replays, %ld "
+                 "pointer parameters checked, %zu leaked, %ld violations\n",
+                 allocations, peak, launches, graphs, captured, replays,
+                 pointers, live.size(), violations);
+  }
+};
+State &state() {
+  static State s;
+  return s;
+}
+
+int violation(const std::string &what) {
+  std::fprintf(stderr, "fake-cuda: VIOLATION: %s\n", what.c_str());
+  ++state().violations;
+  return 1; // CUDA_ERROR_INVALID_VALUE
+}
+
+bool inside(CUdeviceptr p, size_t n) {
+  auto &live = state().live;
+  auto it = live.upper_bound(p);
+  if (it == live.begin())
+    return false;
+  --it;
+  return p >= it->first && p + n <= it->first + it->second;
+}
+
+int checkRange(CUdeviceptr p, size_t n, const char *what) {
+  if (n && !inside(p, n))
+    return violation(std::string(what) + ": " + std::to_string(n) +
+                     " bytes at 0x" + std::to_string(p) +
+                     " are not inside one allocation");
+  return 0;
+}
+
+int arch() {
+  const char *a = std::getenv("FAKE_CUDA_ARCH");
+  return a ? std::atoi(a) : 90;
+}
+
+} // namespace
+
+extern "C" {
+
+int cuInit(unsigned) { return 0; }
+int cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return 0;
+}
+int cuDeviceGetCount(int *n) {
+  *n = 1;
+  return 0;
+}
+int cuDeviceGet(int *d, int i) {
+  *d = i;
+  return 0;
+}
+int cuDeviceGetName(char *buf, int len, int) {
+  std::snprintf(buf, len, "qcc fake GPU (runs no kernels)");
+  return 0;
+}
+int cuDeviceGetAttribute(int *v, int attr, int) {
+  *v = attr == 75 ? arch() / 10 : attr == 76 ? arch() % 10 : 0;
+  return 0;
+}
+int cuDeviceTotalMem_v2(size_t *b, int) {
+  *b = size_t(8) << 30;
+  return 0;
+}
+int cuGetErrorString(int e, const char **s) {
+  *s = e == 2 ? "out of memory" : e == 900 ? "operation not permitted when "
+                                             "stream is capturing"
+                                           : "fake error";
+  return 0;
+}
+int cuGetErrorName(int e, const char **s) {
+  *s = e == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : e == 500 ? "CUDA_ERROR_NOT_FOUND"
+                                                      : "CUDA_ERROR_INVALID_VALUE";
+  return 0;
+}
+int cuDevicePrimaryCtxRetain(void **c, int) {
+  static int ctx;
+  *c = &ctx;
+  return 0;
+}
+int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+int cuCtxSetCurrent(void *) { return 0; }
+int cuStreamCreate(void **s, unsigned) {
+  static int stream;
+  *s = &stream;
+  return 0;
+}
+int cuStreamDestroy_v2(void *) { return 0; }
+int cuStreamSynchronize(void *) {
+  if (state().capturing)
+    return violation("stream synchronized during graph capture");
+  return 0;
+}
+
+int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  State &s = state();
+  if (s.capturing)
+    return violation("cuMemAlloc during graph capture");
+  if (n > (size_t(8) << 30))
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  void *m = std::calloc(1, n);
+  if (!m)
+    return 2;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  s.live[*p] = n;
+  s.bytes += n;
+  s.peak = std::max(s.peak, s.bytes);
+  ++s.allocations;
+  return 0;
+}
+int cuMemFree_v2(CUdeviceptr p) {
+  State &s = state();
+  auto it = s.live.find(p);
+  if (it == s.live.end())
+    return violation("cuMemFree of a pointer that is not an allocation");
+  s.bytes -= it->second;
+  s.live.erase(it);
+  std::free((void *)(uintptr_t)p);
+  return 0;
+}
+int cuMemGetInfo_v2(size_t *free, size_t *total) {
+  *total = size_t(8) << 30;
+  *free = *total - state().bytes;
+  return 0;
+}
+int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *) {
+  if (state().capturing)
+    return violation("host-to-device copy during graph capture");
+  if (int r = checkRange(d, n, "cuMemcpyHtoD"))
+    return r;
+  std::memcpy((void *)(uintptr_t)d, h, n);
+  return 0;
+}
+int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *) {
+  if (state().capturing)
+    return violation("device-to-host copy during graph capture");
+  if (int r = checkRange(d, n, "cuMemcpyDtoH"))
+    return r;
+  std::memcpy(h, (void *)(uintptr_t)d, n);
+  return 0;
+}
+int cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *) {
+  if (int r = checkRange(d, n, "cuMemcpyDtoD destination"))
+    return r;
+  if (int r = checkRange(s, n, "cuMemcpyDtoD source"))
+    return r;
+  if (!state().capturing)
+    std::memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
+  return 0;
+}
+int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *) {
+  if (int r = checkRange(d, n, "cuMemsetD8"))
+    return r;
+  if (!state().capturing)
+    std::memset((void *)(uintptr_t)d, v, n);
+  return 0;
+}
+struct Memcpy2D {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
+int cuMemcpy2DAsync_v2(const Memcpy2D *c, void *) {
+  if (c->srcMemoryType != 2 || c->dstMemoryType != 2)
+    return violation("cuMemcpy2D other than device to device");
+  if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch)
+    return violation("cuMemcpy2D width larger than a pitch");
+  for (size_t row = 0; row < c->Height; ++row) {
+    CUdeviceptr s = c->srcDevice + c->srcXInBytes + (c->srcY + row) * c->srcPitch;
+    CUdeviceptr d = c->dstDevice + c->dstXInBytes + (c->dstY + row) * c->dstPitch;
+    if (int r = checkRange(s, c->WidthInBytes, "cuMemcpy2D source row"))
+      return r;
+    if (int r = checkRange(d, c->WidthInBytes, "cuMemcpy2D destination row"))
+      return r;
+    if (!state().capturing)
+      std::memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s,
+                   c->WidthInBytes);
+  }
+  return 0;
+}
+
+int cuModuleLoadDataEx(void **m, const void *image, unsigned, int *, void **) {
+  const char *p = static_cast<const char *>(image);
+  std::string bytes;
+  bool elf = false;
+  if (std::memcmp(p, "\x7f" "ELF", 4) == 0) {
+    // ELF64: the section header table ends the file.
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    std::memcpy(&shoff, p + 0x28, 8);
+    std::memcpy(&shentsize, p + 0x3a, 2);
+    std::memcpy(&shnum, p + 0x3c, 2);
+    bytes.assign(p, shoff + (uint64_t)shentsize * shnum);
+    elf = true;
+  } else if (std::strstr(p, ".target") && std::strstr(p, ".entry")) {
+    bytes.assign(p);
+  } else {
+    return violation("module image is neither a cubin nor PTX");
+  }
+  *m = new Module{bytes, elf};
+  return 0;
+}
+int cuModuleUnload(void *m) {
+  delete static_cast<Module *>(m);
+  return 0;
+}
+int cuModuleGetFunction(void **f, void *m, const char *name) {
+  const std::string &img = static_cast<Module *>(m)->image;
+  std::string sym = std::string(name);
+  // A defined kernel's name appears NUL-terminated (cubin string tables) or
+  // as ".entry name" (PTX).
+  if (img.find(sym + '\0') == std::string::npos &&
+      img.find(".entry " + sym) == std::string::npos)
+    return 500; // CUDA_ERROR_NOT_FOUND
+  Module *mod = static_cast<Module *>(m);
+  *f = new Function{sym, 48 * 1024,
+                    mod->elf ? paramSizes(img, sym) : std::vector<int>()};
+  return 0;
+}
+int cuFuncSetAttribute(void *f, int attr, int value) {
+  if (attr == 8) {
+    if (value > 227 * 1024)
+      return violation("kernel " + static_cast<Function *>(f)->name +
+                       " asks for " + std::to_string(value) +
+                       " bytes of shared memory");
+    static_cast<Function *>(f)->maxDynamicShared = value;
+  }
+  return 0;
+}
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned smem, void *, void **args,
+                   void **extra) {
+  Function *fn = static_cast<Function *>(f);
+  if (!fn || !args || extra)
+    return violation("launch without a function or arguments");
+  if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 ||
+      gx > 2147483647u)
+    return violation("kernel " + fn->name + ": grid " + std::to_string(gx) +
+                     "x" + std::to_string(gy) + "x" + std::to_string(gz));
+  if (bx * by * bz == 0 || bx * by * bz > 1024)
+    return violation("kernel " + fn->name + ": block of " +
+                     std::to_string(bx * by * bz) + " threads");
+  if ((int)smem > fn->maxDynamicShared)
+    return violation("kernel " + fn->name + ": " + std::to_string(smem) +
+                     " bytes of dynamic shared memory without opting in");
+  for (size_t i = 0; i < fn->paramSizes.size(); ++i) {
+    if (fn->paramSizes[i] != 8)
+      continue;
+    uint64_t v;
+    std::memcpy(&v, args[i], 8);
+    ++state().pointers;
+    if (v >= (uint64_t(1) << 32) && !inside(v, 1))
+      return violation("kernel " + fn->name + ": parameter " +
+                       std::to_string(i) +
+                       " points into no live allocation");
+  }
+  State &s = state();
+  if (s.capturing)
+    ++s.capturedLaunches;
+  else
+    ++s.launches;
+  return 0;
+}
+
+int cuStreamBeginCapture_v2(void *, int) {
+  if (state().capturing)
+    return violation("nested graph capture");
+  state().capturing = true;
+  state().capturedLaunches = 0;
+  return 0;
+}
+int cuStreamEndCapture(void *, void **g) {
+  if (!state().capturing)
+    return violation("end of a capture that did not begin");
+  state().capturing = false;
+  *g = new long(state().capturedLaunches);
+  state().captured += state().capturedLaunches;
+  ++state().graphs;
+  return 0;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long) {
+  *exec = new long(*static_cast<long *>(g));
+  return 0;
+}
+int cuGraphLaunch(void *exec, void *) {
+  if (!exec)
+    return violation("launch of a null graph");
+  ++state().replays;
+  return 0;
+}
+int cuGraphExecDestroy(void *exec) {
+  delete static_cast<long *>(exec);
+  return 0;
+}
+int cuGraphDestroy(void *g) {
+  delete static_cast<long *>(g);
+  return 0;
+}
+int cuEventCreate(void **e, unsigned) {
+  *e = new int(0);
+  return 0;
+}
+int cuEventRecord(void *, void *) { return 0; }
+int cuEventSynchronize(void *) { return 0; }
+int cuEventElapsedTime_v2(float *ms, void *, void *) {
+  *ms = 0;
+  return 0;
+}
+int cuEventDestroy_v2(void *e) {
+  delete static_cast<int *>(e);
+  return 0;
+}
+
+} // extern "C"
