@@ -20,6 +20,8 @@
 // FAKE_CUDA_ARCH=80|90|100 sets the compute capability (default 90).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/CudaDriver.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -258,21 +260,7 @@ int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *) {
     std::memset((void *)(uintptr_t)d, v, n);
   return 0;
 }
-struct Memcpy2D {
-  size_t srcXInBytes, srcY;
-  int srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  void *srcArray;
-  size_t srcPitch;
-  size_t dstXInBytes, dstY;
-  int dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  void *dstArray;
-  size_t dstPitch;
-  size_t WidthInBytes, Height;
-};
+using Memcpy2D = qcc::rt::CudaApi::Memcpy2D; // the runtime's copy of the ABI
 int cuMemcpy2DAsync_v2(const Memcpy2D *c, void *) {
   if (c->srcMemoryType != 2 || c->dstMemoryType != 2)
     return violation("cuMemcpy2D other than device to device");
