@@ -16,6 +16,8 @@ For each artifact:
  1. every kernel region against the CPU backend on the same operands
     (qrun --check-gpu, through `main` on a [3, 37] batch of random ids);
     tolerances per kind, as max |gpu - cpu| / max(1, max |cpu|):
+      gemm_f16      1e-2  f32 linears run as f16 GEMMs: x and W rounded to
+                          f16 (relative 2^-11 each), f32 accumulation
       gemm_i8       1e-5  integer products are exact (int32 accumulation);
                           the float epilogue runs in the documented order
                           without FMA on both sides, so only the activation's
@@ -28,7 +30,8 @@ For each artifact:
                           lands within rounding noise of a .5 tie (at most
                           0.1% of elements), never by more
  2. end to end: logits of `main` (same batch), max |gpu - cpu| / max |cpu|
-    <= 1e-3 for float (summation order only), <= 2e-2 for W8A8 (an activation
+    <= 1e-2 for float (its linears run as f16 GEMMs: the per-GEMM f16 input
+    rounding accumulated over 4 layers), <= 2e-2 for W8A8 (an activation
     that rounds to the other int8 neighbour moves its product by one step of
     the scale; this bounds the accumulated effect seen on the demo);
  3. generation: greedy text of a ragged batch of 3 prompts, 32 new tokens,
@@ -130,7 +133,7 @@ def main():
         gpu = np.load(os.path.join(work, name + ".gpu", "logits.npy"))
         cpu = np.load(os.path.join(work, name + ".cpu", "logits.npy"))
         rel = float(np.abs(gpu - cpu).max() / np.abs(cpu).max())
-        tol = 1e-3 if name.startswith("f32") else 2e-2
+        tol = 1e-2 if name.startswith("f32") else 2e-2
         ok = rel <= tol
         rows.append((name, "logits main", "[3, 37]", "%.2e" % rel, "%.0e" % tol,
                      "", "PASS" if ok else "FAIL"))
