@@ -621,8 +621,6 @@ Unit emitElementwise(const Region &r) {
 //===--- attention ----------------------------------------------------------===//
 
 Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
-  if (r.find<qcc::RotaryOp>())
-    return unsupported("no CUDA kernel for attention with fused rotary yet");
   Operation *attn = r.find<qcc::AttentionOp>();
   bool kv = false;
   if (!attn) {
@@ -649,9 +647,44 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   std::string T = cType(tensorOf(attn->getOperand(0)).getElementType());
   if (T != "float")
     return unsupported("attention over non-f32 tensors");
-  for (unsigned i = 0; i < 3; ++i)
-    if (r.argIndex(attn->getOperand(i)) != (int)i)
-      return unsupported("attention operands out of order");
+  // Fused rotary: q and k are rotated on the fly, from one cos/sin pair over
+  // whole heads (RopeTables; batch_stride from the tables' shape at run time).
+  Value qIn = attn->getOperand(0), kIn = attn->getOperand(1);
+  auto rq = qIn.getDefiningOp<qcc::RotaryOp>();
+  auto rk = kIn.getDefiningOp<qcc::RotaryOp>();
+  bool rotary = rq || rk;
+  int ci = -1, si = -1;
+  if (rotary) {
+    if (!rq || !rk)
+      return unsupported("rotary on only one of q and k");
+    if (rq.getCos() != rk.getCos() || rq.getSin() != rk.getSin())
+      return unsupported("q and k rotated with different cos/sin tables");
+    if (rq.getHeadDim() != D || rk.getHeadDim() != D)
+      return unsupported("rotary over part of the head (partial rotary)");
+    if (!tensorOf(rq.getCos()).getElementType().isF32())
+      return unsupported("rotary tables of a type other than f32");
+    qIn = rq.getInput();
+    kIn = rk.getInput();
+    ci = r.argIndex(rq.getCos());
+    si = r.argIndex(rq.getSin());
+  }
+  int qi = r.argIndex(qIn), ki = r.argIndex(kIn),
+      vi = r.argIndex(attn->getOperand(2));
+  if (qi < 0 || ki < 0 || vi < 0 || (rotary && (ci < 0 || si < 0)))
+    return unsupported("attention operands computed inside the region");
+  std::string ropeSig, ropeInit = "  p.rope.cos = nullptr; p.rope.sin = "
+                                  "nullptr; p.rope.batch_stride = 0;\n";
+  json ropeParams = json::array();
+  if (rotary) {
+    ropeSig = ", const float *rope_cos, const float *rope_sin, long long "
+              "rope_stride";
+    ropeInit = "  p.rope.cos = rope_cos; p.rope.sin = rope_sin; "
+               "p.rope.batch_stride = rope_stride;\n";
+    ropeParams = json::array(
+        {opnd("rope_cos", ci), opnd("rope_sin", si),
+         json{{"name", "rope_stride"}, {"rope_batch_stride", ci}}});
+  }
+  const char *rotaryArg = rotary ? "true" : "false";
 
   std::string cache = "qcc::NoCache", storage = "float";
   bool paged = true;
@@ -709,9 +742,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   }
 
   Unit u;
-  u.symbols["batch"] = {{"dim", {{"operand", 0}, {"axis", 0}}}};
-  u.symbols["seq_q"] = {{"dim", {{"operand", 0}, {"axis", 1}}}};
-  u.symbols["seq_kv"] = {{"dim", {{"operand", 1}, {"axis", 1}}}};
+  u.symbols["batch"] = {{"dim", {{"operand", qi}, {"axis", 0}}}};
+  u.symbols["seq_q"] = {{"dim", {{"operand", qi}, {"axis", 1}}}};
+  u.symbols["seq_kv"] = {{"dim", {{"operand", ki}, {"axis", 1}}}};
 
   if (kv && r.decode) {
     constexpr int warps = 4, chunk = 256;
@@ -730,24 +763,26 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                "  p.batch = batch; p.num_heads = num_heads; p.num_kv_heads = "
                "num_kv_heads; p.scale = scale;\n"
                "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n"
-               "  p.rope.cos = nullptr; p.rope.sin = nullptr; "
-               "p.rope.batch_stride = 0;\n{4}"
-               "  qcc::attentionDecodeSplit<{5}, {6}, {7}, false>(p);\n}\n"
+               "{8}{4}"
+               "  qcc::attentionDecodeSplit<{5}, {6}, {7}, {9}>(p);\n}\n"
                "extern \"C\" __global__ void __launch_bounds__({5})\n"
                "{2}_combine(const float *ws_ml, const float *ws_acc, float "
                "*out, int num_heads, int splits) {{\n"
                "  qcc::attentionDecodeCombineRow<{5}, float>(ws_ml, ws_acc, "
                "out, num_heads, splits);\n}\n",
-               cache, warps * 32, kEntry, cacheSig, cacheInit, D, warps, chunk)
+               cache, warps * 32, kEntry, cacheSig + ropeSig, cacheInit, D,
+               warps, chunk, ropeInit, rotaryArg)
                .str();
     u.source = src;
     json params = json::array(
-        {opnd("q", 0), opnd("k", 1), opnd("v", 2), res("out", 0),
+        {opnd("q", qi), opnd("k", ki), opnd("v", vi), res("out", 0),
          rt("ws_ml", "workspace.ml"), rt("ws_acc", "workspace.acc"),
          intP("batch", "batch"), intP("num_heads", H),
          intP("num_kv_heads", Hkv), json{{"name", "scale"}, {"float", scale}},
          rt("cached_lens", "cached_lens"), rt("valid_lens", "valid_lens")});
     for (auto &p : cacheParams)
+      params.push_back(p);
+    for (auto &p : ropeParams)
       params.push_back(p);
     json bh = json{{"mul", {"batch", H}}};
     u.launch.push_back(
@@ -792,22 +827,23 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
              "  p.num_heads = num_heads; p.num_kv_heads = num_kv_heads; "
              "p.scale = scale;\n"
              "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n"
-             "  p.rope.cos = nullptr; p.rope.sin = nullptr; "
-             "p.rope.batch_stride = 0;\n{4}"
-             "  qcc::attentionPrefillTile<{5}, {6}, {7}, {8}, {9}, false>(p, "
+             "{10}{4}"
+             "  qcc::attentionPrefillTile<{5}, {6}, {7}, {8}, {9}, {11}>(p, "
              "qcc_smem);\n}\n",
-             cache, warps * 32, kEntry, cacheSig, cacheInit, D, bq, bkv, warps,
-             causal ? "true" : "false")
+             cache, warps * 32, kEntry, cacheSig + ropeSig, cacheInit, D, bq,
+             bkv, warps, causal ? "true" : "false", ropeInit, rotaryArg)
              .str();
   u.source = src;
   json params = json::array(
-      {opnd("q", 0), opnd("k", 1), opnd("v", 2), res("out", 0),
+      {opnd("q", qi), opnd("k", ki), opnd("v", vi), res("out", 0),
        intP("batch", "batch"), intP("seq_q", "seq_q"),
        intP("seq_kv", "seq_kv"), intP("num_heads", H),
        intP("num_kv_heads", Hkv), json{{"name", "scale"}, {"float", scale}},
        kv ? rt("cached_lens", "cached_lens") : nullP("cached_lens"),
        kv ? rt("valid_lens", "valid_lens") : nullP("valid_lens")});
   for (auto &p : cacheParams)
+    params.push_back(p);
+  for (auto &p : ropeParams)
     params.push_back(p);
   u.launch.push_back(
       {{"block", block(warps * 32)},

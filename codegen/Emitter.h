@@ -36,7 +36,9 @@
 // valid_lens, error_flag, workspace.NAME; ints:
 // kv_cache.max_blocks_per_seq, kv_cache.max_tokens, zero), and
 // {"name": n, "broadcast_mod": i}: 0 when operand i has as many elements as
-// the result, else its element count.
+// the result, else its element count (a long long); and
+// {"name": n, "rope_batch_stride": i}: a long long, dim1 * dim2 of operand i
+// (rotary cos/sin) when it is [B, S, D] with B > 1, else 0.
 //
 // Tile heuristics (documented here, asserted in EmitterTest):
 //   gemm_i8 prefill: N >= 1024: GemmI8Config<128, 128, 64, 64, 64, 4>

@@ -517,6 +517,10 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
         int64_t n = numElements(shapes.at(j));
         int64_t x = n == numElements(resultShapes.at(0)) ? 0 : n;
         std::memcpy(slot, &x, sizeof x);
+      } else if (p.contains("rope_batch_stride")) {
+        const Shape &c = shapes.at(p.at("rope_batch_stride").get<size_t>());
+        int64_t x = c.size() == 3 && c[0] > 1 ? c[1] * c[2] : 0;
+        std::memcpy(slot, &x, sizeof x);
       } else if (p.contains("runtime")) {
         std::string what = p.at("runtime").get<std::string>();
         if (what == "kv_cache.pool" || what == "kv_cache.data")

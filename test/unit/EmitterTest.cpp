@@ -14,7 +14,10 @@
 #include "codegen/NvrtcCompiler.h"
 #endif
 
+#include "dialects/QccDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +79,54 @@ TEST(EmitterTest, HeuristicTilesFitSm80) {
     EXPECT_LE(attnPrefillSmemBytes(d, d == 64 ? 64 : 32, 64),
               kMaxDynamicSmemSm80)
         << d;
+}
+
+// LLaMA-style attention (head size 32, GQA 4/2): rotary on q and k is fused
+// into the prefill and decode attention kernels, which compile for sm_80.
+TEST(EmitterTest, RotaryFusesIntoAttention) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<qcc::QccDialect, mlir::func::FuncDialect>();
+  std::string body = R"(
+    %qr = qcc.rotary %q, %cos, %sin {head_dim = 32 : i64} : (tensor<?x?x128xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x128xf32>
+    %kr = qcc.rotary %k, %cos, %sin {head_dim = 32 : i64} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+    %a = qcc.kv_attention %qr, %kr, %v {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.17677669 : f32} : (tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x128xf32>
+    return %a : tensor<?x?x128xf32>
+  })";
+  std::string sig = "(%q: tensor<?x?x128xf32>, %k: tensor<?x?x64xf32>, %v: "
+                    "tensor<?x?x64xf32>, %cos: tensor<?x?x32xf32>, %sin: "
+                    "tensor<?x?x32xf32>) -> tensor<?x?x128xf32> {";
+  std::string text =
+      "module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "
+      "\"f32\", head_dim = 32 : i64, kv_heads = 2 : i64, layers = 1 : i64, "
+      "layout = \"paged\"}} {\n func.func @prefill" +
+      sig + body + "\n func.func @decode" + sig + body + "\n}\n";
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module);
+  mlir::PassManager pm(&ctx);
+  pm.nest<mlir::func::FuncOp>().addPass(qcc::createFormKernels());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+  EmitResult r = emitKernels(*module);
+  ASSERT_EQ(r.kernels.size(), 2u);
+  for (const EmittedKernel &k : r.kernels) {
+    EXPECT_EQ(k.kind, "attention");
+    EXPECT_EQ(k.unsupported, "") << k.function;
+    EXPECT_NE(k.source.find("p.rope.cos = rope_cos"), std::string::npos);
+    bool stride = false;
+    for (const auto &p : k.launch.front()["params"])
+      stride |= p.contains("rope_batch_stride");
+    EXPECT_TRUE(stride) << k.function;
+  }
+#ifdef QCC_HAVE_CODEGEN
+  std::vector<KernelSource> sources;
+  for (const KernelUnit &u : r.units)
+    sources.push_back({u.name, u.source});
+  CompileOptions options;
+  options.cubinArchs = {"sm_80"};
+  options.ptxArch = "";
+  auto compiled = compileKernels(sources, options);
+  EXPECT_TRUE(static_cast<bool>(compiled))
+      << (compiled ? "" : llvm::toString(compiled.takeError()));
+#endif
 }
 
 #ifdef QCC_HAVE_CODEGEN
