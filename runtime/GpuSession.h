@@ -77,7 +77,8 @@ public:
   /// (downloaded) operands. Regions with kv_attention are compared end to
   /// end instead (their cache is on the device).
   struct RegionCheck {
-    std::string function, region, kind;
+    std::string function, region;
+    std::string kind; ///< the region's, "+gelu" / "+silu" for such GEMMs
     double maxAbsError = 0, maxAbsReference = 0;
     int64_t mismatchedInts = 0; ///< integer elements differing by more than 1
     int64_t offByOneInts = 0;   ///< integer elements differing by exactly 1
