@@ -132,6 +132,11 @@ CudaContext::Module CudaContext::loadModule(const void *image,
   return m;
 }
 
+void CudaContext::unloadModule(Module m) {
+  if (m)
+    drv->api().cuModuleUnload(m); // at teardown: nothing useful to do on error
+}
+
 CudaContext::Function CudaContext::function(Module m,
                                             const std::string &entry) {
   Function f = nullptr;

@@ -67,6 +67,7 @@ public:
   using Function = CudaApi::CUfunction;
   Module loadModule(const void *image, const std::string &what);
   Function function(Module m, const std::string &entry);
+  void unloadModule(Module m);
   /// Opts `f` into more than 48 KB of dynamic shared memory.
   void setMaxDynamicSharedMemory(Function f, int bytes,
                                  const std::string &entry);

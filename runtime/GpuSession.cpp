@@ -175,7 +175,7 @@ int64_t kernelIndex(const Node &n) {
 GpuSession::GpuSession(const Artifact &artifact,
                        std::shared_ptr<CudaContext> context)
     : artifact(artifact), ctx(std::move(context)),
-      pool(std::make_unique<DevicePool>(*ctx)) {
+      pool(std::make_unique<DevicePool>(*ctx)), loadedModules{ctx.get(), {}} {
   bool any = false;
   std::map<std::string, CudaContext::Module> modules; // by target + offset
   for (const Function &fnOps : artifact.functions()) {
@@ -217,6 +217,7 @@ GpuSession::GpuSession(const Artifact &artifact,
                 .emplace(key, ctx->loadModule(image.data(),
                                               rec.entry + " (" + target + ")"))
                 .first;
+        loadedModules.list.push_back(m->second);
       }
       Loaded l;
       for (const json &step : rec.launch) {
@@ -858,8 +859,8 @@ GpuSession::run(const std::string &name,
   std::set<int64_t> seen;
   for (const Node &n : fn->nodes) {
     int64_t k = kernelIndex(n);
-    if (!seen.insert(k).second)
-      continue;
+    if (k < 0 || !seen.insert(k).second)
+      continue; // glue (split) has no launch sizes
     for (auto &[sym, def] : artifact.kernels()[k].symbols.items())
       if (def.dump().find("\"runtime\"") != std::string::npos)
         key += "|" + sym + "=" +

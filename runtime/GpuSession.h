@@ -130,6 +130,15 @@ private:
   std::shared_ptr<CudaContext> ctx;
   std::unique_ptr<DevicePool> pool; // eager runs
   std::map<int64_t, Loaded> loaded; // kernel index -> functions
+  /// Unloaded when the session goes, also when its constructor throws.
+  struct Modules {
+    CudaContext *ctx;
+    std::vector<CudaContext::Module> list;
+    ~Modules() {
+      for (CudaContext::Module m : list)
+        ctx->unloadModule(m);
+    }
+  } loadedModules;
   /// By value id; f16 copies of f32 weights under -2 - id.
   std::map<int64_t, std::pair<DevicePtr, size_t>> constants;
   std::map<const KvCache *, std::pair<DevicePtr, size_t>> kvPools;

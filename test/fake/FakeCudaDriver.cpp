@@ -94,15 +94,17 @@ struct State {
   size_t bytes = 0, peak = 0, allocations = 0;
   long launches = 0, captured = 0, replays = 0, graphs = 0, violations = 0;
   long pointers = 0; // 8-byte kernel parameters checked
+  long modules = 0;  // loaded and not unloaded
   bool capturing = false;
   long capturedLaunches = 0;
   ~State() {
     std::fprintf(stderr,
                  "fake-cuda: %zu allocations (peak %zu bytes), %ld launches, "
                  "%ld graphs captured (%ld launches), %ld replays, %ld "
-                 "pointer parameters checked, %zu leaked, %ld violations\n",
+                 "pointer parameters checked, %zu leaked, %ld modules "
+                 "leaked, %ld violations\n",
                  allocations, peak, launches, graphs, captured, replays,
-                 pointers, live.size(), violations);
+                 pointers, live.size(), modules, violations);
   }
 };
 State &state() {
@@ -299,10 +301,12 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned, int *, void **) {
     return violation("module image is neither a cubin nor PTX");
   }
   *m = new Module{bytes, elf};
+  ++state().modules;
   return 0;
 }
 int cuModuleUnload(void *m) {
   delete static_cast<Module *>(m);
+  --state().modules;
   return 0;
 }
 int cuModuleGetFunction(void **f, void *m, const char *name) {

@@ -52,8 +52,9 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::Cuda, "cuda",
                           "the CUDA C++ emitted for the kernel regions")));
 cl::opt<bool> noCuda("no-cuda",
-                     cl::desc("Write the artifact without GPU kernels (skips "
-                              "CUDA emission and NVRTC)"));
+                     cl::desc("Write the artifact without GPU kernels and "
+                              "without the GPU plan (skips CUDA emission and "
+                              "NVRTC; qrun then runs on the CPU only)"));
 cl::opt<std::string> outputPath("o",
                                 cl::desc("Output file (IR: default stdout)"),
                                 cl::value_desc("file"), cl::init("-"));
