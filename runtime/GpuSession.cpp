@@ -458,15 +458,30 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
   };
   auto eval = [&](const json &e) { return evalLaunchExpr(e, symbol, runtime); };
 
-  // Workspace is shared by a node's steps (split writes it, combine reads).
+  // Workspace is shared by a node's steps (split writes it, combine reads)
+  // and goes back to the pool after them: later work on the one stream is
+  // ordered after these launches.
   std::map<std::string, DevicePtr> workspace;
+  std::vector<std::pair<DevicePtr, size_t>> held;
+  struct GiveBack {
+    DevicePool *pool;
+    std::vector<std::pair<DevicePtr, size_t>> &held;
+    ~GiveBack() {
+      for (auto &[p, bytes] : held)
+        pool->put(p, bytes);
+    }
+  } giveBack{r.pool, held};
   for (size_t s = 0; s < k.launch.size(); ++s) {
     const json &step = k.launch[s];
     if (step.contains("when") && eval(step.at("when")) == 0)
       continue;
     if (step.contains("workspace"))
-      for (auto &[name, bytes] : step.at("workspace").items())
-        workspace["workspace." + name] = r.scratchAlloc(eval(bytes));
+      for (auto &[name, bytes] : step.at("workspace").items()) {
+        size_t n = (size_t)eval(bytes);
+        DevicePtr p = r.pool->get(n);
+        held.emplace_back(p, n);
+        workspace["workspace." + name] = p;
+      }
     const json &g = step.at("grid");
     int64_t gx = eval(g.at("x")), gy = eval(g.at("y")), gz = eval(g.at("z"));
     if (gx <= 0 || gy <= 0 || gz <= 0)
