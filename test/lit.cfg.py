@@ -16,6 +16,12 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # The libcuda stand-in that checks how the CUDA backend drives a GPU.
 config.substitutions.append(("%fakecuda", os.path.join(config.qcc_obj_root, "lib", "libqcc-fake-cuda.so")))
 
+# Debian's ONNX backend node tests (libonnx-testdata), for small models.
+onnx_node_data = "/usr/share/libonnx-testdata/data/node"
+config.substitutions.append(("%onnxnode", onnx_node_data))
+if os.path.isdir(onnx_node_data):
+    config.available_features.add("onnx-testdata")
+
 # qcc -o compiles GPU kernels with NVRTC only when built with the CUDA toolkit.
 if getattr(config, "qcc_have_nvrtc", "").upper() in ("TRUE", "ON", "1", "YES"):
     config.available_features.add("nvrtc")
