@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -176,6 +177,10 @@ GpuSession::GpuSession(const Artifact &artifact,
                        std::shared_ptr<CudaContext> context)
     : artifact(artifact), ctx(std::move(context)),
       pool(std::make_unique<DevicePool>(*ctx)), loadedModules{ctx.get(), {}} {
+  // A faulting kernel otherwise surfaces at the next synchronization, named
+  // after whatever waited; this names the kernel itself (debugging).
+  const char *sync = std::getenv("QCC_CUDA_SYNC");
+  syncEachLaunch = sync && std::string(sync) == "1";
   bool any = false;
   std::map<std::string, CudaContext::Module> modules; // by target + offset
   for (const Function &fnOps : artifact.functions()) {
@@ -582,6 +587,8 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
     std::string entry = step.at("entry").get<std::string>();
     ctx->launch(l.steps.at(s), grid, block, step.value("dynamic_smem", 0u),
                 args.data(), entry);
+    if (syncEachLaunch && !r.capturing)
+      ctx->synchronize("kernel " + entry + " (region " + node.name + ")");
     if (!r.capturing)
       ++counters.kernelLaunches; // a replay's launches are counted as one
   }

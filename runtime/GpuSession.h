@@ -145,6 +145,7 @@ private:
   DevicePtr kScales = 0, vScales = 0;
   std::map<std::string, std::unique_ptr<Graph>> graphs;
   bool useGraphs = true, checking = false;
+  bool syncEachLaunch = false; // QCC_CUDA_SYNC=1
   std::vector<RegionCheck> regionChecks;
   Stats counters;
 };
