@@ -338,10 +338,15 @@ Tensor GpuSession::hostOf(int64_t id, Run &r) {
 }
 
 DevicePtr GpuSession::kvStorage(KvCache &cache) {
-  auto it = kvPools.find(&cache);
-  if (it != kvPools.end())
-    return it->second.first;
   size_t bytes = cache.storageElements() * cache.config().elementBytes();
+  auto it = kvPools.find(&cache);
+  if (it != kvPools.end()) {
+    if (it->second.second == bytes)
+      return it->second.first;
+    // Another cache at the address of one that is gone.
+    ctx->free(it->second.first);
+    kvPools.erase(it);
+  }
   DevicePtr p = ctx->alloc(bytes);
   ctx->memsetZero(p, bytes);
   kvPools[&cache] = {p, bytes};
