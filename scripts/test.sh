@@ -10,9 +10,10 @@ BUILD="${BUILD_DIR:-build}"
 /usr/lib/llvm-22/bin/lit -s "$BUILD/test"
 status=0
 ctest --test-dir "$BUILD" --output-on-failure 2>&1 | tee "$BUILD/ctest.out" || status=$?
-# The reports of the two Python-driven checks, from ctest's log.
-echo "--- ONNX node conformance and fixtures vs onnxruntime"
-grep -hE '^conformance: |: FAIL|(PASS|FAIL) *$' "$BUILD/Testing/Temporary/LastTest.log" || true
+# The reports of the Python-driven checks, and why any test skipped (the GPU
+# tests without a GPU), from ctest's log.
+echo "--- ONNX node conformance, fixtures vs onnxruntime, skipped tests"
+grep -hE '^conformance: |: FAIL|(PASS|FAIL) *$|^SKIP: |Skipped$|no GPU: ' "$BUILD/Testing/Temporary/LastTest.log" || true
 # One closing line in the plain 'N passed, N failed' form.
 total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$BUILD/ctest.out" | tail -1)
 failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$BUILD/ctest.out" | tail -1)
