@@ -127,10 +127,9 @@ struct GpuSession::Value {
 struct GpuSession::Run {
   DevicePool *pool = nullptr;
   std::vector<Value> values;
-  std::string function;
   KvBatch *kv = nullptr;
   bool capturing = false; // recording a graph: allocate, never copy
-  int64_t batch = 0, maxContext = 0, tableStride = 0, maxTokens = 0;
+  int64_t maxContext = 0, tableStride = 0, maxTokens = 0;
   DevicePtr cachedLens = 0, validLens = 0, table = 0, kvData = 0;
   DevicePtr errorFlag = 0;
   std::vector<std::pair<DevicePtr, size_t>> scratch; // released at the end
@@ -175,7 +174,7 @@ int64_t kernelIndex(const Node &n) {
 
 GpuSession::GpuSession(const Artifact &artifact,
                        std::shared_ptr<CudaContext> context)
-    : artifact(artifact), ctx(std::move(context)),
+    : artifact(artifact), cpu(artifact), ctx(std::move(context)),
       pool(std::make_unique<DevicePool>(*ctx)), loadedModules{ctx.get(), {}} {
   // A faulting kernel otherwise surfaces at the next synchronization, named
   // after whatever waited; this names the kernel itself (debugging).
@@ -369,7 +368,6 @@ void GpuSession::kvArrays(KvBatch *kv, Run &r, std::vector<int32_t> &cached,
                           std::vector<int32_t> &table) {
   KvCache &cache = *kv->cache;
   int64_t B = (int64_t)kv->seqs.size();
-  r.batch = B;
   cached.assign(B, 0);
   valid.assign(B, 0);
   r.maxContext = 0;
@@ -644,50 +642,13 @@ void GpuSession::splitOnDevice(const Node &node, Run &r) {
 }
 
 void GpuSession::runOnHost(const Node &node, Run &r) {
-  // Locals of a region body, by value id.
-  std::map<int64_t, Tensor> locals;
-  auto fetch = [&](int64_t id) -> Tensor {
-    if (auto it = locals.find(id); it != locals.end())
-      return it->second;
-    return hostOf(id, r);
-  };
-  std::function<std::vector<Tensor>(const Node &, const std::vector<Tensor> &)>
-      exec = [&](const Node &n, const std::vector<Tensor> &in) {
-        if (n.body) {
-          for (size_t a = 0; a < n.body->args.size(); ++a)
-            locals[n.body->args[a]] = in[a];
-          for (const Node &inner : n.body->nodes) {
-            std::vector<Tensor> ops;
-            for (int64_t id : inner.inputs)
-              ops.push_back(id < 0 ? Tensor() : fetch(id));
-            auto out = exec(inner, ops);
-            for (size_t o = 0; o < out.size(); ++o)
-              locals[inner.outputs[o]] = out[o];
-          }
-          std::vector<Tensor> out;
-          for (int64_t id : n.body->yields)
-            out.push_back(locals.at(id));
-          return out;
-        }
-        const auto &kernels = cpuKernels();
-        auto k = kernels.find(n.op);
-        if (k == kernels.end())
-          throw std::runtime_error("node '" + n.name + "': op '" + n.op +
-                                   "' has no kernel on either backend");
-        Operands ops;
-        for (size_t i = 0; i < in.size(); ++i)
-          ops.push_back(n.inputs[i] < 0 ? nullptr : &in[i]);
-        try {
-          return k->second(Attrs(n.attrs), ops);
-        } catch (const std::exception &e) {
-          throw std::runtime_error("node '" + n.name + "' (" + n.op +
-                                   "): " + e.what());
-        }
-      };
   std::vector<Tensor> in;
   for (int64_t id : node.inputs)
-    in.push_back(id < 0 ? Tensor() : fetch(id));
-  std::vector<Tensor> out = exec(node, in);
+    in.push_back(id < 0 ? Tensor() : hostOf(id, r));
+  Operands ops;
+  for (size_t i = 0; i < in.size(); ++i)
+    ops.push_back(node.inputs[i] < 0 ? nullptr : &in[i]);
+  std::vector<Tensor> out = cpu.runOne(node, ops);
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     Value &v = r.values[node.outputs[i]];
     v = Value();
@@ -860,7 +821,6 @@ GpuSession::run(const std::string &name,
   auto begin = [&](Run &r, DevicePool *p, bool capturing) {
     r.pool = p;
     r.capturing = capturing;
-    r.function = name;
     r.values.assign(artifact.numValues(), Value());
     r.errorFlag = r.scratchAlloc(sizeof(int32_t));
     prepareKv(kv, r);

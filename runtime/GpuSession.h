@@ -96,7 +96,6 @@ public:
   /// "main: 40 of 43 nodes on the GPU (on the host: gather x1 ...)" per
   /// entry point of the GPU plan.
   std::string planSummary() const;
-  CudaContext &context() { return *ctx; }
 
 private:
   struct Value;
@@ -127,6 +126,7 @@ private:
   bool graphable(const Function &fn) const;
 
   const Artifact &artifact;
+  Session cpu; // host fallback and check mode
   std::shared_ptr<CudaContext> ctx;
   std::unique_ptr<DevicePool> pool; // eager runs
   std::map<int64_t, Loaded> loaded; // kernel index -> functions

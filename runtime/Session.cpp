@@ -133,6 +133,12 @@ Operands Session::operandsOf(const Node &node,
   return operands;
 }
 
+std::vector<Tensor> Session::runOne(const Node &node,
+                                    const Operands &operands) {
+  std::vector<Tensor> values(artifact.numValues());
+  return runNode(node, operands, values, nullptr, "(host)");
+}
+
 std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                                      std::vector<Tensor> &values, KvBatch *kv,
                                      const std::string &function) {

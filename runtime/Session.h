@@ -61,6 +61,11 @@ public:
                                     const std::map<std::string, Tensor> &inputs,
                                     KvBatch *kv = nullptr) override;
 
+  /// Runs one node (a kernel node through its body) outside any entry
+  /// point, without a KV cache: the CUDA backend's host fallback and its
+  /// check mode.
+  std::vector<Tensor> runOne(const Node &node, const Operands &operands);
+
   /// Called after each node runs with the node, its operands and its
   /// results (before any value is freed), e.g. to collect calibration
   /// statistics. An empty function (the default) turns it off at the cost of
