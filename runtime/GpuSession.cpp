@@ -150,15 +150,6 @@ struct GpuSession::Graph {
 
 namespace {
 
-void collectConstants(const std::vector<Node> &nodes, std::set<int64_t> &ids) {
-  for (const Node &n : nodes) {
-    for (int64_t id : n.inputs)
-      ids.insert(id);
-    if (n.body)
-      collectConstants(n.body->nodes, ids);
-  }
-}
-
 bool containsOp(const std::vector<Node> &nodes, const std::string &op) {
   for (const Node &n : nodes)
     if (n.op == op || (n.body && containsOp(n.body->nodes, op)))
@@ -168,6 +159,15 @@ bool containsOp(const std::vector<Node> &nodes, const std::string &op) {
 
 int64_t kernelIndex(const Node &n) {
   return n.body ? n.attrs.value("kernel", int64_t(-1)) : int64_t(-1);
+}
+
+/// How a node that runs on the host is reported ("split", "kernel:norm").
+std::string hostLabel(const Node &n) {
+  if (!n.body)
+    return n.op;
+  std::string label = "kernel:";
+  label += n.attrs.value("kind", std::string("?"));
+  return label;
 }
 
 } // namespace
@@ -189,29 +189,22 @@ GpuSession::GpuSession(const Artifact &artifact,
     any = true;
     for (const Node &n : fn->nodes) {
       int64_t k = kernelIndex(n);
-      if (n.op == "kv_attention" ||
-          (n.body && k < 0 && containsOp(n.body->nodes, "kv_attention")))
+      const KernelRecord *rec = k >= 0 ? &artifact.kernels()[k] : nullptr;
+      bool compiled = rec && rec->unsupported.empty();
+      // The cache lives on the device: its attention cannot fall back.
+      if (!compiled && (n.op == "kv_attention" ||
+                        (n.body && containsOp(n.body->nodes, "kv_attention"))))
         throw std::runtime_error(
             "entry point " + fn->name + ": attention region '" + n.name +
             "' has no CUDA kernel (" +
-            (k >= 0 ? artifact.kernels()[k].unsupported
-                    : std::string("not compiled")) +
+            (rec ? rec->unsupported : std::string("not compiled")) +
             "), and the KV cache lives on the GPU");
-      if (k < 0 || loaded.count(k))
+      if (!compiled || loaded.count(k))
         continue;
-      const KernelRecord &rec = artifact.kernels()[k];
-      if (!rec.unsupported.empty()) {
-        if (containsOp(n.body->nodes, "kv_attention"))
-          throw std::runtime_error("entry point " + fn->name +
-                                   ": attention region '" + n.name +
-                                   "' has no CUDA kernel (" + rec.unsupported +
-                                   "), and the KV cache lives on the GPU");
-        continue;
-      }
-      std::string target = pickBinaryTarget(rec, ctx->device());
-      auto bin = artifact.kernelBinary(rec, target);
+      std::string target = pickBinaryTarget(*rec, ctx->device());
+      auto bin = artifact.kernelBinary(*rec, target);
       std::string key =
-          target + "@" + std::to_string(rec.binaries.at(target).first);
+          target + "@" + std::to_string(rec->binaries.at(target).first);
       auto m = modules.find(key);
       if (m == modules.end()) {
         std::string image(*bin);
@@ -219,12 +212,12 @@ GpuSession::GpuSession(const Artifact &artifact,
           image.push_back('\0'); // the driver reads PTX as a C string
         m = modules
                 .emplace(key, ctx->loadModule(image.data(),
-                                              rec.entry + " (" + target + ")"))
+                                              rec->entry + " (" + target + ")"))
                 .first;
         loadedModules.list.push_back(m->second);
       }
       Loaded l;
-      for (const json &step : rec.launch) {
+      for (const json &step : rec->launch) {
         std::string entry = step.at("entry").get<std::string>();
         CudaContext::Function f = ctx->function(m->second, entry);
         int smem = step.value("dynamic_smem", 0);
@@ -641,14 +634,18 @@ void GpuSession::splitOnDevice(const Node &node, Run &r) {
   }
 }
 
-void GpuSession::runOnHost(const Node &node, Run &r) {
+std::vector<Tensor> GpuSession::runOnCpu(const Node &node, Run &r) {
   std::vector<Tensor> in;
   for (int64_t id : node.inputs)
     in.push_back(id < 0 ? Tensor() : hostOf(id, r));
   Operands ops;
   for (size_t i = 0; i < in.size(); ++i)
     ops.push_back(node.inputs[i] < 0 ? nullptr : &in[i]);
-  std::vector<Tensor> out = cpu.runOne(node, ops);
+  return cpu.runOne(node, ops);
+}
+
+void GpuSession::runOnHost(const Node &node, Run &r) {
+  std::vector<Tensor> out = runOnCpu(node, r);
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     Value &v = r.values[node.outputs[i]];
     v = Value();
@@ -658,8 +655,7 @@ void GpuSession::runOnHost(const Node &node, Run &r) {
     v.onHost = true;
   }
   ++counters.hostNodes;
-  ++counters.hostOps[node.body ? "kernel:" + node.attrs.value("kind", "?")
-                               : node.op];
+  ++counters.hostOps[hostLabel(node)];
 }
 
 void GpuSession::checkRegion(const Node &node, Run &r,
@@ -670,15 +666,8 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   std::vector<Tensor> gpu;
   for (int64_t id : node.outputs)
     gpu.push_back(hostOf(id, r));
-  // The same region on the CPU: run it as a host node into scratch values.
-  std::vector<Value> saved;
-  for (int64_t id : node.outputs)
-    saved.push_back(r.values[id]);
-  int64_t hostNodes = counters.hostNodes;
-  auto hostOps = counters.hostOps;
-  runOnHost(node, r);
-  counters.hostNodes = hostNodes;
-  counters.hostOps = hostOps;
+  // The same region on the CPU, from the same (downloaded) operands.
+  std::vector<Tensor> reference = runOnCpu(node, r);
   // GEMMs with a transcendental activation are reported apart: the rest of
   // an int8 GEMM's epilogue is exact arithmetic in the same order.
   std::string kind = node.attrs.value("kind", "");
@@ -687,7 +676,7 @@ void GpuSession::checkRegion(const Node &node, Run &r,
       kind += "+" + inner.op;
   RegionCheck c{function, node.name, kind};
   for (size_t i = 0; i < node.outputs.size(); ++i) {
-    const Tensor &cpu = r.values[node.outputs[i]].host;
+    const Tensor &cpu = reference[i];
     const Tensor &g = gpu[i];
     if (cpu.shape() != g.shape() || cpu.dtype() != g.dtype())
       throw std::runtime_error("check: kernel " + node.name +
@@ -718,9 +707,6 @@ void GpuSession::checkRegion(const Node &node, Run &r,
       }
     }
   }
-  // Downstream kernels read the GPU's results.
-  for (size_t i = 0; i < node.outputs.size(); ++i)
-    r.values[node.outputs[i]] = saved[i];
   regionChecks.push_back(c);
 }
 
@@ -758,14 +744,16 @@ void GpuSession::execute(const Function &fn, Run &r) {
   }
 }
 
+bool GpuSession::runsOnGpu(const Node &n) const {
+  return n.op == "split" || loaded.count(kernelIndex(n));
+}
+
 bool GpuSession::graphable(const Function &fn) const {
   if (fn.name != "decode")
     return false;
-  for (const Node &n : fn.nodes) {
-    int64_t k = kernelIndex(n);
-    if (n.op != "split" && (k < 0 || !loaded.count(k)))
+  for (const Node &n : fn.nodes)
+    if (!runsOnGpu(n))
       return false;
-  }
   return true;
 }
 
@@ -799,23 +787,31 @@ GpuSession::run(const std::string &name,
       deviceOf(p.value, r); // uploaded up front: same allocation order always
     }
   };
-  auto finish = [&](Run &r, bool advance) {
-    std::map<std::string, Tensor> out;
-    for (const Port &p : fn->outputs)
-      out[p.name] = hostOf(p.value, r);
-    int32_t flag = 0;
-    ctx->download(&flag, r.errorFlag, sizeof flag);
+  // Every buffer of a run back to its pool.
+  auto release = [](Run &r) {
     for (auto &v : r.values)
       if (v.ownsDevice)
         r.pool->put(v.dev, v.bytes());
     for (auto &[p, bytes] : r.scratch)
       r.pool->put(p, bytes);
+  };
+  // The embedding kernels' flag, then the cache moves past this call.
+  auto conclude = [&](DevicePtr errorFlag, bool advance) {
+    int32_t flag = 0;
+    ctx->download(&flag, errorFlag, sizeof flag);
     if (flag)
       throw std::runtime_error("entry point " + name +
                                ": a token id is outside the vocabulary");
     if (kv && advance)
       for (size_t b = 0; b < kv->seqs.size(); ++b)
         kv->cache->advance(kv->seqs[b], kv->valid[b]);
+  };
+  auto finish = [&](Run &r, bool advance) {
+    std::map<std::string, Tensor> out;
+    for (const Port &p : fn->outputs)
+      out[p.name] = hostOf(p.value, r);
+    release(r);
+    conclude(r.errorFlag, advance);
     return out;
   };
   auto begin = [&](Run &r, DevicePool *p, bool capturing) {
@@ -841,8 +837,10 @@ GpuSession::run(const std::string &name,
     maxContext = std::max<int64_t>(
         maxContext, kv->cache->length(kv->seqs[b]) + kv->valid[b]);
   std::string key = name;
-  for (const Port &p : fn->inputs)
-    key += "|" + shapeString(inputs.at(p.name).shape());
+  for (const Port &p : fn->inputs) {
+    key += '|';
+    key += shapeString(inputs.at(p.name).shape());
+  }
   std::set<int64_t> seen;
   for (const Node &n : fn->nodes) {
     int64_t k = kernelIndex(n);
@@ -892,11 +890,7 @@ GpuSession::run(const std::string &name,
       const Value &v = c.values[p.value];
       g->outputs.emplace_back(p.name, v.dev, v.dtype, v.shape);
     }
-    for (auto &v : c.values)
-      if (v.ownsDevice)
-        c.pool->put(v.dev, v.bytes());
-    for (auto &[p, bytes] : c.scratch)
-      c.pool->put(p, bytes);
+    release(c);
     for (size_t b = 0; b < kv->seqs.size(); ++b)
       kv->cache->advance(kv->seqs[b], kv->valid[b]);
     ++counters.graphCaptures;
@@ -924,13 +918,7 @@ GpuSession::run(const std::string &name,
     ctx->download(t.data<char>(), ptr, t.bytes());
     out[port] = std::move(t);
   }
-  int32_t flag = 0;
-  ctx->download(&flag, g.errorFlag, sizeof flag);
-  if (flag)
-    throw std::runtime_error("entry point " + name +
-                             ": a token id is outside the vocabulary");
-  for (size_t b = 0; b < kv->seqs.size(); ++b)
-    kv->cache->advance(kv->seqs[b], kv->valid[b]);
+  conclude(g.errorFlag, true);
   return out;
 }
 
@@ -943,11 +931,10 @@ std::string GpuSession::planSummary() const {
     int64_t onGpu = 0;
     std::map<std::string, int64_t> host;
     for (const Node &n : fn->nodes) {
-      int64_t k = kernelIndex(n);
-      if ((k >= 0 && loaded.count(k)) || n.op == "split")
+      if (runsOnGpu(n))
         ++onGpu;
       else
-        ++host[n.body ? "kernel:" + n.attrs.value("kind", "?") : n.op];
+        ++host[hostLabel(n)];
     }
     out += (out.empty() ? "" : "; ") + fn->name + ": " +
            std::to_string(onGpu) + " of " + std::to_string(fn->nodes.size()) +

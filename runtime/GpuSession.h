@@ -109,6 +109,10 @@ private:
   void launchKernel(const Node &node, const KernelRecord &k, const Loaded &l,
                     Run &r);
   void runOnHost(const Node &node, Run &r);
+  /// `node` on the CPU backend from its operands' host copies.
+  std::vector<Tensor> runOnCpu(const Node &node, Run &r);
+  /// Has a loaded kernel, or is glue the device does without one (split).
+  bool runsOnGpu(const Node &n) const;
   /// Glue ops the device does without a kernel: split (strided copies) of a
   /// value already on the device.
   bool onDevice(const Node &node, const Run &r) const;
