@@ -330,7 +330,6 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
     manifest["kv_cache"] = kvCache;
   if (!options.kernels.empty()) {
     manifest["kernels"] = kernels;
-    manifest["kernel_plans"] = options.kernelPlans;
   }
   if (options.gpuPlan)
     manifest["gpu_functions"] = gpuFunctions;

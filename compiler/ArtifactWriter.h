@@ -24,8 +24,6 @@ struct ArtifactOptions {
     std::map<std::string, std::string> binaries; ///< "sm_80"/"sm_90"/"ptx"
   };
   std::vector<Kernel> kernels;
-  /// Per function, the ordered kernel launches ("kernel_plans").
-  nlohmann::json kernelPlans;
   /// The module after form-kernels (null: none). Its functions are written
   /// as "gpu_functions": the CUDA backend's plan, where each qcc.kernel
   /// region is a node {op: "kernel", attrs: {kind, kernel: index into

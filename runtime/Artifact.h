@@ -10,11 +10,10 @@
 //                  --no-cuda): "kernels" [{function, region, kind, entry,
 //                  launch, symbols, binaries: {sm_80|sm_90|ptx: {offset,
 //                  size}}} or {..., unsupported}] (launch records:
-//                  codegen/Emitter.h) and "kernel_plans" {function:
-//                  [{region, kernel: index into kernels}]} in launch order,
-//                  and "gpu_functions": the entry points after form-kernels
-//                  (the CUDA backend's plan), kernel regions as nodes
-//                  {op: "kernel", attrs: {kind, kernel}, body: {args, nodes,
+//                  codegen/Emitter.h) and "gpu_functions": the entry points
+//                  after form-kernels (the CUDA backend's plan, in launch
+//                  order), kernel regions as nodes {op: "kernel", attrs:
+//                  {kind, kernel: index into kernels}, body: {args, nodes,
 //                  yield}}
 //   data           64-byte aligned blobs: weights, tokenizer, kernels
 //

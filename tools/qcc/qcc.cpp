@@ -9,8 +9,8 @@
 // the artifact stays op by op), the emitter writes one CUDA C++ unit per
 // distinct region, NVRTC compiles each for sm_80, sm_90 and compute_90 PTX
 // (cached by content hash), and the binaries and launch records go into the
-// artifact ("kernels", "kernel_plans"), with the clone itself as the CUDA
-// backend's plan ("gpu_functions": kernel regions as nodes).
+// artifact ("kernels"), with the clone itself as the CUDA backend's plan
+// ("gpu_functions": kernel regions as nodes, in launch order).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/ArtifactWriter.h"
@@ -175,8 +175,7 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
                        std::chrono::steady_clock::now() - start)
                        .count();
   size_t unsupported = 0;
-  nlohmann::json plans = nlohmann::json::object();
-  for (const auto &[i, k] : llvm::enumerate(emitted->kernels)) {
+  for (const auto &k : emitted->kernels) {
     qcc::ArtifactOptions::Kernel entry;
     entry.record = k.manifest();
     if (k.unsupported.empty()) {
@@ -188,13 +187,8 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
     } else {
       ++unsupported;
     }
-    nlohmann::json &launches = plans[k.function];
-    if (launches.is_null())
-      launches = nlohmann::json::array();
-    launches.push_back({{"region", k.name}, {"kernel", i}});
     artifact.kernels.push_back(std::move(entry));
   }
-  artifact.kernelPlans = plans;
   artifact.gpuPlan = *plan;
   errs() << "compiled " << sources.size() << " CUDA kernel units for "
          << emitted->kernels.size() << " regions in "

@@ -532,36 +532,41 @@ int runBench(const Options &o, const Artifact &a) {
   return 0;
 }
 
-/// --list-kernels: the manifest's "kernels", grouped by entry point in
-/// launch-plan order.
+/// --list-kernels: the artifact's kernels, per entry point in the GPU plan's
+/// launch order.
 int listKernels(const Artifact &a) {
-  const auto &m = a.manifest();
-  if (!m.contains("kernels")) {
+  std::vector<const Function *> plans;
+  for (const Function &f : a.functions())
+    if (const Function *g = a.gpuFunction(f.name))
+      plans.push_back(g);
+  if (plans.empty()) {
     std::cout << "no GPU kernels (compiled with --no-cuda or without CUDA)\n";
     return 0;
   }
-  const auto &kernels = m["kernels"];
-  for (const auto &[fn, plan] : m["kernel_plans"].items()) {
-    std::cout << "function " << fn << ": " << plan.size() << " launches\n";
-    for (const auto &step : plan) {
-      const auto &k = kernels.at(step["kernel"].get<size_t>());
-      std::cout << "  " << k["region"].get<std::string>() << " "
-                << k["kind"].get<std::string>();
-      if (k.contains("unsupported")) {
-        std::cout << " unsupported: " << k["unsupported"].get<std::string>()
-                  << "\n";
+  std::sort(plans.begin(), plans.end(),
+            [](const Function *x, const Function *y) { return x->name < y->name; });
+  for (const Function *fn : plans) {
+    std::vector<const KernelRecord *> launches;
+    for (const Node &n : fn->nodes)
+      if (n.body && n.attrs.value("kernel", int64_t(-1)) >= 0)
+        launches.push_back(&a.kernels()[n.attrs["kernel"].get<size_t>()]);
+    std::cout << "function " << fn->name << ": " << launches.size()
+              << " launches\n";
+    for (const KernelRecord *k : launches) {
+      std::cout << "  " << k->region << " " << k->kind;
+      if (!k->unsupported.empty()) {
+        std::cout << " unsupported: " << k->unsupported << "\n";
         continue;
       }
-      std::cout << " " << k["entry"].get<std::string>();
+      std::cout << " " << k->entry;
       for (const char *t : {"sm_80", "sm_90", "ptx"}) {
-        size_t size = 0;
-        if (k["binaries"].contains(t))
-          size = k["binaries"][t]["size"].get<size_t>();
-        std::cout << " " << t << "=" << size;
+        auto it = k->binaries.find(t);
+        std::cout << " " << t << "="
+                  << (it == k->binaries.end() ? 0 : it->second.second);
       }
       size_t smem = 0;
-      for (const auto &l : k["launch"])
-        smem = std::max(smem, l["dynamic_smem"].get<size_t>());
+      for (const auto &l : k->launch)
+        smem = std::max(smem, l.value("dynamic_smem", size_t(0)));
       std::cout << " smem=" << smem << "\n";
     }
   }
