@@ -180,6 +180,9 @@ GpuSession::GpuSession(const Artifact &artifact,
   // after whatever waited; this names the kernel itself (debugging).
   const char *sync = std::getenv("QCC_CUDA_SYNC");
   syncEachLaunch = sync && std::string(sync) == "1";
+  // Decode eagerly, e.g. to tell a graph problem from a kernel problem.
+  const char *graphsEnv = std::getenv("QCC_CUDA_GRAPHS");
+  useGraphs = !(graphsEnv && std::string(graphsEnv) == "0");
   bool any = false;
   std::map<std::string, CudaContext::Module> modules; // by target + offset
   for (const Function &fnOps : artifact.functions()) {

@@ -69,9 +69,6 @@ public:
     return o;
   }
 
-  /// Capture decode steps in CUDA graphs (default on).
-  void setUseGraphs(bool on) { useGraphs = on; }
-
   /// Check mode (GPU tests): after each kernel launch, download its results
   /// and compare them with the region run on the CPU backend from the same
   /// (downloaded) operands. Regions with kv_attention are compared end to
@@ -149,7 +146,7 @@ private:
   DevicePtr kScales = 0, vScales = 0;
   std::map<std::string, std::unique_ptr<Graph>> graphs;
   bool useGraphs = true, checking = false;
-  bool syncEachLaunch = false; // QCC_CUDA_SYNC=1
+  bool syncEachLaunch = false; // QCC_CUDA_SYNC=1 (useGraphs: QCC_CUDA_GRAPHS=0)
   std::vector<RegionCheck> regionChecks;
   Stats counters;
 };

@@ -57,12 +57,6 @@ const Shape &operand(const Node &n, const std::vector<Shape> &ops, size_t i,
 
 } // namespace
 
-bool qcc::rt::hasShapeRule(const std::string &op) {
-  return op == "kernel" || op == "linear" || op == "qlinear" ||
-         op == "quantize" || op == "embedding" || sameAsFirst().count(op) ||
-         broadcasting().count(op);
-}
-
 std::vector<Shape> qcc::rt::inferShapes(const Node &n,
                                         const std::vector<Shape> &ops) {
   if (n.body) {

@@ -20,9 +20,6 @@ namespace qcc::rt {
 std::vector<Shape> inferShapes(const Node &node,
                                const std::vector<Shape> &operands);
 
-/// Whether inferShapes has a rule for `op`.
-bool hasShapeRule(const std::string &op);
-
 } // namespace qcc::rt
 
 #endif // QCC_RUNTIME_SHAPEINFERENCE_H
