@@ -672,6 +672,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
       vi = r.argIndex(attn->getOperand(2));
   if (qi < 0 || ki < 0 || vi < 0 || (rotary && (ci < 0 || si < 0)))
     return unsupported("attention operands computed inside the region");
+  // The kernel writes only the attention output (rotated q/k stay inside).
+  if (r.kernel.getNumResults() != 1 || r.resultIndex(attn->getResult(0)) != 0)
+    return unsupported("attention region must yield only the attention output");
   std::string ropeSig, ropeInit = "  p.rope.cos = nullptr; p.rope.sin = "
                                   "nullptr; p.rope.batch_stride = 0;\n";
   json ropeParams = json::array();

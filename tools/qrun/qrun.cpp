@@ -113,7 +113,7 @@ void reportGpu(Executor &e) {
   std::cerr << "\n";
   if (g->checks().empty())
     return;
-  // Per kind: the worst region (docs/CUDA_BACKEND.md states the tolerances).
+  // Per kind: the worst region (test/e2e/check_gpu.py states the tolerances).
   std::map<std::string, GpuSession::RegionCheck> worst;
   for (const auto &c : g->checks()) {
     auto &w = worst[c.kind];
