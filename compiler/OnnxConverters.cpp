@@ -205,11 +205,79 @@ static SmallVector<int64_t> broadcastOrDynamic(ArrayRef<int64_t> a,
 template <typename OpT> static Results convertBinary(ConvertContext &c) {
   if (std::is_same_v<OpT, PowOp> && !isa<FloatType>(elementOf(c.input(0))))
     return c.fail("an integer base is not supported");
-  Type et = std::is_same_v<OpT, EqualOp> ? c.builder.getI1Type()
-                                          : elementOf(c.input(0));
+  constexpr bool compare =
+      llvm::is_one_of<OpT, EqualOp, LessOp, LessEqualOp, GreaterOp,
+                      GreaterEqualOp>::value;
+  Type et = compare ? c.builder.getI1Type() : elementOf(c.input(0));
   auto type = c.resultType(
       0, broadcastOrDynamic(shapeOf(c.input(0)), shapeOf(c.input(1))), et);
   return one(c.create<OpT>(type, c.input(0), c.input(1)));
+}
+
+/// Variadic Max / Min: a left-to-right chain of the binary op.
+template <typename OpT> static Results convertVariadic(ConvertContext &c) {
+  Value acc;
+  for (Value v : c.inputs) {
+    if (!v)
+      continue;
+    if (!acc) {
+      acc = v;
+      continue;
+    }
+    auto shape = broadcastOrDynamic(shapeOf(acc), shapeOf(v));
+    acc = c.create<OpT>(RankedTensorType::get(shape, elementOf(acc)), acc, v);
+  }
+  if (!acc)
+    return c.fail("needs at least one input");
+  if (acc.getType() != c.resultType(0, shapeOf(acc), elementOf(acc)))
+    acc.setType(c.resultType(0, shapeOf(acc), elementOf(acc)));
+  return one(acc);
+}
+
+/// Clip(x, lo, hi) = Min(Max(x, lo), hi); an omitted bound does nothing.
+static Results convertClip(ConvertContext &c) {
+  Value x = c.input(0);
+  auto type = c.resultLike(0, x);
+  if (Value lo = c.input(1))
+    x = c.create<MaxOp>(type, x, lo);
+  if (Value hi = c.input(2))
+    x = c.create<MinOp>(type, x, hi);
+  return one(x);
+}
+
+static Results convertIsNaN(ConvertContext &c) {
+  return one(c.create<IsNaNOp>(
+      c.resultType(0, shapeOf(c.input(0)), c.builder.getI1Type()),
+      c.input(0)));
+}
+
+static Results convertCumSum(ConvertContext &c) {
+  auto axis = c.constInts(1);
+  if (!axis || axis->size() != 1)
+    return c.fail("a non-constant axis is not supported");
+  int64_t rank = shapeOf(c.input(0)).size();
+  int64_t a = (*axis)[0];
+  if (a < -rank || a >= rank)
+    return c.fail(fmt::format("axis {} is out of range for rank {}", a, rank));
+  auto &b = c.builder;
+  return one(c.create<CumSumOp>(
+      c.resultLike(0, c.input(0)), c.input(0),
+      b.getI64IntegerAttr(a < 0 ? a + rank : a),
+      b.getBoolAttr(c.intAttr("exclusive", 0) != 0),
+      b.getBoolAttr(c.intAttr("reverse", 0) != 0)));
+}
+
+static Results convertGatherElements(ConvertContext &c) {
+  int64_t rank = shapeOf(c.input(0)).size();
+  int64_t axis = c.intAttr("axis", 0);
+  if (axis < -rank || axis >= rank)
+    return c.fail(fmt::format("axis {} is out of range for rank {}", axis,
+                              rank));
+  if ((int64_t)shapeOf(c.input(1)).size() != rank)
+    return c.fail("indices must have the input's rank");
+  return one(c.create<GatherElementsOp>(
+      c.resultType(0, shapeOf(c.input(1)), elementOf(c.input(0))), c.input(0),
+      c.input(1), c.builder.getI64IntegerAttr(axis < 0 ? axis + rank : axis)));
 }
 
 template <typename OpT> static Results convertUnary(ConvertContext &c) {
@@ -357,11 +425,15 @@ static Results convertTranspose(ConvertContext &c) {
 }
 
 static Results convertReshape(ConvertContext &c) {
-  if (c.intAttr("allowzero", 0) != 0)
-    return c.fail("allowzero = 1 is not supported");
   auto target = sizesOf(c.input(1));
   if (!target)
     return c.fail("the target shape has unknown length (unknown rank)");
+  // allowzero = 1 differs only where the target holds a 0 (an empty
+  // dimension instead of a copied one).
+  if (c.intAttr("allowzero", 0) != 0 &&
+      llvm::any_of(*target, [](int64_t d) { return d == 0 || d == kDyn; }))
+    return c.fail("allowzero = 1 with a target size that is or may be 0 is "
+                  "not supported");
   auto in = typeOf(c.input(0));
   SmallVector<int64_t> shape = *target;
   int64_t inferred = -1, known = 1;
@@ -698,6 +770,15 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"Div", {7, 13, 14}, convertBinary<DivOp>},
       {"Pow", {13, 15}, convertBinary<PowOp>},
       {"Equal", {13, 19}, convertBinary<EqualOp>},
+      {"Less", {13}, convertBinary<LessOp>},
+      {"LessOrEqual", {12, 16}, convertBinary<LessEqualOp>},
+      {"Greater", {13}, convertBinary<GreaterOp>},
+      {"GreaterOrEqual", {12, 16}, convertBinary<GreaterEqualOp>},
+      {"And", {7}, convertBinary<AndOp>},
+      {"Or", {7}, convertBinary<OrOp>},
+      {"Max", {13}, convertVariadic<MaxOp>},
+      {"Min", {13}, convertVariadic<MinOp>},
+      {"Clip", {11, 12, 13}, convertClip},
       {"Where", {9, 16}, convertWhere},
       {"Sqrt", {13}, convertUnary<SqrtOp>},
       {"Reciprocal", {13}, convertUnary<ReciprocalOp>},
@@ -710,11 +791,17 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"Relu", {13, 14}, convertUnary<ReluOp>},
       {"Neg", {13}, convertUnary<NegOp>},
       {"Not", {1}, convertUnary<NotOp>},
+      {"Abs", {13}, convertUnary<AbsOp>},
+      {"Log", {13}, convertUnary<LogOp>},
+      {"IsNaN", {9, 13, 20}, convertIsNaN},
+      {"CumSum", {11, 14}, convertCumSum},
+      {"GatherElements", {13}, convertGatherElements},
       {"Cast", {13, 19, 21}, convertCast},
       {"MatMul", {13}, convertMatMul},
       {"Gemm", {13}, convertGemm},
       {"ReduceMean", {13, 18}, convertReduce<ReduceMeanOp>},
       {"ReduceSum", {13}, convertReduce<ReduceSumOp>},
+      {"ReduceMax", {13, 18, 20}, convertReduce<ReduceMaxOp>},
       {"LayerNormalization", {17}, convertLayerNormalization},
       {"Softmax", {13}, convertSoftmax},
       {"Transpose", {13, 21}, convertTranspose},

@@ -122,7 +122,52 @@ QCC_BINARY_VERIFIER(MulOp, true)
 QCC_BINARY_VERIFIER(DivOp, true)
 QCC_BINARY_VERIFIER(PowOp, true)
 QCC_BINARY_VERIFIER(EqualOp, false)
+QCC_BINARY_VERIFIER(LessOp, false)
+QCC_BINARY_VERIFIER(LessEqualOp, false)
+QCC_BINARY_VERIFIER(GreaterOp, false)
+QCC_BINARY_VERIFIER(GreaterEqualOp, false)
+QCC_BINARY_VERIFIER(MaxOp, true)
+QCC_BINARY_VERIFIER(MinOp, true)
 #undef QCC_BINARY_VERIFIER
+
+/// And / Or: i1 operands and result.
+template <typename OpT> static LogicalResult verifyLogical(OpT op) {
+  for (Value v : {op.getLhs(), op.getRhs(), op.getResult()})
+    if (!tensorType(v).getElementType().isInteger(1))
+      return op.emitOpError("operands and result must be i1");
+  return verifyBroadcast(op, {op.getLhs(), op.getRhs()}, op.getResult());
+}
+LogicalResult AndOp::verify() { return verifyLogical(*this); }
+LogicalResult OrOp::verify() { return verifyLogical(*this); }
+
+LogicalResult IsNaNOp::verify() {
+  if (!shapesAgree(getInput().getType().getShape(),
+                   getResult().getType().getShape()))
+    return emitOpError("input and result shapes differ");
+  return success();
+}
+
+LogicalResult CumSumOp::verify() {
+  if (!shapesAgree(getInput().getType().getShape(),
+                   getResult().getType().getShape()) ||
+      getInput().getType().getElementType() !=
+          getResult().getType().getElementType())
+    return emitOpError("result type differs from the input's");
+  if (getInput().getType().getElementType().isInteger(1))
+    return emitOpError("cannot sum i1 elements");
+  return verifyAxis(*this, getAxis(), getInput().getType().getRank());
+}
+
+LogicalResult GatherElementsOp::verify() {
+  auto in = getInput().getType(), idx = getIndices().getType();
+  if (in.getRank() != idx.getRank() || in.getRank() == 0)
+    return emitOpError("input and indices must have the same rank >= 1");
+  if (!shapesAgree(idx.getShape(), getResult().getType().getShape()))
+    return emitOpError("result shape differs from the indices' shape");
+  if (in.getElementType() != getResult().getType().getElementType())
+    return emitOpError("result element type differs from the input's");
+  return verifyAxis(*this, getAxis(), in.getRank());
+}
 
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
@@ -191,6 +236,7 @@ static LogicalResult verifyReduce(ReduceOpT op) {
 }
 LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this); }
 
 LogicalResult TransposeOp::verify() {
   auto in = getInput().getType().getShape();

@@ -56,6 +56,23 @@ def Qcc_DivOp : Qcc_BinaryOp<"div", "Div",
 def Qcc_PowOp : Qcc_BinaryOp<"pow", "Pow", "pow(lhs[i], rhs[i])">;
 def Qcc_EqualOp : Qcc_BinaryOp<"equal", "Equal",
     "lhs[i] == rhs[i] (result is i1)", [Commutative]>;
+def Qcc_LessOp : Qcc_BinaryOp<"less", "Less", "lhs[i] < rhs[i] (result is i1)">;
+def Qcc_LessEqualOp : Qcc_BinaryOp<"less_equal", "LessOrEqual",
+    "lhs[i] <= rhs[i] (result is i1)">;
+def Qcc_GreaterOp : Qcc_BinaryOp<"greater", "Greater",
+    "lhs[i] > rhs[i] (result is i1)">;
+def Qcc_GreaterEqualOp : Qcc_BinaryOp<"greater_equal", "GreaterOrEqual",
+    "lhs[i] >= rhs[i] (result is i1)">;
+def Qcc_AndOp : Qcc_BinaryOp<"and", "And", "lhs[i] && rhs[i] (i1 operands)",
+    [Commutative]>;
+def Qcc_OrOp : Qcc_BinaryOp<"or", "Or", "lhs[i] || rhs[i] (i1 operands)",
+    [Commutative]>;
+def Qcc_MaxOp : Qcc_BinaryOp<"max", "Max",
+    "max(lhs[i], rhs[i]) (NaN if either is NaN; ONNX's variadic Max is a "
+    "chain of these)", [Commutative]>;
+def Qcc_MinOp : Qcc_BinaryOp<"min", "Min",
+    "min(lhs[i], rhs[i]) (NaN if either is NaN; ONNX's variadic Min is a "
+    "chain of these)", [Commutative]>;
 
 def Qcc_WhereOp : Qcc_Op<"where"> {
   let summary = "Elementwise select with numpy broadcasting";
@@ -94,6 +111,33 @@ def Qcc_ReluOp : Qcc_UnaryOp<"relu", "Relu", "max(input[i], 0)">;
 def Qcc_NegOp : Qcc_UnaryOp<"neg", "Neg", "-input[i]",
     RankedTensorOf<[Qcc_Float, Qcc_Int]>>;
 def Qcc_NotOp : Qcc_UnaryOp<"not", "Not", "!input[i]", Qcc_BoolTensor>;
+def Qcc_AbsOp : Qcc_UnaryOp<"abs", "Abs", "|input[i]|", Qcc_Tensor>;
+def Qcc_LogOp : Qcc_UnaryOp<"log", "Log", "log(input[i])">;
+
+def Qcc_IsNaNOp : Qcc_Op<"is_nan"> {
+  let summary = "Elementwise IsNaN";
+  let description = "ONNX `IsNaN`: `result[i] = isnan(input[i])` (result is i1).";
+  let arguments = (ins Qcc_FloatTensor:$input);
+  let results = (outs Qcc_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_CumSumOp : Qcc_Op<"cumsum"> {
+  let summary = "Cumulative sum along one axis";
+  let description = [{
+    ONNX `CumSum` with a constant axis: along `axis`,
+    `result[j] = sum(input[i] for i <= j)`; `exclusive` drops `input[j]` from
+    its own sum, `reverse` sums from the end (`i >= j`). Exporters build
+    position ids this way: `cumsum(attention_mask) - 1`.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
 
 def Qcc_CastOp : Qcc_Op<"cast"> {
   let summary = "Elementwise conversion to the result's element type";
@@ -163,6 +207,8 @@ def Qcc_ReduceMeanOp : Qcc_ReduceOp<"reduce_mean", "ReduceMean",
     "result = sum(input) / (number of reduced elements)">;
 def Qcc_ReduceSumOp : Qcc_ReduceOp<"reduce_sum", "ReduceSum",
     "result = sum(input)">;
+def Qcc_ReduceMaxOp : Qcc_ReduceOp<"reduce_max", "ReduceMax",
+    "result = max(input)">;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement glue
@@ -289,6 +335,22 @@ def Qcc_GatherOp : Qcc_Op<"gather"> {
       "$input `,` $indices attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def Qcc_GatherElementsOp : Qcc_Op<"gather_elements"> {
+  let summary = "Gather single elements along one axis";
+  let description = [{
+    ONNX `GatherElements`: the result has the shape of `indices`, and
+    `result[..., j, ...] = input[..., indices[..., j, ...], ...]` with the
+    index replacing the coordinate along `axis` (negative indices count from
+    the end; out-of-range indices are an error at run time).
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $indices attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Qcc_ShapeOp : Qcc_Op<"shape"> {

@@ -42,12 +42,14 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   auto rank = cast<RankedTensorType>(result.getType()).getRank();
   if (isa<LinearOp, LayerNormOp, RmsNormOp, SoftmaxOp, GeluOp, SiluOp,
           RotaryOp, AttentionOp, CastOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp,
-          SigmoidOp, ExpOp, CosOp, SinOp, ReluOp, NegOp, NotOp>(op)) {
+          SigmoidOp, ExpOp, CosOp, SinOp, ReluOp, NegOp, NotOp, AbsOp, LogOp,
+          IsNaNOp, CumSumOp>(op)) {
     if (isa<LinearOp, AttentionOp>(op) && index == rank - 1)
       return std::nullopt;
     return op->getOperand(0);
   }
-  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, WhereOp>(op)) {
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp,
+          LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, WhereOp>(op)) {
     // Follow an operand of the same rank whose size is not a broadcast 1.
     for (Value operand : op->getOperands()) {
       auto t = cast<RankedTensorType>(operand.getType());

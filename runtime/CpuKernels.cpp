@@ -275,7 +275,35 @@ Tensor broadcastTo(const Tensor &in, const Shape &out) {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-enum class BinOp { Add, Sub, Mul, Div, Pow, Equal };
+enum class BinOp {
+  Add, Sub, Mul, Div, Pow, Max, Min,
+  Equal, Less, LessEqual, Greater, GreaterEqual, // bool results
+  And, Or,                                       // bool operands
+};
+
+bool isComparison(BinOp op) {
+  switch (op) {
+  case BinOp::Equal: case BinOp::Less: case BinOp::LessEqual:
+  case BinOp::Greater: case BinOp::GreaterEqual:
+    return true;
+  case BinOp::Add: case BinOp::Sub: case BinOp::Mul: case BinOp::Div:
+  case BinOp::Pow: case BinOp::Max: case BinOp::Min: case BinOp::And:
+  case BinOp::Or:
+    return false;
+  }
+  return false;
+}
+
+template <typename T> bool compare(BinOp op, T a, T b) {
+  switch (op) {
+  case BinOp::Equal: return a == b;
+  case BinOp::Less: return a < b;
+  case BinOp::LessEqual: return a <= b;
+  case BinOp::Greater: return a > b;
+  case BinOp::GreaterEqual: return a >= b;
+  default: return false;
+  }
+}
 
 template <typename T> T intDiv(T a, T b) {
   if (b == 0)
@@ -296,6 +324,9 @@ template <typename T> T applyBin(BinOp op, T a, T b) {
       return a / b;
     else
       return intDiv(a, b);
+  // NaN propagates (numpy maximum / minimum, as onnxruntime).
+  case BinOp::Max: return (a != a || a > b) ? a : b;
+  case BinOp::Min: return (a != a || a < b) ? a : b;
   default: return T{};
   }
 }
@@ -307,7 +338,15 @@ const char *binName(BinOp op) {
   case BinOp::Mul: return "mul";
   case BinOp::Div: return "div";
   case BinOp::Pow: return "pow";
+  case BinOp::Max: return "max";
+  case BinOp::Min: return "min";
   case BinOp::Equal: return "equal";
+  case BinOp::Less: return "less";
+  case BinOp::LessEqual: return "less_equal";
+  case BinOp::Greater: return "greater";
+  case BinOp::GreaterEqual: return "greater_equal";
+  case BinOp::And: return "and";
+  case BinOp::Or: return "or";
   }
   return "?";
 }
@@ -335,15 +374,27 @@ std::vector<Tensor> binary(BinOp op, const Operands &ops) {
   if (a.dtype() != b.dtype())
     fail(std::string("operand dtypes differ: ") + dtypeName(a.dtype()) +
          " and " + dtypeName(b.dtype()));
-  if (op == BinOp::Equal) {
+  if (isComparison(op)) {
     Tensor r(DType::Bool, out);
     uint8_t *y = r.data<uint8_t>();
     dispatch(a.dtype(), name, [&](auto tag) {
       using T = decltype(tag);
       const T *x = a.data<T>(), *z = b.data<T>();
       bcastLoop<2>(out, st, [&](int64_t p, const std::array<int64_t, 2> &o) {
-        y[p] = x[o[0]] == z[o[1]];
+        y[p] = compare<T>(op, x[o[0]], z[o[1]]);
       });
+    });
+    return {std::move(r)};
+  }
+  if (op == BinOp::And || op == BinOp::Or) {
+    if (a.dtype() != DType::Bool)
+      unsupported(a.dtype(), name);
+    Tensor r(DType::Bool, out);
+    const uint8_t *x = a.data<uint8_t>(), *z = b.data<uint8_t>();
+    uint8_t *y = r.data<uint8_t>();
+    bool isAnd = op == BinOp::And;
+    bcastLoop<2>(out, st, [&](int64_t p, const std::array<int64_t, 2> &o) {
+      y[p] = isAnd ? (x[o[0]] && z[o[1]]) : (x[o[0]] || z[o[1]]);
     });
     return {std::move(r)};
   }
@@ -568,7 +619,10 @@ std::vector<Tensor> gemmK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
-std::vector<Tensor> reduce(bool mean, const Attrs &attrs, const Operands &ops) {
+enum class Reduction { Sum, Mean, Max };
+
+std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
+                           const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   requireF32(x, "input");
   bool keep = attrs.has("keepdims") ? attrs.b("keepdims") : true;
@@ -592,7 +646,9 @@ std::vector<Tensor> reduce(bool mean, const Attrs &attrs, const Operands &ops) {
       outShape.push_back(red[d] ? 1 : x.dim(d));
   }
   // Accumulate in double: each input element adds to its output slot.
-  std::vector<double> acc((size_t)numElements(kept), 0.0);
+  bool isMax = kind == Reduction::Max;
+  std::vector<double> acc((size_t)numElements(kept),
+                          isMax ? -INFINITY : 0.0);
   std::vector<int64_t> outStrides = stridesOf(kept);
   for (int64_t d = 0; d < rank; ++d)
     if (red[d])
@@ -600,10 +656,15 @@ std::vector<Tensor> reduce(bool mean, const Attrs &attrs, const Operands &ops) {
   const float *in = x.data<float>();
   bcastLoop<1>(x.shape(), {outStrides},
                [&](int64_t p, const std::array<int64_t, 1> &o) {
-                 acc[o[0]] += in[p];
+                 double &a = acc[o[0]];
+                 if (!isMax)
+                   a += in[p];
+                 else if (in[p] != in[p] || in[p] > a) // NaN propagates
+                   a = a != a ? a : in[p];
                });
   Tensor r(DType::F32, outShape);
   float *out = r.data<float>();
+  bool mean = kind == Reduction::Mean;
   for (size_t i = 0; i < acc.size(); ++i)
     out[i] = (float)(mean ? (count ? acc[i] / (double)count : NAN) : acc[i]);
   return {std::move(r)};
@@ -924,6 +985,108 @@ std::vector<Tensor> gatherK(const Attrs &attrs, const Operands &ops) {
     for (size_t j = 0; j < idx.size(); ++j)
       std::memcpy(dst + (o * (int64_t)idx.size() + (int64_t)j) * chunk,
                   src + (o * dim + idx[j]) * chunk, chunk);
+  return {std::move(r)};
+}
+
+std::vector<Tensor> gatherElementsK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &idxT = need(ops, 1, "indices");
+  int64_t rank = x.rank();
+  if (rank == 0 || idxT.rank() != rank)
+    fail("gather_elements input and indices must have the same rank >= 1, "
+         "got " + str(x.shape()) + " and " + str(idxT.shape()));
+  int64_t axis = normAxis(attrs.i("axis", 0), rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && idxT.dim(d) > x.dim(d))
+      fail("gather_elements indices " + str(idxT.shape()) +
+           " exceed the input " + str(x.shape()) + " off the axis");
+  std::vector<int64_t> idx = readInts(idxT, "indices");
+  std::vector<int64_t> xs = stridesOf(x.shape());
+  int64_t dim = x.dim(axis);
+  Tensor r(x.dtype(), idxT.shape());
+  std::array<std::vector<int64_t>, 1> st = {xs};
+  st[0][axis] = 0; // the index supplies the axis coordinate
+  dispatchBytes(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *src = x.data<U>();
+    U *dst = r.data<U>();
+    bcastLoop<1>(idxT.shape(), st,
+                 [&](int64_t p, const std::array<int64_t, 1> &o) {
+                   int64_t i = idx[p] < 0 ? idx[p] + dim : idx[p];
+                   if (i < 0 || i >= dim)
+                     fail("gather_elements index " + std::to_string(idx[p]) +
+                          " is out of range for dimension " +
+                          std::to_string(axis) + " of " + str(x.shape()));
+                   dst[p] = src[o[0] + i * xs[axis]];
+                 });
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t rank = x.rank();
+  if (rank == 0)
+    fail("cumsum input must have rank >= 1");
+  int64_t axis = normAxis(attrs.i("axis", 0), rank);
+  bool exclusive = attrs.has("exclusive") && attrs.b("exclusive");
+  bool reverse = attrs.has("reverse") && attrs.b("reverse");
+  int64_t outer = 1, n = x.dim(axis), inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= x.dim(d);
+  Tensor r(x.dtype(), x.shape());
+  if (x.dtype() == DType::Bool)
+    unsupported(x.dtype(), "cumsum");
+  dispatch(x.dtype(), "cumsum", [&](auto tag) {
+    using T = decltype(tag);
+    // Integers sum exactly; floats in double, rounded once per output.
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    const T *in = x.data<T>();
+    T *out = r.data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        Acc acc = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t j = reverse ? n - 1 - k : k;
+          int64_t at = (o * n + j) * inner + i;
+          if (exclusive) {
+            out[at] = (T)acc;
+            acc += in[at];
+          } else {
+            acc += in[at];
+            out[at] = (T)acc;
+          }
+        }
+      }
+  });
+  return {std::move(r)};
+}
+
+std::vector<Tensor> isNaNK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  requireF32(x, "input");
+  Tensor r(DType::Bool, x.shape());
+  const float *in = x.data<float>();
+  uint8_t *out = r.data<uint8_t>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i)
+    out[i] = std::isnan(in[i]);
+  return {std::move(r)};
+}
+
+std::vector<Tensor> absK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  if (x.dtype() == DType::Bool)
+    unsupported(x.dtype(), "abs");
+  Tensor r(x.dtype(), x.shape());
+  dispatch(x.dtype(), "abs", [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = x.data<T>();
+    T *out = r.data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = in[i] < T(0) ? (T)-in[i] : in[i];
+  });
   return {std::move(r)};
 }
 
@@ -1364,7 +1527,15 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"mul", binK(BinOp::Mul)},
       {"div", binK(BinOp::Div)},
       {"pow", binK(BinOp::Pow)},
+      {"max", binK(BinOp::Max)},
+      {"min", binK(BinOp::Min)},
       {"equal", binK(BinOp::Equal)},
+      {"less", binK(BinOp::Less)},
+      {"less_equal", binK(BinOp::LessEqual)},
+      {"greater", binK(BinOp::Greater)},
+      {"greater_equal", binK(BinOp::GreaterEqual)},
+      {"and", binK(BinOp::And)},
+      {"or", binK(BinOp::Or)},
       {"where", whereK},
       {"sqrt", unaryF32("sqrt", [](float x) { return std::sqrt(x); })},
       {"reciprocal", unaryF32("reciprocal", [](float x) { return 1.0f / x; })},
@@ -1377,15 +1548,23 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"sin", unaryF32("sin", [](float x) { return std::sin(x); })},
       {"relu", unaryF32("relu", [](float x) { return x > 0.0f ? x : 0.0f; })},
       {"neg", negK},
+      {"abs", absK},
+      {"log", unaryF32("log", [](float x) { return std::log(x); })},
+      {"is_nan", isNaNK},
+      {"cumsum", cumsumK},
+      {"gather_elements", gatherElementsK},
       {"not", notK},
       {"cast", castK},
       {"matmul", matmulK},
       {"gemm", gemmK},
       {"reduce_mean", [](const Attrs &a, const Operands &o) {
-         return reduce(true, a, o);
+         return reduce(Reduction::Mean, a, o);
        }},
       {"reduce_sum", [](const Attrs &a, const Operands &o) {
-         return reduce(false, a, o);
+         return reduce(Reduction::Sum, a, o);
+       }},
+      {"reduce_max", [](const Attrs &a, const Operands &o) {
+         return reduce(Reduction::Max, a, o);
        }},
       {"transpose", transposeK},
       {"reshape", reshapeK},

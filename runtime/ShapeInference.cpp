@@ -19,13 +19,16 @@ const std::set<std::string> &sameAsFirst() {
       "layer_norm", "rms_norm", "gelu",       "silu", "rotary", "softmax",
       "sqrt",       "reciprocal", "erf",      "tanh", "sigmoid", "exp",
       "cos",        "sin",        "relu",     "neg",  "not",     "cast",
+      "abs",        "log",        "is_nan",   "cumsum",
       "attention",  "kv_attention"};
   return ops;
 }
 
 const std::set<std::string> &broadcasting() {
-  static const std::set<std::string> ops = {"add", "sub",   "mul",  "div",
-                                            "pow", "equal", "where"};
+  static const std::set<std::string> ops = {
+      "add",  "sub",        "mul",     "div",           "pow", "max", "min",
+      "equal", "less",      "less_equal", "greater", "greater_equal", "and",
+      "or",   "where"};
   return ops;
 }
 
@@ -107,6 +110,8 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     }
     return {x, s, s};
   }
+  if (n.op == "gather_elements")
+    return {operand(n, ops, 1, 1)};
   if (n.op == "embedding") {
     const Shape &table = operand(n, ops, 0, 2);
     Shape y = operand(n, ops, 1, 0);

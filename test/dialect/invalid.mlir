@@ -85,3 +85,35 @@ func.func @split_sizes(%a: tensor<6xf32>) -> (tensor<2xf32>, tensor<3xf32>) {
   %0:2 = qcc.split %a {axis = 0 : i64, sizes = array<i64: 2, 3>} : (tensor<6xf32>) -> (tensor<2xf32>, tensor<3xf32>)
   return %0#0, %0#1 : tensor<2xf32>, tensor<3xf32>
 }
+
+// -----
+
+func.func @and_not_bool(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{operands and result must be i1}}
+  %0 = qcc.and %a, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @less_result_not_bool(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{result element type must be i1}}
+  %0 = qcc.less %a, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @cumsum_axis(%a: tensor<2x3xi64>) -> tensor<2x3xi64> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = qcc.cumsum %a {axis = 2 : i64} : (tensor<2x3xi64>) -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}
+
+// -----
+
+func.func @gather_elements_rank(%a: tensor<2x3xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error @+1 {{input and indices must have the same rank >= 1}}
+  %0 = qcc.gather_elements %a, %i {axis = 0 : i64} : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

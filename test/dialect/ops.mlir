@@ -58,3 +58,39 @@ func.func @primitive_ops(%x: tensor<?x?x64xf32>, %c: tensor<?x?x64xi1>) -> tenso
   %t = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
   return %t : tensor<?x4x?x16xf32>
 }
+
+// Mask and position builders: comparisons, logic, cumsum, gather_elements.
+// CHECK-LABEL: func @mask_ops
+func.func @mask_ops(%mask: tensor<?x?xi64>, %x: tensor<?x8xf32>) -> (tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x8xf32>, tensor<?x1xf32>) {
+  %one = qcc.constant dense<1> : tensor<i64>
+  // CHECK: qcc.cumsum %{{.*}} {axis = 1 : i64}
+  %c = qcc.cumsum %mask {axis = 1 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi64>
+  // CHECK: qcc.cumsum %{{.*}} {axis = 1 : i64, exclusive = true, reverse = true}
+  %cr = qcc.cumsum %mask {axis = 1 : i64, exclusive = true, reverse = true} : (tensor<?x?xi64>) -> tensor<?x?xi64>
+  %pos = qcc.sub %c, %one : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+  %lt = qcc.less %pos, %cr : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi1>
+  %le = qcc.less_equal %pos, %cr : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi1>
+  %gt = qcc.greater %pos, %cr : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi1>
+  %ge = qcc.greater_equal %pos, %cr : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi1>
+  // CHECK: qcc.and
+  %a = qcc.and %lt, %le : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  // CHECK: qcc.or
+  %o = qcc.or %gt, %ge : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %ao = qcc.and %a, %o : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %zero = qcc.constant dense<0.0> : tensor<f32>
+  // CHECK: qcc.max
+  %mx = qcc.max %x, %zero : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  // CHECK: qcc.min
+  %mn = qcc.min %mx, %zero : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %ab = qcc.abs %mn : tensor<?x8xf32>
+  %lg = qcc.log %ab : tensor<?x8xf32>
+  // CHECK: qcc.is_nan
+  %nan = qcc.is_nan %lg : (tensor<?x8xf32>) -> tensor<?x8xi1>
+  %sel = qcc.where %nan, %zero, %lg : (tensor<?x8xi1>, tensor<f32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %idx = qcc.constant dense<[[7, 0]]> : tensor<1x2xi64>
+  // CHECK: qcc.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64}
+  %g = qcc.gather_elements %sel, %idx {axis = 1 : i64} : (tensor<?x8xf32>, tensor<1x2xi64>) -> tensor<1x2xf32>
+  // CHECK: qcc.reduce_max
+  %rm = qcc.reduce_max %sel {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+  return %ao, %pos, %sel, %rm : tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x8xf32>, tensor<?x1xf32>
+}

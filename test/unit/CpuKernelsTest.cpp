@@ -109,7 +109,9 @@ TEST(CpuKernels, EveryOpHasAKernel) {
         "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "concat",
         "split", "slice", "gather", "shape", "constant_of_shape", "range",
         "expand", "trilu", "linear", "layer_norm", "rms_norm", "gelu", "silu",
-        "softmax", "attention", "rotary", "embedding"})
+        "softmax", "attention", "rotary", "embedding", "max", "min", "less",
+        "less_equal", "greater", "greater_equal", "and", "or", "abs", "log",
+        "is_nan", "cumsum", "gather_elements", "reduce_max"})
     EXPECT_TRUE(cpuKernels().count(op)) << op;
 }
 
@@ -154,6 +156,63 @@ TEST(CpuKernels, EqualAndWhere) {
   Tensor y = f32({1}, {-1});
   Tensor w = run1("where", json::object(), {&eq, &x, &y});
   EXPECT_EQ(values(w), (std::vector<float>{-1, 2, -1}));
+}
+
+TEST(CpuKernels, CumSumModes) {
+  // Position ids as exporters build them: cumsum(mask) along the sequence.
+  Tensor x = i64({2, 3}, {1, 1, 1, 0, 1, 1});
+  auto run = [&](bool exclusive, bool reverse) {
+    return ivalues(run1("cumsum",
+                        {{"axis", 1}, {"exclusive", exclusive},
+                         {"reverse", reverse}},
+                        {&x}));
+  };
+  EXPECT_EQ(run(false, false), (std::vector<int64_t>{1, 2, 3, 0, 1, 2}));
+  EXPECT_EQ(run(true, false), (std::vector<int64_t>{0, 1, 2, 0, 0, 1}));
+  EXPECT_EQ(run(false, true), (std::vector<int64_t>{3, 2, 1, 2, 2, 1}));
+  EXPECT_EQ(run(true, true), (std::vector<int64_t>{2, 1, 0, 2, 1, 0}));
+  Tensor f = f32({3, 1}, {0.5f, 0.25f, 1.0f});
+  EXPECT_EQ(values(run1("cumsum", {{"axis", 0}}, {&f})),
+            (std::vector<float>{0.5f, 0.75f, 1.75f}));
+}
+
+TEST(CpuKernels, ComparisonsAndLogic) {
+  Tensor a = i64({4}, {1, 2, 3, 4});
+  Tensor b = i64({1}, {3});
+  auto bools = [](const Tensor &t) {
+    return std::vector<uint8_t>(t.data<uint8_t>(),
+                                t.data<uint8_t>() + t.numel());
+  };
+  using B = std::vector<uint8_t>;
+  EXPECT_EQ(bools(run1("less", json::object(), {&a, &b})), (B{1, 1, 0, 0}));
+  EXPECT_EQ(bools(run1("less_equal", json::object(), {&a, &b})),
+            (B{1, 1, 1, 0}));
+  EXPECT_EQ(bools(run1("greater", json::object(), {&a, &b})), (B{0, 0, 0, 1}));
+  Tensor ge = run1("greater_equal", json::object(), {&a, &b});
+  EXPECT_EQ(bools(ge), (B{0, 0, 1, 1}));
+  Tensor le = run1("less_equal", json::object(), {&a, &b});
+  EXPECT_EQ(bools(run1("and", json::object(), {&ge, &le})), (B{0, 0, 1, 0}));
+  EXPECT_EQ(bools(run1("or", json::object(), {&ge, &le})), (B{1, 1, 1, 1}));
+  Tensor x = f32({3}, {1.0f, NAN, -2.0f});
+  Tensor y = f32({1}, {0.0f});
+  std::vector<float> mx = values(run1("max", json::object(), {&x, &y}));
+  EXPECT_EQ(mx[0], 1.0f);
+  EXPECT_TRUE(std::isnan(mx[1])); // NaN propagates, as onnxruntime
+  EXPECT_EQ(mx[2], 0.0f);
+  EXPECT_EQ(bools(run1("is_nan", json::object(), {&x})), (B{0, 1, 0}));
+}
+
+TEST(CpuKernels, GatherElements) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor idx = i64({2, 2}, {2, 0, -1, 1});
+  EXPECT_EQ(values(run1("gather_elements", {{"axis", 1}}, {&x, &idx})),
+            (std::vector<float>{3, 1, 6, 5}));
+  Tensor rows = i64({1, 3}, {1, 0, 1});
+  EXPECT_EQ(values(run1("gather_elements", {{"axis", 0}}, {&x, &rows})),
+            (std::vector<float>{4, 2, 6}));
+  Tensor bad = i64({1, 1}, {3});
+  EXPECT_KERNEL_ERROR("gather_elements", json({{"axis", 1}}),
+                      Operands({&x, &bad}), "index 3 is out of range");
 }
 
 TEST(CpuKernels, Cast) {
