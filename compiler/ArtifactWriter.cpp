@@ -4,6 +4,7 @@
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
+#include "passes/ConstEval.h"
 #include "runtime/Artifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,64 +23,13 @@ llvm::Error error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-std::string dtypeOf(Type t) {
-  if (t.isF32()) return "f32";
-  if (t.isF16()) return "f16";
-  if (t.isBF16()) return "bf16";
-  if (t.isInteger(64)) return "i64";
-  if (t.isInteger(32)) return "i32";
-  if (t.isInteger(8)) return "i8";
-  if (t.isInteger(1)) return "bool";
-  return "";
-}
+std::string dtypeOf(Type t) { return qcc::runtimeDType(t); }
 
 json shapeOf(RankedTensorType t) {
   json s = json::array();
   for (int64_t d : t.getShape())
     s.push_back(ShapedType::isDynamic(d) ? -1 : d);
   return s;
-}
-
-/// Op attributes in the manifest: numbers, booleans, strings, i64 arrays, and
-/// small element attributes (constant_of_shape's fill value) as a flat list.
-llvm::Expected<json> attrToJson(Attribute a) {
-  if (auto b = dyn_cast<BoolAttr>(a))
-    return json(b.getValue());
-  if (isa<UnitAttr>(a))
-    return json(true);
-  if (auto arr = dyn_cast<ArrayAttr>(a)) {
-    json out = json::array();
-    for (Attribute e : arr) {
-      auto j = attrToJson(e);
-      if (!j)
-        return j.takeError();
-      out.push_back(*j);
-    }
-    return out;
-  }
-  if (auto i = dyn_cast<IntegerAttr>(a))
-    return json(i.getValue().getSExtValue());
-  if (auto f = dyn_cast<FloatAttr>(a))
-    return json(f.getValueAsDouble());
-  if (auto s = dyn_cast<StringAttr>(a))
-    return json(s.getValue().str());
-  if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
-    return json(std::vector<int64_t>(arr.asArrayRef()));
-  if (auto e = dyn_cast<DenseElementsAttr>(a)) {
-    json values = json::array();
-    Type et = e.getElementType();
-    if (isa<FloatType>(et))
-      for (APFloat v : e.getValues<APFloat>())
-        values.push_back(v.convertToDouble());
-    else if (et.isInteger(1))
-      for (bool v : e.getValues<bool>())
-        values.push_back(v ? 1 : 0);
-    else
-      for (APInt v : e.getValues<APInt>())
-        values.push_back(v.getSExtValue());
-    return json{{"dtype", dtypeOf(et)}, {"values", values}};
-  }
-  return error("cannot serialize attribute");
 }
 
 struct Writer {
@@ -205,22 +155,11 @@ struct Writer {
         nodes.push_back(node);
         continue;
       }
-      for (NamedAttribute a : op.getAttrs()) {
-        // Calibration statistics are compile-time only.
-        if (a.getName() == "operandSegmentSizes" ||
-            a.getName().strref().ends_with("_absmax"))
-          continue;
-        auto j = attrToJson(a.getValue());
-        if (!j)
-          return error(op.getName().getStringRef() + " (from '" + where +
-                       "'): attribute '" + a.getName().strref() +
-                       "': " + llvm::toString(j.takeError()));
-        attrs[a.getName().str()] = *j;
-      }
-      // The runtime has no IR types: a cast's target comes as an attribute.
-      if (auto cast = dyn_cast<qcc::CastOp>(op))
-        attrs["to"] = dtypeOf(cast.getType().getElementType());
-      node["attrs"] = attrs;
+      auto opAttrs = qcc::runtimeAttrs(&op);
+      if (!opAttrs)
+        return error(op.getName().getStringRef() + " (from '" + where +
+                     "'): " + llvm::toString(opAttrs.takeError()));
+      node["attrs"] = *opAttrs;
       nodes.push_back(node);
     }
     return llvm::Error::success();
@@ -313,7 +252,7 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
   if (auto kv = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache")) {
     kvCache = json::object();
     for (NamedAttribute a : kv) {
-      auto j = attrToJson(a.getValue());
+      auto j = qcc::runtimeAttr(a.getValue());
       if (!j)
         return error(path + ": qcc.kv_cache: " + llvm::toString(j.takeError()));
       kvCache[a.getName().str()] = *j;

@@ -424,6 +424,51 @@ static Results convertTranspose(ConvertContext &c) {
       c.builder.getDenseI64ArrayAttr(perm)));
 }
 
+/// The size a Reshape's -1 stands for when dynamic dimensions of the input
+/// reappear in the target (as Shape(x)[i] of an equal dimension, or 0 =
+/// copy): they cancel, and -1 is the quotient of the static rest, e.g.
+/// [B, S, 64] -> [B, S, -1, 16] gives 4. kDyn when that does not work out.
+static int64_t inferSymbolically(Value input, Value shapeVector,
+                                 int64_t inferred) {
+  auto in = typeOf(input);
+  auto target = getDimExprs(shapeVector);
+  SmallVector<bool> matched(target.size(), false);
+  int64_t inStatic = 1, targetStatic = 1;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (!in.isDynamicDim(i)) {
+      inStatic *= in.getDimSize(i);
+      continue;
+    }
+    DimExpr d = getDimExpr(input, i);
+    bool found = false;
+    for (auto [j, t] : llvm::enumerate(target)) {
+      if ((int64_t)j == inferred || matched[j])
+        continue;
+      bool copy = t.isConstant() && t.constant == 0 && (int64_t)j == i;
+      if (copy || (d.isKnown() && t == d)) {
+        matched[j] = found = true;
+        break;
+      }
+    }
+    if (!found)
+      return kDyn;
+  }
+  for (auto [j, t] : llvm::enumerate(target)) {
+    if ((int64_t)j == inferred || matched[j])
+      continue;
+    if (t.isConstant() && t.constant > 0)
+      targetStatic *= t.constant;
+    else if (t.isConstant() && t.constant == 0 && (int64_t)j < in.getRank() &&
+             !in.isDynamicDim(j))
+      targetStatic *= in.getDimSize(j);
+    else
+      return kDyn;
+  }
+  if (targetStatic == 0 || inStatic % targetStatic != 0)
+    return kDyn;
+  return inStatic / targetStatic;
+}
+
 static Results convertReshape(ConvertContext &c) {
   auto target = sizesOf(c.input(1));
   if (!target)
@@ -450,7 +495,7 @@ static Results convertReshape(ConvertContext &c) {
   if (inferred >= 0)
     shape[inferred] = (known != kDyn && known != 0 && in.hasStaticShape())
                           ? in.getNumElements() / known
-                          : kDyn;
+                          : inferSymbolically(c.input(0), c.input(1), inferred);
   return one(c.create<ReshapeOp>(c.resultType(0, shape, in.getElementType()),
                                  c.input(0), c.input(1)));
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
+#include "passes/ConstEval.h"
 #include "passes/PatternUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -30,6 +31,10 @@ constexpr int64_t kEndOfDim = INT64_MAX / 2;
 
 /// Shape vectors this pass materializes as constants stay this small.
 constexpr int64_t kMaxShapeElements = 1024;
+
+/// Evaluated constants stay this small (masks and tables of a few rows; no
+/// weight is copied).
+constexpr int64_t kMaxFoldElements = 4096;
 
 /// True if float type `from` converts to `to` exactly (every value of `from`
 /// is representable in `to`).
@@ -278,6 +283,49 @@ struct FoldKnownShapeVector : OpRewritePattern<OpT> {
   }
 };
 
+/// Any op whose operands are all small constants (dense, not weight blobs)
+/// and whose results are small and static -> constants, computed by the CPU
+/// reference kernel of the op (passes/ConstEval.h): mask and position
+/// builders fold with exactly the semantics the runtime would run.
+struct EvaluateConstantOp : RewritePattern {
+  EvaluateConstantOp(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!op->getDialect() || op->getDialect()->getNamespace() != "qcc" ||
+        isa<ConstantOp, KernelOp>(op) || op->getNumRegions() != 0 ||
+        op->getNumResults() == 0 || op->getNumOperands() == 0)
+      return rewriter.notifyMatchFailure(op, "not a foldable qcc op");
+    for (Value r : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(r.getType());
+      if (!t || !t.hasStaticShape() || t.getNumElements() > kMaxFoldElements)
+        return rewriter.notifyMatchFailure(op, "result not small and static");
+    }
+    SmallVector<ElementsAttr> operands;
+    for (Value v : op->getOperands()) {
+      auto c = v.getDefiningOp<ConstantOp>();
+      if (!c || !isa<DenseElementsAttr>(c.getValue()))
+        return rewriter.notifyMatchFailure(op, "an operand is not a small "
+                                               "constant");
+      operands.push_back(c.getValue());
+    }
+    std::string why;
+    auto results = evaluateOp(op, operands, &why);
+    if (failed(results))
+      return rewriter.notifyMatchFailure(op, why);
+    SmallVector<Value> replacements;
+    for (auto [attr, r] : llvm::zip(*results, op->getResults())) {
+      if (attr.getType() != r.getType())
+        return rewriter.notifyMatchFailure(op, "evaluated type differs");
+      replacements.push_back(ConstantOp::create(rewriter, op->getLoc(),
+                                                cast<ElementsAttr>(attr)));
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
 struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -285,7 +333,7 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
     // The greedy driver also runs every op's folder.
     patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
                  FoldMinusOneReplacement, FoldIdentityExpand,
-                 FoldIdentitySlice>(ctx);
+                 FoldIdentitySlice, EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,
                  FoldKnownShapeVector<UnsqueezeOp>,

@@ -59,6 +59,11 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
     }
     return std::nullopt;
   }
+  // x [.., K] times a matrix [K, N]: every dimension but the last is x's.
+  if (auto mm = dyn_cast<MatMulOp>(op))
+    if (mm.getRhs().getType().getRank() == 2 &&
+        mm.getLhs().getType().getRank() == rank && index < rank - 1)
+      return mm.getLhs();
   if (auto emb = dyn_cast<EmbeddingOp>(op))
     if (index < rank - 1)
       return emb.getIds();

@@ -325,6 +325,20 @@ static Value buildPackedKv(PatternRewriter &rewriter, Location loc,
                           rewriter.getI64IntegerAttr(1));
 }
 
+/// The softmax of `p` = Softmax(x), or of torch's guard for fully masked rows
+/// Where(IsNaN(Softmax(x)), 0, Softmax(x)): qcc.softmax already gives such
+/// rows zeros (and NaN only from a NaN input, which the guard would hide).
+static SoftmaxOp getSoftmax(Value p) {
+  if (auto where = p.getDefiningOp<WhereOp>()) {
+    auto isNan = where.getCondition().getDefiningOp<IsNaNOp>();
+    if (!isNan || isNan.getInput() != where.getRhs() ||
+        getSplatValue(where.getLhs()) != std::optional<double>(0.0))
+      return {};
+    p = where.getRhs();
+  }
+  return p.getDefiningOp<SoftmaxOp>();
+}
+
 struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -341,7 +355,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     auto pv = mergeT.getInput().getDefiningOp<MatMulOp>();
     if (!pv)
       return rewriter.notifyMatchFailure(merge, "not a head merge of a matmul");
-    auto softmax = pv.getLhs().getDefiningOp<SoftmaxOp>();
+    auto softmax = getSoftmax(pv.getLhs());
     if (!softmax)
       return rewriter.notifyMatchFailure(merge, "P is not a softmax");
     int64_t sRank = softmax.getType().getRank();
@@ -352,6 +366,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     // Mask, then scale, then Q K^T.
     Value scores = softmax.getInput();
     Value maskValue, boolMask;
+    Value qkLhs, qkRhs; // Q and K^T without their sqrt(scale) factors
     auto matchScaled = [&](Value s, MatMulOp &qk, double &scale) {
       scale = 1.0;
       Value inner = s;
@@ -375,7 +390,28 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
           return false;
       }
       qk = inner.getDefiningOp<MatMulOp>();
-      return static_cast<bool>(qk);
+      if (!qk)
+        return false;
+      // torch's SDPA decomposition scales Q and K^T by sqrt(scale) each.
+      auto operandScale = [&](Value v) -> std::optional<double> {
+        auto mul = v.getDefiningOp<MulOp>();
+        if (!mul)
+          return std::nullopt;
+        auto c = mul.getRhs();
+        if (cast<RankedTensorType>(c.getType()).getNumElements() != 1)
+          return std::nullopt;
+        return getSplatValue(c);
+      };
+      auto qs = operandScale(qk.getLhs()), ks = operandScale(qk.getRhs());
+      if (qs && ks && scale == 1.0) {
+        scale = *qs * *ks;
+        qkLhs = qk.getLhs().getDefiningOp<MulOp>().getLhs();
+        qkRhs = qk.getRhs().getDefiningOp<MulOp>().getLhs();
+      } else {
+        qkLhs = qk.getLhs();
+        qkRhs = qk.getRhs();
+      }
+      return true;
     };
     MatMulOp qk;
     double scale = 1.0;
@@ -405,11 +441,11 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
             merge, "softmax input is not [masked] [scaled] Q K^T");
     }
 
-    auto q = matchBHSD(qk.getLhs());
+    auto q = matchBHSD(qkLhs);
     if (!q)
       return rewriter.notifyMatchFailure(
           merge, "Q is not a head split of a packed [B, S, H * D] value");
-    auto k = matchKeyTransposed(qk.getRhs());
+    auto k = matchKeyTransposed(qkRhs);
     if (!k)
       return rewriter.notifyMatchFailure(
           merge, "K^T is not a transposed head split (or repeat_kv of one)");
@@ -440,7 +476,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
         return true;
       // The target may name B and S through Q's producers.
       return t.isKnown() &&
-             resolveDimExpr(t) == resolveDimExpr(qk.getLhs(), qAxis);
+             resolveDimExpr(t) == resolveDimExpr(qkLhs, qAxis);
     };
     int64_t width = heads * q->headDim;
     bool direct =
@@ -451,8 +487,8 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
          (target[2].constant == -1 && outType.getDimSize(2) == width));
 
     bool causal = false;
-    DimExpr qLen = resolveDimExpr(qk.getLhs(), 2);
-    DimExpr kLen = resolveDimExpr(qk.getRhs(), 3);
+    DimExpr qLen = resolveDimExpr(qkLhs, 2);
+    DimExpr kLen = resolveDimExpr(qkRhs, 3);
     if (boolMask) {
       if (!isCausalBoolMask(boolMask, qLen, kLen))
         return rewriter.notifyMatchFailure(

@@ -1,0 +1,156 @@
+//===- ConstEval.cpp - evaluating ops at compile time ---------------------===//
+#include "passes/ConstEval.h"
+
+#include "dialects/QccConstants.h"
+#include "dialects/QccOps.h"
+#include "runtime/CpuKernels.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cstring>
+
+using namespace mlir;
+using nlohmann::json;
+
+namespace {
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+} // namespace
+
+std::string qcc::runtimeDType(Type t) {
+  if (t.isF32()) return "f32";
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (t.isInteger(64)) return "i64";
+  if (t.isInteger(32)) return "i32";
+  if (t.isInteger(8)) return "i8";
+  if (t.isInteger(1)) return "bool";
+  return "";
+}
+
+llvm::Expected<json> qcc::runtimeAttr(Attribute a) {
+  if (auto b = dyn_cast<BoolAttr>(a))
+    return json(b.getValue());
+  if (isa<UnitAttr>(a))
+    return json(true);
+  if (auto arr = dyn_cast<ArrayAttr>(a)) {
+    json out = json::array();
+    for (Attribute e : arr) {
+      auto j = runtimeAttr(e);
+      if (!j)
+        return j.takeError();
+      out.push_back(*j);
+    }
+    return out;
+  }
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return json(i.getValue().getSExtValue());
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return json(f.getValueAsDouble());
+  if (auto s = dyn_cast<StringAttr>(a))
+    return json(s.getValue().str());
+  if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
+    return json(std::vector<int64_t>(arr.asArrayRef()));
+  if (auto e = dyn_cast<DenseElementsAttr>(a)) {
+    json values = json::array();
+    Type et = e.getElementType();
+    if (isa<FloatType>(et))
+      for (APFloat v : e.getValues<APFloat>())
+        values.push_back(v.convertToDouble());
+    else if (et.isInteger(1))
+      for (bool v : e.getValues<bool>())
+        values.push_back(v ? 1 : 0);
+    else
+      for (APInt v : e.getValues<APInt>())
+        values.push_back(v.getSExtValue());
+    return json{{"dtype", runtimeDType(et)}, {"values", values}};
+  }
+  return error("cannot serialize attribute");
+}
+
+llvm::Expected<json> qcc::runtimeAttrs(Operation *op) {
+  json attrs = json::object();
+  for (NamedAttribute a : op->getAttrs()) {
+    // Calibration statistics are compile-time only.
+    if (a.getName() == "operandSegmentSizes" ||
+        a.getName().strref().ends_with("_absmax"))
+      continue;
+    auto j = runtimeAttr(a.getValue());
+    if (!j)
+      return error("attribute '" + a.getName().strref() +
+                   "': " + llvm::toString(j.takeError()));
+    attrs[a.getName().str()] = *j;
+  }
+  // The runtime has no IR types: a cast's target comes as an attribute.
+  if (auto cast = dyn_cast<CastOp>(op))
+    attrs["to"] = runtimeDType(cast.getType().getElementType());
+  return attrs;
+}
+
+FailureOr<SmallVector<DenseElementsAttr>>
+qcc::evaluateOp(Operation *op, ArrayRef<ElementsAttr> operands,
+                std::string *why) {
+  auto refuse = [&](const llvm::Twine &reason) {
+    if (why)
+      *why = reason.str();
+    return failure();
+  };
+  const auto &kernels = rt::cpuKernels();
+  auto kernel = kernels.find(op->getName().stripDialect().str());
+  if (kernel == kernels.end())
+    return refuse("no CPU kernel for " + op->getName().getStringRef());
+  auto attrs = runtimeAttrs(op);
+  if (!attrs)
+    return refuse(llvm::toString(attrs.takeError()));
+
+  std::vector<rt::Tensor> tensors;
+  tensors.reserve(operands.size());
+  rt::Operands in;
+  std::vector<rt::Tensor> out;
+  try {
+  for (ElementsAttr e : operands) {
+    if (!e)
+      continue;
+    rt::DType dt;
+    if (!rt::parseDType(runtimeDType(e.getElementType()), dt))
+      return refuse("operand of unsupported element type");
+    auto bytes = getBytes(e);
+    if (!bytes)
+      return refuse("operand without data");
+    auto shape = cast<ShapedType>(e.getType()).getShape();
+    rt::Tensor t(dt, rt::Shape(shape.begin(), shape.end()));
+    if (t.bytes() != bytes->size())
+      return refuse("operand data size differs from its type");
+    std::memcpy(t.data<char>(), bytes->data(), bytes->size());
+    tensors.push_back(std::move(t));
+  }
+  size_t next = 0; // nulls stay where operands were omitted
+  for (ElementsAttr e : operands)
+    in.push_back(e ? &tensors[next++] : nullptr);
+  out = kernel->second(rt::Attrs(*attrs), in);
+  } catch (const std::exception &e) {
+    return refuse(e.what());
+  }
+  if (out.size() != op->getNumResults())
+    return refuse("kernel returned the wrong number of results");
+  SmallVector<DenseElementsAttr> results;
+  for (auto [t, r] : llvm::zip(out, op->getResults())) {
+    Type et = cast<RankedTensorType>(r.getType()).getElementType();
+    if (runtimeDType(et) != rt::dtypeName(t.dtype()))
+      return refuse("kernel result dtype differs from the op's");
+    auto type = RankedTensorType::get(
+        SmallVector<int64_t>(t.shape().begin(), t.shape().end()), et);
+    ArrayRef<char> bytes(t.data<char>(), t.bytes());
+    // i1 is one byte per element in both; DenseElementsAttr packs it itself.
+    if (et.isInteger(1)) {
+      SmallVector<bool> bits;
+      for (char c : bytes)
+        bits.push_back(c != 0);
+      results.push_back(DenseElementsAttr::get(type, ArrayRef<bool>(bits)));
+    } else {
+      results.push_back(DenseElementsAttr::getFromRawBuffer(type, bytes));
+    }
+  }
+  return results;
+}

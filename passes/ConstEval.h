@@ -1,0 +1,45 @@
+//===- ConstEval.h - evaluating ops at compile time -------------*- C++ -*-===//
+//
+// The CPU reference kernels (runtime/CpuKernels) are the one definition of
+// what each qcc op computes. Compile-time evaluation calls them instead of a
+// second set of folders, the way IREE's const-eval runs its own runtime:
+// constant subgraphs fold with exactly the semantics the artifact will run,
+// and analyses can evaluate a subgraph on sample inputs (mask builders).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_PASSES_CONSTEVAL_H
+#define QCC_PASSES_CONSTEVAL_H
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/Support/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace qcc {
+
+/// The runtime's name of an element type ("f32", "i64", "bool", ...), or ""
+/// for a type the runtime does not have.
+std::string runtimeDType(mlir::Type elementType);
+
+/// An attribute as the runtime reads it: numbers, booleans, strings, i64
+/// arrays, and small element attributes as {dtype, values}.
+llvm::Expected<nlohmann::json> runtimeAttr(mlir::Attribute attr);
+
+/// A qcc op's attributes as the runtime reads them (what the artifact holds
+/// for the node): compile-time-only attributes dropped, a cast's target added.
+llvm::Expected<nlohmann::json> runtimeAttrs(mlir::Operation *op);
+
+/// Evaluates `op` with the CPU reference kernel of its kind on constant
+/// `operands` (one per operand, null for an omitted optional one). Fails with
+/// the reason in `why` when the op has no kernel, an operand has no data, or
+/// the kernel refuses its inputs.
+mlir::FailureOr<llvm::SmallVector<mlir::DenseElementsAttr>>
+evaluateOp(mlir::Operation *op, llvm::ArrayRef<mlir::ElementsAttr> operands,
+           std::string *why = nullptr);
+
+} // namespace qcc
+
+#endif // QCC_PASSES_CONSTEVAL_H
