@@ -280,6 +280,24 @@ static Results convertGatherElements(ConvertContext &c) {
       c.input(1), c.builder.getI64IntegerAttr(axis < 0 ? axis + rank : axis)));
 }
 
+static Results convertGatherND(ConvertContext &c) {
+  auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1));
+  int64_t b = c.intAttr("batch_dims", 0);
+  if (idx.empty() || idx.back() == kDyn)
+    return c.fail("the index tuple length (last dimension of indices) must "
+                  "be static");
+  int64_t r = idx.back();
+  if (b < 0 || b >= (int64_t)idx.size() || b + r > (int64_t)in.size())
+    return c.fail(fmt::format("batch_dims {} with index tuples of length {} "
+                              "do not fit an input of rank {}",
+                              b, r, in.size()));
+  SmallVector<int64_t> shape(idx.drop_back());
+  llvm::append_range(shape, in.drop_front(b + r));
+  return one(c.create<GatherNdOp>(
+      c.resultType(0, shape, elementOf(c.input(0))), c.input(0), c.input(1),
+      c.builder.getI64IntegerAttr(b)));
+}
+
 template <typename OpT> static Results convertUnary(ConvertContext &c) {
   return one(c.create<OpT>(c.resultLike(0, c.input(0)), c.input(0)));
 }
@@ -475,15 +493,15 @@ static Results convertReshape(ConvertContext &c) {
     return c.fail("the target shape has unknown length (unknown rank)");
   // allowzero = 1 differs only where the target holds a 0 (an empty
   // dimension instead of a copied one).
-  if (c.intAttr("allowzero", 0) != 0 &&
-      llvm::any_of(*target, [](int64_t d) { return d == 0 || d == kDyn; }))
-    return c.fail("allowzero = 1 with a target size that is or may be 0 is "
+  bool allowZero = c.intAttr("allowzero", 0) != 0;
+  if (allowZero && llvm::is_contained(*target, 0))
+    return c.fail("allowzero = 1 with a constant 0 in the target shape is "
                   "not supported");
   auto in = typeOf(c.input(0));
   SmallVector<int64_t> shape = *target;
   int64_t inferred = -1, known = 1;
   for (auto [i, d] : llvm::enumerate(shape)) {
-    if (d == 0 && i < (size_t)in.getRank())
+    if (d == 0 && i < (size_t)in.getRank() && !allowZero)
       d = in.getDimSize(i);
     if (d == -1)
       inferred = i;
@@ -497,7 +515,7 @@ static Results convertReshape(ConvertContext &c) {
                           ? in.getNumElements() / known
                           : inferSymbolically(c.input(0), c.input(1), inferred);
   return one(c.create<ReshapeOp>(c.resultType(0, shape, in.getElementType()),
-                                 c.input(0), c.input(1)));
+                                 c.input(0), c.input(1), allowZero));
 }
 
 static Results convertFlatten(ConvertContext &c) {
@@ -841,6 +859,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"IsNaN", {9, 13, 20}, convertIsNaN},
       {"CumSum", {11, 14}, convertCumSum},
       {"GatherElements", {13}, convertGatherElements},
+      {"GatherND", {13}, convertGatherND},
       {"Cast", {13, 19, 21}, convertCast},
       {"MatMul", {13}, convertMatMul},
       {"Gemm", {13}, convertGemm},

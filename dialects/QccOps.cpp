@@ -169,6 +169,23 @@ LogicalResult GatherElementsOp::verify() {
   return verifyAxis(*this, getAxis(), in.getRank());
 }
 
+LogicalResult GatherNdOp::verify() {
+  auto in = getInput().getType(), idx = getIndices().getType();
+  int64_t b = getBatchDims();
+  if (idx.getRank() < 1 || b < 0 || b >= idx.getRank() || b > in.getRank())
+    return emitOpError("batch_dims ") << b << " is out of range";
+  int64_t r = idx.getShape().back();
+  if (r == kDyn)
+    return emitOpError("the index tuple length must be static");
+  if (b + r > in.getRank())
+    return emitOpError("index tuples of length ")
+           << r << " exceed the input's rank " << in.getRank();
+  int64_t expect = idx.getRank() - 1 + in.getRank() - b - r;
+  if (getResult().getType().getRank() != expect)
+    return emitOpError("result rank must be ") << expect;
+  return success();
+}
+
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
           getRhs().getType().getElementType() ||

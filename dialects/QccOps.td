@@ -229,11 +229,16 @@ def Qcc_TransposeOp : Qcc_Op<"transpose"> {
 def Qcc_ReshapeOp : Qcc_Op<"reshape"> {
   let summary = "Reshapes to a shape given as a tensor";
   let description = [{
-    ONNX `Reshape` (allowzero = 0): the elements of `input` in row-major order,
-    viewed with the dimensions held by `shape`; a 0 copies the input dimension
-    at the same index and one -1 is inferred from the element count.
+    ONNX `Reshape`: the elements of `input` in row-major order, viewed with
+    the dimensions held by `shape`; one -1 is inferred from the element
+    count. A 0 copies the input dimension at the same index, unless
+    `allowzero` is set: then it is a dimension of size 0. (The importer sets
+    `allowzero` only where no element of `shape` is a constant 0, so that
+    patterns reading constant targets see the same meaning either way; the
+    dynamo exporter sets it on every reshape.)
   }];
-  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$shape);
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$shape,
+                   DefaultValuedAttr<BoolAttr, "false">:$allowzero);
   let results = (outs Qcc_Tensor:$result);
   let assemblyFormat =
       "$input `,` $shape attr-dict `:` functional-type(operands, results)";
@@ -347,6 +352,24 @@ def Qcc_GatherElementsOp : Qcc_Op<"gather_elements"> {
   }];
   let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
                    I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $indices attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_GatherNdOp : Qcc_Op<"gather_nd"> {
+  let summary = "Gather slices by index tuples";
+  let description = [{
+    ONNX `GatherND`: the last dimension of `indices` (size r) holds index
+    tuples into the dimensions [batch_dims, batch_dims + r) of `input`; the
+    first `batch_dims` dimensions are shared by `input` and `indices`. The
+    result is `indices.shape[:-1] + input.shape[batch_dims + r:]`; negative
+    indices count from the end. The dynamo exporter reads padding masks this
+    way (`attention_mask[batch_idx, kv_idx]`).
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
   let results = (outs Qcc_Tensor:$result);
   let assemblyFormat = "$input `,` $indices attr-dict `:` "
                        "functional-type(operands, results)";

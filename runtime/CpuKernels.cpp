@@ -704,14 +704,15 @@ std::vector<Tensor> transposeK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
-std::vector<Tensor> reshapeK(const Attrs &, const Operands &ops) {
+std::vector<Tensor> reshapeK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   std::vector<int64_t> spec = readInts(need(ops, 1, "shape"), "shape");
+  bool allowZero = attrs.has("allowzero") && attrs.b("allowzero");
   Shape out(spec.size());
   int64_t infer = -1, known = 1;
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t d = spec[i];
-    if (d == 0) {
+    if (d == 0 && !allowZero) {
       if ((int64_t)i >= x.rank())
         fail("reshape of " + str(x.shape()) + " to " + str(spec) +
              ": a 0 at index " + std::to_string(i) + " has no input dim");
@@ -1021,6 +1022,54 @@ std::vector<Tensor> gatherElementsK(const Attrs &attrs, const Operands &ops) {
                  });
   });
   return {std::move(r)};
+}
+
+std::vector<Tensor> gatherNdK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &idxT = need(ops, 1, "indices");
+  int64_t b = attrs.i("batch_dims", 0);
+  if (idxT.rank() < 1 || b < 0 || b >= idxT.rank() || b > x.rank())
+    fail("gather_nd batch_dims " + std::to_string(b) + " does not fit " +
+         str(x.shape()) + " and indices " + str(idxT.shape()));
+  int64_t r = idxT.dim(-1);
+  if (b + r > x.rank())
+    fail("gather_nd index tuples of length " + std::to_string(r) +
+         " exceed the input " + str(x.shape()));
+  for (int64_t d = 0; d < b; ++d)
+    if (idxT.dim(d) != x.dim(d))
+      fail("gather_nd batch dimensions differ: " + str(x.shape()) + " and " +
+           str(idxT.shape()));
+  std::vector<int64_t> idx = readInts(idxT, "indices");
+  Shape out(idxT.shape().begin(), idxT.shape().end() - 1);
+  out.insert(out.end(), x.shape().begin() + b + r, x.shape().end());
+  int64_t batch = 1, tuples = 1, slice = 1;
+  for (int64_t d = 0; d < b; ++d)
+    batch *= x.dim(d);
+  for (int64_t d = b; d < idxT.rank() - 1; ++d)
+    tuples *= idxT.dim(d);
+  for (int64_t d = b + r; d < x.rank(); ++d)
+    slice *= x.dim(d);
+  std::vector<int64_t> st = stridesOf(x.shape());
+  Tensor res(x.dtype(), out);
+  size_t es = dtypeSize(x.dtype());
+  const std::byte *src = x.data<std::byte>();
+  std::byte *dst = res.data<std::byte>();
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t t = 0; t < tuples; ++t) {
+      const int64_t *tuple = &idx[(size_t)((i * tuples + t) * r)];
+      int64_t offset = b ? i * st[b - 1] : 0;
+      for (int64_t k = 0; k < r; ++k) {
+        int64_t dim = x.dim(b + k), v = tuple[k] < 0 ? tuple[k] + dim : tuple[k];
+        if (v < 0 || v >= dim)
+          fail("gather_nd index " + std::to_string(tuple[k]) +
+               " is out of range for dimension " + std::to_string(b + k) +
+               " of " + str(x.shape()));
+        offset += v * st[b + k];
+      }
+      std::memcpy(dst + (size_t)((i * tuples + t) * slice) * es,
+                  src + (size_t)offset * es, (size_t)slice * es);
+    }
+  return {std::move(res)};
 }
 
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
@@ -1553,6 +1602,7 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"is_nan", isNaNK},
       {"cumsum", cumsumK},
       {"gather_elements", gatherElementsK},
+      {"gather_nd", gatherNdK},
       {"not", notK},
       {"cast", castK},
       {"matmul", matmulK},
