@@ -280,6 +280,17 @@ static Results convertGatherElements(ConvertContext &c) {
       c.input(1), c.builder.getI64IntegerAttr(axis < 0 ? axis + rank : axis)));
 }
 
+/// Gelu (opset 20) is qcc.gelu directly, in either form.
+static Results convertGelu(ConvertContext &c) {
+  const auto *a = c.attr("approximate");
+  std::string approximate = a ? a->s() : "none";
+  if (approximate != "none" && approximate != "tanh")
+    return c.fail("approximate = '" + approximate +
+                  "' is not supported (none or tanh)");
+  return one(c.create<GeluOp>(c.resultLike(0, c.input(0)), c.input(0),
+                              c.builder.getStringAttr(approximate)));
+}
+
 static Results convertGatherND(ConvertContext &c) {
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1));
   int64_t b = c.intAttr("batch_dims", 0);
@@ -855,6 +866,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"Neg", {13}, convertUnary<NegOp>},
       {"Not", {1}, convertUnary<NotOp>},
       {"Abs", {13}, convertUnary<AbsOp>},
+      {"Gelu", {20}, convertGelu},
       {"Log", {13}, convertUnary<LogOp>},
       {"IsNaN", {9, 13, 20}, convertIsNaN},
       {"CumSum", {11, 14}, convertCumSum},

@@ -283,6 +283,55 @@ struct FoldKnownShapeVector : OpRewritePattern<OpT> {
   }
 };
 
+/// torch's SDPA decomposition transposes K's last two axes through a 3-D
+/// view: Reshape(Transpose[0, 2, 1](Reshape(x [A, B, C, D] -> [A*B, C, D])),
+/// [A, B, D, C]) -> Transpose[0, 1, 3, 2](x). The views are checked
+/// symbolically: the inner one keeps C and D, the outer one restores A and
+/// B and swaps C and D.
+struct FoldTransposeThroughMergedView : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp outer,
+                                PatternRewriter &rewriter) const override {
+    auto t = outer.getInput().getDefiningOp<TransposeOp>();
+    if (!t || t.getPerm() != ArrayRef<int64_t>{0, 2, 1} ||
+        outer.getType().getRank() != 4)
+      return rewriter.notifyMatchFailure(outer, "not a 4-D view of a "
+                                                "[0, 2, 1] transpose");
+    auto inner = t.getInput().getDefiningOp<ReshapeOp>();
+    if (!inner || inner.getInput().getType().getRank() != 4)
+      return rewriter.notifyMatchFailure(outer, "transpose input is not a "
+                                                "3-D view of a 4-D value");
+    Value x = inner.getInput();
+    auto dim = [&](int64_t i) { return getDimExpr(x, i); };
+    auto same = [](const DimExpr &t, const DimExpr &d) {
+      return t.isKnown() && t == d;
+    };
+    auto in = getDimExprs(inner.getShape());
+    if (in.size() != 3 || !same(in[1], dim(2)) || !same(in[2], dim(3)))
+      return rewriter.notifyMatchFailure(outer, "inner view does not keep "
+                                                "the last two axes");
+    auto out = getDimExprs(outer.getShape());
+    if (out.size() != 4 || !same(out[0], dim(0)) || !same(out[1], dim(1)) ||
+        !same(out[2], dim(3)) || !same(out[3], dim(2)))
+      return rewriter.notifyMatchFailure(outer, "outer view is not [A, B, D, "
+                                                "C]");
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto type = RankedTensorType::get(
+        {xt.getDimSize(0), xt.getDimSize(1), xt.getDimSize(3),
+         xt.getDimSize(2)},
+        xt.getElementType());
+    if (failed(verifyCompatibleShape(type, outer.getType())))
+      return rewriter.notifyMatchFailure(outer, "result types differ");
+    // The outer view's type: its users were verified against it.
+    Value result = TransposeOp::create(
+        rewriter, outer.getLoc(), outer.getType(), x,
+        rewriter.getDenseI64ArrayAttr({0, 1, 3, 2}));
+    rewriter.replaceOp(outer, result);
+    return success();
+  }
+};
+
 /// Any op whose operands are all small constants (dense, not weight blobs)
 /// and whose results are small and static -> constants, computed by the CPU
 /// reference kernel of the op (passes/ConstEval.h): mask and position
@@ -333,7 +382,8 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
     // The greedy driver also runs every op's folder.
     patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
                  FoldMinusOneReplacement, FoldIdentityExpand,
-                 FoldIdentitySlice, EvaluateConstantOp>(ctx);
+                 FoldIdentitySlice, FoldTransposeThroughMergedView,
+                 EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,
                  FoldKnownShapeVector<UnsqueezeOp>,

@@ -2,6 +2,9 @@
 #include "passes/PatternUtils.h"
 
 #include "dialects/QccConstants.h"
+#include "dialects/QccDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -73,6 +76,39 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   return std::nullopt;
 }
 
+/// A function argument's dimension, named as the first argument dimension
+/// with the same symbolic name (`qcc.dim_names`): the runtime holds equally
+/// named dimensions equal, so input_ids' and attention_mask's "batch" are
+/// one dimension.
+static DimExpr canonicalArgDim(Value v, int64_t index) {
+  DimExpr self{ShapedType::kDynamic, v, index};
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto fn = arg ? dyn_cast_or_null<func::FuncOp>(
+                      arg.getOwner()->getParentOp())
+                : func::FuncOp();
+  if (!fn || arg.getOwner() != &fn.getBody().front())
+    return self;
+  auto nameOf = [&](unsigned argNo, int64_t i) -> StringRef {
+    auto names = fn.getArgAttrOfType<ArrayAttr>(argNo, kDimNamesAttr);
+    if (!names || i >= (int64_t)names.size())
+      return {};
+    auto s = dyn_cast<StringAttr>(names[i]);
+    return s ? s.getValue() : StringRef();
+  };
+  StringRef name = nameOf(arg.getArgNumber(), index);
+  if (name.empty())
+    return self;
+  for (unsigned a = 0; a < fn.getNumArguments(); ++a) {
+    auto t = dyn_cast<RankedTensorType>(fn.getArgument(a).getType());
+    if (!t)
+      continue;
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (t.isDynamicDim(i) && nameOf(a, i) == name)
+        return DimExpr{ShapedType::kDynamic, fn.getArgument(a), i};
+  }
+  return self;
+}
+
 DimExpr qcc::getDimExpr(Value v, int64_t index) {
   for (;;) {
     auto t = cast<RankedTensorType>(v.getType());
@@ -80,7 +116,7 @@ DimExpr qcc::getDimExpr(Value v, int64_t index) {
       return DimExpr{t.getDimSize(index), {}, -1};
     Operation *op = v.getDefiningOp();
     if (!op)
-      return DimExpr{ShapedType::kDynamic, v, index};
+      return canonicalArgDim(v, index);
     if (auto tr = dyn_cast<TransposeOp>(op)) {
       v = tr.getInput();
       index = tr.getPerm()[index];
@@ -159,14 +195,25 @@ static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold) {
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     auto src = evalDimExprs(slice.getInput(), fold);
-    auto starts = evalDimExprs(slice.getStarts(), fold);
-    auto ends = evalDimExprs(slice.getEnds(), fold);
-    if (src.empty() || starts.size() != 1 || ends.size() != 1 ||
-        !starts[0].isConstant() || !ends[0].isConstant() ||
-        slice.getSteps()[0] != 1)
+    // Bounds are read as plain integers: torch writes INT64_MIN for "from
+    // the start", which a DimExpr cannot hold (it is kDynamic).
+    auto bound = [&](Value v) -> std::optional<int64_t> {
+      if (auto dense = dyn_cast_or_null<DenseIntElementsAttr>(getConstant(v)))
+        if (dense.getNumElements() == 1)
+          return (*dense.getValues<APInt>().begin()).getSExtValue();
+      auto e = evalDimExprs(v, fold);
+      if (e.size() == 1 && e[0].isConstant())
+        return e[0].constant;
+      return std::nullopt;
+    };
+    auto start = bound(slice.getStarts()), end = bound(slice.getEnds());
+    if (src.empty() || !start || !end || slice.getSteps()[0] != 1)
       return unknown;
     int64_t size = src.size();
-    int64_t s = starts[0].constant, e = ends[0].constant;
+    int64_t s = *start, e = *end;
+    // Clamp before adding the size: INT64_MIN + size must not wrap.
+    s = std::max<int64_t>(s, -size);
+    e = std::max<int64_t>(e, -size);
     s = std::clamp<int64_t>(s < 0 ? s + size : s, 0, size);
     e = std::clamp<int64_t>(e < 0 ? e + size : e, 0, size);
     if (e - s != n)
