@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Run qcc + qrun on the model zoo (test/models/zoo) and compare with onnxruntime's outputs.
+
+    .venv/bin/python test/e2e/check_zoo.py [CASE_DIR ...] [--qcc build/bin/qcc]
+        [--qrun build/bin/qrun] [--report-only] [--markdown]
+
+For every case folder (default: every test/models/zoo/*/ holding a model.onnx):
+  1. `qcc model.onnx --no-cuda -o m.qpkg`; if that fails, again with
+     `--kv-cache=none` (the "compiles" column says which worked, or gives the
+     first error line of the default compile);
+  2. `qcc model.onnx --emit=mlir`: counts the raised transformer ops in @main
+     (attention, linear, rms_norm, layer_norm, rotary, gelu, silu, embedding;
+     kv_attention is counted over the whole module, it lives in prefill/decode)
+     and the leftover non-glue ops (matmul, softmax, elementwise math...);
+  3. `qrun m.qpkg --backend=cpu --input NAME=inputs/NAME.npy ... --output-dir out`;
+  4. for every outputs/NAME.npy: max|qrun - ref| / max|ref| <= 1e-4, skipping the
+     (batch, position) rows meta.json lists in ignore_positions (left-padding
+     query tokens of a decoder: every key is masked, the result is undefined).
+
+One table row per case: case | compiles | raised | leftover | max rel err | result.
+Exit status 1 if any case fails (0 with --report-only), 2 on a usage error.
+Needs only numpy (no torch / transformers / onnxruntime): the references are
+the .npy files written by test/models/zoo/gen_zoo.py.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ZOO = os.path.join(ROOT, "test", "models", "zoo")
+TOLERANCE = 1e-4
+TIMEOUT_S = 600
+
+RAISED = ["attention", "kv_attention", "linear", "qlinear", "rms_norm", "layer_norm", "rotary",
+          "gelu", "silu", "embedding"]
+# Data movement, shapes, constants and the residual add: expected around raised ops.
+GLUE = {"constant", "cast", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "concat",
+        "split", "slice", "gather", "shape", "constant_of_shape", "range", "expand", "add",
+        "kv_cache"}
+ABBREV = {"attention": "attn", "kv_attention": "kv_attn", "linear": "lin", "qlinear": "qlin",
+          "rms_norm": "rms", "layer_norm": "ln", "rotary": "rope", "gelu": "gelu",
+          "silu": "silu", "embedding": "emb"}
+
+OP_RE = re.compile(r'^\s*(?:%[^=]*=\s*)?"?qcc\.([a-z_0-9]+)"?[\s(<{:]')
+FUNC_RE = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$-]+)")
+
+
+def progress(msg):
+    if sys.stderr.isatty():
+        print(msg, file=sys.stderr, flush=True)
+
+
+def first_error_line(text, drop=None):
+    """The first line that says error (else the first line), without the model's path."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    line = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "(no message)")
+    if drop:
+        line = line.replace(drop + ": ", "").replace(drop, "MODEL")
+    return line
+
+
+def run(cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+        return r.returncode, r.stdout, r.stderr
+    except subprocess.TimeoutExpired:
+        return 124, "", f"error: timed out after {TIMEOUT_S} s: {' '.join(cmd)}"
+
+
+def count_ops(mlir):
+    """{op: count} in @main, and {op: count} over the whole module."""
+    main, whole = {}, {}
+    func = None
+    for line in mlir.splitlines():
+        fm = FUNC_RE.match(line)
+        if fm:
+            func = fm.group(1)
+            continue
+        m = OP_RE.match(line)
+        if not m:
+            continue
+        op = m.group(1)
+        whole[op] = whole.get(op, 0) + 1
+        if func == "main":
+            main[op] = main.get(op, 0) + 1
+    return main, whole
+
+
+def fmt_counts(main, whole):
+    raised = []
+    for op in RAISED:
+        n = whole.get(op, 0) if op == "kv_attention" else main.get(op, 0)
+        if n:
+            raised.append(f"{ABBREV[op]}:{n}")
+    left = sorted(((n, op) for op, n in main.items() if op not in GLUE and op not in RAISED),
+                  key=lambda x: (-x[0], x[1]))
+    return " ".join(raised) or "-", " ".join(f"{op}:{n}" for n, op in left) or "-"
+
+
+def compare(ref, got, ignore):
+    if got.shape != ref.shape:
+        return None, f"shape {list(got.shape)} != reference {list(ref.shape)}"
+    r, g = ref.astype(np.float64), got.astype(np.float64)
+    if ignore and r.ndim >= 2:
+        keep = np.ones(r.shape[:2], dtype=bool)
+        for b, s in ignore:
+            if b < keep.shape[0] and s < keep.shape[1]:
+                keep[b, s] = False
+        r, g = r[keep], g[keep]
+    if not np.all(np.isfinite(g)):
+        return float("inf"), "non-finite values"
+    err = float(np.max(np.abs(g - r))) / max(float(np.max(np.abs(r))), 1e-6)
+    return err, None
+
+
+def check_case(case_dir, qcc, qrun):
+    name = os.path.basename(os.path.normpath(case_dir))
+    row = {"case": name, "compiles": "", "raised": "-", "leftover": "-", "err": None,
+           "result": "FAIL", "note": ""}
+    model = os.path.join(case_dir, "model.onnx")
+    meta = {}
+    if os.path.exists(os.path.join(case_dir, "meta.json")):
+        with open(os.path.join(case_dir, "meta.json")) as f:
+            meta = json.load(f)
+    ignore = meta.get("ignore_positions", {})
+
+    rc, out, err = run([qcc, model, "--emit=mlir"])
+    if rc == 0:
+        row["raised"], row["leftover"] = fmt_counts(*count_ops(out))
+
+    with tempfile.TemporaryDirectory(prefix="qcc-zoo-") as tmp:
+        pkg = os.path.join(tmp, "m.qpkg")
+        rc, _, err = run([qcc, model, "--no-cuda", "-o", pkg])
+        if rc == 0:
+            row["compiles"] = "yes"
+        else:
+            first = first_error_line(err, model)
+            rc2, _, _ = run([qcc, model, "--no-cuda", "--kv-cache=none", "-o", pkg])
+            if rc2 != 0:
+                row["compiles"] = first
+                return row
+            row["compiles"] = "yes (--kv-cache=none)"
+            row["note"] = f"default compile: {first}"
+
+        in_dir, ref_dir = os.path.join(case_dir, "inputs"), os.path.join(case_dir, "outputs")
+        cmd = [qrun, pkg, "--backend=cpu", "--output-dir", os.path.join(tmp, "out")]
+        for f in sorted(os.listdir(in_dir)):
+            if f.endswith(".npy"):
+                cmd += ["--input", f"{f[:-4]}={os.path.join(in_dir, f)}"]
+        rc, _, err = run(cmd)
+        if rc != 0:
+            row["note"] = "qrun: " + first_error_line(err, pkg)
+            return row
+        worst, problems = 0.0, []
+        for f in sorted(os.listdir(ref_dir)):
+            if not f.endswith(".npy"):
+                continue
+            out_name = f[:-4]
+            got_path = os.path.join(tmp, "out", f)
+            if not os.path.exists(got_path):
+                problems.append(f"{out_name}: not written by qrun")
+                continue
+            e, why = compare(np.load(os.path.join(ref_dir, f)), np.load(got_path),
+                             ignore.get(out_name, []))
+            if why:
+                problems.append(f"{out_name}: {why}")
+            if e is not None:
+                worst = max(worst, e)
+        row["err"] = worst
+        if problems:
+            row["note"] = "; ".join(problems)
+        elif worst <= TOLERANCE:
+            row["result"] = "PASS"
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cases", nargs="*", help="case folders (default: every zoo case)")
+    ap.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
+    ap.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
+    ap.add_argument("--report-only", action="store_true", help="exit 0 even when cases fail")
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    args = ap.parse_args()
+
+    for tool in (args.qcc, args.qrun):
+        if not os.access(tool, os.X_OK):
+            print(f"check_zoo: {tool} not found or not executable (build qcc first)",
+                  file=sys.stderr)
+            return 2
+    cases = args.cases or sorted(
+        os.path.join(ZOO, d) for d in os.listdir(ZOO)
+        if os.path.isfile(os.path.join(ZOO, d, "model.onnx")))
+    for c in cases:
+        if not os.path.isfile(os.path.join(c, "model.onnx")):
+            print(f"check_zoo: {c}: no model.onnx", file=sys.stderr)
+            return 2
+
+    rows = []
+    for i, c in enumerate(cases):
+        progress(f"[{i + 1}/{len(cases)}] {os.path.basename(os.path.normpath(c))}")
+        rows.append(check_case(c, args.qcc, args.qrun))
+
+    header = ["case", "compiles", "raised (in @main)", "leftover non-glue ops", "max rel err",
+              "result"]
+    table = []
+    for r in rows:
+        err = "-" if r["err"] is None else f"{r['err']:.2e}"
+        res = r["result"] + (f" ({r['note']})" if r["note"] and r["result"] == "FAIL" else "")
+        table.append([r["case"], r["compiles"], r["raised"], r["leftover"], err, res])
+    if args.markdown:
+        esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for t in table:
+            print("| " + " | ".join(esc(x) for x in t) + " |")
+    else:
+        print(" | ".join(header))
+        for t in table:
+            print(" | ".join(t))
+    n_pass = sum(r["result"] == "PASS" for r in rows)
+    print(f"{n_pass} passed, {len(rows) - n_pass} failed")
+    return 0 if args.report_only or n_pass == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
