@@ -30,6 +30,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -60,8 +62,10 @@ cl::opt<std::string> outputPath("o",
                                 cl::value_desc("file"), cl::init("-"));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
-    cl::desc("SentencePiece model to embed in the artifact (default: "
-             "tokenizer.model beside the ONNX file, if there is one)"),
+    cl::desc("Tokenizer to embed in the artifact: a Hugging Face "
+             "tokenizer.json or a SentencePiece model (default: "
+             "tokenizer.json beside the ONNX file, else tokenizer.model "
+             "there; tokenizer.json wins, as in Hugging Face's loaders)"),
     cl::value_desc("file"));
 cl::opt<std::string> kvCache(
     "kv-cache",
@@ -109,14 +113,49 @@ cl::opt<std::string> calibStats(
     cl::value_desc("file"));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"));
-/// --tokenizer, else tokenizer.model beside the ONNX file, else none.
+/// --tokenizer, else tokenizer.json beside the ONNX file, else
+/// tokenizer.model there, else none.
 std::string findTokenizer() {
   if (!tokenizerPath.empty())
     return tokenizerPath;
-  SmallString<256> beside(sys::path::parent_path(inputPath));
-  sys::path::append(beside, "tokenizer.model");
-  return sys::fs::exists(beside) ? beside.str().str() : "";
+  for (const char *name : {"tokenizer.json", "tokenizer.model"}) {
+    SmallString<256> beside(sys::path::parent_path(inputPath));
+    sys::path::append(beside, name);
+    if (sys::fs::exists(beside))
+      return beside.str().str();
+  }
+  return "";
 }
+
+/// A light check of the tokenizer before it is embedded (qcc cannot load it:
+/// libsentencepiece's protobuf clashes with ONNX's; qrun loads it fully): a
+/// tokenizer.json must parse and have a "model" object, a SentencePiece
+/// model must not be empty. Prints one error line naming the file.
+bool checkTokenizer(StringRef path) {
+  auto fail = [&](const Twine &why) {
+    WithColor::error(errs(), "qcc") << path << ": " << why << "\n";
+    return false;
+  };
+  auto buffer = MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail("cannot read the tokenizer: " + buffer.getError().message());
+  StringRef text = (*buffer)->getBuffer();
+  if (text.ltrim(" \t\r\n").starts_with("{")) {
+    Expected<json::Value> value = json::parse(text);
+    if (!value)
+      return fail("not a valid tokenizer.json: " + toString(value.takeError()));
+    const json::Object *top = value->getAsObject();
+    if (!top || !top->getObject("model"))
+      return fail("not a tokenizer.json (no \"model\" object)");
+    return true;
+  }
+  if (path.ends_with(".json"))
+    return fail("not a tokenizer.json (it does not start with '{')");
+  if (text.empty())
+    return fail("the tokenizer file is empty");
+  return true;
+}
+
 /// form-kernels on a clone of `module` (kept in `plan`: the GPU plan), then
 /// the emitter.
 std::optional<qcc::codegen::EmitResult>
@@ -273,7 +312,11 @@ int main(int argc, char **argv) {
   options.calibration.samples = calibSamples;
   options.calibration.seqLen = calibSeqLen;
   options.calibration.statsPath = calibStats;
-  options.calibration.tokenizerPath = findTokenizer();
+  std::string tokenizer = findTokenizer();
+  if (!tokenizer.empty() && (emit == Emit::Qpkg || quant != "none") &&
+      !checkTokenizer(tokenizer))
+    return 1;
+  options.calibration.tokenizerPath = tokenizer;
   SmallString<256> tool(sys::path::parent_path(
       sys::fs::getMainExecutable(argv[0], (void *)&main)));
   sys::path::append(tool, "qcc-calib");
@@ -310,7 +353,7 @@ int main(int argc, char **argv) {
       return 1;
 #endif
     artifact.sourceName = sys::path::filename(inputPath).str();
-    artifact.tokenizerPath = findTokenizer();
+    artifact.tokenizerPath = tokenizer;
     if (auto err = qcc::writeArtifact(**module, outputPath, artifact)) {
       WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
       return 1;

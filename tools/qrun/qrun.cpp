@@ -44,6 +44,7 @@ struct Options {
   std::vector<std::string> prompts;
   std::string promptsFile;
   int maxNewTokens = 32;
+  std::string eosToken; // stop token by its text (default: the tokenizer's)
   SamplerOptions sampler;
   int64_t kvBlocks = 0;  // paged pool size (0: enough for the batch)
   int64_t maxTokens = 0; // contiguous capacity (0: prompt + new, rounded up)
@@ -162,13 +163,26 @@ const Port &idsPort(const Function &fn) {
   return fn.inputs[0];
 }
 
+/// The artifact's tokenizer: a tokenizer.json or a SentencePiece model.
 Tokenizer loadTokenizer(const Artifact &a) {
   auto blob = a.section("tokenizer");
   if (!blob)
     throw std::runtime_error(a.path() + ": the artifact has no tokenizer "
                              "(compile with --tokenizer, or put "
-                             "tokenizer.model beside the .onnx)");
+                             "tokenizer.json or tokenizer.model beside the "
+                             ".onnx)");
   return Tokenizer(*blob);
+}
+
+/// The token that ends a continuation: --eos-token, else the tokenizer's EOS.
+int64_t stopToken(const Options &o, const Tokenizer &tok) {
+  if (o.eosToken.empty())
+    return tok.eosId();
+  int64_t id = tok.tokenId(o.eosToken);
+  if (id < 0)
+    throw std::runtime_error("--eos-token: '" + o.eosToken +
+                             "' is not a token of the artifact's tokenizer");
+  return id;
 }
 
 /// Logits for `ids` (one sequence): [seq, vocab] as a flat tensor.
@@ -245,6 +259,7 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
   Executor &session = *exec;
   const Function &fn = a.function(o.function);
   Sampler sampler(o.sampler);
+  int64_t eos = stopToken(o, tok);
   int64_t total = 0;
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -256,7 +271,7 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
       int64_t vocab = logits.dim(-1);
       const float *last = logits.data<float>() + (window.size() - 1) * vocab;
       int64_t next = sampler.sample(last, vocab);
-      if (next == tok.eosId())
+      if (next == eos)
         break;
       out.token(i, next);
       ids.push_back(next);
@@ -324,7 +339,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   Generator gen(a, *exec, cache);
   GenerateOptions g;
   g.maxNewTokens = o.maxNewTokens;
-  g.eosId = tok.eosId();
+  g.eosId = stopToken(o, tok);
   g.sampler = o.sampler;
   g.onToken = [&](size_t i, int64_t id) { out.token(i, id); };
   g.onFinish = [&](size_t i) { out.finish(i); };
@@ -592,6 +607,9 @@ int main(int argc, char **argv) {
   app.add_option("--max-new-tokens", o.maxNewTokens,
                  "Tokens to generate for each prompt")
       ->capture_default_str();
+  app.add_option("--eos-token", o.eosToken,
+                 "Stop a continuation at this token, given by its text (e.g. "
+                 "\"<|im_end|>\"; default: the tokenizer's EOS)");
   app.add_option("--temperature", o.sampler.temperature,
                  "Sampling temperature (0: greedy)")
       ->capture_default_str()
