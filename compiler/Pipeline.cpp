@@ -18,6 +18,11 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
 
   std::string diag;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    // Warnings (a feature left out, saying why) go out at once, one line.
+    if (d.getSeverity() == DiagnosticSeverity::Warning) {
+      llvm::errs() << "qcc: warning: " << onnxPath << ": " << d.str() << "\n";
+      return success();
+    }
     if (diag.empty())
       diag = d.str();
     return success();

@@ -10,6 +10,7 @@
 #include <cstring>
 
 using namespace mlir;
+using namespace qcc;
 using nlohmann::json;
 
 namespace {
@@ -88,9 +89,24 @@ llvm::Expected<json> qcc::runtimeAttrs(Operation *op) {
   return attrs;
 }
 
-FailureOr<SmallVector<DenseElementsAttr>>
-qcc::evaluateOp(Operation *op, ArrayRef<ElementsAttr> operands,
-                std::string *why) {
+FailureOr<rt::Tensor> qcc::tensorFromElements(ElementsAttr e) {
+  rt::DType dt;
+  if (!e || !rt::parseDType(runtimeDType(e.getElementType()), dt))
+    return failure();
+  auto bytes = getBytes(e);
+  if (!bytes)
+    return failure();
+  auto shape = cast<ShapedType>(e.getType()).getShape();
+  rt::Tensor t(dt, rt::Shape(shape.begin(), shape.end()));
+  if (t.bytes() != bytes->size())
+    return failure();
+  std::memcpy(t.data<char>(), bytes->data(), bytes->size());
+  return t;
+}
+
+FailureOr<std::vector<rt::Tensor>>
+qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
+                         std::string *why) {
   auto refuse = [&](const llvm::Twine &reason) {
     if (why)
       *why = reason.str();
@@ -103,42 +119,52 @@ qcc::evaluateOp(Operation *op, ArrayRef<ElementsAttr> operands,
   auto attrs = runtimeAttrs(op);
   if (!attrs)
     return refuse(llvm::toString(attrs.takeError()));
-
-  std::vector<rt::Tensor> tensors;
-  tensors.reserve(operands.size());
-  rt::Operands in;
   std::vector<rt::Tensor> out;
   try {
-  for (ElementsAttr e : operands) {
-    if (!e)
-      continue;
-    rt::DType dt;
-    if (!rt::parseDType(runtimeDType(e.getElementType()), dt))
-      return refuse("operand of unsupported element type");
-    auto bytes = getBytes(e);
-    if (!bytes)
-      return refuse("operand without data");
-    auto shape = cast<ShapedType>(e.getType()).getShape();
-    rt::Tensor t(dt, rt::Shape(shape.begin(), shape.end()));
-    if (t.bytes() != bytes->size())
-      return refuse("operand data size differs from its type");
-    std::memcpy(t.data<char>(), bytes->data(), bytes->size());
-    tensors.push_back(std::move(t));
-  }
-  size_t next = 0; // nulls stay where operands were omitted
-  for (ElementsAttr e : operands)
-    in.push_back(e ? &tensors[next++] : nullptr);
-  out = kernel->second(rt::Attrs(*attrs), in);
+    out = kernel->second(rt::Attrs(*attrs), operands);
   } catch (const std::exception &e) {
     return refuse(e.what());
   }
   if (out.size() != op->getNumResults())
     return refuse("kernel returned the wrong number of results");
-  SmallVector<DenseElementsAttr> results;
   for (auto [t, r] : llvm::zip(out, op->getResults())) {
     Type et = cast<RankedTensorType>(r.getType()).getElementType();
     if (runtimeDType(et) != rt::dtypeName(t.dtype()))
       return refuse("kernel result dtype differs from the op's");
+  }
+  return out;
+}
+
+FailureOr<SmallVector<DenseElementsAttr>>
+qcc::evaluateOp(Operation *op, ArrayRef<ElementsAttr> operands,
+                std::string *why) {
+  std::vector<rt::Tensor> tensors;
+  tensors.reserve(operands.size());
+  for (ElementsAttr e : operands) {
+    if (!e)
+      continue;
+    FailureOr<rt::Tensor> t = failure();
+    try {
+      t = tensorFromElements(e);
+    } catch (const std::exception &) {
+    }
+    if (failed(t)) {
+      if (why)
+        *why = "operand without usable data";
+      return failure();
+    }
+    tensors.push_back(std::move(*t));
+  }
+  rt::Operands in;
+  size_t next = 0; // nulls stay where operands were omitted
+  for (ElementsAttr e : operands)
+    in.push_back(e ? &tensors[next++] : nullptr);
+  auto out = evaluateOpOnTensors(op, in, why);
+  if (failed(out))
+    return failure();
+  SmallVector<DenseElementsAttr> results;
+  for (auto [t, r] : llvm::zip(*out, op->getResults())) {
+    Type et = cast<RankedTensorType>(r.getType()).getElementType();
     auto type = RankedTensorType::get(
         SmallVector<int64_t>(t.shape().begin(), t.shape().end()), et);
     ArrayRef<char> bytes(t.data<char>(), t.bytes());

@@ -14,6 +14,8 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/Support/Error.h"
 
+#include "runtime/CpuKernels.h"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -39,6 +41,17 @@ llvm::Expected<nlohmann::json> runtimeAttrs(mlir::Operation *op);
 mlir::FailureOr<llvm::SmallVector<mlir::DenseElementsAttr>>
 evaluateOp(mlir::Operation *op, llvm::ArrayRef<mlir::ElementsAttr> operands,
            std::string *why = nullptr);
+
+/// A constant's data as a runtime tensor (a copy); fails on an element type
+/// the runtime does not have or an attribute without data.
+mlir::FailureOr<rt::Tensor> tensorFromElements(mlir::ElementsAttr attr);
+
+/// Evaluates `op` on runtime tensors (null for an omitted operand) with its
+/// CPU reference kernel. For analyses that evaluate whole subgraphs on sample
+/// inputs without materializing attributes.
+mlir::FailureOr<std::vector<rt::Tensor>>
+evaluateOpOnTensors(mlir::Operation *op, const rt::Operands &operands,
+                    std::string *why = nullptr);
 
 } // namespace qcc
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
+#include "passes/MaskAnalysis.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
 
@@ -103,8 +104,13 @@ private:
     // unsqueeze(x, [0]) is the broadcast over the batch that now exists.
     if (auto un = dyn_cast<UnsqueezeOp>(op)) {
       SmallVector<int64_t> axes(un.getAxes());
-      if (axes == SmallVector<int64_t>{0})
-        return replaceAndContinue(op, nv);
+      if (axes == SmallVector<int64_t>{0}) {
+        if (failed(rebaseBroadcast(un.getResult(), nv)))
+          return failure();
+        if (op->use_empty())
+          op->erase();
+        return success();
+      }
       for (int64_t &a : axes)
         a = a < 0 ? a : a + 1;
       return replaceAndContinue(
@@ -148,6 +154,66 @@ private:
     return op->emitError("kv-cache-layout: cannot give per-sequence positions "
                          "to '")
            << op->getName() << "'";
+  }
+
+  /// `oldValue` [1, ...] broadcast one row over the batch; `nv` [B, ...]
+  /// holds a row per sequence. Consumers that broadcast over the leading
+  /// dimension (elementwise math, batched matmul, unsqueeze/transpose/concat
+  /// that keep it in front) are cloned onto `nv`, their results one row per
+  /// sequence, until rotary tables or an embedding take them.
+  LogicalResult rebaseBroadcast(Value oldValue, Value nv) {
+    llvm::SetVector<Operation *> users(oldValue.getUsers().begin(),
+                                       oldValue.getUsers().end());
+    for (Operation *op : users) {
+      b.setInsertionPoint(op);
+      if (isa<RotaryOp>(op)) {
+        if (op->getOperand(0) == oldValue)
+          return op->emitError("kv-cache-layout: positions flow into the "
+                               "rotated value itself");
+        op->replaceUsesOfWith(oldValue, nv);
+        continue;
+      }
+      if (auto emb = dyn_cast<EmbeddingOp>(op)) {
+        if (emb.getIds() != oldValue)
+          return op->emitError("kv-cache-layout: positions used as a table");
+        int64_t rows = emb.getTable().getType().getDimSize(0);
+        if (rows != ShapedType::kDynamic)
+          maxPositions =
+              maxPositions < 0 ? rows : std::min(maxPositions, rows);
+      }
+      auto keepsFront = [&]() {
+        if (auto un = dyn_cast<UnsqueezeOp>(op))
+          return !llvm::is_contained(un.getAxes(), 0);
+        if (auto t = dyn_cast<TransposeOp>(op))
+          return t.getPerm()[0] == 0;
+        if (auto c = dyn_cast<ConcatOp>(op))
+          return c.getAxis() != 0 &&
+                 llvm::all_of(c.getInputs(),
+                              [&](Value in) { return in == oldValue; });
+        return isa<CastOp, CosOp, SinOp, NegOp, ExpOp, MulOp, AddOp, SubOp,
+                   DivOp, MatMulOp, EmbeddingOp>(op);
+      };
+      if (!keepsFront())
+        return op->emitError("kv-cache-layout: cannot give per-sequence "
+                             "positions to '")
+               << op->getName() << "'";
+      Operation *clone = b.clone(*op);
+      clone->replaceUsesOfWith(oldValue, nv);
+      for (OpResult r : clone->getResults()) {
+        auto t = cast<RankedTensorType>(r.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        shape[0] = ShapedType::kDynamic;
+        r.setType(withShape(t, shape));
+      }
+      if (failed(rebaseBroadcast(op->getResult(0), clone->getResult(0))))
+        return failure();
+      if (!op->use_empty())
+        return op->emitError("kv-cache-layout: a value computed from "
+                             "positions is used where one row must serve "
+                             "every sequence");
+      op->erase();
+    }
+    return success();
   }
 
   /// `op`'s result, [S, ...], is now `nv`, [B, S, ...]: continue with its
@@ -252,18 +318,20 @@ struct PastForm {
 /// `isPresent` result. Empty if `fn` takes only the ids; failure (with a
 /// diagnostic) if it takes anything else.
 FailureOr<PastForm> matchPastForm(func::FuncOp fn,
-                                  ArrayRef<AttentionOp> attentions) {
+                                  ArrayRef<AttentionOp> attentions,
+                                  unsigned roleArgs) {
   PastForm form;
   if (fn.getNumArguments() == 0 ||
       cast<RankedTensorType>(fn.getArgument(0).getType()).getRank() != 2)
     return fn.emitError("kv-cache-layout: a decoder with a KV cache must take "
                         "token ids [batch, seq] first");
-  if (fn.getNumArguments() == 1)
+  if (fn.getNumArguments() == 1 + roleArgs)
     return form;
   auto fail = [&](const Twine &why) {
     return fn.emitError("kv-cache-layout: a decoder with a KV cache must take "
-                        "only token ids [batch, seq], or token ids and the "
-                        "past keys/values of every attention: ")
+                        "only token ids [batch, seq] (and attention_mask / "
+                        "position_ids), or also the past keys/values of "
+                        "every attention: ")
            << why;
   };
   // past argument -> the new keys/values appended to it.
@@ -278,7 +346,7 @@ FailureOr<PastForm> matchPastForm(func::FuncOp fn,
       if (!fresh.insert({past, f}).second)
         return fail("a past input feeds two attention operands");
     }
-  if (fresh.size() != fn.getNumArguments() - 1)
+  if (fresh.size() != fn.getNumArguments() - 1 - roleArgs)
     return fail("an input is not the past of an attention");
   auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
   llvm::DenseSet<BlockArgument> returned;
@@ -309,16 +377,46 @@ struct KvCacheLayoutPass
       return;
     SmallVector<AttentionOp> attentions;
     main.walk([&](AttentionOp a) { attentions.push_back(a); });
-    bool anyCausal = llvm::any_of(
-        attentions, [](AttentionOp a) { return a.getCausal(); });
-    if (!anyCausal)
-      return; // an encoder: no cache
-    for (AttentionOp a : attentions)
-      if (!a.getCausal() || a.getMask()) {
-        a.emitError("kv-cache-layout: a decoder's attention must be causal "
-                    "without a mask to use a KV cache");
-        return signalPassFailure();
+    DecoderInputs inputs = findRoles(main);
+    unsigned roleArgs = (inputs.attentionMask ? 1 : 0) +
+                        (inputs.positionIds ? 1 : 0);
+    if (main.getNumArguments() > 0)
+      if (FailureOr<PastForm> p = matchPastForm(main, attentions, roleArgs);
+          succeeded(p))
+        for (unsigned i : p->pastArgs)
+          inputs.pasts.push_back(main.getArgument(i));
+    // Causal attention, or attention whose exporter-built mask is the
+    // causal mask with the attention_mask's key padding (MaskAnalysis.h):
+    // in prefill/decode every sequence is unpadded, so that is causal.
+    llvm::DenseMap<Value, MaskCheck> checks;
+    SmallVector<std::string> reasons;
+    for (AttentionOp a : attentions) {
+      if (!a.getMask()) {
+        if (!a.getCausal())
+          reasons.push_back("an attention is bidirectional");
+        continue;
       }
+      auto it = checks.find(a.getMask());
+      if (it == checks.end())
+        it = checks.insert({a.getMask(),
+                            checkCausalPaddingMask(a.getMask(), inputs)})
+                 .first;
+      if (!it->second.causalWithPadding)
+        reasons.push_back(it->second.why);
+      else if (it->second.maxContext > 0)
+        maskContext = maskContext < 0 ? it->second.maxContext
+                                      : std::min(maskContext,
+                                                 it->second.maxContext);
+    }
+    if (reasons.size() == attentions.size())
+      return; // an encoder (or no attention): no cache
+    if (!reasons.empty()) {
+      // Compiles without a cache (main only), saying why.
+      main.emitWarning("kv-cache-layout: no KV cache: some attentions are "
+                       "causal, others not: ")
+          << reasons.front();
+      return;
+    }
     if (layout != "paged" && layout != "contiguous") {
       module.emitError("kv-cache-layout: layout must be paged or contiguous, "
                        "not '")
@@ -335,7 +433,7 @@ struct KvCacheLayoutPass
       return signalPassFailure();
     }
     // The token ids [B, S] first, then possibly the exporter's cache.
-    FailureOr<PastForm> past = matchPastForm(main, attentions);
+    FailureOr<PastForm> past = matchPastForm(main, attentions, roleArgs);
     if (failed(past))
       return signalPassFailure();
 
@@ -365,6 +463,9 @@ struct KvCacheLayoutPass
              b.getNamedAttr("dtype", b.getStringAttr(kvDtype))}));
     if (kvDtype == "i8" && failed(addKvScales(module, attentions)))
       return signalPassFailure();
+    if (maskContext > 0)
+      maxPositions = maxPositions > 0 ? std::min(maxPositions, maskContext)
+                                      : maskContext;
     if (maxPositions > 0) {
       NamedAttrList kvAttrs(module->getAttrOfType<DictionaryAttr>("qcc.kv_cache"));
       kvAttrs.set("max_positions", b.getI64IntegerAttr(maxPositions));
@@ -375,6 +476,28 @@ struct KvCacheLayoutPass
 
   /// Rows of the learned position table (a limit on the context), or -1.
   int64_t maxPositions = -1;
+  /// The longest context the masks were verified for (MaskAnalysis.h), or -1.
+  int64_t maskContext = -1;
+
+  /// The decoder's inputs by role: token ids first; the attention mask and
+  /// position ids by their HuggingFace names.
+  static DecoderInputs findRoles(func::FuncOp fn) {
+    DecoderInputs in;
+    if (fn.getNumArguments() == 0)
+      return in;
+    in.ids = fn.getArgument(0);
+    for (unsigned i = 1; i < fn.getNumArguments(); ++i) {
+      auto name = fn.getArgAttrOfType<StringAttr>(i, "qcc.name");
+      auto t = dyn_cast<RankedTensorType>(fn.getArgument(i).getType());
+      if (!name || !t || t.getRank() != 2)
+        continue;
+      if (name.getValue() == "attention_mask")
+        in.attentionMask = fn.getArgument(i);
+      else if (name.getValue() == "position_ids")
+        in.positionIds = fn.getArgument(i);
+    }
+    return in;
+  }
 
   /// int8 KV: static per-layer, per-head scales = calibration absmax / 127.
   LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions) {
@@ -400,6 +523,15 @@ struct KvCacheLayoutPass
     attrs.set("v_scales", b.getArrayAttr(vScales));
     module->setAttr("qcc.kv_cache", attrs.getDictionary(module.getContext()));
     return success();
+  }
+
+  static void eraseDeadOps(func::FuncOp fn) {
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : llvm::reverse(ops))
+      if (isa<QccDialect>(op->getDialect()) && op->use_empty() &&
+          isMemoryEffectFree(op))
+        op->erase();
   }
 
   func::FuncOp buildEntry(func::FuncOp main, StringRef name, bool decode,
@@ -445,24 +577,17 @@ struct KvCacheLayoutPass
                                  b.getDictionaryAttr(attrs), fn.getLoc())))
       return {};
     Value positions = fn.getArgument(1);
-
-    SmallVector<RangeOp> ranges;
-    fn.walk([&](RangeOp r) {
-      if (isPositionRange(r, ids, pasts))
-        ranges.push_back(r);
-    });
-    PositionRebaser rebaser(b);
-    for (RangeOp r : ranges) {
-      b.setInsertionPoint(r);
+    DecoderInputs roles = findRoles(fn);
+    if (Value pid = roles.positionIds) {
+      // The exporter's position ids are the cache positions as they are.
+      b.setInsertionPointToStart(&fn.getBody().front());
       Value p = positions;
-      Type et = r.getType().getElementType();
-      if (et != positionsType.getElementType())
-        p = CastOp::create(b, r.getLoc(), positionsType.clone(et), positions);
-      if (failed(rebaser.rebase(r.getResult(), p)))
-        return {};
-      r.erase();
+      auto pt = cast<RankedTensorType>(pid.getType());
+      if (pt.getElementType() != positionsType.getElementType())
+        p = CastOp::create(b, fn.getLoc(),
+                           positionsType.clone(pt.getElementType()), p);
+      pid.replaceAllUsesWith(p);
     }
-    maxPositions = rebaser.maxPositions;
 
     int64_t layer = 0;
     SmallVector<AttentionOp> attentions;
@@ -484,15 +609,52 @@ struct KvCacheLayoutPass
       a.replaceAllUsesWith(kv.getResult());
       a.erase();
     }
+    // Drop what only computed the masks and positions (shape arithmetic).
+    eraseDeadOps(fn);
+    SmallVector<RangeOp> ranges;
+    fn.walk([&](RangeOp r) {
+      if (isPositionRange(r, ids, pasts))
+        ranges.push_back(r);
+    });
+    PositionRebaser rebaser(b);
+    for (RangeOp r : ranges) {
+      b.setInsertionPoint(r);
+      Value p = positions;
+      Type et = r.getType().getElementType();
+      if (et != positionsType.getElementType())
+        p = CastOp::create(b, r.getLoc(), positionsType.clone(et), positions);
+      if (failed(rebaser.rebase(r.getResult(), p)))
+        return {};
+      r.erase();
+    }
+    maxPositions = rebaser.maxPositions;
+
     // Drop what only computed the replaced positions (shape arithmetic).
-    SmallVector<Operation *> ops;
-    fn.walk([&](Operation *op) { ops.push_back(op); });
-    for (Operation *op : llvm::reverse(ops))
-      if (isa<QccDialect>(op->getDialect()) &&
-          op->use_empty() && isMemoryEffectFree(op))
-        op->erase();
-    if (!pasts.empty()) {
-      llvm::BitVector drop(fn.getNumArguments());
+    eraseDeadOps(fn);
+    llvm::BitVector drop(fn.getNumArguments());
+    if (Value am = roles.attentionMask) {
+      // What is left of the mask input is its shape (the batch size the
+      // dynamo exporter reads from it): the ids have the same batch and,
+      // without a past input, the same length.
+      for (OpOperand &use : llvm::make_early_inc_range(am.getUses())) {
+        auto shape = dyn_cast<ShapeOp>(use.getOwner());
+        if (!shape)
+          continue;
+        int64_t end = shape.getEnd() ? (int64_t)*shape.getEnd() : 2;
+        if (pasts.empty() || (shape.getStart() == 0 && end == 1))
+          use.set(ids);
+      }
+      if (!am.use_empty()) {
+        fn.emitError("kv-cache-layout: the ")
+            << name << " entry point still uses attention_mask beyond the "
+            << "attention masks (e.g. to compute positions from it)";
+        return {};
+      }
+      drop.set(cast<BlockArgument>(am).getArgNumber());
+    }
+    if (Value pid = roles.positionIds)
+      drop.set(cast<BlockArgument>(pid).getArgNumber());
+    {
       for (Value p : pasts) {
         if (!p.use_empty()) {
           fn.emitError("kv-cache-layout: the ")
