@@ -104,8 +104,23 @@ private:
     // unsqueeze(x, [0]) is the broadcast over the batch that now exists.
     if (auto un = dyn_cast<UnsqueezeOp>(op)) {
       SmallVector<int64_t> axes(un.getAxes());
-      if (axes == SmallVector<int64_t>{0}) {
-        if (failed(rebaseBroadcast(un.getResult(), nv)))
+      int64_t rank = un.getType().getRank();
+      if (llvm::any_of(axes, [&](int64_t a) { return a == 0 || a == -rank; })) {
+        // Axis 0 is the batch, which now exists; the other new axes are
+        // inserted into the [B, S] value at the same output positions.
+        SmallVector<int64_t> rest;
+        for (int64_t a : axes)
+          if (a != 0 && a != -rank)
+            rest.push_back(a < 0 ? a + rank : a);
+        Value batchedValue = nv;
+        if (!rest.empty()) {
+          SmallVector<int64_t> shape(un.getType().getShape());
+          shape[0] = nt.getDimSize(0);
+          batchedValue = UnsqueezeOp::create(b, loc,
+                                             withShape(un.getType(), shape),
+                                             nv, b.getDenseI64ArrayAttr(rest));
+        }
+        if (failed(rebaseBroadcast(un.getResult(), batchedValue)))
           return failure();
         if (op->use_empty())
           op->erase();
@@ -578,6 +593,19 @@ struct KvCacheLayoutPass
       return {};
     Value positions = fn.getArgument(1);
     DecoderInputs roles = findRoles(fn);
+    if (Value am = roles.attentionMask) {
+      // What is left of the mask input is its shape (the batch size the
+      // dynamo exporter reads from it): the ids have the same batch and,
+      // without a past input, the same length.
+      for (OpOperand &use : llvm::make_early_inc_range(am.getUses())) {
+        auto shape = dyn_cast<ShapeOp>(use.getOwner());
+        if (!shape)
+          continue;
+        int64_t end = shape.getEnd() ? (int64_t)*shape.getEnd() : 2;
+        if (pasts.empty() || (shape.getStart() == 0 && end == 1))
+          use.set(ids);
+      }
+    }
     if (Value pid = roles.positionIds) {
       // The exporter's position ids are the cache positions as they are.
       b.setInsertionPointToStart(&fn.getBody().front());
@@ -633,17 +661,6 @@ struct KvCacheLayoutPass
     eraseDeadOps(fn);
     llvm::BitVector drop(fn.getNumArguments());
     if (Value am = roles.attentionMask) {
-      // What is left of the mask input is its shape (the batch size the
-      // dynamo exporter reads from it): the ids have the same batch and,
-      // without a past input, the same length.
-      for (OpOperand &use : llvm::make_early_inc_range(am.getUses())) {
-        auto shape = dyn_cast<ShapeOp>(use.getOwner());
-        if (!shape)
-          continue;
-        int64_t end = shape.getEnd() ? (int64_t)*shape.getEnd() : 2;
-        if (pasts.empty() || (shape.getStart() == 0 && end == 1))
-          use.set(ids);
-      }
       if (!am.use_empty()) {
         fn.emitError("kv-cache-layout: the ")
             << name << " entry point still uses attention_mask beyond the "

@@ -27,6 +27,7 @@
 #include <optional>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 using namespace qcc::rt;
@@ -162,6 +163,9 @@ bool check(const std::string &spec) {
     for (int64_t v = 0; v < vocab; ++v)
       err = std::max(err, (double)std::abs(row[v] - ref[v]));
     worst = std::max(worst, err / scale);
+    if (getenv("QCC_KV_CHECK_VERBOSE") && err / scale > kTolerance)
+      std::fprintf(stderr, "  sequence %zu position %lld: rel err %.3g\n", i,
+                   (long long)pos, err / scale);
   };
 
   std::vector<std::vector<int64_t>> prompts;

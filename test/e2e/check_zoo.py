@@ -15,7 +15,16 @@ For every case folder (default: every test/models/zoo/*/ holding a model.onnx):
   3. `qrun m.qpkg --backend=cpu --input NAME=inputs/NAME.npy ... --output-dir out`;
   4. for every outputs/NAME.npy: max|qrun - ref| / max|ref| <= 1e-4, skipping the
      (batch, position) rows meta.json lists in ignore_positions (left-padding
-     query tokens of a decoder: every key is masked, the result is undefined).
+     query tokens of a decoder: every key is masked, the result is undefined);
+  5. when the artifact has a KV cache (prefill/decode), `qcc-kv-check` on it:
+     ragged prefill + decode logits equal `main` over the whole sequences and
+     greedy generation through the cache equals full recompute ("kv" column;
+     "-" with qcc's warning when it compiled without a cache).
+
+Cases listed in test/models/zoo/expected_refusals.txt ("case: reason") may be
+refused by qcc with that reason: they count as REFUSED, not failed, and the
+list says what is left to do. A listed case that compiles is reported so the
+line can go.
 
 One table row per case: case | compiles | raised | leftover | max rel err | result.
 Exit status 1 if any case fails (0 with --report-only), 2 on a usage error.
@@ -119,10 +128,23 @@ def compare(ref, got, ignore):
     return err, None
 
 
-def check_case(case_dir, qcc, qrun):
+def load_expected_refusals(path):
+    out = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith("#") and ":" in line:
+                    case, reason = line.split(":", 1)
+                    out[case.strip()] = reason.strip()
+    return out
+
+
+def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None):
     name = os.path.basename(os.path.normpath(case_dir))
     row = {"case": name, "compiles": "", "raised": "-", "leftover": "-", "err": None,
-           "result": "FAIL", "note": ""}
+           "result": "FAIL", "note": "", "kv": "-"}
+    has_cache = False
     model = os.path.join(case_dir, "model.onnx")
     meta = {}
     if os.path.exists(os.path.join(case_dir, "meta.json")):
@@ -132,18 +154,26 @@ def check_case(case_dir, qcc, qrun):
 
     rc, out, err = run([qcc, model, "--emit=mlir"])
     if rc == 0:
-        row["raised"], row["leftover"] = fmt_counts(*count_ops(out))
+        main_ops, whole_ops = count_ops(out)
+        row["raised"], row["leftover"] = fmt_counts(main_ops, whole_ops)
+        has_cache = whole_ops.get("kv_attention", 0) > 0
 
     with tempfile.TemporaryDirectory(prefix="qcc-zoo-") as tmp:
         pkg = os.path.join(tmp, "m.qpkg")
         rc, _, err = run([qcc, model, "--no-cuda", "-o", pkg])
         if rc == 0:
             row["compiles"] = "yes"
+            warning = next((ln for ln in err.splitlines() if "warning:" in ln), "")
+            if warning and not has_cache:
+                row["kv"] = "- (" + warning.split("warning:", 1)[1].replace(
+                    model + ": ", "").strip() + ")"
         else:
             first = first_error_line(err, model)
             rc2, _, _ = run([qcc, model, "--no-cuda", "--kv-cache=none", "-o", pkg])
             if rc2 != 0:
                 row["compiles"] = first
+                if expected_refusal and expected_refusal in first:
+                    row["result"] = "REFUSED"
                 return row
             row["compiles"] = "yes (--kv-cache=none)"
             row["note"] = f"default compile: {first}"
@@ -173,10 +203,20 @@ def check_case(case_dir, qcc, qrun):
             if e is not None:
                 worst = max(worst, e)
         row["err"] = worst
+        kv_ok = True
+        if has_cache and kv_check and row["compiles"] == "yes":
+            rc, out, err = run([kv_check, pkg])
+            kv_ok = rc == 0
+            row["kv"] = "PASS" if kv_ok else "FAIL"
+            if not kv_ok:
+                problems.append("kv: " + first_error_line(out + err, pkg))
         if problems:
             row["note"] = "; ".join(problems)
-        elif worst <= TOLERANCE:
+        elif worst <= TOLERANCE and kv_ok:
             row["result"] = "PASS"
+        if expected_refusal:
+            row["note"] = (row["note"] + "; " if row["note"] else "") + \
+                "listed in expected_refusals.txt but compiles: remove the line"
     return row
 
 
@@ -185,6 +225,9 @@ def main():
     ap.add_argument("cases", nargs="*", help="case folders (default: every zoo case)")
     ap.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
     ap.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
+    ap.add_argument("--kv-check", default=os.path.join(ROOT, "build", "bin", "qcc-kv-check"),
+                    help="qcc-kv-check, run on artifacts with a KV cache ('' to skip)")
+    ap.add_argument("--expected-refusals", default=os.path.join(ZOO, "expected_refusals.txt"))
     ap.add_argument("--report-only", action="store_true", help="exit 0 even when cases fail")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     args = ap.parse_args()
@@ -202,18 +245,21 @@ def main():
             print(f"check_zoo: {c}: no model.onnx", file=sys.stderr)
             return 2
 
+    refusals = load_expected_refusals(args.expected_refusals)
+    kv_check = args.kv_check if args.kv_check and os.access(args.kv_check, os.X_OK) else None
     rows = []
     for i, c in enumerate(cases):
-        progress(f"[{i + 1}/{len(cases)}] {os.path.basename(os.path.normpath(c))}")
-        rows.append(check_case(c, args.qcc, args.qrun))
+        name = os.path.basename(os.path.normpath(c))
+        progress(f"[{i + 1}/{len(cases)}] {name}")
+        rows.append(check_case(c, args.qcc, args.qrun, kv_check, refusals.get(name)))
 
     header = ["case", "compiles", "raised (in @main)", "leftover non-glue ops", "max rel err",
-              "result"]
+              "kv cache", "result"]
     table = []
     for r in rows:
         err = "-" if r["err"] is None else f"{r['err']:.2e}"
-        res = r["result"] + (f" ({r['note']})" if r["note"] and r["result"] == "FAIL" else "")
-        table.append([r["case"], r["compiles"], r["raised"], r["leftover"], err, res])
+        res = r["result"] + (f" ({r['note']})" if r["note"] and r["result"] != "REFUSED" else "")
+        table.append([r["case"], r["compiles"], r["raised"], r["leftover"], err, r["kv"], res])
     if args.markdown:
         esc = lambda s: s.replace("|", "\\|")  # noqa: E731
         print("| " + " | ".join(header) + " |")
@@ -225,8 +271,10 @@ def main():
         for t in table:
             print(" | ".join(t))
     n_pass = sum(r["result"] == "PASS" for r in rows)
-    print(f"{n_pass} passed, {len(rows) - n_pass} failed")
-    return 0 if args.report_only or n_pass == len(rows) else 1
+    n_refused = sum(r["result"] == "REFUSED" for r in rows)
+    n_fail = len(rows) - n_pass - n_refused
+    print(f"zoo: {n_pass} passed, {n_fail} failed, {n_refused} refused as expected")
+    return 0 if args.report_only or n_fail == 0 else 1
 
 
 if __name__ == "__main__":
