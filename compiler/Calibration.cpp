@@ -103,7 +103,9 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
         return error(statsPath + ": no statistics for linear " + id +
                      " (stale --calib-stats for another model?)");
       DenseElementsAttr absmax = f32Array(ctx, ls[id].at("input_absmax"));
-      if (absmax.getNumElements() != l.getInput().getType().getShape().back())
+      // The weight [N, K] knows K even where the input's type does not
+      // (a head merge reshaped with -1).
+      if (absmax.getNumElements() != l.getWeight().getType().getDimSize(1))
         return error(statsPath + ": linear " + id + " has the wrong width "
                      "(stale --calib-stats for another model?)");
       l->setAttr("qcc.input_absmax", absmax);

@@ -195,6 +195,16 @@ private:
         if (rows != ShapedType::kDynamic)
           maxPositions =
               maxPositions < 0 ? rows : std::min(maxPositions, rows);
+        // A learned position table: the [B, S, E] rows broadcast wherever
+        // the one [1, S, E] row did (added to the token embeddings).
+        SmallVector<int64_t> shape(emb.getType().getShape());
+        shape[0] = ShapedType::kDynamic;
+        auto ne = EmbeddingOp::create(b, op->getLoc(),
+                                      withShape(emb.getType(), shape),
+                                      emb.getTable(), nv);
+        emb.getResult().replaceAllUsesWith(ne.getResult());
+        emb.erase();
+        continue;
       }
       auto keepsFront = [&]() {
         if (auto un = dyn_cast<UnsqueezeOp>(op))
@@ -206,7 +216,7 @@ private:
                  llvm::all_of(c.getInputs(),
                               [&](Value in) { return in == oldValue; });
         return isa<CastOp, CosOp, SinOp, NegOp, ExpOp, MulOp, AddOp, SubOp,
-                   DivOp, MatMulOp, EmbeddingOp>(op);
+                   DivOp, MatMulOp>(op);
       };
       if (!keepsFront())
         return op->emitError("kv-cache-layout: cannot give per-sequence "
