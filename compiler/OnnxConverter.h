@@ -90,14 +90,27 @@ using ConvertFn =
         ConvertContext &)>;
 
 /// One row of the converter table: ONNX op type, the op versions (schema
-/// since-versions) the converter implements, and the converter.
+/// since-versions) the converter implements, the converter, and the op's
+/// domain ("" for the default ai.onnx domain).
 struct OnnxConverter {
   std::string opType;
   std::vector<int> versions;
   ConvertFn convert;
+  std::string domain = "";
 };
 
 const std::vector<OnnxConverter> &onnxConverters();
+
+/// onnxruntime's contrib ops (OnnxContribConverters.cpp): com.microsoft ops
+/// and the ops onnxruntime adds to the default domain. ONNX's schemas do not
+/// know them, so a node's op version is the newest one listed that the
+/// model's opset for the op's domain selects.
+const std::vector<OnnxConverter> &onnxContribConverters();
+
+/// Registers the default-domain contrib ops (SimplifiedLayerNormalization)
+/// with ONNX's schema registry, so that its checker and shape inference
+/// accept and infer them as onnxruntime does. Idempotent.
+void registerContribSchemas();
 
 /// Converts an ONNX TensorProto to an ElementsAttr (external data already
 /// resolved into `externalBytes` when the tensor lives outside the model).

@@ -62,6 +62,10 @@ private:
                                           SmallVector<std::string> *dimNames);
   llvm::Error importInitializer(const onnx::TensorProto &t);
   llvm::Error importNode(const onnx::NodeProto &node);
+  llvm::Expected<const OnnxConverter *>
+  converterFor(const onnx::NodeProto &node);
+  llvm::Expected<const OnnxConverter *>
+  contribConverter(const onnx::NodeProto &node);
   llvm::Expected<std::string> readExternal(const onnx::TensorProto &t);
 
   MLIRContext &ctx;
@@ -69,6 +73,8 @@ private:
   ErrorSink sink;
   std::string path;
   int64_t opset = 0;
+  /// The opset the model imports for each domain ("" for ai.onnx).
+  llvm::StringMap<int64_t> domainOpsets;
   /// The newest default-domain opset the installed ONNX library knows; above
   /// it, its checker and shape inference would apply older schemas.
   int64_t libraryOpset = 0;
@@ -93,6 +99,7 @@ llvm::Error Importer::load(onnx::ModelProto &model) {
   libraryOpset =
       onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("")
           .second;
+  registerContribSchemas();
   for (const auto &imp : model.opset_import())
     if ((imp.domain().empty() || imp.domain() == "ai.onnx") &&
         imp.version() > libraryOpset)
@@ -112,6 +119,8 @@ llvm::Error Importer::checkOpset(const onnx::ModelProto &model) {
   for (const auto &imp : model.opset_import()) {
     if (imp.domain().empty() || imp.domain() == "ai.onnx")
       opset = imp.version();
+    domainOpsets[imp.domain() == "ai.onnx" ? "" : imp.domain()] =
+        imp.version();
   }
   if (opset == 0)
     return sink.error("the model imports no default-domain (ai.onnx) opset");
@@ -225,10 +234,55 @@ llvm::Error Importer::importInitializer(const onnx::TensorProto &t) {
   return llvm::Error::success();
 }
 
-llvm::Error Importer::importNode(const onnx::NodeProto &node) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return sink.nodeError(node, "ops of domain '" + node.domain() +
-                                    "' are not supported");
+/// The contrib converter (onnxruntime's ops) for `node`, null if there is
+/// none. ONNX's schemas do not know these ops: the version is the newest one
+/// the table lists that the model's opset for the op's domain selects.
+llvm::Expected<const OnnxConverter *>
+Importer::contribConverter(const onnx::NodeProto &node) {
+  std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  const OnnxConverter *converter = nullptr;
+  int best = 0;
+  std::vector<int> known;
+  int64_t domainOpset = domainOpsets.lookup(domain);
+  for (const auto &c : onnxContribConverters()) {
+    if (c.domain != domain || c.opType != node.op_type())
+      continue;
+    for (int v : c.versions) {
+      known.push_back(v);
+      if (v <= domainOpset && v > best) {
+        best = v;
+        converter = &c;
+      }
+    }
+  }
+  if (!known.empty() && !converter)
+    return sink.nodeError(
+        node, domainOpset == 0
+                  ? "the model imports no opset of domain '" + domain + "'"
+                  : fmt::format("opset {} of domain '{}' selects no version "
+                                "of this op that qcc supports (supported "
+                                "versions: {})",
+                                domainOpset, domain, fmt::join(known, ", ")));
+  return converter;
+}
+
+/// The converter for `node`: onnxruntime's contrib ops by the opset of their
+/// domain, default-domain ops by the version that the opset selects.
+llvm::Expected<const OnnxConverter *>
+Importer::converterFor(const onnx::NodeProto &node) {
+  if (auto contrib = contribConverter(node); !contrib || *contrib)
+    return contrib;
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    std::string known;
+    for (const auto &c : onnxContribConverters())
+      if (c.domain == node.domain())
+        known += (known.empty() ? "" : ", ") + c.opType;
+    return sink.nodeError(
+        node, known.empty() ? "ops of domain '" + node.domain() +
+                                  "' are not supported"
+                            : "unsupported op of domain '" + node.domain() +
+                                  "' (qcc converts only " + known + ")");
+  }
   // The op version the opset selects: from ONNX's schemas where the library
   // knows the opset, else the newest version <= opset in the converter table
   // (which lists every version of its ops up to kMaxKnownOpset).
@@ -260,6 +314,13 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
         node, fmt::format("opset {} selects version {} of this op, which qcc "
                           "does not support (supported versions: {})",
                           opset, version, fmt::join(known, ", ")));
+  return converter;
+}
+
+llvm::Error Importer::importNode(const onnx::NodeProto &node) {
+  auto converter = converterFor(node);
+  if (!converter)
+    return converter.takeError();
 
   SmallVector<Value> inputs;
   for (const std::string &name : node.input()) {
@@ -294,7 +355,7 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
                               FileLineColLoc::get(&ctx, path, 0, 0));
   ConvertContext cc(builder, loc, node, std::move(inputs),
                     std::move(resultTypes));
-  auto results = converter->convert(cc);
+  auto results = (*converter)->convert(cc);
   if (failed(results))
     return sink.nodeError(node, cc.error.empty() ? "conversion failed"
                                                  : cc.error);
@@ -429,6 +490,9 @@ std::vector<std::pair<std::string, std::vector<int>>> qcc::supportedOnnxOps() {
   std::vector<std::pair<std::string, std::vector<int>>> out;
   for (const auto &c : onnxConverters())
     out.emplace_back(c.opType, c.versions);
+  for (const auto &c : onnxContribConverters())
+    out.emplace_back(c.domain.empty() ? c.opType : c.domain + "." + c.opType,
+                     c.versions);
   std::sort(out.begin(), out.end());
   return out;
 }
