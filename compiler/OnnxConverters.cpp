@@ -408,6 +408,13 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
     else if (keep)
       shape.push_back(1);
   }
+  if (elementOf(c.input(0)).isInteger(1) ||
+      (!std::is_same_v<OpT, ReduceSumOp> &&
+       !isa<FloatType>(elementOf(c.input(0)))))
+    return c.fail("an input of element type " +
+                  std::string(std::is_same_v<OpT, ReduceSumOp> ? "bool"
+                                                               : "integer") +
+                  " is not supported");
   return one(c.create<OpT>(c.resultType(0, shape, elementOf(c.input(0))),
                            c.input(0), c.builder.getDenseI64ArrayAttr(axes),
                            c.builder.getBoolAttr(keep)));

@@ -249,6 +249,9 @@ static LogicalResult verifyReduce(ReduceOpT op) {
   int64_t expect = op.getKeepdims() ? rank : rank - (int64_t)seen.size();
   if (op.getResult().getType().getRank() != expect)
     return op.emitOpError("result rank must be ") << expect;
+  Type et = op.getInput().getType().getElementType();
+  if (et != op.getResult().getType().getElementType() || et.isInteger(1))
+    return op.emitOpError("result element type must be the input's (not i1)");
   return success();
 }
 LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }

@@ -190,15 +190,16 @@ def Qcc_GemmOp : Qcc_Op<"gemm"> {
   let hasVerifier = 1;
 }
 
-class Qcc_ReduceOp<string mnemonic, string onnxName, string formula>
+class Qcc_ReduceOp<string mnemonic, string onnxName, string formula,
+                   Type tensorType = Qcc_FloatTensor>
     : Qcc_Op<mnemonic> {
   let summary = "Reduction: " # onnxName;
   let description = "ONNX `" # onnxName # "`: `" # formula # "` over the "
       "dimensions in `axes` (normalized to be non-negative); they are kept with "
       "size 1 when `keepdims` is set and removed otherwise.";
-  let arguments = (ins Qcc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
                    DefaultValuedAttr<BoolAttr, "true">:$keepdims);
-  let results = (outs Qcc_FloatTensor:$result);
+  let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -206,7 +207,7 @@ class Qcc_ReduceOp<string mnemonic, string onnxName, string formula>
 def Qcc_ReduceMeanOp : Qcc_ReduceOp<"reduce_mean", "ReduceMean",
     "result = sum(input) / (number of reduced elements)">;
 def Qcc_ReduceSumOp : Qcc_ReduceOp<"reduce_sum", "ReduceSum",
-    "result = sum(input)">;
+    "result = sum(input)", Qcc_Tensor>;
 def Qcc_ReduceMaxOp : Qcc_ReduceOp<"reduce_max", "ReduceMax",
     "result = max(input)">;
 

@@ -624,7 +624,10 @@ enum class Reduction { Sum, Mean, Max };
 std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
                            const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
-  requireF32(x, "input");
+  // Integer sums (attention-mask lengths) are exact in int64.
+  bool integer = x.dtype() == DType::I64 || x.dtype() == DType::I32;
+  if (!(integer && kind == Reduction::Sum))
+    requireF32(x, "input");
   bool keep = attrs.has("keepdims") ? attrs.b("keepdims") : true;
   int64_t rank = x.rank();
   std::vector<bool> red(rank, false);
@@ -644,6 +647,26 @@ std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
       count *= x.dim(d);
     if (!red[d] || keep)
       outShape.push_back(red[d] ? 1 : x.dim(d));
+  }
+  if (integer) {
+    std::vector<int64_t> outStrides = stridesOf(kept);
+    for (int64_t d = 0; d < rank; ++d)
+      if (red[d])
+        outStrides[d] = 0;
+    std::vector<uint64_t> acc((size_t)numElements(kept), 0);
+    Tensor r(x.dtype(), outShape);
+    dispatch(x.dtype(), "reduce_sum", [&](auto tag) {
+      using T = decltype(tag);
+      const T *in = x.data<T>();
+      bcastLoop<1>(x.shape(), {outStrides},
+                   [&](int64_t p, const std::array<int64_t, 1> &o) {
+                     acc[o[0]] += (uint64_t)(int64_t)in[p]; // wraps, no UB
+                   });
+      T *out = r.data<T>();
+      for (size_t i = 0; i < acc.size(); ++i)
+        out[i] = (T)(int64_t)acc[i];
+    });
+    return {std::move(r)};
   }
   // Accumulate in double: each input element adds to its output slot.
   bool isMax = kind == Reduction::Max;

@@ -117,3 +117,11 @@ func.func @gather_elements_rank(%a: tensor<2x3xf32>, %i: tensor<3xi64>) -> tenso
   %0 = qcc.gather_elements %a, %i {axis = 0 : i64} : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @reduce_sum_bool(%a: tensor<2x3xi1>) -> tensor<2x1xi1> {
+  // expected-error @+1 {{result element type must be the input's (not i1)}}
+  %0 = qcc.reduce_sum %a {axes = array<i64: 1>} : (tensor<2x3xi1>) -> tensor<2x1xi1>
+  return %0 : tensor<2x1xi1>
+}

@@ -202,6 +202,14 @@ TEST(CpuKernels, ComparisonsAndLogic) {
   EXPECT_EQ(bools(run1("is_nan", json::object(), {&x})), (B{0, 1, 0}));
 }
 
+TEST(CpuKernels, IntegerReduceSumIsExact) {
+  // Lengths from an attention mask: sums of int64 are exact, beyond 2^53 too.
+  Tensor m = i64({2, 3}, {1, 1, 0, (int64_t(1) << 53) + 1, 1, 0});
+  EXPECT_EQ(ivalues(run1("reduce_sum", {{"axes", {1}}, {"keepdims", false}},
+                         {&m})),
+            (std::vector<int64_t>{2, (int64_t(1) << 53) + 2}));
+}
+
 TEST(CpuKernels, GatherElements) {
   Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor idx = i64({2, 2}, {2, 0, -1, 1});
