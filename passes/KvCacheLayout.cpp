@@ -197,8 +197,9 @@ private:
               maxPositions < 0 ? rows : std::min(maxPositions, rows);
         // A learned position table: the [B, S, E] rows broadcast wherever
         // the one [1, S, E] row did (added to the token embeddings).
-        SmallVector<int64_t> shape(emb.getType().getShape());
-        shape[0] = ShapedType::kDynamic;
+        SmallVector<int64_t> shape(
+            cast<RankedTensorType>(nv.getType()).getShape());
+        shape.push_back(emb.getType().getShape().back());
         auto ne = EmbeddingOp::create(b, op->getLoc(),
                                       withShape(emb.getType(), shape),
                                       emb.getTable(), nv);
@@ -405,11 +406,12 @@ struct KvCacheLayoutPass
     DecoderInputs inputs = findRoles(main);
     unsigned roleArgs = (inputs.attentionMask ? 1 : 0) +
                         (inputs.positionIds ? 1 : 0);
-    if (main.getNumArguments() > 0)
-      if (FailureOr<PastForm> p = matchPastForm(main, attentions, roleArgs);
-          succeeded(p))
-        for (unsigned i : p->pastArgs)
-          inputs.pasts.push_back(main.getArgument(i));
+    // Candidate caches for the mask analysis (matchPastForm checks them,
+    // with diagnostics, once a decoder is recognized): the 4-D inputs.
+    for (BlockArgument arg : main.getArguments())
+      if (auto t = dyn_cast<RankedTensorType>(arg.getType()))
+        if (t.getRank() == 4)
+          inputs.pasts.push_back(arg);
     // Causal attention, or attention whose exporter-built mask is the
     // causal mask with the attention_mask's key padding (MaskAnalysis.h):
     // in prefill/decode every sequence is unpadded, so that is causal.

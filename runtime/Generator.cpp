@@ -15,6 +15,41 @@ const Port &qcc::rt::logitsOutput(const Function &fn) {
                            "vocab] float output to generate from");
 }
 
+std::map<std::string, Tensor> qcc::rt::sequenceInputs(const Function &fn,
+                                                     const Tensor &ids) {
+  const char *usage = "text generation needs a model whose first input is "
+                      "int64 token ids [batch, seq] (others: attention_mask, "
+                      "position_ids, past keys/values)";
+  if (fn.inputs.empty() || fn.inputs[0].dtype != DType::I64 ||
+      fn.inputs[0].shape.size() != 2)
+    throw std::runtime_error(usage);
+  int64_t batch = ids.dim(0), len = ids.dim(1);
+  std::map<std::string, Tensor> inputs{{fn.inputs[0].name, ids}};
+  for (size_t i = 1; i < fn.inputs.size(); ++i) {
+    const Port &p = fn.inputs[i];
+    bool mask = p.name == "attention_mask", pos = p.name == "position_ids";
+    if ((mask || pos) && p.shape.size() == 2 &&
+        (p.dtype == DType::I64 || p.dtype == DType::I32)) {
+      Tensor t(p.dtype, {batch, len});
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t s = 0; s < len; ++s) {
+          int64_t v = mask ? 1 : s;
+          if (p.dtype == DType::I64)
+            t.data<int64_t>()[b * len + s] = v;
+          else
+            t.data<int32_t>()[b * len + s] = (int32_t)v;
+        }
+      inputs[p.name] = t;
+    } else if (p.shape.size() == 4 && p.shape[1] > 0 && p.shape[3] > 0) {
+      inputs[p.name] = Tensor(p.dtype, {batch, p.shape[1], 0, p.shape[3]});
+    } else {
+      throw std::runtime_error(std::string(usage) + "; input '" + p.name +
+                               "' is none of these");
+    }
+  }
+  return inputs;
+}
+
 Generator::Generator(const Artifact &artifact, Executor &session,
                      KvCache &cache)
     : artifact(artifact), session(session), cache(cache) {

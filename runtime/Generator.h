@@ -13,6 +13,7 @@
 #include "runtime/Session.h"
 
 #include <functional>
+#include <map>
 #include <vector>
 
 namespace qcc::rt {
@@ -43,6 +44,14 @@ struct GenerateResult {
 
 /// The logits port of an entry point: its first rank-3 f32 output.
 const Port &logitsOutput(const Function &fn);
+
+/// The inputs of a full-sequence entry point for unpadded token ids [B, S]:
+/// the ids (its first input, int64 [batch, seq]) and what an exporter's other
+/// inputs mean for them: `attention_mask` all ones, `position_ids` 0..S-1,
+/// past keys/values ([B, heads, P, head_dim]) of length 0. Throws for any
+/// other input, naming it.
+std::map<std::string, Tensor> sequenceInputs(const Function &fn,
+                                             const Tensor &ids);
 
 class Generator {
 public:

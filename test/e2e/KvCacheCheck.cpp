@@ -43,38 +43,12 @@ const Port &logitsPort(const Function &fn) {
   throw std::runtime_error("no [batch, seq, vocab] output");
 }
 
-/// Logits of `main` over one whole sequence: [seq, vocab]. An exporter's
-/// other inputs get what an unpadded sequence means: attention_mask all
-/// ones, position_ids 0..S-1, past_key_values of length 0.
+/// Logits of `main` over one whole, unpadded sequence: [seq, vocab].
 Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids) {
   const Function &fn = a.function("main");
-  int64_t len = (int64_t)ids.size();
-  std::map<std::string, Tensor> inputs;
-  for (const Port &p : fn.inputs) {
-    if (&p == &fn.inputs[0]) {
-      Tensor in(DType::I64, {1, len});
-      std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-      inputs[p.name] = in;
-    } else if (p.name == "attention_mask" || p.name == "position_ids") {
-      Tensor in(p.dtype, {1, len});
-      for (int64_t i = 0; i < len; ++i) {
-        int64_t v = p.name == "attention_mask" ? 1 : i;
-        if (p.dtype == DType::I64)
-          in.data<int64_t>()[i] = v;
-        else if (p.dtype == DType::I32)
-          in.data<int32_t>()[i] = (int32_t)v;
-        else
-          throw std::runtime_error(p.name + " is not an integer input");
-      }
-      inputs[p.name] = in;
-    } else if (p.shape.size() == 4) { // a past: [1, heads, 0, head_dim]
-      inputs[p.name] = Tensor(p.dtype, {1, p.shape[1], 0, p.shape[3]});
-    } else {
-      throw std::runtime_error("main input '" + p.name + "' has no value "
-                               "for an unpadded sequence");
-    }
-  }
-  return s.run("main", inputs).at(logitsPort(fn).name);
+  Tensor in(DType::I64, {1, (int64_t)ids.size()});
+  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
+  return s.run("main", sequenceInputs(fn, in)).at(logitsPort(fn).name);
 }
 
 /// One prefill/decode call over the rows `seqs` with right-padded `tokens`

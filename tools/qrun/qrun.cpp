@@ -155,14 +155,6 @@ const Port &logitsPort(const Function &fn) {
                            "output to generate from");
 }
 
-const Port &idsPort(const Function &fn) {
-  if (fn.inputs.size() != 1 || fn.inputs[0].dtype != DType::I64 ||
-      fn.inputs[0].shape.size() != 2)
-    throw std::runtime_error("text generation needs a model whose only input "
-                             "is int64 token ids [batch, seq]");
-  return fn.inputs[0];
-}
-
 /// The artifact's tokenizer: a tokenizer.json or a SentencePiece model.
 Tokenizer loadTokenizer(const Artifact &a) {
   auto blob = a.section("tokenizer");
@@ -190,7 +182,7 @@ Tensor forward(Executor &s, const Function &fn,
                const std::vector<int64_t> &ids) {
   Tensor in(DType::I64, {1, (int64_t)ids.size()});
   std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  auto out = s.run(fn.name, {{idsPort(fn).name, in}});
+  auto out = s.run(fn.name, sequenceInputs(fn, in));
   return out.at(logitsPort(fn).name);
 }
 
@@ -461,7 +453,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
       for (int64_t b = 0; b < batch; ++b)
         std::copy(ids[b].begin(), ids[b].end(),
                   in.data<int64_t>() + b * len);
-      Tensor logits = session.run("main", {{idsPort(main).name, in}})
+      Tensor logits = session.run("main", sequenceInputs(main, in))
                           .at(logitsPort(main).name);
       for (int64_t b = 0; b < batch; ++b) {
         const float *row = logits.data<float>() + ((b + 1) * len - 1) * vocab;
@@ -502,7 +494,6 @@ int runBench(const Options &o, const Artifact &a) {
   Executor &session = *exec;
   auto *cpu = dynamic_cast<Session *>(exec.get());
   const Function &fn = a.function(o.function);
-  const Port &ids = idsPort(fn);
   if (o.profile && !cpu)
     throw std::runtime_error("--profile times op kinds on the CPU backend "
                              "(use --backend=cpu)");
@@ -520,11 +511,12 @@ int runBench(const Options &o, const Artifact &a) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     in.data<int64_t>()[i] = (int64_t)(x % (uint64_t)vocab);
   }
-  session.run(fn.name, {{ids.name, in}}); // warm-up
+  auto inputs = sequenceInputs(fn, in);
+  session.run(fn.name, inputs); // warm-up
   std::vector<double> times;
   for (int i = 0; i < o.iterations; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    session.run(fn.name, {{ids.name, in}});
+    session.run(fn.name, inputs);
     times.push_back(std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0)
                         .count());
