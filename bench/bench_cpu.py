@@ -37,8 +37,18 @@ def ort_tokens_per_s(model, batch, seq, threads, iterations, vocab):
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    feeds = {sess.get_inputs()[0].name:
-             rng.integers(0, vocab, size=(batch, seq), dtype=np.int64)}
+    # An exporter's other inputs, as qrun fills them (runtime sequenceInputs):
+    # attention_mask all ones, position_ids 0..S-1.
+    feeds = {}
+    for i, inp in enumerate(sess.get_inputs()):
+        if i == 0:
+            feeds[inp.name] = rng.integers(0, vocab, size=(batch, seq), dtype=np.int64)
+        elif inp.name == "attention_mask":
+            feeds[inp.name] = np.ones((batch, seq), dtype=np.int64)
+        elif inp.name == "position_ids":
+            feeds[inp.name] = np.tile(np.arange(seq, dtype=np.int64), (batch, 1))
+        else:
+            sys.exit(f"bench_cpu: input '{inp.name}' is not one a forward pass fills")
     sess.run(None, feeds)  # warm-up
     times = []
     for _ in range(iterations):
@@ -59,6 +69,9 @@ def main():
     p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--iterations", type=int, default=5)
+    p.add_argument("--batches", default="1,8", help="comma-separated batch sizes")
+    p.add_argument("--threads", default="", help="comma-separated thread counts "
+                   "(default: 1 and all cores)")
     a = p.parse_args()
 
     cores = os.cpu_count() or 1
@@ -66,13 +79,15 @@ def main():
         .get_outputs()[0].shape[-1]
     with tempfile.TemporaryDirectory() as tmp:
         qpkg = os.path.join(tmp, "model.qpkg")
-        subprocess.run([a.qcc, a.model, "-o", qpkg], check=True)
+        subprocess.run([a.qcc, a.model, "--no-cuda", "-o", qpkg], check=True)
         print(f"model {os.path.relpath(a.model, ROOT)}, {a.seq}-token forward pass, "
               f"median of {a.iterations} runs, tokens/s")
         print(f"| threads | batch | qrun CPU | onnxruntime | qrun / ort |")
         print(f"|---|---|---|---|---|")
-        for threads in sorted({1, cores}):
-            for batch in (1, 8):
+        threads_list = ([int(t) for t in a.threads.split(",")] if a.threads
+                        else sorted({1, cores}))
+        for threads in threads_list:
+            for batch in [int(b) for b in a.batches.split(",")]:
                 q = qrun_tokens_per_s(a.qrun, qpkg, batch, a.seq, threads, a.iterations)
                 o = ort_tokens_per_s(a.model, batch, a.seq, threads, a.iterations, vocab)
                 print(f"| {threads} | {batch} | {q:.0f} | {o:.0f} | {q / o:.2f} |")
