@@ -291,6 +291,22 @@ static Results convertGelu(ConvertContext &c) {
                               c.builder.getStringAttr(approximate)));
 }
 
+static Results convertScatterND(ConvertContext &c) {
+  const auto *red = c.attr("reduction");
+  if (red && red->s() != "none")
+    return c.fail("reduction = '" + red->s() + "' is not supported (none)");
+  auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1)),
+       up = shapeOf(c.input(2));
+  if (idx.empty() || idx.back() == kDyn || idx.back() > (int64_t)in.size())
+    return c.fail("the index tuple length (last dimension of indices) must "
+                  "be static and at most the data's rank");
+  if ((int64_t)up.size() != (int64_t)idx.size() - 1 + (int64_t)in.size() -
+                                idx.back())
+    return c.fail("updates have the wrong rank");
+  return one(c.create<ScatterNdOp>(c.resultLike(0, c.input(0)), c.input(0),
+                                   c.input(1), c.input(2)));
+}
+
 static Results convertGatherND(ConvertContext &c) {
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1));
   int64_t b = c.intAttr("batch_dims", 0);
@@ -879,6 +895,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"CumSum", {11, 14}, convertCumSum},
       {"GatherElements", {13}, convertGatherElements},
       {"GatherND", {13}, convertGatherND},
+      {"ScatterND", {13, 16, 18}, convertScatterND},
       {"Cast", {13, 19, 21}, convertCast},
       {"MatMul", {13}, convertMatMul},
       {"Gemm", {13}, convertGemm},

@@ -186,6 +186,28 @@ LogicalResult GatherNdOp::verify() {
   return success();
 }
 
+LogicalResult ScatterNdOp::verify() {
+  auto in = getInput().getType(), idx = getIndices().getType(),
+       up = getUpdates().getType();
+  if (getResult().getType() != in &&
+      !shapesAgree(getResult().getType().getShape(), in.getShape()))
+    return emitOpError("result shape differs from the input's");
+  if (up.getElementType() != in.getElementType() ||
+      getResult().getType().getElementType() != in.getElementType())
+    return emitOpError("updates and result must have the input's element "
+                       "type");
+  if (idx.getRank() < 1 || idx.isDynamicDim(idx.getRank() - 1))
+    return emitOpError("the index tuple length must be static");
+  int64_t r = idx.getShape().back();
+  if (r > in.getRank())
+    return emitOpError("index tuples of length ")
+           << r << " exceed the input's rank " << in.getRank();
+  if (up.getRank() != idx.getRank() - 1 + in.getRank() - r)
+    return emitOpError("updates must have rank ")
+           << idx.getRank() - 1 + in.getRank() - r;
+  return success();
+}
+
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
           getRhs().getType().getElementType() ||

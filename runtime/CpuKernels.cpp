@@ -1095,6 +1095,49 @@ std::vector<Tensor> gatherNdK(const Attrs &attrs, const Operands &ops) {
   return {std::move(res)};
 }
 
+std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &idxT = need(ops, 1, "indices");
+  const Tensor &up = need(ops, 2, "updates");
+  if (idxT.rank() < 1 || up.dtype() != x.dtype())
+    fail("scatter_nd indices must have rank >= 1 and updates the input's "
+         "dtype");
+  int64_t r = idxT.dim(-1);
+  if (r > x.rank())
+    fail("scatter_nd index tuples of length " + std::to_string(r) +
+         " exceed the input " + str(x.shape()));
+  Shape want(idxT.shape().begin(), idxT.shape().end() - 1);
+  want.insert(want.end(), x.shape().begin() + r, x.shape().end());
+  if (up.shape() != want)
+    fail("scatter_nd updates " + str(up.shape()) + " must be " + str(want));
+  std::vector<int64_t> idx = readInts(idxT, "indices");
+  std::vector<int64_t> st = stridesOf(x.shape());
+  int64_t slice = 1, tuples = r ? (int64_t)idx.size() / r : 1;
+  for (int64_t d = r; d < x.rank(); ++d)
+    slice *= x.dim(d);
+  Tensor res(x.dtype(), x.shape());
+  size_t es = dtypeSize(x.dtype());
+  std::byte *dst = res.data<std::byte>();
+  if (x.bytes())
+    std::memcpy(dst, x.data<std::byte>(), x.bytes());
+  const std::byte *src = up.data<std::byte>();
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = 0;
+    for (int64_t k = 0; k < r; ++k) {
+      int64_t v = idx[(size_t)(t * r + k)], dim = x.dim(k);
+      int64_t at = v < 0 ? v + dim : v;
+      if (at < 0 || at >= dim)
+        fail("scatter_nd index " + std::to_string(v) +
+             " is out of range for dimension " + std::to_string(k) + " of " +
+             str(x.shape()));
+      offset += at * st[k];
+    }
+    std::memcpy(dst + (size_t)offset * es, src + (size_t)(t * slice) * es,
+                (size_t)slice * es);
+  }
+  return {std::move(res)};
+}
+
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   int64_t rank = x.rank();
@@ -1626,6 +1669,7 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"cumsum", cumsumK},
       {"gather_elements", gatherElementsK},
       {"gather_nd", gatherNdK},
+      {"scatter_nd", scatterNdK},
       {"not", notK},
       {"cast", castK},
       {"matmul", matmulK},

@@ -90,6 +90,10 @@ func.func @mask_ops(%mask: tensor<?x?xi64>, %x: tensor<?x8xf32>) -> (tensor<?x?x
   %idx = qcc.constant dense<[[7, 0]]> : tensor<1x2xi64>
   // CHECK: qcc.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64}
   %g = qcc.gather_elements %sel, %idx {axis = 1 : i64} : (tensor<?x8xf32>, tensor<1x2xi64>) -> tensor<1x2xf32>
+  %upd = qcc.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %row = qcc.constant dense<[[0]]> : tensor<1x1xi64>
+  // CHECK: qcc.scatter_nd
+  %sc = qcc.scatter_nd %g, %row, %upd : (tensor<1x2xf32>, tensor<1x1xi64>, tensor<1x2xf32>) -> tensor<1x2xf32>
   // CHECK: qcc.reduce_max
   %rm = qcc.reduce_max %sel {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
   return %ao, %pos, %sel, %rm : tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x8xf32>, tensor<?x1xf32>

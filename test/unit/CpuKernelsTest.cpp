@@ -111,7 +111,7 @@ TEST(CpuKernels, EveryOpHasAKernel) {
         "expand", "trilu", "linear", "layer_norm", "rms_norm", "gelu", "silu",
         "softmax", "attention", "rotary", "embedding", "max", "min", "less",
         "less_equal", "greater", "greater_equal", "and", "or", "abs", "log",
-        "is_nan", "cumsum", "gather_elements", "gather_nd", "reduce_max"})
+        "is_nan", "cumsum", "gather_elements", "gather_nd", "scatter_nd", "reduce_max"})
     EXPECT_TRUE(cpuKernels().count(op)) << op;
 }
 
