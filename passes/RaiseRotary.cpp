@@ -141,9 +141,13 @@ struct RaiseRotaryPattern : OpRewritePattern<AddOp> {
     int64_t heads, headDim;
     ReshapeOp reshape =
         matchHeadSplit(transpose.getInput(), packed, heads, headDim);
-    if (!reshape || headDim != d)
+    auto headsType = cast<RankedTensorType>(transpose.getInput().getType());
+    if (!reshape && (headsType.getRank() != 4 || headsType.isDynamicDim(2) ||
+                     headsType.getDimSize(3) != d))
       return rewriter.notifyMatchFailure(
-          add, "x is not the head split of a packed [B, S, H * D] value");
+          add, "x is not a [0, 2, 1, 3] transpose of [B, S, H, D] heads");
+    if (reshape && headDim != d)
+      return rewriter.notifyMatchFailure(add, "head split size differs");
 
     Value cosTable = getRotaryTable(cos), sinTable = getRotaryTable(sin);
     if (!cosTable || !sinTable)
@@ -162,11 +166,43 @@ struct RaiseRotaryPattern : OpRewritePattern<AddOp> {
       return rewriter.notifyMatchFailure(add, "result type differs from x");
 
     Location loc = add.getLoc();
+    // Heads computed per head (Qwen3's and Gemma3's q/k norms) are packed
+    // to [B, S, H * D] for the op and split again after it.
+    auto i64 = rewriter.getI64Type();
+    auto leadingDims = [&](Value v) {
+      return ShapeOp::create(rewriter, loc, RankedTensorType::get({2}, i64), v,
+                             rewriter.getI64IntegerAttr(0),
+                             rewriter.getI64IntegerAttr(2));
+    };
+    auto shapeVector = [&](Value v, ArrayRef<int64_t> tail) -> Value {
+      auto t = RankedTensorType::get({(int64_t)tail.size()}, i64);
+      Value c = ConstantOp::create(
+          rewriter, loc,
+          cast<ElementsAttr>(DenseElementsAttr::get(t, tail)));
+      return ConcatOp::create(
+          rewriter, loc, RankedTensorType::get({2 + (int64_t)tail.size()}, i64),
+          ValueRange{leadingDims(v), c}, rewriter.getI64IntegerAttr(0));
+    };
+    if (!reshape) {
+      Value y = transpose.getInput();
+      int64_t h = headsType.getDimSize(2);
+      auto packedType = RankedTensorType::get(
+          {headsType.getDimSize(0), headsType.getDimSize(1), h * d},
+          headsType.getElementType());
+      packed = ReshapeOp::create(rewriter, loc, packedType, y,
+                                 shapeVector(y, {h * d}));
+    }
     auto rotary = RotaryOp::create(rewriter, loc, packed.getType(), packed,
                                    cosTable, sinTable,
                                    rewriter.getI64IntegerAttr(d));
-    auto split = ReshapeOp::create(rewriter, loc, reshape.getType(), rotary,
-                                   reshape.getShape());
+    Value split =
+        reshape ? ReshapeOp::create(rewriter, loc, reshape.getType(), rotary,
+                                    reshape.getShape())
+                      .getResult()
+                : ReshapeOp::create(
+                      rewriter, loc, headsType, rotary,
+                      shapeVector(rotary, {headsType.getDimSize(2), d}))
+                      .getResult();
     auto heads4 = TransposeOp::create(rewriter, loc, transpose.getType(), split,
                                       transpose.getPermAttr());
     rewriter.replaceOp(add, heads4.getResult());

@@ -143,3 +143,32 @@ func.func @not_head_split(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x16xf32>, %sin
   %y = qcc.add %xc, %rs : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %y : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Heads computed per head before the rotation (Qwen3's q_norm): the heads
+// are packed for qcc.rotary and split again after it.
+// CHECK-LABEL: func @rotary_after_per_head_norm
+// CHECK: %[[HEADS:.*]] = qcc.rms_norm
+// CHECK: %[[PACKED:.*]] = qcc.reshape %[[HEADS]], %{{.*}} : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+// CHECK: %[[ROT:.*]] = qcc.rotary %[[PACKED]], %{{.*}}, %{{.*}} {head_dim = 16 : i64}
+// CHECK: %[[SPLIT:.*]] = qcc.reshape %[[ROT]], %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: qcc.transpose %[[SPLIT]] {perm = array<i64: 0, 2, 1, 3>}
+func.func @rotary_after_per_head_norm(%h: tensor<?x?x4x16xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %g = qcc.constant dense<1.0> : tensor<16xf32>
+  %n = qcc.rms_norm %h, %g {epsilon = 1.0e-6 : f32} : (tensor<?x?x4x16xf32>, tensor<16xf32>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %n {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %lo = qcc.constant dense<0> : tensor<1xi64>
+  %mid = qcc.constant dense<8> : tensor<1xi64>
+  %hi = qcc.constant dense<16> : tensor<1xi64>
+  %x1 = qcc.slice %x, %lo, %mid {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %x2 = qcc.slice %x, %mid, %hi {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %nx2 = qcc.neg %x2 : tensor<?x4x?x8xf32>
+  %rot = qcc.concat %nx2, %x1 {axis = 3 : i64} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x16xf32>
+  %a = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %b = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %r = qcc.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %r : tensor<?x4x?x16xf32>
+}
