@@ -101,7 +101,8 @@ private:
     int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
     auto dim = [&](Value x, int64_t j) { return dimOf(x, j, depth + 1); };
     if (auto cat = dyn_cast<ConcatOp>(op)) {
-      int64_t axis = cat.getAxis() < 0 ? cat.getAxis() + rank : cat.getAxis();
+      int64_t axis = (int64_t)cat.getAxis();
+      axis = axis < 0 ? axis + rank : axis;
       if (i != axis)
         return dim(cat.getInputs()[0], i);
       int64_t sum = 0;
