@@ -45,6 +45,18 @@ const json &member(const json &o, const char *key, const std::string &where) {
   return *it;
 }
 
+/// Calls `each(element, its path)` for every element of the array o[key]
+/// (the components of a Sequence normalizer, pre-tokenizer, decoder, ...).
+template <typename F>
+void forEachListed(const json &o, const char *key, const std::string &where,
+                   F &&each) {
+  const json &list = member(o, key, where);
+  if (!list.is_array())
+    fail(where + "." + key + " must be an array");
+  for (size_t i = 0; i < list.size(); ++i)
+    each(list[i], where + "." + key + "[" + std::to_string(i) + "]");
+}
+
 void requireObject(const json &o, const std::string &where) {
   if (!o.is_object())
     fail(where + " must be an object, not " + o.type_name());
@@ -723,12 +735,9 @@ std::unique_ptr<Normalizer> parseNormalizer(const json &o,
     return std::make_unique<ByteLevelNormalizer>();
   if (type == "Sequence") {
     auto seq = std::make_unique<NormalizerSequence>();
-    const json &list = member(o, "normalizers", where);
-    if (!list.is_array())
-      fail(where + ".normalizers must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      seq->steps.push_back(parseNormalizer(
-          list[i], where + ".normalizers[" + std::to_string(i) + "]"));
+    forEachListed(o, "normalizers", where, [&](const json &e, std::string w) {
+      seq->steps.push_back(parseNormalizer(e, w));
+    });
     return seq;
   }
   fail(where + " type '" + type + "' is not supported");
@@ -920,12 +929,10 @@ std::unique_ptr<PreTokenizer> parsePreTokenizer(const json &o,
   }
   if (type == "Sequence") {
     auto seq = std::make_unique<PreTokenizerSequence>();
-    const json &list = member(o, "pretokenizers", where);
-    if (!list.is_array())
-      fail(where + ".pretokenizers must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      seq->steps.push_back(parsePreTokenizer(
-          list[i], where + ".pretokenizers[" + std::to_string(i) + "]"));
+    forEachListed(o, "pretokenizers", where,
+                  [&](const json &e, std::string w) {
+                    seq->steps.push_back(parsePreTokenizer(e, w));
+                  });
     return seq;
   }
   fail(where + " type '" + type + "' is not supported");
@@ -1367,12 +1374,9 @@ std::unique_ptr<Decoder> parseDecoder(const json &o, const std::string &where) {
   }
   if (type == "Sequence") {
     auto seq = std::make_unique<DecoderSequence>();
-    const json &list = member(o, "decoders", where);
-    if (!list.is_array())
-      fail(where + ".decoders must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      seq->steps.push_back(parseDecoder(list[i], where + ".decoders[" +
-                                                     std::to_string(i) + "]"));
+    forEachListed(o, "decoders", where, [&](const json &e, std::string w) {
+      seq->steps.push_back(parseDecoder(e, w));
+    });
     return seq;
   }
   fail(where + " type '" + type + "' is not supported");
@@ -1524,12 +1528,9 @@ void parsePostProcessor(const json &o, const std::string &where,
   if (type == "ByteLevel")
     return;
   if (type == "Sequence") {
-    const json &list = member(o, "processors", where);
-    if (!list.is_array())
-      fail(where + ".processors must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      parsePostProcessor(
-          list[i], where + ".processors[" + std::to_string(i) + "]", steps);
+    forEachListed(o, "processors", where, [&](const json &e, std::string w) {
+      parsePostProcessor(e, w, steps);
+    });
     return;
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
