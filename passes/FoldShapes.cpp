@@ -332,6 +332,34 @@ struct FoldTransposeThroughMergedView : OpRewritePattern<ReshapeOp> {
   }
 };
 
+/// Concat that drops operands of size 0 along its axis (Phi-3's rotary keeps
+/// an empty "pass-through" part when the whole head rotates).
+struct FoldConcatOfEmpty : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t rank = op.getType().getRank();
+    int64_t axis = (int64_t)op.getAxis();
+    axis = axis < 0 ? axis + rank : axis;
+    SmallVector<Value> kept;
+    for (Value v : op.getInputs())
+      if (cast<RankedTensorType>(v.getType()).getDimSize(axis) != 0)
+        kept.push_back(v);
+    if (kept.size() == op.getInputs().size() || kept.empty())
+      return rewriter.notifyMatchFailure(op, "no empty operand to drop");
+    if (kept.size() == 1) {
+      if (kept[0].getType() != op.getType())
+        return rewriter.notifyMatchFailure(op, "the rest has another type");
+      rewriter.replaceOp(op, kept[0]);
+      return success();
+    }
+    rewriter.replaceOpWithNewOp<ConcatOp>(op, op.getType(), kept,
+                                          op.getAxisAttr());
+    return success();
+  }
+};
+
 /// Any op whose operands are all small constants (dense, not weight blobs)
 /// and whose results are small and static -> constants, computed by the CPU
 /// reference kernel of the op (passes/ConstEval.h): mask and position
@@ -383,6 +411,7 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
     patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
                  FoldMinusOneReplacement, FoldIdentityExpand,
                  FoldIdentitySlice, FoldTransposeThroughMergedView,
+                 FoldConcatOfEmpty,
                  EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,

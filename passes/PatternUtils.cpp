@@ -73,6 +73,14 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   if (auto split = dyn_cast<SplitOp>(op))
     if (index != (int64_t)split.getAxis())
       return split.getInput();
+  // A slice (Phi-3's fused QKV) keeps the dimensions it does not slice.
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    bool sliced = llvm::any_of(slice.getAxes(), [&](int64_t a) {
+      return (a < 0 ? a + rank : a) == index;
+    });
+    if (!sliced)
+      return slice.getInput();
+  }
   return std::nullopt;
 }
 

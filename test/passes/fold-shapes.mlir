@@ -313,3 +313,35 @@ func.func @reshape_chain_shared(%x: tensor<?x64xf32>) -> (tensor<?x4x16xf32>, te
   %s = qcc.shape %a : (tensor<?x2x32xf32>) -> tensor<3xi64>
   return %b, %s : tensor<?x4x16xf32>, tensor<3xi64>
 }
+
+// -----
+
+// Concat drops an operand that is empty along its axis.
+// CHECK-LABEL: func @concat_of_empty
+// CHECK-NEXT: return %arg0
+func.func @concat_of_empty(%x: tensor<?x4x16xf32>, %e: tensor<?x4x0xf32>) -> tensor<?x4x16xf32> {
+  %c = qcc.concat %x, %e {axis = 2 : i64} : (tensor<?x4x16xf32>, tensor<?x4x0xf32>) -> tensor<?x4x16xf32>
+  return %c : tensor<?x4x16xf32>
+}
+
+// -----
+
+// SDPA's K^T through a 3-D view is one transpose of the last two axes.
+// CHECK-LABEL: func @transpose_through_merged_view
+// CHECK-NEXT: %[[T:.*]] = qcc.transpose %arg0 {perm = array<i64: 0, 1, 3, 2>}
+// CHECK-NEXT: return %[[T]]
+func.func @transpose_through_merged_view(%x: tensor<?x4x?x16xf32>) -> tensor<?x?x16x?xf32> {
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %lo = qcc.constant dense<-9223372036854775808> : tensor<1xi64>
+  %d = qcc.constant dense<16> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %seq = qcc.slice %s, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %bh = qcc.slice %s, %lo, %m2 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %t1 = qcc.concat %m1, %seq, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %r1 = qcc.reshape %x, %t1 : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %tr = qcc.transpose %r1 {perm = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %t2 = qcc.concat %bh, %d, %seq {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r2 = qcc.reshape %tr, %t2 : (tensor<?x16x?xf32>, tensor<4xi64>) -> tensor<?x?x16x?xf32>
+  return %r2 : tensor<?x?x16x?xf32>
+}
