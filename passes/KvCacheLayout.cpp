@@ -18,6 +18,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -464,13 +465,29 @@ struct KvCacheLayoutPass
     if (failed(past))
       return signalPassFailure();
 
-    func::FuncOp prefill =
-        buildEntry(main, "prefill", /*decode=*/false, *past);
-    if (!prefill)
-      return signalPassFailure();
-    func::FuncOp decode = buildEntry(main, "decode", /*decode=*/true, *past);
-    if (!decode)
-      return signalPassFailure();
+    // A decoder whose positions or masks the entry points cannot express
+    // still compiles: `main` stays, without a cache, and qcc says why.
+    std::string why;
+    func::FuncOp prefill, decode;
+    {
+      ScopedDiagnosticHandler capture(&getContext(), [&](Diagnostic &d) {
+        if (why.empty())
+          why = d.str();
+        return success();
+      });
+      prefill = buildEntry(main, "prefill", /*decode=*/false, *past);
+      if (prefill)
+        decode = buildEntry(main, "decode", /*decode=*/true, *past);
+    }
+    if (!prefill || !decode) {
+      for (StringRef name : {"prefill", "decode"})
+        if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+          fn.erase();
+      StringRef reason(why);
+      reason.consume_front("kv-cache-layout: ");
+      main.emitWarning("kv-cache-layout: no KV cache: ") << reason;
+      return;
+    }
 
     AttentionOp first = attentions.front();
     int64_t heads = first.getNumHeads(), kvHeads = first.getNumKvHeads();

@@ -466,18 +466,23 @@ ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
     return {};
   auto inType = cast<RankedTensorType>(reshape.getInput().getType());
   auto outType = cast<RankedTensorType>(reshape.getType());
-  if (inType.getRank() != 3 || outType.getRank() != 4 ||
-      inType.isDynamicDim(2) || !reshapeKeepsLeadingDims(reshape, 2))
+  if (inType.getRank() != 3 || outType.getRank() != 4 || inType.isDynamicDim(2))
     return {};
   auto target = getFoldedDimExprs(reshape.getShape());
   if (target.size() != 4)
+    return {};
+  // B and S stay; OPT writes S as -1, which is S when H * D is the input's
+  // width (checked below).
+  bool seqInferred = target[1].isConstant() && target[1].constant == -1 &&
+                     (reshapeKeepsLeadingDims(reshape, 1));
+  if (!seqInferred && !reshapeKeepsLeadingDims(reshape, 2))
     return {};
   int64_t dims[2];
   for (int64_t i = 0; i < 2; ++i) {
     const DimExpr &t = target[2 + i];
     if (t.isConstant() && t.constant > 0)
       dims[i] = t.constant;
-    else if (t.isConstant() && t.constant == -1 &&
+    else if (!seqInferred && t.isConstant() && t.constant == -1 &&
              !outType.isDynamicDim(2 + i))
       dims[i] = outType.getDimSize(2 + i);
     else

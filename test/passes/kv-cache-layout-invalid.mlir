@@ -13,7 +13,9 @@ func.func @main(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
 
 // -----
 
-// Positions concatenated with something else cannot get a batch dimension.
+// Positions concatenated with something else cannot get a batch dimension:
+// the model compiles without a cache, saying why.
+// expected-warning @+1 {{kv-cache-layout: no KV cache: concat of positions with other values is not supported}}
 func.func @main(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
   %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
   %c0 = qcc.constant dense<0> : tensor<i64>
@@ -22,7 +24,6 @@ func.func @main(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
   %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
   %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
   %range = qcc.range %c0, %seq, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
-  // expected-error @+1 {{kv-cache-layout: concat of positions with other values is not supported}}
   %cat = qcc.concat %range, %other {axis = 0 : i64} : (tensor<?xi64>, tensor<1xi64>) -> tensor<?xi64>
   %x = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
   %pe = qcc.embedding %wte, %cat : (tensor<100x64xf32>, tensor<?xi64>) -> tensor<?x64xf32>
