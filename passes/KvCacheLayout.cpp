@@ -418,6 +418,7 @@ struct KvCacheLayoutPass
     // in prefill/decode every sequence is unpadded, so that is causal.
     llvm::DenseMap<Value, MaskCheck> checks;
     SmallVector<std::string> reasons;
+    bool allBidirectional = true; // every refusal is an encoder's attention
     for (AttentionOp a : attentions) {
       if (!a.getMask()) {
         if (!a.getCausal())
@@ -429,15 +430,22 @@ struct KvCacheLayoutPass
         it = checks.insert({a.getMask(),
                             checkCausalPaddingMask(a.getMask(), inputs)})
                  .first;
-      if (!it->second.causalWithPadding)
+      if (!it->second.causalWithPadding) {
         reasons.push_back(it->second.why);
+        allBidirectional &= it->second.bidirectional;
+      }
       else if (it->second.maxContext > 0)
         maskContext = maskContext < 0 ? it->second.maxContext
                                       : std::min(maskContext,
                                                  it->second.maxContext);
     }
-    if (reasons.size() == attentions.size())
-      return; // an encoder (or no attention): no cache
+    if (reasons.size() == attentions.size()) {
+      // An encoder (or no attention) has no cache; a decoder whose masks
+      // are not provably causal + padding (a sliding window) says why.
+      if (!allBidirectional && !attentions.empty())
+        main.emitWarning("kv-cache-layout: no KV cache: ") << reasons.front();
+      return;
+    }
     if (!reasons.empty()) {
       // Compiles without a cache (main only), saying why.
       main.emitWarning("kv-cache-layout: no KV cache: some attentions are "

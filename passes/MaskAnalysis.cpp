@@ -282,7 +282,7 @@ private:
 /// the sample; rows with no visible key are not compared (exporters fill
 /// them either way).
 bool matchesCausalPadding(const rt::Tensor &m, const Sample &s,
-                          std::string &why) {
+                          std::string &why, bool *futureVisible = nullptr) {
   if (m.dtype() != rt::DType::F32 || m.rank() > 4) {
     why = "the mask is not a float tensor of rank <= 4";
     return false;
@@ -314,6 +314,8 @@ bool matchesCausalPadding(const rt::Tensor &m, const Sample &s,
                        (shape[3] == 1 ? 0 : j);
           float x = data[at];
           if (visible ? x != 0.0f : !(x <= kMaskedBelow)) {
+            if (futureVisible)
+              *futureVisible = j > s.past + i && s.attend[b][j] != 0;
             why = "the mask differs from causal + padding at batch " +
                   std::to_string(b) + ", query " + std::to_string(i) +
                   ", key " + std::to_string(j) + " (past " +
@@ -385,7 +387,7 @@ MaskCheck qcc::checkCausalPaddingMask(Value mask,
       result.why = ev.why;
       return result;
     }
-    if (!matchesCausalPadding(*m, s, result.why))
+    if (!matchesCausalPadding(*m, s, result.why, &result.bidirectional))
       return result;
   }
   result.causalWithPadding = true;

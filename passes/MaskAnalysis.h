@@ -42,6 +42,9 @@ struct MaskCheck {
   int64_t maxContext = -1;
   /// Why the mask is not the causal-plus-padding mask.
   std::string why;
+  /// The first difference found lets a query see a later key: an encoder's
+  /// (bidirectional) mask rather than a decoder's with, say, a window.
+  bool bidirectional = false;
 };
 
 /// Checks that the additive `mask` operand of an attention (0 = attend,

@@ -82,3 +82,32 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.name = "input_ids"}, %pk: tensor<?x4x
   %a = qcc.attention %x, %kall, %vall {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %a, %presk : tensor<?x?x64xf32>, tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// A sliding-window mask (keys more than one position back are masked) is not
+// causal + padding: no cache, and qcc says where the mask differs.
+// expected-warning @+1 {{kv-cache-layout: no KV cache: the mask differs from causal + padding at batch 0, query 2, key 0 (past 0, seq 3)}}
+func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "input_ids"}, %am: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "attention_mask"}) -> tensor<?x?x64xf32> {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %c2 = qcc.constant dense<2> : tensor<i64>
+  %zero = qcc.constant dense<0.0> : tensor<f32>
+  %ninf = qcc.constant dense<0xFF800000> : tensor<f32>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %r = qcc.range %c0, %seq, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q = qcc.unsqueeze %r {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %causal = qcc.less_equal %r, %q : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %lo = qcc.sub %q, %c2 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %near = qcc.greater %r, %lo : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %win = qcc.and %causal, %near : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %pad = qcc.equal %am, %c1 : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
+  %pad4 = qcc.unsqueeze %pad {axes = array<i64: 1, 2>} : (tensor<?x?xi1>) -> tensor<?x1x1x?xi1>
+  %keep = qcc.and %win, %pad4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = qcc.where %keep, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %x = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %a = qcc.attention %x, %x, %x, %mask {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = false} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32>
+  return %a : tensor<?x?x64xf32>
+}
