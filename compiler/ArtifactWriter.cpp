@@ -23,8 +23,6 @@ llvm::Error error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-std::string dtypeOf(Type t) { return qcc::runtimeDType(t); }
-
 json shapeOf(RankedTensorType t) {
   json s = json::array();
   for (int64_t d : t.getShape())
@@ -50,10 +48,10 @@ struct Writer {
 
   llvm::Expected<int64_t> define(Value v) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || dtypeOf(t.getElementType()).empty())
+    if (!t || qcc::runtimeDType(t.getElementType()).empty())
       return error("value of unsupported type in the artifact");
     int64_t id = values.size();
-    values.push_back({{"dtype", dtypeOf(t.getElementType())},
+    values.push_back({{"dtype", qcc::runtimeDType(t.getElementType())},
                       {"shape", shapeOf(t)}});
     ids[v] = id;
     return id;
@@ -62,7 +60,7 @@ struct Writer {
   llvm::Expected<json> port(Value v, DictionaryAttr attrs) {
     auto t = cast<RankedTensorType>(v.getType());
     json p{{"value", ids.lookup(v)},
-           {"dtype", dtypeOf(t.getElementType())},
+           {"dtype", qcc::runtimeDType(t.getElementType())},
            {"shape", shapeOf(t)}};
     p["name"] = "";
     p["dims"] = std::vector<std::string>(t.getRank());
@@ -229,8 +227,8 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
                    buf.getError().message());
     StringRef bytes = (*buf)->getBuffer();
     size_t offset = w.appendBlob({bytes.data(), bytes.size()});
-    sections["tokenizer"] = {
-        {"kind", "sentencepiece"}, {"offset", offset}, {"size", bytes.size()}};
+    // qrun tells a tokenizer.json from a SentencePiece model by content.
+    sections["tokenizer"] = {{"offset", offset}, {"size", bytes.size()}};
   }
   json kernels = json::array();
   std::map<std::string, std::pair<size_t, size_t>> kernelBlobs;

@@ -17,9 +17,6 @@ using namespace qcc;
 
 namespace {
 
-/// A value that masking treats as -inf (as raise-attention does).
-constexpr double kMaskedBelow = -1e30;
-
 /// Longest evaluated context: with a cache one query row is evaluated
 /// (linear in the length); without one the full [S, S] mask (quadratic).
 constexpr int64_t kMaxPastContext = 65538;

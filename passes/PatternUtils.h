@@ -8,6 +8,10 @@
 
 namespace qcc {
 
+/// An additive attention-mask value at or below this is treated as -inf
+/// (exporters write -inf or finfo(float32).min).
+inline constexpr double kMaskedBelow = -1e30;
+
 /// The attribute of a value produced by qcc.constant, or null.
 mlir::ElementsAttr getConstant(mlir::Value v);
 

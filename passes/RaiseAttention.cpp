@@ -30,9 +30,6 @@ using namespace qcc;
 
 namespace {
 
-/// A value that masking treats as -inf.
-constexpr double kMaskedBelow = -1e30;
-
 static bool isPerm(TransposeOp t, ArrayRef<int64_t> perm) {
   return t && t.getPerm() == perm;
 }
