@@ -33,6 +33,18 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
     - Shape / Gather / Slice / Concat / Unsqueeze / Squeeze / Reshape results
       whose elements are all static dimensions or constants -> a constant
       (e.g. Gather(Shape(x), 2) of a tensor<?x?x64xf32>).
+    - Any qcc op whose operands are all small dense constants and whose
+      results are static and small (<= 4096 elements) -> constants computed
+      by the op's CPU reference kernel (passes/ConstEval.h): mask and
+      position builders fold with the semantics the runtime runs.
+    - torch's SDPA view of K^T, Reshape(Transpose[0, 2, 1](Reshape(x
+      [A, B, C, D] -> [A*B, C, D])) -> [A, B, D, C]) -> Transpose[0, 1, 3, 2](x).
+    - Concat operands of size 0 along the axis are dropped.
+
+    Dimensions of function arguments with the same symbolic name
+    (`qcc.dim_names`, e.g. the "batch" of input_ids and of attention_mask)
+    compare equal; slice bounds are read as integers (INT64_MIN = from the
+    start).
 
     ```mlir
     // before
@@ -307,9 +319,14 @@ def RaiseRotary : Pass<"raise-rotary", "mlir::func::FuncOp"> {
     %y = qcc.transpose %r2 {perm = array<i64: 0, 2, 1, 3>} : ...
     ```
 
+    When x is a [0, 2, 1, 3] transpose of heads [B, S, H, D] computed per
+    head rather than a head split (Qwen3's q/k norms), the heads are packed
+    with Reshape(y, [B, S, H * D]) for qcc.rotary and split again after it
+    (Reshape to [B, S, H, D] from the op's own leading dimensions).
+
     Not matched: Concat(x2, -x1) (the other rotation direction), halves taken
-    along another axis, the interleaved (GPT-J) form, x that is not a head
-    split of a packed [B, S, H * D] value, tables that vary per head. Which
+    along another axis, the interleaved (GPT-J) form, a rotation of only
+    part of each head (GPT-NeoX, StableLM), tables that vary per head. Which
     table multiplies x and which the rotated half cannot be checked: cos and
     sin are taken by position.
   }];
@@ -338,9 +355,13 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     users (the exporter's `present` outputs). K and V must both have a past
     or neither.
 
-    Every head split must keep B and S in place with constant H and D; the
-    kv head count of the k/v split is `num_kv_heads` (GQA when repeated).
-    `scale` is 1/c (Div), s (Mul) or 1. The mask is one of:
+    Every head split must keep B and S in place with constant H and D (S may
+    be written -1, as OPT does, when H * D is the packed width); the kv head
+    count of the k/v split is `num_kv_heads` (GQA when repeated). `scale` is
+    1/c (Div), s (Mul) or 1, or the product of the scalars torch's SDPA
+    decomposition multiplies Q and K^T by (sqrt(scale) each). P may be
+    Where(IsNaN(Softmax(x)), 0, Softmax(x)) (torch's guard for fully masked
+    rows, which qcc.softmax already gives zeros). The mask is one of:
     - Where(m, scores, v <= -1e30) with m proven causal from its constants: a
       lower-triangular i1 buffer Slice'd to rows [k_len - q_len, k_len) and
       columns [0, k_len), k_len and q_len traced to K's and Q's sequence
@@ -379,7 +400,14 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
   let summary = "Give a decoder prefill and decode entry points over a KV cache";
   let description = [{
     For a decoder whose `@main` takes token ids [B, S] and whose attention is
-    all causal without a mask, adds `@prefill` and `@decode` (docs/KV_CACHE.md):
+    all causal, adds `@prefill` and `@decode` (docs/KV_CACHE.md). Causal means
+    `causal = true` without a mask, or a mask operand that MaskAnalysis.h
+    proves to be the causal mask with the key padding of an
+    `attention_mask` input (by evaluating the mask builder with the CPU
+    kernels on padded samples and around every integer constant it holds).
+    `attention_mask` and `position_ids` inputs (HuggingFace names) go from
+    the entry points: position ids become `positions`, the mask is dropped
+    (rows are unpadded), its shape is read from the ids.
 
     * each `qcc.attention` becomes `qcc.kv_attention {layer = i}` (layers
       numbered in program order), which appends the new keys/values to the
@@ -416,10 +444,11 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     %a = qcc.kv_attention %q, %k, %v {layer = 0 : i64, ...}
     ```
 
-    Encoders (no causal attention) are left alone. A model that mixes causal
-    and other attention, takes more than the ids (other than the past form
-    above), or computes positions in a
-    way the pass cannot give a batch dimension is an error.
+    Encoders (no causal attention) are left alone. A decoder that mixes
+    causal and other attention, whose masks cannot be proven (a sliding
+    window), or whose positions the pass cannot give a batch dimension keeps
+    only `@main` and gets a warning saying why. Taking inputs beyond the ids,
+    attention_mask, position_ids and the past form above is an error.
   }];
   let options = [
     Option<"layout", "layout", "std::string", /*default=*/"\"paged\"",
