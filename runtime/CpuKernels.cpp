@@ -456,19 +456,23 @@ template <typename F> CpuKernel unaryF32(const char *name, F fn) {
   };
 }
 
-std::vector<Tensor> negK(const Attrs &, const Operands &ops) {
-  const Tensor &x = need(ops, 0, "input");
-  if (x.dtype() == DType::Bool)
-    unsupported(x.dtype(), "neg");
-  Tensor r(x.dtype(), x.shape());
-  dispatch(x.dtype(), "neg", [&](auto tag) {
-    using T = decltype(tag);
-    const T *in = x.data<T>();
-    T *out = r.data<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = (T)-in[i];
-  });
-  return {std::move(r)};
+/// A unary op over every numeric dtype (not bool): `fn` is written once for
+/// all element types.
+template <typename F> CpuKernel unaryNumeric(const char *name, F fn) {
+  return [name, fn](const Attrs &, const Operands &ops) {
+    const Tensor &x = need(ops, 0, "input");
+    if (x.dtype() == DType::Bool)
+      unsupported(x.dtype(), name);
+    Tensor r(x.dtype(), x.shape());
+    dispatch(x.dtype(), name, [&](auto tag) {
+      using T = decltype(tag);
+      const T *in = x.data<T>();
+      T *out = r.data<T>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        out[i] = fn(in[i]);
+    });
+    return std::vector<Tensor>{std::move(r)};
+  };
 }
 
 std::vector<Tensor> notK(const Attrs &, const Operands &ops) {
@@ -1190,20 +1194,6 @@ std::vector<Tensor> isNaNK(const Attrs &, const Operands &ops) {
   return {std::move(r)};
 }
 
-std::vector<Tensor> absK(const Attrs &, const Operands &ops) {
-  const Tensor &x = need(ops, 0, "input");
-  if (x.dtype() == DType::Bool)
-    unsupported(x.dtype(), "abs");
-  Tensor r(x.dtype(), x.shape());
-  dispatch(x.dtype(), "abs", [&](auto tag) {
-    using T = decltype(tag);
-    const T *in = x.data<T>();
-    T *out = r.data<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = in[i] < T(0) ? (T)-in[i] : in[i];
-  });
-  return {std::move(r)};
-}
 
 std::vector<Tensor> shapeK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
@@ -1662,8 +1652,10 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"cos", unaryF32("cos", [](float x) { return std::cos(x); })},
       {"sin", unaryF32("sin", [](float x) { return std::sin(x); })},
       {"relu", unaryF32("relu", [](float x) { return x > 0.0f ? x : 0.0f; })},
-      {"neg", negK},
-      {"abs", absK},
+      {"neg", unaryNumeric("neg", [](auto x) { return decltype(x)(-x); })},
+      {"abs", unaryNumeric("abs", [](auto x) {
+         return x < decltype(x)(0) ? decltype(x)(-x) : x;
+       })},
       {"log", unaryF32("log", [](float x) { return std::log(x); })},
       {"is_nan", isNaNK},
       {"cumsum", cumsumK},
