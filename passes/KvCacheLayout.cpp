@@ -86,22 +86,8 @@ private:
       use.set(nv);
       return success();
     }
-    if (auto emb = dyn_cast<EmbeddingOp>(op)) {
-      if (use.getOperandNumber() != 1)
-        return op->emitError("kv-cache-layout: positions used as a table");
-      SmallVector<int64_t> shape(nt.getShape());
-      shape.push_back(emb.getType().getShape().back());
-      auto ne = EmbeddingOp::create(b, loc, withShape(emb.getType(), shape),
-                                    emb.getTable(), nv);
-      // A learned position table bounds the context.
-      int64_t rows = emb.getTable().getType().getDimSize(0);
-      if (rows != ShapedType::kDynamic)
-        maxPositions = maxPositions < 0 ? rows : std::min(maxPositions, rows);
-      // The [B, S, E] result broadcasts wherever [1, S, E] did.
-      emb.getResult().replaceAllUsesWith(ne.getResult());
-      emb.erase();
-      return success();
-    }
+    if (auto emb = dyn_cast<EmbeddingOp>(op))
+      return embedPositions(emb, use.get(), nv);
     // unsqueeze(x, [0]) is the broadcast over the batch that now exists.
     if (auto un = dyn_cast<UnsqueezeOp>(op)) {
       SmallVector<int64_t> axes(un.getAxes());
@@ -172,6 +158,27 @@ private:
            << op->getName() << "'";
   }
 
+  /// A learned position table looked up at `oldValue` now reads the
+  /// per-sequence positions `nv` [B, S]: the [B, S, E] rows broadcast
+  /// wherever the one row did (added to the token embeddings), and the
+  /// table's rows bound the context.
+  LogicalResult embedPositions(EmbeddingOp emb, Value oldValue, Value nv) {
+    if (emb.getIds() != oldValue)
+      return emb->emitError("kv-cache-layout: positions used as a table");
+    int64_t rows = emb.getTable().getType().getDimSize(0);
+    if (rows != ShapedType::kDynamic)
+      maxPositions = maxPositions < 0 ? rows : std::min(maxPositions, rows);
+    SmallVector<int64_t> shape(cast<RankedTensorType>(nv.getType()).getShape());
+    shape.push_back(emb.getType().getShape().back());
+    b.setInsertionPoint(emb);
+    auto ne = EmbeddingOp::create(b, emb.getLoc(),
+                                  withShape(emb.getType(), shape),
+                                  emb.getTable(), nv);
+    emb.getResult().replaceAllUsesWith(ne.getResult());
+    emb.erase();
+    return success();
+  }
+
   /// `oldValue` [1, ...] broadcast one row over the batch; `nv` [B, ...]
   /// holds a row per sequence. Consumers that broadcast over the leading
   /// dimension (elementwise math, batched matmul, unsqueeze/transpose/concat
@@ -190,22 +197,8 @@ private:
         continue;
       }
       if (auto emb = dyn_cast<EmbeddingOp>(op)) {
-        if (emb.getIds() != oldValue)
-          return op->emitError("kv-cache-layout: positions used as a table");
-        int64_t rows = emb.getTable().getType().getDimSize(0);
-        if (rows != ShapedType::kDynamic)
-          maxPositions =
-              maxPositions < 0 ? rows : std::min(maxPositions, rows);
-        // A learned position table: the [B, S, E] rows broadcast wherever
-        // the one [1, S, E] row did (added to the token embeddings).
-        SmallVector<int64_t> shape(
-            cast<RankedTensorType>(nv.getType()).getShape());
-        shape.push_back(emb.getType().getShape().back());
-        auto ne = EmbeddingOp::create(b, op->getLoc(),
-                                      withShape(emb.getType(), shape),
-                                      emb.getTable(), nv);
-        emb.getResult().replaceAllUsesWith(ne.getResult());
-        emb.erase();
+        if (failed(embedPositions(emb, oldValue, nv)))
+          return failure();
         continue;
       }
       auto keepsFront = [&]() {
@@ -708,19 +701,17 @@ struct KvCacheLayoutPass
     }
     if (Value pid = roles.positionIds)
       drop.set(cast<BlockArgument>(pid).getArgNumber());
-    {
-      for (Value p : pasts) {
-        if (!p.use_empty()) {
-          fn.emitError("kv-cache-layout: the ")
-              << name << " entry point still uses a past input beyond "
-              << "appending to it and its length in the position ids";
-          return {};
-        }
-        drop.set(cast<BlockArgument>(p).getArgNumber());
-      }
-      if (failed(fn.eraseArguments(drop)))
+    for (Value p : pasts) {
+      if (!p.use_empty()) {
+        fn.emitError("kv-cache-layout: the ")
+            << name << " entry point still uses a past input beyond "
+            << "appending to it and its length in the position ids";
         return {};
+      }
+      drop.set(cast<BlockArgument>(p).getArgNumber());
     }
+    if (failed(fn.eraseArguments(drop)))
+      return {};
     if (failed(verify(fn))) {
       fn.emitError("kv-cache-layout: the ") << name << " entry point does not "
                                             << "verify";
