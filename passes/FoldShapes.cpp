@@ -49,6 +49,27 @@ bool isExactFloatWidening(Type from, Type to) {
          (f.isF16() || f.isBF16() || f.isF32());
 }
 
+/// A constant i64 vector (Slice bounds, reshape targets).
+Value indexVector(PatternRewriter &rewriter, Location loc,
+                  ArrayRef<int64_t> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()},
+                                 rewriter.getI64Type());
+  return ConstantOp::create(
+      rewriter, loc, cast<ElementsAttr>(DenseElementsAttr::get(t, values)));
+}
+
+/// Replaces `op` by Slice(input, i, i + 1, axis): a pick that keeps the axis.
+void replaceWithPick(PatternRewriter &rewriter, Operation *op, Value input,
+                     int64_t axis, int64_t i) {
+  int64_t end = (i == -1) ? INT64_MAX : i + 1;
+  Location loc = op->getLoc();
+  rewriter.replaceOpWithNewOp<SliceOp>(
+      op, cast<RankedTensorType>(op->getResult(0).getType()), input,
+      indexVector(rewriter, loc, {i}), indexVector(rewriter, loc, {end}),
+      rewriter.getDenseI64ArrayAttr({axis}),
+      rewriter.getDenseI64ArrayAttr({1}));
+}
+
 /// Cast(Cast(x : A -> B) : B -> C) with an exact float A -> B becomes
 /// Cast(x : A -> C), or x when C == A.
 struct FoldFloatCastChain : OpRewritePattern<CastOp> {
@@ -101,7 +122,8 @@ struct FoldIdentityReshape : OpRewritePattern<ReshapeOp> {
         ++inferred;
         continue;
       }
-      if (!(t == getDimExpr(in, i)))
+      DimExpr d = getDimExpr(in, i);
+      if (!(t == d) && !(resolveDimExpr(t) == resolveDimExpr(d)))
         return rewriter.notifyMatchFailure(
             op, "target dimension differs from the input's");
     }
@@ -332,6 +354,176 @@ struct FoldTransposeThroughMergedView : OpRewritePattern<ReshapeOp> {
   }
 };
 
+/// Transpose(Transpose(x, p), q) -> Transpose(x, p[q[i]]): one data movement,
+/// and the form the attention matcher reads (SDPA's K^T after the head split
+/// is Transpose[0, 1, 3, 2](Transpose[0, 2, 1, 3](heads))).
+struct FoldTransposeChain : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp outer,
+                                PatternRewriter &rewriter) const override {
+    auto inner = outer.getInput().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(outer, "input is not a transpose");
+    ArrayRef<int64_t> p = inner.getPerm(), q = outer.getPerm();
+    SmallVector<int64_t> perm;
+    for (int64_t i : q)
+      perm.push_back(p[i]);
+    rewriter.replaceOpWithNewOp<TransposeOp>(
+        outer, outer.getType(), inner.getInput(),
+        rewriter.getDenseI64ArrayAttr(perm));
+    return success();
+  }
+};
+
+/// Gather(x, [i], axis) with one constant index is Slice(x, i, i + 1, axis):
+/// the axis stays, of size 1 (Falcon and GPT-J pick K and V heads so).
+/// Only on rank >= 2 data; shape vectors keep their Gathers.
+struct FoldGatherOfOneIndex : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto idxType = cast<RankedTensorType>(op.getIndices().getType());
+    if (in.getRank() < 2 || idxType.getRank() != 1 ||
+        idxType.getDimSize(0) != 1)
+      return rewriter.notifyMatchFailure(op, "not one index into data");
+    auto index = getFoldedIndex(op.getIndices());
+    if (!index)
+      return rewriter.notifyMatchFailure(op, "index not constant");
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + in.getRank()
+                                    : (int64_t)op.getAxis();
+    int64_t i = *index, n = in.getDimSize(axis);
+    // Out of range is the model's error at run time: leave it to Gather.
+    if (i >= 0 ? (ShapedType::isDynamic(n) || i >= n)
+               : (!ShapedType::isDynamic(n) && i < -n))
+      return rewriter.notifyMatchFailure(op, "index not known in range");
+    replaceWithPick(rewriter, op, op.getInput(), axis, i);
+    return success();
+  }
+};
+
+/// GatherND(x, [[i]]) (batch_dims 0) is Slice(x, i, i + 1, axis 0): the
+/// dynamo exporter picks Falcon's K and V heads so, after moving the head
+/// axis first.
+struct FoldGatherNdOfOneIndex : OpRewritePattern<GatherNdOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherNdOp op,
+                                PatternRewriter &rewriter) const override {
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto idxType = cast<RankedTensorType>(op.getIndices().getType());
+    if (op.getBatchDims() != 0 || in.getRank() < 2 ||
+        idxType.getShape() != ArrayRef<int64_t>{1, 1})
+      return rewriter.notifyMatchFailure(op, "not one index into axis 0");
+    auto dense =
+        dyn_cast_or_null<DenseIntElementsAttr>(getConstant(op.getIndices()));
+    int64_t n = in.getDimSize(0);
+    if (!dense || ShapedType::isDynamic(n))
+      return rewriter.notifyMatchFailure(op, "index not constant");
+    int64_t i = (*dense.getValues<APInt>().begin()).getSExtValue();
+    if (i < -n || i >= n)
+      return rewriter.notifyMatchFailure(op, "index out of range");
+    replaceWithPick(rewriter, op, op.getInput(), /*axis=*/0,
+                    i < 0 ? i + n : i);
+    return success();
+  }
+};
+
+/// Slice(Transpose(x, p), axes) -> Transpose(Slice(x, p[axes]), p) for a
+/// slice that picks one index per axis: the pick moves next to what it picks
+/// from (a head split), transposes gather in chains that FoldTransposeChain
+/// composes.
+struct FoldSliceOfTranspose : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getInput().getDefiningOp<TransposeOp>();
+    if (!t)
+      return rewriter.notifyMatchFailure(op, "input is not a transpose");
+    ArrayRef<int64_t> perm = t.getPerm();
+    int64_t rank = op.getType().getRank();
+    // Only picks (one index per sliced axis): rotate-half slices of heads
+    // stay where raise-rotary reads them.
+    for (int64_t a : op.getAxes())
+      if (op.getType().getDimSize(a < 0 ? a + rank : a) != 1)
+        return rewriter.notifyMatchFailure(op, "slice is not a pick");
+    auto xt = cast<RankedTensorType>(t.getInput().getType());
+    SmallVector<int64_t> shape(xt.getShape()), axes;
+    for (int64_t a : op.getAxes()) {
+      int64_t axis = perm[a < 0 ? a + rank : a];
+      axes.push_back(axis);
+      shape[axis] = op.getType().getDimSize(a < 0 ? a + rank : a);
+    }
+    Value sliced = SliceOp::create(
+        rewriter, op.getLoc(),
+        RankedTensorType::get(shape, xt.getElementType()), t.getInput(),
+        op.getStarts(), op.getEnds(), rewriter.getDenseI64ArrayAttr(axes),
+        op.getStepsAttr());
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, op.getType(), sliced,
+                                             t.getPermAttr());
+    return success();
+  }
+};
+
+/// A slice of whole heads from a head split is the head split of a slice of
+/// the packed features:
+///   Slice(Reshape(P [B, S, H * D] -> [B, S, H, D]), a, b, axis 2)
+///     -> Reshape(Slice(P, a * D, b * D, axis 2), [B, S, b - a, D])
+/// so fused QKV projections sliced by heads (Falcon, GPT-J) reach the
+/// rotary and attention matchers as ordinary packed projections.
+struct FoldHeadSliceIntoPacked : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto out = op.getType();
+    if (out.getRank() != 4 || op.getAxes().size() != 1 ||
+        op.getSteps()[0] != 1 ||
+        (op.getAxes()[0] != 2 && op.getAxes()[0] != -2))
+      return rewriter.notifyMatchFailure(op, "not a step-1 slice of axis 2");
+    Value packed;
+    int64_t heads = 0, headDim = 0;
+    ReshapeOp split = matchHeadSplit(op.getInput(), packed, heads, headDim);
+    if (!split)
+      return rewriter.notifyMatchFailure(op, "input is not a head split");
+    auto a = getFoldedIndex(op.getStarts()), b = getFoldedIndex(op.getEnds());
+    if (!a || !b)
+      return rewriter.notifyMatchFailure(op, "bounds not constant");
+    // ONNX Slice clamping, on the static head count.
+    auto clamp = [&](int64_t v) {
+      if (v < 0)
+        v += heads;
+      return std::clamp<int64_t>(v, 0, heads);
+    };
+    int64_t lo = clamp(*a), hi = clamp(*b);
+    if (hi <= lo || out.getDimSize(2) != hi - lo)
+      return rewriter.notifyMatchFailure(op, "empty or mistyped slice");
+    Location loc = op.getLoc();
+    auto i64 = rewriter.getI64Type();
+    auto vec = [&](ArrayRef<int64_t> v) { return indexVector(rewriter, loc, v); };
+    auto pt = cast<RankedTensorType>(packed.getType());
+    auto slicedType = RankedTensorType::get(
+        {pt.getDimSize(0), pt.getDimSize(1), (hi - lo) * headDim},
+        pt.getElementType());
+    Value sliced = SliceOp::create(rewriter, loc, slicedType, packed,
+                                   vec({lo * headDim}), vec({hi * headDim}),
+                                   rewriter.getDenseI64ArrayAttr({2}),
+                                   rewriter.getDenseI64ArrayAttr({1}));
+    Value lead = ShapeOp::create(rewriter, loc, RankedTensorType::get({2}, i64),
+                                 sliced, rewriter.getI64IntegerAttr(0),
+                                 rewriter.getI64IntegerAttr(2));
+    Value shape = ConcatOp::create(rewriter, loc,
+                                   RankedTensorType::get({4}, i64),
+                                   ValueRange{lead, vec({hi - lo, headDim})},
+                                   rewriter.getI64IntegerAttr(0));
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, out, sliced, shape);
+    return success();
+  }
+};
+
 /// Concat that drops operands of size 0 along its axis (Phi-3's rotary keeps
 /// an empty "pass-through" part when the whole head rotates).
 struct FoldConcatOfEmpty : OpRewritePattern<ConcatOp> {
@@ -411,7 +603,9 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
     patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
                  FoldMinusOneReplacement, FoldIdentityExpand,
                  FoldIdentitySlice, FoldTransposeThroughMergedView,
-                 FoldConcatOfEmpty,
+                 FoldTransposeChain, FoldConcatOfEmpty,
+                 FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,
+                 FoldSliceOfTranspose, FoldHeadSliceIntoPacked,
                  EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,

@@ -40,6 +40,19 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
     - torch's SDPA view of K^T, Reshape(Transpose[0, 2, 1](Reshape(x
       [A, B, C, D] -> [A*B, C, D])) -> [A, B, D, C]) -> Transpose[0, 1, 3, 2](x).
     - Concat operands of size 0 along the axis are dropped.
+    - Transpose(Transpose(x, p), q) -> Transpose(x, p[q]) (SDPA's K^T of a
+      head split).
+    - Picks of one constant index, Gather(x, [i], axis) (rank >= 2) and
+      GatherND(x, [[i]]), -> Slice(x, i, i + 1, axis); a pick through a
+      transpose moves before it.
+    - Whole heads sliced from a head split, Slice(Reshape(P [B, S, H * D] ->
+      [B, S, H, D]), a, b, axis 2) -> Reshape(Slice(P, a * D, b * D), [B, S,
+      b - a, D]): fused QKV projections (Falcon) become packed projections.
+
+    Dimensions are also compared after tracing them to the reshape targets
+    that set them (`resolveDimExpr`), and a batched MatMul's dimensions are
+    its operands' (rows of the lhs, columns of the rhs, batch axes of the
+    operand that is not a broadcast 1).
 
     Dimensions of function arguments with the same symbolic name
     (`qcc.dim_names`, e.g. the "batch" of input_ids and of attention_mask)

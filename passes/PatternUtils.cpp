@@ -63,10 +63,20 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
     return std::nullopt;
   }
   // x [.., K] times a matrix [K, N]: every dimension but the last is x's.
-  if (auto mm = dyn_cast<MatMulOp>(op))
-    if (mm.getRhs().getType().getRank() == 2 &&
-        mm.getLhs().getType().getRank() == rank && index < rank - 1)
+  if (auto mm = dyn_cast<MatMulOp>(op)) {
+    auto lhs = mm.getLhs().getType(), rhs = mm.getRhs().getType();
+    if (rhs.getRank() == 2 && lhs.getRank() == rank && index < rank - 1)
       return mm.getLhs();
+    // Batched [.., M, K] x [.., K, N]: rows are the lhs's, columns the rhs's,
+    // batch axes the operand's that is not a broadcast 1.
+    if (lhs.getRank() == rank && rhs.getRank() == rank) {
+      if (index == rank - 1)
+        return mm.getRhs();
+      if (index == rank - 2 || lhs.getDimSize(index) != 1)
+        return mm.getLhs();
+      return mm.getRhs();
+    }
+  }
   if (auto emb = dyn_cast<EmbeddingOp>(op))
     if (index < rank - 1)
       return emb.getIds();
@@ -292,7 +302,9 @@ bool qcc::reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if (target[i].isConstant() && target[i].constant == 0)
       continue; // ONNX: 0 copies the input dimension.
-    if (!(target[i] == getDimExpr(reshape.getInput(), i)))
+    DimExpr in = getDimExpr(reshape.getInput(), i);
+    if (!(target[i] == in) &&
+        !(resolveDimExpr(target[i]) == resolveDimExpr(in)))
       return false;
   }
   return true;

@@ -345,3 +345,117 @@ func.func @transpose_through_merged_view(%x: tensor<?x4x?x16xf32>) -> tensor<?x?
   %r2 = qcc.reshape %tr, %t2 : (tensor<?x16x?xf32>, tensor<4xi64>) -> tensor<?x?x16x?xf32>
   return %r2 : tensor<?x?x16x?xf32>
 }
+
+// -----
+
+// Two transposes are one: SDPA's K^T after the head split.
+// CHECK-LABEL: func @transpose_chain
+// CHECK-NEXT: %[[T:.*]] = qcc.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: return %[[T]]
+func.func @transpose_chain(%x: tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32> {
+  %h = qcc.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %h {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  return %kt : tensor<?x4x16x?xf32>
+}
+
+// -----
+
+// One constant index is a slice of size 1 (Falcon picks its K head so);
+// -1 slices to the end.
+// CHECK-LABEL: func @gather_of_one_index
+// CHECK-DAG: %[[M1:.*]] = qcc.constant dense<-1> : tensor<1xi64>
+// CHECK-DAG: %[[END:.*]] = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+// CHECK: %[[S:.*]] = qcc.slice %arg0, %[[M1]], %[[END]] {axes = array<i64: 2>, steps = array<i64: 1>}
+// CHECK-NEXT: return %[[S]]
+func.func @gather_of_one_index(%x: tensor<?x?x6x16xf32>) -> tensor<?x?x1x16xf32> {
+  %i = qcc.constant dense<-1> : tensor<1xi64>
+  %g = qcc.gather %x, %i {axis = 2 : i64} : (tensor<?x?x6x16xf32>, tensor<1xi64>) -> tensor<?x?x1x16xf32>
+  return %g : tensor<?x?x1x16xf32>
+}
+
+// -----
+
+// An index that may be out of range stays a Gather (its run-time error).
+// CHECK-LABEL: func @gather_of_index_out_of_range
+// CHECK: qcc.gather
+func.func @gather_of_index_out_of_range(%x: tensor<?x?x6x16xf32>) -> tensor<?x?x1x16xf32> {
+  %i = qcc.constant dense<6> : tensor<1xi64>
+  %g = qcc.gather %x, %i {axis = 2 : i64} : (tensor<?x?x6x16xf32>, tensor<1xi64>) -> tensor<?x?x1x16xf32>
+  return %g : tensor<?x?x1x16xf32>
+}
+
+// -----
+
+// Heads 4..5 of a [B, S, 6, 16] head split are features 64..80 of the packed
+// projection, split into one head.
+// CHECK-LABEL: func @head_slice_into_packed
+// CHECK-DAG: %[[LO:.*]] = qcc.constant dense<64> : tensor<1xi64>
+// CHECK-DAG: %[[HI:.*]] = qcc.constant dense<80> : tensor<1xi64>
+// CHECK-DAG: %[[HD:.*]] = qcc.constant dense<[1, 16]> : tensor<2xi64>
+// CHECK: %[[P:.*]] = qcc.slice %arg0, %[[LO]], %[[HI]] {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x96xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x16xf32>
+// CHECK: %[[BS:.*]] = qcc.shape %[[P]] {end = 2 : i64}
+// CHECK: %[[T:.*]] = qcc.concat %[[BS]], %[[HD]]
+// CHECK: %[[R:.*]] = qcc.reshape %[[P]], %[[T]] : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x?x1x16xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @head_slice_into_packed(%p: tensor<?x?x96xf32>) -> tensor<?x?x1x16xf32> {
+  %hd = qcc.constant dense<[6, 16]> : tensor<2xi64>
+  %lo = qcc.constant dense<-2> : tensor<1xi64>
+  %hi = qcc.constant dense<-1> : tensor<1xi64>
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x96xf32>) -> tensor<2xi64>
+  %t = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %h = qcc.reshape %p, %t : (tensor<?x?x96xf32>, tensor<4xi64>) -> tensor<?x?x6x16xf32>
+  %s = qcc.slice %h, %lo, %hi {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x6x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x1x16xf32>
+  return %s : tensor<?x?x1x16xf32>
+}
+
+// -----
+
+// A reshape to the dims of a batched matmul's operands is the identity: the
+// batch and row dims are the lhs's, the columns the rhs's (Falcon's
+// multi-query P V, the one kv head broadcast).
+// CHECK-LABEL: func @identity_reshape_of_batched_matmul
+// CHECK-NEXT: %[[M:.*]] = qcc.matmul
+// CHECK-NEXT: return %[[M]]
+func.func @identity_reshape_of_batched_matmul(%p: tensor<?x4x?x?xf32>, %v: tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %c = qcc.constant dense<[4]> : tensor<1xi64>
+  %d = qcc.constant dense<[16]> : tensor<1xi64>
+  %b = qcc.shape %p {end = 1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<1xi64>
+  %s = qcc.shape %p {start = 2 : i64, end = 3 : i64} : (tensor<?x4x?x?xf32>) -> tensor<1xi64>
+  %t = qcc.concat %b, %c, %s, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %m = qcc.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %r = qcc.reshape %m, %t : (tensor<?x4x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  return %r : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// GatherND of one index into axis 0 is a pick (Falcon's dynamo export), and
+// a pick through a transpose moves before it: the two transposes then are
+// the head transpose of a slice of the head split.
+// CHECK-LABEL: func @gather_nd_pick_through_transpose
+// CHECK-DAG: %[[LO:.*]] = qcc.constant dense<4> : tensor<1xi64>
+// CHECK-DAG: %[[HI:.*]] = qcc.constant dense<5> : tensor<1xi64>
+// CHECK: %[[S:.*]] = qcc.slice %arg0, %[[LO]], %[[HI]] {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x6x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x1x16xf32>
+// CHECK-NEXT: %[[T:.*]] = qcc.transpose %[[S]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: return %[[T]]
+func.func @gather_nd_pick_through_transpose(%x: tensor<?x?x6x16xf32>) -> tensor<?x1x?x16xf32> {
+  %i = qcc.constant dense<-2> : tensor<1x1xi64>
+  %h = qcc.transpose %x {perm = array<i64: 2, 0, 1, 3>} : (tensor<?x?x6x16xf32>) -> tensor<6x?x?x16xf32>
+  %g = qcc.gather_nd %h, %i : (tensor<6x?x?x16xf32>, tensor<1x1xi64>) -> tensor<1x?x?x16xf32>
+  %k = qcc.transpose %g {perm = array<i64: 1, 0, 2, 3>} : (tensor<1x?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  return %k : tensor<?x1x?x16xf32>
+}
+
+// -----
+
+// A slice of more than one index stays after its transpose (rotate-half).
+// CHECK-LABEL: func @half_slice_stays_after_transpose
+// CHECK: qcc.transpose
+// CHECK-NEXT: qcc.slice
+func.func @half_slice_stays_after_transpose(%x: tensor<?x?x4x16xf32>) -> tensor<?x4x?x8xf32> {
+  %lo = qcc.constant dense<0> : tensor<1xi64>
+  %hi = qcc.constant dense<8> : tensor<1xi64>
+  %h = qcc.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %s = qcc.slice %h, %lo, %hi {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  return %s : tensor<?x4x?x8xf32>
+}
