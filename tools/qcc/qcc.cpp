@@ -18,6 +18,7 @@
 #include "compiler/Pipeline.h"
 #include "codegen/Emitter.h"
 #include "passes/Passes.h"
+#include "runtime/Artifact.h"
 #ifdef QCC_HAVE_CODEGEN
 #include "codegen/NvrtcCompiler.h"
 #endif
@@ -42,9 +43,16 @@ using namespace llvm;
 namespace {
 enum class Emit { Imported, Mlir, Cuda, Qpkg };
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"));
+// --help shows these groups only; LLVM's own options (hundreds) stay
+// reachable with --help-llvm.
+cl::OptionCategory inputCat("Input");
+cl::OptionCategory quantCat("Quantization (W8A8 SmoothQuant)");
+cl::OptionCategory kvCat("KV cache");
+cl::OptionCategory outputCat("Output");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(inputCat));
 cl::opt<Emit> emit(
-    "emit", cl::desc("What to write"), cl::init(Emit::Qpkg),
+    "emit", cl::desc("What to write (default qpkg)"), cl::init(Emit::Qpkg),
     cl::values(clEnumValN(Emit::Qpkg, "qpkg",
                           "the deployment artifact (default; needs -o)"),
                clEnumValN(Emit::Imported, "imported",
@@ -52,67 +60,67 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::Mlir, "mlir",
                           "the raised IR: transformer ops plus glue"),
                clEnumValN(Emit::Cuda, "cuda",
-                          "the CUDA C++ emitted for the kernel regions")));
+                          "the CUDA C++ emitted for the kernel regions")), cl::cat(outputCat));
 cl::opt<bool> noCuda("no-cuda",
                      cl::desc("Write the artifact without GPU kernels and "
                               "without the GPU plan (skips CUDA emission and "
-                              "NVRTC; qrun then runs on the CPU only)"));
+                              "NVRTC; qrun then runs on the CPU only)"), cl::cat(outputCat));
 cl::opt<std::string> outputPath("o",
                                 cl::desc("Output file (IR: default stdout)"),
-                                cl::value_desc("file"), cl::init("-"));
+                                cl::value_desc("file"), cl::init("-"), cl::cat(outputCat));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("Tokenizer to embed in the artifact: a Hugging Face "
              "tokenizer.json or a SentencePiece model (default: "
              "tokenizer.json beside the ONNX file, else tokenizer.model "
              "there; tokenizer.json wins, as in Hugging Face's loaders)"),
-    cl::value_desc("file"));
+    cl::value_desc("file"), cl::cat(inputCat));
 cl::opt<std::string> kvCache(
     "kv-cache",
     cl::desc("KV cache layout for decoders: paged (default), contiguous, or "
              "none (only the full-sequence entry point)"),
-    cl::init("paged"));
+    cl::init("paged"), cl::cat(kvCat));
 cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
                                cl::desc("Tokens per block of the paged KV "
-                                        "cache"),
-                               cl::init(16));
+                                        "cache (default 16)"),
+                               cl::init(16), cl::cat(kvCat));
 cl::opt<std::string> kvDtype("kv-dtype",
                             cl::desc("KV cache element type: f32 (default) or "
                                      "i8 (per-head scales from calibration)"),
-                            cl::init("f32"));
+                            cl::init("f32"), cl::cat(kvCat));
 cl::opt<std::string> quant("quant",
                            cl::desc("Quantization: none (default) or w8a8"),
-                           cl::init("none"));
+                           cl::init("none"), cl::cat(quantCat));
 cl::opt<std::string> calib("calib",
                            cl::desc("Calibration data: a text file, or a "
                                     "folder with one .npy per model input"),
-                           cl::value_desc("source"));
+                           cl::value_desc("source"), cl::cat(quantCat));
 cl::opt<std::string> actQuant(
     "act-quant",
     cl::desc("Activation quantization: per-token (O1, default), per-tensor "
              "(O2) or static (O3, per-tensor scales from calibration)"),
-    cl::init("per-token"));
+    cl::init("per-token"), cl::cat(quantCat));
 cl::opt<double> smoothAlpha(
     "smoothquant-alpha",
     cl::desc("SmoothQuant migration strength (0.5 default; 0.75-0.9 for "
              "LLaMA-family models with strong outliers)"),
-    cl::init(0.5));
+    cl::init(0.5), cl::cat(quantCat));
 cl::opt<bool> noSmooth("no-smoothquant",
-                       cl::desc("Quantize without SmoothQuant smoothing"));
+                       cl::desc("Quantize without SmoothQuant smoothing"), cl::cat(quantCat));
 cl::opt<bool> asymmetric("asymmetric",
-                         cl::desc("Zero-point (asymmetric) activations"));
+                         cl::desc("Zero-point (asymmetric) activations"), cl::cat(quantCat));
 cl::opt<int64_t> calibSamples("calib-samples",
-                              cl::desc("Calibration windows or samples"),
-                              cl::init(64));
+                              cl::desc("Calibration windows or samples (default 64)"),
+                              cl::init(64), cl::cat(quantCat));
 cl::opt<int64_t> calibSeqLen("calib-seq-len",
-                             cl::desc("Tokens per calibration window"),
-                             cl::init(128));
+                             cl::desc("Tokens per calibration window (default 128)"),
+                             cl::init(128), cl::cat(quantCat));
 cl::opt<std::string> calibStats(
     "calib-stats",
     cl::desc("Calibration statistics: reused if FILE exists, else saved there"),
-    cl::value_desc("file"));
+    cl::value_desc("file"), cl::cat(quantCat));
 cl::opt<bool> listOps("list-ops",
-                      cl::desc("List the supported ONNX ops and exit"));
+                      cl::desc("List the supported ONNX ops and exit"), cl::cat(inputCat));
 /// --tokenizer, else tokenizer.json beside the ONNX file, else
 /// tokenizer.model there, else none.
 std::string findTokenizer() {
@@ -243,13 +251,30 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // --help-llvm: the full LLVM option list, for developers; otherwise --help
+  // shows qcc's own groups.
+  std::vector<char *> args(argv, argv + argc);
+  static char helpFlag[] = "--help";
+  bool llvmHelp = false;
+  for (char *&a : args)
+    if (StringRef(a) == "--help-llvm" || StringRef(a) == "-help-llvm") {
+      a = helpFlag;
+      llvmHelp = true;
+    }
+  if (!llvmHelp)
+    cl::HideUnrelatedOptions({&inputCat, &quantCat, &kvCat, &outputCat});
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "qcc " << QCC_VERSION << " (artifact format "
+       << qcc::rt::kFormatVersion << ")\n";
+  });
   cl::ParseCommandLineOptions(
-      argc, argv,
+      (int)args.size(), args.data(),
       "qcc: ahead-of-time compiler for quantized transformer inference\n\n"
       "  qcc MODEL.onnx -o MODEL.qpkg    compile to a deployment artifact\n"
       "  qcc MODEL.onnx --emit=mlir      print the raised IR\n"
       "  qcc MODEL.onnx --emit=imported  print the IR as imported\n"
-      "  qcc --list-ops                  list the ONNX ops qcc imports\n");
+      "  qcc --list-ops                  list the ONNX ops qcc imports\n"
+      "  qcc --help-llvm                 also LLVM's own options\n");
 
   if (listOps) {
     for (const auto &[op, versions] : qcc::supportedOnnxOps()) {
