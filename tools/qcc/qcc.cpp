@@ -303,8 +303,31 @@ int main(int argc, char **argv) {
         << "'\n";
     return 1;
   }
-  if (kvBlockTokens <= 0) {
-    WithColor::error(errs(), "qcc") << "--kv-block-tokens must be positive\n";
+  // Flags are untrusted input: ranges checked before anything is sized
+  // from them.
+  auto inRange = [](StringRef flag, int64_t v, int64_t lo, int64_t hi) {
+    if (v >= lo && v <= hi)
+      return true;
+    WithColor::error(errs(), "qcc") << "--" << flag << " must be in [" << lo
+                                    << ", " << hi << "], not " << v << "\n";
+    return false;
+  };
+  if (!inRange("kv-block-tokens", kvBlockTokens, 1, 4096) ||
+      !inRange("calib-samples", calibSamples, 1, 1 << 20) ||
+      !inRange("calib-seq-len", calibSeqLen, 1, 1 << 20))
+    return 1;
+  if (!(smoothAlpha >= 0.0 && smoothAlpha <= 1.0)) { // also NaN
+    WithColor::error(errs(), "qcc")
+        << "--smoothquant-alpha must be in [0, 1], not " << smoothAlpha
+        << "\n";
+    return 1;
+  }
+  bool sameFile = false;
+  if (outputPath != "-" &&
+      !sys::fs::equivalent(inputPath, outputPath, sameFile) && sameFile) {
+    WithColor::error(errs(), "qcc")
+        << "-o " << outputPath << " is the input model; refusing to overwrite "
+           "it\n";
     return 1;
   }
   if (quant != "none" && quant != "w8a8") {
