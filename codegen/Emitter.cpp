@@ -634,6 +634,16 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   int64_t H = attn->getAttrOfType<IntegerAttr>("num_heads").getInt();
   int64_t Hkv = attn->getAttrOfType<IntegerAttr>("num_kv_heads").getInt();
   float scale = attn->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
+  // Sliding window and logit softcap (0 = none), baked into the unit.
+  auto [window, softcap] =
+      kv ? std::pair(cast<qcc::KvAttentionOp>(attn).getWindow(),
+                     cast<qcc::KvAttentionOp>(attn).getSoftcap())
+         : std::pair(cast<qcc::AttentionOp>(attn).getWindow(),
+                     cast<qcc::AttentionOp>(attn).getSoftcap());
+  std::string windowInit =
+      llvm::formatv("  p.window = {0}; p.softcap = {1:e}f;\n", window,
+                    (double)softcap.convertToFloat())
+          .str();
   int64_t width = lastDim(attn->getOperand(0));
   if (ShapedType::isDynamic(width) || width % H != 0)
     return unsupported("attention with a dynamic head size");
@@ -648,7 +658,8 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   if (T != "float")
     return unsupported("attention over non-f32 tensors");
   // Fused rotary: q and k are rotated on the fly, from one cos/sin pair over
-  // whole heads (RopeTables; batch_stride from the tables' shape at run time).
+  // the first rotary_dim values of each head (RopeTables; batch_stride from
+  // the tables' shape at run time).
   Value qIn = attn->getOperand(0), kIn = attn->getOperand(1);
   auto rq = qIn.getDefiningOp<qcc::RotaryOp>();
   auto rk = kIn.getDefiningOp<qcc::RotaryOp>();
@@ -660,7 +671,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     if (rq.getCos() != rk.getCos() || rq.getSin() != rk.getSin())
       return unsupported("q and k rotated with different cos/sin tables");
     if (rq.getHeadDim() != D || rk.getHeadDim() != D)
-      return unsupported("rotary over part of the head (partial rotary)");
+      return unsupported("rotary head size differs from the attention's");
+    if (rq.getRotatedDim() != rk.getRotatedDim())
+      return unsupported("q and k rotated over different rotary_dim");
     if (!tensorOf(rq.getCos()).getElementType().isF32())
       return unsupported("rotary tables of a type other than f32");
     qIn = rq.getInput();
@@ -676,13 +689,15 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   if (r.kernel.getNumResults() != 1 || r.resultIndex(attn->getResult(0)) != 0)
     return unsupported("attention region must yield only the attention output");
   std::string ropeSig, ropeInit = "  p.rope.cos = nullptr; p.rope.sin = "
-                                  "nullptr; p.rope.batch_stride = 0;\n";
+                                  "nullptr; p.rope.batch_stride = 0; "
+                                  "p.rope.rotary_dim = 0;\n";
   json ropeParams = json::array();
   if (rotary) {
     ropeSig = ", const float *rope_cos, const float *rope_sin, long long "
               "rope_stride";
     ropeInit = "  p.rope.cos = rope_cos; p.rope.sin = rope_sin; "
-               "p.rope.batch_stride = rope_stride;\n";
+               "p.rope.batch_stride = rope_stride; p.rope.rotary_dim = " +
+               std::to_string(rq.getRotatedDim()) + ";\n";
     ropeParams = json::array(
         {opnd("rope_cos", ci), opnd("rope_sin", si),
          json{{"name", "rope_stride"}, {"rope_batch_stride", ci}}});
@@ -766,7 +781,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                "  p.batch = batch; p.num_heads = num_heads; p.num_kv_heads = "
                "num_kv_heads; p.scale = scale;\n"
                "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n"
-               "{8}{4}"
+               "{10}{8}{4}"
                "  qcc::attentionDecodeSplit<{5}, {6}, {7}, {9}>(p);\n}\n"
                "extern \"C\" __global__ void __launch_bounds__({5})\n"
                "{2}_combine(const float *ws_ml, const float *ws_acc, float "
@@ -774,7 +789,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                "  qcc::attentionDecodeCombineRow<{5}, float>(ws_ml, ws_acc, "
                "out, num_heads, splits);\n}\n",
                cache, warps * 32, kEntry, cacheSig + ropeSig, cacheInit, D,
-               warps, chunk, ropeInit, rotaryArg)
+               warps, chunk, ropeInit, rotaryArg, windowInit)
                .str();
     u.source = src;
     json params = json::array(
@@ -830,11 +845,12 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
              "  p.num_heads = num_heads; p.num_kv_heads = num_kv_heads; "
              "p.scale = scale;\n"
              "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n"
-             "{10}{4}"
+             "{12}{10}{4}"
              "  qcc::attentionPrefillTile<{5}, {6}, {7}, {8}, {9}, {11}>(p, "
              "qcc_smem);\n}\n",
              cache, warps * 32, kEntry, cacheSig + ropeSig, cacheInit, D, bq,
-             bkv, warps, causal ? "true" : "false", ropeInit, rotaryArg)
+             bkv, warps, causal ? "true" : "false", ropeInit, rotaryArg,
+             windowInit)
              .str();
   u.source = src;
   json params = json::array(

@@ -226,7 +226,7 @@ Value rotate(Glue &g, Value x, int64_t heads, int64_t d, int64_t r,
   if (interleaved)
     part = regroup(part, r / 2, 2);
   part = g.c.create<RotaryOp>(typeOf(part), part, cosT, sinT,
-                              g.b.getI64IntegerAttr(r));
+                              g.b.getI64IntegerAttr(r), IntegerAttr());
   if (interleaved)
     part = regroup(part, 2, r / 2);
   if (r == d)
@@ -250,8 +250,8 @@ Value rotate(Glue &g, Value x, int64_t heads, int64_t d, int64_t r,
 ///   softcap) on the scaled scores when softcap > 0.
 ///
 /// present is a gather from concat(past, new) with those indices; the
-/// attention is qcc.attention over present with an additive mask (or, with
-/// softcap, which qcc.attention has no operand for, matmul / tanh / softmax).
+/// attention is qcc.attention over present with an additive mask and its
+/// softcap attribute.
 Results convertGroupQueryAttention(ConvertContext &c) {
   Glue g{c};
   OpBuilder &b = c.builder;
@@ -430,37 +430,11 @@ Results convertGroupQueryAttention(ConvertContext &c) {
     return g.reshape(g.transpose(p, {0, 2, 1, 3}), {0, 0, Hkv * D},
                      {bDim, kDyn, Hkv * D});
   };
-  if (softcap <= 0.0f) {
-    Value out = c.create<AttentionOp>(
-        outType, q, packed(presentK), packed(presentV), mask,
-        b.getI64IntegerAttr(H), b.getI64IntegerAttr(Hkv),
-        b.getF32FloatAttr(scale), b.getBoolAttr(false));
-    return SmallVector<Value>{out, presentK, presentV};
-  }
-
-  // Softcapped scores: the query heads of one kv head g (h = g * G + i)
-  // form one [G * S, D] matrix against that kv head's keys.
-  int64_t G = H / Hkv;
-  Value qg = g.reshape(
-      g.transpose(g.reshape(q, {0, 0, Hkv, G, D}, {bDim, sDim, Hkv, G, D}),
-                  {0, 2, 3, 1, 4}),
-      {0, 0, -1, D}, {bDim, Hkv, kDyn, D}); // [B, Hkv, G * S, D]
-  Value scores = c.create<MatMulOp>(g.t({bDim, Hkv, kDyn, kDyn}, f32), qg,
-                                    g.transpose(presentK, {0, 1, 3, 2}));
-  scores = g.binary<MulOp>(scores, g.floats(scale, f32));
-  Value capped = c.create<TanhOp>(
-      typeOf(scores), g.binary<DivOp>(scores, g.floats(softcap, f32)));
-  scores = g.binary<MulOp>(capped, g.floats(softcap, f32));
-  scores = g.reshape(scores, {0, H, -1, 0}, {bDim, H, sDim, kDyn});
-  scores = g.binary<AddOp>(scores, mask);
-  Value probs =
-      c.create<SoftmaxOp>(typeOf(scores), scores, b.getI64IntegerAttr(3));
-  probs = g.reshape(probs, {0, Hkv, -1, 0}, {bDim, Hkv, kDyn, kDyn});
-  Value ctx = c.create<MatMulOp>(g.t({bDim, Hkv, kDyn, D}, f32), probs,
-                                 presentV); // [B, Hkv, G * S, D]
-  ctx = g.transpose(g.reshape(ctx, {0, H, -1, D}, {bDim, H, sDim, D}),
-                    {0, 2, 1, 3});
-  Value out = c.create<ReshapeOp>(outType, ctx, g.vec({0, 0, H * D}), false);
+  Value out = c.create<AttentionOp>(
+      outType, q, packed(presentK), packed(presentV), mask,
+      b.getI64IntegerAttr(H), b.getI64IntegerAttr(Hkv),
+      b.getF32FloatAttr(scale), b.getBoolAttr(false), b.getI64IntegerAttr(0),
+      b.getF32FloatAttr(std::max(softcap, 0.0f)));
   return SmallVector<Value>{out, presentK, presentV};
 }
 

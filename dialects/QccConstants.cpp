@@ -1,5 +1,6 @@
 //===- QccConstants.cpp - building and reading constant tensors -----------===//
 #include "dialects/QccConstants.h"
+#include "runtime/HalfFloat.h" // header-only scalar conversions
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -79,14 +80,47 @@ std::optional<std::vector<char>> qcc::getBytes(ElementsAttr attr) {
 }
 
 std::optional<std::vector<float>> qcc::getF32Values(ElementsAttr attr) {
-  if (!attr || !attr.getElementType().isF32())
+  if (!attr)
+    return std::nullopt;
+  Type et = attr.getElementType();
+  if (!et.isF32() && !et.isF16() && !et.isBF16())
     return std::nullopt;
   auto bytes = getBytes(attr);
   if (!bytes)
     return std::nullopt;
-  std::vector<float> out(bytes->size() / sizeof(float));
-  std::memcpy(out.data(), bytes->data(), bytes->size());
+  if (et.isF32()) {
+    std::vector<float> out(bytes->size() / sizeof(float));
+    std::memcpy(out.data(), bytes->data(), bytes->size());
+    return out;
+  }
+  std::vector<float> out(bytes->size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes->data() + 2 * i, 2);
+    out[i] = et.isF16() ? rt::halfToFloat(h) : rt::bf16ToFloat(h);
+  }
   return out;
+}
+
+ElementsAttr qcc::makeFloatElements(RankedTensorType type,
+                                    ArrayRef<float> values, StringRef name) {
+  Type et = type.getElementType();
+  if (et.isF32())
+    return makeElements(type,
+                        ArrayRef<char>(reinterpret_cast<const char *>(
+                                           values.data()),
+                                       values.size() * sizeof(float)),
+                        name);
+  assert((et.isF16() || et.isBF16()) && "not a float element type");
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = et.isF16() ? rt::floatToHalf(values[i])
+                         : rt::floatToBF16(values[i]);
+  return makeElements(
+      type,
+      ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
+                     bits.size() * 2),
+      name);
 }
 
 std::string qcc::blobName(ElementsAttr attr, StringRef fallback) {

@@ -26,8 +26,16 @@ std::optional<std::vector<char>> getBytes(mlir::ElementsAttr attr);
 /// constants derived from a weight are named after it.
 std::string blobName(mlir::ElementsAttr attr, llvm::StringRef fallback);
 
-/// The values of a float32 constant; std::nullopt otherwise (null too).
+/// The values of a float constant as f32 (f16 and bf16 widened, exactly);
+/// std::nullopt otherwise (null too).
 std::optional<std::vector<float>> getF32Values(mlir::ElementsAttr attr);
+
+/// makeElements for a float `type` (f32, f16 or bf16) from f32 `values`,
+/// rounded to its element type to nearest even (runtime/HalfFloat.h): a pass
+/// that rewrites an f16 weight keeps it f16.
+mlir::ElementsAttr makeFloatElements(mlir::RankedTensorType type,
+                                     llvm::ArrayRef<float> values,
+                                     llvm::StringRef name);
 
 } // namespace qcc
 

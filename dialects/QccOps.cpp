@@ -547,6 +547,15 @@ LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getInput().getType().getRank());
 }
 
+/// The sliding window and the logit softcap of attention ops: 0 = none.
+template <typename OpT> static LogicalResult verifyWindowSoftcap(OpT op) {
+  if ((int64_t)op.getWindow() < 0)
+    return op.emitOpError("window must be non-negative (0 = none)");
+  if (!(op.getSoftcap().convertToFloat() >= 0.0f))
+    return op.emitOpError("softcap must be non-negative (0 = none)");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   auto q = getQuery().getType();
   auto k = getKey().getType();
@@ -581,7 +590,7 @@ LogicalResult AttentionOp::verify() {
     if (failed(b) || !shapesAgree(*b, full))
       return emitOpError("mask must broadcast to [B, H, Sq, Skv]");
   }
-  return success();
+  return verifyWindowSoftcap(*this);
 }
 
 LogicalResult QuantizeOp::verify() {
@@ -663,7 +672,7 @@ LogicalResult KvAttentionOp::verify() {
     return emitOpError("key width must be num_kv_heads * head size");
   if ((int64_t)getLayer() < 0)
     return emitOpError("layer must be non-negative");
-  return success();
+  return verifyWindowSoftcap(*this);
 }
 
 LogicalResult RotaryOp::verify() {
@@ -671,16 +680,21 @@ LogicalResult RotaryOp::verify() {
   int64_t d = getHeadDim();
   if (in.getRank() != 3 || getResult().getType() != in)
     return emitOpError("input and result must be [B, S, H*D] of one type");
-  if (d <= 0 || d % 2 != 0)
-    return emitOpError("head_dim must be positive and even");
+  if (d <= 0)
+    return emitOpError("head_dim must be positive");
   if (in.getDimSize(2) != kDyn && in.getDimSize(2) % d != 0)
     return emitOpError("input width is not a multiple of head_dim");
+  int64_t r = getRotatedDim();
+  if (r <= 0 || r % 2 != 0 || r > d)
+    return emitOpError("the rotated part (rotary_dim, else head_dim) must be "
+                       "positive, even and at most head_dim");
   for (Value table : {getCos(), getSin()}) {
     auto t = tensorType(table);
     if ((t.getRank() != 2 && t.getRank() != 3) ||
-        !sizesAgree(t.getShape().back(), d) ||
+        !sizesAgree(t.getShape().back(), r) ||
         !sizesAgree(t.getShape()[t.getRank() - 2], in.getDimSize(1)))
-      return emitOpError("cos and sin must be [S, D] or [B, S, D]");
+      return emitOpError("cos and sin must be [S, R] or [B, S, R] with R = "
+                         "rotary_dim");
   }
   return success();
 }

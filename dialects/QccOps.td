@@ -564,19 +564,37 @@ def Qcc_AttentionOp : Qcc_Op<"attention"> {
     ```
     S[i, j] = scale * sum_d query[b, i, h*D + d] * key[b, j, g*D + d]
               + mask[b, h, i, j]                 (if mask is given)
+    x       = scale * sum_d query[b, i, h*D + d] * key[b, j, g*D + d]
+    S[i, j] = x                                  (softcap = 0)
+            = softcap * tanh(x / softcap)        (softcap > 0)
+    S[i, j] += mask[b, h, i, j]                  (if mask is given)
     S[i, j] = -inf  where causal and j > i + (Skv - Sq)
+    S[i, j] = -inf  where window > 0 and j <= i + (Skv - Sq) - window
     P[i, :] = softmax(S[i, :])
     result[b, i, h*D + d] = sum_j P[i, j] * value[b, j, g*D + d]
     ```
 
     The optional additive `mask` broadcasts (numpy rules) to [B, H, Sq, Skv];
-    padding masks arrive this way. Result: [B, Sq, H * D].
+    padding masks arrive this way. `window` (0 = none) is a sliding window
+    in HF's convention: query i, at key position i + (Skv - Sq), sees the
+    `window` keys ending at its own. `softcap` (0 = none) is Gemma-2's
+    logit softcapping. Result: [B, Sq, H * D].
   }];
   let arguments = (ins Qcc_FloatTensor:$query, Qcc_FloatTensor:$key,
                    Qcc_FloatTensor:$value, Optional<Qcc_FloatTensor>:$mask,
                    I64Attr:$num_heads, I64Attr:$num_kv_heads, F32Attr:$scale,
-                   BoolAttr:$causal);
+                   BoolAttr:$causal, DefaultValuedAttr<I64Attr, "0">:$window,
+                   DefaultValuedAttr<F32Attr, "::llvm::APFloat(0.0f)">:$softcap);
   let results = (outs Qcc_FloatTensor:$result);
+  // Without a window or softcap (their defaults, 0).
+  let builders = [OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$query,
+      "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::Value":$mask,
+      "::mlir::IntegerAttr":$num_heads, "::mlir::IntegerAttr":$num_kv_heads,
+      "::mlir::FloatAttr":$scale, "::mlir::BoolAttr":$causal), [{
+    build($_builder, $_state, result, query, key, value, mask, num_heads,
+          num_kv_heads, scale, causal, ::mlir::IntegerAttr(),
+          ::mlir::FloatAttr());
+  }]>];
   let assemblyFormat = "$query `,` $key `,` $value (`,` $mask^)? attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
@@ -689,8 +707,10 @@ def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",
 
     1. for t < valid_b, key/value of token t are written to the cache at
        position cached_b + t;
-    2. query token t attends causally to cache positions [0, cached_b + t],
-       with the math of `qcc.attention` (scale, GQA head mapping);
+    2. query token t attends causally to cache positions [0, cached_b + t]
+       (with `window` W > 0: only to the last W of them, (cached_b + t - W,
+       cached_b + t]), with the math of `qcc.attention` (scale, softcap, GQA
+       head mapping);
     3. results for padding tokens are zeros.
 
     The cache layout (contiguous or paged) is a module attribute that the
@@ -699,8 +719,18 @@ def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",
   }];
   let arguments = (ins Qcc_FloatTensor:$query, Qcc_FloatTensor:$key,
                    Qcc_FloatTensor:$value, I64Attr:$layer, I64Attr:$num_heads,
-                   I64Attr:$num_kv_heads, F32Attr:$scale);
+                   I64Attr:$num_kv_heads, F32Attr:$scale,
+                   DefaultValuedAttr<I64Attr, "0">:$window,
+                   DefaultValuedAttr<F32Attr, "::llvm::APFloat(0.0f)">:$softcap);
   let results = (outs Qcc_FloatTensor:$result);
+  // Without a window or softcap (their defaults, 0).
+  let builders = [OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$query,
+      "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::IntegerAttr":$layer,
+      "::mlir::IntegerAttr":$num_heads, "::mlir::IntegerAttr":$num_kv_heads,
+      "::mlir::FloatAttr":$scale), [{
+    build($_builder, $_state, result, query, key, value, layer, num_heads,
+          num_kv_heads, scale, ::mlir::IntegerAttr(), ::mlir::FloatAttr());
+  }]>];
   let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
@@ -709,19 +739,30 @@ def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",
 def Qcc_RotaryOp : Qcc_Op<"rotary"> {
   let summary = "Rotary position embedding, rotate-half form";
   let description = [{
-    `input` is [B, S, H * D] with D = `head_dim` (even); `cos` and `sin` are
-    [S, D] or [B, S, D]. Per head h and position s, with x = the head's D
-    values and rotate_half(x) = concat(-x[D/2:], x[:D/2]):
+    `input` is [B, S, H * D] with D = `head_dim`. Only the first R =
+    `rotary_dim` values of each head rotate (R even, 0 < R <= D; R = D when
+    the attribute is absent); the other D - R pass through (partial rotary:
+    GPT-NeoX's rotary_pct, StableLM's partial_rotary_factor). `cos` and `sin`
+    are [S, R] or [B, S, R]. Per head h and position s, with x = the head's
+    first R values and rotate_half(x) = concat(-x[R/2:], x[:R/2]):
 
     ```
-    result[b, s, h*D:(h+1)*D] = x * cos[(b,) s] + rotate_half(x) * sin[(b,) s]
+    result[b, s, h*D:h*D+R]     = x * cos[(b,) s] + rotate_half(x) * sin[(b,) s]
+    result[b, s, h*D+R:(h+1)*D] = input[b, s, h*D+R:(h+1)*D]
     ```
   }];
   let arguments = (ins Qcc_FloatTensor:$input, Qcc_FloatTensor:$cos,
-                   Qcc_FloatTensor:$sin, I64Attr:$head_dim);
+                   Qcc_FloatTensor:$sin, I64Attr:$head_dim,
+                   OptionalAttr<I64Attr>:$rotary_dim);
   let results = (outs Qcc_FloatTensor:$result);
   let assemblyFormat = "$input `,` $cos `,` $sin attr-dict `:` "
                        "functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// R: the rotated leading part of each head (head_dim when not set).
+    int64_t getRotatedDim() {
+      return getRotaryDim() ? (int64_t)*getRotaryDim() : (int64_t)getHeadDim();
+    }
+  }];
   let hasVerifier = 1;
 }
 

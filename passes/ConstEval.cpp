@@ -119,9 +119,19 @@ qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
   auto attrs = runtimeAttrs(op);
   if (!attrs)
     return refuse(llvm::toString(attrs.takeError()));
+  std::vector<rt::DType> resultTypes;
+  for (Value r : op->getResults()) {
+    rt::DType t = rt::DType::F32; // an unknown type fails the check below
+    rt::parseDType(
+        runtimeDType(cast<RankedTensorType>(r.getType()).getElementType()), t);
+    resultTypes.push_back(t);
+  }
   std::vector<rt::Tensor> out;
   try {
-    out = kernel->second(rt::Attrs(*attrs), operands);
+    rt::Attrs a(*attrs);
+    out = rt::computeInF32(
+        kernel->first, operands, resultTypes,
+        [&](const rt::Operands &ops) { return kernel->second(a, ops); });
   } catch (const std::exception &e) {
     return refuse(e.what());
   }

@@ -23,6 +23,9 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <map>
+#include <optional>
+
 namespace qcc {
 #define GEN_PASS_DEF_KVCACHELAYOUT
 #include "passes/Passes.h.inc"
@@ -325,6 +328,71 @@ bool isPresent(Value v, Value past, Value fresh) {
          packed == fresh;
 }
 
+/// onnxruntime-genai's GroupQueryAttention (as compiler/
+/// OnnxContribConverters.cpp decomposes it): the attention key or value is
+/// Reshape(Transpose[0, 2, 1, 3](present)) with the exporter's present
+/// output = Where(keep, GatherElements(Concat(past, heads of fresh, axis 2),
+/// indices, axis 2), 0). On unpadded rows the gather keeps every row in
+/// place (checkAppendGather proves that), so it is the past form.
+struct GatheredAppend {
+  BlockArgument past;
+  Value fresh, present, indices, keep;
+};
+
+std::optional<GatheredAppend> matchGatheredAppend(Value packed) {
+  auto reshape = packed.getDefiningOp<ReshapeOp>();
+  if (!reshape || !reshapeKeepsLeadingDims(reshape, 2))
+    return std::nullopt;
+  auto t = reshape.getInput().getDefiningOp<TransposeOp>();
+  if (!t || t.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3})
+    return std::nullopt;
+  auto where = t.getInput().getDefiningOp<WhereOp>();
+  auto zero = where ? getSplatValue(where.getRhs()) : std::nullopt;
+  if (!zero || *zero != 0.0)
+    return std::nullopt;
+  auto gather = where.getLhs().getDefiningOp<GatherElementsOp>();
+  if (!gather || gather.getAxis() != 2)
+    return std::nullopt;
+  auto cat = gather.getInput().getDefiningOp<ConcatOp>();
+  if (!cat || (int64_t)cat.getAxis() != 2 || cat.getInputs().size() != 2)
+    return std::nullopt;
+  auto heads = cat.getInputs()[1].getDefiningOp<TransposeOp>();
+  GatheredAppend g;
+  g.past = dyn_cast<BlockArgument>(cat.getInputs()[0]);
+  int64_t numHeads, headDim;
+  if (!g.past || !heads || heads.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3} ||
+      !matchHeadSplit(heads.getInput(), g.fresh, numHeads, headDim))
+    return std::nullopt;
+  g.present = where.getResult();
+  g.indices = gather.getIndices();
+  g.keep = where.getCondition();
+  return g;
+}
+
+/// The past input and this call's new keys or values of an attention
+/// operand, in optimum's form (matchPastAppend) or the genai builder's
+/// (matchGatheredAppend).
+bool matchCacheAppend(Value packed, BlockArgument &past, Value &fresh) {
+  if (matchPastAppend(packed, past, fresh))
+    return true;
+  auto g = matchGatheredAppend(packed);
+  if (!g)
+    return false;
+  past = g->past;
+  fresh = g->fresh;
+  return true;
+}
+
+/// The index operand of a table lookup by position or id (qcc.gather along
+/// axis 0, qcc.embedding), or null.
+OpOperand *lookupIndex(Operation *op) {
+  if (auto g = dyn_cast<GatherOp>(op))
+    return g.getAxis() == 0 ? &g.getIndicesMutable() : nullptr;
+  if (auto e = dyn_cast<EmbeddingOp>(op))
+    return &e.getIdsMutable();
+  return nullptr;
+}
+
 /// The cache that an exporter passes as graph inputs and outputs (HF
 /// `past_key_values` / `present`), by argument and result number.
 struct PastForm {
@@ -334,12 +402,14 @@ struct PastForm {
 
 /// Recognizes the past form in `fn` (token ids first): every argument after
 /// the ids is the past keys or values of one attention operand, appended to
-/// as `matchPastAppend`, and returned with the new keys/values as exactly one
-/// `isPresent` result. Empty if `fn` takes only the ids; failure (with a
-/// diagnostic) if it takes anything else.
+/// as `matchCacheAppend`, and returned with the new keys/values as exactly
+/// one `isPresent` result (or, genai's form, the gathered present itself).
+/// Empty if `fn` takes only the ids; failure (with a diagnostic) if it takes
+/// anything else.
 FailureOr<PastForm> matchPastForm(func::FuncOp fn,
                                   ArrayRef<AttentionOp> attentions,
-                                  unsigned roleArgs) {
+                                  unsigned roleArgs,
+                                  const DecoderInputs &inputs) {
   PastForm form;
   if (fn.getNumArguments() == 0 ||
       cast<RankedTensorType>(fn.getArgument(0).getType()).getRank() != 2)
@@ -354,15 +424,33 @@ FailureOr<PastForm> matchPastForm(func::FuncOp fn,
                         "every attention: ")
            << why;
   };
-  // past argument -> the new keys/values appended to it.
+  // past argument -> the new keys/values appended to it (and, genai's
+  // form, the gathered present).
   llvm::MapVector<BlockArgument, Value> fresh;
+  llvm::DenseMap<BlockArgument, Value> gathered;
+  std::map<std::pair<void *, void *>, std::string> gatherChecks;
   for (AttentionOp a : attentions)
     for (Value operand : {a.getKey(), a.getValue()}) {
       BlockArgument past;
       Value f;
-      if (!matchPastAppend(operand, past, f) || past.getArgNumber() == 0)
+      if (!matchCacheAppend(operand, past, f) || past.getArgNumber() == 0)
         return fail("an attention's key or value is not its past input "
                     "with the new ones appended");
+      if (auto g = matchGatheredAppend(operand)) {
+        auto key = std::pair(g->indices.getAsOpaquePointer(),
+                             g->keep.getAsOpaquePointer());
+        auto it = gatherChecks.find(key);
+        if (it == gatherChecks.end())
+          it = gatherChecks
+                   .insert({key, checkAppendGather(g->indices, g->keep,
+                                                   inputs)})
+                   .first;
+        if (!it->second.empty())
+          return fail("the present gathered from the past and the new "
+                      "keys/values is not their concatenation: " +
+                      it->second);
+        gathered[past] = g->present;
+      }
       if (!fresh.insert({past, f}).second)
         return fail("a past input feeds two attention operands");
     }
@@ -372,7 +460,7 @@ FailureOr<PastForm> matchPastForm(func::FuncOp fn,
   llvm::DenseSet<BlockArgument> returned;
   for (OpOperand &r : ret->getOpOperands())
     for (auto &[past, f] : fresh)
-      if (isPresent(r.get(), past, f)) {
+      if (isPresent(r.get(), past, f) || r.get() == gathered.lookup(past)) {
         if (!returned.insert(past).second)
           return fail("a past input is returned twice");
         form.presentResults.push_back(r.getOperandNumber());
@@ -409,10 +497,15 @@ struct KvCacheLayoutPass
     // Causal attention, or attention whose exporter-built mask is the
     // causal mask with the attention_mask's key padding (MaskAnalysis.h):
     // in prefill/decode every sequence is unpadded, so that is causal.
+    // A mask may also be proven with a sliding window (kv_attention's
+    // window) or on unpadded and right-padded rows only (GroupQuery-
+    // Attention's positions): both are what the runtime's unpadded rows are.
     llvm::DenseMap<Value, MaskCheck> checks;
     SmallVector<std::string> reasons;
     bool allBidirectional = true; // every refusal is an encoder's attention
+    windows.clear();
     for (AttentionOp a : attentions) {
+      windows.push_back(a.getWindow());
       if (!a.getMask()) {
         if (!a.getCausal())
           reasons.push_back("an attention is bidirectional");
@@ -426,6 +519,10 @@ struct KvCacheLayoutPass
       if (!it->second.causalWithPadding) {
         reasons.push_back(it->second.why);
         allBidirectional &= it->second.bidirectional;
+      } else if (it->second.window > 0) {
+        windows.back() = windows.back() > 0
+                             ? std::min(windows.back(), it->second.window)
+                             : it->second.window;
       }
       else if (it->second.maxContext > 0)
         maskContext = maskContext < 0 ? it->second.maxContext
@@ -462,9 +559,29 @@ struct KvCacheLayoutPass
       return signalPassFailure();
     }
     // The token ids [B, S] first, then possibly the exporter's cache.
-    FailureOr<PastForm> past = matchPastForm(main, attentions, roleArgs);
+    FailureOr<PastForm> past =
+        matchPastForm(main, attentions, roleArgs, inputs);
     if (failed(past))
       return signalPassFailure();
+    refinePastTypes(main, attentions);
+    // Gathers at positions the exporter computes from the attention mask
+    // (the genai builder's past_b + i, past_b from the mask's row sums):
+    // integer [B, S] indices proven to be P + i on unpadded rows.
+    positionLookups.clear();
+    if (inputs.attentionMask) {
+      unsigned n = 0;
+      main.walk([&](Operation *op) {
+        OpOperand *index = lookupIndex(op);
+        if (!index)
+          return;
+        Value idx = index->get();
+        auto t = cast<RankedTensorType>(idx.getType());
+        if (!isa<BlockArgument>(idx) && t.getRank() == 2 &&
+            checkPositions(idx, inputs).empty())
+          positionLookups.push_back(n);
+        ++n;
+      });
+    }
 
     // A decoder whose positions or masks the entry points cannot express
     // still compiles: `main` stays, without a cache, and qcc says why.
@@ -521,8 +638,43 @@ struct KvCacheLayoutPass
 
   /// Rows of the learned position table (a limit on the context), or -1.
   int64_t maxPositions = -1;
+  /// The sliding window of each attention of `main`, in walk order (0 =
+  /// none): its kv_attention's.
+  SmallVector<int64_t> windows;
+  /// The table lookups of `main` (numbered in walk order, lookupIndex)
+  /// whose indices are proven positions (MaskAnalysis.h checkPositions).
+  SmallVector<unsigned> positionLookups;
   /// The longest context the masks were verified for (MaskAnalysis.h), or -1.
   int64_t maskContext = -1;
+
+  /// The past inputs of `main` get the kv heads and head size of the
+  /// attention that appends to them where their type leaves them open (the
+  /// genai builder's `kv_cache_dim`), so that a caller of `main` can pass an
+  /// empty past of the right shape.
+  static void refinePastTypes(func::FuncOp main,
+                              ArrayRef<AttentionOp> attentions) {
+    SmallVector<Type> inputs(main.getFunctionType().getInputs());
+    for (AttentionOp a : attentions)
+      for (Value operand : {a.getKey(), a.getValue()}) {
+        BlockArgument past;
+        Value fresh;
+        int64_t width = a.getQuery().getType().getDimSize(2);
+        if (!matchCacheAppend(operand, past, fresh) || width == kDyn)
+          continue;
+        auto t = cast<RankedTensorType>(past.getType());
+        SmallVector<int64_t> shape(t.getShape());
+        if (shape.size() != 4)
+          continue;
+        if (shape[1] == kDyn)
+          shape[1] = a.getNumKvHeads();
+        if (shape[3] == kDyn)
+          shape[3] = width / a.getNumHeads();
+        past.setType(withShape(t, shape));
+        inputs[past.getArgNumber()] = past.getType();
+      }
+    main.setFunctionType(FunctionType::get(
+        main.getContext(), inputs, main.getFunctionType().getResults()));
+  }
 
   /// The decoder's inputs by role: token ids first; the attention mask and
   /// position ids by their HuggingFace names.
@@ -586,6 +738,11 @@ struct KvCacheLayoutPass
     auto fn = cast<func::FuncOp>(b.clone(*main));
     fn.setSymName(name);
     Value ids = fn.getArgument(0);
+    SmallVector<OpOperand *> lookups; // as in main, numbered in walk order
+    fn.walk([&](Operation *op) {
+      if (OpOperand *index = lookupIndex(op))
+        lookups.push_back(index);
+    });
     // The cache now lives in the runtime: the past inputs and the present
     // outputs go (their uses are dropped below).
     SmallVector<Value> pasts;
@@ -636,6 +793,23 @@ struct KvCacheLayoutPass
           use.set(ids);
       }
     }
+    int64_t tableRows = -1; // of the tables looked up at positions
+    for (unsigned i : positionLookups) {
+      // Positions the exporter computed from the attention mask.
+      OpOperand *index = lookups[i];
+      b.setInsertionPoint(index->getOwner());
+      Value p = positions;
+      auto it = cast<RankedTensorType>(index->get().getType());
+      if (it.getElementType() != positionsType.getElementType())
+        p = CastOp::create(b, fn.getLoc(),
+                           positionsType.clone(it.getElementType()), p);
+      index->set(p);
+      int64_t rows =
+          cast<RankedTensorType>(index->getOwner()->getOperand(0).getType())
+              .getDimSize(0);
+      if (rows != kDyn)
+        tableRows = tableRows < 0 ? rows : std::min(tableRows, rows);
+    }
     if (Value pid = roles.positionIds) {
       // The exporter's position ids are the cache positions as they are.
       b.setInsertionPointToStart(&fn.getBody().front());
@@ -656,14 +830,16 @@ struct KvCacheLayoutPass
       Value key = a.getKey(), value = a.getValue();
       if (!pasts.empty()) {
         BlockArgument pastArg;
-        if (!matchPastAppend(a.getKey(), pastArg, key) ||
-            !matchPastAppend(a.getValue(), pastArg, value))
+        if (!matchCacheAppend(a.getKey(), pastArg, key) ||
+            !matchCacheAppend(a.getValue(), pastArg, value))
           return {};
       }
       auto kv = KvAttentionOp::create(
           b, a.getLoc(), a.getType(), a.getQuery(), key, value,
-          b.getI64IntegerAttr(layer++), a.getNumHeadsAttr(),
-          a.getNumKvHeadsAttr(), a.getScaleAttr());
+          b.getI64IntegerAttr(layer), a.getNumHeadsAttr(),
+          a.getNumKvHeadsAttr(), a.getScaleAttr(),
+          b.getI64IntegerAttr(windows[layer]), a.getSoftcapAttr());
+      ++layer;
       a.replaceAllUsesWith(kv.getResult());
       a.erase();
     }
@@ -686,6 +862,9 @@ struct KvCacheLayoutPass
       r.erase();
     }
     maxPositions = rebaser.maxPositions;
+    if (tableRows > 0)
+      maxPositions = maxPositions > 0 ? std::min(maxPositions, tableRows)
+                                      : tableRows;
 
     // Drop what only computed the replaced positions (shape arithmetic).
     eraseDeadOps(fn);

@@ -4,12 +4,15 @@
 #include "dialects/QccOps.h"
 #include "passes/ConstEval.h"
 #include "passes/PatternUtils.h"
+#include "runtime/HalfFloat.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <set>
 
 using namespace mlir;
@@ -275,11 +278,42 @@ private:
   llvm::DenseMap<Value, rt::Tensor> memo;
 };
 
-/// Compares an evaluated additive mask with the causal-plus-padding mask of
-/// the sample; rows with no visible key are not compared (exporters fill
-/// them either way).
-bool matchesCausalPadding(const rt::Tensor &m, const Sample &s,
-                          std::string &why, bool *futureVisible = nullptr) {
+/// The mask a hypothesis predicts: key j visible from query i of a row with
+/// P cached tokens iff j <= P + i, j > P + i - window (window > 0) and
+/// attend[j] != 0. With `rightOnly` (GroupQueryAttention's convention) the
+/// rows of padding tokens are not compared: their keys differ from HF's.
+struct MaskModel {
+  int64_t window = 0;
+  bool rightOnly = false;
+
+  bool visible(const Sample &s, int64_t b, int64_t i, int64_t j) const {
+    return j <= s.past + i && (window <= 0 || j > s.past + i - window) &&
+           s.attend[b][j] != 0;
+  }
+  /// Rows with no visible key are not compared (exporters fill them either
+  /// way), nor, with `rightOnly`, rows of padding tokens.
+  bool compared(const Sample &s, int64_t b, int64_t i) const {
+    if (rightOnly && s.attend[b][s.past + i] == 0)
+      return false;
+    for (int64_t j = 0; j <= s.past + i; ++j)
+      if (visible(s, b, i, j))
+        return true;
+    return false;
+  }
+};
+
+/// Compares an evaluated additive mask with the mask `model` predicts for
+/// the sample.
+bool matchesModel(const rt::Tensor &mask, const Sample &s,
+                  const MaskModel &model, std::string &why,
+                  bool *futureVisible = nullptr) {
+  // An f16/bf16 mask (a half model's) is read widened, exactly; an f16 one
+  // masks with f16's most negative finite value, finfo(float16).min.
+  rt::Tensor m = rt::isHalfFloat(mask.dtype())
+                     ? rt::convertFloat(mask, rt::DType::F32)
+                     : mask;
+  double maskedBelow =
+      mask.dtype() == rt::DType::F16 ? -65504.0 : kMaskedBelow;
   if (m.dtype() != rt::DType::F32 || m.rank() > 4) {
     why = "the mask is not a float tensor of rank <= 4";
     return false;
@@ -298,26 +332,25 @@ bool matchesCausalPadding(const rt::Tensor &m, const Sample &s,
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < shape[1]; ++h)
       for (int64_t i = 0; i < s.seq; ++i) {
-        bool anyVisible = false;
-        for (int64_t j = 0; j <= s.past + i; ++j)
-          anyVisible |= s.attend[b][j] != 0;
-        if (!anyVisible)
+        if (!model.compared(s, b, i))
           continue;
         for (int64_t j = 0; j < kLen; ++j) {
-          bool visible = j <= s.past + i && s.attend[b][j] != 0;
+          bool visible = model.visible(s, b, i, j);
           int64_t at = (((shape[0] == 1 ? 0 : b) * shape[1] + h) * shape[2] +
                         (shape[2] == 1 ? 0 : i)) *
                            shape[3] +
                        (shape[3] == 1 ? 0 : j);
           float x = data[at];
-          if (visible ? x != 0.0f : !(x <= kMaskedBelow)) {
+          if (visible ? x != 0.0f : !(x <= maskedBelow)) {
             if (futureVisible)
               *futureVisible = j > s.past + i && s.attend[b][j] != 0;
-            why = "the mask differs from causal + padding at batch " +
-                  std::to_string(b) + ", query " + std::to_string(i) +
-                  ", key " + std::to_string(j) + " (past " +
-                  std::to_string(s.past) + ", seq " + std::to_string(s.seq) +
-                  ")";
+            why = "the mask differs from causal + padding";
+            if (model.window > 0)
+              why += " + window " + std::to_string(model.window);
+            why += " at batch " + std::to_string(b) + ", query " +
+                   std::to_string(i) + ", key " + std::to_string(j) +
+                   " (past " + std::to_string(s.past) + ", seq " +
+                   std::to_string(s.seq) + ")";
             return false;
           }
         }
@@ -356,11 +389,14 @@ std::set<int64_t> thresholds(Value mask) {
 
 std::vector<int64_t> ones(int64_t n) { return std::vector<int64_t>(n, 1); }
 
-} // namespace
-
-MaskCheck qcc::checkCausalPaddingMask(Value mask,
-                                      const DecoderInputs &inputs) {
+/// Checks `mask` against one model on the samples: small shapes (with the
+/// model's padding), then one long unpadded row (or square) at every length
+/// around each threshold.
+MaskCheck checkModel(Value mask, const DecoderInputs &inputs,
+                     const MaskModel &model, const std::set<int64_t> &ths) {
   MaskCheck result;
+  result.window = model.window;
+  result.rightPaddingOnly = model.rightOnly;
   bool hasPast = !inputs.pasts.empty();
   std::vector<Sample> small;
   for (int64_t past : hasPast ? std::vector<int64_t>{0, 2, 5}
@@ -372,6 +408,15 @@ MaskCheck qcc::checkCausalPaddingMask(Value mask,
         left[j] = 0;
       for (int64_t j = 0; j + 1 < k; j += 2)
         holes[j] = 0;
+      if (model.rightOnly) {
+        // Unpadded rows at every past; right padding of a prompt.
+        small.push_back({2, seq, past, {ones(k), ones(k)}});
+        for (int64_t j = std::max<int64_t>(k - 2, 1); j < k && past == 0; ++j)
+          right[j] = 0;
+        if (past == 0 && seq > 1)
+          small.push_back({2, seq, past, {right, ones(k)}});
+        continue;
+      }
       if (k > 1)
         right[k - 1] = 0;
       small.push_back({2, seq, past, {ones(k), left}});
@@ -384,16 +429,19 @@ MaskCheck qcc::checkCausalPaddingMask(Value mask,
       result.why = ev.why;
       return result;
     }
-    if (!matchesCausalPadding(*m, s, result.why, &result.bidirectional))
+    if (!matchesModel(*m, s, model, result.why, &result.bidirectional))
       return result;
   }
   result.causalWithPadding = true;
 
-  // Around every threshold of the builder: one row of a long context with a
-  // cache, the whole square without one.
+  // Around every threshold of the builder (and the window): one row of a
+  // long context with a cache, the whole square without one.
+  std::set<int64_t> around = ths;
+  if (model.window > 0)
+    around.insert(model.window);
   int64_t cap = hasPast ? kMaxPastContext : kMaxSquareContext;
   int64_t verified = hasPast ? 5 + 6 : 6;
-  for (int64_t c : thresholds(mask)) {
+  for (int64_t c : around) {
     for (int64_t k = std::max<int64_t>(c - 1, 1); k <= c + 2; ++k) {
       if (k <= verified)
         continue;
@@ -407,7 +455,7 @@ MaskCheck qcc::checkCausalPaddingMask(Value mask,
       SliceEvaluator ev(inputs, s);
       auto m = ev.eval(mask);
       std::string why;
-      if (failed(m) || !matchesCausalPadding(*m, s, why)) {
+      if (failed(m) || !matchesModel(*m, s, model, why)) {
         result.maxContext = k - 1;
         return result;
       }
@@ -415,4 +463,127 @@ MaskCheck qcc::checkCausalPaddingMask(Value mask,
     }
   }
   return result;
+}
+
+} // namespace
+
+MaskCheck qcc::checkCausalPaddingMask(Value mask,
+                                      const DecoderInputs &inputs) {
+  std::set<int64_t> ths = thresholds(mask);
+  MaskCheck plain = checkModel(mask, inputs, MaskModel{}, ths);
+  if (plain.causalWithPadding && plain.maxContext < 0)
+    return plain;
+  // Other models: a sliding window W next to a constant of the builder
+  // (W - 1 .. W + 1: a constant may be W or a bound derived from it), with
+  // any padding or, as GroupQueryAttention computes, right padding only.
+  std::set<int64_t> windows = {0};
+  for (int64_t c : ths)
+    for (int64_t w : {c - 1, c, c + 1})
+      if (w >= 1 && w <= kMaxPastContext)
+        windows.insert(w);
+  auto better = [](const MaskCheck &a, const MaskCheck &b) {
+    if (!a.causalWithPadding)
+      return false;
+    if (!b.causalWithPadding)
+      return true;
+    return b.maxContext >= 0 && (a.maxContext < 0 || a.maxContext > b.maxContext);
+  };
+  MaskCheck best = plain;
+  for (bool rightOnly : {false, true})
+    for (int64_t w : windows) {
+      if (w == 0 && !rightOnly)
+        continue; // the plain model, checked above
+      MaskCheck r = checkModel(mask, inputs, MaskModel{w, rightOnly}, ths);
+      if (better(r, best))
+        best = r;
+      if (best.causalWithPadding && best.maxContext < 0)
+        return best;
+    }
+  if (!best.causalWithPadding) // the plain model's reason
+    return plain;
+  return best;
+}
+
+namespace {
+
+/// Runs `check` on `v` evaluated over unpadded samples (the rows of the
+/// runtime's ragged batch): batch 2 at small lengths, then one long row at
+/// every length around each integer constant of `v`'s subgraph (up to the
+/// cap). Returns why a sample failed, or "" when all passed.
+std::string
+forUnpaddedSamples(Value v, const DecoderInputs &inputs,
+                   const std::function<std::string(const rt::Tensor &,
+                                                   const Sample &)> &check) {
+  bool hasPast = !inputs.pasts.empty();
+  std::vector<Sample> samples;
+  for (int64_t past : hasPast ? std::vector<int64_t>{0, 2, 5}
+                              : std::vector<int64_t>{0})
+    for (int64_t seq : {1, 3, 6})
+      samples.push_back({2, seq, past, {ones(past + seq), ones(past + seq)}});
+  int64_t cap = hasPast ? kMaxPastContext : kMaxSquareContext;
+  for (int64_t c : thresholds(v))
+    for (int64_t k = std::max<int64_t>(c - 1, 12); k <= std::min(c + 2, cap);
+         ++k)
+      samples.push_back(hasPast ? Sample{1, 1, k - 1, {ones(k)}}
+                                : Sample{1, k, 0, {ones(k)}});
+  for (const Sample &s : samples) {
+    SliceEvaluator ev(inputs, s);
+    auto t = ev.eval(v);
+    if (failed(t))
+      return ev.why;
+    std::string why = check(*t, s);
+    if (!why.empty())
+      return why + " (past " + std::to_string(s.past) + ", seq " +
+             std::to_string(s.seq) + ")";
+  }
+  return "";
+}
+
+int64_t intAt(const rt::Tensor &t, int64_t k) {
+  switch (t.dtype()) {
+  case rt::DType::I64: return t.data<int64_t>()[k];
+  case rt::DType::I32: return t.data<int32_t>()[k];
+  case rt::DType::Bool: return t.data<uint8_t>()[k];
+  default: return std::numeric_limits<int64_t>::min();
+  }
+}
+
+} // namespace
+
+std::string qcc::checkPositions(Value positions, const DecoderInputs &inputs) {
+  return forUnpaddedSamples(
+      positions, inputs, [](const rt::Tensor &t, const Sample &s) {
+        if (t.shape() != rt::Shape{s.batch, s.seq})
+          return std::string("the positions are not [batch, seq]");
+        for (int64_t b = 0; b < s.batch; ++b)
+          for (int64_t i = 0; i < s.seq; ++i)
+            if (intAt(t, b * s.seq + i) != s.past + i)
+              return "position " + std::to_string(i) + " of row " +
+                     std::to_string(b) + " is not past + " +
+                     std::to_string(i);
+        return std::string();
+      });
+}
+
+std::string qcc::checkAppendGather(Value indices, Value keep,
+                                   const DecoderInputs &inputs) {
+  std::string why = forUnpaddedSamples(
+      indices, inputs, [](const rt::Tensor &t, const Sample &s) {
+        if (t.rank() != 4 || t.dim(2) != s.past + s.seq)
+          return std::string("the gathered rows are not past + seq");
+        int64_t inner = t.dim(3), rows = t.dim(2);
+        for (int64_t k = 0; k < t.numel(); ++k)
+          if (intAt(t, k) != k / inner % rows)
+            return std::string("the gather does not keep every row in place");
+        return std::string();
+      });
+  if (!why.empty())
+    return why;
+  return forUnpaddedSamples(keep, inputs,
+                            [](const rt::Tensor &t, const Sample &) {
+                              for (int64_t k = 0; k < t.numel(); ++k)
+                                if (intAt(t, k) == 0)
+                                  return std::string("a row is zeroed");
+                              return std::string();
+                            });
 }

@@ -15,6 +15,14 @@
 // cap are not evaluated; where a threshold lies beyond it, or a length
 // fails, the context the mask was verified for is returned as a limit.
 //
+// Where the mask is not that, two more models are tried: a sliding window W
+// (key j visible iff P + i - W < j <= P + i, HF's convention; W next to a
+// constant of the subgraph, proven on the lengths around W as well), and
+// right padding only (onnxruntime's GroupQueryAttention computes positions
+// from the mask's row sums, which is causal + padding for unpadded rows and
+// right-padded prompts only: the samples are those, and rows of padding
+// tokens are not compared). Both are sound for the runtime's unpadded rows.
+//
 //===----------------------------------------------------------------------===//
 #ifndef QCC_PASSES_MASKANALYSIS_H
 #define QCC_PASSES_MASKANALYSIS_H
@@ -45,6 +53,14 @@ struct MaskCheck {
   /// The first difference found lets a query see a later key: an encoder's
   /// (bidirectional) mask rather than a decoder's with, say, a window.
   bool bidirectional = false;
+  /// The sliding window W the mask was proven with (0 = none): key j
+  /// visible from query i iff P + i - W < j <= P + i (HF's convention).
+  int64_t window = 0;
+  /// Proven on unpadded and right-padded samples only (GroupQueryAttention's
+  /// convention, whose positions with left padding differ), comparing the
+  /// rows of real tokens: sound for the runtime's unpadded rows, not for
+  /// left-padded batches of `main`.
+  bool rightPaddingOnly = false;
 };
 
 /// Checks that the additive `mask` operand of an attention (0 = attend,
@@ -53,6 +69,20 @@ struct MaskCheck {
 /// the attention mask and the position ids (bound to P + i) and the shapes
 /// of anything; reading token ids or cached values fails the check.
 MaskCheck checkCausalPaddingMask(mlir::Value mask, const DecoderInputs &inputs);
+
+/// Checks, on unpadded samples, that the integer value `positions` [B, S]
+/// holds P + i for token i of a row with P cached tokens (e.g. the genai
+/// builder's past_b + i, past_b read from the attention mask). Returns why
+/// not, or "" when proven.
+std::string checkPositions(mlir::Value positions, const DecoderInputs &inputs);
+
+/// Checks, on unpadded samples, that the GatherElements `indices`
+/// [B, Hkv, T, D] along axis 2 select row t for every t (T = P + S) and that
+/// `keep` is true everywhere: the gathered present is the past with the new
+/// keys/values appended (GroupQueryAttention's present). Returns why not,
+/// or "" when proven.
+std::string checkAppendGather(mlir::Value indices, mlir::Value keep,
+                              const DecoderInputs &inputs);
 
 } // namespace qcc
 

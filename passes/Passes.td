@@ -302,6 +302,45 @@ def RaiseEmbedding : Pass<"raise-embedding", "mlir::func::FuncOp"> {
   }];
 }
 
+def GroupFusedHeads : Pass<"group-fused-heads", "mlir::func::FuncOp"> {
+  let summary = "Make each per-head part of a fused projection one packed block";
+  let description = [{
+    GPT-NeoX's query_key_value projection holds [q | k | v] within each head:
+    its output is split into heads [B, S, H, C] (optionally transposed to
+    [B, H, S, C]) and each part is a slice [lo, hi) of the last axis (or a
+    result of a Split of it). When every user of the head split is such a
+    slice or split of non-overlapping parts, the
+    linear's constant weight rows (and bias) are permuted at compile time so
+    that each part of every head is one contiguous block, and each slice
+    becomes the head split of a slice of the new projection: the packed form
+    that raise-rotary and raise-attention match (as for Phi-3's fused QKV).
+    Rows that no part reads are dropped.
+
+    ```mlir
+    // before (H = 4, C = 48: q, k, v of 16 per head)
+    %p = qcc.linear %x, %w, %b : (..., tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+    %r = qcc.reshape %p, %shape : (tensor<?x?x192xf32>, tensor<4xi64>) -> tensor<?x?x4x48xf32>
+    %t = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : ... -> tensor<?x4x?x48xf32>
+    %q = qcc.slice %t, %c0, %c16 {axes = array<i64: 3>, steps = array<i64: 1>} : ... -> tensor<?x4x?x?xf32>
+    %k = qcc.slice %t, %c16, %c32 ...
+    %v = qcc.slice %t, %c32, %c48 ...
+    // after: rows [h*48 + 0, h*48 + 16) of every head h first, then k, then v
+    %g = qcc.linear %x, %w2, %b2 : (..., tensor<192x64xf32>, tensor<192xf32>) -> tensor<?x?x192xf32>
+    %qp = qcc.slice %g, %c0, %c64 {axes = array<i64: 2>, steps = array<i64: 1>} : ... -> tensor<?x?x64xf32>
+    %qs = qcc.reshape %qp, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+    %q = qcc.transpose %qs {perm = array<i64: 0, 2, 1, 3>} : ... -> tensor<?x4x?x?xf32>
+    // ... and the same for k (%c64 .. %c128) and v (%c128 .. %c192)
+    ```
+
+    Left alone: head splits with any other user, a linear with users other
+    than the head split and Shape ops of its leading dimensions, or with a
+    non-constant weight, overlapping parts, parts whose values meet again in
+    a Concat within a few uses (a partial rotary's rotated and passed parts
+    of one head, which raise-rotary takes as they are), and a single part that is
+    the whole head.
+  }];
+}
+
 def RaiseRotary : Pass<"raise-rotary", "mlir::func::FuncOp"> {
   let summary = "Raise rotate-half rotary embedding to qcc.rotary";
   let description = [{
@@ -335,13 +374,27 @@ def RaiseRotary : Pass<"raise-rotary", "mlir::func::FuncOp"> {
     When x is a [0, 2, 1, 3] transpose of heads [B, S, H, D] computed per
     head rather than a head split (Qwen3's q/k norms), the heads are packed
     with Reshape(y, [B, S, H * D]) for qcc.rotary and split again after it
-    (Reshape to [B, S, H, D] from the op's own leading dimensions).
+    (Reshape to [B, S, H, D] from the op's own leading dimensions). A norm
+    over the last axis of a transpose that keeps that axis (Gemma3's q/k
+    norms on [B, H, S, D]) is moved before the transpose to give that form:
+    Norm(Transpose(y)) -> Transpose(Norm(y)).
+
+    Partial rotary (GPT-NeoX's rotary_pct, StableLM's partial_rotary_factor)
+    rotates only the first R values of each head with [.., R] tables:
+
+    ```
+    Concat(rotation of Slice(x, 0 .. R), Slice(x, R .. end), axis = -1)
+    ```
+
+    with the rotation above on the [B, H, S, R] slice; it becomes qcc.rotary
+    {head_dim = D, rotary_dim = R} on the packed value, split again as above.
+    Sizes typed `?` are read through slices with constant bounds.
 
     Not matched: Concat(x2, -x1) (the other rotation direction), halves taken
-    along another axis, the interleaved (GPT-J) form, a rotation of only
-    part of each head (GPT-NeoX, StableLM), tables that vary per head. Which
-    table multiplies x and which the rotated half cannot be checked: cos and
-    sin are taken by position.
+    along another axis, the interleaved (GPT-J) form, a rotated part that is
+    not the leading one, tables that vary per head. Which table multiplies x
+    and which the rotated half cannot be checked: cos and sin are taken by
+    position.
   }];
 }
 
@@ -372,7 +425,9 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     be written -1, as OPT does, when H * D is the packed width); the kv head
     count of the k/v split is `num_kv_heads` (GQA when repeated). `scale` is
     1/c (Div), s (Mul) or 1, or the product of the scalars torch's SDPA
-    decomposition multiplies Q and K^T by (sqrt(scale) each). P may be
+    decomposition multiplies Q and K^T by (sqrt(scale) each). The scaled
+    scores may be softcapped, Mul(Tanh(Div(x, c)), c) (Gemma-2's eager
+    attention) -> `softcap = c`. P may be
     Where(IsNaN(Softmax(x)), 0, Softmax(x)) (torch's guard for fully masked
     rows, which qcc.softmax already gives zeros). The mask is one of:
     - Where(m, scores, v <= -1e30) with m proven causal from its constants: a
@@ -417,18 +472,29 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     `causal = true` without a mask, or a mask operand that MaskAnalysis.h
     proves to be the causal mask with the key padding of an
     `attention_mask` input (by evaluating the mask builder with the CPU
-    kernels on padded samples and around every integer constant it holds).
+    kernels on padded samples and around every integer constant it holds),
+    possibly with a sliding window W (key j visible from query i iff
+    i - W < j <= i, HF's convention; the kv_attention gets `window = W`), or
+    proven on unpadded and right-padded samples only (GroupQueryAttention's
+    convention: its positions are read from the mask's row sums; the
+    runtime's rows are unpadded, so that is enough).
     `attention_mask` and `position_ids` inputs (HuggingFace names) go from
     the entry points: position ids become `positions`, the mask is dropped
     (rows are unpadded), its shape is read from the ids.
 
     * each `qcc.attention` becomes `qcc.kv_attention {layer = i}` (layers
-      numbered in program order), which appends the new keys/values to the
-      cache and attends over it;
+      numbered in program order, the attention's softcap and the mask's
+      window kept), which appends the new keys/values to the cache and
+      attends over it;
     * a `positions` [B, S] argument replaces every `range(0, S, 1)` over the
       ids' sequence length, and the ops between it and its consumers
       (embedding of positions, rotary cos/sin tables) get a leading batch
       dimension so that each row sits at its own offset;
+    * an integer [B, S] index of a table lookup (gather along axis 0,
+      embedding) that evaluates to P + i on unpadded samples (positions
+      computed from the attention mask, as the genai builder's
+      GroupQueryAttention does) is replaced by `positions` (the table's rows
+      bound the context);
     * `@decode` takes one token per row ([B, 1]).
 
     `@main` may also take the exporter's cache (HF past_key_values /
@@ -437,6 +503,11 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     attention key or value operand, that operand is (as raise-attention
     builds it) Concat(Reshape(Transpose[0, 2, 1, 3](past)), new, axis 1), and
     Concat(past, heads of new, axis 2) is returned exactly once (`present`).
+    The genai builder's form is taken too: the operand is Reshape(Transpose
+    [0, 2, 1, 3](present)) with the returned present = Where(keep,
+    GatherElements(Concat(past, heads of new, axis 2), indices, axis 2), 0),
+    where the gather indices are evaluated to keep every row in place and
+    `keep` to be true on unpadded samples.
     Then `@prefill`/`@decode` drop the past inputs and the present outputs,
     `kv_attention` gets only `new` (the cache holds the past), and the
     positions range(P, P + S, 1), P = dimension 2 of a past input, become
@@ -458,8 +529,9 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     ```
 
     Encoders (no causal attention) are left alone. A decoder that mixes
-    causal and other attention, whose masks cannot be proven (a sliding
-    window), or whose positions the pass cannot give a batch dimension keeps
+    causal and other attention, whose masks cannot be proven (an attention
+    sink, a window not next to a constant), or whose positions the pass
+    cannot give a batch dimension keeps
     only `@main` and gets a warning saying why. Taking inputs beyond the ids,
     attention_mask, position_ids and the past form above is an error.
   }];

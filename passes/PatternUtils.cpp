@@ -80,6 +80,15 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   if (auto emb = dyn_cast<EmbeddingOp>(op))
     if (index < rank - 1)
       return emb.getIds();
+  // W8A8: quantized activations (and their per-token scales) keep the
+  // input's token dims; a qlinear keeps all but the features.
+  if (auto q = dyn_cast<QuantizeOp>(op))
+    if (q.getInput().getType().getRank() == rank &&
+        (result == q.getResult() || index < rank - 1))
+      return q.getInput();
+  if (auto ql = dyn_cast<QLinearOp>(op))
+    if (ql.getInput().getType().getRank() == rank && index < rank - 1)
+      return ql.getInput();
   if (auto split = dyn_cast<SplitOp>(op))
     if (index != (int64_t)split.getAxis())
       return split.getInput();
@@ -127,6 +136,39 @@ static DimExpr canonicalArgDim(Value v, int64_t index) {
   return self;
 }
 
+/// Python slice bounds [s, e) of a dimension of `size` (negative from the
+/// end; INT64_MIN / INT64_MAX as "from the start" / "to the end"), clamped.
+static void clampSliceBounds(int64_t &s, int64_t &e, int64_t size) {
+  // Clamp before adding the size: INT64_MIN + size must not wrap.
+  s = std::max<int64_t>(s, -size);
+  e = std::max<int64_t>(e, -size);
+  s = std::clamp<int64_t>(s < 0 ? s + size : s, 0, size);
+  e = std::clamp<int64_t>(e < 0 ? e + size : e, 0, size);
+}
+
+/// The size of dimension `index` of `slice` when that axis is sliced with
+/// step 1 and bounds that fold to constants from a dimension of known size
+/// (Slice(x, 0, 16) of x [.., 48] is 16 even where the result type says ?).
+static std::optional<int64_t> slicedSize(SliceOp slice, int64_t index) {
+  int64_t rank = slice.getType().getRank();
+  for (auto [i, a] : llvm::enumerate(slice.getAxes())) {
+    if ((a < 0 ? a + rank : a) != index)
+      continue;
+    auto starts = getFoldedDimExprs(slice.getStarts());
+    auto ends = getFoldedDimExprs(slice.getEnds());
+    if (slice.getSteps()[i] != 1 || i >= starts.size() || i >= ends.size() ||
+        !starts[i].isConstant() || !ends[i].isConstant())
+      return std::nullopt;
+    DimExpr in = getDimExpr(slice.getInput(), index);
+    if (!in.isConstant())
+      return std::nullopt;
+    int64_t s = starts[i].constant, e = ends[i].constant;
+    clampSliceBounds(s, e, in.constant);
+    return std::max<int64_t>(0, e - s);
+  }
+  return std::nullopt;
+}
+
 DimExpr qcc::getDimExpr(Value v, int64_t index) {
   for (;;) {
     auto t = cast<RankedTensorType>(v.getType());
@@ -140,6 +182,9 @@ DimExpr qcc::getDimExpr(Value v, int64_t index) {
       index = tr.getPerm()[index];
       continue;
     }
+    if (auto slice = dyn_cast<SliceOp>(op))
+      if (auto size = slicedSize(slice, index))
+        return DimExpr{*size, {}, -1};
     if (auto next = sameDimOperand(op, v, index)) {
       v = *next;
       continue;
@@ -227,13 +272,8 @@ static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold) {
     auto start = bound(slice.getStarts()), end = bound(slice.getEnds());
     if (src.empty() || !start || !end || slice.getSteps()[0] != 1)
       return unknown;
-    int64_t size = src.size();
     int64_t s = *start, e = *end;
-    // Clamp before adding the size: INT64_MIN + size must not wrap.
-    s = std::max<int64_t>(s, -size);
-    e = std::max<int64_t>(e, -size);
-    s = std::clamp<int64_t>(s < 0 ? s + size : s, 0, size);
-    e = std::clamp<int64_t>(e < 0 ? e + size : e, 0, size);
+    clampSliceBounds(s, e, src.size());
     if (e - s != n)
       return unknown;
     return SmallVector<DimExpr>(src.begin() + s, src.begin() + e);
@@ -506,6 +546,19 @@ ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
   heads = dims[0];
   headDim = dims[1];
   return reshape;
+}
+
+Value qcc::createLeadingDimsShape(OpBuilder &b, Location loc, Value v,
+                                 ArrayRef<int64_t> tail) {
+  auto i64 = b.getI64Type();
+  Value lead = ShapeOp::create(b, loc, RankedTensorType::get({2}, i64), v,
+                               b.getI64IntegerAttr(0), b.getI64IntegerAttr(2));
+  auto t = RankedTensorType::get({(int64_t)tail.size()}, i64);
+  Value c = ConstantOp::create(
+      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(t, tail)));
+  return ConcatOp::create(b, loc,
+                          RankedTensorType::get({2 + (int64_t)tail.size()}, i64),
+                          ValueRange{lead, c}, b.getI64IntegerAttr(0));
 }
 
 bool qcc::isConstantNormParam(Value param, Value input) {

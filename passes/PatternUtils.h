@@ -118,6 +118,13 @@ DimExpr resolveDimExpr(DimExpr d);
 ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
                          int64_t &headDim);
 
+/// The shape vector [v.dim(0), v.dim(1), tail...] (Shape of v's two leading
+/// dimensions concatenated with constants), built at `b`'s insertion point:
+/// the target of a Reshape that keeps B and S, e.g. to [B, S, H, D].
+mlir::Value createLeadingDimsShape(mlir::OpBuilder &b, mlir::Location loc,
+                                   mlir::Value v,
+                                   llvm::ArrayRef<int64_t> tail);
+
 /// Matches `v` = h / Sqrt(ReduceMean(h^2 over the last axis, keepdims) + eps)
 /// in any division form of `matchDivision`, with eps >= 0, and sets `h` and
 /// `eps`: the core of RMSNorm, and of LayerNorm with h = x - mean(x). On a

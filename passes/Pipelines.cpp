@@ -15,6 +15,7 @@ void qcc::buildRaisePipeline(OpPassManager &pm) {
   fn.addPass(createRaiseSilu());
   fn.addPass(createRaiseLinear());
   fn.addPass(createRaiseEmbedding());
+  fn.addPass(createGroupFusedHeads());
   fn.addPass(createRaiseRotary());
   fn.addPass(createRaiseAttention());
   fn.addPass(createFoldShapes());

@@ -364,8 +364,19 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     Value scores = softmax.getInput();
     Value maskValue, boolMask;
     Value qkLhs, qkRhs; // Q and K^T without their sqrt(scale) factors
+    double softcap = 0.0;  // Gemma-2's cap * tanh(x / cap) (0 = none)
     auto matchScaled = [&](Value s, MatMulOp &qk, double &scale) {
       scale = 1.0;
+      softcap = 0.0;
+      if (auto capMul = s.getDefiningOp<MulOp>()) {
+        auto tanh = capMul.getLhs().getDefiningOp<TanhOp>();
+        auto div = tanh ? tanh.getInput().getDefiningOp<DivOp>() : DivOp();
+        auto cap = getSplatValue(capMul.getRhs());
+        if (div && cap && *cap > 0.0 && isSplatNear(div.getRhs(), *cap)) {
+          softcap = *cap;
+          s = div.getLhs();
+        }
+      }
       Value inner = s;
       if (auto div = s.getDefiningOp<DivOp>()) {
         auto c = getSplatValue(div.getRhs());
@@ -513,7 +524,8 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
         maskValue, rewriter.getI64IntegerAttr(heads),
         rewriter.getI64IntegerAttr(kvHeads),
         rewriter.getF32FloatAttr(static_cast<float>(scale)),
-        rewriter.getBoolAttr(causal));
+        rewriter.getBoolAttr(causal), rewriter.getI64IntegerAttr(0),
+        rewriter.getF32FloatAttr(static_cast<float>(softcap)));
     if (direct) {
       rewriter.replaceOp(merge, attention.getResult());
       return success();

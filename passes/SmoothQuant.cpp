@@ -37,12 +37,12 @@ std::optional<std::vector<float>> absmaxOf(LinearOp l) {
                             attr.getValues<float>().end());
 }
 
-/// A new f32 constant of `type` holding `values`, named after `hint`.
+/// A new constant of float `type` (f32, or f16/bf16: the weight keeps its
+/// storage type, rounded to nearest even) holding `values`, named after
+/// `hint`.
 Value f32Constant(OpBuilder &b, Location loc, RankedTensorType type,
                   const std::vector<float> &values, StringRef hint) {
-  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
-                       values.size() * sizeof(float));
-  return ConstantOp::create(b, loc, makeElements(type, bytes, hint));
+  return ConstantOp::create(b, loc, makeFloatElements(type, values, hint));
 }
 
 std::string nameOf(Value v, StringRef suffix) {

@@ -6,12 +6,15 @@
 // actual shapes.
 //
 // Element types: f32, i64, i32, i8 and bool (stored as one byte, 0 or 1).
-// f16/bf16 tensors are rejected with "unsupported dtype" (data movement ops,
-// which only copy bytes, accept them too).
+// f16/bf16 are storage types: computeInF32 (at the end of this file) widens
+// them to f32 around every kernel but those that only move elements and cast,
+// which take them as they are; kernels called directly reject them with
+// "unsupported dtype".
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuKernels.h"
 #include "runtime/CpuQuantKernels.h"
+#include "runtime/HalfFloat.h"
 
 #include <cblas.h>
 
@@ -23,6 +26,7 @@
 #include <numbers>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_set>
 
 using namespace qcc::rt;
 using nlohmann::json;
@@ -57,6 +61,10 @@ double Attrs::f(const char *name) const {
     throw std::runtime_error(std::string("attribute '") + name +
                              "' is not a number: " + v.dump());
   return v.get<double>();
+}
+
+double Attrs::f(const char *name, double dflt) const {
+  return has(name) ? f(name) : dflt;
 }
 
 bool Attrs::b(const char *name) const {
@@ -495,6 +503,18 @@ std::vector<Tensor> castK(const Attrs &attrs, const Operands &ops) {
     fail("missing attribute 'to' (the result dtype)");
   if (!parseDType(toName, to))
     fail("unknown dtype '" + toName + "' in attribute 'to'");
+  // f16/bf16 are storage types: a cast from one widens it to f32 (exact)
+  // first; a cast to one goes to f32 and rounds once to nearest even (an
+  // integer beyond 2^24 rounds twice, to f32 and then to bf16).
+  if (isHalfFloat(x.dtype())) {
+    Tensor wide = convertFloat(x, DType::F32);
+    return castK(attrs, {&wide});
+  }
+  if (isHalfFloat(to)) {
+    static const json toF32 = {{"to", "f32"}};
+    Tensor wide = castK(Attrs(toF32), {&x})[0];
+    return {convertFloat(wide, to)};
+  }
   Tensor r(to, x.shape());
   int64_t n = x.numel();
   dispatch(x.dtype(), "cast", [&](auto in) {
@@ -1239,6 +1259,11 @@ std::vector<Tensor> constantOfShapeK(const Attrs &attrs, const Operands &ops) {
     else
       fv = vals[0].get<double>(), iv = (int64_t)fv;
   }
+  if (isHalfFloat(dt)) { // a storage type: filled in f32, rounded once
+    Tensor r(DType::F32, out);
+    std::fill_n(r.data<float>(), r.numel(), (float)fv);
+    return {convertFloat(r, dt)};
+  }
   Tensor r(dt, out);
   dispatch(dt, "constant_of_shape", [&](auto tag) {
     using T = decltype(tag);
@@ -1494,6 +1519,8 @@ std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
   int64_t H = attrs.i("num_heads"), Hkv = attrs.i("num_kv_heads");
   float scale = (float)attrs.f("scale");
   bool causal = attrs.b("causal");
+  int64_t window = attrs.i("window", 0);
+  float softcap = (float)attrs.f("softcap", 0.0);
   if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
     fail("num_heads " + std::to_string(H) +
          " must be a positive multiple of num_kv_heads " + std::to_string(Hkv));
@@ -1536,6 +1563,9 @@ std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
             S.data(), Skv);
       for (int64_t i = 0; i < Sq; ++i) {
         float *row = S.data() + i * Skv;
+        if (softcap > 0.0f)
+          for (int64_t j = 0; j < Skv; ++j)
+            row[j] = softcapScore(row[j], softcap);
         if (M) {
           const float *mrow = M + b * mst[0] + h * mst[1] + i * mst[2];
           for (int64_t j = 0; j < Skv; ++j)
@@ -1543,6 +1573,10 @@ std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
         }
         if (causal)
           for (int64_t j = std::max<int64_t>(i + (Skv - Sq) + 1, 0); j < Skv;
+               ++j)
+            row[j] = ninf;
+        if (window > 0) // keys at or before position i + off - window
+          for (int64_t j = 0; j < std::min(i + (Skv - Sq) - window + 1, Skv);
                ++j)
             row[j] = ninf;
         softmaxRow(row, Skv); // fully masked rows become zeros (see above)
@@ -1561,38 +1595,43 @@ std::vector<Tensor> rotaryK(const Attrs &attrs, const Operands &ops) {
   requireF32(c, "cos");
   requireF32(s, "sin");
   int64_t D = attrs.i("head_dim");
-  if (x.rank() != 3 || D <= 0 || D % 2 != 0 || x.dim(2) % D != 0)
+  // R: the rotated leading part of each head; the rest passes through.
+  int64_t R = attrs.i("rotary_dim", D);
+  if (x.rank() != 3 || D <= 0 || x.dim(2) % D != 0 || R <= 0 || R % 2 != 0 ||
+      R > D)
     fail("rotary input " + str(x.shape()) + " must be [B, S, H * " +
-         std::to_string(D) + "] with an even head_dim");
+         std::to_string(D) + "] with an even rotary_dim " +
+         std::to_string(R) + " <= head_dim");
   int64_t B = x.dim(0), S = x.dim(1), H = x.dim(2) / D;
   if (c.shape() != s.shape())
     fail("rotary cos " + str(c.shape()) + " and sin " + str(s.shape()) +
          " differ");
   bool batched = c.rank() == 3;
-  if (!((c.rank() == 2 && c.dim(0) == S && c.dim(1) == D) ||
+  if (!((c.rank() == 2 && c.dim(0) == S && c.dim(1) == R) ||
         (batched && (c.dim(0) == B || c.dim(0) == 1) && c.dim(1) == S &&
-         c.dim(2) == D)))
+         c.dim(2) == R)))
     fail("rotary cos/sin " + str(c.shape()) + " must be [" +
-         std::to_string(S) + ", " + std::to_string(D) + "] or [" +
+         std::to_string(S) + ", " + std::to_string(R) + "] or [" +
          std::to_string(B) + ", " + std::to_string(S) + ", " +
-         std::to_string(D) + "] for input " + str(x.shape()));
-  int64_t cbStride = batched && c.dim(0) == B ? S * D : 0;
+         std::to_string(R) + "] for input " + str(x.shape()));
+  int64_t cbStride = batched && c.dim(0) == B ? S * R : 0;
   Tensor r(DType::F32, x.shape());
   const float *in = x.data<float>(), *cs = c.data<float>(),
               *sn = s.data<float>();
   float *out = r.data<float>();
-  int64_t half = D / 2;
+  int64_t half = R / 2;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t p = 0; p < S; ++p) {
-      const float *cr = cs + b * cbStride + p * D;
-      const float *sr = sn + b * cbStride + p * D;
+      const float *cr = cs + b * cbStride + p * R;
+      const float *sr = sn + b * cbStride + p * R;
       for (int64_t h = 0; h < H; ++h) {
         const float *xv = in + (b * S + p) * H * D + h * D;
         float *y = out + (b * S + p) * H * D + h * D;
-        for (int64_t d = 0; d < D; ++d) {
+        for (int64_t d = 0; d < R; ++d) {
           float rot = d < half ? -xv[d + half] : xv[d - half];
           y[d] = xv[d] * cr[d] + rot * sr[d];
         }
+        std::copy(xv + R, xv + D, y + R);
       }
     }
   return {std::move(r)};
@@ -1703,4 +1742,36 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"qlinear", qlinearKernel},
   };
   return table;
+}
+
+std::vector<Tensor> qcc::rt::computeInF32(
+    const std::string &op, const Operands &operands,
+    const std::vector<DType> &resultTypes,
+    const std::function<std::vector<Tensor>(const Operands &)> &kernel) {
+  // Kernels that copy elements by their byte size (and cast, which converts
+  // itself) keep f16/bf16 as they are: no conversion, exact.
+  static const std::unordered_set<std::string> movesElements = {
+      "cast", "transpose", "reshape", "flatten", "squeeze", "unsqueeze",
+      "concat", "split", "slice", "gather", "gather_nd", "gather_elements",
+      "scatter_nd", "expand", "trilu", "where", "embedding", "shape"};
+  if (movesElements.count(op))
+    return kernel(operands);
+  std::vector<Tensor> wide;
+  wide.reserve(operands.size());
+  Operands widened;
+  for (const Tensor *t : operands) {
+    if (t && isHalfFloat(t->dtype())) {
+      wide.push_back(convertFloat(*t, DType::F32));
+      widened.push_back(&wide.back());
+    } else {
+      widened.push_back(t);
+    }
+  }
+  // Results are narrowed whatever the operands: qlinear reads int8 and
+  // writes the linear's f16.
+  std::vector<Tensor> results = kernel(widened);
+  for (size_t r = 0; r < results.size() && r < resultTypes.size(); ++r)
+    if (results[r].dtype() == DType::F32 && isHalfFloat(resultTypes[r]))
+      results[r] = convertFloat(results[r], resultTypes[r]);
+  return results;
 }

@@ -1,5 +1,6 @@
 //===- Generator.cpp - batched generation with a KV cache -----------------===//
 #include "runtime/Generator.h"
+#include "runtime/HalfFloat.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +10,7 @@ using namespace qcc::rt;
 
 const Port &qcc::rt::logitsOutput(const Function &fn) {
   for (const Port &p : fn.outputs)
-    if (p.shape.size() == 3 && p.dtype == DType::F32)
+    if (p.shape.size() == 3 && (p.dtype == DType::F32 || isHalfFloat(p.dtype)))
       return p;
   throw std::runtime_error("entry point " + fn.name + " has no [batch, seq, "
                            "vocab] float output to generate from");
@@ -137,7 +138,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
     auto t0 = Clock::now();
     auto out = session.run("prefill", {{"input_ids", ids}, {"positions", pos}},
                            &kv);
-    const Tensor &logits = out.at(logitsP);
+    Tensor logits = convertFloat(out.at(logitsP), DType::F32);
     int64_t V = logits.dim(-1);
     for (size_t i = 0; i < N; ++i) {
       const float *row = logits.data<float>() +
@@ -167,7 +168,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
       }
       auto dout = session.run(
           "decode", {{"input_ids", dIds}, {"positions", dPos}}, &step);
-      const Tensor &dl = dout.at(logitsD);
+      Tensor dl = convertFloat(dout.at(logitsD), DType::F32);
       int64_t DV = dl.dim(-1);
       for (int64_t r = 0; r < B; ++r) {
         accept(rows[r], sampler.sample(dl.data<float>() + r * DV, DV));

@@ -230,7 +230,8 @@ size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
 template <typename T>
 static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t H,
-                      int64_t Hkv, int64_t D, float scale, const float *Q,
+                      int64_t Hkv, int64_t D, float scale, int64_t window,
+                      float softcap, const float *Q,
                       const float *K, const float *V, float *O,
                       std::vector<float> &P) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
@@ -254,7 +255,8 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
         std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
       }
     }
-  // 2. causal attention over cache positions [0, cached + t].
+  // 2. causal attention over cache positions [0, cached + t], or its last
+  //    `window` ones, (cached + t - window, cached + t].
   P.resize((size_t)(cached + valid));
   for (int64_t h = 0; h < H; ++h) {
     int64_t g = h / group;
@@ -273,28 +275,32 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
     for (int64_t t = 0; t < valid; ++t) {
       const float *qt = Q + (b * S + t) * H * D + h * D;
       int64_t n = cached + t + 1;
+      int64_t begin = window > 0 ? std::max<int64_t>(n - window, 0) : 0;
       float mx = -std::numeric_limits<float>::infinity();
       cache.template forEachRun<T>(
-          seq, layer, 0, g, n, [&](int64_t first, const T *run, int64_t count) {
+          seq, layer, 0, g, begin, n,
+          [&](int64_t first, const T *run, int64_t count) {
             for (int64_t j = 0; j < count; ++j) {
               const T *kj = run + j * D;
               float dot = 0;
               for (int64_t d = 0; d < D; ++d)
                 dot += qt[d] * load(kj, d, ks);
-              P[first + j] = scale * dot;
+              float x = scale * dot;
+              P[first + j] = softcap > 0.0f ? softcapScore(x, softcap) : x;
               mx = std::max(mx, P[first + j]);
             }
           });
       // softmax as softmaxRow in CpuKernels.cpp (double sum).
       double sum = 0;
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t j = begin; j < n; ++j) {
         float e = std::exp(P[j] - mx);
         P[j] = e;
         sum += e;
       }
       float *ot = O + (b * S + t) * H * D + h * D;
       cache.template forEachRun<T>(
-          seq, layer, 1, g, n, [&](int64_t first, const T *run, int64_t count) {
+          seq, layer, 1, g, begin, n,
+          [&](int64_t first, const T *run, int64_t count) {
             for (int64_t j = 0; j < count; ++j) {
               float p = (float)(P[first + j] / sum);
               const T *vj = run + j * D;
@@ -325,6 +331,8 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
   int64_t layer = attrs.i("layer");
   int64_t H = attrs.i("num_heads"), Hkv = attrs.i("num_kv_heads");
   float scale = (float)attrs.f("scale");
+  int64_t window = attrs.i("window", 0);
+  float softcap = (float)attrs.f("softcap", 0.0);
   if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
     err("num_heads " + str(H) + " must be a positive multiple of "
         "num_kv_heads " + str(Hkv));
@@ -360,10 +368,10 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
     int64_t cached = cache.length(seq);
     if (c.isInt8())
       attendRow<int8_t>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                        scale, Q, K, V, O, P);
+                        scale, window, softcap, Q, K, V, O, P);
     else
       attendRow<float>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                       scale, Q, K, V, O, P);
+                       scale, window, softcap, Q, K, V, O, P);
   }
   return r;
 }

@@ -94,16 +94,16 @@ public:
     return slot<int8_t>(seq, layer, 1, kvHead, pos);
   }
 
-  /// Positions [0, n) of one layer's keys (kv = 0) or values (kv = 1) for
-  /// one head, as runs of consecutive positions stored contiguously: calls
+  /// Positions [begin, n) of one layer's keys (kv = 0) or values (kv = 1)
+  /// for one head, as runs of consecutive positions stored contiguously: calls
   /// fn(firstPos, data, count), `data` holding count x head_dim elements
   /// of type T (float for f32 caches, int8_t for i8; one run per block when
   /// paged, one run when contiguous). Attention walks the cache this way so
   /// that the block table is read once per block.
   template <typename T = float, typename F>
-  void forEachRun(int64_t seq, int64_t layer, int kv, int64_t head, int64_t n,
-                  F &&fn) {
-    for (int64_t pos = 0; pos < n;) {
+  void forEachRun(int64_t seq, int64_t layer, int kv, int64_t head,
+                  int64_t begin, int64_t n, F &&fn) {
+    for (int64_t pos = begin; pos < n;) {
       int64_t count = std::min(n - pos, unitTokens - pos % unitTokens);
       fn(pos, slot<T>(seq, layer, kv, head, pos), count);
       pos += count;

@@ -184,11 +184,18 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
       throw std::runtime_error("node '" + node.name + "': op '" + node.op +
                                "' has no CPU kernel");
     auto t0 = std::chrono::steady_clock::now();
+    std::vector<DType> resultTypes;
+    for (int64_t id : node.outputs)
+      resultTypes.push_back(artifact.valueType(id).first);
     try {
-      if (isKv)
-        results.push_back(kvAttention(Attrs(node.attrs), operands, *kv));
-      else
-        results = k->second(Attrs(node.attrs), operands);
+      Attrs attrs(node.attrs);
+      results = computeInF32(
+          node.op, operands, resultTypes,
+          [&](const Operands &ops) -> std::vector<Tensor> {
+            if (isKv)
+              return {kvAttention(attrs, ops, *kv)};
+            return k->second(attrs, ops);
+          });
     } catch (const std::exception &e) {
       throw std::runtime_error("node '" + node.name + "' (" + node.op +
                                "): " + e.what());

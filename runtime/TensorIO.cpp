@@ -1,5 +1,6 @@
 //===- TensorIO.cpp - reading and writing tensor files --------------------===//
 #include "runtime/TensorIO.h"
+#include "runtime/HalfFloat.h"
 
 #include <cstring>
 #include <fstream>
@@ -41,9 +42,9 @@ static const char *npyDescr(DType t) {
   case DType::I32: return "<i4";
   case DType::I8: return "|i1";
   case DType::Bool: return "|b1";
-  case DType::BF16: break;
+  case DType::BF16: break; // writeNpy widens it to f32
   }
-  throw std::runtime_error("bf16 cannot be written as .npy");
+  throw std::runtime_error("bf16 has no .npy dtype");
 }
 
 /// The value of `key` in the header dict, e.g. 'descr': '<f4'.
@@ -111,6 +112,8 @@ static Tensor readNpy(const std::string &path) {
 }
 
 void qcc::rt::writeNpy(const std::string &path, const Tensor &t) {
+  if (t.dtype() == DType::BF16) // numpy has no bfloat16: widened, exactly
+    return writeNpy(path, convertFloat(t, DType::F32));
   std::string shape = "(";
   for (int64_t d : t.shape())
     shape += std::to_string(d) + ",";

@@ -16,7 +16,8 @@ Tensor readTensorFile(const std::string &path);
 /// The same, for an in-memory serialized TensorProto.
 Tensor parseTensorProto(const std::string &bytes, const std::string &what);
 
-/// Writes a tensor as a .npy file.
+/// Writes a tensor as a .npy file; bf16, which numpy has no dtype for, is
+/// written as float32 (exact: every bf16 value is one).
 void writeNpy(const std::string &path, const Tensor &t);
 
 } // namespace qcc::rt

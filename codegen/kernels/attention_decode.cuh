@@ -5,13 +5,16 @@
 //   past = cached_lens[b]; valid = valid_lens ? valid_lens[b] : 1 (0 or 1);
 //   when valid: the new token's K/V (K rotated when Rotary) are written to
 //   cache position past, and the query attends to positions [0, past]
-//   (L = past + 1 keys); position past is read from the inputs (rounded
+//   (L = past + 1 keys), with window > 0 only to [max(L - window, 0), past];
+//   scores scale * (q . k), softcap * tanh(score / softcap) when
+//   softcap > 0; position past is read from the inputs (rounded
 //   through the cache storage), older ones from the cache (dequantized:
 //   int8 q * scale). When not valid the output row is zeros.
 //
 // Template: HeadDim (64, 128; multiple of 32), NumWarps, ChunkSize (positions
 // per split CTA), Rotary, T (q/k/v/out: float or __half), RopeT (cos/sin:
-// [B, 1, D] with rope.batch_stride = D, or [1, D] with 0), Cache
+// [B, 1, R] with rope.batch_stride = R, or [1, R] with 0; R = rope.rotary_dim,
+// see rotary.cuh), Cache
 // (ContiguousCache<S> / PagedCache<S>, S = float, __half or signed char).
 //
 // Work split: CTA (s, h, b) handles positions [s * ChunkSize, min((s + 1) *
@@ -81,6 +84,8 @@ template <typename T, typename RopeT, typename Cache> struct AttnDecodeParams {
   int num_heads;
   int num_kv_heads;
   float scale;
+  float softcap = 0.0f;   // 0 = none
+  int window = 0;         // 0 = none
   const int *cached_lens; // [B]
   const int *valid_lens;  // [B] or null (all 1)
   RopeTables<RopeT> rope;
@@ -105,8 +110,10 @@ attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
   const int past = p.cached_lens[b];
   const int valid = p.valid_lens != nullptr ? p.valid_lens[b] : 1;
   const int len = valid > 0 ? past + 1 : 0;
-  const int begin = splits == 1 ? 0 : imin(s * ChunkSize, len);
-  const int end = splits == 1 ? len : imin(begin + ChunkSize, len);
+  const int lo = p.window > 0 ? imax(len - p.window, 0) : 0; // window start
+  const int chunk0 = splits == 1 ? 0 : imin(s * ChunkSize, len);
+  const int end = splits == 1 ? len : imin(chunk0 + ChunkSize, len);
+  const int begin = imax(chunk0, lo); // an empty range when the split is older
   const float kScale = p.cache.scale(0, g), vScale = p.cache.scale(1, g);
   const T *kNew = p.k + ((long long)b * p.num_kv_heads + g) * HeadDim;
   const T *vNew = p.v + ((long long)b * p.num_kv_heads + g) * HeadDim;
@@ -153,7 +160,8 @@ attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
     float dot = 0.0f;
 #pragma unroll
     for (int e = 0; e < kVpl; ++e) dot += qv[e] * kx[e];
-    const float sc = warpSum(dot) * p.scale;
+    float sc = warpSum(dot) * p.scale;
+    if (p.softcap > 0.0f) sc = p.softcap * tanhf(sc / p.softcap);
     const float mNew = fmaxf(m, sc);
     const float corr = expf(m - mNew); // 0 when m = -inf
     const float pw = expf(sc - mNew);

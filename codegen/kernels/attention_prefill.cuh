@@ -10,8 +10,11 @@
 //   key position p < past comes from the cache (dequantized), p >= past is
 //   input token p - past (rotated when Rotary, then rounded through the cache
 //   storage type so it equals what the cache holds);
-//   query t < nq attends to p <= t + offset (Causal) or all p < total;
+//   query t < nq attends to p <= t + offset (Causal) or all p < total, and
+//   with window > 0 only to p > t + offset - window (HF's sliding window);
 //   out rows t >= nq are zeros.
+// Scores are scale * (q . k), softcapped to softcap * tanh(score / softcap)
+// when softcap > 0.
 // With a cache, the CTAs with h % (H / Hkv) == 0 write the K/V of their query
 // block's tokens (t < nq) to cache position past + t ("attention + KV append"
 // region). Other CTAs never read those positions from the cache, so there is
@@ -27,7 +30,7 @@
 // lane j scores key j (dot over HeadDim from shared memory), then the online
 // softmax update m' = max(m, max_j s_j), l' = l e^(m-m') + sum_j e^(s_j-m'),
 // acc'[d] = acc[d] e^(m-m') + sum_j e^(s_j-m') V[j][d], lane owning
-// d = lane + 32 i. scores are scale * (q . k).
+// d = lane + 32 i.
 //
 // Launch (AttnPrefillLaunch<HeadDim, BlockQ, BlockKV, NumWarps>):
 //   grid  = (ceil(seq_q / BlockQ), num_heads, batch)
@@ -77,6 +80,8 @@ template <typename T, typename RopeT, typename Cache> struct AttnPrefillParams {
   int num_heads;
   int num_kv_heads;
   float scale;
+  float softcap = 0.0f; // 0 = none
+  int window = 0;       // 0 = none
   const int *cached_lens; // [B] (cache only)
   const int *valid_lens;  // [B] or null (all seq_q)
   RopeTables<RopeT> rope; // Rotary only; indexed by the input token index
@@ -199,12 +204,13 @@ attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
       const int r = i * NumWarps + warp, t = q0 + r;
       if (t >= qEnd) continue; // warp-uniform
       const int limit = Causal ? imin(t + offset, kvEnd - 1) : kvEnd - 1;
-      if (j0 > limit) continue;
+      const int first = p.window > 0 ? t + offset - p.window + 1 : 0;
+      if (j0 > limit || j0 + BlockKV <= first) continue;
       const float *qrow = Qs + r * HeadDim;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const int jj = c * 32 + lane, pos = j0 + jj;
-        const bool allowed = pos <= limit;
+        const bool allowed = pos <= limit && pos >= first;
         float s = negInf();
         if (allowed) {
           const float *krow = Ks + jj * L::kKStride;
@@ -212,6 +218,7 @@ attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
 #pragma unroll 16
           for (int d = 0; d < HeadDim; ++d) dot += qrow[d] * krow[d];
           s = dot * p.scale;
+          if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
         }
         const float mNew = fmaxf(m[i], warpMax(s));
         if (mNew == negInf()) continue; // nothing allowed yet (warp-uniform)

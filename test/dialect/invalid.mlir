@@ -25,9 +25,25 @@ func.func @attention_kv_width(%q: tensor<?x?x64xf32>, %k: tensor<?x?x48xf32>) ->
 // -----
 
 func.func @rotary_odd_head(%x: tensor<?x?x60xf32>, %t: tensor<?x15xf32>) -> tensor<?x?x60xf32> {
-  // expected-error @+1 {{head_dim must be positive and even}}
+  // expected-error @+1 {{the rotated part (rotary_dim, else head_dim) must be positive, even and at most head_dim}}
   %0 = qcc.rotary %x, %t, %t {head_dim = 15 : i64} : (tensor<?x?x60xf32>, tensor<?x15xf32>, tensor<?x15xf32>) -> tensor<?x?x60xf32>
   return %0 : tensor<?x?x60xf32>
+}
+
+// -----
+
+func.func @rotary_dim_past_head(%x: tensor<?x?x64xf32>, %t: tensor<?x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{the rotated part (rotary_dim, else head_dim) must be positive, even and at most head_dim}}
+  %0 = qcc.rotary %x, %t, %t {head_dim = 16 : i64, rotary_dim = 32 : i64} : (tensor<?x?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @rotary_table_not_rotary_dim(%x: tensor<?x?x64xf32>, %t: tensor<?x16xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{cos and sin must be [S, R] or [B, S, R] with R = rotary_dim}}
+  %0 = qcc.rotary %x, %t, %t {head_dim = 16 : i64, rotary_dim = 4 : i64} : (tensor<?x?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
 }
 
 // -----

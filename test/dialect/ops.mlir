@@ -36,6 +36,14 @@ func.func @transformer_ops(%x: tensor<?x?x64xf32>, %ids: tensor<?x?xi64>,
   return %sm : tensor<?x?x64xf32>
 }
 
+// CHECK-LABEL: func @partial_rotary
+func.func @partial_rotary(%x: tensor<?x?x64xf32>, %cos: tensor<?x?x4xf32>,
+                          %sin: tensor<?x?x4xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: qcc.rotary {{.*}} {head_dim = 16 : i64, rotary_dim = 4 : i64}
+  %r = qcc.rotary %x, %cos, %sin {head_dim = 16 : i64, rotary_dim = 4 : i64} : (tensor<?x?x64xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x64xf32>
+  return %r : tensor<?x?x64xf32>
+}
+
 // CHECK-LABEL: func @primitive_ops
 func.func @primitive_ops(%x: tensor<?x?x64xf32>, %c: tensor<?x?x64xi1>) -> tensor<?x4x?x16xf32> {
   %two = qcc.constant dense<2.0> : tensor<f32>

@@ -21,10 +21,13 @@ For every case folder (default: every test/models/zoo/*/ holding a model.onnx):
      greedy generation through the cache equals full recompute ("kv" column;
      "-" with qcc's warning when it compiled without a cache).
 
+Every decoder (a *ForCausalLM / *LMHeadModel architecture in meta.json) must
+get a KV cache: one compiled without is a failure.
+
 Cases listed in test/models/zoo/expected_refusals.txt ("case: reason") may be
-refused by qcc with that reason: they count as REFUSED, not failed, and the
-list says what is left to do. A listed case that compiles is reported so the
-line can go.
+refused by qcc with that reason (a compile error, or for a decoder the reason
+it got no KV cache): they count as REFUSED, not failed, and the list says what
+is left to do. A listed case that compiles is reported so the line can go.
 
 One table row per case: case | compiles | raised | leftover | max rel err | result.
 Exit status 1 if any case fails (0 with --report-only), 2 on a usage error.
@@ -50,6 +53,11 @@ ZOO = os.path.join(ROOT, "test", "models", "zoo")
 # 1e-2 or more. Relative to the output's maximum, since elementwise relative
 # error is meaningless near zero.
 TOLERANCE = 1e-4
+# W8A8 (int8 weights per channel, activations per token) on random-weight
+# two-layer models: a sanity bound that catches a wrong scale, a lost
+# smoothing factor or a garbage kernel (errors of 1 or more), not a quality
+# target (issue: beyond SmoothQuant measures quality on a real model).
+W8A8_SANITY = 0.2
 TIMEOUT_S = 600
 
 RAISED = ["attention", "kv_attention", "linear", "qlinear", "rms_norm", "layer_norm", "rotary",
@@ -146,10 +154,42 @@ def load_expected_refusals(path):
     return out
 
 
-def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None):
+def run_qrun(qrun, pkg, in_dir, out_dir):
+    cmd = [qrun, pkg, "--backend=cpu", "--output-dir", out_dir]
+    for f in sorted(os.listdir(in_dir)):
+        if f.endswith(".npy"):
+            cmd += ["--input", f"{f[:-4]}={os.path.join(in_dir, f)}"]
+    return run(cmd)
+
+
+def check_w8a8(qcc, qrun, model, in_dir, ref_dir, ignore, tmp):
+    """W8A8 SmoothQuant (O1) calibrated on the case's own inputs: compiles,
+    runs, and stays within W8A8_SANITY of onnxruntime's float outputs.
+    Returns (table cell, problem or None)."""
+    pkg = os.path.join(tmp, "w8a8.qpkg")
+    rc, _, err = run([qcc, model, "--no-cuda", "--quant=w8a8", f"--calib={in_dir}", "-o", pkg])
+    if rc != 0:
+        return "no", first_error_line(err, model)
+    out_dir = os.path.join(tmp, "w8a8-out")
+    rc, _, err = run_qrun(qrun, pkg, in_dir, out_dir)
+    if rc != 0:
+        return "no", "qrun: " + first_error_line(err, pkg)
+    worst = 0.0
+    for f in sorted(os.listdir(ref_dir)):
+        if f.endswith(".npy") and os.path.exists(os.path.join(out_dir, f)):
+            e, why = compare(np.load(os.path.join(ref_dir, f)),
+                             np.load(os.path.join(out_dir, f)), ignore.get(f[:-4], []))
+            if why:
+                return "no", why
+            worst = max(worst, e)
+    cell = f"{worst:.1e}"
+    return cell, (None if worst <= W8A8_SANITY else f"error {cell} > {W8A8_SANITY}")
+
+
+def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None, w8a8=True):
     name = os.path.basename(os.path.normpath(case_dir))
     row = {"case": name, "compiles": "", "raised": "-", "leftover": "-", "err": None,
-           "result": "FAIL", "note": "", "kv": "-"}
+           "result": "FAIL", "note": "", "kv": "-", "w8a8": "-"}
     has_cache = False
     model = os.path.join(case_dir, "model.onnx")
     meta = {}
@@ -185,11 +225,7 @@ def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None):
             row["note"] = f"default compile: {first}"
 
         in_dir, ref_dir = os.path.join(case_dir, "inputs"), os.path.join(case_dir, "outputs")
-        cmd = [qrun, pkg, "--backend=cpu", "--output-dir", os.path.join(tmp, "out")]
-        for f in sorted(os.listdir(in_dir)):
-            if f.endswith(".npy"):
-                cmd += ["--input", f"{f[:-4]}={os.path.join(in_dir, f)}"]
-        rc, _, err = run(cmd)
+        rc, _, err = run_qrun(qrun, pkg, in_dir, os.path.join(tmp, "out"))
         if rc != 0:
             row["note"] = "qrun: " + first_error_line(err, pkg)
             return row
@@ -216,6 +252,19 @@ def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None):
             row["kv"] = "PASS" if kv_ok else "FAIL"
             if not kv_ok:
                 problems.append("kv: " + first_error_line(out + err, pkg))
+        if w8a8:
+            row["w8a8"], why = check_w8a8(qcc, qrun, model, in_dir, ref_dir, ignore, tmp)
+            if why:
+                problems.append("w8a8: " + why)
+        decoder = meta.get("architecture", "").endswith(("ForCausalLM", "LMHeadModel"))
+        if decoder and not has_cache:
+            why = row["kv"][3:-1] if row["kv"].startswith("- (") else \
+                "no qcc.kv_attention (attention not raised)"
+            if expected_refusal and expected_refusal in why:
+                row["result"] = "REFUSED"
+                row["note"] = "no KV cache: " + why
+                return row
+            problems.append("decoder without a KV cache: " + why)
         if problems:
             row["note"] = "; ".join(problems)
         elif worst <= TOLERANCE and kv_ok:
@@ -260,12 +309,13 @@ def main():
         rows.append(check_case(c, args.qcc, args.qrun, kv_check, refusals.get(name)))
 
     header = ["case", "compiles", "raised (in @main)", "leftover non-glue ops", "max rel err",
-              "kv cache", "result"]
+              "kv cache", "w8a8 rel err", "result"]
     table = []
     for r in rows:
         err = "-" if r["err"] is None else f"{r['err']:.2e}"
         res = r["result"] + (f" ({r['note']})" if r["note"] and r["result"] != "REFUSED" else "")
-        table.append([r["case"], r["compiles"], r["raised"], r["leftover"], err, r["kv"], res])
+        table.append([r["case"], r["compiles"], r["raised"], r["leftover"], err, r["kv"],
+                      r["w8a8"], res])
     if args.markdown:
         esc = lambda s: s.replace("|", "\\|")  # noqa: E731
         print("| " + " | ".join(header) + " |")

@@ -85,9 +85,10 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.name = "input_ids"}, %pk: tensor<?x4x
 
 // -----
 
-// A sliding-window mask (keys more than one position back are masked) is not
-// causal + padding: no cache, and qcc says where the mask differs.
-// expected-warning @+1 {{kv-cache-layout: no KV cache: the mask differs from causal + padding at batch 0, query 2, key 0 (past 0, seq 3)}}
+// A sliding window with an attention sink (key 0 always visible) is neither
+// causal + padding nor a window: no cache, and qcc says where the mask
+// differs.
+// expected-warning @+1 {{kv-cache-layout: no KV cache: the mask differs from causal + padding at batch 0, query 3, key 1 (past 0, seq 6)}}
 func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "input_ids"}, %am: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "attention_mask"}) -> tensor<?x?x64xf32> {
   %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
   %c0 = qcc.constant dense<0> : tensor<i64>
@@ -102,7 +103,9 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.nam
   %causal = qcc.less_equal %r, %q : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
   %lo = qcc.sub %q, %c2 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
   %near = qcc.greater %r, %lo : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
-  %win = qcc.and %causal, %near : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %sink = qcc.equal %r, %c0 : (tensor<?xi64>, tensor<i64>) -> tensor<?xi1>
+  %near1 = qcc.or %near, %sink : (tensor<?x?xi1>, tensor<?xi1>) -> tensor<?x?xi1>
+  %win = qcc.and %causal, %near1 : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
   %pad = qcc.equal %am, %c1 : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
   %pad4 = qcc.unsqueeze %pad {axes = array<i64: 1, 2>} : (tensor<?x?xi1>) -> tensor<?x1x1x?xi1>
   %keep = qcc.and %win, %pad4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>

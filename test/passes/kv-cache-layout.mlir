@@ -193,6 +193,90 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.nam
 
 // -----
 
+// A sliding-window mask (HF: key j visible from query i iff i - W < j <= i,
+// here W = 2 from the constant 2, with the key padding) is proven on the
+// samples around W: kv_attention gets window = 2 and reads only the last two
+// cache positions.
+// CHECK-LABEL: func.func @main(
+// CHECK: qcc.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = false
+// CHECK-NOT: window
+// CHECK-LABEL: func.func @prefill(
+// CHECK: qcc.kv_attention {{.*}}window = 2 : i64
+// CHECK-LABEL: func.func @decode(
+// CHECK: qcc.kv_attention {{.*}}window = 2 : i64
+func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "input_ids"}, %am: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "attention_mask"}) -> tensor<?x?x64xf32> {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %c2 = qcc.constant dense<2> : tensor<i64>
+  %zero = qcc.constant dense<0.0> : tensor<f32>
+  %ninf = qcc.constant dense<0xFF800000> : tensor<f32>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %r = qcc.range %c0, %seq, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q = qcc.unsqueeze %r {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %causal = qcc.less_equal %r, %q : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %lo = qcc.sub %q, %c2 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %near = qcc.greater %r, %lo : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %win = qcc.and %causal, %near : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %pad = qcc.equal %am, %c1 : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
+  %pad4 = qcc.unsqueeze %pad {axes = array<i64: 1, 2>} : (tensor<?x?xi1>) -> tensor<?x1x1x?xi1>
+  %keep = qcc.and %win, %pad4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = qcc.where %keep, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %x = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %a = qcc.attention %x, %x, %x, %mask {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = false} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32>
+  return %a : tensor<?x?x64xf32>
+}
+
+// -----
+
+// GroupQueryAttention's convention (compiler/OnnxContribConverters.cpp):
+// positions past_b + i with past_b = max(sum(attention_mask) - S, 0), key t
+// visible iff t <= past_b + i. With left padding that is not causal +
+// padding, but it is on unpadded and right-padded rows (rows of padding
+// tokens aside), which is what the runtime's rows are: proven in that mode,
+// and the positions (an embedding lookup here) are proven to be P + i and
+// become the positions input. softcap carries over to kv_attention.
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {{.*}}, %[[POS:[^:]*]]: tensor<?x?xi64> {{.*}}qcc.name = "positions"}) -> tensor<?x?x64xf32>
+// CHECK-NOT: qcc.reduce_sum
+// CHECK: qcc.embedding %{{.*}}, %[[POS]]
+// CHECK: qcc.kv_attention {{.*}}softcap = 5.000000e+01 : f32
+// CHECK-LABEL: func.func @decode(
+// CHECK: qcc.kv_attention
+func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "input_ids"}, %am: tensor<?x?xi64> {qcc.dim_names = ["batch", "total"], qcc.name = "attention_mask"}) -> tensor<?x?x64xf32> {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %wpe = qcc.constant dense<0.25> : tensor<64x64xf32>
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %zero = qcc.constant dense<0.0> : tensor<f32>
+  %ninf = qcc.constant dense<0xFF800000> : tensor<f32>
+  %sum = qcc.reduce_sum %am {axes = array<i64: 1>, keepdims = false} : (tensor<?x?xi64>) -> tensor<?xi64>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %d = qcc.sub %sum, %seq : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %past = qcc.max %d, %c0 : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %r = qcc.range %c0, %seq, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pastc = qcc.unsqueeze %past {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %rr = qcc.unsqueeze %r {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+  %pos = qcc.add %pastc, %rr : (tensor<?x1xi64>, tensor<1x?xi64>) -> tensor<?x?xi64>
+  %pos3 = qcc.unsqueeze %pos {axes = array<i64: 2>} : (tensor<?x?xi64>) -> tensor<?x?x1xi64>
+  %tshape = qcc.shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = qcc.gather %tshape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %t = qcc.range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %t3 = qcc.unsqueeze %t {axes = array<i64: 0, 1>} : (tensor<?xi64>) -> tensor<1x1x?xi64>
+  %vis = qcc.less_equal %t3, %pos3 : (tensor<1x1x?xi64>, tensor<?x?x1xi64>) -> tensor<?x?x?xi1>
+  %m3 = qcc.where %vis, %zero, %ninf : (tensor<?x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?x?xf32>
+  %mask = qcc.unsqueeze %m3 {axes = array<i64: 1>} : (tensor<?x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %x = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %p = qcc.embedding %wpe, %pos : (tensor<64x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %h = qcc.add %x, %p : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %a = qcc.attention %h, %h, %h, %mask {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = false, softcap = 50.0 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32>
+  return %a : tensor<?x?x64xf32>
+}
+
+// -----
+
 // An encoder (bidirectional attention with a padding mask) gets no cache.
 // CHECK-LABEL: func.func @main(
 // CHECK: qcc.attention

@@ -236,6 +236,37 @@ func.func @additive_diagonal_masked(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32
 
 // -----
 
+// Gemma-2 (HF eager): the scaled scores are softcapped, cap * tanh(x / cap),
+// before the mask: the op's softcap attribute.
+// CHECK-LABEL: func.func @gemma2_softcap(
+// CHECK: qcc.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32}
+// CHECK-NOT: qcc.tanh
+func.func @gemma2_softcap(%x: tensor<?x?x64xf32>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32> {
+  %bs = qcc.shape %x {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hq = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qshape = qcc.concat %bs, %hq {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %x, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %qh {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %scaled = qcc.mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %cap = qcc.constant dense<5.000000e+01> : tensor<f32>
+  %d = qcc.div %scaled, %cap : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %t = qcc.tanh %d : tensor<?x4x?x?xf32>
+  %capped = qcc.mul %t, %cap : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %sm = qcc.add %capped, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %qh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %bs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
 // BERT: bidirectional with an additive [B, 1, 1, S] padding mask, which
 // becomes the mask operand.
 // CHECK-LABEL: func.func @bert_padding_mask(

@@ -172,3 +172,111 @@ func.func @rotary_after_per_head_norm(%h: tensor<?x?x4x16xf32>, %cos: tensor<?x?
   %r = qcc.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %r : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// GPT-NeoX's partial rotary (rotary_pct = 0.25): only x[..., :4] of each
+// 16-wide head rotates with [B, S, 4] tables, x[..., 4:] passes through. The
+// slices are typed ? and the half is computed from the rotated slice's shape.
+// CHECK-LABEL: func.func @partial_rotary(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x?x64xf32>, %[[COS:[^:]*]]: tensor<?x?x4xf32>, %[[SIN:[^:]*]]: tensor<?x?x4xf32>
+// CHECK: %[[SHAPE:.*]] = qcc.concat
+// CHECK: %[[R:.*]] = qcc.rotary %[[P]], %[[COS]], %[[SIN]] {head_dim = 16 : i64, rotary_dim = 4 : i64} : (tensor<?x?x64xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[S:.*]] = qcc.reshape %[[R]], %[[SHAPE]] : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[T:.*]] = qcc.transpose %[[S]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x?xf32>
+// CHECK-NOT: qcc.neg
+// CHECK: return %[[T]]
+func.func @partial_rotary(%p: tensor<?x?x64xf32>, %cos: tensor<?x?x4xf32>, %sin: tensor<?x?x4xf32>) -> tensor<?x4x?x?xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %four = qcc.constant dense<4> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %xr = qcc.slice %x, %zero, %four {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %xp = qcc.slice %x, %four, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %xc = qcc.mul %xr, %c : (tensor<?x4x?x?xf32>, tensor<?x1x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %sh = qcc.shape %xr : (tensor<?x4x?x?xf32>) -> tensor<4xi64>
+  %three = qcc.constant dense<3> : tensor<i64>
+  %dim = qcc.gather %sh, %three {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %two = qcc.constant dense<2> : tensor<i64>
+  %halfs = qcc.div %dim, %two : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %half = qcc.unsqueeze %halfs {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %x1 = qcc.slice %xr, %zero, %half {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x?xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %x2 = qcc.slice %xr, %half, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x?xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %n = qcc.neg %x2 : tensor<?x4x?x?xf32>
+  %rot = qcc.concat %n, %x1 {axis = 3 : i64} : (tensor<?x4x?x?xf32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %rs = qcc.mul %rot, %s : (tensor<?x4x?x?xf32>, tensor<?x1x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %y = qcc.add %xc, %rs : (tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %out = qcc.concat %y, %xp {axis = 3 : i64} : (tensor<?x4x?x4xf32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  return %out : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+// Near miss: the passed part starts past the rotated one (x[..., 8:] after
+// rotating x[..., :4]): the values 4..8 would be lost.
+// CHECK-LABEL: func.func @partial_rotary_gap(
+// CHECK-NOT: qcc.rotary
+// CHECK: qcc.neg
+func.func @partial_rotary_gap(%p: tensor<?x?x64xf32>, %cos: tensor<?x?x4xf32>, %sin: tensor<?x?x4xf32>) -> tensor<?x4x?x12xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %two = qcc.constant dense<2> : tensor<1xi64>
+  %four = qcc.constant dense<4> : tensor<1xi64>
+  %eight = qcc.constant dense<8> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %xr = qcc.slice %x, %zero, %four {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x4xf32>
+  %xp = qcc.slice %x, %eight, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %xc = qcc.mul %xr, %c : (tensor<?x4x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %x1 = qcc.slice %xr, %zero, %two {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x4xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x2xf32>
+  %x2 = qcc.slice %xr, %two, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x4xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x2xf32>
+  %n = qcc.neg %x2 : tensor<?x4x?x2xf32>
+  %rot = qcc.concat %n, %x1 {axis = 3 : i64} : (tensor<?x4x?x2xf32>, tensor<?x4x?x2xf32>) -> tensor<?x4x?x4xf32>
+  %rs = qcc.mul %rot, %s : (tensor<?x4x?x4xf32>, tensor<?x1x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %y = qcc.add %xc, %rs : (tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x4xf32>
+  %out = qcc.concat %y, %xp {axis = 3 : i64} : (tensor<?x4x?x4xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x12xf32>
+  return %out : tensor<?x4x?x12xf32>
+}
+
+// -----
+
+// Gemma3 normalizes q and k after the head transpose: the norm moves before
+// the transpose, and the rotation is raised on heads computed per head.
+// CHECK-LABEL: func @rotary_after_transposed_norm
+// CHECK: %[[SPLIT:.*]] = qcc.reshape %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[HEADS:.*]] = qcc.rms_norm %[[SPLIT]], %{{.*}} {epsilon = {{.*}}} : (tensor<?x?x4x16xf32>, tensor<16xf32>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[PACKED:.*]] = qcc.reshape %[[HEADS]], %{{.*}} : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+// CHECK: qcc.rotary %[[PACKED]], %{{.*}}, %{{.*}} {head_dim = 16 : i64}
+func.func @rotary_after_transposed_norm(%p: tensor<?x?x64xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %t = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %g = qcc.constant dense<1.0> : tensor<16xf32>
+  %x = qcc.rms_norm %t, %g {epsilon = 1.0e-6 : f32} : (tensor<?x4x?x16xf32>, tensor<16xf32>) -> tensor<?x4x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %lo = qcc.constant dense<0> : tensor<1xi64>
+  %mid = qcc.constant dense<8> : tensor<1xi64>
+  %hi = qcc.constant dense<16> : tensor<1xi64>
+  %x1 = qcc.slice %x, %lo, %mid {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %x2 = qcc.slice %x, %mid, %hi {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %nx2 = qcc.neg %x2 : tensor<?x4x?x8xf32>
+  %rot = qcc.concat %nx2, %x1 {axis = 3 : i64} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x16xf32>
+  %a = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %b = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}

@@ -445,7 +445,8 @@ namespace {
 std::vector<double> naiveAttention(const Tensor &q, const Tensor &k,
                                    const Tensor &v, const Tensor *mask,
                                    int64_t H, int64_t Hkv, double scale,
-                                   bool causal) {
+                                   bool causal, int64_t window = 0,
+                                   double softcap = 0) {
   int64_t B = q.dim(0), Sq = q.dim(1), Skv = k.dim(1), D = q.dim(2) / H;
   std::vector<double> out(B * Sq * H * D, 0.0);
   for (int64_t b = 0; b < B; ++b)
@@ -460,9 +461,13 @@ std::vector<double> naiveAttention(const Tensor &q, const Tensor &k,
             acc += (double)q.data<float>()[(b * Sq + i) * H * D + h * D + d] *
                    k.data<float>()[(b * Skv + j) * Hkv * D + g * D + d];
           s[j] = scale * acc;
+          if (softcap > 0)
+            s[j] = softcap * std::tanh(s[j] / softcap);
           if (mask) // mask [B, 1, Sq, Skv] in this test
             s[j] += mask->data<float>()[(b * Sq + i) * Skv + j];
           if (causal && j > i + (Skv - Sq))
+            s[j] = -INFINITY;
+          if (window > 0 && j <= i + (Skv - Sq) - window)
             s[j] = -INFINITY;
           mx = std::max(mx, s[j]);
         }
@@ -511,6 +516,32 @@ TEST(CpuKernels, AttentionCausalGqaVsNaive) {
     EXPECT_EQ(rm.data<float>()[(1 * Sq + 0) * H * D + c], 0.0f);
 }
 
+// Sliding window (HF: query i at key position i + Skv - Sq sees the
+// `window` keys ending at its own) and Gemma-2's softcap, causal and not.
+TEST(CpuKernels, AttentionWindowSoftcapVsNaive) {
+  std::mt19937 rng(14);
+  int64_t B = 2, Sq = 4, Skv = 7, H = 4, Hkv = 2, D = 8;
+  Tensor q = randomF32({B, Sq, H * D}, rng), k = randomF32({B, Skv, Hkv * D}, rng),
+         v = randomF32({B, Skv, Hkv * D}, rng);
+  double scale = 2.0; // large scores, so that the cap matters
+  for (bool causal : {true, false})
+    for (int64_t window : {0, 1, 3})
+      for (double softcap : {0.0, 1.5}) {
+        json attrs = {{"num_heads", H}, {"num_kv_heads", Hkv},
+                      {"scale", scale}, {"causal", causal},
+                      {"window", window}, {"softcap", softcap}};
+        Tensor r = run1("attention", attrs, {&q, &k, &v, nullptr});
+        SCOPED_TRACE("causal " + std::to_string(causal) + " window " +
+                     std::to_string(window) + " softcap " +
+                     std::to_string(softcap));
+        // 1e-5: as AttentionCausalGqaVsNaive; tanh in f32 vs double.
+        expectClose(values(r),
+                    naiveAttention(q, k, v, nullptr, H, Hkv, scale, causal,
+                                   window, softcap),
+                    1e-5);
+      }
+}
+
 TEST(CpuKernels, RotaryVsNaive) {
   std::mt19937 rng(5);
   int64_t B = 2, S = 3, H = 2, D = 4;
@@ -538,6 +569,39 @@ TEST(CpuKernels, RotaryVsNaive) {
   double w = x0 * cb.data<float>()[(1 * S + 2) * D + 1] -
              x2 * sb.data<float>()[(1 * S + 2) * D + 1];
   EXPECT_NEAR(rb.data<float>()[(1 * S + 2) * H * D + D + 1], w, 1e-6);
+}
+
+// Partial rotary (GPT-NeoX, StableLM): the first rotary_dim values of each
+// head rotate with [B, S, R] tables, the rest of the head passes through.
+TEST(CpuKernels, RotaryPartialVsNaive) {
+  std::mt19937 rng(6);
+  int64_t B = 2, S = 3, H = 2, D = 6, R = 4, half = R / 2;
+  Tensor x = randomF32({B, S, H * D}, rng), c = randomF32({B, S, R}, rng),
+         s = randomF32({B, S, R}, rng);
+  Tensor r =
+      run1("rotary", {{"head_dim", D}, {"rotary_dim", R}}, {&x, &c, &s});
+  std::vector<double> want;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t p = 0; p < S; ++p)
+      for (int64_t h = 0; h < H; ++h) {
+        const float *xv = x.data<float>() + (b * S + p) * H * D + h * D;
+        const float *cr = c.data<float>() + (b * S + p) * R;
+        const float *sr = s.data<float>() + (b * S + p) * R;
+        for (int64_t d = 0; d < D; ++d) {
+          if (d >= R) {
+            want.push_back(xv[d]);
+            continue;
+          }
+          double rot = d < half ? -xv[d + half] : xv[d - half];
+          want.push_back(xv[d] * cr[d] + rot * sr[d]);
+        }
+      }
+  expectClose(values(r), want, 1e-6);
+  // Tables as wide as the head are refused when only R values rotate.
+  Tensor wide = randomF32({S, D}, rng);
+  EXPECT_KERNEL_ERROR("rotary", json({{"head_dim", D}, {"rotary_dim", R}}),
+                      Operands({&x, &wide, &wide}),
+                      "rotary cos/sin [3, 6] must be [3, 4]");
 }
 
 TEST(CpuKernels, Embedding) {

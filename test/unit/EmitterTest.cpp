@@ -81,32 +81,41 @@ TEST(EmitterTest, HeuristicTilesFitSm80) {
         << d;
 }
 
-// LLaMA-style attention (head size 32, GQA 4/2): rotary on q and k is fused
-// into the prefill and decode attention kernels, which compile for sm_80.
-TEST(EmitterTest, RotaryFusesIntoAttention) {
+/// Attention (head size 32, GQA 4/2) whose q and k are rotated with
+/// `rotaryAttrs` over tables [B, S, `tableWidth`], in a prefill and a decode
+/// function: the rotary is fused into both attention kernels, which compile
+/// for sm_80; returns their sources. `attnAttrs` are more kv_attention
+/// attributes.
+static std::vector<std::string>
+emitRotaryAttention(const std::string &rotaryAttrs, int tableWidth,
+                    const std::string &attnAttrs = "") {
   mlir::MLIRContext ctx;
   ctx.loadDialect<qcc::QccDialect, mlir::func::FuncDialect>();
+  std::string table = "tensor<?x?x" + std::to_string(tableWidth) + "xf32>";
   std::string body = R"(
-    %qr = qcc.rotary %q, %cos, %sin {head_dim = 32 : i64} : (tensor<?x?x128xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x128xf32>
-    %kr = qcc.rotary %k, %cos, %sin {head_dim = 32 : i64} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
-    %a = qcc.kv_attention %qr, %kr, %v {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.17677669 : f32} : (tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x128xf32>
+    %qr = qcc.rotary %q, %cos, %sin {)" + rotaryAttrs + R"(} : (tensor<?x?x128xf32>, )" + table + ", " + table + R"() -> tensor<?x?x128xf32>
+    %kr = qcc.rotary %k, %cos, %sin {)" + rotaryAttrs + R"(} : (tensor<?x?x64xf32>, )" + table + ", " + table + R"() -> tensor<?x?x64xf32>
+    %a = qcc.kv_attention %qr, %kr, %v {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.17677669 : f32)" + attnAttrs + R"(} : (tensor<?x?x128xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x128xf32>
     return %a : tensor<?x?x128xf32>
   })";
   std::string sig = "(%q: tensor<?x?x128xf32>, %k: tensor<?x?x64xf32>, %v: "
-                    "tensor<?x?x64xf32>, %cos: tensor<?x?x32xf32>, %sin: "
-                    "tensor<?x?x32xf32>) -> tensor<?x?x128xf32> {";
+                    "tensor<?x?x64xf32>, %cos: " + table + ", %sin: " + table +
+                    ") -> tensor<?x?x128xf32> {";
   std::string text =
       "module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "
       "\"f32\", head_dim = 32 : i64, kv_heads = 2 : i64, layers = 1 : i64, "
       "layout = \"paged\"}} {\n func.func @prefill" +
       sig + body + "\n func.func @decode" + sig + body + "\n}\n";
   auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
-  ASSERT_TRUE(module);
+  EXPECT_TRUE(module);
+  if (!module)
+    return {};
   mlir::PassManager pm(&ctx);
   pm.nest<mlir::func::FuncOp>().addPass(qcc::createFormKernels());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
   EmitResult r = emitKernels(*module);
-  ASSERT_EQ(r.kernels.size(), 2u);
+  EXPECT_EQ(r.kernels.size(), 2u);
+  std::vector<std::string> sources;
   for (const EmittedKernel &k : r.kernels) {
     EXPECT_EQ(k.kind, "attention");
     EXPECT_EQ(k.unsupported, "") << k.function;
@@ -115,18 +124,48 @@ TEST(EmitterTest, RotaryFusesIntoAttention) {
     for (const auto &p : k.launch.front()["params"])
       stride |= p.contains("rope_batch_stride");
     EXPECT_TRUE(stride) << k.function;
+    sources.push_back(k.source);
   }
 #ifdef QCC_HAVE_CODEGEN
-  std::vector<KernelSource> sources;
+  std::vector<KernelSource> units;
   for (const KernelUnit &u : r.units)
-    sources.push_back({u.name, u.source});
+    units.push_back({u.name, u.source});
   CompileOptions options;
   options.cubinArchs = {"sm_80"};
   options.ptxArch = "";
-  auto compiled = compileKernels(sources, options);
+  auto compiled = compileKernels(units, options);
   EXPECT_TRUE(static_cast<bool>(compiled))
       << (compiled ? "" : llvm::toString(compiled.takeError()));
 #endif
+  return sources;
+}
+
+// LLaMA-style: rotary over whole heads.
+TEST(EmitterTest, RotaryFusesIntoAttention) {
+  for (const std::string &src : emitRotaryAttention("head_dim = 32 : i64", 32))
+    EXPECT_NE(src.find("p.rope.rotary_dim = 32;"), std::string::npos);
+}
+
+// GPT-NeoX / StableLM-style partial rotary: only the first 8 values of each
+// head rotate (tables [B, S, 8]); the kernels get rotary_dim and pass the rest.
+TEST(EmitterTest, PartialRotaryFusesIntoAttention) {
+  for (const std::string &src : emitRotaryAttention(
+           "head_dim = 32 : i64, rotary_dim = 8 : i64", 8))
+    EXPECT_NE(src.find("p.rope.rotary_dim = 8;"), std::string::npos);
+}
+
+// Gemma-2: a sliding window and a logit softcap, baked into the prefill and
+// decode units (which compile with them).
+TEST(EmitterTest, WindowAndSoftcapReachAttention) {
+  for (const std::string &src :
+       emitRotaryAttention("head_dim = 32 : i64", 32,
+                           ", window = 4 : i64, softcap = 50.0 : f32")) {
+    EXPECT_NE(src.find("p.window = 4;"), std::string::npos) << src;
+    EXPECT_NE(src.find("p.softcap = 5.000000e+01f;"), std::string::npos);
+  }
+  for (const std::string &src : emitRotaryAttention("head_dim = 32 : i64", 32))
+    EXPECT_NE(src.find("p.window = 0; p.softcap = 0.000000e+00f;"),
+              std::string::npos);
 }
 
 #ifdef QCC_HAVE_CODEGEN

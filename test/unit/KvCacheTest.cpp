@@ -136,11 +136,13 @@ TEST(KvCache, ContiguousCapacity) {
 // run per call and the cache is advanced after them (as the session does).
 // The two compute the same float products and sums, in another order (BLAS
 // GEMM and a per-row dot product; different block order across the cache),
-// so they agree to rounding: 1e-5 relative.
+// so they agree to rounding: 1e-5 relative. With a sliding window and a
+// softcap both kernels get the same attributes: decode must then read only
+// the last `window` cache positions, across block boundaries.
 namespace {
 
-void checkAgainstAttention(const std::string &layout, int64_t H,
-                           int64_t Hkv) {
+void checkAgainstAttention(const std::string &layout, int64_t H, int64_t Hkv,
+                           int64_t window = 0, float softcap = 0.0f) {
   const int64_t D = 8, layers = 2;
   const std::vector<int64_t> len = {7, 5}, prefill = {4, 2};
   std::mt19937 rng(1234 + H * 10 + Hkv);
@@ -156,7 +158,8 @@ void checkAgainstAttention(const std::string &layout, int64_t H,
   std::vector<std::vector<std::array<Tensor, 3>>> qkv(2);
   std::vector<std::vector<Tensor>> want(2);
   json attAttrs = {{"num_heads", H}, {"num_kv_heads", Hkv},
-                   {"scale", scale}, {"causal", true}};
+                   {"scale", scale}, {"causal", true},
+                   {"window", window}, {"softcap", softcap}};
   for (int s = 0; s < 2; ++s)
     for (int64_t l = 0; l < layers; ++l) {
       qkv[s].push_back({rnd({1, len[s], H * D}), rnd({1, len[s], Hkv * D}),
@@ -198,10 +201,9 @@ void checkAgainstAttention(const std::string &layout, int64_t H,
           }
         }
       }
-      json attrs = {{"layer", l},
-                    {"num_heads", H},
-                    {"num_kv_heads", Hkv},
-                    {"scale", scale}};
+      json attrs = {{"layer", l},          {"num_heads", H},
+                    {"num_kv_heads", Hkv}, {"scale", scale},
+                    {"window", window},    {"softcap", softcap}};
       Tensor r = kvAttention(Attrs(attrs), {&q, &k, &v}, kv);
       ASSERT_EQ(r.shape(), (Shape{B, S, H * D}));
       for (int64_t b = 0; b < B; ++b) {
@@ -247,6 +249,13 @@ TEST(KvAttention, ContiguousMhaMatchesAttention) {
 }
 TEST(KvAttention, ContiguousGqaMatchesAttention) {
   checkAgainstAttention("contiguous", 4, 2);
+}
+TEST(KvAttention, PagedWindowSoftcapMatchesAttention) {
+  checkAgainstAttention("paged", 4, 2, /*window=*/2, /*softcap=*/0.5f);
+  checkAgainstAttention("paged", 4, 4, /*window=*/4);
+}
+TEST(KvAttention, ContiguousWindowMatchesAttention) {
+  checkAgainstAttention("contiguous", 4, 2, /*window=*/3);
 }
 
 TEST(KvAttention, Errors) {

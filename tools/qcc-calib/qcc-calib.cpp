@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/HalfFloat.h"
 #include "runtime/Session.h"
 #include "runtime/TensorIO.h"
 #include "runtime/Tokenizer.h"
@@ -131,9 +132,10 @@ private:
 void observe(const Targets &targets, Stats &stats, const RowFilter &filter,
              const Node &node, const Operands &in) {
   if (auto it = targets.linears.find(&node); it != targets.linears.end()) {
-    if (in.empty() || !in[0] || in[0]->dtype() != DType::F32)
-      fail("node '" + node.name + "': linear input is not f32");
-    const Tensor &x = *in[0];
+    if (in.empty() || !in[0] ||
+        (in[0]->dtype() != DType::F32 && !isHalfFloat(in[0]->dtype())))
+      fail("node '" + node.name + "': linear input is not a float");
+    const Tensor x = convertFloat(*in[0], DType::F32); // f16/bf16 widened
     int64_t K = x.dim(-1), rows = x.numel() / std::max<int64_t>(K, 1);
     auto &acc = stats.input[it->second];
     maxInto(acc, (size_t)K);
@@ -151,11 +153,12 @@ void observe(const Targets &targets, Stats &stats, const RowFilter &filter,
     return;
   int64_t Hkv = node.attrs.value("num_kv_heads", (int64_t)0);
   for (int which : {1, 2}) {
-    if ((int64_t)in.size() <= which || !in[which] ||
-        in[which]->dtype() != DType::F32 || in[which]->rank() != 3)
-      fail("node '" + node.name + "': attention key/value must be f32 "
+    const Tensor *kv = (int64_t)in.size() > which ? in[which] : nullptr;
+    if (!kv || (kv->dtype() != DType::F32 && !isHalfFloat(kv->dtype())) ||
+        kv->rank() != 3)
+      fail("node '" + node.name + "': attention key/value must be float "
            "[B, S, Hkv*D]");
-    const Tensor &t = *in[which];
+    const Tensor t = convertFloat(*kv, DType::F32);
     int64_t C = t.dim(2), rows = t.dim(0) * t.dim(1);
     if (Hkv <= 0 || C % Hkv != 0)
       fail("node '" + node.name + "': num_kv_heads " + std::to_string(Hkv) +

@@ -16,6 +16,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Generator.h"
 #include "runtime/GpuSession.h"
+#include "runtime/HalfFloat.h"
 #include "runtime/KvCache.h"
 #include "runtime/Sampler.h"
 #include "runtime/Session.h"
@@ -146,13 +147,14 @@ int listDevices() {
   return 0;
 }
 
-/// The model's logits port: the first output with rank 3 [batch, seq, vocab].
-const Port &logitsPort(const Function &fn) {
-  for (const Port &p : fn.outputs)
-    if (p.shape.size() == 3 && p.dtype == DType::F32)
-      return p;
-  throw std::runtime_error("the model has no [batch, seq, vocab] float "
-                           "output to generate from");
+/// The model's logits port: the first float output with rank 3 [batch, seq,
+/// vocab].
+const Port &logitsPort(const Function &fn) { return logitsOutput(fn); }
+
+/// The logits among `outputs` of `fn`, in f32 (f16/bf16 logits widened).
+Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
+                const Function &fn) {
+  return convertFloat(outputs.at(logitsPort(fn).name), DType::F32);
 }
 
 /// The artifact's tokenizer: a tokenizer.json or a SentencePiece model.
@@ -182,8 +184,7 @@ Tensor forward(Executor &s, const Function &fn,
                const std::vector<int64_t> &ids) {
   Tensor in(DType::I64, {1, (int64_t)ids.size()});
   std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  auto out = s.run(fn.name, sequenceInputs(fn, in));
-  return out.at(logitsPort(fn).name);
+  return logitsOf(s.run(fn.name, sequenceInputs(fn, in)), fn);
 }
 
 int runTensors(const Options &o, const Artifact &a) {
@@ -194,7 +195,14 @@ int runTensors(const Options &o, const Artifact &a) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0)
       throw std::runtime_error("--input takes NAME=FILE, got '" + spec + "'");
-    inputs[spec.substr(0, eq)] = readTensorFile(spec.substr(eq + 1));
+    std::string name = spec.substr(0, eq);
+    Tensor t = readTensorFile(spec.substr(eq + 1));
+    // .npy has no bfloat16: a bf16 input may come as float32, rounded to
+    // nearest even here (or exactly, as a bf16 TensorProto .pb).
+    for (const Port &p : a.function(o.function).inputs)
+      if (p.name == name && p.dtype == DType::BF16 && t.dtype() == DType::F32)
+        t = convertFloat(t, DType::BF16);
+    inputs[name] = std::move(t);
   }
   auto outputs = session.run(o.function, inputs);
   reportGpu(session);
@@ -378,11 +386,11 @@ int runPerplexity(const Options &o, const Artifact &a) {
     }
     int64_t seq = cache->addSequence();
     KvBatch batch{&*cache, {seq}, {n}};
-    Tensor logits = session
-                        .run("prefill",
-                             {{pre.inputs[0].name, ids}, {pre.inputs[1].name, pos}},
-                             &batch)
-                        .at(logitsPort(pre).name);
+    Tensor logits = logitsOf(
+        session.run("prefill",
+                    {{pre.inputs[0].name, ids}, {pre.inputs[1].name, pos}},
+                    &batch),
+        pre);
     cache->release(seq);
     return logits;
   };
@@ -453,8 +461,8 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
       for (int64_t b = 0; b < batch; ++b)
         std::copy(ids[b].begin(), ids[b].end(),
                   in.data<int64_t>() + b * len);
-      Tensor logits = session.run("main", sequenceInputs(main, in))
-                          .at(logitsPort(main).name);
+      Tensor logits = logitsOf(session.run("main", sequenceInputs(main, in)),
+                               main);
       for (int64_t b = 0; b < batch; ++b) {
         const float *row = logits.data<float>() + ((b + 1) * len - 1) * vocab;
         ids[b].push_back(std::max_element(row, row + vocab) - row);
