@@ -594,91 +594,133 @@ int main(int argc, char **argv) {
   Options o;
   CLI::App app{"qrun: run a qcc artifact (.qpkg) on a GPU (CUDA backend) or "
                "on the CPU reference backend"};
+  // --help in groups, as a user reaches for them.
+  const std::string kTensors = "Tensors in, tensors out";
+  const std::string kText = "Text: generation and perplexity";
+  const std::string kCache = "KV cache";
+  const std::string kBench = "Benchmarks";
+  const std::string kBackend = "Backend and diagnostics";
   app.add_option("model", o.model, "The artifact written by qcc -o")->required();
   app.add_option("--input", o.inputs,
                  "NAME=FILE: a model input from .npy or ONNX TensorProto .pb "
-                 "(repeatable)");
+                 "(repeatable)")
+      ->group(kTensors);
   app.add_option("--output-dir", o.outputDir,
-                 "Write each output as DIR/<output name>.npy");
+                 "Write each output as DIR/<output name>.npy")
+      ->group(kTensors);
   app.add_option("--prompt", o.prompts,
-                 "Generate a continuation of TEXT (repeatable: a batch)");
+                 "Generate a continuation of TEXT (repeatable: a batch)")
+      ->group(kText);
   app.add_option("--prompts-file", o.promptsFile,
-                 "Prompts to continue, one per line (a batch)");
+                 "Prompts to continue, one per line (a batch)")
+      ->group(kText);
   app.add_option("--max-new-tokens", o.maxNewTokens,
                  "Tokens to generate for each prompt")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kText);
   app.add_option("--eos-token", o.eosToken,
                  "Stop a continuation at this token, given by its text (e.g. "
-                 "\"<|im_end|>\"; default: the tokenizer's EOS)");
+                 "\"<|im_end|>\"; default: the tokenizer's EOS)")
+      ->group(kText);
   app.add_option("--temperature", o.sampler.temperature,
                  "Sampling temperature (0: greedy)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->group(kText);
   app.add_option("--top-k", o.sampler.topK,
                  "Sample among the K most likely tokens (0: all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->group(kText);
   app.add_option("--top-p", o.sampler.topP,
                  "Nucleus sampling: the smallest set of tokens with "
                  "probability >= P")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(kText);
   app.add_option("--seed", o.sampler.seed, "Sampling seed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kText);
   app.add_option("--kv-blocks", o.kvBlocks,
                  "Paged KV cache: blocks in the pool (default: enough for "
                  "every prompt plus --max-new-tokens)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group(kCache);
   app.add_option("--max-tokens", o.maxTokens,
                  "Contiguous KV cache: tokens per sequence (default: the "
                  "longest prompt plus --max-new-tokens, rounded up)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group(kCache);
   app.add_flag("--no-cache", o.noCache,
                "Recompute the whole sequence with `main` for every token "
-               "(also used when the artifact has no decode entry point)");
+               "(also used when the artifact has no decode entry point)")
+      ->group(kCache);
   app.add_option("--perplexity", o.perplexityFile,
-                 "Print the perplexity of a text file's contents");
+                 "Print the perplexity of a text file's contents")
+      ->group(kText);
   app.add_option("--context", o.context,
                  "Tokens of context per forward pass for --prompt and "
                  "--perplexity (at most the model's positions)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group(kText);
   app.add_option("--bench", o.bench,
                  "BATCH SEQ: time forward passes over random token ids")
-      ->expected(2);
+      ->expected(2)
+      ->group(kBench);
   app.add_option("--iterations", o.iterations, "Timed runs for --bench")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group(kBench);
   app.add_option("--bench-generate", o.benchGenerate,
                  "BATCH CONTEXT STEPS: time prefill and decode (through the "
                  "KV cache, or by recompute with --no-cache)")
-      ->expected(3);
+      ->expected(3)
+      ->group(kBench);
   app.add_flag("--devices", o.devices,
-               "List the CUDA devices (or say why there are none) and exit");
+               "List the CUDA devices (or say why there are none) and exit")
+      ->group(kBackend);
   app.add_flag("--profile", o.profile,
-               "With --bench: print the time spent in each op kind");
+               "With --bench: print the time spent in each op kind")
+      ->group(kBench);
   app.add_option("--function", o.function, "Entry point to run")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kTensors);
   app.add_flag("--list-kernels", o.listKernels,
                "List the artifact's GPU kernels (per entry point: region, "
-               "kind, entry, binary sizes) and exit");
+               "kind, entry, binary sizes) and exit")
+      ->group(kBackend);
   app.add_option("--backend", o.backend,
                  "auto: CUDA when a GPU, its driver and the artifact's "
                  "kernels are there, else the CPU (saying why); cpu; cuda "
                  "(an error when it cannot run)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kBackend);
   app.add_option("--plan", o.plan,
                  "CPU backend: ops (the op-by-op plan) or kernels (the GPU "
                  "plan, each kernel region run op by op: checks the plan)")
       ->check(CLI::IsMember({"ops", "kernels"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
                "CPU backend on the same operands and print the worst error "
-               "per kernel kind");
+               "per kernel kind")
+      ->group(kBackend);
   app.get_option("model")->required(false);
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", std::string("qrun ") + QCC_VERSION +
+                                        " (artifact format " +
+                                        std::to_string(kFormatVersion) + ")");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success &e) { // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    // One line, exit status 1, as for every other bad input.
+    std::cerr << "qrun: error: " << e.what() << " (see --help)\n";
+    return 1;
+  }
   if (o.devices)
     return listDevices();
   if (o.model.empty()) {
