@@ -111,14 +111,17 @@ def first_error_line(text):
     return lines[0] if lines else "(no message)"
 
 
-def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=TIMEOUT_S):
-    """Compile one variant and measure its perplexity: dict with ppl/tokens/size/error."""
+def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=TIMEOUT_S,
+                cuda=False):
+    """Compile one variant and measure its perplexity: dict with ppl/tokens/size/error.
+
+    cuda: also compile the GPU kernels into the artifact (default: --no-cuda)."""
     res = {"flags": flags, "ppl": None, "tokens": None, "size": None, "error": None,
            "compile_s": None, "ppl_s": None}
     cmd = [qcc, model] + flags
     if flags:
         cmd += calib
-    cmd += ["--no-cuda", "-o", out]
+    cmd += ([] if cuda else ["--no-cuda"]) + ["-o", out]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     res["compile_s"] = time.perf_counter() - t0
@@ -190,6 +193,31 @@ def sizes_line(rows):
             f"({qs / f * 100:.1f}% of float).")
 
 
+def add_common_args(p, max_chars):
+    """Held-out text, calibration and tool options (also bench/demo_table.py's)."""
+    p.add_argument("--text", default=DEFAULT_TEXT, help="held-out text for perplexity")
+    p.add_argument("--max-chars", type=int, default=max_chars,
+                   help=f"use the first N characters of --text (0: all; default {max_chars})")
+    p.add_argument("--calib-text", default=None,
+                   help="calibration text (default: the Austen train split, built from --data-dir)")
+    p.add_argument("--data-dir", default=DEFAULT_DATA)
+    p.add_argument("--calib-samples", type=int, default=64)
+    p.add_argument("--calib-seq-len", type=int, default=128)
+    p.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant migration strength")
+    p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
+    p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
+
+
+def check_common_args(args):
+    """Exits with one line when a tool is missing or the calibration is the held-out text."""
+    for tool in (args.qcc, args.qrun):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"{tool}: not found (build first: cmake --build build)")
+    if args.calib_text and os.path.abspath(args.calib_text) == os.path.abspath(args.text):
+        sys.exit("refusing to calibrate on the held-out text")
+    return args
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -200,26 +228,10 @@ def main():
                    help="make_outliers.py --factor (default: its default, 100)")
     p.add_argument("--outlier-channels", default=None,
                    help="make_outliers.py --channels (default: its default)")
-    p.add_argument("--text", default=DEFAULT_TEXT, help="held-out text for perplexity")
-    p.add_argument("--max-chars", type=int, default=60000,
-                   help="use the first N characters of --text (0: all; default 60000)")
-    p.add_argument("--calib-text", default=None,
-                   help="calibration text (default: the Austen train split, built from --data-dir)")
-    p.add_argument("--data-dir", default=DEFAULT_DATA)
-    p.add_argument("--calib-samples", type=int, default=64)
-    p.add_argument("--calib-seq-len", type=int, default=128)
-    p.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant migration strength")
+    add_common_args(p, max_chars=60000)
     p.add_argument("--context", type=int, default=128)
-    p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
-    p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
-    args = p.parse_args()
-
-    for tool in (args.qcc, args.qrun):
-        if not os.access(tool, os.X_OK):
-            sys.exit(f"{tool}: not found (build first: cmake --build build)")
-    if args.calib_text and os.path.abspath(args.calib_text) == os.path.abspath(args.text):
-        sys.exit("refusing to calibrate on the held-out text")
+    args = check_common_args(p.parse_args())
 
     work = args.keep or tempfile.mkdtemp(prefix="qcc-quality-")
     os.makedirs(work, exist_ok=True)

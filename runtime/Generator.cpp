@@ -94,6 +94,8 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
   std::vector<int64_t> seqOf(N, -1);
   std::vector<bool> live(N, false);
   std::vector<int64_t> last(N, 0); // the token to feed next
+  // Prompt + accepted tokens per sequence: the repetition penalty's window.
+  std::vector<std::vector<int64_t>> history(prompts.begin(), prompts.end());
   auto finish = [&](size_t i) {
     live[i] = false;
     cache.release(seqOf[i]);
@@ -107,6 +109,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
       return;
     }
     res.tokens[i].push_back(tok);
+    history[i].push_back(tok);
     last[i] = tok;
     if (o.onToken)
       o.onToken(i, tok);
@@ -143,7 +146,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
     for (size_t i = 0; i < N; ++i) {
       const float *row = logits.data<float>() +
                          ((int64_t)i * S + (int64_t)prompts[i].size() - 1) * V;
-      accept(i, sampler.sample(row, V));
+      accept(i, sampler.sample(row, V, history[i]));
     }
     res.prefillSeconds = since(t0);
 
@@ -171,7 +174,8 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
       Tensor dl = convertFloat(dout.at(logitsD), DType::F32);
       int64_t DV = dl.dim(-1);
       for (int64_t r = 0; r < B; ++r) {
-        accept(rows[r], sampler.sample(dl.data<float>() + r * DV, DV));
+        accept(rows[r], sampler.sample(dl.data<float>() + r * DV, DV,
+                                       history[rows[r]]));
         ++res.decodeTokens;
       }
     }

@@ -21,6 +21,8 @@ namespace qcc::rt {
 struct GenerateOptions {
   int64_t maxNewTokens = 32;
   int64_t eosId = -1; // < 0: none
+  /// Each sequence is sampled with its own prompt and generated tokens as
+  /// the repetition penalty's history.
   SamplerOptions sampler;
   /// Called for each new token (not for EOS): (prompt index, token id).
   std::function<void(size_t, int64_t)> onToken;

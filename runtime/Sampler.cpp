@@ -16,16 +16,50 @@ Sampler::Sampler(const SamplerOptions &options) : opts(options), rng(options.see
   if (!(opts.topP > 0.0 && opts.topP <= 1.0))
     throw std::runtime_error("sampler: top-p must be in (0, 1], got " +
                              std::to_string(opts.topP));
+  if (!(std::isfinite(opts.repeatPenalty) && opts.repeatPenalty > 0.0))
+    throw std::runtime_error("sampler: repeat penalty must be finite and > 0, "
+                             "got " + std::to_string(opts.repeatPenalty));
+  if (opts.repeatLastN < 0)
+    throw std::runtime_error("sampler: repeat-last-n must be >= 0, got " +
+                             std::to_string(opts.repeatLastN));
+}
+
+const float *Sampler::applyPenalty(const float *logits, int64_t vocab,
+                                   std::span<const int64_t> recent,
+                                   std::vector<float> &buffer) const {
+  if (opts.repeatPenalty == 1.0 || opts.repeatLastN == 0 || recent.empty())
+    return logits;
+  size_t n = std::min<size_t>(recent.size(), (size_t)opts.repeatLastN);
+  // Each distinct id once, however often it occurs (as llama.cpp).
+  std::vector<int64_t> ids(recent.end() - n, recent.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  buffer.assign(logits, logits + vocab);
+  float penalty = (float)opts.repeatPenalty;
+  for (int64_t id : ids)
+    if (id >= 0 && id < vocab)
+      buffer[id] = buffer[id] > 0 ? buffer[id] / penalty : buffer[id] * penalty;
+  return buffer.data();
+}
+
+std::vector<float> Sampler::penalized(const float *logits, int64_t vocab,
+                                      std::span<const int64_t> recent) const {
+  std::vector<float> buffer;
+  const float *out = applyPenalty(logits, vocab, recent, buffer);
+  return out == logits ? std::vector<float>(logits, logits + vocab) : buffer;
 }
 
 static int64_t argmax(const float *logits, int64_t vocab) {
   return std::max_element(logits, logits + vocab) - logits;
 }
 
-std::vector<double> Sampler::probabilities(const float *logits,
-                                           int64_t vocab) const {
+std::vector<double>
+Sampler::probabilities(const float *logits, int64_t vocab,
+                       std::span<const int64_t> recent) const {
   if (vocab <= 0)
     throw std::runtime_error("sampler: empty logits");
+  std::vector<float> buffer;
+  logits = applyPenalty(logits, vocab, recent, buffer);
   std::vector<double> p(vocab, 0.0);
   if (opts.temperature <= 0.0) {
     p[argmax(logits, vocab)] = 1.0;
@@ -65,10 +99,13 @@ std::vector<double> Sampler::probabilities(const float *logits,
   return p;
 }
 
-int64_t Sampler::sample(const float *logits, int64_t vocab) {
-  if (opts.temperature <= 0.0)
-    return argmax(logits, vocab);
-  std::vector<double> p = probabilities(logits, vocab);
+int64_t Sampler::sample(const float *logits, int64_t vocab,
+                        std::span<const int64_t> recent) {
+  if (opts.temperature <= 0.0) {
+    std::vector<float> buffer;
+    return argmax(applyPenalty(logits, vocab, recent, buffer), vocab);
+  }
+  std::vector<double> p = probabilities(logits, vocab, recent);
   // u in [0, 1) from the top 53 bits: the same on every standard library
   // (std::uniform_real_distribution is not).
   double u = (double)(rng() >> 11) * 0x1.0p-53;

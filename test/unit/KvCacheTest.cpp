@@ -369,3 +369,82 @@ TEST(Sampler, BadOptions) {
   EXPECT_THROW(Sampler({1.0, 0, 0.0, 0}), std::runtime_error);
   EXPECT_THROW(Sampler({1.0, 0, 1.5, 0}), std::runtime_error);
 }
+
+TEST(Sampler, BadRepetitionPenalty) {
+  for (double p : {0.0, -1.1, (double)NAN, (double)INFINITY})
+    EXPECT_THROW(Sampler({0.0, 0, 1.0, 0, p, 64}), std::runtime_error) << p;
+  EXPECT_THROW(Sampler({0.0, 0, 1.0, 0, 1.1, -1}), std::runtime_error);
+  EXPECT_NO_THROW(Sampler({0.0, 0, 1.0, 0, 0.5, 0}));
+}
+
+// Repetition penalty (CTRL / llama.cpp): a seen token's positive logit is
+// divided by the penalty, a negative one multiplied; each distinct id once.
+// The penalties are powers of two, so every expected value below is exact.
+TEST(Sampler, RepetitionPenaltyHandComputed) {
+  std::vector<float> l = {2.0f, -1.0f, 0.5f, 3.0f, -2.0f, 0.0f};
+  Sampler p2({0.0, 0, 1.0, 0, 2.0, 64});
+  // id 1 twice and id 4 once: penalized once each; 5 (logit 0) stays 0.
+  std::vector<int64_t> seen = {0, 1, 1, 4, 5};
+  EXPECT_EQ(p2.penalized(l.data(), 6, seen),
+            (std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f, -4.0f, 0.0f}));
+  // Only the last repeatLastN = 2 tokens count: {4, 5}.
+  Sampler last2({0.0, 0, 1.0, 0, 2.0, 2});
+  EXPECT_EQ(last2.penalized(l.data(), 6, seen),
+            (std::vector<float>{2.0f, -1.0f, 0.5f, 3.0f, -4.0f, 0.0f}));
+  // Off: penalty 1, a window of 0, no history; ids outside the vocabulary
+  // are ignored.
+  for (const Sampler &off : {Sampler({0.0, 0, 1.0, 0, 1.0, 64}),
+                             Sampler({0.0, 0, 1.0, 0, 2.0, 0})})
+    EXPECT_EQ(off.penalized(l.data(), 6, seen), l);
+  EXPECT_EQ(p2.penalized(l.data(), 6, {}), l);
+  std::vector<int64_t> outside = {-1, 6, 1000};
+  EXPECT_EQ(p2.penalized(l.data(), 6, outside), l);
+  // A penalty below 1 favours repeats: 2 / 0.5 = 4, -1 * 0.5 = -0.5.
+  std::vector<int64_t> first2 = {0, 1};
+  EXPECT_EQ(Sampler({0.0, 0, 1.0, 0, 0.5, 64}).penalized(l.data(), 6, first2),
+            (std::vector<float>{4.0f, -0.5f, 0.5f, 3.0f, -2.0f, 0.0f}));
+
+  // Greedy follows the penalized logits: 3 -> 1.5 loses to 2.
+  std::vector<int64_t> three = {3};
+  EXPECT_EQ(p2.sample(l.data(), 6), 3);
+  EXPECT_EQ(p2.sample(l.data(), 6, three), 0);
+  // Sampling too: logits (ln 4, ln 2, 0), penalty 2 on id 0 -> (ln 2, ln 2,
+  // 0) -> probabilities (2, 2, 1) / 5.
+  std::vector<float> t = {std::log(4.0f), std::log(2.0f), 0.0f};
+  std::vector<int64_t> zero = {0};
+  auto p = Sampler({1.0, 0, 1.0, 0, 2.0, 64}).probabilities(t.data(), 3, zero);
+  EXPECT_NEAR(p[0], 0.4, 1e-6);
+  EXPECT_NEAR(p[1], 0.4, 1e-6);
+  EXPECT_NEAR(p[2], 0.2, 1e-6);
+}
+
+// A batch: the same logits in every row, each sequence with its own history,
+// one sampler (as the generator samples a batch).
+TEST(Sampler, RepetitionPenaltyPerSequenceOfABatch) {
+  const int64_t V = 4;
+  std::vector<float> rows = {4.0f, 3.0f, -1.0f, 2.5f, //
+                             4.0f, 3.0f, -1.0f, 2.5f, //
+                             4.0f, 3.0f, -1.0f, 2.5f, //
+                             4.0f, 3.0f, -1.0f, 2.5f};
+  std::vector<std::vector<int64_t>> history = {
+      {0},          // (2, 3, -1, 2.5): 1
+      {0, 1},       // (2, 1.5, -1, 2.5): 3
+      {},           // unchanged: 0
+      {3, 3, 3, 2}, // (4, 3, -2, 1.25): 0
+  };
+  Sampler s({0.0, 0, 1.0, 0, 2.0, 64});
+  std::vector<int64_t> got;
+  for (int64_t r = 0; r < 4; ++r)
+    got.push_back(s.sample(rows.data() + r * V, V, history[r]));
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 3, 0, 0}));
+  EXPECT_EQ(s.penalized(rows.data() + 3 * V, V, history[3]),
+            (std::vector<float>{4.0f, 3.0f, -2.0f, 1.25f}));
+  // With temperature: row 1's distribution over (2, 1.5, -1, 2.5).
+  auto p = Sampler({1.0, 0, 1.0, 0, 2.0, 64})
+               .probabilities(rows.data() + V, V, history[1]);
+  double z = std::exp(2.0) + std::exp(1.5) + std::exp(-1.0) + std::exp(2.5);
+  EXPECT_NEAR(p[0], std::exp(2.0) / z, 1e-6);
+  EXPECT_NEAR(p[1], std::exp(1.5) / z, 1e-6);
+  EXPECT_NEAR(p[2], std::exp(-1.0) / z, 1e-6);
+  EXPECT_NEAR(p[3], std::exp(2.5) / z, 1e-6);
+}

@@ -2,7 +2,8 @@
 //
 //   qrun MODEL.qpkg --input NAME=FILE ... --output-dir DIR
 //   qrun MODEL.qpkg --prompt "TEXT" [--prompt "TEXT" ...] [--max-new-tokens N]
-//        [--temperature T --top-k K --top-p P --seed S] [--no-cache]
+//        [--temperature T --top-k K --top-p P --seed S]
+//        [--repeat-penalty F --repeat-last-n N] [--no-cache]
 //   qrun MODEL.qpkg --prompts-file FILE ...
 //   qrun MODEL.qpkg --perplexity FILE.txt
 //
@@ -270,7 +271,7 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
       Tensor logits = forward(session, fn, window);
       int64_t vocab = logits.dim(-1);
       const float *last = logits.data<float>() + (window.size() - 1) * vocab;
-      int64_t next = sampler.sample(last, vocab);
+      int64_t next = sampler.sample(last, vocab, ids);
       if (next == eos)
         break;
       out.token(i, next);
@@ -588,6 +589,29 @@ int listKernels(const Artifact &a) {
   return 0;
 }
 
+/// A finite number > 0 (CLI::PositiveNumber lets nan and inf through).
+const CLI::Validator finitePositive(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
+        return "must be a finite number > 0, got '" + text + "'";
+      return "";
+    },
+    "FLOAT>0");
+
+/// An integer >= 0, said in one short line (CLI::NonNegativeNumber's message
+/// prints the largest double).
+const CLI::Validator countValidator(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || v < 0)
+        return "must be an integer >= 0, got '" + text + "'";
+      return "";
+    },
+    "INT>=0");
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -637,6 +661,19 @@ int main(int argc, char **argv) {
                  "probability >= P")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
+      ->group(kText);
+  app.add_option("--repeat-penalty", o.sampler.repeatPenalty,
+                 "Divide the positive logits of tokens seen in the last "
+                 "--repeat-last-n tokens by F, multiply the negative ones "
+                 "(1: off; llama.cpp's convention)")
+      ->capture_default_str()
+      ->check(finitePositive)
+      ->group(kText);
+  app.add_option("--repeat-last-n", o.sampler.repeatLastN,
+                 "Tokens of each sequence (prompt included) that "
+                 "--repeat-penalty looks back over (0: none)")
+      ->capture_default_str()
+      ->check(countValidator)
       ->group(kText);
   app.add_option("--seed", o.sampler.seed, "Sampling seed")
       ->capture_default_str()

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The demo's table, produced by a test run (ctest `demo-table`).
+
+    .venv/bin/python test/e2e/check_demo_table.py --qcc build/bin/qcc --qrun build/bin/qrun
+
+Runs bench/demo_table.py, the helper scripts/demo.sh prints its table with, on
+the demo model with tiny counts (2,000 held-out characters, 4 calibration
+windows of 32 tokens from the end of examples/austen/heldout.txt, disjoint from
+the characters scored; --bench-generate 1 16 8 once; no GPU kernels), and checks
+the table: a header, then exactly the rows float32 and W8A8 SmoothQuant, each
+with sane columns:
+
+  artifact MB     > 0, and W8A8 <= 0.6 x float32: its linears are int8 (1/4 of
+                  float32); the embedding table stays float32 (README measures 40%)
+  held-out ppl    finite, 1 < ppl < 3000 (3000 = the vocabulary: a uniform guess),
+                  and W8A8 within 5% of float32 (README measures +0.01% on the
+                  demo model; 5% leaves room for the tiny calibration)
+  tokens/s        finite and > 0
+
+and that both artifacts were kept for the demo to generate from. Runs in a few
+seconds. Exit 77 (skip) when the demo model or its held-out text is absent.
+"""
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "examples", "austen", "model.onnx")
+TEXT = os.path.join(ROOT, "examples", "austen", "heldout.txt")
+SCORED_CHARS = 2000
+CALIB_CHARS = 20000       # taken from the end of TEXT, far from the scored start
+W8A8_MAX_SIZE = 0.6       # x float32 artifact
+PPL_MAX = 3000            # the vocabulary size
+W8A8_MAX_PPL_REL = 0.05   # |W8A8 / float32 - 1|
+
+
+def fail(msg, out=""):
+    print(out)
+    print(f"FAIL: {msg}")
+    return 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
+    p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
+    args = p.parse_args()
+    for path in (MODEL, TEXT):
+        if not os.path.exists(path):
+            print(f"SKIP: {path} missing")
+            return 77
+
+    with tempfile.TemporaryDirectory(prefix="qcc-demo-table-") as work:
+        with open(TEXT, encoding="utf-8") as fh:
+            text = fh.read()
+        assert len(text) > SCORED_CHARS + CALIB_CHARS
+        calib = os.path.join(work, "calib.txt")
+        with open(calib, "w", encoding="utf-8") as fh:
+            fh.write(text[-CALIB_CHARS:])
+        out_dir = os.path.join(work, "out")
+        cmd = [sys.executable, os.path.join(ROOT, "bench", "demo_table.py"),
+               "--qcc", args.qcc, "--qrun", args.qrun, "--out-dir", out_dir,
+               "--max-chars", str(SCORED_CHARS), "--calib-text", calib,
+               "--calib-samples", "4", "--calib-seq-len", "32",
+               "--bench-generate", "1", "16", "8", "--repeats", "1", "--cuda", "off"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        out = p.stdout + p.stderr
+        if p.returncode != 0:
+            return fail(f"demo_table.py exited {p.returncode}", out)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("|")]
+        if len(lines) != 4 or not re.match(r"\|-+\|(-+:\|){4}$", lines[1]):
+            return fail("expected a header, a separator and two rows", out)
+        head = [c.strip() for c in lines[0].strip("|").split("|")]
+        if head != ["variant", "artifact MB", "held-out ppl", "prefill tok/s", "decode tok/s"]:
+            return fail(f"header {head}", out)
+        rows = {}
+        for l in lines[2:]:
+            cells = [c.strip() for c in l.strip("|").split("|")]
+            try:
+                rows[cells[0]] = [float(c) for c in cells[1:]]
+            except ValueError:
+                return fail(f"a column is not a number: {l}", out)
+        if list(rows) != ["float32", "W8A8 SmoothQuant"]:
+            return fail(f"rows {list(rows)}", out)
+        f, q = rows["float32"], rows["W8A8 SmoothQuant"]
+        for name, (mb, ppl, pre, dec) in rows.items():
+            if not (mb > 0 and 1 < ppl < PPL_MAX and all(math.isfinite(x) and x > 0
+                                                        for x in (pre, dec))):
+                return fail(f"{name}: insane columns {rows[name]}", out)
+        if q[0] > W8A8_MAX_SIZE * f[0]:
+            return fail(f"W8A8 artifact {q[0]} MB is over {W8A8_MAX_SIZE} x float32's {f[0]}",
+                        out)
+        if abs(q[1] / f[1] - 1) > W8A8_MAX_PPL_REL:
+            return fail(f"W8A8 perplexity {q[1]} is not within {W8A8_MAX_PPL_REL:.0%} of "
+                        f"float32's {f[1]}", out)
+        for stem in ("float32", "w8a8"):
+            if not os.path.exists(os.path.join(out_dir, stem + ".qpkg")):
+                return fail(f"{stem}.qpkg was not kept", out)
+        print(p.stdout)
+        print("OK: both rows, sane columns")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
