@@ -194,8 +194,9 @@ struct Writer {
 
 } // namespace
 
-llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
-                               const ArtifactOptions &options) {
+llvm::Expected<std::vector<char>>
+qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
+                       const ArtifactOptions &options) {
   Writer w;
   json functions = json::array();
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -281,15 +282,22 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
                  rt::kDataAlignment * rt::kDataAlignment;
   h.dataSize = w.data.size();
   h.fileSize = h.dataOffset + h.dataSize;
-  std::string file(h.fileSize, '\0');
+  std::vector<char> file(h.fileSize, '\0');
   std::memcpy(file.data() + h.manifestOffset, text.data(), text.size());
   std::memcpy(file.data() + h.dataOffset, w.data.data(), w.data.size());
   h.crc32 = rt::crc32Of(file.data() + rt::kHeaderSize,
                         file.size() - rt::kHeaderSize);
   std::memcpy(file.data(), &h, sizeof h);
+  return file;
+}
 
+llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
+                               const ArtifactOptions &options) {
+  auto file = serializeArtifact(module, path, options);
+  if (!file)
+    return file.takeError();
   std::ofstream out(path.str(), std::ios::binary | std::ios::trunc);
-  if (!out || !out.write(file.data(), file.size()))
+  if (!out || !out.write(file->data(), file->size()))
     return error(path + ": cannot write the artifact");
   return llvm::Error::success();
 }

@@ -37,6 +37,11 @@ struct ArtifactOptions {
 llvm::Error writeArtifact(mlir::ModuleOp module, llvm::StringRef path,
                           const ArtifactOptions &options);
 
+/// The bytes writeArtifact writes (`path` names the artifact in errors).
+llvm::Expected<std::vector<char>>
+serializeArtifact(mlir::ModuleOp module, llvm::StringRef path,
+                  const ArtifactOptions &options);
+
 } // namespace qcc
 
 #endif // QCC_COMPILER_ARTIFACTWRITER_H

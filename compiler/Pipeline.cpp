@@ -68,3 +68,13 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
     return std::move(err);
   return module;
 }
+
+llvm::Expected<OwningOpRef<ModuleOp>> qcc::formKernelPlan(ModuleOp module) {
+  OwningOpRef<ModuleOp> plan = module.clone();
+  PassManager pm(module.getContext());
+  pm.nest<func::FuncOp>().addPass(createFormKernels());
+  if (failed(pm.run(*plan)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "form-kernels failed");
+  return plan;
+}

@@ -38,6 +38,11 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 compile(mlir::MLIRContext &context, llvm::StringRef onnxPath, Stage stage,
         const CompileOptions &options = {});
 
+/// The GPU plan: a clone of `module` after form-kernels, the kernel regions
+/// (qcc.kernel ops) that the CUDA backend launches.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+formKernelPlan(mlir::ModuleOp module);
+
 } // namespace qcc
 
 #endif // QCC_COMPILER_PIPELINE_H

@@ -54,7 +54,13 @@ Artifact Artifact::load(const std::string &path) {
   in.seekg(0);
   if (!in.read(bytes->data(), size))
     l.fail("cannot read the file");
+  return fromBytes(std::move(bytes), path);
+}
 
+Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
+                             const std::string &path) {
+  Loader l{path};
+  size_t size = bytes->size();
   if (size < kHeaderSize)
     l.fail("not a qcc artifact (" + std::to_string(size) +
            " bytes, shorter than the header)");

@@ -110,6 +110,10 @@ public:
   /// Reads and validates `path`; throws std::runtime_error with a message
   /// naming the file and the problem.
   static Artifact load(const std::string &path);
+  /// The same from the file's bytes already in memory; `path` names it in
+  /// errors.
+  static Artifact fromBytes(std::shared_ptr<std::vector<char>> bytes,
+                            const std::string &path);
 
   const std::string &path() const { return path_; }
   const nlohmann::json &manifest() const { return manifest_; }

@@ -90,10 +90,42 @@ Session::run(const std::string &name,
                          kv->cache->length(kv->seqs[b]) + kv->valid[b]);
   }
 
+  // What kv_attention nodes see of the cache (for costs).
+  KvState kvState;
+  if (kv) {
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kvState.cached.push_back(kv->cache->length(kv->seqs[b]));
+    kvState.valid = kv->valid;
+    kvState.elementBytes = (double)kv->cache->config().elementBytes();
+  }
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
-    std::vector<Tensor> results =
-        runNode(node, operandsOf(node, values), values, kv, name);
+    Operands operands = operandsOf(node, values);
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Tensor> results = runNode(node, operands, values, kv, name);
+    if (profiling || tracer) {
+      double secs = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+      std::vector<Shape> in, out;
+      for (const Tensor *t : operands)
+        in.push_back(t ? t->shape() : Shape());
+      for (const Tensor &t : results)
+        out.push_back(t.shape());
+      Cost cost = nodeCost(artifact, node, in, out, kv ? &kvState : nullptr);
+      if (tracer)
+        tracer({name, node, cost, secs});
+      if (profiling) {
+        std::string kind =
+            node.body ? node.attrs.value("kind", "kernel") : node.op;
+        ProfileRow &row = rows[{name, kind}];
+        row.function = name;
+        row.kind = kind;
+        ++row.calls;
+        row.seconds += secs;
+        row.cost += cost;
+      }
+    }
     for (size_t r = 0; r < results.size(); ++r)
       values[node.outputs[r]] = std::move(results[r]);
     for (int64_t id : node.inputs)
@@ -143,7 +175,15 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                                      std::vector<Tensor> &values, KvBatch *kv,
                                      const std::string &function) {
   std::vector<Tensor> results;
-  if (node.body) {
+  if (node.body && shapeOnly) {
+    std::vector<Shape> shapes;
+    for (const Tensor *t : operands)
+      shapes.push_back(t ? t->shape() : Shape());
+    std::vector<Shape> inferred = inferShapes(node, shapes);
+    for (size_t r = 0; r < inferred.size() && r < node.outputs.size(); ++r)
+      results.emplace_back(artifact.valueType(node.outputs[r]).first,
+                           inferred[r]);
+  } else if (node.body) {
     const KernelBody &body = *node.body;
     for (size_t a = 0; a < body.args.size(); ++a)
       values[body.args[a]] = operands[a] ? *operands[a] : Tensor();
@@ -183,7 +223,6 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
     if (!isKv && k == kernels.end())
       throw std::runtime_error("node '" + node.name + "': op '" + node.op +
                                "' has no CPU kernel");
-    auto t0 = std::chrono::steady_clock::now();
     std::vector<DType> resultTypes;
     for (int64_t id : node.outputs)
       resultTypes.push_back(artifact.valueType(id).first);
@@ -200,13 +239,6 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
       throw std::runtime_error("node '" + node.name + "' (" + node.op +
                                "): " + e.what());
     }
-    if (profiling) {
-      auto &[secs, calls] = opTimes[node.op];
-      secs += std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
-      ++calls;
-    }
   }
   if (results.size() != node.outputs.size())
     throw std::runtime_error("node '" + node.name + "' (" + node.op +
@@ -216,12 +248,13 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
   return results;
 }
 
-std::vector<std::tuple<std::string, double, int64_t>> Session::profile() const {
-  std::vector<std::tuple<std::string, double, int64_t>> out;
-  for (const auto &[op, t] : opTimes)
-    out.emplace_back(op, t.first, t.second);
+std::vector<Session::ProfileRow> Session::profile() const {
+  std::vector<ProfileRow> out;
+  for (const auto &[key, row] : rows)
+    out.push_back(row);
   std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
-    return std::get<1>(a) > std::get<1>(b);
+    return a.function != b.function ? a.function < b.function
+                                    : a.seconds > b.seconds;
   });
   return out;
 }

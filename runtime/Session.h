@@ -4,10 +4,10 @@
 
 #include "runtime/Artifact.h"
 #include "runtime/KvCache.h"
+#include "runtime/Roofline.h"
 
 #include <functional>
 #include <map>
-#include <tuple>
 
 namespace qcc::rt {
 
@@ -74,10 +74,36 @@ public:
                                       const std::vector<Tensor> &outputs)>;
   void setObserver(Observer fn) { observer = std::move(fn); }
 
-  /// Accumulates the time spent in each op kind across runs, when enabled.
+  /// Shape-only runs (cost models: `qcc --report`): kernel regions are not
+  /// computed, their results are zero tensors of the shapes inferShapes()
+  /// gives, while the glue around them runs, so that shapes computed from
+  /// shapes come out right.
+  void setShapeOnly(bool on) { shapeOnly = on; }
+
+  /// One node of an entry point (a kernel region or an op; not the ops
+  /// inside a region) as it ran: its cost (runtime/Roofline.h) at the
+  /// shapes it ran with, and its time.
+  struct NodeRun {
+    const std::string &function;
+    const Node &node;
+    const Cost &cost;
+    double seconds;
+  };
+  /// Called after every node of every run when set (empty: off).
+  using Tracer = std::function<void(const NodeRun &)>;
+  void setTracer(Tracer fn) { tracer = std::move(fn); }
+
+  /// Accumulates time and cost per entry point and node kind (a kernel
+  /// region's kind, else the op) across runs, when enabled.
   void enableProfile(bool on) { profiling = on; }
-  /// (op, seconds, calls) sorted by time, most first.
-  std::vector<std::tuple<std::string, double, int64_t>> profile() const;
+  struct ProfileRow {
+    std::string function, kind;
+    int64_t calls = 0;
+    double seconds = 0;
+    Cost cost; ///< summed over the calls
+  };
+  /// Sorted by entry point, then time, most first.
+  std::vector<ProfileRow> profile() const;
 
 private:
   /// Runs one node (a kernel node through its body); `values` is the
@@ -89,9 +115,11 @@ private:
 
   const Artifact &artifact;
   Plan plan = Plan::Ops;
+  bool shapeOnly = false;
   bool profiling = false;
   Observer observer;
-  std::map<std::string, std::pair<double, int64_t>> opTimes;
+  Tracer tracer;
+  std::map<std::pair<std::string, std::string>, ProfileRow> rows;
 };
 
 } // namespace qcc::rt

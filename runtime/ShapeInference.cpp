@@ -50,37 +50,43 @@ Shape broadcast(const Node &n, const std::vector<Shape> &ops) {
   return out;
 }
 
-const Shape &operand(const Node &n, const std::vector<Shape> &ops, size_t i,
-                     size_t minRank) {
+} // namespace
+
+const Shape &qcc::rt::operandShape(const Node &n, const std::vector<Shape> &ops,
+                                   size_t i, size_t minRank) {
   if (i >= ops.size() || ops[i].size() < minRank)
     fail(n, "operand " + std::to_string(i) + " missing or of rank < " +
                 std::to_string(minRank));
   return ops[i];
 }
 
-} // namespace
+std::map<int64_t, Shape>
+qcc::rt::inferBodyShapes(const Node &n, const std::vector<Shape> &ops) {
+  std::map<int64_t, Shape> shapes;
+  for (size_t i = 0; i < n.body->args.size(); ++i)
+    shapes[n.body->args[i]] = i < ops.size() ? ops[i] : Shape();
+  for (const Node &inner : n.body->nodes) {
+    std::vector<Shape> in;
+    for (int64_t id : inner.inputs) {
+      auto it = shapes.find(id);
+      if (id >= 0 && it == shapes.end())
+        fail(n, "body node '" + inner.name + "' reads a value the region "
+                "does not define");
+      in.push_back(id >= 0 ? it->second : Shape());
+    }
+    std::vector<Shape> out = inferShapes(inner, in);
+    if (out.size() != inner.outputs.size())
+      fail(inner, "result count");
+    for (size_t r = 0; r < out.size(); ++r)
+      shapes[inner.outputs[r]] = out[r];
+  }
+  return shapes;
+}
 
 std::vector<Shape> qcc::rt::inferShapes(const Node &n,
                                         const std::vector<Shape> &ops) {
   if (n.body) {
-    std::map<int64_t, Shape> shapes;
-    for (size_t i = 0; i < n.body->args.size(); ++i)
-      shapes[n.body->args[i]] = i < ops.size() ? ops[i] : Shape();
-    for (const Node &inner : n.body->nodes) {
-      std::vector<Shape> in;
-      for (int64_t id : inner.inputs) {
-        auto it = shapes.find(id);
-        if (id >= 0 && it == shapes.end())
-          fail(n, "body node '" + inner.name + "' reads a value the region "
-                  "does not define");
-        in.push_back(id >= 0 ? it->second : Shape());
-      }
-      std::vector<Shape> out = inferShapes(inner, in);
-      if (out.size() != inner.outputs.size())
-        fail(inner, "result count");
-      for (size_t r = 0; r < out.size(); ++r)
-        shapes[inner.outputs[r]] = out[r];
-    }
+    std::map<int64_t, Shape> shapes = inferBodyShapes(n, ops);
     std::vector<Shape> out;
     for (int64_t id : n.body->yields) {
       auto it = shapes.find(id);
@@ -91,18 +97,18 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     return out;
   }
   if (sameAsFirst().count(n.op))
-    return {operand(n, ops, 0, 0)};
+    return {operandShape(n, ops, 0, 0)};
   if (broadcasting().count(n.op))
     return {broadcast(n, ops)};
   if (n.op == "linear" || n.op == "qlinear") {
-    const Shape &x = operand(n, ops, 0, 1);
-    const Shape &w = operand(n, ops, n.op == "linear" ? 1 : 3, 2);
+    const Shape &x = operandShape(n, ops, 0, 1);
+    const Shape &w = operandShape(n, ops, n.op == "linear" ? 1 : 3, 2);
     Shape y = x;
     y.back() = w[0];
     return {y};
   }
   if (n.op == "quantize") {
-    const Shape &x = operand(n, ops, 0, 1);
+    const Shape &x = operandShape(n, ops, 0, 1);
     Shape s = {1};
     if (n.attrs.value("granularity", "") == "per_token") {
       s = x;
@@ -111,10 +117,10 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     return {x, s, s};
   }
   if (n.op == "gather_elements")
-    return {operand(n, ops, 1, 1)};
+    return {operandShape(n, ops, 1, 1)};
   if (n.op == "embedding") {
-    const Shape &table = operand(n, ops, 0, 2);
-    Shape y = operand(n, ops, 1, 0);
+    const Shape &table = operandShape(n, ops, 0, 2);
+    Shape y = operandShape(n, ops, 1, 0);
     y.push_back(table[1]);
     return {y};
   }

@@ -12,6 +12,8 @@
 
 #include "runtime/Artifact.h"
 
+#include <map>
+
 namespace qcc::rt {
 
 /// Result shapes of `node` given its operands' shapes (an omitted optional
@@ -19,6 +21,16 @@ namespace qcc::rt {
 /// a rule or operands that do not fit it.
 std::vector<Shape> inferShapes(const Node &node,
                                const std::vector<Shape> &operands);
+
+/// Operand `i` of `n`'s shapes, which must exist with rank >= `minRank`
+/// (else std::runtime_error naming the node).
+const Shape &operandShape(const Node &n, const std::vector<Shape> &operands,
+                          size_t i, size_t minRank);
+
+/// The shapes of every value of kernel node `kernel`'s body (its block
+/// arguments and its nodes' results) given the node's operands' shapes.
+std::map<int64_t, Shape> inferBodyShapes(const Node &kernel,
+                                         const std::vector<Shape> &operands);
 
 } // namespace qcc::rt
 

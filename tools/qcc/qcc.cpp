@@ -3,6 +3,8 @@
 // qcc MODEL.onnx --emit=mlir [-o FILE]
 // qcc MODEL.onnx --emit=cuda [-o FILE]     the emitted CUDA C++ (codegen)
 // qcc MODEL.onnx -o MODEL.qpkg [--no-cuda]
+// qcc MODEL.onnx --report[=json] [--report-batch N --report-context N]
+//                                           the roofline report (docs/ROOFLINE.md)
 //
 // With a CUDA toolkit (QccCodegen), writing an artifact also compiles the GPU
 // kernels: form-kernels runs on a clone of the final module (the CPU plan in
@@ -16,6 +18,7 @@
 #include "compiler/ArtifactWriter.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
+#include "compiler/RooflineReport.h"
 #include "codegen/Emitter.h"
 #include "passes/Passes.h"
 #include "runtime/Artifact.h"
@@ -26,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Chrono.h"
 #include <chrono>
+#include <functional>
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -49,6 +53,7 @@ cl::OptionCategory inputCat("Input");
 cl::OptionCategory quantCat("Quantization (W8A8 SmoothQuant)");
 cl::OptionCategory kvCat("KV cache");
 cl::OptionCategory outputCat("Output");
+cl::OptionCategory reportCat("Roofline report (docs/ROOFLINE.md)");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(inputCat));
 cl::opt<Emit> emit(
@@ -119,6 +124,24 @@ cl::opt<std::string> calibStats(
     "calib-stats",
     cl::desc("Calibration statistics: reused if FILE exists, else saved there"),
     cl::value_desc("file"), cl::cat(quantCat));
+cl::opt<std::string> report(
+    "report", cl::ValueOptional,
+    cl::desc("Print FLOPs, bytes and roofline times (H100, H200, this CPU) "
+             "of every kernel instead of writing an artifact: text "
+             "(default) or =json"),
+    cl::value_desc("format"), cl::cat(reportCat));
+cl::opt<int64_t> reportBatch("report-batch",
+                             cl::desc("Sequences per call (default 1)"),
+                             cl::init(1), cl::cat(reportCat));
+cl::opt<int64_t> reportContext(
+    "report-context",
+    cl::desc("Tokens per sequence for main and prefill; cached tokens for "
+             "decode (default 512)"),
+    cl::init(512), cl::cat(reportCat));
+cl::opt<bool> reportCpu("report-cpu",
+                        cl::desc("Measure this CPU's peaks (about a second) "
+                                 "and predict for it (default true)"),
+                        cl::init(true), cl::cat(reportCat));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"), cl::cat(inputCat));
 /// --tokenizer, else tokenizer.json beside the ONNX file, else
@@ -168,13 +191,12 @@ bool checkTokenizer(StringRef path) {
 /// the emitter.
 std::optional<qcc::codegen::EmitResult>
 emitCuda(mlir::ModuleOp module, mlir::OwningOpRef<mlir::ModuleOp> &plan) {
-  plan = module.clone();
-  mlir::PassManager pm(module.getContext());
-  pm.nest<mlir::func::FuncOp>().addPass(qcc::createFormKernels());
-  if (mlir::failed(pm.run(*plan))) {
-    WithColor::error(errs(), "qcc") << "form-kernels failed\n";
+  auto formed = qcc::formKernelPlan(module);
+  if (!formed) {
+    WithColor::error(errs(), "qcc") << toString(formed.takeError()) << "\n";
     return std::nullopt;
   }
+  plan = std::move(*formed);
   return qcc::codegen::emitKernels(*plan);
 }
 
@@ -247,6 +269,21 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
 }
 #endif
 
+/// Writes -o (default stdout) with `print`; false (and an error line) if
+/// the file cannot be written.
+bool writeOutput(const std::function<void(raw_ostream &)> &print) {
+  std::error_code ec;
+  ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
+  if (ec) {
+    WithColor::error(errs(), "qcc")
+        << outputPath << ": cannot write: " << ec.message() << "\n";
+    return false;
+  }
+  print(out.os());
+  out.keep();
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -262,7 +299,8 @@ int main(int argc, char **argv) {
       llvmHelp = true;
     }
   if (!llvmHelp)
-    cl::HideUnrelatedOptions({&inputCat, &quantCat, &kvCat, &outputCat});
+    cl::HideUnrelatedOptions(
+        {&inputCat, &quantCat, &kvCat, &outputCat, &reportCat});
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "qcc " << QCC_VERSION << " (artifact format "
        << qcc::rt::kFormatVersion << ")\n";
@@ -273,6 +311,7 @@ int main(int argc, char **argv) {
       "  qcc MODEL.onnx -o MODEL.qpkg    compile to a deployment artifact\n"
       "  qcc MODEL.onnx --emit=mlir      print the raised IR\n"
       "  qcc MODEL.onnx --emit=imported  print the IR as imported\n"
+      "  qcc MODEL.onnx --report         the roofline report per kernel\n"
       "  qcc --list-ops                  list the ONNX ops qcc imports\n"
       "  qcc --help-llvm                 also LLVM's own options\n");
 
@@ -290,7 +329,17 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  if (emit == Emit::Qpkg && outputPath == "-") {
+  bool reporting = report.getNumOccurrences() > 0;
+  if (reporting && report != "" && report != "text" && report != "json") {
+    WithColor::error(errs(), "qcc")
+        << "--report must be text or json, not '" << report << "'\n";
+    return 1;
+  }
+  if (reporting && emit.getNumOccurrences() > 0) {
+    WithColor::error(errs(), "qcc") << "--report and --emit are exclusive\n";
+    return 1;
+  }
+  if (emit == Emit::Qpkg && outputPath == "-" && !reporting) {
     WithColor::error(errs(), "qcc")
         << "writing an artifact needs -o FILE.qpkg (or use --emit=mlir)\n";
     return 1;
@@ -314,7 +363,9 @@ int main(int argc, char **argv) {
   };
   if (!inRange("kv-block-tokens", kvBlockTokens, 1, 4096) ||
       !inRange("calib-samples", calibSamples, 1, 1 << 20) ||
-      !inRange("calib-seq-len", calibSeqLen, 1, 1 << 20))
+      !inRange("calib-seq-len", calibSeqLen, 1, 1 << 20) ||
+      !inRange("report-batch", reportBatch, 1, 4096) ||
+      !inRange("report-context", reportContext, 1, 1 << 20))
     return 1;
   if (!(smoothAlpha >= 0.0 && smoothAlpha <= 1.0)) { // also NaN
     WithColor::error(errs(), "qcc")
@@ -377,21 +428,33 @@ int main(int argc, char **argv) {
     WithColor::error(errs(), "qcc") << toString(module.takeError()) << "\n";
     return 1;
   }
+  if (reporting) {
+    qcc::RooflineOptions ro;
+    ro.batch = reportBatch;
+    ro.context = reportContext;
+    ro.cpu = reportCpu;
+    auto r = qcc::buildRooflineReport(
+        **module, sys::path::filename(inputPath), ro);
+    if (!r) {
+      WithColor::error(errs(), "qcc") << toString(r.takeError()) << "\n";
+      return 1;
+    }
+    return writeOutput([&](raw_ostream &os) {
+             if (report == "json")
+               os << qcc::rooflineReportJson(*r).dump(1) << "\n";
+             else
+               qcc::printRooflineReport(*r, os);
+           })
+               ? 0
+               : 1;
+  }
   if (emit == Emit::Cuda) {
     mlir::OwningOpRef<mlir::ModuleOp> plan;
     auto kernels = emitCuda(**module, plan);
     if (!kernels)
       return 1;
-    std::error_code ec;
-    ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
-    if (ec) {
-      WithColor::error(errs(), "qcc")
-          << outputPath << ": cannot write: " << ec.message() << "\n";
-      return 1;
-    }
-    printCuda(*kernels, out.os());
-    out.keep();
-    return 0;
+    return writeOutput([&](raw_ostream &os) { printCuda(*kernels, os); }) ? 0
+                                                                         : 1;
   }
   if (emit == Emit::Qpkg) {
     qcc::ArtifactOptions artifact;
@@ -408,14 +471,5 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  std::error_code ec;
-  ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
-  if (ec) {
-    WithColor::error(errs(), "qcc")
-        << outputPath << ": cannot write: " << ec.message() << "\n";
-    return 1;
-  }
-  (*module)->print(out.os());
-  out.keep();
-  return 0;
+  return writeOutput([&](raw_ostream &os) { (*module)->print(os); }) ? 0 : 1;
 }

@@ -19,6 +19,7 @@
 #include "runtime/GpuSession.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/KvCache.h"
+#include "runtime/Roofline.h"
 #include "runtime/Sampler.h"
 #include "runtime/Session.h"
 #include "runtime/TensorIO.h"
@@ -58,6 +59,7 @@ struct Options {
   std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
   bool profile = false;
+  std::string profileJson; // also write the --profile table as JSON here
   bool listKernels = false;
   bool devices = false;
   std::string backend = "auto"; // auto | cpu | cuda
@@ -430,6 +432,91 @@ int runPerplexity(const Options &o, const Artifact &a) {
   return 0;
 }
 
+/// The CPU session for --profile (which times nodes on the CPU backend).
+Session *profiledSession(const Options &o, Executor &e) {
+  auto *cpu = dynamic_cast<Session *>(&e);
+  if (o.profile && !cpu)
+    throw std::runtime_error("--profile times nodes on the CPU backend "
+                             "(use --backend=cpu)");
+  if (cpu)
+    cpu->enableProfile(o.profile);
+  return cpu;
+}
+
+/// --profile: per entry point and node kind (a kernel region's kind with
+/// --plan=kernels, else the op), achieved time, bandwidth and FLOP/s, as MBU
+/// and MFU against this CPU's measured peaks (runtime/Roofline.h); with a
+/// decode, the whole decode step's MBU over `decodeSeconds`.
+void printProfile(const Options &o, const Session &s,
+                  double decodeSeconds = 0) {
+  const Peaks &peak = cpuPeaks();
+  auto rows = s.profile();
+  std::map<std::string, double> fnSeconds;
+  std::map<std::string, Cost> fnCost;
+  for (const auto &r : rows) {
+    fnSeconds[r.function] += r.seconds;
+    fnCost[r.function] += r.cost;
+  }
+  char line[256];
+  std::cout << "profile (" << (o.plan == "kernels" ? "GPU plan" : "op plan")
+            << " on the CPU; peaks measured here: " << peak.bandwidth / 1e9
+            << " GB/s, f32 " << peak.f32 / 1e9 << " GFLOP/s, i8 "
+            << peak.i8 / 1e9 << " GOP/s)\n";
+  std::snprintf(line, sizeof line, "  %-8s %-14s %6s %9s %6s %9s %9s %6s %6s\n",
+                "function", "kind", "calls", "ms", "time%", "GB/s", "GFLOP/s",
+                "MBU%", "MFU%");
+  std::cout << line;
+  nlohmann::json j = {{"schema", "qrun-profile/1"},
+                      {"plan", o.plan},
+                      {"peaks",
+                       {{"bandwidth", peak.bandwidth},
+                        {"f32", peak.f32},
+                        {"f16", peak.f16},
+                        {"i8", peak.i8}}},
+                      {"rows", nlohmann::json::array()}};
+  auto emit = [&](const std::string &fn, const std::string &kind,
+                  int64_t calls, double secs, const Cost &c) {
+    double bw = secs > 0 ? c.bytes() / secs : 0;
+    double fl = secs > 0 ? c.flops / secs : 0;
+    double mbu = bw / peak.bandwidth, mfu = fl / peak.compute(c.precision);
+    std::string n = calls > 0 ? std::to_string(calls) : "";
+    std::snprintf(line, sizeof line,
+                  "  %-8s %-14s %6s %9.3f %6.1f %9.3f %9.3f %6.1f %6.1f\n",
+                  fn.c_str(), kind.c_str(), n.c_str(), secs * 1e3,
+                  fnSeconds[fn] > 0 ? 100 * secs / fnSeconds[fn] : 0.0,
+                  bw / 1e9, fl / 1e9, 100 * mbu, 100 * mfu);
+    std::cout << line;
+    j["rows"].push_back({{"function", fn},
+                         {"kind", kind},
+                         {"calls", calls},
+                         {"seconds", secs},
+                         {"precision", precisionName(c.precision)},
+                         {"flops", c.flops},
+                         {"bytes", c.bytes()},
+                         {"intensity", c.intensity()},
+                         {"bytes_per_second", bw},
+                         {"flops_per_second", fl},
+                         {"mbu", mbu},
+                         {"mfu", mfu}});
+  };
+  for (const auto &r : rows)
+    emit(r.function, r.kind, r.calls, r.seconds, r.cost);
+  for (const auto &[fn, secs] : fnSeconds)
+    emit(fn, "(all nodes)", 0, secs, fnCost[fn]);
+  if (decodeSeconds > 0 && fnCost.count("decode")) {
+    double mbu = fnCost["decode"].bytes() / decodeSeconds / peak.bandwidth;
+    std::cout << "decode step MBU (all bytes of the decode steps over their "
+                 "wall time): "
+              << 100 * mbu << "%\n";
+    j["decode_mbu"] = mbu;
+  }
+  if (!o.profileJson.empty()) {
+    std::ofstream out(o.profileJson);
+    if (!out || !(out << j.dump(1) << "\n"))
+      throw std::runtime_error(o.profileJson + ": cannot write the profile");
+  }
+}
+
 /// Times forward passes over random token ids: prints tokens/s.
 /// Times generation: B random prompts of CONTEXT tokens, then STEPS new
 /// tokens each, through the KV cache (or by full recompute with --no-cache).
@@ -452,6 +539,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
     }
   auto exec = makeExecutor(o, a);
   Executor &session = *exec;
+  Session *cpu = profiledSession(o, session);
   if (o.noCache) {
     // Each step recomputes the whole sequence: [B, context + i].
     std::vector<std::vector<int64_t>> ids = prompts;
@@ -475,6 +563,8 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
     std::cout << "batch " << batch << " context " << context
               << ": recompute decode " << batch * steps / secs
               << " tokens/s\n";
+    if (o.profile)
+      printProfile(o, *cpu);
     return 0;
   }
   KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
@@ -495,19 +585,16 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
             << r.decodeTokensPerSecond() << " tokens/s (" << cfg.layout
             << " cache, " << cache.bytes() << " bytes)\n";
   reportGpu(session);
+  if (o.profile)
+    printProfile(o, *cpu, r.decodeSeconds);
   return 0;
 }
 
 int runBench(const Options &o, const Artifact &a) {
   auto exec = makeExecutor(o, a);
   Executor &session = *exec;
-  auto *cpu = dynamic_cast<Session *>(exec.get());
+  Session *cpu = profiledSession(o, session);
   const Function &fn = a.function(o.function);
-  if (o.profile && !cpu)
-    throw std::runtime_error("--profile times op kinds on the CPU backend "
-                             "(use --backend=cpu)");
-  if (cpu)
-    cpu->enableProfile(o.profile);
   if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
     throw std::runtime_error("--bench takes BATCH SEQ");
   int64_t batch = o.bench[0], seq = o.bench[1];
@@ -535,16 +622,8 @@ int runBench(const Options &o, const Artifact &a) {
   std::cout << "batch " << batch << " seq " << seq << ": median "
             << median * 1e3 << " ms over " << times.size()
             << " runs, tokens/s " << batch * seq / median << "\n";
-  if (o.profile) {
-    double total = 0;
-    for (const auto &[op, secs, calls] : cpu->profile())
-      total += secs;
-    std::cout << "time per op kind over all " << o.iterations + 1
-              << " runs:\n";
-    for (const auto &[op, secs, calls] : cpu->profile())
-      std::cout << "  " << op << ": " << secs * 1e3 << " ms ("
-                << 100 * secs / total << "%, " << calls << " calls)\n";
-  }
+  if (o.profile)
+    printProfile(o, *cpu); // over all o.iterations + 1 runs
   return 0;
 }
 
@@ -718,7 +797,13 @@ int main(int argc, char **argv) {
                "List the CUDA devices (or say why there are none) and exit")
       ->group(kBackend);
   app.add_flag("--profile", o.profile,
-               "With --bench: print the time spent in each op kind")
+               "With --bench or --bench-generate (CPU backend): per op or "
+               "kernel kind, time, GB/s, FLOP/s, MBU and MFU against this "
+               "CPU's measured peaks (docs/ROOFLINE.md)")
+      ->group(kBench);
+  app.add_option("--profile-json", o.profileJson,
+                 "FILE: also write the --profile table as JSON (for "
+                 "bench/roofline_plot.py)")
       ->group(kBench);
   app.add_option("--function", o.function, "Entry point to run")
       ->capture_default_str()
@@ -760,6 +845,8 @@ int main(int argc, char **argv) {
   }
   if (o.devices)
     return listDevices();
+  if (!o.profileJson.empty())
+    o.profile = true;
   if (o.model.empty()) {
     std::cerr << "qrun: error: no artifact given (see --help)\n";
     return 1;

@@ -1,0 +1,350 @@
+//===- Roofline.cpp - FLOPs, bytes and roofline times of kernels ----------===//
+#include "runtime/Roofline.h"
+
+#include "runtime/CpuKernels.h"
+#include "runtime/ShapeInference.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+using namespace qcc::rt;
+
+const char *qcc::rt::precisionName(Precision p) {
+  switch (p) {
+  case Precision::F32:
+    return "f32";
+  case Precision::F16:
+    return "f16";
+  case Precision::I8:
+    return "i8";
+  }
+  return "?";
+}
+
+Cost &Cost::operator+=(const Cost &o) {
+  flops += o.flops;
+  weightBytes += o.weightBytes;
+  activationBytes += o.activationBytes;
+  kvBytes += o.kvBytes;
+  precision = std::max(precision, o.precision);
+  return *this;
+}
+
+namespace {
+
+double elements(const Shape &s) { return (double)numElements(s); }
+
+/// FLOPs per result element of the elementwise ops (1 unless listed).
+double elementwiseFlops(const std::string &op) {
+  if (op == "gelu")
+    return 8;
+  if (op == "silu")
+    return 4;
+  static const std::set<std::string> ones = {
+      "add",   "sub",     "mul",        "div",     "pow",           "max",
+      "min",   "where",   "sqrt",       "reciprocal", "erf",        "tanh",
+      "sigmoid", "exp",   "log",        "cos",     "sin",           "relu",
+      "neg",   "abs",     "equal",      "less",    "less_equal",    "greater",
+      "greater_equal", "and", "or",     "not",     "is_nan"};
+  return ones.count(op) ? 1 : 0;
+}
+
+/// Attended (query, key) pairs of one head of one row: query i (of `nq`)
+/// sits at key position i + offset and sees keys [lo, hi] of `nk`.
+double attendedPairs(int64_t nq, int64_t nk, int64_t offset, bool causal,
+                     int64_t window) {
+  double pairs = 0;
+  for (int64_t i = 0; i < nq; ++i) {
+    int64_t hi = causal ? std::min(nk - 1, i + offset) : nk - 1;
+    int64_t lo = window > 0 ? std::max<int64_t>(0, i + offset - window + 1) : 0;
+    pairs += (double)std::max<int64_t>(0, hi - lo + 1);
+  }
+  return pairs;
+}
+
+/// Per-row (cached, valid) of a kv_attention call over `batch` rows of
+/// `seq` tokens (without a KV state: nothing cached, every token valid).
+std::pair<int64_t, int64_t> kvRow(const KvState *kv, size_t b, int64_t seq) {
+  if (!kv || b >= kv->cached.size() || b >= kv->valid.size())
+    return {0, seq};
+  return {kv->cached[b], kv->valid[b]};
+}
+
+Precision precisionOf(const std::string &op) {
+  if (op == "qlinear")
+    return Precision::I8;
+  if (op == "linear" || op == "matmul" || op == "gemm")
+    return Precision::F16;
+  return Precision::F32;
+}
+
+/// KV cache bytes of a kv_attention op: K and V of the cached tokens it
+/// reads (the last `window` only, with a window) and of the tokens it
+/// appends.
+double kvBytes(const Node &n, const std::vector<Shape> &ops,
+               const KvState *kv) {
+  if (!kv)
+    return 0;
+  const Shape &k = operandShape(n, ops, 1, 3);
+  int64_t window = n.attrs.value("window", int64_t(0));
+  double tokens = 0;
+  for (int64_t b = 0; b < k[0]; ++b) {
+    auto [cached, valid] = kvRow(kv, b, k[1]);
+    tokens += (double)(window > 0 ? std::min(cached, window) : cached) + valid;
+  }
+  return 2.0 * tokens * (double)k[2] * kv->elementBytes;
+}
+
+} // namespace
+
+double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
+                        const std::vector<Shape> &results, const KvState *kv) {
+  const std::string &op = n.op;
+  if (op == "linear" || op == "qlinear") {
+    const Shape &x = operandShape(n, ops, 0, 1);
+    const Shape &w = operandShape(n, ops, op == "linear" ? 1 : 3, 2);
+    double k = (double)x.back();
+    return 2.0 * (elements(x) / std::max(1.0, k)) * (double)w[0] * k;
+  }
+  if (op == "matmul" || op == "gemm") {
+    const Shape &a = operandShape(n, ops, 0, 1);
+    // ONNX Gemm's A is [M, K], or [K, M] with transA.
+    bool transA = op == "gemm" && n.attrs.value("transA", int64_t(0)) != 0;
+    double k = (double)(transA ? a.front() : a.back());
+    return results.empty() ? 0 : 2.0 * elements(results[0]) * k;
+  }
+  if (op == "attention" || op == "kv_attention") {
+    const Shape &q = operandShape(n, ops, 0, 3);
+    const Shape &k = operandShape(n, ops, 1, 3);
+    int64_t heads = n.attrs.value("num_heads", int64_t(1));
+    double d = (double)q[2] / (double)std::max<int64_t>(1, heads);
+    int64_t window = n.attrs.value("window", int64_t(0));
+    double pairs = 0;
+    for (int64_t b = 0; b < q[0]; ++b) {
+      if (op == "attention") {
+        pairs += attendedPairs(q[1], k[1], k[1] - q[1],
+                               n.attrs.value("causal", false), window);
+        continue;
+      }
+      auto [cached, valid] = kvRow(kv, b, q[1]);
+      pairs += attendedPairs(valid, cached + valid, cached, true, window);
+    }
+    return 4.0 * d * (double)heads * pairs;
+  }
+  if (op == "layer_norm")
+    return 8.0 * elements(operandShape(n, ops, 0, 1));
+  if (op == "rms_norm")
+    return 4.0 * elements(operandShape(n, ops, 0, 1));
+  if (op == "rotary") {
+    const Shape &x = operandShape(n, ops, 0, 1);
+    int64_t headDim = n.attrs.value("head_dim", int64_t(0));
+    if (headDim <= 0)
+      throw std::runtime_error("node '" + n.name + "' (rotary): no head_dim");
+    int64_t rotated = n.attrs.value("rotary_dim", headDim);
+    return 3.0 * elements(x) / (double)headDim * (double)rotated;
+  }
+  if (op == "quantize")
+    return 3.0 * elements(operandShape(n, ops, 0, 0));
+  if (op == "softmax")
+    return 5.0 * elements(operandShape(n, ops, 0, 0));
+  if (op == "reduce_mean" || op == "reduce_sum" || op == "reduce_max")
+    return elements(operandShape(n, ops, 0, 0));
+  double perElement = elementwiseFlops(op);
+  if (perElement > 0 && !results.empty())
+    return perElement * elements(results[0]);
+  return 0; // embedding, casts and shape glue
+}
+
+Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
+                       const std::vector<Shape> &ops,
+                       const std::vector<Shape> &results, const KvState *kv) {
+  Cost c;
+  // Operand index -> bytes actually read, for embedding tables (only the
+  // gathered rows move).
+  std::map<size_t, double> gathered;
+  auto account = [&](const Node &n, const std::vector<Shape> &in,
+                     const std::vector<Shape> &out,
+                     const std::function<int(int64_t)> &operandOf) {
+    c.flops += opFlops(n, in, out, kv);
+    c.precision = std::max(c.precision, precisionOf(n.op));
+    if (n.op == "kv_attention")
+      c.kvBytes += kvBytes(n, in, kv);
+    if (n.op == "embedding" && !n.inputs.empty() && !out.empty()) {
+      int index = operandOf(n.inputs[0]);
+      if (index >= 0)
+        gathered[index] =
+            elements(out[0]) * (double)dtypeSize(a.valueType(n.inputs[0]).first);
+    }
+  };
+  if (node.body) {
+    std::map<int64_t, Shape> shapes = inferBodyShapes(node, ops);
+    auto operandOf = [&](int64_t id) {
+      const auto &args = node.body->args;
+      auto it = std::find(args.begin(), args.end(), id);
+      return it == args.end() ? -1 : (int)(it - args.begin());
+    };
+    for (const Node &inner : node.body->nodes) {
+      std::vector<Shape> in, out;
+      for (int64_t id : inner.inputs)
+        in.push_back(id >= 0 ? shapes.at(id) : Shape());
+      for (int64_t id : inner.outputs)
+        out.push_back(shapes.at(id));
+      account(inner, in, out, operandOf);
+    }
+  } else {
+    account(node, ops, results, [&](int64_t id) {
+      auto it = std::find(node.inputs.begin(), node.inputs.end(), id);
+      return it == node.inputs.end() ? -1 : (int)(it - node.inputs.begin());
+    });
+  }
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < node.inputs.size() && i < ops.size(); ++i) {
+    int64_t id = node.inputs[i];
+    if (id < 0 || !seen.insert(id).second)
+      continue;
+    auto g = gathered.find(i);
+    double bytes = g != gathered.end()
+                       ? g->second
+                       : elements(ops[i]) *
+                             (double)dtypeSize(a.valueType(id).first);
+    (a.constant(id) ? c.weightBytes : c.activationBytes) += bytes;
+  }
+  for (size_t r = 0; r < node.outputs.size() && r < results.size(); ++r)
+    c.activationBytes += elements(results[r]) *
+                         (double)dtypeSize(a.valueType(node.outputs[r]).first);
+  return c;
+}
+
+double Peaks::compute(Precision p) const {
+  switch (p) {
+  case Precision::F32:
+    return f32;
+  case Precision::F16:
+    return f16;
+  case Precision::I8:
+    return i8;
+  }
+  return f32;
+}
+
+const std::vector<Peaks> &qcc::rt::gpuPeaks() {
+  // Dense (non-sparse) peaks. NVIDIA H100 Tensor Core GPU datasheet, SXM5
+  // column: HBM3 3.35 TB/s, FP32 67 TFLOPS, FP16/BF16 tensor 1,979 TFLOPS
+  // and INT8 tensor 3,958 TOPS "with sparsity" (dense: half). NVIDIA H200
+  // Tensor Core GPU datasheet, SXM: HBM3e 4.8 TB/s, the same compute. The
+  // dense figures and bandwidths are those of ../shared/REFERENCES.md
+  // ("Hardware ceilings") and docs/ROOFLINE.md.
+  static const std::vector<Peaks> peaks = {
+      {"H100", 3.35e12, 67e12, 989e12, 1979e12,
+       "NVIDIA H100 SXM5 datasheet (dense)"},
+      {"H200", 4.8e12, 67e12, 989e12, 1979e12,
+       "NVIDIA H200 SXM datasheet (dense)"},
+  };
+  return peaks;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The best of `reps` timings of `fn`, in seconds.
+template <class F> double bestOf(int reps, F &&fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    fn();
+    best = std::min(best,
+                    std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+/// STREAM-like copy (a = b: 8 bytes per element) and triad (a = b + s c:
+/// 12 bytes), arrays far larger than any cache; the better of the two.
+double measureBandwidth() {
+  const int64_t n = int64_t(1) << 24; // 64 MiB per array
+  std::vector<float> a(n), b(n), c(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    a[i] = 0.0f, b[i] = 1.0f, c[i] = 2.0f;
+  float *pa = a.data(), *pb = b.data(), *pc = c.data();
+  double copy = bestOf(4, [&] {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      pa[i] = pb[i];
+  });
+  double triad = bestOf(4, [&] {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      pa[i] = pb[i] + 3.0f * pc[i];
+  });
+  return std::max(8.0 * n / copy, 12.0 * n / triad);
+}
+
+/// OpenBLAS sgemm at 1024^3.
+double measureF32() {
+  const int n = 1024;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  double secs = bestOf(3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f,
+                a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  });
+  return 2.0 * n * n * n / secs;
+}
+
+/// int8 dot products with int32 accumulation (the inner loop of the CPU
+/// backend's qlinear) over 64 x 1024 operands that stay in cache; one
+/// parallel region per repetition, no barrier between passes.
+double measureI8() {
+  const int64_t rows = 64, k = 1024, passes = 16;
+  std::vector<int8_t> x(rows * k), w(rows * k);
+  for (int64_t i = 0; i < rows * k; ++i)
+    x[i] = (int8_t)(i % 7 - 3), w[i] = (int8_t)(i % 5 - 2);
+  const int8_t *X = x.data(), *W = w.data();
+  int64_t total = 0;
+  double secs = bestOf(5, [&] {
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : total)
+    for (int64_t p = 0; p < passes; ++p)
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t n = 0; n < rows; ++n) {
+          const int8_t *xr = X + m * k, *wr = W + (n + p) % rows * k;
+          int32_t acc = 0;
+          for (int64_t i = 0; i < k; ++i)
+            acc += (int32_t)xr[i] * (int32_t)wr[i];
+          total += acc;
+        }
+  });
+  volatile int64_t sink = total;
+  (void)sink;
+  return 2.0 * passes * rows * rows * k / secs;
+}
+
+} // namespace
+
+const Peaks &qcc::rt::cpuPeaks() {
+  static const Peaks peaks = [] {
+    Peaks p;
+    p.name = "CPU";
+    p.bandwidth = measureBandwidth();
+    // int8 before sgemm: OpenBLAS's threads keep spinning for a while after
+    // a call and would take the cores from OpenMP's.
+    p.i8 = measureI8();
+    p.f32 = measureF32();
+    p.f16 = p.f32; // the CPU backend computes f16 / bf16 in f32
+    p.source = "measured here (copy/triad, sgemm, int8 dot loop)";
+    return p;
+  }();
+  return peaks;
+}
+
+double qcc::rt::rooflineSeconds(const Cost &c, const Peaks &p) {
+  double compute = p.compute(c.precision);
+  double t = p.bandwidth > 0 ? c.bytes() / p.bandwidth : 0;
+  return std::max(t, compute > 0 ? c.flops / compute : 0);
+}

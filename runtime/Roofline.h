@@ -1,0 +1,109 @@
+//===- Roofline.h - FLOPs, bytes and roofline times of kernels --*- C++ -*-===//
+//
+// The one definition of what a kernel region (or a single op) computes and
+// moves, used by `qcc --report` (compile time, assumed shapes) and by
+// `qrun --profile` (run time, actual shapes); docs/ROOFLINE.md explains the
+// counts and how to read MBU and MFU.
+//
+// FLOPs (a multiply-add is 2), per op kind:
+//   linear / qlinear  2 M N K (M = rows of the input; bias and epilogue not
+//                     counted)
+//   attention         4 D per attended (query, key) pair and query head
+//                     (2 D for q.k, 2 D for p.v; softmax not counted). Causal
+//                     attention counts only the pairs it attends (the lower
+//                     triangle: the kernels skip key tiles past the
+//                     diagonal), likewise a sliding window.
+//   kv_attention      the same over the cache: query token t of row b
+//                     attends to cached_b + t + 1 keys.
+//   layer_norm        8 per element; rms_norm 4 per element
+//   rotary            3 per rotated element
+//   quantize          3 per element; softmax 5 per element
+//   gelu 8, silu 4, every other elementwise op 1 per result element
+//   embedding and shape glue: 0
+// Bytes: compulsory traffic, each operand read and each result written once
+// (a fused region's intermediates stay on chip), at the element size of its
+// type (int8 1, f16/bf16 2, f32 4); constants count as weights, except an
+// embedding table, of which only the gathered rows count; kv_attention adds
+// the cache: the cached tokens' K and V read and the new tokens' K and V
+// written, at the cache's element size.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_ROOFLINE_H
+#define QCC_RUNTIME_ROOFLINE_H
+
+#include "runtime/Artifact.h"
+
+#include <string>
+#include <vector>
+
+namespace qcc::rt {
+
+/// The math a kernel runs at, which selects the compute peak: int8 tensor
+/// cores (qlinear), f16/bf16 tensor cores (linear: the CUDA backend runs f32
+/// linears as f16 GEMMs), or plain f32 (everything else).
+enum class Precision { F32, F16, I8 };
+const char *precisionName(Precision p);
+
+struct Cost {
+  double flops = 0;
+  double weightBytes = 0;     ///< constants read (weights, gathered rows)
+  double activationBytes = 0; ///< other operands read, results written
+  double kvBytes = 0;         ///< KV cache read and appended
+  Precision precision = Precision::F32;
+
+  double bytes() const { return weightBytes + activationBytes + kvBytes; }
+  /// FLOPs per byte (0 when nothing moves).
+  double intensity() const { return bytes() > 0 ? flops / bytes() : 0; }
+  /// Sums the counts; the precision becomes the faster one (I8 > F16 > F32).
+  Cost &operator+=(const Cost &o);
+};
+
+/// What a kv_attention op sees of the cache in one call: per row, the tokens
+/// already cached and the valid tokens of this call; the cache's bytes per
+/// element.
+struct KvState {
+  std::vector<int64_t> cached, valid;
+  double elementBytes = 4;
+};
+
+/// FLOPs of one op (not a kernel node) given its operands' and results'
+/// shapes (an omitted optional operand has an empty shape); `kv` for
+/// kv_attention (without it a kv_attention counts as one call over no
+/// cache). Throws std::runtime_error when an operand the formula needs is
+/// missing.
+double opFlops(const Node &node, const std::vector<Shape> &operands,
+               const std::vector<Shape> &results, const KvState *kv = nullptr);
+
+/// The cost of running `node` of artifact `a` (a kernel region through its
+/// body, the body's shapes inferred from the operands') with operands and
+/// results of the given shapes. Constants of `a` count as weights.
+Cost nodeCost(const Artifact &a, const Node &node,
+              const std::vector<Shape> &operands,
+              const std::vector<Shape> &results, const KvState *kv = nullptr);
+
+/// A machine's roofline: peak bandwidth (bytes/s) and compute (FLOP/s per
+/// precision).
+struct Peaks {
+  std::string name;
+  double bandwidth = 0;
+  double f32 = 0, f16 = 0, i8 = 0;
+  std::string source; ///< where the figures come from
+  double compute(Precision p) const;
+};
+
+/// H100 SXM and H200 (NVIDIA's datasheets; see Roofline.cpp).
+const std::vector<Peaks> &gpuPeaks();
+
+/// This machine's CPU, measured by micro-benchmarks on first use (about half
+/// a second) and kept for the rest of the process: STREAM-like copy and
+/// triad (the better one is the bandwidth), OpenBLAS sgemm (f32; f16 runs as
+/// f32 on the CPU backend) and an int8 dot-product loop over cache-resident
+/// rows in the shape of the CPU backend's int8 GEMM (i8).
+const Peaks &cpuPeaks();
+
+/// The roofline floor: max(FLOPs / compute peak, bytes / bandwidth).
+double rooflineSeconds(const Cost &c, const Peaks &p);
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_ROOFLINE_H
