@@ -4,9 +4,10 @@
 // builder, the transformers optimizer) writes and ONNX does not define: the
 // com.microsoft contrib ops, and SimplifiedLayerNormalization, which
 // onnxruntime registers in the default domain (version 1). Each converter
-// decomposes its op into existing qcc ops (rms_norm, add, rotary, attention
-// and glue), so the raising passes, the runtime and the code generator see
-// nothing new. Semantics are onnxruntime's CPU kernels
+// decomposes its op into existing qcc ops (rms_norm, layer_norm, add, rotary,
+// attention, matmul and glue), so the raising passes, the runtime and the code
+// generator see nothing new; MatMulNBits' n-bit weights are dequantized at
+// import into a float weight. Semantics are onnxruntime's CPU kernels
 // (docs/ContribOperators.md of microsoft/onnxruntime, checked against
 // onnxruntime 1.32); a form that cannot be expressed exactly is refused with a
 // one-line reason.
@@ -14,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/OnnxConverter.h"
 
+#include "dialects/QccConstants.h"
 #include "passes/PatternUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -167,16 +169,19 @@ Results convertSimplifiedLayerNormalization(ConvertContext &c) {
 }
 
 //===----------------------------------------------------------------------===//
-// com.microsoft SkipSimplifiedLayerNormalization (version 1)
+// com.microsoft SkipSimplifiedLayerNormalization, SkipLayerNormalization
+// (version 1)
 //===----------------------------------------------------------------------===//
 
-/// sum = input + skip (+ bias); output = rms_norm(sum) * gamma; output 3
-/// (input_skip_bias_sum) is `sum`.
-Results convertSkipSimplifiedLayerNormalization(ConvertContext &c) {
+/// sum = input + skip (+ bias), as onnxruntime adds them; output =
+/// norm(sum) * gamma (+ beta); output 3 (input_skip_bias_sum) is `sum`. The
+/// norm is rms_norm for SkipSimplifiedLayerNormalization (bias: input 3) and
+/// layer_norm for SkipLayerNormalization (beta: input 3, bias: input 4).
+Results convertSkipNorm(ConvertContext &c, bool layerNorm) {
   Glue g{c};
   if (wantsOutput(c, 1) || wantsOutput(c, 2))
     return c.fail("the mean and inv_std_var outputs are not supported");
-  Value x = c.input(0), skip = c.input(1), bias = c.input(3);
+  Value x = c.input(0), skip = c.input(1), bias = c.input(layerNorm ? 4 : 3);
   if (!skip || !c.input(2))
     return c.fail("needs input, skip and gamma");
   Value sum = g.binary<AddOp>(x, skip);
@@ -187,9 +192,18 @@ Results convertSkipSimplifiedLayerNormalization(ConvertContext &c) {
   auto gamma = lastAxisGamma(c, g, x, c.input(2), "gamma");
   if (failed(gamma))
     return failure();
-  Value y = c.create<RmsNormOp>(
-      typeOf(sum), sum, *gamma,
-      c.builder.getF32FloatAttr(c.floatAttr("epsilon", 1e-12f)));
+  Value beta = layerNorm ? c.input(3) : Value();
+  if (beta) {
+    auto b = lastAxisGamma(c, g, x, beta, "beta");
+    if (failed(b))
+      return failure();
+    beta = *b;
+  }
+  auto epsilon = c.builder.getF32FloatAttr(c.floatAttr("epsilon", 1e-12f));
+  Value y =
+      layerNorm
+          ? c.create<LayerNormOp>(typeOf(sum), sum, *gamma, beta, epsilon)
+          : c.create<RmsNormOp>(typeOf(sum), sum, *gamma, epsilon);
   return SmallVector<Value>{y, Value(), Value(), sum};
 }
 
@@ -197,13 +211,18 @@ Results convertSkipSimplifiedLayerNormalization(ConvertContext &c) {
 // com.microsoft GroupQueryAttention (version 1)
 //===----------------------------------------------------------------------===//
 
-/// Rotary embedding of `x` [B, S, heads * D] with cos/sin [B, S, R] (the
-/// half caches gathered at the positions, repeated twice: qcc.rotary's
-/// rotate-half form): the first R values of each head rotate, the rest pass.
-/// Interleaved pairs (x[2i], x[2i+1]) rotate the same way after moving evens
-/// before odds, and are moved back.
+/// Rotary embedding of `x` [B, S, heads * D] with cos/sin [B, S, R] or [S, R]
+/// (the half caches gathered at the positions, repeated twice: qcc.rotary's
+/// rotate-half form): the first R values of each head rotate, the rest pass
+/// (qcc.rotary's rotary_dim). Interleaved pairs (x[2i], x[2i+1]) rotate the
+/// same way after moving evens before odds, and are moved back; for that a
+/// partial interleaved rotary splits the R values off each head.
 Value rotate(Glue &g, Value x, int64_t heads, int64_t d, int64_t r,
              bool interleaved, Value cosT, Value sinT) {
+  if (!interleaved)
+    return g.c.create<RotaryOp>(
+        typeOf(x), x, cosT, sinT, g.b.getI64IntegerAttr(d),
+        r == d ? IntegerAttr() : g.b.getI64IntegerAttr(r));
   auto s = shapeOf(x);
   int64_t bDim = s[0], sDim = s[1];
   Value part = x, pass;
@@ -223,17 +242,29 @@ Value rotate(Glue &g, Value x, int64_t heads, int64_t d, int64_t r,
     Value swapped = g.transpose(five, {0, 1, 2, 4, 3});
     return g.reshape(swapped, {0, 0, heads * r}, {bDim, sDim, heads * r});
   };
-  if (interleaved)
-    part = regroup(part, r / 2, 2);
+  part = regroup(part, r / 2, 2);
   part = g.c.create<RotaryOp>(typeOf(part), part, cosT, sinT,
                               g.b.getI64IntegerAttr(r), IntegerAttr());
-  if (interleaved)
-    part = regroup(part, 2, r / 2);
+  part = regroup(part, 2, r / 2);
   if (r == d)
     return part;
   Value h = g.reshape(part, {0, 0, heads, r}, {bDim, sDim, heads, r});
   Value joined = g.concat({h, pass}, 3);
   return g.reshape(joined, {0, 0, heads * d}, typeOf(x).getShape());
+}
+
+/// qcc.rotary's cos and sin: the half caches [P, R / 2] gathered at the
+/// positions `pos` ([B, S] or [S]), each repeated twice along the last axis.
+std::pair<Value, Value> rotaryTables(Glue &g, Value cosCache, Value sinCache,
+                                     Value pos) {
+  SmallVector<int64_t> shape(shapeOf(pos));
+  shape.push_back(shapeOf(cosCache)[1]);
+  auto table = [&](Value cache) {
+    Value half = g.c.create<GatherOp>(g.t(shape, elementOf(cache)), cache, pos,
+                                      g.b.getI64IntegerAttr(0));
+    return g.concat({half, half}, shape.size() - 1);
+  };
+  return {table(cosCache), table(sinCache)};
 }
 
 /// GroupQueryAttention as onnxruntime's CPU kernel computes it, for batch row
@@ -360,12 +391,7 @@ Results convertGroupQueryAttention(ConvertContext &c) {
       return c.fail(
           fmt::format("rotary dimension {} does not fit head size {}", r, D));
     bool interleaved = c.intAttr("rotary_interleaved", 0) != 0;
-    Value cosHalf = c.create<GatherOp>(g.t({bDim, sDim, cs[1]}, f32), cosCache,
-                                       pos, b.getI64IntegerAttr(0));
-    Value sinHalf = c.create<GatherOp>(g.t({bDim, sDim, cs[1]}, f32), sinCache,
-                                       pos, b.getI64IntegerAttr(0));
-    Value cosT = g.concat({cosHalf, cosHalf}, 2);
-    Value sinT = g.concat({sinHalf, sinHalf}, 2);
+    auto [cosT, sinT] = rotaryTables(g, cosCache, sinCache, pos);
     q = rotate(g, q, H, D, r, interleaved, cosT, sinT);
     k = rotate(g, k, Hkv, D, r, interleaved, cosT, sinT);
   }
@@ -438,6 +464,182 @@ Results convertGroupQueryAttention(ConvertContext &c) {
   return SmallVector<Value>{out, presentK, presentV};
 }
 
+//===----------------------------------------------------------------------===//
+// com.microsoft RotaryEmbedding (version 1)
+//===----------------------------------------------------------------------===//
+
+/// onnxruntime's CPU kernel: the input is [B, S, H * D] or [B, H, S, D]; D is
+/// hidden / num_heads when num_heads is set, else twice cos_cache's width, and
+/// R = rotary_embedding_dim (else D) with cos_cache, sin_cache [P, R / 2].
+/// Token s of batch row b is at position position_ids[b, s] ([B, S]), or
+/// position_ids[0] + s (one offset, [1]); the first R values of each head
+/// rotate by the caches' rows there, in rotate-half (interleaved = 0) or
+/// pairwise (interleaved = 1) form; the other D - R pass. qcc.rotary.
+Results convertRotaryEmbedding(ConvertContext &c) {
+  Glue g{c};
+  Value x = c.input(0), pos = c.input(1);
+  Value cosCache = c.input(2), sinCache = c.input(3);
+  if (!x || !pos || !cosCache || !sinCache)
+    return c.fail("needs input, position_ids, cos_cache and sin_cache");
+  if (c.intAttr("is_packed_batching", 0) != 0)
+    return c.fail("is_packed_batching = 1 (ragged packed input) is not "
+                  "supported");
+  if (c.floatAttr("scale", 1.0f) != 1.0f)
+    return c.fail("scale other than 1 is not supported (onnxruntime's CPU "
+                  "kernel ignores it, its spec applies it)");
+  Type et = elementOf(x);
+  auto cs = shapeOf(cosCache), xs = shapeOf(x);
+  if (cs.size() != 2 || cs[1] == kDyn || shapeOf(sinCache) != cs ||
+      elementOf(cosCache) != et || elementOf(sinCache) != et)
+    return c.fail("cos_cache and sin_cache must be [max_position, "
+                  "rotary_dim / 2] of one static shape and the input's type");
+  bool bnsh = xs.size() == 4;
+  if ((xs.size() != 3 && !bnsh) || xs.back() == kDyn || (bnsh && xs[1] == kDyn))
+    return c.fail("input must be [batch, sequence, hidden] or [batch, heads, "
+                  "sequence, head_size] with static head sizes");
+  int64_t hidden = bnsh ? xs[1] * xs[3] : xs[2];
+  int64_t H = c.intAttr("num_heads", 0);
+  int64_t R = c.intAttr("rotary_embedding_dim", 0);
+  if (R > 0 && H <= 0)
+    return c.fail("rotary_embedding_dim needs num_heads");
+  int64_t D = H > 0 ? hidden / H : 2 * cs[1];
+  if (D <= 0 || hidden % D != 0 || (bnsh && D != xs[3]))
+    return c.fail(fmt::format("hidden size {} is not num_heads x head size "
+                              "{}",
+                              hidden, D));
+  H = hidden / D;
+  if (R <= 0)
+    R = D;
+  if (R % 2 != 0 || R > D || cs[1] != R / 2)
+    return c.fail(fmt::format("rotary dimension {} does not fit head size {} "
+                              "and cos_cache width {}",
+                              R, D, cs[1]));
+  if (!elementOf(pos).isInteger(64))
+    return c.fail("position_ids must be int64");
+  int64_t bDim = xs[0], sDim = xs[bnsh ? 2 : 1];
+  auto ps = shapeOf(pos);
+  if (ps.size() <= 1 && typeOf(pos).getNumElements() == 1) {
+    // One offset: positions offset + s, the same for every batch row.
+    Value seqLen = g.dim(x, bnsh ? 2 : 1);
+    Value steps = c.create<RangeOp>(g.t({sDim}, g.i64), g.scalar(0),
+                                    g.toScalar(seqLen), g.scalar(1));
+    pos = g.binary<AddOp>(steps, g.reshape(pos, {1}, {1}));
+  } else if (ps.size() != 2) {
+    return c.fail("position_ids must be [batch, sequence] or one offset [1]");
+  }
+  auto [cosT, sinT] = rotaryTables(g, cosCache, sinCache, pos);
+  bool interleaved = c.intAttr("interleaved", 0) != 0;
+  if (!bnsh)
+    return SmallVector<Value>{rotate(g, x, H, D, R, interleaved, cosT, sinT)};
+  // [B, H, S, D] -> [B, S, H * D] and back.
+  Value packed = g.reshape(g.transpose(x, {0, 2, 1, 3}), {0, 0, H * D},
+                           {bDim, sDim, H * D});
+  Value y = rotate(g, packed, H, D, R, interleaved, cosT, sinT);
+  y = g.reshape(y, {0, 0, H, D}, {bDim, sDim, H, D});
+  return SmallVector<Value>{g.transpose(y, {0, 2, 1, 3})};
+}
+
+//===----------------------------------------------------------------------===//
+// com.microsoft MatMulNBits (version 1)
+//===----------------------------------------------------------------------===//
+
+/// Code `i` of a row of `bits`-wide codes packed into bytes, low bits first.
+unsigned packedCode(const char *row, int64_t i, int64_t bits) {
+  unsigned byte = (unsigned char)row[i * bits / 8];
+  return (byte >> (i * bits % 8)) & ((1u << bits) - 1);
+}
+
+/// The values of constant float input `i` (f16/bf16 widened), or failure
+/// naming it.
+FailureOr<std::vector<float>> floatConstant(ConvertContext &c, size_t i,
+                                            StringRef name, size_t count) {
+  auto values = getF32Values(getConstant(c.input(i)));
+  if (!values || values->size() != count) {
+    (void)c.fail(fmt::format("{} must be a float constant of {} values",
+                             name.str(), count));
+    return failure();
+  }
+  return std::move(*values);
+}
+
+/// Y = A @ W^T (+ bias) with W [N, K] stored block-quantized along K:
+///   W[n, k] = (q[n, k] - zp[n, k / block_size]) * scale[n, k / block_size]
+/// where q are the bits-wide codes of B [N, k_blocks, block_size * bits / 8]
+/// (low bits first), scale is [N, k_blocks] (or flat), and zp is packed like
+/// B per row of N (uint8 [N, ceil(k_blocks * bits / 8)]), unpacked (float
+/// [N, k_blocks]) or, absent, 2^(bits - 1). W is dequantized here, exactly
+/// (one rounding of the product), into a constant [K, N] of A's type and
+/// emitted as MatMul (+ Add): raise-linear makes a qcc.linear of it, W8A8
+/// requantizes it. accuracy_level is the least precision onnxruntime may
+/// compute A in (4: int8 on its CPU); qcc computes in float32.
+Results convertMatMulNBits(ConvertContext &c) {
+  Glue g{c};
+  int64_t K = c.intAttr("K", 0), N = c.intAttr("N", 0);
+  int64_t bits = c.intAttr("bits", 4), block = c.intAttr("block_size", 0);
+  if (bits != 2 && bits != 4 && bits != 8)
+    return c.fail(fmt::format("bits = {} is not supported (2, 4 or 8)", bits));
+  if (K <= 0 || N <= 0 || block < 16 || (block & (block - 1)) != 0)
+    return c.fail("needs K, N and block_size (a power of two, at least 16)");
+  if (c.node.input_size() > 4 && !c.node.input(4).empty())
+    return c.fail("the g_idx input (deprecated) is not supported");
+  if (c.intAttr("weight_prepacked", 0) != 0)
+    return c.fail("a prepacked B (weight_prepacked) is not supported");
+  Value a = c.input(0);
+  const PackedTensor *packedB = c.packedInput(1);
+  if (!a || !packedB || !c.input(2))
+    return c.fail("B must be a uint8 initializer (a constant), with A and "
+                  "scales given");
+  Type et = elementOf(a);
+  auto as = shapeOf(a);
+  if (!isa<FloatType>(et) || as.empty() ||
+      (as.back() != kDyn && as.back() != K))
+    return c.fail(fmt::format("A must be a float tensor [..., K = {}]", K));
+  int64_t nBlocks = (K + block - 1) / block, blob = block * bits / 8;
+  if (packedB->shape != std::vector<int64_t>{N, nBlocks, blob})
+    return c.fail(fmt::format("B must be uint8 [N, k_blocks, blob] = [{}, {}, "
+                              "{}]",
+                              N, nBlocks, blob));
+  auto scales = floatConstant(c, 2, "scales", N * nBlocks);
+  if (failed(scales))
+    return failure();
+  // Zero points per (n, block), as floats.
+  int64_t zpRow = (nBlocks * bits + 7) / 8;
+  std::vector<float> zp(N * nBlocks, float(1 << (bits - 1)));
+  if (const PackedTensor *packedZp = c.packedInput(3)) {
+    if ((int64_t)packedZp->bytes.size() != N * zpRow)
+      return c.fail(fmt::format("packed zero_points must hold N x "
+                                "ceil(k_blocks x bits / 8) = {} bytes",
+                                N * zpRow));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < nBlocks; ++j)
+        zp[n * nBlocks + j] =
+            packedCode(packedZp->bytes.data() + n * zpRow, j, bits);
+  } else if (c.input(3)) {
+    auto values = floatConstant(c, 3, "zero_points", N * nBlocks);
+    if (failed(values))
+      return failure();
+    zp = std::move(*values);
+  }
+  std::vector<float> w(K * N); // [K, N], as MatMul's B
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < nBlocks; ++j) {
+      const char *row = packedB->bytes.data() + (n * nBlocks + j) * blob;
+      float scale = (*scales)[n * nBlocks + j], z = zp[n * nBlocks + j];
+      for (int64_t i = 0; i < block && j * block + i < K; ++i)
+        w[(j * block + i) * N + n] =
+            ((float)packedCode(row, i, bits) - z) * scale;
+    }
+  auto wType = g.t({K, N}, et);
+  Value weight = c.create<ConstantOp>(
+      makeFloatElements(wType, w, c.node.input(1) + "_dequantized"));
+  SmallVector<int64_t> shape(as.drop_back());
+  shape.push_back(N);
+  Value y = c.create<MatMulOp>(g.t(shape, et), a, weight);
+  if (Value bias = c.input(5))
+    y = g.binary<AddOp>(y, bias);
+  return SmallVector<Value>{y};
+}
+
 } // namespace
 
 const std::vector<OnnxConverter> &qcc::onnxContribConverters() {
@@ -448,9 +650,19 @@ const std::vector<OnnxConverter> &qcc::onnxContribConverters() {
        ""},
       {"SkipSimplifiedLayerNormalization",
        {1},
-       convertSkipSimplifiedLayerNormalization,
+       [](ConvertContext &c) { return convertSkipNorm(c, false); },
+       "com.microsoft"},
+      {"SkipLayerNormalization",
+       {1},
+       [](ConvertContext &c) { return convertSkipNorm(c, true); },
        "com.microsoft"},
       {"GroupQueryAttention", {1}, convertGroupQueryAttention, "com.microsoft"},
+      {"RotaryEmbedding", {1}, convertRotaryEmbedding, "com.microsoft"},
+      {"MatMulNBits",
+       {1},
+       convertMatMulNBits,
+       "com.microsoft",
+       /*readsPacked=*/true},
   };
   return table;
 }

@@ -19,8 +19,17 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qcc {
+
+/// A uint8 initializer. qcc has no uint8 tensors: the importer keeps its
+/// shape and bytes aside for the converters that unpack such data at import
+/// (MatMulNBits' bit-packed weights and zero points).
+struct PackedTensor {
+  std::vector<int64_t> shape;
+  std::string bytes; ///< row-major, one byte per element
+};
 
 class ConvertContext {
 public:
@@ -38,11 +47,18 @@ public:
   llvm::SmallVector<mlir::Value> inputs;
   /// One per ONNX output, from shape inference.
   llvm::SmallVector<mlir::Type> resultTypes;
+  /// One per ONNX input: the uint8 initializer it names (its value in
+  /// `inputs` is null), else null. Only converters that declare
+  /// `readsPacked` see any.
+  llvm::SmallVector<const PackedTensor *> packed;
   /// Set by a converter that fails: the reason, without the node's name.
   std::string error;
 
   mlir::Value input(size_t i) const {
     return i < inputs.size() ? inputs[i] : mlir::Value();
+  }
+  const PackedTensor *packedInput(size_t i) const {
+    return i < packed.size() ? packed[i] : nullptr;
   }
   /// The type ONNX shape inference gave output `i`, or, where it gave none
   /// (its inference stops at the first node it cannot handle), the type the
@@ -90,13 +106,15 @@ using ConvertFn =
         ConvertContext &)>;
 
 /// One row of the converter table: ONNX op type, the op versions (schema
-/// since-versions) the converter implements, the converter, and the op's
-/// domain ("" for the default ai.onnx domain).
+/// since-versions) the converter implements, the converter, the op's domain
+/// ("" for the default ai.onnx domain), and whether it reads uint8
+/// initializers (ConvertContext::packed); any other op given one is refused.
 struct OnnxConverter {
   std::string opType;
   std::vector<int> versions;
   ConvertFn convert;
   std::string domain = "";
+  bool readsPacked = false;
 };
 
 const std::vector<OnnxConverter> &onnxConverters();

@@ -79,6 +79,8 @@ private:
   /// it, its checker and shape inference would apply older schemas.
   int64_t libraryOpset = 0;
   llvm::StringMap<Value> values;
+  /// uint8 initializers, for the converters that read them (readsPacked).
+  llvm::StringMap<PackedTensor> packedTensors;
   llvm::StringMap<onnx::TypeProto> types;
 };
 
@@ -224,6 +226,26 @@ llvm::Error Importer::importInitializer(const onnx::TensorProto &t) {
       return bytes.takeError();
     external = std::move(*bytes);
   }
+  if (t.data_type() == onnx::TensorProto_DataType_UINT8) {
+    // No uint8 tensors in qcc: kept as bytes for MatMulNBits and the like.
+    PackedTensor packed{{t.dims().begin(), t.dims().end()}, {}};
+    int64_t n = 1;
+    for (int64_t d : packed.shape)
+      n *= d;
+    if (isExternal)
+      packed.bytes = std::move(external);
+    else if (t.has_raw_data())
+      packed.bytes = t.raw_data();
+    else
+      for (int32_t v : t.int32_data())
+        packed.bytes.push_back((char)(uint8_t)v);
+    if ((int64_t)packed.bytes.size() != n)
+      return sink.error(fmt::format("initializer '{}': holds {} bytes of "
+                                    "data, but its shape needs {}",
+                                    t.name(), packed.bytes.size(), n));
+    packedTensors[t.name()] = std::move(packed);
+    return llvm::Error::success();
+  }
   std::string error;
   auto attr = tensorToElements(&ctx, t, isExternal ? &external : nullptr, error);
   if (failed(attr))
@@ -323,15 +345,28 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
     return converter.takeError();
 
   SmallVector<Value> inputs;
+  SmallVector<const PackedTensor *> packed;
   for (const std::string &name : node.input()) {
+    packed.push_back(nullptr);
     if (name.empty()) {
       inputs.push_back(Value());
       continue;
     }
     auto it = values.find(name);
-    if (it == values.end())
+    if (it != values.end()) {
+      inputs.push_back(it->second);
+      continue;
+    }
+    auto p = packedTensors.find(name);
+    if (p == packedTensors.end())
       return sink.nodeError(node, "input '" + name + "' is not defined");
-    inputs.push_back(it->second);
+    if (!(*converter)->readsPacked)
+      return sink.nodeError(node, "input '" + name + "' is a uint8 "
+                                  "initializer, which is not supported here "
+                                  "(qcc reads uint8 data only as "
+                                  "MatMulNBits' packed weights)");
+    inputs.push_back(Value());
+    packed.back() = &p->second;
   }
   SmallVector<Type> resultTypes;
   for (const std::string &name : node.output()) {
@@ -355,6 +390,7 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
                               FileLineColLoc::get(&ctx, path, 0, 0));
   ConvertContext cc(builder, loc, node, std::move(inputs),
                     std::move(resultTypes));
+  cc.packed = std::move(packed);
   auto results = (*converter)->convert(cc);
   if (failed(results))
     return sink.nodeError(node, cc.error.empty() ? "conversion failed"
@@ -417,6 +453,19 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
       continue;
     SmallVector<std::string> dims;
     auto type = typeOf(in.type(), in.name(), &dims);
+    if (!type && in.type().tensor_type().elem_type() ==
+                     onnx::TensorProto_DataType_UINT8) {
+      // Packed weights given at run time: name the node that reads them.
+      for (const auto &node : graph.node())
+        if (llvm::is_contained(node.input(), in.name())) {
+          llvm::consumeError(type.takeError());
+          return sink.nodeError(node, "input '" + in.name() +
+                                          "' is a uint8 graph input, which is "
+                                          "not supported (qcc has no uint8 "
+                                          "tensors; MatMulNBits' packed "
+                                          "weights must be initializers)");
+        }
+    }
     if (!type)
       return sink.error("graph input: " + llvm::toString(type.takeError()));
     argTypes.push_back(*type);

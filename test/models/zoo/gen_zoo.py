@@ -2,7 +2,7 @@
 """Generate the model zoo: tiny random-weight HuggingFace models exported to ONNX.
 
     .venv-fixtures/bin/python test/models/zoo/gen_zoo.py [--only FAMILY[,FAMILY...]]
-                                                          [--exports legacy,dynamo,past,genai]
+                                                          [--exports legacy,dynamo,past,genai,genai-int4]
 
 (scripts/setup_fixtures.sh creates .venv-fixtures.) For every family, builds a
 tiny model from its transformers config class with fixed-seed random weights,
@@ -16,7 +16,8 @@ exports it, and writes one case folder per export:
 Exports: legacy (torch.onnx.export dynamo=False, opset 17, plain forward),
 dynamo (torch.onnx.export dynamo=True, its own opset), past (optimum-onnx's
 text-generation-with-past, decoders only), genai (onnxruntime-genai's model
-builder, fp32 CPU, the families it supports). A failed export is written to
+builder, fp32 CPU, the families it supports), genai-int4 (the same builder with
+int4 weights: MatMulNBits). A failed export is written to
 _failures.json (and left out of the zoo); the other cases go on. Deterministic:
 the same package versions give the same files.
 """
@@ -55,6 +56,14 @@ FAMILIES = DECODERS + ENCODERS
 # their graphs come out node for node like llama's (same ops, attributes and shapes), so
 # they are left out to keep the zoo small.
 GENAI_FAMILIES = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "granite"]
+# Families the builder exports again with int4 weights (-p int4 -e cpu: every linear a
+# MatMulNBits, block 32), with the builder's extra options: qwen2 asymmetric (uint8 zero
+# points), the others symmetric (the default: no zero points).
+GENAI_INT4_FAMILIES = {"llama": [], "phi3": [], "qwen2": ["is_symmetric=false"]}
+# torch (float32 weights) against onnxruntime on an int4 graph measures the quantization
+# error, not a bug: `disagrees` for those cases means beyond this sanity bound (a wrong
+# graph, e.g. the wrong LM head, is off by 1 or more).
+INT4_TORCH_BOUND = 0.5
 
 # Known reasons for a torch / onnxruntime disagreement, written into meta.json "notes".
 NOTES = {
@@ -71,6 +80,18 @@ NOTES = {
                     "local_window_size=4 and the local rope theta (10000 instead of 1e6 on "
                     "layer 1). The reference is onnxruntime on this graph, as for every case.",
 }
+INT4_NOTE = ("int4 weights (MatMulNBits, block 32, accuracy_level 4 as the builder writes it "
+             "for the CPU). The reference outputs are onnxruntime on this graph with "
+             "accuracy_level 0: at 4 onnxruntime's CPU kernel quantizes the activations to int8 "
+             "per block (onnxruntime_as_built_vs_reference says how far that is), at 0 it "
+             "computes the op's definition, float32 activations times the dequantized weights, "
+             "which is what qcc does (it dequantizes the weights at import). "
+             "torch_vs_onnxruntime compares with torch's float32 weights: the int4 "
+             "quantization error, held to a sanity bound of %g, not to %g."
+             % (INT4_TORCH_BOUND, REL_TOL))
+for _family in GENAI_INT4_FAMILIES:
+    NOTES[f"{_family}-genai-int4"] = INT4_NOTE
+
 
 
 def make_config(family):
@@ -396,10 +417,12 @@ runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__")
 """
 
 
-def export_genai(model, family, path, hf_dir):
+def export_genai(model, family, path, hf_dir, precision="fp32", extra_options=()):
     with tempfile.TemporaryDirectory() as out_dir, tempfile.TemporaryDirectory() as cache:
-        cmd = [sys.executable, "-c", GENAI_DRIVER, "-i", hf_dir,
-               "-o", out_dir, "-p", "fp32", "-e", "cpu", "-c", cache]
+        args = ["-p", precision, "-e", "cpu"]
+        if extra_options:
+            args += ["--extra_options", *extra_options]
+        cmd = [sys.executable, "-c", GENAI_DRIVER, "-i", hf_dir, "-o", out_dir, "-c", cache, *args]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             lines = [x for x in (r.stderr + r.stdout).strip().splitlines() if x.strip()]
@@ -412,7 +435,7 @@ def export_genai(model, family, path, hf_dir):
     feeds = genai_inputs(family, path)
     n_layers = len([k for k in feeds if k.startswith("past_key_values") and k.endswith(".key")])
     ref = torch_past(model, feeds, n_layers)
-    return feeds, ref, {"exporter": "python -m onnxruntime_genai.models.builder -p fp32 -e cpu",
+    return feeds, ref, {"exporter": "python -m onnxruntime_genai.models.builder " + " ".join(args),
                         "genai_search": genai_cfg.get("search", {}).get("past_present_share_buffer")}
 
 
@@ -527,6 +550,23 @@ def versions():
     return out
 
 
+def float_activations(m):
+    """`m` serialized with every MatMulNBits at accuracy_level 0 (float32 activations)."""
+    m2 = onnx.ModelProto()
+    m2.CopyFrom(m)
+    for n in m2.graph.node:
+        if n.op_type == "MatMulNBits":
+            for a in n.attribute:
+                if a.name == "accuracy_level":
+                    a.i = 0
+    return m2.SerializeToString()
+
+
+def run_ort(model, feeds):
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
 def write_case(case_dir, family, kind, model, m_path, feeds, ref, extra, attn_impl):
     m = onnx.load(m_path)
     try:
@@ -534,9 +574,13 @@ def write_case(case_dir, family, kind, model, m_path, feeds, ref, extra, attn_im
         checker = "ok"
     except onnx.checker.ValidationError as e:  # e.g. ORT's SimplifiedLayerNormalization
         checker = (str(e).strip().splitlines() or ["failed"])[0]
-    sess = ort.InferenceSession(m_path, providers=["CPUExecutionProvider"])
-    out_names = [o.name for o in sess.get_outputs()]
-    outs = dict(zip(out_names, sess.run(None, feeds)))
+    outs = run_ort(m_path, feeds)
+    torch_tol = REL_TOL
+    if kind == "genai-int4":  # reference: float32 activations (INT4_NOTE)
+        as_built = outs
+        outs = run_ort(float_activations(m), feeds)
+        extra = {**extra, "onnxruntime_as_built_vs_reference": compare(outs, as_built, {})}
+        torch_tol = INT4_TORCH_BOUND
     for d in ("inputs", "outputs"):
         os.makedirs(os.path.join(case_dir, d), exist_ok=True)
     for k, v in feeds.items():
@@ -563,7 +607,7 @@ def write_case(case_dir, family, kind, model, m_path, feeds, ref, extra, attn_im
         "outputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in outs.items()},
         "torch_vs_onnxruntime": agree,
         "max_rel_torch_vs_onnxruntime": worst,
-        "disagrees": bool(worst is None or worst > REL_TOL),
+        "disagrees": bool(worst is None or worst > torch_tol),
         "nonfinite_outputs": nonfinite,
         "ignore_positions": ignore_by_output,
         "op_histogram": op_histogram(m),
@@ -604,6 +648,8 @@ def run_family(family, exports, failures):
         kinds = [k for k in exports if is_dec or k in ("legacy", "dynamo")]
         if "genai" in kinds and family not in GENAI_FAMILIES:
             kinds.remove("genai")
+        if "genai-int4" in kinds and family not in GENAI_INT4_FAMILIES:
+            kinds.remove("genai-int4")
         for kind in kinds:
             case = f"{family}-{kind}"
             case_dir = os.path.join(HERE, case)
@@ -622,6 +668,9 @@ def run_family(family, exports, failures):
                         r = export_past(model, family, path, hf_dir)
                     elif kind == "genai":
                         r = export_genai(model, family, path, hf_dir)
+                    elif kind == "genai-int4":
+                        r = export_genai(model, family, path, hf_dir, "int4",
+                                         GENAI_INT4_FAMILIES[family])
                 meta = write_case(case_dir, family, kind, model, path, *r, attn_impl)
                 failures.pop(case, None)
                 flag = " DISAGREES" if meta["disagrees"] else ""
@@ -637,7 +686,7 @@ def run_family(family, exports, failures):
                     traceback.print_exc()
 
 
-KINDS = ["legacy", "dynamo", "past", "genai"]
+KINDS = ["legacy", "dynamo", "past", "genai", "genai-int4"]
 BEGIN, END = "<!-- zoo-summary:begin -->", "<!-- zoo-summary:end -->"
 
 
@@ -682,7 +731,7 @@ def summary_markdown():
             uses.setdefault(op, []).append(m["export"])
     out += ["", f"Op types across the zoo ({len(uses)}; domain::op, number of cases using it, "
                 "by export kind):", "",
-            "| op | cases | legacy | dynamo | past | genai |", "|---|---|---|---|---|---|"]
+            "| op | cases | " + " | ".join(KINDS) + " |", "|---|---|" + "---|" * len(KINDS)]
     for op, ks in sorted(uses.items(), key=lambda x: (-len(x[1]), x[0])):
         out.append(f"| {op} | {len(ks)} | " + " | ".join(str(ks.count(k) or "") for k in KINDS) + " |")
     return "\n".join(out)
@@ -704,7 +753,7 @@ def write_summary():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated families (default: all)")
-    ap.add_argument("--exports", default="legacy,dynamo,past,genai",
+    ap.add_argument("--exports", default=",".join(KINDS),
                     help="comma-separated export kinds (default: %(default)s)")
     ap.add_argument("--summary", action="store_true",
                     help="only rewrite the tables in README.md from the cases' meta.json")
