@@ -79,6 +79,8 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
     llvm::SmallVector<llvm::StringRef> args = {
         o.toolPath, tmpArtifact,   "--source", o.source,    "--samples",
         samples,    "--seq-len",   seqLen,     "--out",     statsPath};
+    if (o.quiet)
+      args.push_back("--quiet");
     std::string message;
     int rc = llvm::sys::ExecuteAndWait(o.toolPath, args, std::nullopt, {}, 0,
                                        0, &message);

@@ -16,6 +16,7 @@ struct CalibrationOptions {
   std::string statsPath;     ///< reuse if it exists, else save here
   std::string toolPath;      ///< the qcc-calib executable
   std::string tokenizerPath; ///< SentencePiece model for text sources
+  bool quiet = false;        ///< qcc-calib prints errors only
 };
 
 /// Runs the float model (raised, no KV cache) over the calibration source with

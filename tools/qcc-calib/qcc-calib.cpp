@@ -23,6 +23,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/Session.h"
+#include "runtime/Progress.h"
 #include "runtime/TensorIO.h"
 #include "runtime/Tokenizer.h"
 
@@ -51,6 +52,7 @@ constexpr int64_t kMaxBatch = 8;
 struct Options {
   std::string model, source, out;
   int64_t samples = 64, seqLen = 128;
+  bool quiet = false;
 };
 
 [[noreturn]] void fail(const std::string &m) { throw std::runtime_error(m); }
@@ -286,8 +288,9 @@ std::vector<Batch> npyBatches(Options &o, const Function &fn) {
   if (avail <= 0)
     fail(o.source + ": no samples");
   if (avail < o.samples) {
-    std::cerr << "qcc-calib: " << o.source << " holds " << avail
-              << " samples; using them all\n";
+    if (!o.quiet)
+      std::cerr << "qcc-calib: " << o.source << " holds " << avail
+                << " samples; using them all\n";
     o.samples = avail;
   }
   const Tensor &first = all.begin()->second;
@@ -325,6 +328,8 @@ int run(Options &o) {
   Stats stats;
   Session session(a);
   int64_t done = 0;
+  Progress progress("calibration samples", o.samples,
+                    !o.quiet && Progress::stderrIsTerminal());
   for (const Batch &b : batches) {
     std::vector<uint8_t> mask;
     int64_t B = b.begin()->second.dim(0), S = 0;
@@ -345,8 +350,9 @@ int run(Options &o) {
     });
     session.run("main", b);
     done += B;
-    std::cerr << "calibrating: sample " << done << "/" << o.samples << "\n";
+    progress.update(done);
   }
+  progress.clear();
   json out = {{"samples", o.samples},
               {"seq_len", o.seqLen},
               {"linears", json::object()},
@@ -374,10 +380,11 @@ int run(Options &o) {
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
-  std::cerr << "calibrated " << targets.linears.size() << " linears and "
-            << targets.attentions.size() << " attentions on " << o.samples
-            << " samples of " << o.seqLen << " tokens in " << secs
-            << " s; wrote " << o.out << "\n";
+  if (!o.quiet)
+    std::cerr << "calibrated " << targets.linears.size() << " linears and "
+              << targets.attentions.size() << " attentions on " << o.samples
+              << " samples of " << o.seqLen << " tokens in "
+              << formatSeconds(secs) << "; wrote " << o.out << "\n";
   return 0;
 }
 
@@ -399,6 +406,8 @@ int main(int argc, char **argv) {
                  "Tokens per sample (text sources)")
       ->capture_default_str();
   app.add_option("--out", o.out, "The statistics (JSON)")->required();
+  app.add_flag("--quiet", o.quiet,
+               "No progress line and no summary (errors only)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

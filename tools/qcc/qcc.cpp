@@ -22,6 +22,7 @@
 #include "codegen/Emitter.h"
 #include "passes/Passes.h"
 #include "runtime/Artifact.h"
+#include "runtime/Progress.h"
 #ifdef QCC_HAVE_CODEGEN
 #include "codegen/NvrtcCompiler.h"
 #endif
@@ -66,6 +67,10 @@ cl::opt<Emit> emit(
                           "the raised IR: transformer ops plus glue"),
                clEnumValN(Emit::Cuda, "cuda",
                           "the CUDA C++ emitted for the kernel regions")), cl::cat(outputCat));
+cl::opt<bool> quiet("quiet",
+                    cl::desc("Errors and warnings only: no progress lines "
+                             "(shown on a terminal) and no summaries"),
+                    cl::cat(outputCat));
 cl::opt<bool> noCuda("no-cuda",
                      cl::desc("Write the artifact without GPU kernels and "
                               "without the GPU plan (skips CUDA emission and "
@@ -227,10 +232,11 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
   for (const auto &u : emitted->units)
     sources.push_back({u.name, u.source});
   qcc::codegen::CompileOptions options;
-  options.onProgress = [](const qcc::codegen::CompileProgress &p) {
-    errs() << "compiling CUDA kernels: " << p.done << "/" << p.total << " "
-           << p.name << (p.cached ? " [cached]" : "")
-           << (p.failed ? " [failed]" : "") << "\n";
+  qcc::rt::Progress progress("compiling CUDA kernels", sources.size(),
+                             !quiet && qcc::rt::Progress::stderrIsTerminal());
+  options.onProgress = [&](const qcc::codegen::CompileProgress &p) {
+    progress.update(p.done, p.name + (p.cached ? " [cached]" : "") +
+                                (p.failed ? " [failed]" : ""));
   };
   auto start = std::chrono::steady_clock::now();
   auto compiled = qcc::codegen::compileKernels(sources, options);
@@ -240,6 +246,7 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
         << "\n";
     return false;
   }
+  progress.clear();
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
@@ -259,6 +266,8 @@ bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
     artifact.kernels.push_back(std::move(entry));
   }
   artifact.gpuPlan = *plan;
+  if (quiet)
+    return true;
   errs() << "compiled " << sources.size() << " CUDA kernel units for "
          << emitted->kernels.size() << " regions in "
          << format("%.1f", seconds) << " s";
@@ -416,6 +425,7 @@ int main(int argc, char **argv) {
       !checkTokenizer(tokenizer))
     return 1;
   options.calibration.tokenizerPath = tokenizer;
+  options.calibration.quiet = quiet;
   SmallString<256> tool(sys::path::parent_path(
       sys::fs::getMainExecutable(argv[0], (void *)&main)));
   sys::path::append(tool, "qcc-calib");

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/Progress.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Generator.h"
 #include "runtime/GpuSession.h"
@@ -65,12 +66,14 @@ struct Options {
   std::string backend = "auto"; // auto | cpu | cuda
   std::string plan = "ops";     // CPU backend: ops | kernels
   bool checkGpu = false;
+  bool quiet = false; // errors and requested output only
 };
 
 /// The backend --backend asks for, with one line on stderr saying which runs
 /// and why (unless `quiet`: tensor mode keeps stderr for errors).
 std::unique_ptr<Executor> makeExecutor(const Options &o, const Artifact &a,
                                        bool quiet = false) {
+  quiet |= o.quiet;
   auto cpu = [&](const std::string &why) {
     if (!quiet)
       std::cerr << "[qrun] CPU backend: " << why << "\n";
@@ -103,12 +106,14 @@ std::unique_ptr<Executor> makeExecutor(const Options &o, const Artifact &a,
   return cpu(why);
 }
 
-/// With the CUDA backend: what ran where, and the --check-gpu report.
-void reportGpu(Executor &e) {
+/// With the CUDA backend: what ran where (unless --quiet), and the
+/// --check-gpu report.
+void reportGpu(const Options &o, Executor &e) {
   auto *g = dynamic_cast<GpuSession *>(&e);
   if (!g)
     return;
   const auto &s = g->stats();
+  if (!o.quiet) {
   std::cerr << "[qrun] CUDA: " << s.runs << " runs, " << s.kernelLaunches
             << " kernel launches, " << s.graphCaptures << " graphs captured, "
             << s.graphReplays << " replayed, " << s.hostNodes
@@ -116,6 +121,7 @@ void reportGpu(Executor &e) {
   for (const auto &[op, n] : s.hostOps)
     std::cerr << " " << op << " x" << n;
   std::cerr << "\n";
+  }
   if (g->checks().empty())
     return;
   // Per kind: the worst region (test/e2e/check_gpu.py states the tolerances).
@@ -208,7 +214,7 @@ int runTensors(const Options &o, const Artifact &a) {
     inputs[name] = std::move(t);
   }
   auto outputs = session.run(o.function, inputs);
-  reportGpu(session);
+  reportGpu(o, session);
   std::filesystem::create_directories(o.outputDir);
   for (const auto &[name, t] : outputs) {
     std::string safe = name;
@@ -285,7 +291,8 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
   double secs = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count();
-  std::cerr << "[qrun] " << total << " tokens in " << secs << " s ("
+  if (!o.quiet)
+    std::cerr << "[qrun] " << total << " tokens in " << secs << " s ("
             << (secs > 0 ? total / secs : 0.0)
             << " tokens/s, full recompute)\n";
   return 0;
@@ -348,13 +355,14 @@ int runPrompt(const Options &o, const Artifact &a) {
   g.onFinish = [&](size_t i) { out.finish(i); };
   out.begin();
   GenerateResult r = gen.generate(prompts, g);
-  std::cerr << "[qrun] prefill: " << r.prefillTokens << " tokens in "
+  if (!o.quiet)
+    std::cerr << "[qrun] prefill: " << r.prefillTokens << " tokens in "
             << r.prefillSeconds << " s (" << r.prefillTokensPerSecond()
             << " tokens/s); decode: " << r.decodeTokens << " tokens in "
             << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
             << " tokens/s); KV cache: " << cfg.layout << ", " << cache.bytes()
             << " bytes\n";
-  reportGpu(*exec);
+  reportGpu(o, *exec);
   return 0;
 }
 
@@ -408,7 +416,11 @@ int runPerplexity(const Options &o, const Artifact &a) {
   // after the first is predicted from the tokens before it in the window.
   double nll = 0;
   int64_t count = 0;
+  int64_t windows = ids.size() < 2 ? 0 : (ids.size() - 2) / o.context + 1;
+  Progress progress("perplexity windows", windows,
+                    !o.quiet && Progress::stderrIsTerminal());
   for (size_t begin = 0; begin + 1 < ids.size(); begin += o.context) {
+    progress.update(begin / o.context);
     size_t end = std::min(ids.size(), begin + o.context);
     std::vector<int64_t> window(ids.begin() + begin, ids.begin() + end);
     Tensor logits = windowLogits(window);
@@ -423,12 +435,13 @@ int runPerplexity(const Options &o, const Artifact &a) {
       ++count;
     }
   }
+  progress.clear();
   if (count == 0)
     throw std::runtime_error(o.perplexityFile + ": too little text");
   std::cout << "perplexity " << std::exp(nll / count) << " over " << count
             << " predicted tokens (" << ids.size()
             << " tokens, windows of " << o.context << ")\n";
-  reportGpu(session);
+  reportGpu(o, session);
   return 0;
 }
 
@@ -584,7 +597,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
             << r.prefillTokensPerSecond() << " tokens/s, decode "
             << r.decodeTokensPerSecond() << " tokens/s (" << cfg.layout
             << " cache, " << cache.bytes() << " bytes)\n";
-  reportGpu(session);
+  reportGpu(o, session);
   if (o.profile)
     printProfile(o, *cpu, r.decodeSeconds);
   return 0;
@@ -829,6 +842,10 @@ int main(int argc, char **argv) {
                "CUDA backend: compare every kernel region's results with the "
                "CPU backend on the same operands and print the worst error "
                "per kernel kind")
+      ->group(kBackend);
+  app.add_flag("--quiet", o.quiet,
+               "Errors and the requested output only: no backend line, no "
+               "timing summaries, no progress line")
       ->group(kBackend);
   app.get_option("model")->required(false);
   app.set_version_flag("--version", std::string("qrun ") + QCC_VERSION +
