@@ -20,7 +20,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numbers>
@@ -1506,6 +1508,87 @@ std::vector<Tensor> softmaxK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// `attention` as the dialect docs say it, one (batch, head) at a time over
+/// every key: the reference path (AttentionPath::Reference).
+void attentionReference(int64_t B, int64_t H, int64_t Hkv, int64_t Sq,
+                        int64_t Skv, int64_t D, float scale, bool causal,
+                        int64_t window, float softcap, const float *Q,
+                        const float *K, const float *V, const float *M,
+                        const std::vector<int64_t> &mst, float *O) {
+  std::vector<float> S((size_t)(Sq * Skv));
+  const float ninf = -std::numeric_limits<float>::infinity();
+  int64_t group = H / Hkv;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t g = h / group;
+      const float *Qh = Q + b * Sq * H * D + h * D;
+      const float *Kg = K + b * Skv * Hkv * D + g * D;
+      const float *Vg = V + b * Skv * Hkv * D + g * D;
+      // S = scale * Q_h K_g^T
+      sgemm(false, true, Sq, Skv, D, scale, Qh, H * D, Kg, Hkv * D, 0.0f,
+            S.data(), Skv);
+      for (int64_t i = 0; i < Sq; ++i) {
+        float *row = S.data() + i * Skv;
+        if (softcap > 0.0f)
+          for (int64_t j = 0; j < Skv; ++j)
+            row[j] = softcapScore(row[j], softcap);
+        if (M) {
+          const float *mrow = M + b * mst[0] + h * mst[1] + i * mst[2];
+          for (int64_t j = 0; j < Skv; ++j)
+            row[j] += mrow[j * mst[3]];
+        }
+        if (causal)
+          for (int64_t j = std::max<int64_t>(i + (Skv - Sq) + 1, 0); j < Skv;
+               ++j)
+            row[j] = ninf;
+        if (window > 0) // keys at or before position i + off - window
+          for (int64_t j = 0; j < std::min(i + (Skv - Sq) - window + 1, Skv);
+               ++j)
+            row[j] = ninf;
+        softmaxRow(row, Skv); // fully masked rows become zeros (see above)
+      }
+      // O_h = P V_g
+      sgemm(false, false, Sq, D, Skv, 1.0f, S.data(), Skv, Vg, Hkv * D, 0.0f,
+            O + b * Sq * H * D + h * D, H * D);
+    }
+}
+
+/// The fast path: tasks of (batch, head, block of kQueryBlock queries), each
+/// over only the keys its rows may see (attendRows).
+void attentionFast(int64_t B, int64_t H, int64_t Hkv, int64_t Sq, int64_t Skv,
+                   int64_t D, float scale, bool causal, int64_t window,
+                   float softcap, const float *Q, const float *K,
+                   const float *V, const float *M,
+                   const std::vector<int64_t> &mst, float *O) {
+  constexpr int64_t kQueryBlock = 32;
+  int64_t blocks = (Sq + kQueryBlock - 1) / kQueryBlock, group = H / Hkv;
+  int64_t tasks = B * H * blocks, off = Skv - Sq;
+#pragma omp parallel if (tasks > 1 && B * H * Sq * Skv * D >= kParallelWork)
+  {
+    std::vector<float> scratch;
+    std::array<int64_t, kQueryBlock> lo, hi;
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      int64_t b = task / (H * blocks), h = task / blocks % H;
+      int64_t i0 = task % blocks * kQueryBlock;
+      int64_t R = std::min(kQueryBlock, Sq - i0), g = h / group;
+      for (int64_t r = 0; r < R; ++r) {
+        int64_t i = i0 + r; // sees keys (i + off - window, i + off]
+        hi[r] = causal ? std::clamp<int64_t>(i + off + 1, 0, Skv) : Skv;
+        lo[r] = window > 0 ? std::clamp<int64_t>(i + off - window + 1, 0, Skv)
+                           : 0;
+      }
+      attendRows(R, D, Q + (b * Sq + i0) * H * D + h * D, H * D,
+                 K + b * Skv * Hkv * D + g * D, Hkv * D,
+                 V + b * Skv * Hkv * D + g * D, Hkv * D, scale, softcap,
+                 lo.data(), hi.data(),
+                 M ? M + b * mst[0] + h * mst[1] + i0 * mst[2] : nullptr,
+                 M ? mst[2] : 0, M ? mst[3] : 0,
+                 O + (b * Sq + i0) * H * D + h * D, H * D, scratch);
+    }
+  }
+}
+
 std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
   const Tensor &q = need(ops, 0, "query"), &k = need(ops, 1, "key"),
                &v = need(ops, 2, "value");
@@ -1549,42 +1632,9 @@ std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
   Tensor r(DType::F32, {B, Sq, H * D});
   const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
   float *O = r.data<float>();
-  std::vector<float> S((size_t)(Sq * Skv));
-  const float ninf = -std::numeric_limits<float>::infinity();
-  int64_t group = H / Hkv;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      int64_t g = h / group;
-      const float *Qh = Q + b * Sq * H * D + h * D;
-      const float *Kg = K + b * Skv * Hkv * D + g * D;
-      const float *Vg = V + b * Skv * Hkv * D + g * D;
-      // S = scale * Q_h K_g^T
-      sgemm(false, true, Sq, Skv, D, scale, Qh, H * D, Kg, Hkv * D, 0.0f,
-            S.data(), Skv);
-      for (int64_t i = 0; i < Sq; ++i) {
-        float *row = S.data() + i * Skv;
-        if (softcap > 0.0f)
-          for (int64_t j = 0; j < Skv; ++j)
-            row[j] = softcapScore(row[j], softcap);
-        if (M) {
-          const float *mrow = M + b * mst[0] + h * mst[1] + i * mst[2];
-          for (int64_t j = 0; j < Skv; ++j)
-            row[j] += mrow[j * mst[3]];
-        }
-        if (causal)
-          for (int64_t j = std::max<int64_t>(i + (Skv - Sq) + 1, 0); j < Skv;
-               ++j)
-            row[j] = ninf;
-        if (window > 0) // keys at or before position i + off - window
-          for (int64_t j = 0; j < std::min(i + (Skv - Sq) - window + 1, Skv);
-               ++j)
-            row[j] = ninf;
-        softmaxRow(row, Skv); // fully masked rows become zeros (see above)
-      }
-      // O_h = P V_g
-      sgemm(false, false, Sq, D, Skv, 1.0f, S.data(), Skv, Vg, Hkv * D, 0.0f,
-            O + b * Sq * H * D + h * D, H * D);
-    }
+  (attentionPath() == AttentionPath::Fast ? attentionFast : attentionReference)(
+      B, H, Hkv, Sq, Skv, D, scale, causal, window, softcap, Q, K, V, M, mst,
+      O);
   return {std::move(r)};
 }
 
@@ -1663,6 +1713,103 @@ CpuKernel binK(BinOp op) {
 }
 
 } // namespace
+
+static AttentionPath initialAttentionPath() {
+  const char *env = std::getenv("QCC_CPU_ATTENTION");
+  return env && std::string(env) == "reference" ? AttentionPath::Reference
+                                                : AttentionPath::Fast;
+}
+static std::atomic<AttentionPath> gAttentionPath{initialAttentionPath()};
+
+void qcc::rt::setAttentionPath(AttentionPath path) { gAttentionPath = path; }
+AttentionPath qcc::rt::attentionPath() { return gAttentionPath; }
+
+void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                         const float *K, int64_t ldk, const float *V,
+                         int64_t ldv, float scale, float softcap,
+                         const int64_t *lo, const int64_t *hi,
+                         const float *mask, int64_t maskRow, int64_t maskCol,
+                         float *O, int64_t ldo, std::vector<float> &scratch) {
+  // Each row's range without the keys its mask sets to -inf at either end
+  // (a causal or padding mask given as a tensor): exp(-inf) adds nothing.
+  std::vector<int64_t> range(2 * (size_t)R);
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t a = lo[r], e = std::max(lo[r], hi[r]);
+    const float *m = mask ? mask + r * maskRow : nullptr;
+    const float ninf = -std::numeric_limits<float>::infinity();
+    while (m && e > a && m[(e - 1) * maskCol] == ninf)
+      --e;
+    while (m && a < e && m[a * maskCol] == ninf)
+      ++a;
+    range[2 * r] = a;
+    range[2 * r + 1] = e;
+  }
+  // Keys [j0, j1) hold every row's range; S is R x n over them.
+  int64_t j0 = std::numeric_limits<int64_t>::max(), j1 = 0;
+  for (int64_t r = 0; r < R; ++r)
+    if (range[2 * r] < range[2 * r + 1]) {
+      j0 = std::min(j0, range[2 * r]);
+      j1 = std::max(j1, range[2 * r + 1]);
+    }
+  if (j1 <= j0) { // nothing to attend: zeros, as fully masked rows are
+    for (int64_t r = 0; r < R; ++r)
+      std::fill(O + r * ldo, O + r * ldo + D, 0.0f);
+    return;
+  }
+  int64_t n = j1 - j0;
+  scratch.resize((size_t)(R * n));
+  float *S = scratch.data();
+  // GEMMs in chunks of keys with M*N*K <= 2^18, which OpenBLAS runs on the
+  // calling thread (interface/gemm.c): the caller's OpenMP threads share the
+  // cores, rather than each call also spreading over OpenBLAS's pool.
+  // A few rows (decode): plain loops, which beat a BLAS call per row.
+  int64_t chunk = std::max<int64_t>(16, (int64_t(1) << 18) / (R * D));
+  bool few = R < 4;
+  if (few)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        const float *q = Q + r * ldq, *k = K + (j0 + j) * ldk;
+        float dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t d = 0; d < D; ++d)
+          dot += q[d] * k[d];
+        S[r * n + j] = scale * dot;
+      }
+  else
+    for (int64_t c = 0; c < n; c += chunk) // S = scale * Q K^T
+      sgemm(false, true, R, std::min(chunk, n - c), D, scale, Q, ldq,
+            K + (j0 + c) * ldk, ldk, 0.0f, S + c, n);
+  for (int64_t r = 0; r < R; ++r) {
+    float *row = S + r * n;
+    int64_t a = std::clamp(range[2 * r] - j0, int64_t(0), n),
+            e = std::clamp(range[2 * r + 1] - j0, a, n);
+    std::fill(row, row + a, 0.0f);
+    std::fill(row + e, row + n, 0.0f);
+    if (softcap > 0.0f)
+      for (int64_t j = a; j < e; ++j)
+        row[j] = softcapScore(row[j], softcap);
+    if (mask)
+      for (int64_t j = a; j < e; ++j)
+        row[j] += mask[r * maskRow + (j0 + j) * maskCol];
+    softmaxRow(row + a, e - a); // fully masked rows become zeros
+  }
+  if (few)
+    for (int64_t r = 0; r < R; ++r) {
+      float *o = O + r * ldo;
+      std::fill(o, o + D, 0.0f);
+      for (int64_t j = 0; j < n; ++j) {
+        float p = S[r * n + j];
+        const float *v = V + (j0 + j) * ldv;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d)
+          o[d] += p * v[d];
+      }
+    }
+  else
+    for (int64_t c = 0; c < n; c += chunk) // O = P V
+      sgemm(false, false, R, D, std::min(chunk, n - c), 1.0f, S + c, n,
+            V + (j0 + c) * ldv, ldv, c == 0 ? 0.0f : 1.0f, O, ldo);
+}
 
 const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
   static const std::unordered_map<std::string, CpuKernel> table = {

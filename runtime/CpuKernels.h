@@ -47,6 +47,42 @@ inline float softcapScore(float x, float cap) {
   return cap * std::tanh(x / cap);
 }
 
+/// Which implementation `attention` and `kv_attention` run. Fast (the
+/// default): keys that the causal mask or the sliding window excludes are
+/// skipped, work is threaded (OpenMP) over (batch, head, query block), and a
+/// KV-cache call reads each cached key/value row once per kv head for all the
+/// query heads of its group. Reference: the straightforward loops that the
+/// fast path is tested against (DESIGN.md, "Semantics, twice"). The two differ
+/// only in the order of float sums (dot products, P V), not in the softmax.
+/// QCC_CPU_ATTENTION=reference in the environment selects the reference path
+/// at startup.
+enum class AttentionPath { Fast, Reference };
+void setAttentionPath(AttentionPath path);
+AttentionPath attentionPath();
+
+/// Multiply-adds below which the fast path stays on the calling thread.
+/// Threading over (batch, head) is off for now (the bound is out of reach):
+/// with OpenMP's default active wait, its spinning workers and OpenBLAS's
+/// threads fight over 2 cores. Measured on the demo model, `qrun --bench 1
+/// 256`, 2 threads: reference path 4.2k tokens/s, fast path threaded from
+/// 2^22 multiply-adds 3.0-3.8k, fast path on the calling thread 3.9-5.0k
+/// (with OMP_WAIT_POLICY=passive, threaded: 9.7k vs reference 8.4-8.7k).
+/// One thread pool for the process (the CPU-backend issue) lowers it again.
+constexpr int64_t kParallelWork = INT64_MAX;
+
+/// The fast path's core. Row r of Q (Q + r * ldq, D floats) attends keys
+/// [lo[r], hi[r]) of K (key j at K + j * ldk): scores scale * q.k, softcapped
+/// when softcap > 0, plus mask[r * maskRow + j * maskCol] when mask is set,
+/// softmax over the range as `softmax` does (an empty or fully masked range
+/// gives zeros), then O + r * ldo = sum_j p_j V_j (V + j * ldv). Keys outside
+/// every row's range are not read. `scratch` is reused between calls.
+void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                const float *K, int64_t ldk, const float *V, int64_t ldv,
+                float scale, float softcap, const int64_t *lo,
+                const int64_t *hi, const float *mask, int64_t maskRow,
+                int64_t maskCol, float *O, int64_t ldo,
+                std::vector<float> &scratch);
+
 /// Operands in order; an omitted optional operand is nullptr.
 using Operands = std::vector<const Tensor *>;
 using CpuKernel = std::function<std::vector<Tensor>(const Attrs &,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 
@@ -223,20 +224,16 @@ size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
 // kv_attention
 //===----------------------------------------------------------------------===//
 
-/// Steps 1 and 2 of kv_attention for batch row b, with the cache holding T:
-/// float stores and reads the values as they are; int8_t stores
-/// clamp(round_half_even(x / s), -127, 127) and reads q * s, with s the
-/// layer's k or v scale of the kv head (docs/QUANTIZATION.md section 4).
+/// Step 1 of kv_attention for batch row b, with the cache holding T: float
+/// stores the values as they are; int8_t stores
+/// clamp(round_half_even(x / s), -127, 127), with s the layer's k or v scale
+/// of the kv head (docs/QUANTIZATION.md section 4).
 template <typename T>
-static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
-                      int64_t S, int64_t valid, int64_t cached, int64_t H,
-                      int64_t Hkv, int64_t D, float scale, int64_t window,
-                      float softcap, const float *Q,
-                      const float *K, const float *V, float *O,
-                      std::vector<float> &P) {
+static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
+                      int64_t S, int64_t valid, int64_t cached, int64_t Hkv,
+                      int64_t D, const float *K, const float *V) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
   const KvCacheConfig &c = cache.config();
-  int64_t group = H / Hkv;
   // 1. append the valid tokens' keys and values.
   for (int64_t t = 0; t < valid; ++t)
     for (int64_t g = 0; g < Hkv; ++g) {
@@ -255,6 +252,20 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
         std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
       }
     }
+}
+
+/// Step 2 of kv_attention for batch row b, the reference path: one query
+/// head and token at a time; the cached elements read as floats (int8_t:
+/// q * s).
+template <typename T>
+static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
+                      int64_t S, int64_t valid, int64_t cached, int64_t H,
+                      int64_t Hkv, int64_t D, float scale, int64_t window,
+                      float softcap, const float *Q, float *O,
+                      std::vector<float> &P) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  const KvCacheConfig &c = cache.config();
+  int64_t group = H / Hkv;
   // 2. causal attention over cache positions [0, cached + t], or its last
   //    `window` ones, (cached + t - window, cached + t].
   P.resize((size_t)(cached + valid));
@@ -312,6 +323,106 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
   }
 }
 
+/// Step 2 of kv_attention, the fast path (AttentionPath::Fast): tasks of
+/// (batch row, kv head, block of query tokens), threaded with OpenMP. A task
+/// reads the keys and values its tokens see once, in one pass over the cache
+/// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
+/// used in place), and attends every query head of the kv head's group to
+/// them at once (attendRows: the softmax of the reference path, float sums in
+/// another order). A decode step is one task per (row, kv head).
+template <typename T>
+static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
+                       int64_t S, int64_t H, int64_t Hkv, int64_t D,
+                       float scale, int64_t window, float softcap,
+                       const float *Q, float *O) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  const KvCacheConfig &c = cache.config();
+  int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
+  // Query tokens per task: about 32 rows (tokens x heads of the group).
+  int64_t tokens = std::max<int64_t>(1, 32 / group);
+  struct Task {
+    int64_t b, g, t0, count;
+  };
+  std::vector<Task> tasks;
+  int64_t work = 0; // multiply-adds, about
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t g = 0; g < Hkv; ++g)
+      for (int64_t t0 = 0; t0 < kv.valid[b]; t0 += tokens) {
+        tasks.push_back({b, g, t0, std::min(tokens, kv.valid[b] - t0)});
+        work += group * tasks.back().count *
+                (cache.length(kv.seqs[b]) + t0 + tokens) * D * 2;
+      }
+  std::exception_ptr error;
+#pragma omp parallel if (tasks.size() > 1 && work >= kParallelWork)
+  {
+    std::vector<float> keys, values, q, out, scratch;
+    std::vector<int64_t> lo, hi;
+#pragma omp for schedule(dynamic)
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      try {
+        auto [b, g, t0, count] = tasks[i];
+        int64_t seq = kv.seqs[b], cached = cache.length(seq);
+        // Token t sees positions (n - window, n], n = cached + t + 1.
+        auto first = [&](int64_t t) {
+          return window > 0 ? std::max<int64_t>(cached + t + 1 - window, 0)
+                            : int64_t(0);
+        };
+        int64_t begin = first(t0), end = cached + t0 + count;
+        // The keys or values of positions [begin, end) as n x D floats.
+        auto gather = [&](int kvIndex, std::vector<float> &buf,
+                          float s) -> const float * {
+          const float *inPlace = nullptr;
+          buf.resize((size_t)((end - begin) * D));
+          cache.template forEachRun<T>(
+              seq, layer, kvIndex, g, begin, end,
+              [&](int64_t pos, const T *run, int64_t n) {
+                if constexpr (!isI8) {
+                  if (n == end - begin) {
+                    inPlace = run;
+                    return;
+                  }
+                }
+                float *dst = buf.data() + (pos - begin) * D;
+                for (int64_t e = 0; e < n * D; ++e)
+                  dst[e] = isI8 ? (float)run[e] * s : (float)run[e];
+              });
+          return inPlace ? inPlace : buf.data();
+        };
+        const float *Kr = gather(0, keys, isI8 ? c.kScales[layer][g] : 1.0f);
+        const float *Vr =
+            gather(1, values, isI8 ? c.vScales[layer][g] : 1.0f);
+        // Rows (head of the group, token): the queries packed, D apart.
+        int64_t R = group * count;
+        q.resize((size_t)(R * D));
+        out.resize((size_t)(R * D));
+        lo.resize((size_t)R);
+        hi.resize((size_t)R);
+        for (int64_t hh = 0; hh < group; ++hh)
+          for (int64_t t = 0; t < count; ++t) {
+            int64_t r = hh * count + t;
+            const float *src =
+                Q + (b * S + t0 + t) * H * D + (g * group + hh) * D;
+            std::copy(src, src + D, q.data() + r * D);
+            lo[r] = first(t0 + t) - begin;
+            hi[r] = cached + t0 + t + 1 - begin;
+          }
+        attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap, lo.data(),
+                   hi.data(), nullptr, 0, 0, out.data(), D, scratch);
+        for (int64_t hh = 0; hh < group; ++hh)
+          for (int64_t t = 0; t < count; ++t)
+            std::copy_n(out.data() + (hh * count + t) * D, D,
+                        O + (b * S + t0 + t) * H * D + (g * group + hh) * D);
+      } catch (...) {
+#pragma omp critical(qcc_kv_attention_error)
+        if (!error)
+          error = std::current_exception();
+      }
+    }
+  }
+  if (error)
+    std::rethrow_exception(error);
+}
+
 Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
                             KvBatch &kv) {
   auto err = [](const std::string &m) { throw std::runtime_error(m); };
@@ -359,7 +470,6 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
   Tensor r(DType::F32, {B, S, H * D}); // zeros: padding rows stay zero
   const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
   float *O = r.data<float>();
-  std::vector<float> P;
   for (int64_t b = 0; b < B; ++b) {
     int64_t seq = kv.seqs[b], valid = kv.valid[b];
     if (valid < 0 || valid > S)
@@ -367,11 +477,28 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
           str(S));
     int64_t cached = cache.length(seq);
     if (c.isInt8())
+      appendRow<int8_t>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
+    else
+      appendRow<float>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
+  }
+  if (attentionPath() == AttentionPath::Fast) {
+    if (c.isInt8())
+      attendFast<int8_t>(cache, kv, layer, S, H, Hkv, D, scale, window,
+                         softcap, Q, O);
+    else
+      attendFast<float>(cache, kv, layer, S, H, Hkv, D, scale, window, softcap,
+                        Q, O);
+    return r;
+  }
+  std::vector<float> P;
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t seq = kv.seqs[b], valid = kv.valid[b], cached = cache.length(seq);
+    if (c.isInt8())
       attendRow<int8_t>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                        scale, window, softcap, Q, K, V, O, P);
+                        scale, window, softcap, Q, O, P);
     else
       attendRow<float>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                       scale, window, softcap, Q, K, V, O, P);
+                       scale, window, softcap, Q, O, P);
   }
   return r;
 }
