@@ -64,6 +64,20 @@ def ort_tokens_per_s(model, batch, seq, threads, iterations, vocab):
     return batch * seq / sorted(times)[len(times) // 2]
 
 
+def machine():
+    """The conditions a table was measured in: CPU model, cores, load, date and
+    OpenMP's wait policy (its default, active, halves qrun at 2 threads here)."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{model}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
+            f"{time.strftime('%Y-%m-%d')}, OMP_WAIT_POLICY="
+            f"{os.environ.get('OMP_WAIT_POLICY', 'unset (active)')}")
+
+
 def qrun_decode_tokens_per_s(qrun, qpkg, batch, context, steps, threads):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
                OMP_NUM_THREADS=str(threads))
@@ -139,6 +153,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         qpkg = os.path.join(tmp, "model.qpkg")
         subprocess.run([a.qcc, a.model, "--no-cuda", "-o", qpkg], check=True)
+        print(f"{machine()}")
         print(f"model {os.path.relpath(a.model, ROOT)}, {a.seq}-token forward pass, "
               f"median of {a.iterations} runs, tokens/s")
         print(f"| threads | batch | qrun CPU | onnxruntime | qrun / ort |")
