@@ -1895,6 +1895,15 @@ std::vector<Tensor> qcc::rt::computeInF32(
     const std::string &op, const Operands &operands,
     const std::vector<DType> &resultTypes,
     const std::function<std::vector<Tensor>(const Operands &)> &kernel) {
+  // The common case, an f32 (or integer) node: straight to the kernel.
+  bool anyHalf = std::any_of(resultTypes.begin(), resultTypes.end(),
+                             isHalfFloat) ||
+                 std::any_of(operands.begin(), operands.end(),
+                             [](const Tensor *t) {
+                               return t && isHalfFloat(t->dtype());
+                             });
+  if (!anyHalf)
+    return kernel(operands);
   // Kernels that copy elements by their byte size (and cast, which converts
   // itself) keep f16/bf16 as they are: no conversion, exact.
   static const std::unordered_set<std::string> movesElements = {
