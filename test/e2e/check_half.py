@@ -15,7 +15,7 @@ from zoo llama exports, as `torch.onnx.export(model.half())` writes them):
      (meta.json ignore_positions: left-padding query rows);
   3. `qcc --quant=w8a8 --calib=inputs/`: W8A8 (SmoothQuant O1, calibrated on the case's
      own inputs) reads the f16/bf16 weights as float; within W8A8_TOLERANCE of the same
-     reference (a graph with past_key_values inputs: --kv-cache=none, as for float32);
+     reference;
   4. with --kv-check, when the artifact has a KV cache: qcc-kv-check (prefill/decode vs
      recompute, its own f16/bf16 tolerance).
 
@@ -119,9 +119,7 @@ def check_case(case, args, work):
 
     err = compare(qpkg, TOLERANCE[half], want)
     q8 = os.path.join(work, name + ".w8a8.qpkg")
-    # W8A8 of a graph taking past_key_values has no KV cache yet (f32 alike).
-    no_kv = ["--kv-cache=none"] if any("past" in os.path.basename(p) for p in inputs) else []
-    run([args.qcc, os.path.join(case, "model.onnx"), "--no-cuda", "--quant=w8a8", *no_kv,
+    run([args.qcc, os.path.join(case, "model.onnx"), "--no-cuda", "--quant=w8a8",
          "--calib=" + os.path.join(case, "inputs"), "-o", q8])
     err8 = compare(q8, W8A8_TOLERANCE, "w8a8")
     kv = "-"
