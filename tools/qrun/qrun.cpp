@@ -681,16 +681,27 @@ int listKernels(const Artifact &a) {
   return 0;
 }
 
-/// A finite number > 0 (CLI::PositiveNumber lets nan and inf through).
-const CLI::Validator finitePositive(
-    [](std::string &text) -> std::string {
-      char *end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
-        return "must be a finite number > 0, got '" + text + "'";
-      return "";
-    },
-    "FLOAT>0");
+/// A finite number in [lo, hi] (or (lo, hi] when `loOpen`), said in one
+/// short line: CLI11's numeric checks let nan and inf through and print the
+/// largest double in their messages.
+CLI::Validator finiteIn(double lo, double hi, bool loOpen) {
+  std::string range = (loOpen ? "(" : "[") + CLI::detail::to_string(lo) +
+                      ", " +
+                      (std::isinf(hi) ? std::string("inf)")
+                                      : CLI::detail::to_string(hi) + "]");
+  return CLI::Validator(
+      [=](std::string &text) -> std::string {
+        char *end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v > hi ||
+            (loOpen ? v <= lo : v < lo))
+          return "must be a finite number in " + range + ", got '" + text +
+                 "'";
+        return "";
+      },
+      "FLOAT in " + range);
+}
+const double kInf = std::numeric_limits<double>::infinity();
 
 /// An integer >= 0, said in one short line (CLI::NonNegativeNumber's message
 /// prints the largest double).
@@ -741,25 +752,25 @@ int main(int argc, char **argv) {
   app.add_option("--temperature", o.sampler.temperature,
                  "Sampling temperature (0: greedy)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
+      ->check(finiteIn(0, kInf, /*loOpen=*/false))
       ->group(kText);
   app.add_option("--top-k", o.sampler.topK,
                  "Sample among the K most likely tokens (0: all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
+      ->check(countValidator)
       ->group(kText);
   app.add_option("--top-p", o.sampler.topP,
                  "Nucleus sampling: the smallest set of tokens with "
                  "probability >= P")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finiteIn(0, 1, /*loOpen=*/true))
       ->group(kText);
   app.add_option("--repeat-penalty", o.sampler.repeatPenalty,
                  "Divide the positive logits of tokens seen in the last "
                  "--repeat-last-n tokens by F, multiply the negative ones "
                  "(1: off; llama.cpp's convention)")
       ->capture_default_str()
-      ->check(finitePositive)
+      ->check(finiteIn(0, kInf, /*loOpen=*/true))
       ->group(kText);
   app.add_option("--repeat-last-n", o.sampler.repeatLastN,
                  "Tokens of each sequence (prompt included) that "
