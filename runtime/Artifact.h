@@ -1,29 +1,21 @@
 //===- Artifact.h - the .qpkg deployment artifact ---------------*- C++ -*-===//
 //
-// Layout (little-endian):
-//   [0, 64)        header: magic "QCCPKG\r\n", format version (u32), flags
-//                  (u32), manifest offset/size (u64 x2), data offset/size
-//                  (u64 x2), file size (u64), CRC-32 of [64, file size) (u32)
-//   manifest       JSON: functions (inputs, outputs, nodes), value types,
-//                  constants (offset/size into data), sections (tokenizer,
-//                  kernel binaries); with GPU kernels (qcc without
-//                  --no-cuda): "kernels" [{function, region, kind, entry,
-//                  launch, symbols, binaries: {sm_80|sm_90|ptx: {offset,
-//                  size}}} or {..., unsupported}] (launch records:
-//                  codegen/Emitter.h) and "gpu_functions": the entry points
-//                  after form-kernels (the CUDA backend's plan, in launch
-//                  order), kernel regions as nodes {op: "kernel", attrs:
-//                  {kind, kernel: index into kernels}, body: {args, nodes,
-//                  yield}}
-//   data           64-byte aligned blobs: weights, tokenizer, kernels
-//
-// The "\r\n" in the magic catches text-mode transfers; the CRC catches
-// truncation and corruption before anything is interpreted.
+// The container (header, magic, version, CRC, data alignment) is
+// format/ArtifactFormat.h. The manifest, a JSON object:
+//   functions (inputs, outputs, nodes), value types, constants (offset/size
+//   into data), sections (tokenizer, kernel binaries); with GPU kernels (qcc
+//   without --no-cuda): "kernels" [{function, region, kind, entry, launch,
+//   symbols, binaries: {sm_80|sm_90|ptx: {offset, size}}} or {...,
+//   unsupported}] (launch records: codegen/Emitter.h) and "gpu_functions":
+//   the entry points after form-kernels (the CUDA backend's plan, in launch
+//   order), kernel regions as nodes {op: "kernel", attrs: {kind, kernel:
+//   index into kernels}, body: {args, nodes, yield}}
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_ARTIFACT_H
 #define QCC_RUNTIME_ARTIFACT_H
 
+#include "format/ArtifactFormat.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -37,25 +29,13 @@
 
 namespace qcc::rt {
 
-inline constexpr char kMagic[8] = {'Q', 'C', 'C', 'P', 'K', 'G', '\r', '\n'};
-inline constexpr uint32_t kFormatVersion = 1;
-inline constexpr size_t kHeaderSize = 64;
-inline constexpr size_t kDataAlignment = 64;
-
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t flags;
-  uint64_t manifestOffset, manifestSize;
-  uint64_t dataOffset, dataSize;
-  uint64_t fileSize;
-  uint32_t crc32;
-  uint32_t reserved;
-};
-static_assert(sizeof(Header) == kHeaderSize);
-
-/// CRC-32 (zlib) of a byte range.
-uint32_t crc32Of(const void *data, size_t size);
+// The container (magic, version, header, CRC) is format/ArtifactFormat.h.
+using format::crc32Of;
+using format::Header;
+using format::kDataAlignment;
+using format::kFormatVersion;
+using format::kHeaderSize;
+using format::kMagic;
 
 /// A named model input or output.
 struct Port {

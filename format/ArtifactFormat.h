@@ -1,0 +1,50 @@
+//===- ArtifactFormat.h - the .qpkg container, shared ------------*- C++ -*-===//
+//
+// The byte layout of a .qpkg file, the one definition both sides use: the
+// compiler writes it (compiler/ArtifactWriter), the runtime reads it
+// (runtime/Artifact). This library links no LLVM/MLIR and no BLAS.
+//
+// Layout (little-endian):
+//   [0, 64)        header: magic "QCCPKG\r\n", format version (u32), flags
+//                  (u32), manifest offset/size (u64 x2), data offset/size
+//                  (u64 x2), file size (u64), CRC-32 of [64, file size) (u32)
+//   manifest       JSON (runtime/Artifact.h describes its fields)
+//   data           64-byte aligned blobs: weights, tokenizer, kernels
+//
+// The "\r\n" in the magic catches text-mode transfers; the CRC catches
+// truncation and corruption before anything is interpreted.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_FORMAT_ARTIFACTFORMAT_H
+#define QCC_FORMAT_ARTIFACTFORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qcc::format {
+
+inline constexpr char kMagic[8] = {'Q', 'C', 'C', 'P', 'K', 'G', '\r', '\n'};
+/// Bumped whenever the manifest or the layout changes meaning; the runtime
+/// refuses any other version with one line saying to recompile.
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kHeaderSize = 64;
+inline constexpr size_t kDataAlignment = 64;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t flags;
+  uint64_t manifestOffset, manifestSize;
+  uint64_t dataOffset, dataSize;
+  uint64_t fileSize;
+  uint32_t crc32;
+  uint32_t reserved;
+};
+static_assert(sizeof(Header) == kHeaderSize);
+
+/// CRC-32 (zlib's polynomial) of a byte range.
+uint32_t crc32Of(const void *data, size_t size);
+
+} // namespace qcc::format
+
+#endif // QCC_FORMAT_ARTIFACTFORMAT_H
