@@ -4,8 +4,8 @@
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
+#include "format/ArtifactFormat.h"
 #include "passes/ConstEval.h"
-#include "runtime/Artifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -39,8 +39,8 @@ struct Writer {
   llvm::DenseMap<Attribute, std::pair<size_t, size_t>> blobs;
 
   size_t appendBlob(llvm::ArrayRef<char> bytes) {
-    data.resize((data.size() + qcc::rt::kDataAlignment - 1) /
-                qcc::rt::kDataAlignment * qcc::rt::kDataAlignment);
+    data.resize((data.size() + qcc::format::kDataAlignment - 1) /
+                qcc::format::kDataAlignment * qcc::format::kDataAlignment);
     size_t offset = data.size();
     data.append(bytes.data(), bytes.size());
     return offset;
@@ -257,7 +257,7 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
       kvCache[a.getName().str()] = *j;
     }
   }
-  json manifest{{"format_version", rt::kFormatVersion},
+  json manifest{{"format_version", format::kFormatVersion},
                 {"producer", "qcc"},
                 {"source", options.sourceName},
                 {"values", w.values},
@@ -271,24 +271,7 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
   }
   if (options.gpuPlan)
     manifest["gpu_functions"] = gpuFunctions;
-  std::string text = manifest.dump();
-
-  rt::Header h{};
-  std::memcpy(h.magic, rt::kMagic, sizeof h.magic);
-  h.version = rt::kFormatVersion;
-  h.manifestOffset = rt::kHeaderSize;
-  h.manifestSize = text.size();
-  h.dataOffset = (h.manifestOffset + h.manifestSize + rt::kDataAlignment - 1) /
-                 rt::kDataAlignment * rt::kDataAlignment;
-  h.dataSize = w.data.size();
-  h.fileSize = h.dataOffset + h.dataSize;
-  std::vector<char> file(h.fileSize, '\0');
-  std::memcpy(file.data() + h.manifestOffset, text.data(), text.size());
-  std::memcpy(file.data() + h.dataOffset, w.data.data(), w.data.size());
-  h.crc32 = rt::crc32Of(file.data() + rt::kHeaderSize,
-                        file.size() - rt::kHeaderSize);
-  std::memcpy(file.data(), &h, sizeof h);
-  return file;
+  return format::packageFile(manifest.dump(), w.data);
 }
 
 llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,

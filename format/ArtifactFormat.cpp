@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstring>
 
 uint32_t qcc::format::crc32Of(const void *data, size_t size) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -15,4 +16,23 @@ uint32_t qcc::format::crc32Of(const void *data, size_t size) {
     size -= chunk;
   }
   return (uint32_t)crc;
+}
+
+std::vector<char> qcc::format::packageFile(std::string_view manifest,
+                                           std::string_view data) {
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof h.magic);
+  h.version = kFormatVersion;
+  h.manifestOffset = kHeaderSize;
+  h.manifestSize = manifest.size();
+  h.dataOffset = (h.manifestOffset + h.manifestSize + kDataAlignment - 1) /
+                 kDataAlignment * kDataAlignment;
+  h.dataSize = data.size();
+  h.fileSize = h.dataOffset + h.dataSize;
+  std::vector<char> file(h.fileSize, '\0');
+  std::memcpy(file.data() + h.manifestOffset, manifest.data(), manifest.size());
+  std::memcpy(file.data() + h.dataOffset, data.data(), data.size());
+  h.crc32 = crc32Of(file.data() + kHeaderSize, file.size() - kHeaderSize);
+  std::memcpy(file.data(), &h, sizeof h);
+  return file;
 }

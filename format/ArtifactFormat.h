@@ -20,6 +20,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 namespace qcc::format {
 
@@ -44,6 +46,10 @@ static_assert(sizeof(Header) == kHeaderSize);
 
 /// CRC-32 (zlib's polynomial) of a byte range.
 uint32_t crc32Of(const void *data, size_t size);
+
+/// The bytes of a .qpkg file: the header (sizes and CRC filled in), the
+/// manifest text and, at the next kDataAlignment boundary, the data section.
+std::vector<char> packageFile(std::string_view manifest, std::string_view data);
 
 } // namespace qcc::format
 
