@@ -5,6 +5,7 @@
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
 #include "format/ArtifactFormat.h"
+#include "format/OpKind.h"
 #include "passes/ConstEval.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -122,7 +123,13 @@ struct Writer {
                              {"size", it->second.second}});
         continue;
       }
-      json node{{"op", op.getName().stripDialect().str()}, {"name", where}};
+      // The runtime knows the ops of format/OpKinds.def (OpKindTest holds
+      // that table to the dialect).
+      std::optional<qcc::format::OpKind> kind = qcc::runtimeOpKind(&op);
+      if (!kind)
+        return error("op '" + op.getName().getStringRef() + "' (from '" +
+                     where + "') has no artifact op kind");
+      json node{{"op", qcc::format::opKindName(*kind)}, {"name", where}};
       std::vector<int64_t> in;
       for (Value v : op.getOperands())
         in.push_back(ids.lookup(v));

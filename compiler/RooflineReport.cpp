@@ -87,10 +87,10 @@ RooflineFunction analyze(const rt::Artifact &a, const rt::Function &fn,
     if (run.node.body) {
       k.kind = run.node.attrs.value("kind", "kernel");
       for (const rt::Node &inner : run.node.body->nodes)
-        k.ops.push_back(inner.op);
+        k.ops.push_back(rt::opKindName(inner.kind));
     } else if (run.cost.flops > 0) {
       k.kind = "host";
-      k.ops.push_back(run.node.op);
+      k.ops.push_back(rt::opKindName(run.node.kind));
     } else {
       ++out.glueNodes;
       return;

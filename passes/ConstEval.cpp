@@ -19,6 +19,12 @@ llvm::Error error(const llvm::Twine &msg) {
 }
 } // namespace
 
+std::optional<format::OpKind> qcc::runtimeOpKind(Operation *op) {
+  if (!isa_and_nonnull<QccDialect>(op->getDialect()))
+    return std::nullopt;
+  return format::parseOpKind(op->getName().stripDialect());
+}
+
 std::string qcc::runtimeDType(Type t) {
   if (t.isF32()) return "f32";
   if (t.isF16()) return "f16";
@@ -112,9 +118,8 @@ qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
       *why = reason.str();
     return failure();
   };
-  const auto &kernels = rt::cpuKernels();
-  auto kernel = kernels.find(op->getName().stripDialect().str());
-  if (kernel == kernels.end())
+  std::optional<format::OpKind> kind = runtimeOpKind(op);
+  if (!kind)
     return refuse("no CPU kernel for " + op->getName().getStringRef());
   auto attrs = runtimeAttrs(op);
   if (!attrs)
@@ -130,8 +135,9 @@ qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
   try {
     rt::Attrs a(*attrs);
     out = rt::computeInF32(
-        kernel->first, operands, resultTypes,
-        [&](const rt::Operands &ops) { return kernel->second(a, ops); });
+        *kind, operands, resultTypes, [&](const rt::Operands &ops) {
+          return rt::runCpuKernel(*kind, a, ops);
+        });
   } catch (const std::exception &e) {
     return refuse(e.what());
   }

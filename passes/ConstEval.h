@@ -14,13 +14,20 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/Support/Error.h"
 
+#include "format/OpKind.h"
 #include "runtime/CpuKernels.h"
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 namespace qcc {
+
+/// The kind of `op` as an artifact node holds it (format/OpKinds.def): its
+/// qcc mnemonic parsed. None for an op of another dialect, and for qcc.constant
+/// and qcc.yield, which are no nodes.
+std::optional<format::OpKind> runtimeOpKind(mlir::Operation *op);
 
 /// The runtime's name of an element type ("f32", "i64", "bool", ...), or ""
 /// for a type the runtime does not have.

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
+#include "passes/ConstEval.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -23,10 +24,11 @@ using namespace qcc;
 
 namespace {
 
+/// An op that may join an elementwise chain (the ElementwiseChain trait of
+/// format/OpKinds.def).
 bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, SqrtOp, ReciprocalOp,
-             ErfOp, TanhOp, SigmoidOp, ExpOp, CosOp, SinOp, ReluOp, NegOp,
-             GeluOp, SiluOp>(op);
+  std::optional<format::OpKind> kind = runtimeOpKind(op);
+  return kind && format::joinsElementwiseChain(*kind);
 }
 
 /// The only user of `op`'s single result, if it has exactly one use.

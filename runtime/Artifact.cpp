@@ -97,10 +97,18 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
                " does not fit the data section");
       a.constants_[id] = Tensor::view(t, shape, data + off);
     }
+    std::string function; // the one being parsed, for errors
     std::function<Node(const json &)> parseNode = [&](const json &n) {
       Node node;
-      node.op = n.at("op").get<std::string>();
       node.name = n.value("name", "");
+      std::string op = n.at("op").get<std::string>();
+      std::optional<OpKind> kind = format::parseOpKind(op);
+      if (!kind)
+        l.fail("manifest: function '" + function + "', node '" + node.name +
+               "': unknown op '" + op +
+               "' (compiled by a different qcc? recompile the model)");
+      node.kind = *kind;
+      node.op = opKindName(node.kind);
       node.inputs = n.at("in").get<std::vector<int64_t>>();
       node.outputs = n.at("out").get<std::vector<int64_t>>();
       node.attrs = n.value("attrs", json::object());
@@ -113,6 +121,12 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
       for (int64_t id : node.outputs)
         if (!known(id))
           l.fail("manifest: node '" + node.name + "' writes unknown value");
+      if (n.contains("body") != (node.kind == OpKind::Kernel))
+        l.fail("manifest: function '" + function + "', node '" + node.name +
+               "' (" + op + "): " +
+               (node.kind == OpKind::Kernel ? "a kernel without a body"
+                                            : "a body on an op that is no "
+                                              "kernel"));
       if (n.contains("body")) {
         auto body = std::make_shared<KernelBody>();
         const json &b = n.at("body");
@@ -138,6 +152,7 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
       for (const json &f : list) {
         Function fn;
         fn.name = f.at("name").get<std::string>();
+        function = fn.name;
         for (const json &p : f.at("inputs"))
           fn.inputs.push_back(parsePort(l, p));
         for (const json &p : f.at("outputs"))

@@ -2,7 +2,9 @@
 //
 // The container (header, magic, version, CRC, data alignment) is
 // format/ArtifactFormat.h. The manifest, a JSON object:
-//   functions (inputs, outputs, nodes), value types, constants (offset/size
+//   functions (inputs, outputs, nodes {op, name, in, out, attrs}; op is a
+//   name of format/OpKinds.def, and the loader refuses any other), value
+//   types, constants (offset/size
 //   into data), sections (tokenizer, kernel binaries); with GPU kernels (qcc
 //   without --no-cuda): "kernels" [{function, region, kind, entry, launch,
 //   symbols, binaries: {sm_80|sm_90|ptx: {offset, size}}} or {...,
@@ -16,6 +18,7 @@
 #define QCC_RUNTIME_ARTIFACT_H
 
 #include "format/ArtifactFormat.h"
+#include "format/OpKind.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -36,6 +39,8 @@ using format::kDataAlignment;
 using format::kFormatVersion;
 using format::kHeaderSize;
 using format::kMagic;
+using format::OpKind;
+using format::opKindName;
 
 /// A named model input or output.
 struct Port {
@@ -57,13 +62,17 @@ struct KernelBody {
 };
 
 struct Node {
+  OpKind kind;
+  /// opKindName(kind), set by the loader. Dispatch uses `kind`; the string
+  /// stays for the tools that still compare names (tools/qcc-calib).
   std::string op;
   std::string name; // the ONNX node (or pass) it came from, for errors
   std::vector<int64_t> inputs; // -1 for an omitted optional operand
   std::vector<int64_t> outputs;
   nlohmann::json attrs;
-  /// op == "kernel" (GPU plans): the region; attrs "kind" and "kernel" (the
-  /// index into Artifact::kernels(), -1 when none was compiled).
+  /// OpKind::Kernel (GPU plans), and only then: the region; attrs "kind" and
+  /// "kernel" (the index into Artifact::kernels(), -1 when none was
+  /// compiled).
   std::shared_ptr<const KernelBody> body;
 };
 

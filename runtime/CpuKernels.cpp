@@ -28,7 +28,6 @@
 #include <numbers>
 #include <numeric>
 #include <stdexcept>
-#include <unordered_set>
 
 using namespace qcc::rt;
 using nlohmann::json;
@@ -341,29 +340,10 @@ template <typename T> T applyBin(BinOp op, T a, T b) {
   }
 }
 
-const char *binName(BinOp op) {
-  switch (op) {
-  case BinOp::Add: return "add";
-  case BinOp::Sub: return "sub";
-  case BinOp::Mul: return "mul";
-  case BinOp::Div: return "div";
-  case BinOp::Pow: return "pow";
-  case BinOp::Max: return "max";
-  case BinOp::Min: return "min";
-  case BinOp::Equal: return "equal";
-  case BinOp::Less: return "less";
-  case BinOp::LessEqual: return "less_equal";
-  case BinOp::Greater: return "greater";
-  case BinOp::GreaterEqual: return "greater_equal";
-  case BinOp::And: return "and";
-  case BinOp::Or: return "or";
-  }
-  return "?";
-}
-
-std::vector<Tensor> binary(BinOp op, const Operands &ops) {
+/// `kind`'s kernel (its name for errors), computing `op`.
+std::vector<Tensor> binary(OpKind kind, BinOp op, const Operands &ops) {
   const Tensor &a = need(ops, 0, "lhs"), &b = need(ops, 1, "rhs");
-  const char *name = binName(op);
+  const char *name = opKindName(kind);
   Shape out = broadcastShapes({&a.shape(), &b.shape()});
   std::array<std::vector<int64_t>, 2> st = {broadcastStrides(a.shape(), out),
                                             broadcastStrides(b.shape(), out)};
@@ -448,41 +428,40 @@ std::vector<Tensor> whereK(const Attrs &, const Operands &ops) {
 }
 
 /// A float unary op: f32 in, f32 out.
-template <typename F> CpuKernel unaryF32(const char *name, F fn) {
-  return [name, fn](const Attrs &, const Operands &ops) {
-    const Tensor &x = need(ops, 0, "input");
-    if (x.dtype() != DType::F32)
-      unsupported(x.dtype(), name);
-    Tensor r(DType::F32, x.shape());
-    const float *in = x.data<float>();
-    float *out = r.data<float>();
-    // Elementwise math (erf, tanh, exp) is the costly part of small models
-    // after the GEMMs: spread it over the cores for large tensors.
-    int64_t n = x.numel();
+template <typename F>
+std::vector<Tensor> unaryF32(OpKind op, const Operands &ops, F fn) {
+  const Tensor &x = need(ops, 0, "input");
+  if (x.dtype() != DType::F32)
+    unsupported(x.dtype(), opKindName(op));
+  Tensor r(DType::F32, x.shape());
+  const float *in = x.data<float>();
+  float *out = r.data<float>();
+  // Elementwise math (erf, tanh, exp) is the costly part of small models
+  // after the GEMMs: spread it over the cores for large tensors.
+  int64_t n = x.numel();
 #pragma omp parallel for schedule(static) if (n >= (1 << 16))
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = fn(in[i]);
-    return std::vector<Tensor>{std::move(r)};
-  };
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = fn(in[i]);
+  return std::vector<Tensor>{std::move(r)};
 }
 
 /// A unary op over every numeric dtype (not bool): `fn` is written once for
 /// all element types.
-template <typename F> CpuKernel unaryNumeric(const char *name, F fn) {
-  return [name, fn](const Attrs &, const Operands &ops) {
-    const Tensor &x = need(ops, 0, "input");
-    if (x.dtype() == DType::Bool)
-      unsupported(x.dtype(), name);
-    Tensor r(x.dtype(), x.shape());
-    dispatch(x.dtype(), name, [&](auto tag) {
-      using T = decltype(tag);
-      const T *in = x.data<T>();
-      T *out = r.data<T>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        out[i] = fn(in[i]);
-    });
-    return std::vector<Tensor>{std::move(r)};
-  };
+template <typename F>
+std::vector<Tensor> unaryNumeric(OpKind op, const Operands &ops, F fn) {
+  const char *name = opKindName(op);
+  const Tensor &x = need(ops, 0, "input");
+  if (x.dtype() == DType::Bool)
+    unsupported(x.dtype(), name);
+  Tensor r(x.dtype(), x.shape());
+  dispatch(x.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = x.data<T>();
+    T *out = r.data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      out[i] = fn(in[i]);
+  });
+  return std::vector<Tensor>{std::move(r)};
 }
 
 std::vector<Tensor> notK(const Attrs &, const Operands &ops) {
@@ -1452,16 +1431,16 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
 std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
   std::string approx = attrs.s("approximate", "none");
   if (approx == "none")
-    return unaryF32("gelu", [](float x) {
+    return unaryF32(OpKind::Gelu, ops, [](float x) {
       // float erf (glibc erff: within 1 ulp) is several times faster than
       // the double one and what float32 reference runtimes use.
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    })(attrs, ops);
+    });
   if (approx == "tanh")
-    return unaryF32("gelu", [](float x) {
+    return unaryF32(OpKind::Gelu, ops, [](float x) {
       double xd = x, c = std::sqrt(2.0 / std::numbers::pi);
       return (float)(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
-    })(attrs, ops);
+    });
   fail("gelu: unknown approximate '" + approx + "' (expected none or tanh)");
 }
 
@@ -1708,10 +1687,6 @@ std::vector<Tensor> embeddingK(const Attrs &, const Operands &ops) {
   return {std::move(r)};
 }
 
-CpuKernel binK(BinOp op) {
-  return [op](const Attrs &, const Operands &ops) { return binary(op, ops); };
-}
-
 } // namespace
 
 static AttentionPath initialAttentionPath() {
@@ -1811,88 +1786,102 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
             V + (j0 + c) * ldv, ldv, c == 0 ? 0.0f : 1.0f, O, ldo);
 }
 
-const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
-  static const std::unordered_map<std::string, CpuKernel> table = {
-      {"add", binK(BinOp::Add)},
-      {"sub", binK(BinOp::Sub)},
-      {"mul", binK(BinOp::Mul)},
-      {"div", binK(BinOp::Div)},
-      {"pow", binK(BinOp::Pow)},
-      {"max", binK(BinOp::Max)},
-      {"min", binK(BinOp::Min)},
-      {"equal", binK(BinOp::Equal)},
-      {"less", binK(BinOp::Less)},
-      {"less_equal", binK(BinOp::LessEqual)},
-      {"greater", binK(BinOp::Greater)},
-      {"greater_equal", binK(BinOp::GreaterEqual)},
-      {"and", binK(BinOp::And)},
-      {"or", binK(BinOp::Or)},
-      {"where", whereK},
-      {"sqrt", unaryF32("sqrt", [](float x) { return std::sqrt(x); })},
-      {"reciprocal", unaryF32("reciprocal", [](float x) { return 1.0f / x; })},
-      {"erf", unaryF32("erf", [](float x) { return std::erf(x); })},
-      {"tanh", unaryF32("tanh", [](float x) { return std::tanh(x); })},
-      {"sigmoid", unaryF32("sigmoid",
-                           [](float x) { return 1.0f / (1.0f + std::exp(-x)); })},
-      {"exp", unaryF32("exp", [](float x) { return std::exp(x); })},
-      {"cos", unaryF32("cos", [](float x) { return std::cos(x); })},
-      {"sin", unaryF32("sin", [](float x) { return std::sin(x); })},
-      {"relu", unaryF32("relu", [](float x) { return x > 0.0f ? x : 0.0f; })},
-      {"neg", unaryNumeric("neg", [](auto x) { return decltype(x)(-x); })},
-      {"abs", unaryNumeric("abs", [](auto x) {
-         return x < decltype(x)(0) ? decltype(x)(-x) : x;
-       })},
-      {"log", unaryF32("log", [](float x) { return std::log(x); })},
-      {"is_nan", isNaNK},
-      {"cumsum", cumsumK},
-      {"gather_elements", gatherElementsK},
-      {"gather_nd", gatherNdK},
-      {"scatter_nd", scatterNdK},
-      {"not", notK},
-      {"cast", castK},
-      {"matmul", matmulK},
-      {"gemm", gemmK},
-      {"reduce_mean", [](const Attrs &a, const Operands &o) {
-         return reduce(Reduction::Mean, a, o);
-       }},
-      {"reduce_sum", [](const Attrs &a, const Operands &o) {
-         return reduce(Reduction::Sum, a, o);
-       }},
-      {"reduce_max", [](const Attrs &a, const Operands &o) {
-         return reduce(Reduction::Max, a, o);
-       }},
-      {"transpose", transposeK},
-      {"reshape", reshapeK},
-      {"flatten", flattenK},
-      {"squeeze", squeezeK},
-      {"unsqueeze", unsqueezeK},
-      {"concat", concatK},
-      {"split", splitK},
-      {"slice", sliceK},
-      {"gather", gatherK},
-      {"shape", shapeK},
-      {"constant_of_shape", constantOfShapeK},
-      {"range", rangeK},
-      {"expand", expandK},
-      {"trilu", triluK},
-      {"linear", linearK},
-      {"layer_norm", layerNormK},
-      {"rms_norm", rmsNormK},
-      {"gelu", geluK},
-      {"silu", unaryF32("silu",
-                        [](float x) { return x / (1.0f + std::exp(-x)); })},
-      {"softmax", softmaxK},
-      {"attention", attentionK},
-      {"rotary", rotaryK},
-      {"embedding", embeddingK},
-      {"quantize", quantizeKernel},
-      {"qlinear", qlinearKernel},
-  };
-  return table;
+std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
+                                          const Operands &ops) {
+  // No default: a new OpKind without a case does not compile (-Wswitch).
+  switch (op) {
+  case OpKind::Add: return binary(op, BinOp::Add, ops);
+  case OpKind::Sub: return binary(op, BinOp::Sub, ops);
+  case OpKind::Mul: return binary(op, BinOp::Mul, ops);
+  case OpKind::Div: return binary(op, BinOp::Div, ops);
+  case OpKind::Pow: return binary(op, BinOp::Pow, ops);
+  case OpKind::Max: return binary(op, BinOp::Max, ops);
+  case OpKind::Min: return binary(op, BinOp::Min, ops);
+  case OpKind::Equal: return binary(op, BinOp::Equal, ops);
+  case OpKind::Less: return binary(op, BinOp::Less, ops);
+  case OpKind::LessEqual: return binary(op, BinOp::LessEqual, ops);
+  case OpKind::Greater: return binary(op, BinOp::Greater, ops);
+  case OpKind::GreaterEqual: return binary(op, BinOp::GreaterEqual, ops);
+  case OpKind::And: return binary(op, BinOp::And, ops);
+  case OpKind::Or: return binary(op, BinOp::Or, ops);
+  case OpKind::Where: return whereK(attrs, ops);
+  case OpKind::Sqrt:
+    return unaryF32(op, ops, [](float x) { return std::sqrt(x); });
+  case OpKind::Reciprocal:
+    return unaryF32(op, ops, [](float x) { return 1.0f / x; });
+  case OpKind::Erf:
+    return unaryF32(op, ops, [](float x) { return std::erf(x); });
+  case OpKind::Tanh:
+    return unaryF32(op, ops, [](float x) { return std::tanh(x); });
+  case OpKind::Sigmoid:
+    return unaryF32(op, ops,
+                    [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+  case OpKind::Exp:
+    return unaryF32(op, ops, [](float x) { return std::exp(x); });
+  case OpKind::Cos:
+    return unaryF32(op, ops, [](float x) { return std::cos(x); });
+  case OpKind::Sin:
+    return unaryF32(op, ops, [](float x) { return std::sin(x); });
+  case OpKind::Relu:
+    return unaryF32(op, ops, [](float x) { return x > 0.0f ? x : 0.0f; });
+  case OpKind::Neg:
+    return unaryNumeric(op, ops, [](auto x) { return decltype(x)(-x); });
+  case OpKind::Abs:
+    return unaryNumeric(op, ops, [](auto x) {
+      return x < decltype(x)(0) ? decltype(x)(-x) : x;
+    });
+  case OpKind::Log:
+    return unaryF32(op, ops, [](float x) { return std::log(x); });
+  case OpKind::Not: return notK(attrs, ops);
+  case OpKind::IsNaN: return isNaNK(attrs, ops);
+  case OpKind::CumSum: return cumsumK(attrs, ops);
+  case OpKind::Cast: return castK(attrs, ops);
+  case OpKind::MatMul: return matmulK(attrs, ops);
+  case OpKind::Gemm: return gemmK(attrs, ops);
+  case OpKind::ReduceMean: return reduce(Reduction::Mean, attrs, ops);
+  case OpKind::ReduceSum: return reduce(Reduction::Sum, attrs, ops);
+  case OpKind::ReduceMax: return reduce(Reduction::Max, attrs, ops);
+  case OpKind::Transpose: return transposeK(attrs, ops);
+  case OpKind::Reshape: return reshapeK(attrs, ops);
+  case OpKind::Flatten: return flattenK(attrs, ops);
+  case OpKind::Squeeze: return squeezeK(attrs, ops);
+  case OpKind::Unsqueeze: return unsqueezeK(attrs, ops);
+  case OpKind::Concat: return concatK(attrs, ops);
+  case OpKind::Split: return splitK(attrs, ops);
+  case OpKind::Slice: return sliceK(attrs, ops);
+  case OpKind::Gather: return gatherK(attrs, ops);
+  case OpKind::GatherElements: return gatherElementsK(attrs, ops);
+  case OpKind::GatherNd: return gatherNdK(attrs, ops);
+  case OpKind::ScatterNd: return scatterNdK(attrs, ops);
+  case OpKind::Shape: return shapeK(attrs, ops);
+  case OpKind::ConstantOfShape: return constantOfShapeK(attrs, ops);
+  case OpKind::Range: return rangeK(attrs, ops);
+  case OpKind::Expand: return expandK(attrs, ops);
+  case OpKind::Trilu: return triluK(attrs, ops);
+  case OpKind::Linear: return linearK(attrs, ops);
+  case OpKind::LayerNorm: return layerNormK(attrs, ops);
+  case OpKind::RmsNorm: return rmsNormK(attrs, ops);
+  case OpKind::Gelu: return geluK(attrs, ops);
+  case OpKind::Silu:
+    return unaryF32(op, ops,
+                    [](float x) { return x / (1.0f + std::exp(-x)); });
+  case OpKind::Softmax: return softmaxK(attrs, ops);
+  case OpKind::Attention: return attentionK(attrs, ops);
+  case OpKind::Rotary: return rotaryK(attrs, ops);
+  case OpKind::Embedding: return embeddingK(attrs, ops);
+  case OpKind::Quantize: return quantizeKernel(attrs, ops);
+  case OpKind::QLinear: return qlinearKernel(attrs, ops);
+  // The session runs kv_attention against its KV cache, and a kernel
+  // region op by op.
+  case OpKind::KvAttention:
+  case OpKind::Kernel:
+    break;
+  }
+  fail(std::string("op '") + opKindName(op) + "' has no CPU kernel");
 }
 
 std::vector<Tensor> qcc::rt::computeInF32(
-    const std::string &op, const Operands &operands,
+    OpKind op, const Operands &operands,
     const std::vector<DType> &resultTypes,
     const std::function<std::vector<Tensor>(const Operands &)> &kernel) {
   // The common case, an f32 (or integer) node: straight to the kernel.
@@ -1906,11 +1895,7 @@ std::vector<Tensor> qcc::rt::computeInF32(
     return kernel(operands);
   // Kernels that copy elements by their byte size (and cast, which converts
   // itself) keep f16/bf16 as they are: no conversion, exact.
-  static const std::unordered_set<std::string> movesElements = {
-      "cast", "transpose", "reshape", "flatten", "squeeze", "unsqueeze",
-      "concat", "split", "slice", "gather", "gather_nd", "gather_elements",
-      "scatter_nd", "expand", "trilu", "where", "embedding", "shape"};
-  if (movesElements.count(op))
+  if (format::movesElements(op) || op == OpKind::Cast)
     return kernel(operands);
   std::vector<Tensor> wide;
   wide.reserve(operands.size());

@@ -1,6 +1,6 @@
 //===- CpuKernels.h - the CPU reference backend's op kernels ----*- C++ -*-===//
 //
-// One kernel per qcc op (the op name without "qcc."). A kernel reads its
+// One kernel per op kind (format/OpKinds.def). A kernel reads its
 // operands and attributes, computes the result shapes from the operands'
 // actual shapes (types in the IR may be dynamic) and returns the results.
 // Kernels are the reference semantics of the dialect docs: simple and
@@ -11,6 +11,7 @@
 #ifndef QCC_RUNTIME_CPUKERNELS_H
 #define QCC_RUNTIME_CPUKERNELS_H
 
+#include "format/OpKind.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,6 @@
 #include <cmath>
 #include <functional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace qcc::rt {
@@ -83,23 +83,28 @@ void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 int64_t maskCol, float *O, int64_t ldo,
                 std::vector<float> &scratch);
 
+using format::OpKind;
+
 /// Operands in order; an omitted optional operand is nullptr.
 using Operands = std::vector<const Tensor *>;
-using CpuKernel = std::function<std::vector<Tensor>(const Attrs &,
-                                                    const Operands &)>;
 
-/// The kernel table, keyed by op name ("add", "linear", "attention", ...).
-const std::unordered_map<std::string, CpuKernel> &cpuKernels();
+/// Runs the kernel of `op`: a switch over every OpKind without a default, so
+/// that an op without a case is a compiler error (the runtime builds with
+/// -Werror=switch). kv_attention (the session runs it against its KV cache)
+/// and kernel (a region, run op by op) have none: they throw.
+std::vector<Tensor> runCpuKernel(OpKind op, const Attrs &attrs,
+                                 const Operands &operands);
 
 /// f16 and bf16 are storage types (runtime/HalfFloat.h): the kernels compute
 /// in f32. Calls `kernel` (the kernel of `op`) with every f16/bf16 operand
 /// widened to f32, then narrows each f32 result whose declared type in
 /// `resultTypes` is f16/bf16 (round to nearest even), so that values keep the
-/// IR's storage type between nodes. Ops that only move elements, and cast,
-/// take f16/bf16 operands as they are. Everything that runs a node (the
-/// session, compile-time evaluation) goes through this.
+/// IR's storage type between nodes. Ops that only move elements (the
+/// MovesElements trait of OpKinds.def), and cast, take f16/bf16 operands as
+/// they are. Everything that runs a node (the session, compile-time
+/// evaluation) goes through this.
 std::vector<Tensor>
-computeInF32(const std::string &op, const Operands &operands,
+computeInF32(OpKind op, const Operands &operands,
              const std::vector<DType> &resultTypes,
              const std::function<std::vector<Tensor>(const Operands &)> &kernel);
 

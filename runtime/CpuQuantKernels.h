@@ -2,7 +2,7 @@
 //
 // The reference semantics of docs/QUANTIZATION.md section 3 (`qcc.quantize`,
 // `qcc.qlinear`) and the element rule of the int8 KV cache (section 4). The
-// kernels are registered in cpuKernels(); the scalar helpers are shared with
+// kernels are cases of runCpuKernel(); the scalar helpers are shared with
 // the KV cache and the tests.
 //
 //===----------------------------------------------------------------------===//

@@ -150,9 +150,9 @@ struct GpuSession::Graph {
 
 namespace {
 
-bool containsOp(const std::vector<Node> &nodes, const std::string &op) {
+bool containsOp(const std::vector<Node> &nodes, OpKind op) {
   for (const Node &n : nodes)
-    if (n.op == op || (n.body && containsOp(n.body->nodes, op)))
+    if (n.kind == op || (n.body && containsOp(n.body->nodes, op)))
       return true;
   return false;
 }
@@ -164,7 +164,7 @@ int64_t kernelIndex(const Node &n) {
 /// How a node that runs on the host is reported ("split", "kernel:norm").
 std::string hostLabel(const Node &n) {
   if (!n.body)
-    return n.op;
+    return opKindName(n.kind);
   std::string label = "kernel:";
   label += n.attrs.value("kind", std::string("?"));
   return label;
@@ -195,8 +195,9 @@ GpuSession::GpuSession(const Artifact &artifact,
       const KernelRecord *rec = k >= 0 ? &artifact.kernels()[k] : nullptr;
       bool compiled = rec && rec->unsupported.empty();
       // The cache lives on the device: its attention cannot fall back.
-      if (!compiled && (n.op == "kv_attention" ||
-                        (n.body && containsOp(n.body->nodes, "kv_attention"))))
+      if (!compiled && (n.kind == OpKind::KvAttention ||
+                        (n.body &&
+                         containsOp(n.body->nodes, OpKind::KvAttention))))
         throw std::runtime_error(
             "entry point " + fn->name + ": attention region '" + n.name +
             "' has no CUDA kernel (" +
@@ -594,7 +595,7 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
 }
 
 bool GpuSession::onDevice(const Node &node, const Run &r) const {
-  if (node.op != "split" || node.inputs.empty() || node.inputs[0] < 0 ||
+  if (node.kind != OpKind::Split || node.inputs.empty() || node.inputs[0] < 0 ||
       artifact.constant(node.inputs[0]))
     return false;
   const Value &v = r.values[node.inputs[0]];
@@ -663,7 +664,7 @@ void GpuSession::runOnHost(const Node &node, Run &r) {
 
 void GpuSession::checkRegion(const Node &node, Run &r,
                              const std::string &function) {
-  if (containsOp(node.body->nodes, "kv_attention"))
+  if (containsOp(node.body->nodes, OpKind::KvAttention))
     return; // its cache is on the device: checked end to end
   ctx->synchronize("kernel " + node.name);
   std::vector<Tensor> gpu;
@@ -675,8 +676,9 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   // an int8 GEMM's epilogue is exact arithmetic in the same order.
   std::string kind = node.attrs.value("kind", "");
   for (const Node &inner : node.body->nodes)
-    if (kind.rfind("gemm", 0) == 0 && (inner.op == "gelu" || inner.op == "silu"))
-      kind += "+" + inner.op;
+    if (kind.rfind("gemm", 0) == 0 &&
+        (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
+      kind += std::string("+") + opKindName(inner.kind);
   RegionCheck c{function, node.name, kind};
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     const Tensor &cpu = reference[i];
@@ -748,7 +750,7 @@ void GpuSession::execute(const Function &fn, Run &r) {
 }
 
 bool GpuSession::runsOnGpu(const Node &n) const {
-  return n.op == "split" || loaded.count(kernelIndex(n));
+  return n.kind == OpKind::Split || loaded.count(kernelIndex(n));
 }
 
 bool GpuSession::graphable(const Function &fn) const {
@@ -774,7 +776,7 @@ GpuSession::run(const std::string &name,
     for (size_t b = 0; b < kv->seqs.size(); ++b)
       kv->cache->reserve(kv->seqs[b],
                          kv->cache->length(kv->seqs[b]) + kv->valid[b]);
-  } else if (containsOp(fn->nodes, "kv_attention")) {
+  } else if (containsOp(fn->nodes, OpKind::KvAttention)) {
     throw std::runtime_error("entry point " + name + " needs a KV cache");
   }
   ++counters.runs;

@@ -40,21 +40,6 @@ namespace {
 
 double elements(const Shape &s) { return (double)numElements(s); }
 
-/// FLOPs per result element of the elementwise ops (1 unless listed).
-double elementwiseFlops(const std::string &op) {
-  if (op == "gelu")
-    return 8;
-  if (op == "silu")
-    return 4;
-  static const std::set<std::string> ones = {
-      "add",   "sub",     "mul",        "div",     "pow",           "max",
-      "min",   "where",   "sqrt",       "reciprocal", "erf",        "tanh",
-      "sigmoid", "exp",   "log",        "cos",     "sin",           "relu",
-      "neg",   "abs",     "equal",      "less",    "less_equal",    "greater",
-      "greater_equal", "and", "or",     "not",     "is_nan"};
-  return ones.count(op) ? 1 : 0;
-}
-
 /// Attended (query, key) pairs of one head of one row: query i (of `nq`)
 /// sits at key position i + offset and sees keys [lo, hi] of `nk`.
 double attendedPairs(int64_t nq, int64_t nk, int64_t offset, bool causal,
@@ -76,10 +61,12 @@ std::pair<int64_t, int64_t> kvRow(const KvState *kv, size_t b, int64_t seq) {
   return {kv->cached[b], kv->valid[b]};
 }
 
-Precision precisionOf(const std::string &op) {
-  if (op == "qlinear")
+/// The precision an op's FLOPs run at on the GPU: the GEMMs on tensor
+/// cores, everything else in f32.
+Precision precisionOf(OpKind op) {
+  if (op == OpKind::QLinear)
     return Precision::I8;
-  if (op == "linear" || op == "matmul" || op == "gemm")
+  if (op == OpKind::Linear || op == OpKind::MatMul || op == OpKind::Gemm)
     return Precision::F16;
   return Precision::F32;
 }
@@ -105,21 +92,30 @@ double kvBytes(const Node &n, const std::vector<Shape> &ops,
 
 double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
                         const std::vector<Shape> &results, const KvState *kv) {
-  const std::string &op = n.op;
-  if (op == "linear" || op == "qlinear") {
+  auto perElement = [&](double flops) {
+    return results.empty() ? 0 : flops * elements(results[0]);
+  };
+  // No default: a new OpKind without a case does not compile (-Wswitch).
+  switch (n.kind) {
+  case OpKind::Linear:
+  case OpKind::QLinear: {
     const Shape &x = operandShape(n, ops, 0, 1);
-    const Shape &w = operandShape(n, ops, op == "linear" ? 1 : 3, 2);
+    const Shape &w =
+        operandShape(n, ops, n.kind == OpKind::Linear ? 1 : 3, 2);
     double k = (double)x.back();
     return 2.0 * (elements(x) / std::max(1.0, k)) * (double)w[0] * k;
   }
-  if (op == "matmul" || op == "gemm") {
+  case OpKind::MatMul:
+  case OpKind::Gemm: {
     const Shape &a = operandShape(n, ops, 0, 1);
     // ONNX Gemm's A is [M, K], or [K, M] with transA.
-    bool transA = op == "gemm" && n.attrs.value("transA", int64_t(0)) != 0;
+    bool transA = n.kind == OpKind::Gemm &&
+                  n.attrs.value("transA", int64_t(0)) != 0;
     double k = (double)(transA ? a.front() : a.back());
     return results.empty() ? 0 : 2.0 * elements(results[0]) * k;
   }
-  if (op == "attention" || op == "kv_attention") {
+  case OpKind::Attention:
+  case OpKind::KvAttention: {
     const Shape &q = operandShape(n, ops, 0, 3);
     const Shape &k = operandShape(n, ops, 1, 3);
     int64_t heads = n.attrs.value("num_heads", int64_t(1));
@@ -127,7 +123,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
     int64_t window = n.attrs.value("window", int64_t(0));
     double pairs = 0;
     for (int64_t b = 0; b < q[0]; ++b) {
-      if (op == "attention") {
+      if (n.kind == OpKind::Attention) {
         pairs += attendedPairs(q[1], k[1], k[1] - q[1],
                                n.attrs.value("causal", false), window);
         continue;
@@ -137,11 +133,11 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
     }
     return 4.0 * d * (double)heads * pairs;
   }
-  if (op == "layer_norm")
+  case OpKind::LayerNorm:
     return 8.0 * elements(operandShape(n, ops, 0, 1));
-  if (op == "rms_norm")
+  case OpKind::RmsNorm:
     return 4.0 * elements(operandShape(n, ops, 0, 1));
-  if (op == "rotary") {
+  case OpKind::Rotary: {
     const Shape &x = operandShape(n, ops, 0, 1);
     int64_t headDim = n.attrs.value("head_dim", int64_t(0));
     if (headDim <= 0)
@@ -149,16 +145,75 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
     int64_t rotated = n.attrs.value("rotary_dim", headDim);
     return 3.0 * elements(x) / (double)headDim * (double)rotated;
   }
-  if (op == "quantize")
+  case OpKind::Quantize:
     return 3.0 * elements(operandShape(n, ops, 0, 0));
-  if (op == "softmax")
+  case OpKind::Softmax:
     return 5.0 * elements(operandShape(n, ops, 0, 0));
-  if (op == "reduce_mean" || op == "reduce_sum" || op == "reduce_max")
+  case OpKind::ReduceMean:
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
     return elements(operandShape(n, ops, 0, 0));
-  double perElement = elementwiseFlops(op);
-  if (perElement > 0 && !results.empty())
-    return perElement * elements(results[0]);
-  return 0; // embedding, casts and shape glue
+  // Elementwise: FLOPs per result element.
+  case OpKind::Gelu:
+    return perElement(8);
+  case OpKind::Silu:
+    return perElement(4);
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Where:
+  case OpKind::Sqrt:
+  case OpKind::Reciprocal:
+  case OpKind::Erf:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Cos:
+  case OpKind::Sin:
+  case OpKind::Relu:
+  case OpKind::Neg:
+  case OpKind::Abs:
+  case OpKind::Equal:
+  case OpKind::Less:
+  case OpKind::LessEqual:
+  case OpKind::Greater:
+  case OpKind::GreaterEqual:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Not:
+  case OpKind::IsNaN:
+    return perElement(1);
+  // Embedding, casts and shape glue move data only; a kernel node's cost is
+  // its body's (nodeCost).
+  case OpKind::Embedding:
+  case OpKind::Cast:
+  case OpKind::CumSum:
+  case OpKind::Transpose:
+  case OpKind::Reshape:
+  case OpKind::Flatten:
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+  case OpKind::Concat:
+  case OpKind::Split:
+  case OpKind::Slice:
+  case OpKind::Gather:
+  case OpKind::GatherElements:
+  case OpKind::GatherNd:
+  case OpKind::ScatterNd:
+  case OpKind::Shape:
+  case OpKind::ConstantOfShape:
+  case OpKind::Range:
+  case OpKind::Expand:
+  case OpKind::Trilu:
+  case OpKind::Kernel:
+    return 0;
+  }
+  return 0;
 }
 
 Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
@@ -172,10 +227,10 @@ Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
                      const std::vector<Shape> &out,
                      const std::function<int(int64_t)> &operandOf) {
     c.flops += opFlops(n, in, out, kv);
-    c.precision = std::max(c.precision, precisionOf(n.op));
-    if (n.op == "kv_attention")
+    c.precision = std::max(c.precision, precisionOf(n.kind));
+    if (n.kind == OpKind::KvAttention)
       c.kvBytes += kvBytes(n, in, kv);
-    if (n.op == "embedding" && !n.inputs.empty() && !out.empty()) {
+    if (n.kind == OpKind::Embedding && !n.inputs.empty() && !out.empty()) {
       int index = operandOf(n.inputs[0]);
       if (index >= 0)
         gathered[index] =

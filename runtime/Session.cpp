@@ -116,8 +116,8 @@ Session::run(const std::string &name,
       if (tracer)
         tracer({name, node, cost, secs});
       if (profiling) {
-        std::string kind =
-            node.body ? node.attrs.value("kind", "kernel") : node.op;
+        std::string kind = node.body ? node.attrs.value("kind", "kernel")
+                                     : opKindName(node.kind);
         ProfileRow &row = rows[{name, kind}];
         row.function = name;
         row.kind = kind;
@@ -213,35 +213,31 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
             (r < inferred.size() ? shapeString(inferred[r]) : "none") +
             " but the region computes " + shapeString(results[r].shape()));
   } else {
-    bool isKv = node.op == "kv_attention";
+    bool isKv = node.kind == OpKind::KvAttention;
     if (isKv && !kv)
       throw std::runtime_error("entry point " + function +
                                " needs a KV cache (node '" + node.name +
                                "' is kv_attention)");
-    const auto &kernels = cpuKernels();
-    auto k = kernels.find(node.op);
-    if (!isKv && k == kernels.end())
-      throw std::runtime_error("node '" + node.name + "': op '" + node.op +
-                               "' has no CPU kernel");
     std::vector<DType> resultTypes;
     for (int64_t id : node.outputs)
       resultTypes.push_back(artifact.valueType(id).first);
     try {
       Attrs attrs(node.attrs);
       results = computeInF32(
-          node.op, operands, resultTypes,
+          node.kind, operands, resultTypes,
           [&](const Operands &ops) -> std::vector<Tensor> {
             if (isKv)
               return {kvAttention(attrs, ops, *kv)};
-            return k->second(attrs, ops);
+            return runCpuKernel(node.kind, attrs, ops);
           });
     } catch (const std::exception &e) {
-      throw std::runtime_error("node '" + node.name + "' (" + node.op +
-                               "): " + e.what());
+      throw std::runtime_error("node '" + node.name + "' (" +
+                               opKindName(node.kind) + "): " + e.what());
     }
   }
   if (results.size() != node.outputs.size())
-    throw std::runtime_error("node '" + node.name + "' (" + node.op +
+    throw std::runtime_error("node '" + node.name + "' (" +
+                             opKindName(node.kind) +
                              "): kernel returned the wrong result count");
   if (observer)
     observer(node, operands, results);

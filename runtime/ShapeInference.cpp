@@ -2,7 +2,6 @@
 #include "runtime/ShapeInference.h"
 
 #include <map>
-#include <set>
 #include <stdexcept>
 
 using namespace qcc::rt;
@@ -10,26 +9,8 @@ using namespace qcc::rt;
 namespace {
 
 [[noreturn]] void fail(const Node &n, const std::string &why) {
-  throw std::runtime_error("shape of node '" + n.name + "' (" + n.op +
-                           "): " + why);
-}
-
-const std::set<std::string> &sameAsFirst() {
-  static const std::set<std::string> ops = {
-      "layer_norm", "rms_norm", "gelu",       "silu", "rotary", "softmax",
-      "sqrt",       "reciprocal", "erf",      "tanh", "sigmoid", "exp",
-      "cos",        "sin",        "relu",     "neg",  "not",     "cast",
-      "abs",        "log",        "is_nan",   "cumsum",
-      "attention",  "kv_attention"};
-  return ops;
-}
-
-const std::set<std::string> &broadcasting() {
-  static const std::set<std::string> ops = {
-      "add",  "sub",        "mul",     "div",           "pow", "max", "min",
-      "equal", "less",      "less_equal", "greater", "greater_equal", "and",
-      "or",   "where"};
-  return ops;
+  throw std::runtime_error("shape of node '" + n.name + "' (" +
+                           opKindName(n.kind) + "): " + why);
 }
 
 Shape broadcast(const Node &n, const std::vector<Shape> &ops) {
@@ -85,7 +66,11 @@ qcc::rt::inferBodyShapes(const Node &n, const std::vector<Shape> &ops) {
 
 std::vector<Shape> qcc::rt::inferShapes(const Node &n,
                                         const std::vector<Shape> &ops) {
-  if (n.body) {
+  // No default: a new OpKind without a case does not compile (-Wswitch).
+  switch (n.kind) {
+  case OpKind::Kernel: {
+    if (!n.body)
+      fail(n, "a kernel without a body");
     std::map<int64_t, Shape> shapes = inferBodyShapes(n, ops);
     std::vector<Shape> out;
     for (int64_t id : n.body->yields) {
@@ -96,18 +81,57 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     }
     return out;
   }
-  if (sameAsFirst().count(n.op))
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm:
+  case OpKind::Gelu:
+  case OpKind::Silu:
+  case OpKind::Rotary:
+  case OpKind::Softmax:
+  case OpKind::Sqrt:
+  case OpKind::Reciprocal:
+  case OpKind::Erf:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Exp:
+  case OpKind::Cos:
+  case OpKind::Sin:
+  case OpKind::Relu:
+  case OpKind::Neg:
+  case OpKind::Not:
+  case OpKind::Cast:
+  case OpKind::Abs:
+  case OpKind::Log:
+  case OpKind::IsNaN:
+  case OpKind::CumSum:
+  case OpKind::Attention:
+  case OpKind::KvAttention:
     return {operandShape(n, ops, 0, 0)};
-  if (broadcasting().count(n.op))
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Equal:
+  case OpKind::Less:
+  case OpKind::LessEqual:
+  case OpKind::Greater:
+  case OpKind::GreaterEqual:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Where:
     return {broadcast(n, ops)};
-  if (n.op == "linear" || n.op == "qlinear") {
+  case OpKind::Linear:
+  case OpKind::QLinear: {
     const Shape &x = operandShape(n, ops, 0, 1);
-    const Shape &w = operandShape(n, ops, n.op == "linear" ? 1 : 3, 2);
+    const Shape &w =
+        operandShape(n, ops, n.kind == OpKind::Linear ? 1 : 3, 2);
     Shape y = x;
     y.back() = w[0];
     return {y};
   }
-  if (n.op == "quantize") {
+  case OpKind::Quantize: {
     const Shape &x = operandShape(n, ops, 0, 1);
     Shape s = {1};
     if (n.attrs.value("granularity", "") == "per_token") {
@@ -116,13 +140,38 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     }
     return {x, s, s};
   }
-  if (n.op == "gather_elements")
+  case OpKind::GatherElements:
     return {operandShape(n, ops, 1, 1)};
-  if (n.op == "embedding") {
+  case OpKind::Embedding: {
     const Shape &table = operandShape(n, ops, 0, 2);
     Shape y = operandShape(n, ops, 1, 0);
     y.push_back(table[1]);
     return {y};
+  }
+  // Shape glue runs on the host (the CPU session computes its shapes), and
+  // form-kernels puts none of these into a region.
+  case OpKind::MatMul:
+  case OpKind::Gemm:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::Transpose:
+  case OpKind::Reshape:
+  case OpKind::Flatten:
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+  case OpKind::Concat:
+  case OpKind::Split:
+  case OpKind::Slice:
+  case OpKind::Gather:
+  case OpKind::GatherNd:
+  case OpKind::ScatterNd:
+  case OpKind::Shape:
+  case OpKind::ConstantOfShape:
+  case OpKind::Range:
+  case OpKind::Expand:
+  case OpKind::Trilu:
+    break;
   }
   fail(n, "no shape rule for this op");
 }

@@ -132,24 +132,25 @@ TEST(HalfFloat, KernelsComputeInF32AndStoreTheDeclaredType) {
     // 1 + 2^-12: f32 keeps it, both half types round it to 1.
     Tensor a = halfTensor(t, {3}, {1.0f, 2.0f, -3.5f});
     Tensor b = halfTensor(t, {3}, {0x1p-12f, 0.5f, 65504.0f});
-    const auto &add = cpuKernels().at("add");
     json none = json::object();
-    auto r = computeInF32("add", {&a, &b}, {t}, [&](const Operands &ops) {
-      return add(Attrs(none), ops);
+    auto r = computeInF32(OpKind::Add, {&a, &b}, {t}, [&](const Operands &ops) {
+      return runCpuKernel(OpKind::Add, Attrs(none), ops);
     });
     ASSERT_EQ(r.at(0).dtype(), t);
     Tensor back = convertFloat(r[0], DType::F32);
     EXPECT_EQ(back.data<float>()[0], 1.0f);
     EXPECT_EQ(back.data<float>()[1], 2.5f);
     // A kernel called directly still refuses f16/bf16.
-    EXPECT_THROW(add(Attrs(none), {&a, &b}), std::runtime_error);
+    EXPECT_THROW(runCpuKernel(OpKind::Add, Attrs(none), {&a, &b}),
+                 std::runtime_error);
   }
   // Element moves keep the storage type without converting.
   Tensor x = halfTensor(DType::F16, {2, 2}, {1, 2, 3, 4});
   json perm = {{"perm", {1, 0}}};
-  auto r = computeInF32("transpose", {&x}, {DType::F16},
+  auto r = computeInF32(OpKind::Transpose, {&x}, {DType::F16},
                         [&](const Operands &ops) {
-                          return cpuKernels().at("transpose")(Attrs(perm), ops);
+                          return runCpuKernel(OpKind::Transpose, Attrs(perm),
+                                              ops);
                         });
   ASSERT_EQ(r.at(0).dtype(), DType::F16);
   EXPECT_EQ(halfToFloat(r[0].data<uint16_t>()[1]), 3.0f);
@@ -160,14 +161,14 @@ TEST(HalfFloat, CastToAndFromHalfTypes) {
   float in[] = {1.0f + 0x1p-11f, -65520.0f, 0.1f, 3.0f};
   std::memcpy(x.data<float>(), in, sizeof in);
   json toF16 = {{"to", "f16"}}, toI64 = {{"to", "i64"}}, toBF16 = {{"to", "bf16"}};
-  Tensor h = cpuKernels().at("cast")(Attrs(toF16), {&x}).at(0);
+  Tensor h = runCpuKernel(OpKind::Cast, Attrs(toF16), {&x}).at(0);
   ASSERT_EQ(h.dtype(), DType::F16);
   EXPECT_EQ(h.data<uint16_t>()[0], 0x3c00);
   EXPECT_EQ(h.data<uint16_t>()[1], 0xfc00);
   EXPECT_EQ(h.data<uint16_t>()[2], floatToHalf(0.1f));
-  Tensor i = cpuKernels().at("cast")(Attrs(toI64), {&h}).at(0);
+  Tensor i = runCpuKernel(OpKind::Cast, Attrs(toI64), {&h}).at(0);
   EXPECT_EQ(i.data<int64_t>()[3], 3);
-  Tensor b = cpuKernels().at("cast")(Attrs(toBF16), {&h}).at(0); // via f32
+  Tensor b = runCpuKernel(OpKind::Cast, Attrs(toBF16), {&h}).at(0); // via f32
   ASSERT_EQ(b.dtype(), DType::BF16);
   EXPECT_EQ(bf16ToFloat(b.data<uint16_t>()[3]), 3.0f);
 }

@@ -168,8 +168,8 @@ void checkAgainstAttention(const std::string &layout, int64_t H, int64_t Hkv,
       qkv[s].push_back({rnd({1, len[s], H * D}), rnd({1, len[s], Hkv * D}),
                         rnd({1, len[s], Hkv * D})});
       auto &[q, k, v] = qkv[s].back();
-      want[s].push_back(cpuKernels().at("attention")(
-          Attrs(attAttrs), {&q, &k, &v, nullptr})[0]);
+      want[s].push_back(runCpuKernel(OpKind::Attention, Attrs(attAttrs),
+                                     {&q, &k, &v, nullptr})[0]);
     }
 
   KvCache cache(config(layout, /*blockTokens=*/3, layers, Hkv, D),

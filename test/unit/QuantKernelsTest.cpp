@@ -40,7 +40,7 @@ Tensor f32(Shape shape, const std::vector<float> &v) {
 }
 
 std::vector<Tensor> quantize(const Tensor &x, const json &attrs) {
-  return cpuKernels().at("quantize")(Attrs(attrs), {&x});
+  return runCpuKernel(OpKind::Quantize, Attrs(attrs), {&x});
 }
 
 /// An independent reference for clamp(round_half_even(v), lo, hi):
@@ -281,7 +281,7 @@ void checkQLinear(const QLinearCase &c, unsigned seed, bool unitScales) {
   Operands ops = {&x, &xs, &xz, &w, &ws, &wsum};
   if (c.bias)
     ops.push_back(&b);
-  auto r = cpuKernels().at("qlinear")(Attrs(json::object()), ops);
+  auto r = runCpuKernel(OpKind::QLinear, Attrs(json::object()), ops);
   ASSERT_EQ(r.size(), 1u);
   ASSERT_EQ(r[0].shape(), (Shape{c.M, c.N}));
   const float *Y = r[0].data<float>();
@@ -340,8 +340,8 @@ TEST(QLinear, ShapesAndRank3) {
     xs.data<float>()[i] = 0.5f;
   for (int64_t i = 0; i < 5; ++i)
     ws.data<float>()[i] = 2.0f;
-  auto r = cpuKernels().at("qlinear")(Attrs(json::object()),
-                                      {&x, &xs, &xz, &w, &ws, &wsum});
+  auto r = runCpuKernel(OpKind::QLinear, Attrs(json::object()),
+                        {&x, &xs, &xz, &w, &ws, &wsum});
   ASSERT_EQ(r[0].shape(), (Shape{2, 3, 5}));
   int64_t acc = 0;
   for (int64_t k = 0; k < 4; ++k)
@@ -350,14 +350,14 @@ TEST(QLinear, ShapesAndRank3) {
 
   Tensor bad(DType::F32, {2, 1});
   EXPECT_NE(errorOf([&] {
-              cpuKernels().at("qlinear")(Attrs(json::object()),
-                                         {&x, &bad, &xz, &w, &ws, &wsum});
+              runCpuKernel(OpKind::QLinear, Attrs(json::object()),
+                           {&x, &bad, &xz, &w, &ws, &wsum});
             }).find("per token"),
             std::string::npos);
   Tensor w2(DType::I8, {5, 3});
   EXPECT_NE(errorOf([&] {
-              cpuKernels().at("qlinear")(Attrs(json::object()),
-                                         {&x, &xs, &xz, &w2, &ws, &wsum});
+              runCpuKernel(OpKind::QLinear, Attrs(json::object()),
+                           {&x, &xs, &xz, &w2, &ws, &wsum});
             }).find("do not match"),
             std::string::npos);
 }

@@ -83,7 +83,8 @@ protected:
     const Function &fn =
         kernels ? *artifact->gpuFunction("main") : artifact->function("main");
     for (const Node &n : fn.nodes) {
-      std::string kind = n.body ? n.attrs.value("kind", "") : n.op;
+      std::string kind =
+          n.body ? n.attrs.value("kind", "") : opKindName(n.kind);
       if (kind != op || index-- > 0)
         continue;
       std::vector<Shape> in, out;
