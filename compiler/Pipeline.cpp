@@ -38,8 +38,8 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
   if (auto err = run(raise))
     return std::move(err);
 
-  bool quantize = options.quant == "w8a8";
-  if (quantize || options.kvDtype == "i8")
+  bool quantize = options.quant == QuantMode::W8A8;
+  if (quantize || options.kvDtype == KvDtype::I8)
     if (auto err = calibrate(**module, options.calibration))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      onnxPath + ": " +
@@ -57,7 +57,7 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
     q.asymmetric = options.asymmetric;
     fn.addPass(createQuantize(q));
   }
-  if (options.kvCache != "none") {
+  if (options.kvCache != KvLayout::None) {
     KvCacheLayoutOptions kv;
     kv.layout = options.kvCache;
     kv.blockTokens = options.kvBlockTokens;

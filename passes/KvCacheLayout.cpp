@@ -543,17 +543,6 @@ struct KvCacheLayoutPass
           << reasons.front();
       return;
     }
-    if (layout != "paged" && layout != "contiguous") {
-      module.emitError("kv-cache-layout: layout must be paged or contiguous, "
-                       "not '")
-          << layout << "'";
-      return signalPassFailure();
-    }
-    if (kvDtype != "f32" && kvDtype != "i8") {
-      module.emitError("kv-cache-layout: kv-dtype must be f32 or i8, not '")
-          << kvDtype << "'";
-      return signalPassFailure();
-    }
     if (blockTokens <= 0) {
       module.emitError("kv-cache-layout: block-tokens must be positive");
       return signalPassFailure();
@@ -614,7 +603,8 @@ struct KvCacheLayoutPass
     module->setAttr(
         "qcc.kv_cache",
         b.getDictionaryAttr(
-            {b.getNamedAttr("layout", b.getStringAttr(layout)),
+            {b.getNamedAttr("layout", b.getStringAttr(spelling(
+                                           kKvLayoutNames, layout.getValue()))),
              b.getNamedAttr("block_tokens", b.getI64IntegerAttr(blockTokens)),
              b.getNamedAttr("layers",
                             b.getI64IntegerAttr(attentions.size())),
@@ -622,8 +612,10 @@ struct KvCacheLayoutPass
              b.getNamedAttr("head_dim",
                             b.getI64IntegerAttr(width == kDyn ? -1
                                                               : width / heads)),
-             b.getNamedAttr("dtype", b.getStringAttr(kvDtype))}));
-    if (kvDtype == "i8" && failed(addKvScales(module, attentions)))
+             b.getNamedAttr("dtype",
+                            b.getStringAttr(spelling(kKvDtypeNames,
+                                                     kvDtype.getValue())))}));
+    if (kvDtype == KvDtype::I8 && failed(addKvScales(module, attentions)))
       return signalPassFailure();
     if (maskContext > 0)
       maxPositions = maxPositions > 0 ? std::min(maxPositions, maskContext)

@@ -536,13 +536,16 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     attention_mask, position_ids and the past form above is an error.
   }];
   let options = [
-    Option<"layout", "layout", "std::string", /*default=*/"\"paged\"",
-           "KV cache layout: paged or contiguous">,
+    Option<"layout", "layout", "::qcc::KvLayout",
+           /*default=*/"::qcc::KvLayout::Paged", "KV cache layout",
+           [{::qcc::optionValues(::qcc::kKvLayoutNames)}]>,
     Option<"blockTokens", "block-tokens", "int64_t", /*default=*/"16",
            "Tokens per block of the paged layout">,
-    Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
-           "f32, or i8 with per-layer, per-head K and V scales from the "
-           "attention ops' qcc.k_absmax / qcc.v_absmax statistics">,
+    Option<"kvDtype", "kv-dtype", "::qcc::KvDtype",
+           /*default=*/"::qcc::KvDtype::F32",
+           "KV cache element type (i8 scales come from the attention ops' "
+           "qcc.k_absmax / qcc.v_absmax statistics)",
+           [{::qcc::optionValues(::qcc::kKvDtypeNames)}]>,
   ];
 }
 
@@ -608,8 +611,10 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"activations", "activations", "std::string",
-           /*default=*/"\"per-token\"", "per-token, per-tensor or static">,
+    Option<"activations", "activations", "::qcc::ActivationQuant",
+           /*default=*/"::qcc::ActivationQuant::PerToken",
+           "Activation quantization level",
+           [{::qcc::optionValues(::qcc::kActivationQuantNames)}]>,
     Option<"asymmetric", "asymmetric", "bool", /*default=*/"false",
            "Zero-point (asymmetric) activation quantization">,
   ];

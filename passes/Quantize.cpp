@@ -73,13 +73,6 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
   using QuantizeBase::QuantizeBase;
 
   void runOnOperation() override {
-    if (activations != "per-token" && activations != "per-tensor" &&
-        activations != "static") {
-      getOperation().emitError("quantize: activations must be per-token, "
-                               "per-tensor or static, not '")
-          << activations << "'";
-      return signalPassFailure();
-    }
     SmallVector<LinearOp> linears;
     getOperation().walk([&](LinearOp l) { linears.push_back(l); });
     for (LinearOp l : linears)
@@ -99,7 +92,7 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
     auto inType = l.getInput().getType();
 
     FloatAttr staticScale;
-    if (activations == "static") {
+    if (activations == ActivationQuant::Static) {
       auto absmax = l->getAttrOfType<DenseElementsAttr>("qcc.input_absmax");
       if (!absmax)
         return l.emitError("quantize: static activation scales need "
@@ -112,7 +105,7 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
         return l.emitError("quantize: static scales are symmetric; drop "
                            "--asymmetric or use dynamic activations");
     }
-    bool perToken = activations == "per-token";
+    bool perToken = activations == ActivationQuant::PerToken;
     SmallVector<int64_t> scaleShape = {1};
     if (perToken) {
       scaleShape.assign(inType.getShape().begin(), inType.getShape().end());
