@@ -18,6 +18,9 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
 
   std::string diag;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    // Remarks (a group smooth-quant leaves alone) are for qcc-opt.
+    if (d.getSeverity() == DiagnosticSeverity::Remark)
+      return success();
     // Warnings (a feature left out, saying why) go out at once, one line.
     if (d.getSeverity() == DiagnosticSeverity::Warning) {
       llvm::errs() << "qcc: warning: " << onnxPath << ": " << d.str() << "\n";

@@ -17,6 +17,7 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
@@ -33,6 +34,8 @@ namespace qcc {
 
 using namespace mlir;
 using namespace qcc;
+
+#define DEBUG_TYPE "qcc-kv-cache-layout"
 
 namespace {
 
@@ -516,6 +519,12 @@ struct KvCacheLayoutPass
         it = checks.insert({a.getMask(),
                             checkCausalPaddingMask(a.getMask(), inputs)})
                  .first;
+      LLVM_DEBUG(llvm::dbgs()
+                 << "kv-cache-layout: mask of attention at " << a.getLoc()
+                 << (it->second.causalWithPadding ? ": causal + padding"
+                                                  : ": refused: ")
+                 << (it->second.causalWithPadding ? "" : it->second.why)
+                 << ", window " << it->second.window << "\n");
       if (!it->second.causalWithPadding) {
         reasons.push_back(it->second.why);
         allBidirectional &= it->second.bidirectional;
@@ -529,6 +538,9 @@ struct KvCacheLayoutPass
                                       : std::min(maskContext,
                                                  it->second.maxContext);
     }
+    LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: " << attentions.size()
+                            << " attention(s), " << reasons.size()
+                            << " refused\n");
     if (reasons.size() == attentions.size()) {
       // An encoder (or no attention) has no cache; a decoder whose masks
       // are not provably causal + padding (a sliding window) says why.
@@ -552,6 +564,8 @@ struct KvCacheLayoutPass
         matchPastForm(main, attentions, roleArgs, inputs);
     if (failed(past))
       return signalPassFailure();
+    LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: " << past->pastArgs.size()
+                            << " past input(s) of the exporter's cache\n");
     refinePastTypes(main, attentions);
     // Gathers at positions the exporter computes from the attention mask
     // (the genai builder's past_b + i, past_b from the mask's row sums):
@@ -566,8 +580,11 @@ struct KvCacheLayoutPass
         Value idx = index->get();
         auto t = cast<RankedTensorType>(idx.getType());
         if (!isa<BlockArgument>(idx) && t.getRank() == 2 &&
-            checkPositions(idx, inputs).empty())
+            checkPositions(idx, inputs).empty()) {
+          LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: lookup " << n << " at "
+                                  << op->getLoc() << " reads positions\n");
           positionLookups.push_back(n);
+        }
         ++n;
       });
     }
@@ -586,6 +603,9 @@ struct KvCacheLayoutPass
       if (prefill)
         decode = buildEntry(main, "decode", /*decode=*/true, *past);
     }
+    LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: entry points "
+                            << (prefill && decode ? "built" : "refused: ")
+                            << (prefill && decode ? "" : why) << "\n");
     if (!prefill || !decode) {
       for (StringRef name : {"prefill", "decode"})
         if (auto fn = module.lookupSymbol<func::FuncOp>(name))

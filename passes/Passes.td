@@ -571,7 +571,9 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
     projections, MLP down projections) are left unsmoothed: smoothing them
     would need an explicit scaling op before the linear, which this pass does
     not insert. A norm with any other user is skipped, because that user
-    would see the smoothed values.
+    would see the smoothed values. A norm whose group is skipped (another
+    user, a linear without statistics, a computed gamma or beta) gets a
+    remark saying why.
 
     ```mlir
     // before
@@ -637,8 +639,11 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     * `embedding`, `norm`, `quantize` alone; `elementwise`: a chain of
       elementwise ops, each the only user of the previous one.
 
-    Shape glue (shape, gather of shape vectors, reshape, split, concat,
-    constants) stays outside. Regions are isolated from above: weights enter
+    An op that could join a group but has to stay out (an activation or
+    residual add reading a GEMM result that has other users, the quantize of
+    a norm that has other users, a rotary with users besides its attention)
+    gets a remark saying why. Shape glue (shape, gather of shape vectors,
+    reshape, split, concat, constants) stays outside. Regions are isolated from above: weights enter
     as operands. Ops keep their semantics inside the region.
 
     ```mlir

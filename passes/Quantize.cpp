@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Debug.h"
 
 #include <cmath>
 
@@ -22,6 +23,8 @@ namespace qcc {
 
 using namespace mlir;
 using namespace qcc;
+
+#define DEBUG_TYPE "qcc-quantize"
 
 namespace {
 
@@ -83,8 +86,11 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
 
   LogicalResult quantize(LinearOp l) {
     auto w = getF32Values(getConstant(l.getWeight()));
-    if (!w)
-      return success(); // a computed weight stays float
+    if (!w) {
+      LLVM_DEBUG(llvm::dbgs() << "quantize: " << l.getLoc()
+                              << ": computed weight, stays float\n");
+      return success();
+    }
     auto wt = l.getWeight().getType();
     int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
     OpBuilder b(l);
@@ -111,6 +117,10 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
       scaleShape.assign(inType.getShape().begin(), inType.getShape().end());
       scaleShape.back() = 1;
     }
+    LLVM_DEBUG(llvm::dbgs() << "quantize: " << loc << ": weight " << n << "x"
+                            << k << ", activations "
+                            << spelling(kActivationQuantNames, activations.getValue())
+                            << (asymmetric ? ", asymmetric" : "") << "\n");
     auto i8 = b.getIntegerType(8), i32 = b.getI32Type();
     auto q = QuantizeOp::create(
         b, loc, RankedTensorType::get(inType.getShape(), i8),
