@@ -12,6 +12,7 @@
 #include "passes/MaskAnalysis.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
+#include "format/Quant.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
@@ -708,7 +709,8 @@ struct KvCacheLayoutPass
     return in;
   }
 
-  /// int8 KV: static per-layer, per-head scales = calibration absmax / 127.
+  /// int8 KV: static per-layer, per-head scales = calibration absmax / qmax
+  /// (127, format/Quant.h).
   LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions) {
     Builder b(module.getContext());
     SmallVector<Attribute> kScales, vScales;
@@ -722,7 +724,8 @@ struct KvCacheLayoutPass
                  << name << " per kv head)";
         SmallVector<Attribute> heads;
         for (float m : absmax.getValues<float>())
-          heads.push_back(b.getF32FloatAttr(m > 0 ? m / 127.f : 1.f));
+          heads.push_back(b.getF32FloatAttr(
+              m > 0 ? m / (float)format::symmetricQMax() : 1.f));
         out->push_back(b.getArrayAttr(heads));
       }
     }

@@ -608,7 +608,7 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     // before
     %y = qcc.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
     // after (per-token)
-    %q, %s, %z = qcc.quantize %x {granularity = "per_token"} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+    %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
     %y = qcc.qlinear %q, %s, %z, %wq, %ws, %wsum, %b : ... -> tensor<?x?x256xf32>
     ```
   }];
@@ -648,7 +648,7 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
 
     ```mlir
     // before
-    %q, %s, %z = qcc.quantize %x {granularity = "per_token"} : ...
+    %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : ...
     %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum, %b : ...
     %g = qcc.gelu %y : tensor<?x?x1024xf32>
     // after

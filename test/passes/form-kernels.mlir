@@ -30,10 +30,10 @@ func.func @gpt2_mlp(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %s2 = qcc.constant dense<0.1> : tensor<64xf32>
   %n2 = qcc.constant dense<256> : tensor<64xi32>
   %n = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-  %q, %qs, %qz = qcc.quantize %n {granularity = "per_token"} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %q, %qs, %qz = qcc.quantize %n {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
   %h = qcc.qlinear %q, %qs, %qz, %w1, %s1, %n1 : (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x64xi8>, tensor<256xf32>, tensor<256xi32>) -> tensor<?x?x256xf32>
   %a = qcc.gelu %h {approximate = "tanh"} : tensor<?x?x256xf32>
-  %q2, %qs2, %qz2 = qcc.quantize %a {granularity = "per_token"} : (tensor<?x?x256xf32>) -> (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %q2, %qs2, %qz2 = qcc.quantize %a {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x256xf32>) -> (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
   %o = qcc.qlinear %q2, %qs2, %qz2, %w2, %s2, %n2 : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<64x256xi8>, tensor<64xf32>, tensor<64xi32>) -> tensor<?x?x64xf32>
   %r = qcc.add %o, %x : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %r : tensor<?x?x64xf32>
@@ -93,7 +93,7 @@ func.func @norm_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x
   %g = qcc.constant dense<1.0> : tensor<64xf32>
   %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   // expected-remark @+1 {{form-kernels: qcc.quantize not fused: the qcc.rms_norm it quantizes has other users}}
-  %q, %qs, %qz = qcc.quantize %n {granularity = "per_token"} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  %q, %qs, %qz = qcc.quantize %n {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
   return %n, %q : tensor<?x64xf32>, tensor<?x64xi8>
 }
 
