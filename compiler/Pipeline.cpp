@@ -18,6 +18,9 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
 
   std::string diag;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    // Remarks (a group smooth-quant leaves alone) are for qcc-opt.
+    if (d.getSeverity() == DiagnosticSeverity::Remark)
+      return success();
     // Warnings (a feature left out, saying why) go out at once, one line.
     if (d.getSeverity() == DiagnosticSeverity::Warning) {
       llvm::errs() << "qcc: warning: " << onnxPath << ": " << d.str() << "\n";
@@ -38,8 +41,8 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
   if (auto err = run(raise))
     return std::move(err);
 
-  bool quantize = options.quant == "w8a8";
-  if (quantize || options.kvDtype == "i8")
+  bool quantize = options.quant == QuantMode::W8A8;
+  if (quantize || options.kvDtype == KvDtype::I8)
     if (auto err = calibrate(**module, options.calibration))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      onnxPath + ": " +
@@ -57,7 +60,7 @@ qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
     q.asymmetric = options.asymmetric;
     fn.addPass(createQuantize(q));
   }
-  if (options.kvCache != "none") {
+  if (options.kvCache != KvLayout::None) {
     KvCacheLayoutOptions kv;
     kv.layout = options.kvCache;
     kv.blockTokens = options.kvBlockTokens;

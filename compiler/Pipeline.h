@@ -3,6 +3,7 @@
 #define QCC_COMPILER_PIPELINE_H
 
 #include "compiler/Calibration.h"
+#include "passes/Options.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -17,13 +18,11 @@ enum class Stage {
 };
 
 struct CompileOptions {
-  /// KV cache layout for decoders: "paged", "contiguous" or "none".
-  std::string kvCache = "paged";
+  KvLayout kvCache = KvLayout::Paged; ///< for decoders; None: no cache
   int64_t kvBlockTokens = 16;
-  std::string kvDtype = "f32"; ///< or "i8" (needs calibration)
-  /// "none" or "w8a8" (docs/QUANTIZATION.md).
-  std::string quant = "none";
-  std::string activations = "per-token"; ///< per-token, per-tensor, static
+  KvDtype kvDtype = KvDtype::F32; ///< I8 needs calibration
+  QuantMode quant = QuantMode::None;
+  ActivationQuant activations = ActivationQuant::PerToken;
   bool asymmetric = false;
   bool smoothQuant = true;
   double smoothQuantAlpha = 0.5;

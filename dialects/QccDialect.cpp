@@ -1,18 +1,41 @@
 //===- QccDialect.cpp - the qcc dialect ----------------------------------===//
 #include "dialects/QccDialect.h"
+#include "dialects/QccAttrs.h"
 #include "dialects/QccOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
 #include "dialects/QccDialect.cpp.inc"
+#include "dialects/QccEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "dialects/QccAttrs.cpp.inc"
 
 void qcc::QccDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/QccAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/QccOps.cpp.inc"
       >();
+}
+
+LogicalResult
+qcc::QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       unsigned bits, QuantScheme, QuantGranularity granularity,
+                       std::optional<int64_t> axis) {
+  if (bits < 2 || bits > 16)
+    return emitError() << "quantization bits must be in [2, 16], not " << bits;
+  if ((granularity == QuantGranularity::PerChannel) != axis.has_value())
+    return emitError() << "a quantization axis is given exactly with "
+                          "per_channel granularity";
+  if (axis && *axis < 0)
+    return emitError() << "quantization axis must be >= 0, not " << *axis;
+  return success();
 }
 
 Operation *qcc::QccDialect::materializeConstant(OpBuilder &builder,

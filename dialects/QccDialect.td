@@ -32,6 +32,7 @@ def Qcc_Dialect : Dialect {
     `qcc.dim_names` attribute. Large weights are `dense_resource` blobs.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 // Every qcc op is pure: tensors in, tensors out.

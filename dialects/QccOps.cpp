@@ -597,14 +597,19 @@ LogicalResult QuantizeOp::verify() {
   auto in = getInput().getType();
   if (getResult().getType().getShape() != in.getShape())
     return emitOpError("result must have the input's shape");
-  if (getGranularity() != "per_token" && getGranularity() != "per_tensor")
+  QuantAttr quant = getQuant();
+  if (quant.getGranularity() != QuantGranularity::PerToken &&
+      quant.getGranularity() != QuantGranularity::PerTensor)
     return emitOpError("granularity must be per_token or per_tensor");
-  if (getScale() && getGranularity() != "per_tensor")
+  if (quant.getBits() != 8)
+    return emitOpError("quantizes to 8 bits (the result is i8), not ")
+           << quant.getBits();
+  if (getScale() && quant.getGranularity() != QuantGranularity::PerTensor)
     return emitOpError("a static scale is per tensor");
   if (getScale() && getScale()->convertToFloat() <= 0)
     return emitOpError("static scale must be positive");
   SmallVector<int64_t> expect = {1};
-  if (getGranularity() == "per_token") {
+  if (quant.getGranularity() == QuantGranularity::PerToken) {
     expect.assign(in.getShape().begin(), in.getShape().end());
     expect.back() = 1;
   }

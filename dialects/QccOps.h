@@ -2,6 +2,7 @@
 #ifndef QCC_DIALECTS_QCCOPS_H
 #define QCC_DIALECTS_QCCOPS_H
 
+#include "dialects/QccAttrs.h"
 #include "dialects/QccDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"

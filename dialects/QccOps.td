@@ -3,6 +3,7 @@
 #ifndef QCC_OPS_TD
 #define QCC_OPS_TD
 
+include "dialects/QccAttrs.td"
 include "dialects/QccDialect.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -608,23 +609,35 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
   let summary = "Quantize activations to int8 (per token or per tensor)";
   let description = [{
     `input` f32 [..., K] -> `result` i8 of the same shape, `scale` f32 and
-    `zero_point` i32, both [..., 1] for `granularity = "per_token"` (one per
-    row of K values) and [1] for `"per_tensor"`.
+    `zero_point` i32, both [..., 1] for `per_token` granularity (one per row
+    of K values) and [1] for `per_tensor`, as `quant` says (8 bits).
 
-    Symmetric (default): `scale = absmax / 127` (the `scale` attribute when
-    given: static quantization), `q = clamp(round_half_even(x / scale),
-    -127, 127)`, zero point 0. `asymmetric`: `scale = (max - min) / 255` with
+    `symmetric`: `scale = absmax / 127` (the `scale` attribute when given:
+    static quantization), `q = clamp(round_half_even(x / scale), -127, 127)`,
+    zero point 0. `asymmetric`: `scale = (max - min) / 255` with
     min <= 0 <= max, `zp = round_half_even(-min / scale) - 128`,
     `q = clamp(round_half_even(x / scale) + zp, -128, 127)`. A zero range
-    gives scale 1.
+    gives scale 1. (127, 255 and -128 are `#qcc.quant`'s range for 8 bits.)
+
+    ```mlir
+    %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>}
+        : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+    ```
   }];
-  let arguments = (ins Qcc_FloatTensor:$input, StrAttr:$granularity,
-                   OptionalAttr<F32Attr>:$scale, UnitAttr:$asymmetric);
+  let arguments = (ins Qcc_FloatTensor:$input, Qcc_QuantAttr:$quant,
+                   OptionalAttr<F32Attr>:$scale);
   let results = (outs RankedTensorOf<[I8]>:$result,
                   RankedTensorOf<[F32]>:$scale_out,
                   RankedTensorOf<[I32]>:$zero_point);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The granularity as the runtime spells it ("per_token", "per_tensor").
+    ::llvm::StringRef getGranularity() {
+      return ::qcc::stringifyQuantGranularity(getQuant().getGranularity());
+    }
+    bool getAsymmetric() { return !getQuant().isSymmetric(); }
+  }];
 }
 
 def Qcc_QLinearOp : Qcc_Op<"qlinear"> {

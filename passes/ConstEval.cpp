@@ -83,6 +83,14 @@ llvm::Expected<json> qcc::runtimeAttrs(Operation *op) {
     if (a.getName() == "operandSegmentSizes" ||
         a.getName().strref().ends_with("_absmax"))
       continue;
+    // The runtime reads a quantize's facts as granularity + asymmetric; the
+    // width is its i8 result's (format/Quant.h has the range).
+    if (auto q = dyn_cast<QuantAttr>(a.getValue())) {
+      attrs["granularity"] = stringifyQuantGranularity(q.getGranularity()).str();
+      if (!q.isSymmetric())
+        attrs["asymmetric"] = true;
+      continue;
+    }
     auto j = runtimeAttr(a.getValue());
     if (!j)
       return error("attribute '" + a.getName().strref() +

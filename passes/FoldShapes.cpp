@@ -21,6 +21,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-fold-shapes"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -612,7 +614,8 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
                  FoldKnownShapeVector<UnsqueezeOp>,
                  FoldKnownShapeVector<SqueezeOp>,
                  FoldKnownShapeVector<ReshapeOp>>(ctx);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

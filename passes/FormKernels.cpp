@@ -13,6 +13,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "qcc-form-kernels"
 
 namespace qcc {
 #define GEN_PASS_DEF_FORMKERNELS
@@ -76,9 +79,32 @@ public:
 
 private:
   void form(SmallVector<Operation *> group, StringRef kind) {
+    LLVM_DEBUG(llvm::dbgs() << "form-kernels: " << kind << " of "
+                            << group.size() << " op(s) at "
+                            << group.back()->getLoc() << "\n");
     for (Operation *op : group)
       claimed.insert(op);
     groups.emplace_back(std::move(group), kind.str());
+  }
+
+  /// A remark on `op` saying why it stays out of a kernel it could join
+  /// (qcc-opt shows it; the qcc driver drops remarks).
+  static void decline(Operation *op, const llvm::Twine &why) {
+    LLVM_DEBUG(llvm::dbgs() << "form-kernels: not fused: " << op->getName()
+                            << " at " << op->getLoc() << ": " << why << "\n");
+    op->emitRemark("form-kernels: ") << op->getName() << " not fused: " << why;
+  }
+
+  /// Remarks on the epilogue ops (activation, add) reading `last` that
+  /// cannot join its GEMM because `last` has other users.
+  static void declineEpilogue(Operation *last) {
+    if (soleUser(last))
+      return;
+    Type type = last->getResult(0).getType();
+    for (Operation *u : last->getUsers())
+      if (isa<GeluOp, SiluOp>(u) ||
+          (isa<AddOp>(u) && u->getResult(0).getType() == type))
+        decline(u, "the GEMM result it reads has other users");
   }
 
   /// GEMM + activation + residual add.
@@ -95,15 +121,18 @@ private:
       group.push_back(u); // residual: the other operand has the same shape
       last = u;
     }
+    declineEpilogue(last);
     form(group, isa<QLinearOp>(gemm) ? "gemm_i8" : "gemm_f16");
   }
 
   /// norm + the per-token quantize of its output (scale computed in-kernel).
   void formNormQuantize(Operation *quantize) {
     Operation *norm = quantize->getOperand(0).getDefiningOp();
-    if (!norm || !isa<LayerNormOp, RmsNormOp>(norm) || claimed.contains(norm) ||
-        soleUser(norm) != quantize)
+    if (!norm || !isa<LayerNormOp, RmsNormOp>(norm) || claimed.contains(norm))
       return;
+    if (soleUser(norm) != quantize)
+      return decline(quantize, "the " + norm->getName().getStringRef() +
+                                   " it quantizes has other users");
     form({norm, quantize}, "norm_quantize");
   }
 
@@ -111,9 +140,12 @@ private:
   void formAttention(Operation *attention) {
     SmallVector<Operation *> group;
     for (unsigned i : {0u, 1u})
-      if (auto rot = attention->getOperand(i).getDefiningOp<RotaryOp>())
+      if (auto rot = attention->getOperand(i).getDefiningOp<RotaryOp>()) {
         if (!claimed.contains(rot) && soleUser(rot) == attention)
           group.push_back(rot);
+        else
+          decline(rot, "its result has users besides the attention");
+      }
     group.push_back(attention);
     form(group, "attention");
   }

@@ -31,6 +31,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-group-fused-heads"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -266,7 +268,8 @@ struct GroupFusedHeadsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<GroupFusedHeadsPattern>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
     eraseDeadConstants(getOperation());
   }

@@ -12,11 +12,13 @@
 #include "passes/MaskAnalysis.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
+#include "format/Quant.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
@@ -33,6 +35,8 @@ namespace qcc {
 
 using namespace mlir;
 using namespace qcc;
+
+#define DEBUG_TYPE "qcc-kv-cache-layout"
 
 namespace {
 
@@ -516,6 +520,12 @@ struct KvCacheLayoutPass
         it = checks.insert({a.getMask(),
                             checkCausalPaddingMask(a.getMask(), inputs)})
                  .first;
+      LLVM_DEBUG(llvm::dbgs()
+                 << "kv-cache-layout: mask of attention at " << a.getLoc()
+                 << (it->second.causalWithPadding ? ": causal + padding"
+                                                  : ": refused: ")
+                 << (it->second.causalWithPadding ? "" : it->second.why)
+                 << ", window " << it->second.window << "\n");
       if (!it->second.causalWithPadding) {
         reasons.push_back(it->second.why);
         allBidirectional &= it->second.bidirectional;
@@ -529,6 +539,9 @@ struct KvCacheLayoutPass
                                       : std::min(maskContext,
                                                  it->second.maxContext);
     }
+    LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: " << attentions.size()
+                            << " attention(s), " << reasons.size()
+                            << " refused\n");
     if (reasons.size() == attentions.size()) {
       // An encoder (or no attention) has no cache; a decoder whose masks
       // are not provably causal + padding (a sliding window) says why.
@@ -543,17 +556,6 @@ struct KvCacheLayoutPass
           << reasons.front();
       return;
     }
-    if (layout != "paged" && layout != "contiguous") {
-      module.emitError("kv-cache-layout: layout must be paged or contiguous, "
-                       "not '")
-          << layout << "'";
-      return signalPassFailure();
-    }
-    if (kvDtype != "f32" && kvDtype != "i8") {
-      module.emitError("kv-cache-layout: kv-dtype must be f32 or i8, not '")
-          << kvDtype << "'";
-      return signalPassFailure();
-    }
     if (blockTokens <= 0) {
       module.emitError("kv-cache-layout: block-tokens must be positive");
       return signalPassFailure();
@@ -563,6 +565,8 @@ struct KvCacheLayoutPass
         matchPastForm(main, attentions, roleArgs, inputs);
     if (failed(past))
       return signalPassFailure();
+    LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: " << past->pastArgs.size()
+                            << " past input(s) of the exporter's cache\n");
     refinePastTypes(main, attentions);
     // Gathers at positions the exporter computes from the attention mask
     // (the genai builder's past_b + i, past_b from the mask's row sums):
@@ -577,8 +581,11 @@ struct KvCacheLayoutPass
         Value idx = index->get();
         auto t = cast<RankedTensorType>(idx.getType());
         if (!isa<BlockArgument>(idx) && t.getRank() == 2 &&
-            checkPositions(idx, inputs).empty())
+            checkPositions(idx, inputs).empty()) {
+          LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: lookup " << n << " at "
+                                  << op->getLoc() << " reads positions\n");
           positionLookups.push_back(n);
+        }
         ++n;
       });
     }
@@ -597,6 +604,9 @@ struct KvCacheLayoutPass
       if (prefill)
         decode = buildEntry(main, "decode", /*decode=*/true, *past);
     }
+    LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: entry points "
+                            << (prefill && decode ? "built" : "refused: ")
+                            << (prefill && decode ? "" : why) << "\n");
     if (!prefill || !decode) {
       for (StringRef name : {"prefill", "decode"})
         if (auto fn = module.lookupSymbol<func::FuncOp>(name))
@@ -614,7 +624,8 @@ struct KvCacheLayoutPass
     module->setAttr(
         "qcc.kv_cache",
         b.getDictionaryAttr(
-            {b.getNamedAttr("layout", b.getStringAttr(layout)),
+            {b.getNamedAttr("layout", b.getStringAttr(spelling(
+                                           kKvLayoutNames, layout.getValue()))),
              b.getNamedAttr("block_tokens", b.getI64IntegerAttr(blockTokens)),
              b.getNamedAttr("layers",
                             b.getI64IntegerAttr(attentions.size())),
@@ -622,8 +633,10 @@ struct KvCacheLayoutPass
              b.getNamedAttr("head_dim",
                             b.getI64IntegerAttr(width == kDyn ? -1
                                                               : width / heads)),
-             b.getNamedAttr("dtype", b.getStringAttr(kvDtype))}));
-    if (kvDtype == "i8" && failed(addKvScales(module, attentions)))
+             b.getNamedAttr("dtype",
+                            b.getStringAttr(spelling(kKvDtypeNames,
+                                                     kvDtype.getValue())))}));
+    if (kvDtype == KvDtype::I8 && failed(addKvScales(module, attentions)))
       return signalPassFailure();
     if (maskContext > 0)
       maxPositions = maxPositions > 0 ? std::min(maxPositions, maskContext)
@@ -696,7 +709,8 @@ struct KvCacheLayoutPass
     return in;
   }
 
-  /// int8 KV: static per-layer, per-head scales = calibration absmax / 127.
+  /// int8 KV: static per-layer, per-head scales = calibration absmax / qmax
+  /// (127, format/Quant.h).
   LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions) {
     Builder b(module.getContext());
     SmallVector<Attribute> kScales, vScales;
@@ -710,7 +724,8 @@ struct KvCacheLayoutPass
                  << name << " per kv head)";
         SmallVector<Attribute> heads;
         for (float m : absmax.getValues<float>())
-          heads.push_back(b.getF32FloatAttr(m > 0 ? m / 127.f : 1.f));
+          heads.push_back(b.getF32FloatAttr(
+              m > 0 ? m / (float)format::symmetricQMax() : 1.f));
         out->push_back(b.getArrayAttr(heads));
       }
     }

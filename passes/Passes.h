@@ -2,6 +2,8 @@
 #ifndef QCC_PASSES_PASSES_H
 #define QCC_PASSES_PASSES_H
 
+#include "passes/Options.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"

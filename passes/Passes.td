@@ -536,13 +536,16 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     attention_mask, position_ids and the past form above is an error.
   }];
   let options = [
-    Option<"layout", "layout", "std::string", /*default=*/"\"paged\"",
-           "KV cache layout: paged or contiguous">,
+    Option<"layout", "layout", "::qcc::KvLayout",
+           /*default=*/"::qcc::KvLayout::Paged", "KV cache layout",
+           [{::qcc::optionValues(::qcc::kKvLayoutNames)}]>,
     Option<"blockTokens", "block-tokens", "int64_t", /*default=*/"16",
            "Tokens per block of the paged layout">,
-    Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
-           "f32, or i8 with per-layer, per-head K and V scales from the "
-           "attention ops' qcc.k_absmax / qcc.v_absmax statistics">,
+    Option<"kvDtype", "kv-dtype", "::qcc::KvDtype",
+           /*default=*/"::qcc::KvDtype::F32",
+           "KV cache element type (i8 scales come from the attention ops' "
+           "qcc.k_absmax / qcc.v_absmax statistics)",
+           [{::qcc::optionValues(::qcc::kKvDtypeNames)}]>,
   ];
 }
 
@@ -568,7 +571,9 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
     projections, MLP down projections) are left unsmoothed: smoothing them
     would need an explicit scaling op before the linear, which this pass does
     not insert. A norm with any other user is skipped, because that user
-    would see the smoothed values.
+    would see the smoothed values. A norm whose group is skipped (another
+    user, a linear without statistics, a computed gamma or beta) gets a
+    remark saying why.
 
     ```mlir
     // before
@@ -603,13 +608,15 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     // before
     %y = qcc.linear %x, %w, %b : (tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
     // after (per-token)
-    %q, %s, %z = qcc.quantize %x {granularity = "per_token"} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+    %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
     %y = qcc.qlinear %q, %s, %z, %wq, %ws, %wsum, %b : ... -> tensor<?x?x256xf32>
     ```
   }];
   let options = [
-    Option<"activations", "activations", "std::string",
-           /*default=*/"\"per-token\"", "per-token, per-tensor or static">,
+    Option<"activations", "activations", "::qcc::ActivationQuant",
+           /*default=*/"::qcc::ActivationQuant::PerToken",
+           "Activation quantization level",
+           [{::qcc::optionValues(::qcc::kActivationQuantNames)}]>,
     Option<"asymmetric", "asymmetric", "bool", /*default=*/"false",
            "Zero-point (asymmetric) activation quantization">,
   ];
@@ -632,13 +639,16 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     * `embedding`, `norm`, `quantize` alone; `elementwise`: a chain of
       elementwise ops, each the only user of the previous one.
 
-    Shape glue (shape, gather of shape vectors, reshape, split, concat,
-    constants) stays outside. Regions are isolated from above: weights enter
+    An op that could join a group but has to stay out (an activation or
+    residual add reading a GEMM result that has other users, the quantize of
+    a norm that has other users, a rotary with users besides its attention)
+    gets a remark saying why. Shape glue (shape, gather of shape vectors,
+    reshape, split, concat, constants) stays outside. Regions are isolated from above: weights enter
     as operands. Ops keep their semantics inside the region.
 
     ```mlir
     // before
-    %q, %s, %z = qcc.quantize %x {granularity = "per_token"} : ...
+    %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : ...
     %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum, %b : ...
     %g = qcc.gelu %y : tensor<?x?x1024xf32>
     // after

@@ -8,6 +8,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
 
 using namespace mlir;
 using namespace qcc;
@@ -607,4 +609,52 @@ const char *qcc::createOnesGamma(OpBuilder &b, Operation *root, Value x,
       RankedTensorType::get({type.getShape().back()}, type.getElementType()),
       1.0);
   return nullptr;
+}
+
+#ifndef NDEBUG
+namespace {
+/// Prints one line per pattern application that ends: rewrote or declined.
+struct TraceListener : RewriterBase::Listener {
+  explicit TraceListener(const char *debugType) : debugType(debugType) {}
+
+  void notifyPatternBegin(const Pattern &pattern, Operation *op) override {
+    // The op may be gone when the pattern ends.
+    what.clear();
+    llvm::raw_string_ostream(what) << op->getName() << " at " << op->getLoc();
+    reason.clear();
+  }
+  void notifyMatchFailure(
+      Location loc, function_ref<void(Diagnostic &)> reasonCallback) override {
+    Diagnostic d(loc, DiagnosticSeverity::Remark);
+    reasonCallback(d);
+    reason = d.str();
+  }
+  void notifyPatternEnd(const Pattern &pattern, LogicalResult status) override {
+    DEBUG_WITH_TYPE(debugType, {
+      llvm::dbgs() << debugType << ": " << pattern.getDebugName()
+                   << (succeeded(status) ? " rewrote " : " declined ")
+                   << what;
+      if (failed(status) && !reason.empty())
+        llvm::dbgs() << ": " << reason;
+      llvm::dbgs() << "\n";
+    });
+  }
+
+  const char *debugType;
+  std::string what, reason;
+};
+} // namespace
+#endif
+
+LogicalResult qcc::applyPatternsTraced(Operation *op,
+                                       const FrozenRewritePatternSet &patterns,
+                                       const char *debugType) {
+  GreedyRewriteConfig config;
+#ifndef NDEBUG
+  TraceListener trace(debugType);
+  config.setListener(&trace);
+#else
+  (void)debugType; // LLVM_DEBUG compiles to nothing
+#endif
+  return applyPatternsGreedily(op, patterns, config);
 }

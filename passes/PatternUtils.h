@@ -5,6 +5,7 @@
 #include "dialects/QccOps.h"
 
 #include "mlir/IR/Value.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
 
 namespace qcc {
 
@@ -144,6 +145,15 @@ void eraseDeadConstants(mlir::Operation *root);
 /// True if `param` is a constant [D] with the size and element type of the
 /// last dimension of `input` (a norm's gamma or beta).
 bool isConstantNormParam(mlir::Value param, mlir::Value input);
+
+/// applyPatternsGreedily that, in builds with LLVM_DEBUG on, traces under
+/// `-debug-only=<debugType>` each pattern's outcome: what it rewrote, and the
+/// reason it declined (its notifyMatchFailure message). The raise passes'
+/// decisions, one line each.
+llvm::LogicalResult
+applyPatternsTraced(mlir::Operation *op,
+                    const mlir::FrozenRewritePatternSet &patterns,
+                    const char *debugType);
 
 } // namespace qcc
 

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Debug.h"
 
 #include <cmath>
 
@@ -23,10 +24,13 @@ namespace qcc {
 using namespace mlir;
 using namespace qcc;
 
+#define DEBUG_TYPE "qcc-quantize"
+
 namespace {
 
-/// Symmetric per-output-channel int8 weights: `scale[n] = max|W[n,:]| / 127`
-/// (1 for an all-zero row), `q = clamp(round_half_even(W / scale), -127, 127)`.
+/// Symmetric per-output-channel int8 weights: `scale[n] = max|W[n,:]| / qmax`
+/// (1 for an all-zero row), `q = clamp(round_half_even(W / scale), -qmax,
+/// qmax)`, qmax = 127 from `weightQuant`.
 struct QuantizedWeight {
   std::vector<int8_t> q;
   std::vector<float> scale;
@@ -34,20 +38,21 @@ struct QuantizedWeight {
 };
 
 QuantizedWeight quantizeWeight(const std::vector<float> &w, int64_t n,
-                               int64_t k) {
+                               int64_t k, QuantAttr weightQuant) {
+  const float qmax = weightQuant.getQMax();
   QuantizedWeight r{std::vector<int8_t>(w.size()), std::vector<float>(n),
                     std::vector<int32_t>(n)};
   for (int64_t i = 0; i < n; ++i) {
     float mx = 0;
     for (int64_t j = 0; j < k; ++j)
       mx = std::max(mx, std::abs(w[i * k + j]));
-    float s = mx > 0 ? mx / 127.f : 1.f;
+    float s = mx > 0 ? mx / qmax : 1.f;
     r.scale[i] = s;
     int32_t sum = 0;
     for (int64_t j = 0; j < k; ++j) {
       // nearbyint rounds half to even in the default rounding mode.
       float q = std::nearbyint(w[i * k + j] / s);
-      int8_t v = (int8_t)std::clamp(q, -127.f, 127.f);
+      int8_t v = (int8_t)std::clamp(q, -qmax, qmax);
       r.q[i * k + j] = v;
       sum += v;
     }
@@ -73,13 +78,6 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
   using QuantizeBase::QuantizeBase;
 
   void runOnOperation() override {
-    if (activations != "per-token" && activations != "per-tensor" &&
-        activations != "static") {
-      getOperation().emitError("quantize: activations must be per-token, "
-                               "per-tensor or static, not '")
-          << activations << "'";
-      return signalPassFailure();
-    }
     SmallVector<LinearOp> linears;
     getOperation().walk([&](LinearOp l) { linears.push_back(l); });
     for (LinearOp l : linears)
@@ -90,16 +88,25 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
 
   LogicalResult quantize(LinearOp l) {
     auto w = getF32Values(getConstant(l.getWeight()));
-    if (!w)
-      return success(); // a computed weight stays float
+    if (!w) {
+      LLVM_DEBUG(llvm::dbgs() << "quantize: " << l.getLoc()
+                              << ": computed weight, stays float\n");
+      return success();
+    }
     auto wt = l.getWeight().getType();
     int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
     OpBuilder b(l);
     Location loc = l.getLoc();
     auto inType = l.getInput().getType();
 
+    bool perToken = activations == ActivationQuant::PerToken;
+    auto quant = QuantAttr::get(
+        b.getContext(), format::kQuantBits,
+        asymmetric ? QuantScheme::Asymmetric : QuantScheme::Symmetric,
+        perToken ? QuantGranularity::PerToken : QuantGranularity::PerTensor,
+        /*axis=*/std::nullopt);
     FloatAttr staticScale;
-    if (activations == "static") {
+    if (activations == ActivationQuant::Static) {
       auto absmax = l->getAttrOfType<DenseElementsAttr>("qcc.input_absmax");
       if (!absmax)
         return l.emitError("quantize: static activation scales need "
@@ -107,26 +114,30 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
       float mx = 0;
       for (float v : absmax.getValues<float>())
         mx = std::max(mx, v);
-      staticScale = b.getF32FloatAttr(mx > 0 ? mx / 127.f : 1.f);
+      staticScale = b.getF32FloatAttr(mx > 0 ? mx / quant.getQMax() : 1.f);
       if (asymmetric)
         return l.emitError("quantize: static scales are symmetric; drop "
                            "--asymmetric or use dynamic activations");
     }
-    bool perToken = activations == "per-token";
     SmallVector<int64_t> scaleShape = {1};
     if (perToken) {
       scaleShape.assign(inType.getShape().begin(), inType.getShape().end());
       scaleShape.back() = 1;
     }
+    LLVM_DEBUG(llvm::dbgs() << "quantize: " << loc << ": weight " << n << "x"
+                            << k << ", activations " << quant << "\n");
     auto i8 = b.getIntegerType(8), i32 = b.getI32Type();
     auto q = QuantizeOp::create(
         b, loc, RankedTensorType::get(inType.getShape(), i8),
         RankedTensorType::get(scaleShape, b.getF32Type()),
         RankedTensorType::get(scaleShape, i32), l.getInput(),
-        b.getStringAttr(perToken ? "per_token" : "per_tensor"), staticScale,
-        asymmetric ? b.getUnitAttr() : UnitAttr());
+        quant, staticScale);
 
-    QuantizedWeight qw = quantizeWeight(*w, n, k);
+    QuantizedWeight qw = quantizeWeight(
+        *w, n, k,
+        QuantAttr::get(b.getContext(), format::kQuantBits,
+                       QuantScheme::Symmetric, QuantGranularity::PerChannel,
+                       /*axis=*/0));
     std::string name = weightName(l.getWeight());
     Value wq = constantOf(b, loc, {n, k}, i8, qw.q, name + "_i8");
     Value ws = constantOf(b, loc, {n}, b.getF32Type(), qw.scale,

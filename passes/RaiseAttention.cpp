@@ -25,6 +25,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-attention"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -540,7 +542,8 @@ struct RaiseAttentionPass : qcc::impl::RaiseAttentionBase<RaiseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RaiseAttentionPattern>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -17,6 +17,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-embedding"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -50,7 +52,8 @@ struct RaiseEmbeddingPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<EmbeddingFromGather>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

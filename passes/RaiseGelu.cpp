@@ -20,6 +20,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-gelu"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -153,7 +155,8 @@ struct RaiseGeluPass : qcc::impl::RaiseGeluBase<RaiseGeluPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<GeluErfForm, GeluTanhForm>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

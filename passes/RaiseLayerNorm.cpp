@@ -19,6 +19,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-layer-norm"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -124,7 +126,8 @@ struct RaiseLayerNormPass : qcc::impl::RaiseLayerNormBase<RaiseLayerNormPass> {
     RewritePatternSet patterns(&getContext());
     patterns.add<LayerNormCore<DivOp>, LayerNormCore<MulOp>, LayerNormGamma,
                  LayerNormBeta>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

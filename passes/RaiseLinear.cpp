@@ -22,6 +22,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-linear"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -220,7 +222,8 @@ struct RaiseLinearPass : qcc::impl::RaiseLinearBase<RaiseLinearPass> {
     RewritePatternSet patterns(ctx);
     patterns.add<LinearFromMatMul, LinearFromGemm>(ctx, cache);
     patterns.add<AbsorbBiasAdd, LinearThroughFlatten>(ctx);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

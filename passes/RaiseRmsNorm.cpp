@@ -18,6 +18,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-rms-norm"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -84,7 +86,8 @@ struct RaiseRmsNormPass : qcc::impl::RaiseRmsNormBase<RaiseRmsNormPass> {
     RewritePatternSet patterns(&getContext());
     patterns.add<RmsNormCore<MulOp>, RmsNormCore<DivOp>, RmsNormGamma>(
         &getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

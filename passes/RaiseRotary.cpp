@@ -25,6 +25,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-rotary"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -311,7 +313,8 @@ struct RaiseRotaryPass : qcc::impl::RaiseRotaryBase<RaiseRotaryPass> {
     patterns.add<RaiseRotaryPattern, RaisePartialRotaryPattern,
                  NormBeforeTranspose<RmsNormOp>,
                  NormBeforeTranspose<LayerNormOp>>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -15,6 +15,8 @@ namespace qcc {
 #include "passes/Passes.h.inc"
 } // namespace qcc
 
+#define DEBUG_TYPE "qcc-raise-silu"
+
 using namespace mlir;
 using namespace qcc;
 
@@ -49,7 +51,8 @@ struct RaiseSiluPass : qcc::impl::RaiseSiluBase<RaiseSiluPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SiluFromMulSigmoid>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
+                                   DEBUG_TYPE)))
       signalPassFailure();
   }
 };

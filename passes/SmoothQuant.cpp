@@ -12,8 +12,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Debug.h"
 
 #include <cmath>
+
+#define DEBUG_TYPE "qcc-smooth-quant"
 
 namespace qcc {
 #define GEN_PASS_DEF_SMOOTHQUANT
@@ -68,19 +71,34 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
     eraseDeadConstants(getOperation());
   }
 
+  /// A remark on `norm` saying why its group is left unsmoothed (qcc-opt
+  /// shows it; the qcc driver drops remarks).
+  void decline(Operation *norm, const llvm::Twine &why) {
+    LLVM_DEBUG(llvm::dbgs() << "smooth-quant: skip " << norm->getName() << " at "
+                            << norm->getLoc() << ": " << why << "\n");
+    norm->emitRemark("smooth-quant: ")
+        << norm->getName() << " not smoothed: " << why;
+  }
+
   /// Smooths the linears that read `norm`, if every user is one with stats.
   void smooth(Operation *norm) {
     Value out = norm->getResult(0);
     SmallVector<LinearOp> group;
     for (Operation *user : out.getUsers()) {
+      // Any other consumer would see the smoothed values.
       auto l = dyn_cast<LinearOp>(user);
-      if (!l || l.getInput() != out || !absmaxOf(l) ||
-          !getF32Values(getConstant(l.getWeight())))
-        return; // another consumer would see the smoothed values
+      if (!l || l.getInput() != out)
+        return decline(norm, "its result is also used by " +
+                                 user->getName().getStringRef());
+      if (!absmaxOf(l))
+        return decline(norm, "a qcc.linear reading it has no calibration "
+                             "statistics (qcc.input_absmax)");
+      if (!getF32Values(getConstant(l.getWeight())))
+        return decline(norm, "a qcc.linear reading it has a computed weight");
       group.push_back(l);
     }
     if (group.empty())
-      return;
+      return; // nothing reads it: nothing to smooth
     Value gammaV = norm->getOperand(1);
     Value betaV = isa<LayerNormOp>(norm) && norm->getNumOperands() > 2
                       ? norm->getOperand(2)
@@ -88,9 +106,9 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
     auto gamma = getF32Values(getConstant(gammaV));
     std::optional<std::vector<float>> beta;
     if (betaV && !(beta = getF32Values(getConstant(betaV))))
-      return;
+      return decline(norm, "its beta is not a constant");
     if (!gamma)
-      return;
+      return decline(norm, "its gamma is not a constant");
     size_t k = gamma->size();
 
     // max over the group of the activation and weight column absmax.
@@ -100,7 +118,8 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       auto a = *absmaxOf(l);
       auto w = *getF32Values(getConstant(l.getWeight()));
       if (a.size() != k || w.size() % k != 0)
-        return;
+        return decline(norm, "a qcc.linear's statistics or weight columns "
+                             "do not match the norm's width");
       for (size_t j = 0; j < k; ++j)
         act[j] = std::max(act[j], a[j]);
       for (size_t i = 0; i < w.size(); ++i)
@@ -111,6 +130,11 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
     for (size_t j = 0; j < k; ++j)
       s[j] = std::pow(std::max(act[j], kEps), (float)alpha) /
              std::pow(std::max(wmax[j], kEps), 1.f - (float)alpha);
+    LLVM_DEBUG(llvm::dbgs() << "smooth-quant: smooth " << norm->getName()
+                            << " at " << norm->getLoc() << " and "
+                            << group.size() << " linear(s), " << k
+                            << " channels, max s = "
+                            << *llvm::max_element(s) << "\n");
 
     OpBuilder b(norm);
     Location loc = norm->getLoc();

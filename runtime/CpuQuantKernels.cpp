@@ -57,7 +57,7 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
       for (int64_t i = 0; i < n; ++i)
         if (std::fabs(in[i]) > absmax)
           absmax = std::fabs(in[i]);
-      scale = absmax / 127.0f;
+      scale = absmax / (float)qcc::format::symmetricQMax();
       if (scale == 0.0f)
         scale = 1.0f;
     }
@@ -73,14 +73,16 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
     if (in[i] > mx)
       mx = in[i];
   }
-  scale = (mx - mn) / 255.0f;
+  constexpr float qmin = qcc::format::asymmetricQMin(),
+                  qmax = qcc::format::asymmetricQMax();
+  scale = (mx - mn) / (float)qcc::format::asymmetricSteps();
   if (scale == 0.0f)
     scale = 1.0f;
-  zp = (int32_t)roundHalfEven(-mn / scale) - 128;
+  zp = (int32_t)roundHalfEven(-mn / scale) + qcc::format::asymmetricQMin();
   for (int64_t i = 0; i < n; ++i) {
     float r = std::isnan(in[i]) ? 0.0f : roundHalfEven(in[i] / scale);
     float v = r + (float)zp;
-    out[i] = (int8_t)(v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v));
+    out[i] = (int8_t)(v < qmin ? qmin : (v > qmax ? qmax : v));
   }
 }
 

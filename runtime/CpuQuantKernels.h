@@ -9,6 +9,7 @@
 #ifndef QCC_RUNTIME_CPUQUANTKERNELS_H
 #define QCC_RUNTIME_CPUQUANTKERNELS_H
 
+#include "format/Quant.h"
 #include "runtime/CpuKernels.h"
 
 #include <cmath>
@@ -39,9 +40,11 @@ inline int32_t roundClamp(float v, float lo, float hi) {
   return (int32_t)(r < lo ? lo : (r > hi ? hi : r));
 }
 
-/// Symmetric int8: clamp(round_half_even(x / scale), -127, 127).
+/// Symmetric int8: clamp(round_half_even(x / scale), -qmax, qmax), qmax =
+/// 127 (format/Quant.h).
 inline int8_t quantizeSymmetric(float x, float scale) {
-  return (int8_t)roundClamp(x / scale, -127.0f, 127.0f);
+  constexpr float qmax = format::symmetricQMax();
+  return (int8_t)roundClamp(x / scale, -qmax, qmax);
 }
 
 /// The kernels behind "quantize" and "qlinear" (see QccOps.td).

@@ -141,3 +141,28 @@ func.func @reduce_sum_bool(%a: tensor<2x3xi1>) -> tensor<2x1xi1> {
   %0 = qcc.reduce_sum %a {axes = array<i64: 1>} : (tensor<2x3xi1>) -> tensor<2x1xi1>
   return %0 : tensor<2x1xi1>
 }
+
+// -----
+
+// #qcc.quant: a channel axis goes with per_channel granularity only.
+func.func @quant_axis_without_per_channel(%x: tensor<?x2xf32>) -> tensor<?x2xi8> {
+  // expected-error @+1 {{a quantization axis is given exactly with per_channel granularity}}
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token, axis = 1>} : (tensor<?x2xf32>) -> (tensor<?x2xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %q : tensor<?x2xi8>
+}
+
+// -----
+
+func.func @quantize_bits_not_result_width(%x: tensor<?x2xf32>) -> tensor<?x2xi8> {
+  // expected-error @+1 {{quantizes to 8 bits (the result is i8), not 4}}
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 4, symmetric, per_token>} : (tensor<?x2xf32>) -> (tensor<?x2xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %q : tensor<?x2xi8>
+}
+
+// -----
+
+func.func @quantize_per_channel(%x: tensor<?x2xf32>) -> tensor<?x2xi8> {
+  // expected-error @+1 {{granularity must be per_token or per_tensor}}
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_channel, axis = 0>} : (tensor<?x2xf32>) -> (tensor<?x2xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %q : tensor<?x2xi8>
+}

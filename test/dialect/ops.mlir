@@ -1,4 +1,4 @@
-// RUN: qcc-opt %s | qcc-opt | FileCheck %s
+// RUN: qcc-opt %s --allow-unregistered-dialect | qcc-opt --allow-unregistered-dialect | FileCheck %s
 // Every op parses, verifies and prints back in its assembly format.
 
 // CHECK-LABEL: func @transformer_ops
@@ -105,4 +105,19 @@ func.func @mask_ops(%mask: tensor<?x?xi64>, %x: tensor<?x8xf32>) -> (tensor<?x?x
   // CHECK: qcc.reduce_max
   %rm = qcc.reduce_max %sel {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
   return %ao, %pos, %sel, %rm : tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x8xf32>, tensor<?x1xf32>
+}
+
+// The quantization facts are one typed attribute, #qcc.quant.
+// CHECK-LABEL: func @quantize_ops
+func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {
+  // CHECK: qcc.quantize %{{.*}} {quant = #qcc.quant<bits = 8, symmetric, per_token>}
+  %q0, %s0, %z0 = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  // CHECK: qcc.quantize %{{.*}} {quant = #qcc.quant<bits = 8, asymmetric, per_tensor>}
+  %q1, %s1, %z1 = qcc.quantize %x {quant = #qcc.quant<bits = 8, asymmetric, per_tensor>} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<1xf32>, tensor<1xi32>)
+  // CHECK: qcc.quantize %{{.*}} {quant = #qcc.quant<bits = 8, symmetric, per_tensor>, scale = 5.000000e-01 : f32}
+  %q2, %s2, %z2 = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_tensor>, scale = 0.5 : f32} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<1xf32>, tensor<1xi32>)
+  // A weight's facts (per output channel) print the axis:
+  // CHECK: "test.weights"() {quant = #qcc.quant<bits = 8, symmetric, per_channel, axis = 0>}
+  "test.weights"() {quant = #qcc.quant<bits = 8, symmetric, per_channel, axis = 0>} : () -> ()
+  return %q0, %q1, %q2 : tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>
 }

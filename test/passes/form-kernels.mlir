@@ -1,4 +1,6 @@
 // RUN: qcc-opt %s --form-kernels --split-input-file | FileCheck %s
+// Every op left out of a kernel it could join gets a remark saying why:
+// RUN: qcc-opt %s --form-kernels --split-input-file --verify-diagnostics -o /dev/null
 
 // A GPT-2 block in W8A8: norm + quantize, GEMM + GELU, GEMM + residual add.
 // CHECK-LABEL: func.func @gpt2_mlp(
@@ -28,10 +30,10 @@ func.func @gpt2_mlp(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %s2 = qcc.constant dense<0.1> : tensor<64xf32>
   %n2 = qcc.constant dense<256> : tensor<64xi32>
   %n = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-  %q, %qs, %qz = qcc.quantize %n {granularity = "per_token"} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %q, %qs, %qz = qcc.quantize %n {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
   %h = qcc.qlinear %q, %qs, %qz, %w1, %s1, %n1 : (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x64xi8>, tensor<256xf32>, tensor<256xi32>) -> tensor<?x?x256xf32>
   %a = qcc.gelu %h {approximate = "tanh"} : tensor<?x?x256xf32>
-  %q2, %qs2, %qz2 = qcc.quantize %a {granularity = "per_token"} : (tensor<?x?x256xf32>) -> (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %q2, %qs2, %qz2 = qcc.quantize %a {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x256xf32>) -> (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
   %o = qcc.qlinear %q2, %qs2, %qz2, %w2, %s2, %n2 : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<64x256xi8>, tensor<64xf32>, tensor<64xi32>) -> tensor<?x?x64xf32>
   %r = qcc.add %o, %x : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %r : tensor<?x?x64xf32>
@@ -75,6 +77,40 @@ func.func @llama_attention(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: t
 func.func @gemm_result_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
   %w = qcc.constant dense<0.5> : tensor<64x64xf32>
   %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.gelu not fused: the GEMM result it reads has other users}}
   %g = qcc.gelu %y : tensor<?x64xf32>
   return %y, %g : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// Near miss: a norm whose output is also returned is not fused with its
+// quantize (the fused kernel writes only the int8 values and scales).
+// CHECK-LABEL: func.func @norm_used_twice(
+// CHECK: qcc.kernel "norm" {{.*}} {
+// CHECK: qcc.kernel "quantize" {{.*}} {
+func.func @norm_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xi8>) {
+  %g = qcc.constant dense<1.0> : tensor<64xf32>
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.quantize not fused: the qcc.rms_norm it quantizes has other users}}
+  %q, %qs, %qz = qcc.quantize %n {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %n, %q : tensor<?x64xf32>, tensor<?x64xi8>
+}
+
+// -----
+
+// Near miss: a rotary whose result is also returned stays outside the
+// attention kernel (the kernel does not write the rotated keys out).
+// CHECK-LABEL: func.func @rotary_used_twice(
+// CHECK: qcc.rotary
+// CHECK: qcc.kernel "attention" {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.rotary
+// CHECK-NEXT: qcc.kv_attention
+func.func @rotary_used_twice(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x32xf32>) {
+  %qr = qcc.rotary %q, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.rotary not fused: its result has users besides the attention}}
+  %kr = qcc.rotary %k, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+  %a = qcc.kv_attention %qr, %kr, %v {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  return %a, %kr : tensor<?x?x64xf32>, tensor<?x?x32xf32>
 }

@@ -1,5 +1,7 @@
 // RUN: qcc-opt %s --smooth-quant --split-input-file | FileCheck %s
 // RUN: qcc-opt %s --smooth-quant="alpha=1.0" --split-input-file | FileCheck %s --check-prefix=ALPHA1
+// A norm whose group is left unsmoothed gets a remark saying why:
+// RUN: qcc-opt %s --smooth-quant --split-input-file --verify-diagnostics -o /dev/null
 
 // q, k, v read one layer_norm: one s for all three (max over their weights).
 // With alpha 0.5, absmax [4, 1] and weight column max [1, 1]:
@@ -50,9 +52,40 @@ func.func @rms_gate_up(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
 func.func @norm_with_other_user(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
   %g = qcc.constant dense<1.0> : tensor<2xf32>
   %w = qcc.constant dense<1.0> : tensor<2x2xf32>
+  // expected-remark @+1 {{smooth-quant: qcc.layer_norm not smoothed: its result is also used by func.return}}
   %n = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
   %y = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
   return %y, %n : tensor<?x2xf32>, tensor<?x2xf32>
+}
+
+// -----
+
+// Not smoothed: a linear of the group has no calibration statistics (no
+// activation absmax to balance against).
+// CHECK-LABEL: func.func @linear_without_stats(
+// CHECK: %[[G:.*]] = qcc.constant dense<1.000000e+00> : tensor<2xf32>
+// CHECK: qcc.rms_norm %{{.*}}, %[[G]]
+func.func @linear_without_stats(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %w = qcc.constant dense<1.0> : tensor<2x2xf32>
+  // expected-remark @+1 {{smooth-quant: qcc.rms_norm not smoothed: a qcc.linear reading it has no calibration statistics (qcc.input_absmax)}}
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %a = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %b = qcc.linear %n, %w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  return %a, %b : tensor<?x2xf32>, tensor<?x2xf32>
+}
+
+// -----
+
+// Not smoothed: a gamma computed at run time cannot absorb 1/s.
+// CHECK-LABEL: func.func @gamma_not_constant(
+// CHECK: qcc.linear %{{.*}} {qcc.input_absmax = dense<[4.000000e+00, 1.000000e+00]>
+func.func @gamma_not_constant(%x: tensor<?x2xf32>, %g: tensor<2xf32>) -> tensor<?x2xf32> {
+  %w = qcc.constant dense<1.0> : tensor<2x2xf32>
+  // expected-remark @+1 {{smooth-quant: qcc.rms_norm not smoothed: its gamma is not a constant}}
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %y = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
 }
 
 // -----

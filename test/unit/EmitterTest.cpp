@@ -28,7 +28,7 @@ using namespace qcc::codegen;
 
 qcc::codegen::EmitResult emitDemo(mlir::MLIRContext &ctx) {
   qcc::CompileOptions options;
-  options.quant = "w8a8";
+  options.quant = qcc::QuantMode::W8A8;
   options.calibration.statsPath =
       QCC_SOURCE_DIR "/test/codegen/Inputs/austen-stats.json";
   auto module = qcc::compile(ctx, QCC_SOURCE_DIR "/examples/austen/model.onnx",

@@ -85,31 +85,31 @@ cl::opt<std::string> tokenizerPath(
              "tokenizer.json beside the ONNX file, else tokenizer.model "
              "there; tokenizer.json wins, as in Hugging Face's loaders)"),
     cl::value_desc("file"), cl::cat(inputCat));
-cl::opt<std::string> kvCache(
-    "kv-cache",
-    cl::desc("KV cache layout for decoders: paged (default), contiguous, or "
-             "none (only the full-sequence entry point)"),
-    cl::init("paged"), cl::cat(kvCat));
+cl::opt<qcc::KvLayout> kvCache(
+    "kv-cache", cl::desc("KV cache layout for decoders (default paged)"),
+    qcc::optionValues(qcc::kKvLayoutNames),
+    cl::values(clEnumValN(qcc::KvLayout::None, "none",
+                          "only the full-sequence entry point")),
+    cl::init(qcc::KvLayout::Paged), cl::cat(kvCat));
 cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
                                cl::desc("Tokens per block of the paged KV "
                                         "cache (default 16)"),
                                cl::init(16), cl::cat(kvCat));
-cl::opt<std::string> kvDtype("kv-dtype",
-                            cl::desc("KV cache element type: f32 (default) or "
-                                     "i8 (per-head scales from calibration)"),
-                            cl::init("f32"), cl::cat(kvCat));
-cl::opt<std::string> quant("quant",
-                           cl::desc("Quantization: none (default) or w8a8"),
-                           cl::init("none"), cl::cat(quantCat));
+cl::opt<qcc::KvDtype> kvDtype(
+    "kv-dtype", cl::desc("KV cache element type (default f32)"),
+    qcc::optionValues(qcc::kKvDtypeNames), cl::init(qcc::KvDtype::F32),
+    cl::cat(kvCat));
+cl::opt<qcc::QuantMode> quant("quant", cl::desc("Quantization (default none)"),
+                              qcc::optionValues(qcc::kQuantModeNames),
+                              cl::init(qcc::QuantMode::None), cl::cat(quantCat));
 cl::opt<std::string> calib("calib",
                            cl::desc("Calibration data: a text file, or a "
                                     "folder with one .npy per model input"),
                            cl::value_desc("source"), cl::cat(quantCat));
-cl::opt<std::string> actQuant(
-    "act-quant",
-    cl::desc("Activation quantization: per-token (O1, default), per-tensor "
-             "(O2) or static (O3, per-tensor scales from calibration)"),
-    cl::init("per-token"), cl::cat(quantCat));
+cl::opt<qcc::ActivationQuant> actQuant(
+    "act-quant", cl::desc("Activation quantization (default per-token)"),
+    qcc::optionValues(qcc::kActivationQuantNames),
+    cl::init(qcc::ActivationQuant::PerToken), cl::cat(quantCat));
 cl::opt<double> smoothAlpha(
     "smoothquant-alpha",
     cl::desc("SmoothQuant migration strength (0.5 default; 0.75-0.9 for "
@@ -355,12 +355,6 @@ int main(int argc, char **argv) {
   }
 
   mlir::MLIRContext context;
-  if (kvCache != "paged" && kvCache != "contiguous" && kvCache != "none") {
-    WithColor::error(errs(), "qcc")
-        << "--kv-cache must be paged, contiguous or none, not '" << kvCache
-        << "'\n";
-    return 1;
-  }
   // Flags are untrusted input: ranges checked before anything is sized
   // from them.
   auto inRange = [](StringRef flag, int64_t v, int64_t lo, int64_t hi) {
@@ -390,23 +384,6 @@ int main(int argc, char **argv) {
            "it\n";
     return 1;
   }
-  if (quant != "none" && quant != "w8a8") {
-    WithColor::error(errs(), "qcc")
-        << "--quant must be none or w8a8, not '" << quant << "'\n";
-    return 1;
-  }
-  if (kvDtype != "f32" && kvDtype != "i8") {
-    WithColor::error(errs(), "qcc")
-        << "--kv-dtype must be f32 or i8, not '" << kvDtype << "'\n";
-    return 1;
-  }
-  if (actQuant != "per-token" && actQuant != "per-tensor" &&
-      actQuant != "static") {
-    WithColor::error(errs(), "qcc") << "--act-quant must be per-token, "
-                                       "per-tensor or static, not '"
-                                    << actQuant << "'\n";
-    return 1;
-  }
   qcc::CompileOptions options;
   options.kvCache = kvCache;
   options.kvBlockTokens = kvBlockTokens;
@@ -421,7 +398,7 @@ int main(int argc, char **argv) {
   options.calibration.seqLen = calibSeqLen;
   options.calibration.statsPath = calibStats;
   std::string tokenizer = findTokenizer();
-  if (!tokenizer.empty() && (emit == Emit::Qpkg || quant != "none") &&
+  if (!tokenizer.empty() && (emit == Emit::Qpkg || quant != qcc::QuantMode::None) &&
       !checkTokenizer(tokenizer))
     return 1;
   options.calibration.tokenizerPath = tokenizer;

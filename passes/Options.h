@@ -1,0 +1,74 @@
+//===- Options.h - choices of the passes and of the driver -----*- C++ -*-===//
+//
+// The fixed sets of choices that pass options (Passes.td) and the compiler
+// driver (compiler/Pipeline.h, qcc's flags) take. Each spelling is written
+// once, in a table below: option parsers are built from the tables
+// (`optionValues`), so an invalid value is refused once, where it is parsed,
+// and attributes that record a choice are spelled from them (`spelling`).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_PASSES_OPTIONS_H
+#define QCC_PASSES_OPTIONS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <utility>
+
+namespace qcc {
+
+/// KV cache layout of a decoder's entry points (docs/KV_CACHE.md). `None`
+/// is the driver's "no cache" (kv-cache-layout does not run).
+enum class KvLayout { None, Paged, Contiguous };
+/// KV cache element type.
+enum class KvDtype { F32, I8 };
+/// Activation quantization levels (SmoothQuant's O1, O2, O3).
+enum class ActivationQuant { PerToken, PerTensor, Static };
+/// Whole-model quantization scheme (docs/QUANTIZATION.md).
+enum class QuantMode { None, W8A8 };
+
+/// The spellings, as option values and as recorded in attributes.
+inline constexpr llvm::cl::OptionEnumValue kKvLayoutNames[] = {
+    {"paged", int(KvLayout::Paged), "blocks of block-tokens tokens"},
+    {"contiguous", int(KvLayout::Contiguous), "one slab per sequence"},
+};
+inline constexpr llvm::cl::OptionEnumValue kKvDtypeNames[] = {
+    {"f32", int(KvDtype::F32), "float32"},
+    {"i8", int(KvDtype::I8),
+     "int8, per-layer, per-head K and V scales from calibration"},
+};
+inline constexpr llvm::cl::OptionEnumValue kActivationQuantNames[] = {
+    {"per-token", int(ActivationQuant::PerToken),
+     "O1: dynamic, one scale per token"},
+    {"per-tensor", int(ActivationQuant::PerTensor),
+     "O2: dynamic, one scale per tensor"},
+    {"static", int(ActivationQuant::Static),
+     "O3: one scale per tensor from calibration"},
+};
+inline constexpr llvm::cl::OptionEnumValue kQuantModeNames[] = {
+    {"none", int(QuantMode::None), "float weights and activations"},
+    {"w8a8", int(QuantMode::W8A8), "int8 weights and activations"},
+};
+
+/// An option parser's values (a `cl::values` modifier) from a table above.
+template <size_t N>
+llvm::cl::ValuesClass
+optionValues(const llvm::cl::OptionEnumValue (&names)[N]) {
+  return [&]<size_t... I>(std::index_sequence<I...>) {
+    return llvm::cl::ValuesClass({names[I]...});
+  }(std::make_index_sequence<N>());
+}
+
+/// The spelling of `value` in `names` ("" when it has none).
+template <size_t N, typename Enum>
+llvm::StringRef spelling(const llvm::cl::OptionEnumValue (&names)[N],
+                         Enum value) {
+  for (const llvm::cl::OptionEnumValue &n : names)
+    if (n.Value == int(value))
+      return n.Name;
+  return "";
+}
+
+} // namespace qcc
+
+#endif // QCC_PASSES_OPTIONS_H
