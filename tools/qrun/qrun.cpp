@@ -10,7 +10,9 @@
 // Runs on the CUDA backend when a GPU, its driver and the artifact's kernels
 // are there (--backend=auto, the default), else on the CPU reference backend,
 // saying which in one line on stderr. Errors are one line on stderr and exit
-// status 1.
+// status 1. Perplexity, benchmarks with --profile, and --list-kernels are
+// runtime libraries (runtime/Perplexity.h, Benchmark.h, KernelListing.h);
+// this file parses options, picks the backend and prints.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
@@ -36,7 +38,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <optional>
 #include <sstream>
 
 using namespace qcc::rt;
