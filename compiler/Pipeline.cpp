@@ -154,49 +154,46 @@ llvm::Error qcc::runPhase(MLIRContext &context, Compilation &c, Phase phase) {
                                  : c.last && (int)*c.last + 1 == (int)phase) &&
          "phases run in order");
   const CompileOptions &o = c.options;
-  llvm::Error err = llvm::Error::success();
-  switch (phase) {
-  case Phase::Import: {
-    auto module = importPhase(context, c.sourcePath);
-    if (!module)
-      return module.takeError();
-    c.module = std::move(*module);
-    break;
-  }
-  case Phase::Raise:
-    err = raisePhase(*c.module, c.sourcePath);
-    break;
-  case Phase::Calibrate:
-    err = calibratePhase(*c.module, c.sourcePath, o);
-    break;
-  case Phase::Quantize:
-    err = quantizePhase(*c.module, c.sourcePath, o);
-    break;
-  case Phase::KvLayout:
-    err = kvLayoutPhase(*c.module, c.sourcePath, o);
-    break;
-  case Phase::FormKernels: {
-    auto plan = formKernelPlan(*c.module);
-    if (!plan)
-      return plan.takeError();
-    c.gpuPlan = std::move(*plan);
-    break;
-  }
-  case Phase::Emit:
-    c.cuda = emitPhase(*c.gpuPlan);
-    break;
-  case Phase::Compile: {
-    auto binaries = compilePhase(c.cuda, o.quiet);
-    if (!binaries)
-      return binaries.takeError();
-    c.binaries = std::move(*binaries);
-    break;
-  }
-  case Phase::Package:
-    err = packagePhase(c);
-    break;
-  }
-  if (err)
+  auto run = [&]() -> llvm::Error {
+    switch (phase) {
+    case Phase::Import: {
+      auto module = importPhase(context, c.sourcePath);
+      if (!module)
+        return module.takeError();
+      c.module = std::move(*module);
+      return llvm::Error::success();
+    }
+    case Phase::Raise:
+      return raisePhase(*c.module, c.sourcePath);
+    case Phase::Calibrate:
+      return calibratePhase(*c.module, c.sourcePath, o);
+    case Phase::Quantize:
+      return quantizePhase(*c.module, c.sourcePath, o);
+    case Phase::KvLayout:
+      return kvLayoutPhase(*c.module, c.sourcePath, o);
+    case Phase::FormKernels: {
+      auto plan = formKernelPlan(*c.module);
+      if (!plan)
+        return plan.takeError();
+      c.gpuPlan = std::move(*plan);
+      return llvm::Error::success();
+    }
+    case Phase::Emit:
+      c.cuda = emitPhase(*c.gpuPlan);
+      return llvm::Error::success();
+    case Phase::Compile: {
+      auto binaries = compilePhase(c.cuda, o.quiet);
+      if (!binaries)
+        return binaries.takeError();
+      c.binaries = std::move(*binaries);
+      return llvm::Error::success();
+    }
+    case Phase::Package:
+      return packagePhase(c);
+    }
+    llvm_unreachable("unknown phase");
+  };
+  if (llvm::Error err = run())
     return err;
   c.last = phase;
   return llvm::Error::success();

@@ -1,7 +1,6 @@
 //===- Benchmark.cpp - timing forward passes and generation ---------------===//
 #include "runtime/Benchmark.h"
 #include "runtime/KvCache.h"
-#include "runtime/Perplexity.h"
 #include "runtime/Roofline.h"
 
 #include <algorithm>

@@ -188,3 +188,22 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
   }
   return res;
 }
+
+Tensor qcc::rt::logitsOf(const std::map<std::string, Tensor> &outputs,
+                         const Function &fn) {
+  return convertFloat(outputs.at(logitsOutput(fn).name), DType::F32);
+}
+
+Tensor qcc::rt::sequenceLogits(Executor &executor, const Function &fn,
+                               const std::vector<int64_t> &ids) {
+  Tensor in(DType::I64, {1, (int64_t)ids.size()});
+  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
+  return logitsOf(executor.run(fn.name, sequenceInputs(fn, in)), fn);
+}
+
+bool qcc::rt::hasFunction(const Artifact &a, const std::string &name) {
+  for (const Function &f : a.functions())
+    if (f.name == name)
+      return true;
+  return false;
+}

@@ -55,6 +55,18 @@ const Port &logitsOutput(const Function &fn);
 std::map<std::string, Tensor> sequenceInputs(const Function &fn,
                                              const Tensor &ids);
 
+/// The logits among `outputs` of `fn` (logitsOutput), in f32 (f16/bf16
+/// logits widened).
+Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
+                const Function &fn);
+/// Logits for one sequence of `ids` through full-sequence entry point `fn`:
+/// [1, seq, vocab].
+Tensor sequenceLogits(Executor &executor, const Function &fn,
+                      const std::vector<int64_t> &ids);
+
+/// Whether `artifact` has an entry point named `name`.
+bool hasFunction(const Artifact &artifact, const std::string &name);
+
 class Generator {
 public:
   /// `artifact` must have "prefill" and "decode" entry points.

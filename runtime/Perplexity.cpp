@@ -1,32 +1,12 @@
 //===- Perplexity.cpp - a model's perplexity over a token sequence --------===//
 #include "runtime/Perplexity.h"
 #include "runtime/Generator.h"
-#include "runtime/HalfFloat.h"
 #include "runtime/Progress.h"
 
 #include <algorithm>
 #include <cmath>
 
 using namespace qcc::rt;
-
-Tensor qcc::rt::logitsOf(const std::map<std::string, Tensor> &outputs,
-                         const Function &fn) {
-  return convertFloat(outputs.at(logitsOutput(fn).name), DType::F32);
-}
-
-Tensor qcc::rt::sequenceLogits(Executor &executor, const Function &fn,
-                               const std::vector<int64_t> &ids) {
-  Tensor in(DType::I64, {1, (int64_t)ids.size()});
-  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  return logitsOf(executor.run(fn.name, sequenceInputs(fn, in)), fn);
-}
-
-bool qcc::rt::hasFunction(const Artifact &a, const std::string &name) {
-  for (const Function &f : a.functions())
-    if (f.name == name)
-      return true;
-  return false;
-}
 
 PerplexityEvaluator::PerplexityEvaluator(const Artifact &a, Executor &e,
                                          const PerplexityOptions &o)

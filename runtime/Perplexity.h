@@ -15,7 +15,6 @@
 #include "runtime/Session.h"
 
 #include <memory>
-
 #include <string>
 #include <vector>
 
@@ -53,18 +52,6 @@ private:
   const Function &fn;
   std::unique_ptr<KvCache> cache; ///< null: through `fn`
 };
-
-/// The logits among `outputs` of `fn` (logitsOutput), in f32 (f16/bf16
-/// logits widened).
-Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
-                const Function &fn);
-/// Logits for one sequence of `ids` through full-sequence entry point `fn`:
-/// [1, seq, vocab].
-Tensor sequenceLogits(Executor &executor, const Function &fn,
-                      const std::vector<int64_t> &ids);
-
-/// Whether `artifact` has an entry point named `name`.
-bool hasFunction(const Artifact &artifact, const std::string &name);
 
 } // namespace qcc::rt
 
