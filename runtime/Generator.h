@@ -67,6 +67,15 @@ Tensor sequenceLogits(Executor &executor, const Function &fn,
 /// Whether `artifact` has an entry point named `name`.
 bool hasFunction(const Artifact &artifact, const std::string &name);
 
+/// Generation without a KV cache: for each prompt in turn, every new token
+/// recomputes the last `context` tokens through full-sequence entry point
+/// `fn`. One sampler serves the prompts in order; the result has
+/// decodeTokens and decodeSeconds (the whole run) only.
+GenerateResult generateByRecompute(Executor &executor, const Function &fn,
+                                   const std::vector<std::vector<int64_t>> &prompts,
+                                   const GenerateOptions &options,
+                                   int64_t context);
+
 class Generator {
 public:
   /// `artifact` must have "prefill" and "decode" entry points.

@@ -9,6 +9,7 @@
 #include "runtime/Benchmark.h"
 #include "runtime/Calibrator.h"
 #include "runtime/Generator.h"
+#include "runtime/KvCache.h"
 #include "runtime/Perplexity.h"
 #include "runtime/TensorIO.h"
 
@@ -125,6 +126,32 @@ TEST(Benchmark, ForwardGenerateAndProfile) {
   GenerateBench rc = benchGenerate(a, s, 2, 4, 3, kVocab, true, "test");
   EXPECT_TRUE(rc.recompute);
   EXPECT_GT(rc.recomputeTokensPerSecond, 0);
+}
+
+// Greedy generation by recompute picks what the KV cache path picks.
+TEST(Generate, RecomputeMatchesCache) {
+  Artifact a = gpt2("paged");
+  Session s(a);
+  std::vector<std::vector<int64_t>> prompts = {benchTokenIds(5, kVocab),
+                                               {7, 8}};
+  GenerateOptions g;
+  g.maxNewTokens = 4;
+  std::vector<std::pair<size_t, int64_t>> seen;
+  g.onToken = [&](size_t i, int64_t id) { seen.push_back({i, id}); };
+  GenerateResult r = generateByRecompute(s, a.function("main"), prompts, g,
+                                         /*context=*/64);
+  ASSERT_EQ(r.tokens.size(), 2u);
+  EXPECT_EQ(r.decodeTokens, 8);
+  EXPECT_EQ(seen.size(), 8u);
+  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  KvCacheOptions copts;
+  copts.maxSequences = 2;
+  copts.numBlocks = 64;
+  copts.maxTokens = 64;
+  KvCache cache(cfg, copts);
+  g.onToken = nullptr;
+  GenerateResult cached = Generator(a, s, cache).generate(prompts, g);
+  EXPECT_EQ(cached.tokens, r.tokens);
 }
 
 TEST(Calibrator, TextWindows) {

@@ -243,36 +243,18 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
                     const std::vector<std::vector<int64_t>> &prompts,
                     Printer &out) {
   auto exec = makeExecutor(o, a);
-  Executor &session = *exec;
   const Function &fn = a.function(o.function);
-  Sampler sampler(o.sampler);
-  int64_t eos = stopToken(o, tok);
-  int64_t total = 0;
-  auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    std::vector<int64_t> ids = prompts[i];
-    for (int step = 0; step < o.maxNewTokens; ++step) {
-      std::vector<int64_t> window(
-          ids.end() - std::min<size_t>(ids.size(), o.context), ids.end());
-      Tensor logits = sequenceLogits(session, fn, window);
-      int64_t vocab = logits.dim(-1);
-      const float *last = logits.data<float>() + (window.size() - 1) * vocab;
-      int64_t next = sampler.sample(last, vocab, ids);
-      if (next == eos)
-        break;
-      out.token(i, next);
-      ids.push_back(next);
-      ++total;
-    }
-    out.finish(i);
-  }
-  double secs = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  GenerateOptions g;
+  g.maxNewTokens = o.maxNewTokens;
+  g.eosId = stopToken(o, tok);
+  g.sampler = o.sampler;
+  g.onToken = [&](size_t i, int64_t id) { out.token(i, id); };
+  g.onFinish = [&](size_t i) { out.finish(i); };
+  GenerateResult r = generateByRecompute(*exec, fn, prompts, g, o.context);
   if (!o.quiet)
-    std::cerr << "[qrun] " << total << " tokens in " << secs << " s ("
-            << (secs > 0 ? total / secs : 0.0)
-            << " tokens/s, full recompute)\n";
+    std::cerr << "[qrun] " << r.decodeTokens << " tokens in "
+              << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
+              << " tokens/s, full recompute)\n";
   return 0;
 }
 
