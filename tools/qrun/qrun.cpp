@@ -238,18 +238,25 @@ struct Printer {
   }
 };
 
+/// --max-new-tokens, the stop token and sampling, printing through `out`.
+GenerateOptions generateOptions(const Options &o, const Tokenizer &tok,
+                                Printer &out) {
+  GenerateOptions g;
+  g.maxNewTokens = o.maxNewTokens;
+  g.eosId = stopToken(o, tok);
+  g.sampler = o.sampler;
+  g.onToken = [&out](size_t i, int64_t id) { out.token(i, id); };
+  g.onFinish = [&out](size_t i) { out.finish(i); };
+  return g;
+}
+
 /// The old path: the whole window recomputed with `main` for every token.
 int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
                     const std::vector<std::vector<int64_t>> &prompts,
                     Printer &out) {
   auto exec = makeExecutor(o, a);
   const Function &fn = a.function(o.function);
-  GenerateOptions g;
-  g.maxNewTokens = o.maxNewTokens;
-  g.eosId = stopToken(o, tok);
-  g.sampler = o.sampler;
-  g.onToken = [&](size_t i, int64_t id) { out.token(i, id); };
-  g.onFinish = [&](size_t i) { out.finish(i); };
+  GenerateOptions g = generateOptions(o, tok, out);
   GenerateResult r = generateByRecompute(*exec, fn, prompts, g, o.context);
   if (!o.quiet)
     std::cerr << "[qrun] " << r.decodeTokens << " tokens in "
@@ -307,12 +314,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   auto exec = makeExecutor(o, a);
   KvCache cache(cfg, exec->cacheOptions(copts));
   Generator gen(a, *exec, cache);
-  GenerateOptions g;
-  g.maxNewTokens = o.maxNewTokens;
-  g.eosId = stopToken(o, tok);
-  g.sampler = o.sampler;
-  g.onToken = [&](size_t i, int64_t id) { out.token(i, id); };
-  g.onFinish = [&](size_t i) { out.finish(i); };
+  GenerateOptions g = generateOptions(o, tok, out);
   out.begin();
   GenerateResult r = gen.generate(prompts, g);
   if (!o.quiet)
