@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Package.h"
 #include "compiler/Pipeline.h"
+#include "dialects/QccOps.h"
 #include "runtime/Artifact.h"
 #include "runtime/KernelListing.h"
 
@@ -50,6 +51,34 @@ TEST(Pipeline, StopsAfterEachIrPhase) {
     EXPECT_EQ(c->cuda.kernels.empty(), last < Phase::Emit);
     EXPECT_TRUE(c->binaries.empty());
   }
+}
+
+// calibrate attaches the statistics (here a saved --calib-stats file, so
+// qcc-calib does not run); statistics of another model are refused.
+TEST(Pipeline, CalibrateAttachesStatistics) {
+  qcc::CompileOptions o;
+  o.quant = "w8a8";
+  o.calibration.statsPath =
+      QCC_SOURCE_DIR "/test/codegen/Inputs/austen-stats.json";
+  mlir::MLIRContext ctx;
+  auto c = qcc::compileTo(ctx, QCC_SOURCE_DIR "/examples/austen/model.onnx",
+                          Phase::Calibrate, o);
+  ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+  int linears = 0;
+  c->module.get()->walk([&](qcc::LinearOp l) {
+    ++linears;
+    EXPECT_TRUE(l->hasAttr("qcc.input_absmax"));
+    EXPECT_FALSE(l->hasAttr("qcc.calib_id"));
+  });
+  EXPECT_EQ(linears, 17);
+
+  mlir::MLIRContext other;
+  auto stale = qcc::compileTo(other, kGpt2, Phase::Calibrate, o);
+  ASSERT_FALSE(!!stale);
+  std::string message = llvm::toString(stale.takeError());
+  EXPECT_EQ(message.rfind(std::string(kGpt2) + ": ", 0), 0u) << message;
+  EXPECT_NE(message.find("stale --calib-stats"), std::string::npos)
+      << message;
 }
 
 TEST(Pipeline, ImportErrorNamesTheFile) {
