@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the compiler driver ---------------------------------===//
 #include "compiler/Pipeline.h"
 #include "compiler/OnnxImporter.h"
+#include "compiler/Package.h"
 
 #include "passes/Passes.h"
 
@@ -9,67 +10,138 @@
 
 using namespace mlir;
 
-llvm::Expected<OwningOpRef<ModuleOp>>
-qcc::compile(MLIRContext &context, StringRef onnxPath, Stage stage,
-             const CompileOptions &options) {
-  auto module = importOnnxFile(context, onnxPath);
-  if (!module || stage == Stage::Imported)
-    return module;
+namespace {
 
+struct PhaseInfo {
+  qcc::Phase phase;
+  llvm::StringLiteral name, summary;
+};
+constexpr PhaseInfo kPhases[] = {
+    {qcc::Phase::Import, "import", "qcc ops 1:1 with the ONNX nodes"},
+    {qcc::Phase::Raise, "raise", "transformer ops plus glue"},
+    {qcc::Phase::Calibrate, "calibrate", "+ calibration statistics"},
+    {qcc::Phase::Quantize, "quantize", "+ SmoothQuant and quantize"},
+    {qcc::Phase::KvLayout, "kv-layout", "+ the KV cache entry points"},
+    {qcc::Phase::FormKernels, "form-kernels", "the GPU plan: kernel regions"},
+    {qcc::Phase::Emit, "emit", "the CUDA C++ of the kernel regions"},
+    {qcc::Phase::Compile, "compile", "NVRTC: each unit's binaries"},
+    {qcc::Phase::Package, "package", "the artifact"},
+};
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs `pm` on `module`: warnings go to stderr at once (one line), the first
+/// error becomes the returned one, naming `sourcePath`.
+llvm::Error runPasses(PassManager &pm, ModuleOp module,
+                      llvm::StringRef sourcePath) {
   std::string diag;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
     // Remarks (a group smooth-quant leaves alone) are for qcc-opt.
     if (d.getSeverity() == DiagnosticSeverity::Remark)
       return success();
     // Warnings (a feature left out, saying why) go out at once, one line.
     if (d.getSeverity() == DiagnosticSeverity::Warning) {
-      llvm::errs() << "qcc: warning: " << onnxPath << ": " << d.str() << "\n";
+      llvm::errs() << "qcc: warning: " << sourcePath << ": " << d.str()
+                   << "\n";
       return success();
     }
     if (diag.empty())
       diag = d.str();
     return success();
   });
-  auto run = [&](PassManager &pm) -> llvm::Error {
-    if (failed(pm.run(**module)))
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     onnxPath + ": " + diag);
-    return llvm::Error::success();
-  };
-  PassManager raise(&context);
-  buildRaisePipeline(raise);
-  if (auto err = run(raise))
-    return std::move(err);
+  if (failed(pm.run(module)))
+    return error(sourcePath + ": " + diag);
+  return llvm::Error::success();
+}
 
-  bool quantize = options.quant == QuantMode::W8A8;
-  if (quantize || options.kvDtype == KvDtype::I8)
-    if (auto err = calibrate(**module, options.calibration))
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     onnxPath + ": " +
-                                         llvm::toString(std::move(err)));
-  PassManager lower(&context);
-  if (quantize) {
-    OpPassManager &fn = lower.nest<func::FuncOp>();
-    if (options.smoothQuant) {
-      SmoothQuantOptions sq;
-      sq.alpha = options.smoothQuantAlpha;
-      fn.addPass(createSmoothQuant(sq));
-    }
-    QuantizeOptions q;
-    q.activations = options.activations;
-    q.asymmetric = options.asymmetric;
-    fn.addPass(createQuantize(q));
+bool quantizes(const qcc::CompileOptions &options) {
+  return options.quant == qcc::QuantMode::W8A8;
+}
+
+} // namespace
+
+llvm::StringRef qcc::phaseName(Phase phase) {
+  for (const PhaseInfo &p : kPhases)
+    if (p.phase == phase)
+      return p.name;
+  llvm_unreachable("unknown phase");
+}
+
+llvm::StringRef qcc::phaseSummary(Phase phase) {
+  for (const PhaseInfo &p : kPhases)
+    if (p.phase == phase)
+      return p.summary;
+  llvm_unreachable("unknown phase");
+}
+
+llvm::ArrayRef<qcc::Phase> qcc::allPhases() {
+  static const std::vector<Phase> phases = [] {
+    std::vector<Phase> v;
+    for (const PhaseInfo &p : kPhases)
+      v.push_back(p.phase);
+    return v;
+  }();
+  return phases;
+}
+
+std::optional<qcc::Phase> qcc::parsePhase(llvm::StringRef name) {
+  for (const PhaseInfo &p : kPhases)
+    if (p.name == name)
+      return p.phase;
+  return std::nullopt;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+qcc::importPhase(MLIRContext &context, llvm::StringRef onnxPath) {
+  return importOnnxFile(context, onnxPath);
+}
+
+llvm::Error qcc::raisePhase(ModuleOp module, llvm::StringRef sourcePath) {
+  PassManager pm(module.getContext());
+  buildRaisePipeline(pm);
+  return runPasses(pm, module, sourcePath);
+}
+
+llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
+                                const CompileOptions &options) {
+  if (!quantizes(options) && options.kvDtype != qcc::KvDtype::I8)
+    return llvm::Error::success(); // nothing uses the statistics
+  if (auto err = calibrate(module, options.calibration))
+    return error(sourcePath + ": " + llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
+                               const CompileOptions &options) {
+  if (!quantizes(options))
+    return llvm::Error::success();
+  PassManager pm(module.getContext());
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  if (options.smoothQuant) {
+    SmoothQuantOptions sq;
+    sq.alpha = options.smoothQuantAlpha;
+    fn.addPass(createSmoothQuant(sq));
   }
-  if (options.kvCache != KvLayout::None) {
-    KvCacheLayoutOptions kv;
-    kv.layout = options.kvCache;
-    kv.blockTokens = options.kvBlockTokens;
-    kv.kvDtype = options.kvDtype;
-    lower.addPass(createKvCacheLayout(kv));
-  }
-  if (auto err = run(lower))
-    return std::move(err);
-  return module;
+  QuantizeOptions q;
+  q.activations = options.activations;
+  q.asymmetric = options.asymmetric;
+  fn.addPass(createQuantize(q));
+  return runPasses(pm, module, sourcePath);
+}
+
+llvm::Error qcc::kvLayoutPhase(ModuleOp module, llvm::StringRef sourcePath,
+                               const CompileOptions &options) {
+  if (options.kvCache == qcc::KvLayout::None)
+    return llvm::Error::success();
+  PassManager pm(module.getContext());
+  KvCacheLayoutOptions kv;
+  kv.layout = options.kvCache;
+  kv.blockTokens = options.kvBlockTokens;
+  kv.kvDtype = options.kvDtype;
+  pm.addPass(createKvCacheLayout(kv));
+  return runPasses(pm, module, sourcePath);
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> qcc::formKernelPlan(ModuleOp module) {
@@ -77,7 +149,118 @@ llvm::Expected<OwningOpRef<ModuleOp>> qcc::formKernelPlan(ModuleOp module) {
   PassManager pm(module.getContext());
   pm.nest<func::FuncOp>().addPass(createFormKernels());
   if (failed(pm.run(*plan)))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "form-kernels failed");
+    return error("form-kernels failed");
   return plan;
+}
+
+llvm::Error qcc::runPhase(MLIRContext &context, Compilation &c, Phase phase) {
+  assert((phase == Phase::Import ? !c.last
+                                 : c.last && (int)*c.last + 1 == (int)phase) &&
+         "phases run in order");
+  const CompileOptions &o = c.options;
+  auto run = [&]() -> llvm::Error {
+    switch (phase) {
+    case Phase::Import: {
+      auto module = importPhase(context, c.sourcePath);
+      if (!module)
+        return module.takeError();
+      c.module = std::move(*module);
+      return llvm::Error::success();
+    }
+    case Phase::Raise:
+      return raisePhase(*c.module, c.sourcePath);
+    case Phase::Calibrate:
+      return calibratePhase(*c.module, c.sourcePath, o);
+    case Phase::Quantize:
+      return quantizePhase(*c.module, c.sourcePath, o);
+    case Phase::KvLayout:
+      return kvLayoutPhase(*c.module, c.sourcePath, o);
+    case Phase::FormKernels: {
+      auto plan = formKernelPlan(*c.module);
+      if (!plan)
+        return plan.takeError();
+      c.gpuPlan = std::move(*plan);
+      return llvm::Error::success();
+    }
+    case Phase::Emit:
+      c.cuda = emitPhase(*c.gpuPlan);
+      return llvm::Error::success();
+    case Phase::Compile: {
+      auto binaries = compilePhase(c.cuda, o.quiet);
+      if (!binaries)
+        return binaries.takeError();
+      c.binaries = std::move(*binaries);
+      return llvm::Error::success();
+    }
+    case Phase::Package:
+      return packagePhase(c);
+    }
+    llvm_unreachable("unknown phase");
+  };
+  if (llvm::Error err = run())
+    return err;
+  c.last = phase;
+  return llvm::Error::success();
+}
+
+llvm::Expected<qcc::Compilation>
+qcc::compileTo(MLIRContext &context, llvm::StringRef onnxPath, Phase last,
+               const CompileOptions &options) {
+  Compilation c;
+  c.sourcePath = onnxPath.str();
+  c.options = options;
+  // --no-cuda (or no NVRTC): the artifact holds the CPU plan only.
+  bool gpu = options.gpuKernels && canCompileCuda();
+  for (const PhaseInfo &p : kPhases) {
+    if ((int)p.phase > (int)last)
+      break;
+    if (last == Phase::Package && !gpu && p.phase >= Phase::FormKernels &&
+        p.phase <= Phase::Compile) {
+      c.last = p.phase; // skipped: nothing to do
+      continue;
+    }
+    if (auto err = runPhase(context, c, p.phase))
+      return std::move(err);
+  }
+  return c;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+qcc::compile(MLIRContext &context, llvm::StringRef onnxPath, Phase last,
+             const CompileOptions &options) {
+  assert(last <= Phase::KvLayout && "an IR phase");
+  auto c = compileTo(context, onnxPath, last, options);
+  if (!c)
+    return c.takeError();
+  return std::move(c->module);
+}
+
+void qcc::printPhaseOutput(const Compilation &c, llvm::raw_ostream &os) {
+  assert(c.last && "no phase ran");
+  switch (*c.last) {
+  case Phase::Import:
+  case Phase::Raise:
+  case Phase::Calibrate:
+  case Phase::Quantize:
+  case Phase::KvLayout:
+    c.module.get()->print(os);
+    return;
+  case Phase::FormKernels:
+    c.gpuPlan.get()->print(os);
+    return;
+  case Phase::Emit:
+    printCuda(c.cuda, os);
+    return;
+  case Phase::Compile:
+    for (size_t u = 0; u < c.binaries.size(); ++u) {
+      os << "unit " << c.cuda.units[u].name << ":";
+      for (const auto &[target, bytes] : c.binaries[u])
+        os << " " << target << "=" << bytes.size();
+      os << "\n";
+    }
+    return;
+  case Phase::Package:
+    os << c.options.artifactPath << "\n";
+    return;
+  }
 }

@@ -1,21 +1,64 @@
 //===- Pipeline.h - the compiler driver ------------------------*- C++ -*-===//
+//
+// qcc's pipeline, ONNX to artifact, as named phases (docs: README "Layout"):
+//
+//   import        ONNX -> qcc primitive ops, 1:1 with the nodes
+//   raise         the raising passes: transformer ops plus glue
+//   calibrate     activation statistics on linears and attentions (with
+//                 --quant=w8a8 or --kv-dtype=i8; else nothing to do)
+//   quantize      smooth-quant and quantize (with --quant=w8a8)
+//   kv-layout     the prefill/decode entry points over a KV cache (unless
+//                 --kv-cache=none); the module is now the CPU plan
+//   form-kernels  the GPU plan: a clone of the module with qcc.kernel regions
+//   emit          CUDA C++ for every kernel region (codegen/Emitter.h)
+//   compile       NVRTC: cubins and PTX per translation unit
+//   package       the .qpkg artifact (compiler/ArtifactWriter.h)
+//
+// Each phase is a function of its own (below and compiler/Package.h); a
+// Compilation holds what the phases run so far produced, and `compileTo`
+// runs them in order up to a chosen one (qcc --emit=<phase>).
+//
+//===----------------------------------------------------------------------===//
 #ifndef QCC_COMPILER_PIPELINE_H
 #define QCC_COMPILER_PIPELINE_H
 
 #include "compiler/Calibration.h"
 #include "passes/Options.h"
+#include "codegen/Emitter.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace qcc {
 
-/// How far `compile` goes.
-enum class Stage {
-  Imported, ///< qcc primitive ops, 1:1 with the ONNX nodes
-  Raised,   ///< transformer ops plus glue
+/// The phases of the pipeline, in the order they run.
+enum class Phase {
+  Import,
+  Raise,
+  Calibrate,
+  Quantize,
+  KvLayout,
+  FormKernels,
+  Emit,
+  Compile,
+  Package,
 };
+
+/// "import", "raise", ..., "kv-layout", "form-kernels", ..., "package".
+llvm::StringRef phaseName(Phase phase);
+/// What a phase's output is, in a few words ("the GPU plan: kernel regions").
+llvm::StringRef phaseSummary(Phase phase);
+/// Every phase, in order.
+llvm::ArrayRef<Phase> allPhases();
+/// The phase named `name` (phaseName's spelling), or nullopt.
+std::optional<Phase> parsePhase(llvm::StringRef name);
 
 struct CompileOptions {
   KvLayout kvCache = KvLayout::Paged; ///< for decoders; None: no cache
@@ -27,20 +70,73 @@ struct CompileOptions {
   bool smoothQuant = true;
   double smoothQuantAlpha = 0.5;
   CalibrationOptions calibration;
+
+  /// Whether a run up to `package` goes through form-kernels, emit and
+  /// compile (false: qcc --no-cuda; also skipped when the library was built
+  /// without NVRTC). A run that stops at one of them runs it regardless.
+  bool gpuKernels = true;
+  /// Errors and warnings only: no progress line, no summary.
+  bool quiet = false;
+  /// package: where the artifact goes, and the tokenizer to embed ("" none).
+  std::string artifactPath;
+  std::string tokenizerPath;
 };
 
-/// Imports `onnxPath` and runs the pipeline up to `stage` (for Raised: the
-/// raising passes; with quantization, calibration, smooth-quant and
-/// quantize; then kv-cache-layout unless disabled). Errors are one line
-/// naming the file (and the node, for import errors).
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-compile(mlir::MLIRContext &context, llvm::StringRef onnxPath, Stage stage,
-        const CompileOptions &options = {});
+/// The binaries of one emitted translation unit: "sm_80" / "sm_90" (cubins)
+/// and "ptx" -> bytes.
+using UnitBinaries = std::map<std::string, std::string>;
 
-/// The GPU plan: a clone of `module` after form-kernels, the kernel regions
-/// (qcc.kernel ops) that the CUDA backend launches.
+/// What the phases run so far produced.
+struct Compilation {
+  std::string sourcePath; ///< the ONNX model; names it in errors
+  CompileOptions options;
+  std::optional<Phase> last; ///< the last phase run (none yet: nullopt)
+  /// import .. kv-layout rewrite it in place: the CPU plan, op by op.
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// form-kernels: a clone of `module` whose functions are kernel regions.
+  mlir::OwningOpRef<mlir::ModuleOp> gpuPlan;
+  /// emit: one record per region of `gpuPlan`, one source per unit.
+  codegen::EmitResult cuda;
+  /// compile: one entry per `cuda.units`.
+  std::vector<UnitBinaries> binaries;
+};
+
+/// The phases, one by one. Each takes the module the phases before it left;
+/// errors are one line naming `sourcePath` (and the node, for import
+/// errors). Warnings (a feature left out, saying why) go to stderr at once.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importPhase(mlir::MLIRContext &context, llvm::StringRef onnxPath);
+llvm::Error raisePhase(mlir::ModuleOp module, llvm::StringRef sourcePath);
+llvm::Error calibratePhase(mlir::ModuleOp module, llvm::StringRef sourcePath,
+                           const CompileOptions &options);
+llvm::Error quantizePhase(mlir::ModuleOp module, llvm::StringRef sourcePath,
+                          const CompileOptions &options);
+llvm::Error kvLayoutPhase(mlir::ModuleOp module, llvm::StringRef sourcePath,
+                          const CompileOptions &options);
+/// form-kernels on a clone of `module` (which stays the CPU plan).
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 formKernelPlan(mlir::ModuleOp module);
+// emit, compile and package: compiler/Package.h.
+
+/// Runs `phase` on `c`, which must hold the results of the phase before it
+/// (for import: an empty Compilation with sourcePath and options set).
+llvm::Error runPhase(mlir::MLIRContext &context, Compilation &c, Phase phase);
+
+/// Runs import .. `last` over `onnxPath`. A run up to package skips
+/// form-kernels, emit and compile without options.gpuKernels or NVRTC.
+llvm::Expected<Compilation> compileTo(mlir::MLIRContext &context,
+                                      llvm::StringRef onnxPath, Phase last,
+                                      const CompileOptions &options = {});
+
+/// compileTo for an IR phase (import .. kv-layout): the module it leaves.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+compile(mlir::MLIRContext &context, llvm::StringRef onnxPath, Phase last,
+        const CompileOptions &options = {});
+
+/// The output of `c`'s last phase as text: the IR (import .. kv-layout: the
+/// module; form-kernels: the GPU plan), the CUDA C++ units (emit), a list of
+/// the binaries (compile), the artifact's path (package).
+void printPhaseOutput(const Compilation &c, llvm::raw_ostream &os);
 
 } // namespace qcc
 

@@ -188,3 +188,56 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
   }
   return res;
 }
+
+Tensor qcc::rt::logitsOf(const std::map<std::string, Tensor> &outputs,
+                         const Function &fn) {
+  return convertFloat(outputs.at(logitsOutput(fn).name), DType::F32);
+}
+
+Tensor qcc::rt::sequenceLogits(Executor &executor, const Function &fn,
+                               const std::vector<int64_t> &ids) {
+  Tensor in(DType::I64, {1, (int64_t)ids.size()});
+  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
+  return logitsOf(executor.run(fn.name, sequenceInputs(fn, in)), fn);
+}
+
+bool qcc::rt::hasFunction(const Artifact &a, const std::string &name) {
+  for (const Function &f : a.functions())
+    if (f.name == name)
+      return true;
+  return false;
+}
+
+GenerateResult qcc::rt::generateByRecompute(
+    Executor &session, const Function &fn,
+    const std::vector<std::vector<int64_t>> &prompts,
+    const GenerateOptions &o, int64_t context) {
+  Sampler sampler(o.sampler);
+  GenerateResult res;
+  auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::vector<int64_t> ids = prompts[i];
+    std::vector<int64_t> &generated = res.tokens.emplace_back();
+    for (int64_t step = 0; step < o.maxNewTokens; ++step) {
+      std::vector<int64_t> window(
+          ids.end() - std::min<size_t>(ids.size(), context), ids.end());
+      Tensor logits = sequenceLogits(session, fn, window);
+      int64_t vocab = logits.dim(-1);
+      const float *last = logits.data<float>() + (window.size() - 1) * vocab;
+      int64_t next = sampler.sample(last, vocab, ids);
+      if (next == o.eosId)
+        break;
+      if (o.onToken)
+        o.onToken(i, next);
+      ids.push_back(next);
+      generated.push_back(next);
+      ++res.decodeTokens;
+    }
+    if (o.onFinish)
+      o.onFinish(i);
+  }
+  res.decodeSeconds = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  return res;
+}

@@ -55,6 +55,27 @@ const Port &logitsOutput(const Function &fn);
 std::map<std::string, Tensor> sequenceInputs(const Function &fn,
                                              const Tensor &ids);
 
+/// The logits among `outputs` of `fn` (logitsOutput), in f32 (f16/bf16
+/// logits widened).
+Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
+                const Function &fn);
+/// Logits for one sequence of `ids` through full-sequence entry point `fn`:
+/// [1, seq, vocab].
+Tensor sequenceLogits(Executor &executor, const Function &fn,
+                      const std::vector<int64_t> &ids);
+
+/// Whether `artifact` has an entry point named `name`.
+bool hasFunction(const Artifact &artifact, const std::string &name);
+
+/// Generation without a KV cache: for each prompt in turn, every new token
+/// recomputes the last `context` tokens through full-sequence entry point
+/// `fn`. One sampler serves the prompts in order; the result has
+/// decodeTokens and decodeSeconds (the whole run) only.
+GenerateResult generateByRecompute(Executor &executor, const Function &fn,
+                                   const std::vector<std::vector<int64_t>> &prompts,
+                                   const GenerateOptions &options,
+                                   int64_t context);
+
 class Generator {
 public:
   /// `artifact` must have "prefill" and "decode" entry points.

@@ -22,7 +22,6 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
 #include "runtime/Generator.h"
-#include "runtime/HalfFloat.h"
 #include "runtime/KvCache.h"
 #include "runtime/Session.h"
 
@@ -43,18 +42,9 @@ double toleranceFor(DType t) {
   return t == DType::F16 ? 4 * 0x1p-11 : t == DType::BF16 ? 4 * 0x1p-8 : 1e-4;
 }
 
-/// The logits of `fn` among `outputs`, in f32.
-Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
-                const Function &fn) {
-  return convertFloat(outputs.at(logitsOutput(fn).name), DType::F32);
-}
-
 /// Logits of `main` over one whole, unpadded sequence: [seq, vocab].
 Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids) {
-  const Function &fn = a.function("main");
-  Tensor in(DType::I64, {1, (int64_t)ids.size()});
-  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  return logitsOf(s.run("main", sequenceInputs(fn, in)), fn);
+  return sequenceLogits(s, a.function("main"), ids);
 }
 
 /// One prefill/decode call over the rows `seqs` with right-padded `tokens`

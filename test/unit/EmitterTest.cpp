@@ -32,7 +32,7 @@ qcc::codegen::EmitResult emitDemo(mlir::MLIRContext &ctx) {
   options.calibration.statsPath =
       QCC_SOURCE_DIR "/test/codegen/Inputs/austen-stats.json";
   auto module = qcc::compile(ctx, QCC_SOURCE_DIR "/examples/austen/model.onnx",
-                             qcc::Stage::Raised, options);
+                             qcc::Phase::KvLayout, options);
   if (!module) {
     ADD_FAILURE() << llvm::toString(module.takeError());
     return {};

@@ -2,52 +2,33 @@
 //
 //   qcc-calib FLOAT.qpkg --source SOURCE --samples N --seq-len L --out STATS.json
 //
-// docs/QUANTIZATION.md section 1. Runs the entry point "main" of a float
-// artifact on calibration data and records, through the session's observer:
-//   - for every `linear` with attrs["qcc.calib_id"] = i, the per-input-channel
-//     absmax of its input (last dimension);
-//   - for every `attention` with attrs["qcc.calib_id"] = j, the per-kv-head
-//     absmax of its key and value inputs ([B, S, Hkv*D]: head g is channels
-//     [g*D, (g+1)*D)).
-// An artifact in which no node carries qcc.calib_id (compiled without
-// --quant) gets ids by counting `linear` and `attention` nodes of "main" in
-// program order, separately: the numbering qcc's tagging uses.
-//
+// docs/QUANTIZATION.md section 1; the statistics are runtime/Calibrator.h's.
 // SOURCE is a text file (tokenized whole with the artifact's tokenizer; N
 // windows of L tokens spread evenly over it) or a folder with one
 // <input>.npy per model input whose first dimension runs over samples (run
 // in batches of up to 8; an `attention_mask` input's zeros mark positions
-// that are not observed; --seq-len is then unused).
+// that are not observed; --seq-len is then unused). qcc runs this tool: the
+// tokenizer cannot share a process with ONNX (runtime/CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
-#include "runtime/HalfFloat.h"
-#include "runtime/Session.h"
+#include "runtime/Calibrator.h"
 #include "runtime/Progress.h"
-#include "runtime/TensorIO.h"
 #include "runtime/Tokenizer.h"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <stdexcept>
 
 using namespace qcc::rt;
-using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int64_t kMaxBatch = 8;
 
 struct Options {
   std::string model, source, out;
@@ -57,175 +38,10 @@ struct Options {
 
 [[noreturn]] void fail(const std::string &m) { throw std::runtime_error(m); }
 
-/// Which nodes are observed, and under which id.
-struct Targets {
-  std::map<const Node *, int64_t> linears, attentions;
-};
-
-Targets findTargets(const Function &fn) {
-  Targets t;
-  bool tagged = false;
-  for (const Node &n : fn.nodes)
-    tagged |= n.attrs.is_object() && n.attrs.contains("qcc.calib_id");
-  int64_t nl = 0, na = 0;
-  for (const Node &n : fn.nodes) {
-    if (n.op != "linear" && n.op != "attention")
-      continue;
-    bool lin = n.op == "linear";
-    int64_t id;
-    if (tagged) {
-      if (!n.attrs.contains("qcc.calib_id"))
-        continue;
-      const json &v = n.attrs.at("qcc.calib_id");
-      if (!v.is_number_integer() || v.get<int64_t>() < 0)
-        fail("node '" + n.name + "': qcc.calib_id must be a non-negative "
-             "integer, got " + v.dump());
-      id = v.get<int64_t>();
-    } else {
-      id = lin ? nl++ : na++;
-    }
-    auto &m = lin ? t.linears : t.attentions;
-    for (const auto &[other, oid] : m)
-      if (oid == id)
-        fail("nodes '" + other->name + "' and '" + n.name + "' have the same "
-             "qcc.calib_id " + std::to_string(id));
-    m[&n] = id;
-  }
-  if (t.linears.empty() && t.attentions.empty())
-    fail("entry point main has no linear or attention nodes to calibrate");
-  return t;
-}
-
-/// Running maxima, keyed by calib id.
-struct Stats {
-  std::map<int64_t, std::vector<float>> input;  // linears: [K]
-  std::map<int64_t, std::vector<float>> k, v;   // attentions: [Hkv]
-};
-
-void maxInto(std::vector<float> &acc, size_t n) {
-  if (acc.empty())
-    acc.assign(n, 0.0f);
-  else if (acc.size() != n)
-    fail("a calibrated node changed its channel count between runs (" +
-         std::to_string(acc.size()) + " then " + std::to_string(n) + ")");
-}
-
-/// Row r of a [rows, C] view of `x` is observed unless the mask says it is
-/// padding. `mask` is [B, S] (as bytes != 0) or empty; rows map onto it when
-/// x is [B, S, C] or [B*S, C].
-class RowFilter {
-public:
-  RowFilter(const std::vector<uint8_t> *mask, int64_t B, int64_t S)
-      : mask(mask), B(B), S(S) {}
-  bool observed(const Tensor &x, int64_t row) const {
-    if (!mask)
-      return true;
-    int64_t rows = x.numel() / std::max<int64_t>(x.dim(-1), 1);
-    if (rows != B * S || (x.rank() >= 3 && (x.dim(0) != B || x.dim(1) != S)))
-      return true; // not per token: observe everything
-    return (*mask)[row];
-  }
-
-private:
-  const std::vector<uint8_t> *mask;
-  int64_t B, S;
-};
-
-void observe(const Targets &targets, Stats &stats, const RowFilter &filter,
-             const Node &node, const Operands &in) {
-  if (auto it = targets.linears.find(&node); it != targets.linears.end()) {
-    if (in.empty() || !in[0] ||
-        (in[0]->dtype() != DType::F32 && !isHalfFloat(in[0]->dtype())))
-      fail("node '" + node.name + "': linear input is not a float");
-    const Tensor x = convertFloat(*in[0], DType::F32); // f16/bf16 widened
-    int64_t K = x.dim(-1), rows = x.numel() / std::max<int64_t>(K, 1);
-    auto &acc = stats.input[it->second];
-    maxInto(acc, (size_t)K);
-    const float *X = x.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      if (!filter.observed(x, r))
-        continue;
-      for (int64_t k = 0; k < K; ++k)
-        acc[k] = std::max(acc[k], std::fabs(X[r * K + k]));
-    }
-    return;
-  }
-  auto it = targets.attentions.find(&node);
-  if (it == targets.attentions.end())
-    return;
-  int64_t Hkv = node.attrs.value("num_kv_heads", (int64_t)0);
-  for (int which : {1, 2}) {
-    const Tensor *kv = (int64_t)in.size() > which ? in[which] : nullptr;
-    if (!kv || (kv->dtype() != DType::F32 && !isHalfFloat(kv->dtype())) ||
-        kv->rank() != 3)
-      fail("node '" + node.name + "': attention key/value must be float "
-           "[B, S, Hkv*D]");
-    const Tensor t = convertFloat(*kv, DType::F32);
-    int64_t C = t.dim(2), rows = t.dim(0) * t.dim(1);
-    if (Hkv <= 0 || C % Hkv != 0)
-      fail("node '" + node.name + "': num_kv_heads " + std::to_string(Hkv) +
-           " does not divide " + std::to_string(C) + " channels");
-    int64_t D = C / Hkv;
-    auto &acc = (which == 1 ? stats.k : stats.v)[it->second];
-    maxInto(acc, (size_t)Hkv);
-    const float *X = t.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      if (!filter.observed(t, r))
-        continue;
-      for (int64_t g = 0; g < Hkv; ++g)
-        for (int64_t d = 0; d < D; ++d)
-          acc[g] = std::max(acc[g], std::fabs(X[r * C + g * D + d]));
-    }
-  }
-}
-
-/// The first dim's rows [begin, end) of `t`, copied.
-Tensor sliceRows(const Tensor &t, int64_t begin, int64_t end) {
-  Shape s = t.shape();
-  s[0] = end - begin;
-  Tensor r(t.dtype(), s);
-  size_t rowBytes = t.bytes() / (size_t)std::max<int64_t>(t.dim(0), 1);
-  std::memcpy(r.data<std::byte>(),
-              static_cast<const std::byte *>(t.raw()) + begin * rowBytes,
-              r.bytes());
-  return r;
-}
-
-/// A [B, S] mask as bytes (nonzero = observed).
-std::vector<uint8_t> maskBytes(const Tensor &m) {
-  std::vector<uint8_t> out((size_t)m.numel());
-  for (int64_t i = 0; i < m.numel(); ++i) {
-    switch (m.dtype()) {
-    case DType::I64: out[i] = m.data<int64_t>()[i] != 0; break;
-    case DType::I32: out[i] = m.data<int32_t>()[i] != 0; break;
-    case DType::F32: out[i] = m.data<float>()[i] != 0.0f; break;
-    case DType::I8:
-    case DType::Bool: out[i] = m.data<uint8_t>()[i] != 0; break;
-    default: fail("attention_mask: unsupported dtype");
-    }
-  }
-  return out;
-}
-
-/// One calibration batch: the inputs by name.
-using Batch = std::map<std::string, Tensor>;
-
-/// Text: N windows of L tokens spread evenly over the tokenized file.
-std::vector<Batch> textBatches(const Options &o, const Artifact &a,
-                               const Function &fn) {
-  const Port *ids = nullptr, *mask = nullptr;
-  for (const Port &p : fn.inputs) {
-    if (p.name == "attention_mask" && p.shape.size() == 2)
-      mask = &p;
-    else if (!ids && p.dtype == DType::I64 && p.shape.size() == 2)
-      ids = &p;
-    else
-      fail("text calibration needs a model whose inputs are int64 token ids "
-           "[batch, seq] (and optionally attention_mask); input '" + p.name +
-           "' is neither (use a folder of .npy inputs)");
-  }
-  if (!ids)
-    fail("text calibration needs an int64 token-id input [batch, seq]");
+/// Text: the source tokenized with the artifact's tokenizer.
+std::vector<CalibrationBatch> textSource(const Options &o, const Artifact &a,
+                                         const Function &fn) {
+  checkTextInputs(fn);
   auto blob = a.section("tokenizer");
   if (!blob)
     fail(a.path() + ": the artifact has no tokenizer (compile with "
@@ -234,83 +50,7 @@ std::vector<Batch> textBatches(const Options &o, const Artifact &a,
   std::ifstream in(o.source, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  std::vector<int64_t> tokens = tok.encode(ss.str());
-  int64_t T = (int64_t)tokens.size(), L = o.seqLen, N = o.samples;
-  if (T < L)
-    fail(o.source + ": " + std::to_string(T) + " tokens, fewer than --seq-len " +
-         std::to_string(L));
-  std::vector<Batch> out;
-  for (int64_t first = 0; first < N; first += kMaxBatch) {
-    int64_t bs = std::min(kMaxBatch, N - first);
-    Tensor t(DType::I64, {bs, L});
-    for (int64_t i = 0; i < bs; ++i) {
-      int64_t w = first + i;
-      int64_t start = N == 1 ? 0 : w * (T - L) / (N - 1);
-      std::copy_n(tokens.begin() + start, L, t.data<int64_t>() + i * L);
-    }
-    Batch b{{ids->name, t}};
-    if (mask) {
-      Tensor m(mask->dtype, {bs, L});
-      // Fill with ones of the mask's type.
-      for (int64_t i = 0; i < bs * L; ++i) {
-        switch (mask->dtype) {
-        case DType::I64: m.data<int64_t>()[i] = 1; break;
-        case DType::I32: m.data<int32_t>()[i] = 1; break;
-        case DType::F32: m.data<float>()[i] = 1.0f; break;
-        default: m.data<uint8_t>()[i] = 1; break;
-        }
-      }
-      b.emplace(mask->name, m);
-    }
-    out.push_back(std::move(b));
-  }
-  return out;
-}
-
-/// A folder with <input>.npy per model input, first dim = samples.
-std::vector<Batch> npyBatches(Options &o, const Function &fn) {
-  std::map<std::string, Tensor> all;
-  int64_t avail = -1;
-  for (const Port &p : fn.inputs) {
-    fs::path f = fs::path(o.source) / (p.name + ".npy");
-    if (!fs::exists(f))
-      fail(o.source + ": no " + p.name + ".npy for model input '" + p.name +
-           "'");
-    Tensor t = readTensorFile(f.string());
-    if (t.rank() < 1)
-      fail(f.string() + ": needs a first dimension over samples");
-    if (avail >= 0 && t.dim(0) != avail)
-      fail(f.string() + ": " + std::to_string(t.dim(0)) + " samples, but " +
-           std::to_string(avail) + " in the other inputs");
-    avail = t.dim(0);
-    all.emplace(p.name, std::move(t));
-  }
-  if (avail <= 0)
-    fail(o.source + ": no samples");
-  if (avail < o.samples) {
-    if (!o.quiet)
-      std::cerr << "qcc-calib: " << o.source << " holds " << avail
-                << " samples; using them all\n";
-    o.samples = avail;
-  }
-  const Tensor &first = all.begin()->second;
-  o.seqLen = first.rank() >= 2 ? first.dim(1) : 1;
-  std::vector<Batch> out;
-  for (int64_t b = 0; b < o.samples; b += kMaxBatch) {
-    int64_t e = std::min(o.samples, b + kMaxBatch);
-    Batch batch;
-    for (const auto &[name, t] : all)
-      batch.emplace(name, sliceRows(t, b, e));
-    out.push_back(std::move(batch));
-  }
-  return out;
-}
-
-json floats(const std::vector<float> &v) {
-  json a = json::array();
-  for (float x : v)
-    a.push_back(x);
-  return a;
+  return textBatches(fn, tok.encode(ss.str()), o.samples, o.seqLen, o.source);
 }
 
 int run(Options &o) {
@@ -321,68 +61,32 @@ int run(Options &o) {
     fail("cannot read --source " + o.source + ": no such file or directory");
   Artifact a = Artifact::load(o.model);
   const Function &fn = a.function("main");
-  Targets targets = findTargets(fn);
-  std::vector<Batch> batches = fs::is_directory(o.source)
-                                   ? npyBatches(o, fn)
-                                   : textBatches(o, a, fn);
-  Stats stats;
-  Session session(a);
+  Calibrator calibrator(a);
+  std::vector<CalibrationBatch> batches =
+      fs::is_directory(o.source)
+          ? npyBatches(fn, o.source, o.samples, o.seqLen, o.quiet)
+          : textSource(o, a, fn);
   int64_t done = 0;
   Progress progress("calibration samples", o.samples,
                     !o.quiet && Progress::stderrIsTerminal());
-  for (const Batch &b : batches) {
-    std::vector<uint8_t> mask;
-    int64_t B = b.begin()->second.dim(0), S = 0;
-    bool masked = false;
-    if (auto it = b.find("attention_mask"); it != b.end()) {
-      if (it->second.rank() != 2)
-        fail("attention_mask must be [batch, seq], got " +
-             shapeString(it->second.shape()));
-      mask = maskBytes(it->second);
-      B = it->second.dim(0);
-      S = it->second.dim(1);
-      masked = true;
-    }
-    RowFilter filter(masked ? &mask : nullptr, B, S);
-    session.setObserver([&](const Node &node, const Operands &in,
-                            const std::vector<Tensor> &) {
-      observe(targets, stats, filter, node, in);
-    });
-    session.run("main", b);
-    done += B;
+  for (const CalibrationBatch &b : batches) {
+    done += calibrator.run(b);
     progress.update(done);
   }
   progress.clear();
-  json out = {{"samples", o.samples},
-              {"seq_len", o.seqLen},
-              {"linears", json::object()},
-              {"attentions", json::object()}};
-  for (const auto &[node, id] : targets.linears) {
-    auto it = stats.input.find(id);
-    if (it == stats.input.end())
-      fail("linear '" + node->name + "' (qcc.calib_id " + std::to_string(id) +
-           ") never ran");
-    out["linears"][std::to_string(id)] = {{"input_absmax", floats(it->second)}};
-  }
-  for (const auto &[node, id] : targets.attentions) {
-    if (!stats.k.count(id))
-      fail("attention '" + node->name + "' (qcc.calib_id " +
-           std::to_string(id) + ") never ran");
-    out["attentions"][std::to_string(id)] = {{"k_absmax", floats(stats.k[id])},
-                                             {"v_absmax", floats(stats.v[id])}};
-  }
+  std::string stats = calibrator.statistics(o.samples, o.seqLen).dump();
   std::ofstream f(o.out);
   if (!f)
     fail("cannot write " + o.out);
-  f << out.dump() << "\n";
+  f << stats << "\n";
   if (!f)
     fail("cannot write " + o.out);
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   if (!o.quiet)
-    std::cerr << "calibrated " << targets.linears.size() << " linears and "
-              << targets.attentions.size() << " attentions on " << o.samples
+    std::cerr << "calibrated " << calibrator.linears() << " linears and "
+              << calibrator.attentions() << " attentions on " << o.samples
               << " samples of " << o.seqLen << " tokens in "
               << formatSeconds(secs) << "; wrote " << o.out << "\n";
   return 0;

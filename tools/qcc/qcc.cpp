@@ -1,53 +1,36 @@
 //===- qcc.cpp - the qcc compiler -----------------------------------------===//
 //
-// qcc MODEL.onnx --emit=mlir [-o FILE]
-// qcc MODEL.onnx --emit=cuda [-o FILE]     the emitted CUDA C++ (codegen)
-// qcc MODEL.onnx -o MODEL.qpkg [--no-cuda]
+// qcc MODEL.onnx -o MODEL.qpkg [--no-cuda]  the deployment artifact
+// qcc MODEL.onnx --emit=PHASE [-o FILE]     stop after a phase, print its
+//                                           output (compiler/Pipeline.h)
 // qcc MODEL.onnx --report[=json] [--report-batch N --report-context N]
 //                                           the roofline report (docs/ROOFLINE.md)
 //
-// With a CUDA toolkit (QccCodegen), writing an artifact also compiles the GPU
-// kernels: form-kernels runs on a clone of the final module (the CPU plan in
-// the artifact stays op by op), the emitter writes one CUDA C++ unit per
-// distinct region, NVRTC compiles each for sm_80, sm_90 and compute_90 PTX
-// (cached by content hash), and the binaries and launch records go into the
-// artifact ("kernels"), with the clone itself as the CUDA backend's plan
-// ("gpu_functions": kernel regions as nodes, in launch order).
+// Option parsing only: the phases (import .. package, with the GPU kernels
+// compiled by NVRTC when the library has it) are the compiler library's.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/ArtifactWriter.h"
 #include "compiler/OnnxImporter.h"
+#include "compiler/Package.h"
 #include "compiler/Pipeline.h"
 #include "compiler/RooflineReport.h"
-#include "codegen/Emitter.h"
-#include "passes/Passes.h"
 #include "runtime/Artifact.h"
-#include "runtime/Progress.h"
-#ifdef QCC_HAVE_CODEGEN
-#include "codegen/NvrtcCompiler.h"
-#endif
-
-#include "mlir/Pass/PassManager.h"
-#include "llvm/Support/Chrono.h"
-#include <chrono>
-#include <functional>
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+
 using namespace llvm;
+using qcc::Phase;
 
 namespace {
-enum class Emit { Imported, Mlir, Cuda, Qpkg };
-
 // --help shows these groups only; LLVM's own options (hundreds) stay
 // reachable with --help-llvm.
 cl::OptionCategory inputCat("Input");
@@ -57,16 +40,20 @@ cl::OptionCategory outputCat("Output");
 cl::OptionCategory reportCat("Roofline report (docs/ROOFLINE.md)");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(inputCat));
-cl::opt<Emit> emit(
-    "emit", cl::desc("What to write (default qpkg)"), cl::init(Emit::Qpkg),
-    cl::values(clEnumValN(Emit::Qpkg, "qpkg",
-                          "the deployment artifact (default; needs -o)"),
-               clEnumValN(Emit::Imported, "imported",
-                          "the IR right after import (qcc ops 1:1 with ONNX)"),
-               clEnumValN(Emit::Mlir, "mlir",
-                          "the raised IR: transformer ops plus glue"),
-               clEnumValN(Emit::Cuda, "cuda",
-                          "the CUDA C++ emitted for the kernel regions")), cl::cat(outputCat));
+cl::opt<Phase> emit(
+    "emit", cl::desc("Stop after a phase and write its output (default qpkg)"),
+    cl::init(Phase::Package),
+    cl::values(
+        clEnumValN(Phase::Package, "qpkg",
+                   "the deployment artifact (default; needs -o)"),
+        clEnumValN(Phase::Import, "imported",
+                   "the IR right after import (qcc ops 1:1 with ONNX)"),
+        clEnumValN(Phase::KvLayout, "mlir",
+                   "the raised IR: transformer ops plus glue"),
+        clEnumValN(Phase::Emit, "cuda",
+                   "the CUDA C++ emitted for the kernel regions")),
+    // ... and every phase by its name (compiler/Pipeline.h): main() adds them.
+    cl::cat(outputCat));
 cl::opt<bool> quiet("quiet",
                     cl::desc("Errors and warnings only: no progress lines "
                              "(shown on a terminal) and no summaries"),
@@ -149,135 +136,6 @@ cl::opt<bool> reportCpu("report-cpu",
                         cl::init(true), cl::cat(reportCat));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"), cl::cat(inputCat));
-/// --tokenizer, else tokenizer.json beside the ONNX file, else
-/// tokenizer.model there, else none.
-std::string findTokenizer() {
-  if (!tokenizerPath.empty())
-    return tokenizerPath;
-  for (const char *name : {"tokenizer.json", "tokenizer.model"}) {
-    SmallString<256> beside(sys::path::parent_path(inputPath));
-    sys::path::append(beside, name);
-    if (sys::fs::exists(beside))
-      return beside.str().str();
-  }
-  return "";
-}
-
-/// A light check of the tokenizer before it is embedded (qcc cannot load it:
-/// libsentencepiece's protobuf clashes with ONNX's; qrun loads it fully): a
-/// tokenizer.json must parse and have a "model" object, a SentencePiece
-/// model must not be empty. Prints one error line naming the file.
-bool checkTokenizer(StringRef path) {
-  auto fail = [&](const Twine &why) {
-    WithColor::error(errs(), "qcc") << path << ": " << why << "\n";
-    return false;
-  };
-  auto buffer = MemoryBuffer::getFile(path);
-  if (!buffer)
-    return fail("cannot read the tokenizer: " + buffer.getError().message());
-  StringRef text = (*buffer)->getBuffer();
-  if (text.ltrim(" \t\r\n").starts_with("{")) {
-    Expected<json::Value> value = json::parse(text);
-    if (!value)
-      return fail("not a valid tokenizer.json: " + toString(value.takeError()));
-    const json::Object *top = value->getAsObject();
-    if (!top || !top->getObject("model"))
-      return fail("not a tokenizer.json (no \"model\" object)");
-    return true;
-  }
-  if (path.ends_with(".json"))
-    return fail("not a tokenizer.json (it does not start with '{')");
-  if (text.empty())
-    return fail("the tokenizer file is empty");
-  return true;
-}
-
-/// form-kernels on a clone of `module` (kept in `plan`: the GPU plan), then
-/// the emitter.
-std::optional<qcc::codegen::EmitResult>
-emitCuda(mlir::ModuleOp module, mlir::OwningOpRef<mlir::ModuleOp> &plan) {
-  auto formed = qcc::formKernelPlan(module);
-  if (!formed) {
-    WithColor::error(errs(), "qcc") << toString(formed.takeError()) << "\n";
-    return std::nullopt;
-  }
-  plan = std::move(*formed);
-  return qcc::codegen::emitKernels(*plan);
-}
-
-void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
-  for (const auto &unit : r.units) {
-    os << "// ===== unit " << unit.name << " (regions:";
-    for (size_t k : unit.kernels)
-      os << " " << r.kernels[k].function << "/" << r.kernels[k].name;
-    os << ") kind " << r.kernels[unit.kernels.front()].kind << "\n";
-    os << "// launch: " << r.kernels[unit.kernels.front()].launch.dump()
-       << "\n";
-    os << unit.source << "\n";
-  }
-  for (const auto &k : r.kernels)
-    if (!k.unsupported.empty())
-      os << "// ===== no kernel for " << k.function << "/" << k.name << " ("
-         << k.kind << "): " << k.unsupported << "\n";
-}
-
-#ifdef QCC_HAVE_CODEGEN
-/// Emits and compiles the GPU kernels into `artifact`.
-bool compileCuda(mlir::ModuleOp module, qcc::ArtifactOptions &artifact,
-                 mlir::OwningOpRef<mlir::ModuleOp> &plan) {
-  auto emitted = emitCuda(module, plan);
-  if (!emitted)
-    return false;
-  std::vector<qcc::codegen::KernelSource> sources;
-  for (const auto &u : emitted->units)
-    sources.push_back({u.name, u.source});
-  qcc::codegen::CompileOptions options;
-  qcc::rt::Progress progress("compiling CUDA kernels", sources.size(),
-                             !quiet && qcc::rt::Progress::stderrIsTerminal());
-  options.onProgress = [&](const qcc::codegen::CompileProgress &p) {
-    progress.update(p.done, p.name + (p.cached ? " [cached]" : "") +
-                                (p.failed ? " [failed]" : ""));
-  };
-  auto start = std::chrono::steady_clock::now();
-  auto compiled = qcc::codegen::compileKernels(sources, options);
-  if (!compiled) {
-    WithColor::error(errs(), "qcc")
-        << "CUDA kernel compilation failed: " << toString(compiled.takeError())
-        << "\n";
-    return false;
-  }
-  progress.clear();
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  size_t unsupported = 0;
-  for (const auto &k : emitted->kernels) {
-    qcc::ArtifactOptions::Kernel entry;
-    entry.record = k.manifest();
-    if (k.unsupported.empty()) {
-      const auto &c = (*compiled)[k.unit];
-      for (const auto &[arch, bytes] : c.cubins)
-        entry.binaries[arch] = bytes;
-      if (!c.ptx.empty())
-        entry.binaries["ptx"] = c.ptx;
-    } else {
-      ++unsupported;
-    }
-    artifact.kernels.push_back(std::move(entry));
-  }
-  artifact.gpuPlan = *plan;
-  if (quiet)
-    return true;
-  errs() << "compiled " << sources.size() << " CUDA kernel units for "
-         << emitted->kernels.size() << " regions in "
-         << format("%.1f", seconds) << " s";
-  if (unsupported)
-    errs() << " (" << unsupported << " regions without a CUDA kernel)";
-  errs() << "\n";
-  return true;
-}
-#endif
-
 /// Writes -o (default stdout) with `print`; false (and an error line) if
 /// the file cannot be written.
 bool writeOutput(const std::function<void(raw_ostream &)> &print) {
@@ -307,6 +165,9 @@ int main(int argc, char **argv) {
       a = helpFlag;
       llvmHelp = true;
     }
+  for (Phase p : qcc::allPhases())
+    emit.getParser().addLiteralOption(qcc::phaseName(p), p,
+                                      qcc::phaseSummary(p));
   if (!llvmHelp)
     cl::HideUnrelatedOptions(
         {&inputCat, &quantCat, &kvCat, &outputCat, &reportCat});
@@ -320,6 +181,7 @@ int main(int argc, char **argv) {
       "  qcc MODEL.onnx -o MODEL.qpkg    compile to a deployment artifact\n"
       "  qcc MODEL.onnx --emit=mlir      print the raised IR\n"
       "  qcc MODEL.onnx --emit=imported  print the IR as imported\n"
+      "  qcc MODEL.onnx --emit=PHASE     stop after any phase (below)\n"
       "  qcc MODEL.onnx --report         the roofline report per kernel\n"
       "  qcc --list-ops                  list the ONNX ops qcc imports\n"
       "  qcc --help-llvm                 also LLVM's own options\n");
@@ -348,13 +210,12 @@ int main(int argc, char **argv) {
     WithColor::error(errs(), "qcc") << "--report and --emit are exclusive\n";
     return 1;
   }
-  if (emit == Emit::Qpkg && outputPath == "-" && !reporting) {
+  if (emit == Phase::Package && outputPath == "-" && !reporting) {
     WithColor::error(errs(), "qcc")
         << "writing an artifact needs -o FILE.qpkg (or use --emit=mlir)\n";
     return 1;
   }
 
-  mlir::MLIRContext context;
   // Flags are untrusted input: ranges checked before anything is sized
   // from them.
   auto inRange = [](StringRef flag, int64_t v, int64_t lo, int64_t hi) {
@@ -397,22 +258,29 @@ int main(int argc, char **argv) {
   options.calibration.samples = calibSamples;
   options.calibration.seqLen = calibSeqLen;
   options.calibration.statsPath = calibStats;
-  std::string tokenizer = findTokenizer();
-  if (!tokenizer.empty() && (emit == Emit::Qpkg || quant != qcc::QuantMode::None) &&
-      !checkTokenizer(tokenizer))
-    return 1;
-  options.calibration.tokenizerPath = tokenizer;
+  options.gpuKernels = !noCuda;
+  options.quiet = quiet;
+  options.artifactPath = outputPath;
+  options.tokenizerPath = qcc::findTokenizer(tokenizerPath, inputPath);
+  if (!options.tokenizerPath.empty() &&
+      (emit == Phase::Package || quant != qcc::QuantMode::None))
+    if (auto err = qcc::checkTokenizer(options.tokenizerPath)) {
+      WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
+      return 1;
+    }
+  options.calibration.tokenizerPath = options.tokenizerPath;
   options.calibration.quiet = quiet;
   SmallString<256> tool(sys::path::parent_path(
       sys::fs::getMainExecutable(argv[0], (void *)&main)));
   sys::path::append(tool, "qcc-calib");
   options.calibration.toolPath = tool.str().str();
-  auto module = qcc::compile(context, inputPath,
-                             emit == Emit::Imported ? qcc::Stage::Imported
-                                                    : qcc::Stage::Raised,
-                             options);
-  if (!module) {
-    WithColor::error(errs(), "qcc") << toString(module.takeError()) << "\n";
+
+  mlir::MLIRContext context;
+  auto c = qcc::compileTo(context, inputPath,
+                          reporting ? Phase::KvLayout : emit.getValue(),
+                          options);
+  if (!c) {
+    WithColor::error(errs(), "qcc") << toString(c.takeError()) << "\n";
     return 1;
   }
   if (reporting) {
@@ -421,7 +289,7 @@ int main(int argc, char **argv) {
     ro.context = reportContext;
     ro.cpu = reportCpu;
     auto r = qcc::buildRooflineReport(
-        **module, sys::path::filename(inputPath), ro);
+        *c->module, sys::path::filename(inputPath), ro);
     if (!r) {
       WithColor::error(errs(), "qcc") << toString(r.takeError()) << "\n";
       return 1;
@@ -435,28 +303,9 @@ int main(int argc, char **argv) {
                ? 0
                : 1;
   }
-  if (emit == Emit::Cuda) {
-    mlir::OwningOpRef<mlir::ModuleOp> plan;
-    auto kernels = emitCuda(**module, plan);
-    if (!kernels)
-      return 1;
-    return writeOutput([&](raw_ostream &os) { printCuda(*kernels, os); }) ? 0
-                                                                         : 1;
-  }
-  if (emit == Emit::Qpkg) {
-    qcc::ArtifactOptions artifact;
-    mlir::OwningOpRef<mlir::ModuleOp> plan;
-#ifdef QCC_HAVE_CODEGEN
-    if (!noCuda && !compileCuda(**module, artifact, plan))
-      return 1;
-#endif
-    artifact.sourceName = sys::path::filename(inputPath).str();
-    artifact.tokenizerPath = tokenizer;
-    if (auto err = qcc::writeArtifact(**module, outputPath, artifact)) {
-      WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
-      return 1;
-    }
+  if (emit == Phase::Package) // written by the package phase
     return 0;
-  }
-  return writeOutput([&](raw_ostream &os) { (*module)->print(os); }) ? 0 : 1;
+  return writeOutput([&](raw_ostream &os) { qcc::printPhaseOutput(*c, os); })
+             ? 0
+             : 1;
 }

@@ -10,17 +10,21 @@
 // Runs on the CUDA backend when a GPU, its driver and the artifact's kernels
 // are there (--backend=auto, the default), else on the CPU reference backend,
 // saying which in one line on stderr. Errors are one line on stderr and exit
-// status 1.
+// status 1. Perplexity, benchmarks with --profile, and --list-kernels are
+// runtime libraries (runtime/Perplexity.h, Benchmark.h, KernelListing.h);
+// this file parses options, picks the backend and prints.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
-#include "runtime/Progress.h"
+#include "runtime/Benchmark.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Generator.h"
 #include "runtime/GpuSession.h"
 #include "runtime/HalfFloat.h"
+#include "runtime/KernelListing.h"
 #include "runtime/KvCache.h"
-#include "runtime/Roofline.h"
+#include "runtime/Perplexity.h"
+#include "runtime/Progress.h"
 #include "runtime/Sampler.h"
 #include "runtime/Session.h"
 #include "runtime/TensorIO.h"
@@ -34,7 +38,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <optional>
 #include <sstream>
 
 using namespace qcc::rt;
@@ -156,16 +159,6 @@ int listDevices() {
   return 0;
 }
 
-/// The model's logits port: the first float output with rank 3 [batch, seq,
-/// vocab].
-const Port &logitsPort(const Function &fn) { return logitsOutput(fn); }
-
-/// The logits among `outputs` of `fn`, in f32 (f16/bf16 logits widened).
-Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
-                const Function &fn) {
-  return convertFloat(outputs.at(logitsPort(fn).name), DType::F32);
-}
-
 /// The artifact's tokenizer: a tokenizer.json or a SentencePiece model.
 Tokenizer loadTokenizer(const Artifact &a) {
   auto blob = a.section("tokenizer");
@@ -186,14 +179,6 @@ int64_t stopToken(const Options &o, const Tokenizer &tok) {
     throw std::runtime_error("--eos-token: '" + o.eosToken +
                              "' is not a token of the artifact's tokenizer");
   return id;
-}
-
-/// Logits for `ids` (one sequence): [seq, vocab] as a flat tensor.
-Tensor forward(Executor &s, const Function &fn,
-               const std::vector<int64_t> &ids) {
-  Tensor in(DType::I64, {1, (int64_t)ids.size()});
-  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  return logitsOf(s.run(fn.name, sequenceInputs(fn, in)), fn);
 }
 
 int runTensors(const Options &o, const Artifact &a) {
@@ -253,11 +238,16 @@ struct Printer {
   }
 };
 
-bool hasFunction(const Artifact &a, const std::string &name) {
-  for (const Function &f : a.functions())
-    if (f.name == name)
-      return true;
-  return false;
+/// --max-new-tokens, the stop token and sampling, printing through `out`.
+GenerateOptions generateOptions(const Options &o, const Tokenizer &tok,
+                                Printer &out) {
+  GenerateOptions g;
+  g.maxNewTokens = o.maxNewTokens;
+  g.eosId = stopToken(o, tok);
+  g.sampler = o.sampler;
+  g.onToken = [&out](size_t i, int64_t id) { out.token(i, id); };
+  g.onFinish = [&out](size_t i) { out.finish(i); };
+  return g;
 }
 
 /// The old path: the whole window recomputed with `main` for every token.
@@ -265,36 +255,13 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
                     const std::vector<std::vector<int64_t>> &prompts,
                     Printer &out) {
   auto exec = makeExecutor(o, a);
-  Executor &session = *exec;
   const Function &fn = a.function(o.function);
-  Sampler sampler(o.sampler);
-  int64_t eos = stopToken(o, tok);
-  int64_t total = 0;
-  auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    std::vector<int64_t> ids = prompts[i];
-    for (int step = 0; step < o.maxNewTokens; ++step) {
-      std::vector<int64_t> window(
-          ids.end() - std::min<size_t>(ids.size(), o.context), ids.end());
-      Tensor logits = forward(session, fn, window);
-      int64_t vocab = logits.dim(-1);
-      const float *last = logits.data<float>() + (window.size() - 1) * vocab;
-      int64_t next = sampler.sample(last, vocab, ids);
-      if (next == eos)
-        break;
-      out.token(i, next);
-      ids.push_back(next);
-      ++total;
-    }
-    out.finish(i);
-  }
-  double secs = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  GenerateOptions g = generateOptions(o, tok, out);
+  GenerateResult r = generateByRecompute(*exec, fn, prompts, g, o.context);
   if (!o.quiet)
-    std::cerr << "[qrun] " << total << " tokens in " << secs << " s ("
-            << (secs > 0 ? total / secs : 0.0)
-            << " tokens/s, full recompute)\n";
+    std::cerr << "[qrun] " << r.decodeTokens << " tokens in "
+              << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
+              << " tokens/s, full recompute)\n";
   return 0;
 }
 
@@ -347,12 +314,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   auto exec = makeExecutor(o, a);
   KvCache cache(cfg, exec->cacheOptions(copts));
   Generator gen(a, *exec, cache);
-  GenerateOptions g;
-  g.maxNewTokens = o.maxNewTokens;
-  g.eosId = stopToken(o, tok);
-  g.sampler = o.sampler;
-  g.onToken = [&](size_t i, int64_t id) { out.token(i, id); };
-  g.onFinish = [&](size_t i) { out.finish(i); };
+  GenerateOptions g = generateOptions(o, tok, out);
   out.begin();
   GenerateResult r = gen.generate(prompts, g);
   if (!o.quiet)
@@ -368,43 +330,12 @@ int runPrompt(const Options &o, const Artifact &a) {
 
 int runPerplexity(const Options &o, const Artifact &a) {
   auto exec = makeExecutor(o, a);
-  Executor &session = *exec;
-  const Function &fn = a.function(o.function);
-  // With a KV cache, each window goes through `prefill` (attending over the
-  // cache, so an int8 cache's rounding counts); else through `main`.
-  bool cached = !o.noCache && hasFunction(a, "prefill") &&
-                a.manifest().contains("kv_cache");
-  std::optional<KvCache> cache;
-  if (cached) {
-    KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
-    cfg.checkContext(o.context, "--context");
-    KvCacheOptions copts;
-    copts.maxSequences = 1;
-    copts.maxTokens = (o.context + cfg.blockTokens - 1) / cfg.blockTokens *
-                      cfg.blockTokens;
-    copts.numBlocks = copts.maxTokens / cfg.blockTokens;
-    cache.emplace(cfg, session.cacheOptions(copts));
-  }
-  auto windowLogits = [&](const std::vector<int64_t> &window) {
-    if (!cached)
-      return forward(session, fn, window);
-    const Function &pre = a.function("prefill");
-    int64_t n = window.size();
-    Tensor ids(DType::I64, {1, n}), pos(DType::I64, {1, n});
-    for (int64_t t = 0; t < n; ++t) {
-      ids.data<int64_t>()[t] = window[t];
-      pos.data<int64_t>()[t] = t;
-    }
-    int64_t seq = cache->addSequence();
-    KvBatch batch{&*cache, {seq}, {n}};
-    Tensor logits = logitsOf(
-        session.run("prefill",
-                    {{pre.inputs[0].name, ids}, {pre.inputs[1].name, pos}},
-                    &batch),
-        pre);
-    cache->release(seq);
-    return logits;
-  };
+  PerplexityOptions p;
+  p.function = o.function;
+  p.context = o.context;
+  p.useCache = !o.noCache;
+  p.progress = !o.quiet && Progress::stderrIsTerminal();
+  PerplexityEvaluator evaluator(a, *exec, p);
   Tokenizer tok = loadTokenizer(a);
   std::ifstream in(o.perplexityFile);
   if (!in)
@@ -412,36 +343,13 @@ int runPerplexity(const Options &o, const Artifact &a) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::vector<int64_t> ids = tok.encode(ss.str());
-  // Non-overlapping windows of `context` tokens; inside a window each token
-  // after the first is predicted from the tokens before it in the window.
-  double nll = 0;
-  int64_t count = 0;
-  int64_t windows = ids.size() < 2 ? 0 : (ids.size() - 2) / o.context + 1;
-  Progress progress("perplexity windows", windows,
-                    !o.quiet && Progress::stderrIsTerminal());
-  for (size_t begin = 0; begin + 1 < ids.size(); begin += o.context) {
-    progress.update(begin / o.context);
-    size_t end = std::min(ids.size(), begin + o.context);
-    std::vector<int64_t> window(ids.begin() + begin, ids.begin() + end);
-    Tensor logits = windowLogits(window);
-    int64_t vocab = logits.dim(-1);
-    for (size_t t = 0; t + 1 < window.size(); ++t) {
-      const float *row = logits.data<float>() + t * vocab;
-      float mx = *std::max_element(row, row + vocab);
-      double sum = 0;
-      for (int64_t v = 0; v < vocab; ++v)
-        sum += std::exp((double)row[v] - mx);
-      nll -= (double)row[window[t + 1]] - mx - std::log(sum);
-      ++count;
-    }
-  }
-  progress.clear();
-  if (count == 0)
+  PerplexityResult r = evaluator.evaluate(ids);
+  if (r.predicted == 0)
     throw std::runtime_error(o.perplexityFile + ": too little text");
-  std::cout << "perplexity " << std::exp(nll / count) << " over " << count
-            << " predicted tokens (" << ids.size()
-            << " tokens, windows of " << o.context << ")\n";
-  reportGpu(o, session);
+  std::cout << "perplexity " << r.perplexity << " over " << r.predicted
+            << " predicted tokens (" << ids.size() << " tokens, windows of "
+            << o.context << ")\n";
+  reportGpu(o, *exec);
   return 0;
 }
 
@@ -456,73 +364,10 @@ Session *profiledSession(const Options &o, Executor &e) {
   return cpu;
 }
 
-/// --profile: per entry point and node kind (a kernel region's kind with
-/// --plan=kernels, else the op), achieved time, bandwidth and FLOP/s, as MBU
-/// and MFU against this CPU's measured peaks (runtime/Roofline.h); with a
-/// decode, the whole decode step's MBU over `decodeSeconds`.
+/// --profile's table on stdout (and --profile-json).
 void printProfile(const Options &o, const Session &s,
                   double decodeSeconds = 0) {
-  const Peaks &peak = cpuPeaks();
-  auto rows = s.profile();
-  std::map<std::string, double> fnSeconds;
-  std::map<std::string, Cost> fnCost;
-  for (const auto &r : rows) {
-    fnSeconds[r.function] += r.seconds;
-    fnCost[r.function] += r.cost;
-  }
-  char line[256];
-  std::cout << "profile (" << (o.plan == "kernels" ? "GPU plan" : "op plan")
-            << " on the CPU; peaks measured here: " << peak.bandwidth / 1e9
-            << " GB/s, f32 " << peak.f32 / 1e9 << " GFLOP/s, i8 "
-            << peak.i8 / 1e9 << " GOP/s)\n";
-  std::snprintf(line, sizeof line, "  %-8s %-14s %6s %9s %6s %9s %9s %6s %6s\n",
-                "function", "kind", "calls", "ms", "time%", "GB/s", "GFLOP/s",
-                "MBU%", "MFU%");
-  std::cout << line;
-  nlohmann::json j = {{"schema", "qrun-profile/1"},
-                      {"plan", o.plan},
-                      {"peaks",
-                       {{"bandwidth", peak.bandwidth},
-                        {"f32", peak.f32},
-                        {"f16", peak.f16},
-                        {"i8", peak.i8}}},
-                      {"rows", nlohmann::json::array()}};
-  auto emit = [&](const std::string &fn, const std::string &kind,
-                  int64_t calls, double secs, const Cost &c) {
-    double bw = secs > 0 ? c.bytes() / secs : 0;
-    double fl = secs > 0 ? c.flops / secs : 0;
-    double mbu = bw / peak.bandwidth, mfu = fl / peak.compute(c.precision);
-    std::string n = calls > 0 ? std::to_string(calls) : "";
-    std::snprintf(line, sizeof line,
-                  "  %-8s %-14s %6s %9.3f %6.1f %9.3f %9.3f %6.1f %6.1f\n",
-                  fn.c_str(), kind.c_str(), n.c_str(), secs * 1e3,
-                  fnSeconds[fn] > 0 ? 100 * secs / fnSeconds[fn] : 0.0,
-                  bw / 1e9, fl / 1e9, 100 * mbu, 100 * mfu);
-    std::cout << line;
-    j["rows"].push_back({{"function", fn},
-                         {"kind", kind},
-                         {"calls", calls},
-                         {"seconds", secs},
-                         {"precision", precisionName(c.precision)},
-                         {"flops", c.flops},
-                         {"bytes", c.bytes()},
-                         {"intensity", c.intensity()},
-                         {"bytes_per_second", bw},
-                         {"flops_per_second", fl},
-                         {"mbu", mbu},
-                         {"mfu", mfu}});
-  };
-  for (const auto &r : rows)
-    emit(r.function, r.kind, r.calls, r.seconds, r.cost);
-  for (const auto &[fn, secs] : fnSeconds)
-    emit(fn, "(all nodes)", 0, secs, fnCost[fn]);
-  if (decodeSeconds > 0 && fnCost.count("decode")) {
-    double mbu = fnCost["decode"].bytes() / decodeSeconds / peak.bandwidth;
-    std::cout << "decode step MBU (all bytes of the decode steps over their "
-                 "wall time): "
-              << 100 * mbu << "%\n";
-    j["decode_mbu"] = mbu;
-  }
+  nlohmann::json j = writeProfile(s, o.plan, decodeSeconds, std::cout);
   if (!o.profileJson.empty()) {
     std::ofstream out(o.profileJson);
     if (!out || !(out << j.dump(1) << "\n"))
@@ -530,7 +375,14 @@ void printProfile(const Options &o, const Session &s,
   }
 }
 
-/// Times forward passes over random token ids: prints tokens/s.
+/// The vocabulary size of `fn`'s logits, which --bench needs static.
+int64_t staticVocab(const Function &fn, const std::string &what) {
+  int64_t vocab = logitsOutput(fn).shape.back();
+  if (vocab <= 0)
+    throw std::runtime_error(what);
+  return vocab;
+}
+
 /// Times generation: B random prompts of CONTEXT tokens, then STEPS new
 /// tokens each, through the KV cache (or by full recompute with --no-cache).
 int runBenchGenerate(const Options &o, const Artifact &a) {
@@ -539,145 +391,46 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
     throw std::runtime_error("--bench-generate takes BATCH CONTEXT STEPS");
   int64_t batch = o.benchGenerate[0], context = o.benchGenerate[1],
           steps = o.benchGenerate[2];
-  const Function &main = a.function("main");
-  int64_t vocab = logitsPort(main).shape.back();
-  if (vocab <= 0)
-    throw std::runtime_error("--bench-generate needs a static vocabulary");
-  uint64_t x = 88172645463325252ull; // xorshift: fixed prompts
-  std::vector<std::vector<int64_t>> prompts(batch);
-  for (auto &p : prompts)
-    for (int64_t i = 0; i < context; ++i) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      p.push_back((int64_t)(x % (uint64_t)vocab));
-    }
+  int64_t vocab = staticVocab(a.function("main"),
+                              "--bench-generate needs a static vocabulary");
   auto exec = makeExecutor(o, a);
-  Executor &session = *exec;
-  Session *cpu = profiledSession(o, session);
-  if (o.noCache) {
-    // Each step recomputes the whole sequence: [B, context + i].
-    std::vector<std::vector<int64_t>> ids = prompts;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int64_t step = 0; step < steps; ++step) {
-      int64_t len = ids[0].size();
-      Tensor in(DType::I64, {batch, len});
-      for (int64_t b = 0; b < batch; ++b)
-        std::copy(ids[b].begin(), ids[b].end(),
-                  in.data<int64_t>() + b * len);
-      Tensor logits = logitsOf(session.run("main", sequenceInputs(main, in)),
-                               main);
-      for (int64_t b = 0; b < batch; ++b) {
-        const float *row = logits.data<float>() + ((b + 1) * len - 1) * vocab;
-        ids[b].push_back(std::max_element(row, row + vocab) - row);
-      }
-    }
-    double secs = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  Session *cpu = profiledSession(o, *exec);
+  GenerateBench r = benchGenerate(a, *exec, batch, context, steps, vocab,
+                                  o.noCache, "--bench-generate");
+  if (r.recompute) {
     std::cout << "batch " << batch << " context " << context
-              << ": recompute decode " << batch * steps / secs
+              << ": recompute decode " << r.recomputeTokensPerSecond
               << " tokens/s\n";
     if (o.profile)
       printProfile(o, *cpu);
     return 0;
   }
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
-  cfg.checkContext(context + steps + 1, "--bench-generate");
-  KvCacheOptions copts;
-  copts.maxSequences = batch;
-  int64_t need = context + steps + 1;
-  copts.maxTokens = (need + cfg.blockTokens - 1) / cfg.blockTokens *
-                    cfg.blockTokens;
-  copts.numBlocks = batch * ((need + cfg.blockTokens - 1) / cfg.blockTokens);
-  KvCache cache(cfg, session.cacheOptions(copts));
-  Generator gen(a, session, cache);
-  GenerateOptions g;
-  g.maxNewTokens = steps + 1; // the first comes from the prefill
-  GenerateResult r = gen.generate(prompts, g);
   std::cout << "batch " << batch << " context " << context << ": prefill "
-            << r.prefillTokensPerSecond() << " tokens/s, decode "
-            << r.decodeTokensPerSecond() << " tokens/s (" << cfg.layout
-            << " cache, " << cache.bytes() << " bytes)\n";
-  reportGpu(o, session);
+            << r.result.prefillTokensPerSecond() << " tokens/s, decode "
+            << r.result.decodeTokensPerSecond() << " tokens/s (" << r.layout
+            << " cache, " << r.cacheBytes << " bytes)\n";
+  reportGpu(o, *exec);
   if (o.profile)
-    printProfile(o, *cpu, r.decodeSeconds);
+    printProfile(o, *cpu, r.result.decodeSeconds);
   return 0;
 }
 
+/// Times forward passes over random token ids: prints tokens/s.
 int runBench(const Options &o, const Artifact &a) {
   auto exec = makeExecutor(o, a);
-  Executor &session = *exec;
-  Session *cpu = profiledSession(o, session);
+  Session *cpu = profiledSession(o, *exec);
   const Function &fn = a.function(o.function);
   if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
     throw std::runtime_error("--bench takes BATCH SEQ");
-  int64_t batch = o.bench[0], seq = o.bench[1];
-  int64_t vocab = logitsPort(fn).shape.back();
-  if (vocab <= 0)
-    throw std::runtime_error("--bench needs a static vocabulary size");
-  Tensor in(DType::I64, {batch, seq});
-  uint64_t x = 88172645463325252ull; // xorshift: fixed, no <random> state
-  for (int64_t i = 0; i < batch * seq; ++i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    in.data<int64_t>()[i] = (int64_t)(x % (uint64_t)vocab);
-  }
-  auto inputs = sequenceInputs(fn, in);
-  session.run(fn.name, inputs); // warm-up
-  std::vector<double> times;
-  for (int i = 0; i < o.iterations; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    session.run(fn.name, inputs);
-    times.push_back(std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count());
-  }
-  std::sort(times.begin(), times.end());
-  double median = times[times.size() / 2];
-  std::cout << "batch " << batch << " seq " << seq << ": median "
-            << median * 1e3 << " ms over " << times.size()
-            << " runs, tokens/s " << batch * seq / median << "\n";
+  int64_t vocab =
+      staticVocab(fn, "--bench needs a static vocabulary size");
+  ForwardBench r =
+      benchForward(*exec, fn, o.bench[0], o.bench[1], vocab, o.iterations);
+  std::cout << "batch " << r.batch << " seq " << r.seq << ": median "
+            << r.median() * 1e3 << " ms over " << r.seconds.size()
+            << " runs, tokens/s " << r.tokensPerSecond() << "\n";
   if (o.profile)
     printProfile(o, *cpu); // over all o.iterations + 1 runs
-  return 0;
-}
-
-/// --list-kernels: the artifact's kernels, per entry point in the GPU plan's
-/// launch order.
-int listKernels(const Artifact &a) {
-  std::vector<const Function *> plans;
-  for (const Function &f : a.functions())
-    if (const Function *g = a.gpuFunction(f.name))
-      plans.push_back(g);
-  if (plans.empty()) {
-    std::cout << "no GPU kernels (compiled with --no-cuda or without CUDA)\n";
-    return 0;
-  }
-  std::sort(plans.begin(), plans.end(),
-            [](const Function *x, const Function *y) { return x->name < y->name; });
-  for (const Function *fn : plans) {
-    std::vector<const KernelRecord *> launches;
-    for (const Node &n : fn->nodes)
-      if (n.body && n.attrs.value("kernel", int64_t(-1)) >= 0)
-        launches.push_back(&a.kernels()[n.attrs["kernel"].get<size_t>()]);
-    std::cout << "function " << fn->name << ": " << launches.size()
-              << " launches\n";
-    for (const KernelRecord *k : launches) {
-      std::cout << "  " << k->region << " " << k->kind;
-      if (!k->unsupported.empty()) {
-        std::cout << " unsupported: " << k->unsupported << "\n";
-        continue;
-      }
-      std::cout << " " << k->entry;
-      for (const char *t : {"sm_80", "sm_90", "ptx"}) {
-        auto it = k->binaries.find(t);
-        std::cout << " " << t << "="
-                  << (it == k->binaries.end() ? 0 : it->second.second);
-      }
-      size_t smem = 0;
-      for (const auto &l : k->launch)
-        smem = std::max(smem, l.value("dynamic_smem", size_t(0)));
-      std::cout << " smem=" << smem << "\n";
-    }
-  }
   return 0;
 }
 
@@ -882,8 +635,10 @@ int main(int argc, char **argv) {
 
   try {
     Artifact a = Artifact::load(o.model);
-    if (o.listKernels)
-      return listKernels(a);
+    if (o.listKernels) {
+      listKernels(a, std::cout);
+      return 0;
+    }
     // Tensor mode: --input ... --output-dir, or --output-dir alone for a
     // model without inputs.
     bool tensors = !o.inputs.empty() || !o.outputDir.empty();

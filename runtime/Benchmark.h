@@ -1,0 +1,67 @@
+//===- Benchmark.h - timing forward passes and generation ------*- C++ -*-===//
+//
+// qrun --bench, --bench-generate and --profile. Token ids come from a fixed
+// xorshift stream, so every run times the same inputs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_BENCHMARK_H
+#define QCC_RUNTIME_BENCHMARK_H
+
+#include "runtime/Generator.h"
+#include "runtime/Session.h"
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace qcc::rt {
+
+/// The first `count` ids of the fixed stream, each in [0, vocab).
+std::vector<int64_t> benchTokenIds(int64_t count, int64_t vocab);
+
+/// Forward passes of a full-sequence entry point over [batch, seq] ids.
+struct ForwardBench {
+  int64_t batch = 0, seq = 0;
+  std::vector<double> seconds; ///< per timed run, sorted
+  double median() const { return seconds[seconds.size() / 2]; }
+  double tokensPerSecond() const { return batch * seq / median(); }
+};
+/// One warm-up run, then `iterations` (> 0) timed ones. `vocab`: the static
+/// vocabulary size (> 0).
+ForwardBench benchForward(Executor &executor, const Function &fn,
+                          int64_t batch, int64_t seq, int64_t vocab,
+                          int iterations);
+
+/// Generation: `batch` prompts of `context` ids, then `steps` new tokens
+/// each (greedy).
+struct GenerateBench {
+  bool recompute = false;
+  /// Recompute (no KV cache): `main` over the whole sequence every step.
+  double recomputeTokensPerSecond = 0;
+  /// Through the KV cache: prefill, then a decode per step.
+  GenerateResult result;
+  std::string layout; ///< the cache layout
+  size_t cacheBytes = 0;
+};
+/// With `recompute`, through `main`; else through prefill and decode and the
+/// artifact's KV cache ("kv_cache"; `label` names the request when the model
+/// has too few positions).
+GenerateBench benchGenerate(const Artifact &artifact, Executor &executor,
+                            int64_t batch, int64_t context, int64_t steps,
+                            int64_t vocab, bool recompute,
+                            const std::string &label);
+
+/// The profile a Session gathered (Session::enableProfile): per entry point
+/// and node kind (a kernel region's kind with the GPU plan, else the op),
+/// achieved time, bandwidth and FLOP/s, as MBU and MFU against this CPU's
+/// measured peaks (runtime/Roofline.h); with `decodeSeconds` > 0, the whole
+/// decode step's MBU. Prints the table to `os` and returns it as JSON
+/// ("qrun-profile/1"). `plan` is "ops" or "kernels".
+nlohmann::json writeProfile(const Session &session, const std::string &plan,
+                            double decodeSeconds, std::ostream &os);
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_BENCHMARK_H

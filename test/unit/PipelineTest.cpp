@@ -1,0 +1,162 @@
+//===- PipelineTest.cpp - the named phases of the compiler library --------===//
+//
+// compiler/Pipeline.h on the gpt2 fixture: every phase stops where asked and
+// leaves what it promises; package writes what qrun --list-kernels reads.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Package.h"
+#include "compiler/Pipeline.h"
+#include "dialects/QccOps.h"
+#include "runtime/Artifact.h"
+#include "runtime/KernelListing.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace {
+
+using qcc::Phase;
+
+constexpr const char *kGpt2 = QCC_SOURCE_DIR "/test/models/gpt2.onnx";
+
+TEST(Pipeline, PhaseNames) {
+  ASSERT_EQ(qcc::allPhases().size(), 9u);
+  for (Phase p : qcc::allPhases())
+    EXPECT_EQ(qcc::parsePhase(qcc::phaseName(p)), p) << qcc::phaseName(p).str();
+  EXPECT_EQ(qcc::phaseName(Phase::KvLayout), "kv-layout");
+  EXPECT_EQ(qcc::phaseName(Phase::FormKernels), "form-kernels");
+  EXPECT_FALSE(qcc::parsePhase("mlir")); // a qcc --emit spelling, no phase
+}
+
+bool hasFunction(mlir::ModuleOp m, llvm::StringRef name) {
+  return !!m.lookupSymbol<mlir::func::FuncOp>(name);
+}
+
+TEST(Pipeline, StopsAfterEachIrPhase) {
+  for (Phase last : {Phase::Import, Phase::Raise, Phase::Quantize,
+                     Phase::KvLayout, Phase::FormKernels, Phase::Emit}) {
+    mlir::MLIRContext ctx;
+    auto c = qcc::compileTo(ctx, kGpt2, last);
+    ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+    EXPECT_EQ(c->last, last);
+    ASSERT_TRUE(c->module);
+    // kv-layout adds the entry points over the KV cache.
+    EXPECT_EQ(hasFunction(*c->module, "decode"), last >= Phase::KvLayout);
+    EXPECT_EQ(!!c->gpuPlan, last >= Phase::FormKernels);
+    EXPECT_EQ(c->cuda.kernels.empty(), last < Phase::Emit);
+    EXPECT_TRUE(c->binaries.empty());
+  }
+}
+
+// calibrate attaches the statistics (here a saved --calib-stats file, so
+// qcc-calib does not run); statistics of another model are refused.
+TEST(Pipeline, CalibrateAttachesStatistics) {
+  qcc::CompileOptions o;
+  o.quant = qcc::QuantMode::W8A8;
+  o.calibration.statsPath =
+      QCC_SOURCE_DIR "/test/codegen/Inputs/austen-stats.json";
+  mlir::MLIRContext ctx;
+  auto c = qcc::compileTo(ctx, QCC_SOURCE_DIR "/examples/austen/model.onnx",
+                          Phase::Calibrate, o);
+  ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+  int linears = 0;
+  c->module.get()->walk([&](qcc::LinearOp l) {
+    ++linears;
+    EXPECT_TRUE(l->hasAttr("qcc.input_absmax"));
+    EXPECT_FALSE(l->hasAttr("qcc.calib_id"));
+  });
+  EXPECT_EQ(linears, 17);
+
+  mlir::MLIRContext other;
+  auto stale = qcc::compileTo(other, kGpt2, Phase::Calibrate, o);
+  ASSERT_FALSE(!!stale);
+  std::string message = llvm::toString(stale.takeError());
+  EXPECT_EQ(message.rfind(std::string(kGpt2) + ": ", 0), 0u) << message;
+  EXPECT_NE(message.find("stale --calib-stats"), std::string::npos)
+      << message;
+}
+
+TEST(Pipeline, ImportErrorNamesTheFile) {
+  mlir::MLIRContext ctx;
+  auto c = qcc::compileTo(ctx, "/nonexistent/model.onnx", Phase::Raise);
+  ASSERT_FALSE(!!c);
+  EXPECT_NE(llvm::toString(c.takeError()).find("/nonexistent/model.onnx"),
+            std::string::npos);
+}
+
+TEST(Pipeline, PackageWithoutGpuKernels) {
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("pipeline", "qpkg", path));
+  mlir::MLIRContext ctx;
+  qcc::CompileOptions o;
+  o.gpuKernels = false;
+  o.artifactPath = path.str().str();
+  auto c = qcc::compileTo(ctx, kGpt2, Phase::Package, o);
+  ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+  EXPECT_FALSE(c->gpuPlan); // form-kernels .. compile skipped
+  auto a = qcc::rt::Artifact::load(o.artifactPath);
+  EXPECT_EQ(a.gpuFunction("main"), nullptr);
+  std::ostringstream list;
+  qcc::rt::listKernels(a, list);
+  EXPECT_EQ(list.str(),
+            "no GPU kernels (compiled with --no-cuda or without CUDA)\n");
+  llvm::sys::fs::remove(path);
+}
+
+// package after emit, with stand-in binaries for the compile phase (NVRTC is
+// KernelCompileTest's): the artifact's GPU plan launches one record per
+// region, each with its unit's binaries, as --list-kernels shows.
+TEST(Pipeline, PackageAndListKernels) {
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("pipeline", "qpkg", path));
+  mlir::MLIRContext ctx;
+  auto c = qcc::compileTo(ctx, kGpt2, Phase::Emit);
+  ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+  for (size_t u = 0; u < c->cuda.units.size(); ++u)
+    c->binaries.push_back({{"sm_80", "cubin"}, {"ptx", "ptx"}});
+  c->last = Phase::Compile;
+  c->options.artifactPath = path.str().str();
+  ASSERT_FALSE(!!qcc::runPhase(ctx, *c, Phase::Package));
+  auto a = qcc::rt::Artifact::load(c->options.artifactPath);
+  ASSERT_EQ(a.kernels().size(), c->cuda.kernels.size());
+  std::ostringstream list;
+  qcc::rt::listKernels(a, list);
+  size_t regions = 0;
+  for (const auto &k : c->cuda.kernels)
+    regions += k.function == "main";
+  std::string text = list.str();
+  EXPECT_NE(text.find("function main: " + std::to_string(regions) +
+                      " launches\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("function decode: "), std::string::npos);
+  const auto &first = c->cuda.kernels.front();
+  if (first.unsupported.empty()) {
+    EXPECT_NE(text.find("  " + first.name + " " + first.kind + " " +
+                        first.entry + " sm_80=5 sm_90=0 ptx=3 smem="),
+              std::string::npos)
+        << text;
+  }
+  llvm::sys::fs::remove(path);
+}
+
+TEST(Pipeline, PrintsEachPhaseOutput) {
+  mlir::MLIRContext ctx;
+  auto c = qcc::compileTo(ctx, kGpt2, Phase::Emit);
+  ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  qcc::printPhaseOutput(*c, os);
+  EXPECT_EQ(text.rfind("// ===== unit ", 0), 0u) << text.substr(0, 200);
+  text.clear();
+  c->last = Phase::FormKernels;
+  qcc::printPhaseOutput(*c, os);
+  EXPECT_NE(text.find("qcc.kernel"), std::string::npos);
+}
+
+} // namespace

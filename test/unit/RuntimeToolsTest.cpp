@@ -1,0 +1,216 @@
+//===- RuntimeToolsTest.cpp - perplexity, benchmarks, calibration ---------===//
+//
+// The runtime libraries behind qrun --perplexity / --bench / --profile and
+// qcc-calib, on the gpt2 fixture compiled in memory.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/ArtifactWriter.h"
+#include "compiler/Pipeline.h"
+#include "runtime/Benchmark.h"
+#include "runtime/Calibrator.h"
+#include "runtime/Generator.h"
+#include "runtime/KvCache.h"
+#include "runtime/Perplexity.h"
+#include "runtime/TensorIO.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+using namespace qcc::rt;
+
+namespace {
+
+constexpr int64_t kVocab = 256; // gpt2 fixture
+
+/// The gpt2 fixture as an artifact (kv-layout's `kvCache`).
+Artifact gpt2(qcc::KvLayout kvCache) {
+  mlir::MLIRContext ctx;
+  qcc::CompileOptions o;
+  o.kvCache = kvCache;
+  auto module = qcc::compile(ctx, QCC_SOURCE_DIR "/test/models/gpt2.onnx",
+                             qcc::Phase::KvLayout, o);
+  if (!module)
+    throw std::runtime_error(llvm::toString(module.takeError()));
+  auto bytes = qcc::serializeArtifact(**module, "gpt2", {});
+  if (!bytes)
+    throw std::runtime_error(llvm::toString(bytes.takeError()));
+  return Artifact::fromBytes(
+      std::make_shared<std::vector<char>>(std::move(*bytes)), "gpt2");
+}
+
+TEST(Perplexity, MatchesHandComputedLikelihood) {
+  Artifact a = gpt2(qcc::KvLayout::Paged);
+  Session s(a);
+  std::vector<int64_t> ids = benchTokenIds(19, kVocab);
+  PerplexityOptions o;
+  o.context = 8;
+  o.useCache = false;
+  PerplexityResult r = PerplexityEvaluator(a, s, o).evaluate(ids);
+  // Windows [0, 8), [8, 16), [16, 19): 7 + 7 + 2 predictions.
+  EXPECT_EQ(r.predicted, 16);
+  double nll = 0;
+  for (size_t begin = 0; begin < ids.size(); begin += 8) {
+    std::vector<int64_t> w(ids.begin() + begin,
+                           ids.begin() + std::min(ids.size(), begin + 8));
+    Tensor logits = sequenceLogits(s, a.function("main"), w);
+    for (size_t t = 0; t + 1 < w.size(); ++t) {
+      const float *row = logits.data<float>() + t * kVocab;
+      double sum = 0;
+      for (int64_t v = 0; v < kVocab; ++v)
+        sum += std::exp((double)row[v]);
+      nll -= row[w[t + 1]] - std::log(sum);
+    }
+  }
+  EXPECT_NEAR(r.perplexity, std::exp(nll / 16), 1e-6 * r.perplexity);
+  // Through prefill over the KV cache: the same up to rounding.
+  o.useCache = true;
+  PerplexityResult cached = PerplexityEvaluator(a, s, o).evaluate(ids);
+  EXPECT_EQ(cached.predicted, 16);
+  EXPECT_NEAR(cached.perplexity, r.perplexity, 1e-3 * r.perplexity);
+}
+
+TEST(Perplexity, NothingToPredict) {
+  Artifact a = gpt2(qcc::KvLayout::None);
+  Session s(a);
+  PerplexityOptions o;
+  o.context = 8;
+  PerplexityEvaluator e(a, s, o);
+  EXPECT_EQ(e.evaluate({}).predicted, 0);
+  EXPECT_EQ(e.evaluate({3}).predicted, 0);
+  o.function = "nope";
+  EXPECT_THROW(PerplexityEvaluator(a, s, o), std::runtime_error);
+}
+
+TEST(Benchmark, TokenIdsAreFixedAndInRange) {
+  std::vector<int64_t> ids = benchTokenIds(100, 7);
+  EXPECT_EQ(ids, benchTokenIds(100, 7));
+  std::vector<int64_t> prefix = benchTokenIds(10, 7);
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), ids.begin()));
+  for (int64_t id : ids)
+    EXPECT_TRUE(id >= 0 && id < 7);
+}
+
+TEST(Benchmark, ForwardGenerateAndProfile) {
+  Artifact a = gpt2(qcc::KvLayout::Paged);
+  Session s(a);
+  s.enableProfile(true);
+  ForwardBench f = benchForward(s, a.function("main"), 2, 4, kVocab, 3);
+  ASSERT_EQ(f.seconds.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(f.seconds.begin(), f.seconds.end()));
+  EXPECT_GT(f.tokensPerSecond(), 0);
+
+  std::ostringstream table;
+  nlohmann::json j = writeProfile(s, "ops", 0, table);
+  EXPECT_EQ(j["schema"], "qrun-profile/1");
+  EXPECT_EQ(table.str().rfind("profile (op plan on the CPU; peaks", 0), 0u);
+  bool linear = false;
+  for (const auto &row : j["rows"])
+    if (row["function"] == "main" && row["kind"] == "linear") {
+      linear = true;
+      EXPECT_EQ(row["calls"], 4 * 9); // 4 runs of 9 linears
+    }
+  EXPECT_TRUE(linear) << j.dump();
+
+  GenerateBench g = benchGenerate(a, s, 2, 4, 3, kVocab, false, "test");
+  EXPECT_FALSE(g.recompute);
+  ASSERT_EQ(g.result.tokens.size(), 2u);
+  EXPECT_EQ(g.result.tokens[0].size(), 4u); // steps + 1: no EOS
+  EXPECT_EQ(g.layout, "paged");
+  EXPECT_GT(g.cacheBytes, 0u);
+  GenerateBench rc = benchGenerate(a, s, 2, 4, 3, kVocab, true, "test");
+  EXPECT_TRUE(rc.recompute);
+  EXPECT_GT(rc.recomputeTokensPerSecond, 0);
+}
+
+// Greedy generation by recompute picks what the KV cache path picks.
+TEST(Generate, RecomputeMatchesCache) {
+  Artifact a = gpt2(qcc::KvLayout::Paged);
+  Session s(a);
+  std::vector<std::vector<int64_t>> prompts = {benchTokenIds(5, kVocab),
+                                               {7, 8}};
+  GenerateOptions g;
+  g.maxNewTokens = 4;
+  std::vector<std::pair<size_t, int64_t>> seen;
+  g.onToken = [&](size_t i, int64_t id) { seen.push_back({i, id}); };
+  GenerateResult r = generateByRecompute(s, a.function("main"), prompts, g,
+                                         /*context=*/64);
+  ASSERT_EQ(r.tokens.size(), 2u);
+  EXPECT_EQ(r.decodeTokens, 8);
+  EXPECT_EQ(seen.size(), 8u);
+  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  KvCacheOptions copts;
+  copts.maxSequences = 2;
+  copts.numBlocks = 64;
+  copts.maxTokens = 64;
+  KvCache cache(cfg, copts);
+  g.onToken = nullptr;
+  GenerateResult cached = Generator(a, s, cache).generate(prompts, g);
+  EXPECT_EQ(cached.tokens, r.tokens);
+}
+
+TEST(Calibrator, TextWindows) {
+  Artifact a = gpt2(qcc::KvLayout::None);
+  const Function &main = a.function("main");
+  std::vector<int64_t> tokens = benchTokenIds(40, kVocab);
+  auto batches = textBatches(main, tokens, 10, 8, "ids");
+  ASSERT_EQ(batches.size(), 2u); // 8 + 2 windows
+  const Tensor &last = batches[1].begin()->second;
+  EXPECT_EQ(last.shape(), (Shape{2, 8}));
+  // The last window ends at the last token.
+  EXPECT_EQ(last.data<int64_t>()[15], tokens.back());
+  try {
+    textBatches(main, tokens, 1, 64, "ids");
+    FAIL() << "a window longer than the text";
+  } catch (const std::runtime_error &e) {
+    EXPECT_STREQ(e.what(), "ids: 40 tokens, fewer than --seq-len 64");
+  }
+}
+
+TEST(Calibrator, Statistics) {
+  Artifact a = gpt2(qcc::KvLayout::None);
+  Calibrator c(a);
+  EXPECT_EQ(c.linears(), 9u);
+  EXPECT_EQ(c.attentions(), 2u);
+  EXPECT_THROW(c.statistics(0, 0), std::runtime_error); // nothing ran yet
+  auto batches = textBatches(a.function("main"), benchTokenIds(40, kVocab),
+                             3, 8, "ids");
+  for (const auto &b : batches)
+    EXPECT_EQ(c.run(b), 3);
+  nlohmann::json stats = c.statistics(3, 8);
+  EXPECT_EQ(stats["samples"], 3);
+  EXPECT_EQ(stats["seq_len"], 8);
+  ASSERT_EQ(stats["linears"].size(), 9u);
+  ASSERT_EQ(stats["attentions"].size(), 2u);
+  // The first linear (qkv) reads the 64-wide layer norm output.
+  const auto &absmax = stats["linears"]["0"]["input_absmax"];
+  ASSERT_EQ(absmax.size(), 64u);
+  for (const auto &v : absmax)
+    EXPECT_GT(v.get<float>(), 0.0f);
+  EXPECT_FALSE(stats["attentions"]["0"]["k_absmax"].empty());
+}
+
+TEST(Calibrator, NpyFolder) {
+  Artifact a = gpt2(qcc::KvLayout::None);
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("calib", dir));
+  Tensor ids(DType::I64, {5, 6});
+  std::vector<int64_t> v = benchTokenIds(30, kVocab);
+  std::copy(v.begin(), v.end(), ids.data<int64_t>());
+  writeNpy((dir + "/input_ids.npy").str(), ids);
+  int64_t samples = 64, seqLen = 0;
+  auto batches =
+      npyBatches(a.function("main"), dir.str().str(), samples, seqLen, true);
+  EXPECT_EQ(samples, 5); // all there are
+  EXPECT_EQ(seqLen, 6);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].at("input_ids").shape(), (Shape{5, 6}));
+  llvm::sys::fs::remove_directories(dir);
+}
+
+} // namespace
