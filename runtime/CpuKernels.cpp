@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <numbers>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_set>
@@ -1451,16 +1450,14 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
 
 std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
   std::string approx = attrs.s("approximate", "none");
+  // The formulas are the CUDA kernels' (codegen/kernels/numerics.h).
   if (approx == "none")
     return unaryF32("gelu", [](float x) {
-      // float erf (glibc erff: within 1 ulp) is several times faster than
-      // the double one and what float32 reference runtimes use.
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+      return qcc::numerics::geluErf(x);
     })(attrs, ops);
   if (approx == "tanh")
     return unaryF32("gelu", [](float x) {
-      double xd = x, c = std::sqrt(2.0 / std::numbers::pi);
-      return (float)(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
+      return qcc::numerics::geluTanh(x);
     })(attrs, ops);
   fail("gelu: unknown approximate '" + approx + "' (expected none or tanh)");
 }
@@ -1531,7 +1528,7 @@ void attentionReference(int64_t B, int64_t H, int64_t Hkv, int64_t Sq,
         float *row = S.data() + i * Skv;
         if (softcap > 0.0f)
           for (int64_t j = 0; j < Skv; ++j)
-            row[j] = softcapScore(row[j], softcap);
+            row[j] = qcc::numerics::softcap(row[j], softcap);
         if (M) {
           const float *mrow = M + b * mst[0] + h * mst[1] + i * mst[2];
           for (int64_t j = 0; j < Skv; ++j)
@@ -1787,7 +1784,7 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
     std::fill(row + e, row + n, 0.0f);
     if (softcap > 0.0f)
       for (int64_t j = a; j < e; ++j)
-        row[j] = softcapScore(row[j], softcap);
+        row[j] = qcc::numerics::softcap(row[j], softcap);
     if (mask)
       for (int64_t j = a; j < e; ++j)
         row[j] += mask[r * maskRow + (j0 + j) * maskCol];
@@ -1833,11 +1830,12 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"erf", unaryF32("erf", [](float x) { return std::erf(x); })},
       {"tanh", unaryF32("tanh", [](float x) { return std::tanh(x); })},
       {"sigmoid", unaryF32("sigmoid",
-                           [](float x) { return 1.0f / (1.0f + std::exp(-x)); })},
+                           [](float x) { return qcc::numerics::sigmoid(x); })},
       {"exp", unaryF32("exp", [](float x) { return std::exp(x); })},
       {"cos", unaryF32("cos", [](float x) { return std::cos(x); })},
       {"sin", unaryF32("sin", [](float x) { return std::sin(x); })},
-      {"relu", unaryF32("relu", [](float x) { return x > 0.0f ? x : 0.0f; })},
+      {"relu",
+       unaryF32("relu", [](float x) { return qcc::numerics::relu(x); })},
       {"neg", unaryNumeric("neg", [](auto x) { return decltype(x)(-x); })},
       {"abs", unaryNumeric("abs", [](auto x) {
          return x < decltype(x)(0) ? decltype(x)(-x) : x;
@@ -1880,7 +1878,7 @@ const std::unordered_map<std::string, CpuKernel> &qcc::rt::cpuKernels() {
       {"rms_norm", rmsNormK},
       {"gelu", geluK},
       {"silu", unaryF32("silu",
-                        [](float x) { return x / (1.0f + std::exp(-x)); })},
+                        [](float x) { return qcc::numerics::silu(x); })},
       {"softmax", softmaxK},
       {"attention", attentionK},
       {"rotary", rotaryK},
