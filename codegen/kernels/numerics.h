@@ -34,10 +34,14 @@
 #ifndef QCC_KERNELS_NUMERICS_H
 #define QCC_KERNELS_NUMERICS_H
 
+// __host__ __device__ where CUDA compiles, nothing elsewhere (no inline: the
+// functions say it themselves).
+#ifndef QCC_HOST_DEVICE
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define QCC_HOST_DEVICE __host__ __device__
 #else
 #define QCC_HOST_DEVICE
+#endif
 #endif
 
 #if !defined(__CUDACC_RTC__)
