@@ -12,22 +12,23 @@
 //   - the formula and its operation order: every +, -, *, / is one rounded
 //     float (or double) operation, written as fadd / fmul / ... below. On the
 //     device these are __fadd_rn etc., which are never contracted into an
-//     FMA; on the host they are plain operators, so every translation unit
-//     that includes this header must be compiled with -ffp-contract=off
-//     (runtime/CMakeLists.txt does so for the CPU kernels; GCC's default,
-//     fast, would fuse a * b + c on a host with FMA).
+//     FMA; on the host they are plain operators, so a translation unit that
+//     calls a formula with a product feeding a sum (geluTanh) must be
+//     compiled with -ffp-contract=off (runtime/CMakeLists.txt does so for
+//     CpuKernels.cpp and CpuQuantKernels.cpp; GCC's default, fast, fuses
+//     a * b + c into an FMA on a host that has one).
 //   - quantization (roundHalfEven, quantizeSymmetric, quantizeAsymmetric,
 //     the scales, dequantize) uses only exact or correctly rounded steps:
 //     bit for bit on both sides (docs/QUANTIZATION.md).
 //   - NOT bit-exact: the libm calls erff, expf, tanhf, tanh (double). Neither
-//     glibc nor CUDA's libdevice rounds them correctly (CUDA documents
-//     erff 2 ulp, expf 2 ulp, tanhf 2 ulp, tanh 1 ulp; glibc's are within
-//     1-2 ulp), so an activation may differ by an ulp or two after the
-//     following exact steps. The GELU tanh form runs in double and rounds to
-//     float once at the end, which hides tanh's double ulps in all but rare
-//     cases. test/e2e/check_gpu.py allows 1e-5 relative for the kinds that
-//     contain these calls (gemm_i8+gelu, gemm_i8+silu, elementwise) and 0
-//     for the others (gemm_i8, embedding).
+//     glibc nor CUDA's libdevice rounds them correctly (both document errors
+//     of a few ulp: the CUDA C++ Programming Guide's Mathematical Functions
+//     appendix, glibc's "Errors in Math Functions"), so an activation may
+//     differ by an ulp or two after the following exact steps. The GELU tanh
+//     form runs in double and rounds to float once at the end, which hides
+//     tanh's double ulps in all but rare cases. test/e2e/check_gpu.py allows
+//     1e-5 relative for the kinds that contain these calls (gemm_i8+gelu,
+//     gemm_i8+silu, elementwise) and 0 for the others (gemm_i8, embedding).
 // No fast intrinsics (__expf, tanh.approx): agreement first.
 //
 //===----------------------------------------------------------------------===//
