@@ -2,10 +2,10 @@
 //
 // The back end of codegen: every kernel region becomes a CUDA C++ translation
 // unit (extern "C" __global__ kernels that instantiate the device templates of
-// codegen/kernels/*.cuh, included as "qcc/<file>.cuh"); this driver compiles
-// each one with NVRTC into a cubin per real architecture (default sm_80,
-// sm_90) and PTX for one virtual architecture (default compute_90) so later
-// GPUs can JIT it.
+// codegen/kernels/*.cuh and numerics.h, included as "qcc/<file>"); this
+// driver compiles each one with NVRTC into a cubin per real architecture
+// (default sm_80, sm_90) and PTX for one virtual architecture (default
+// compute_90) so later GPUs can JIT it.
 //
 // - The device templates are embedded in the library at build time, so qcc
 //   works from any directory. CUDA's own headers come from the toolkit include
@@ -96,7 +96,7 @@ compileKernels(const std::vector<KernelSource> &sources,
 
 /// A header of codegen/kernels, embedded at build time.
 struct EmbeddedHeader {
-  std::string_view includeName; // "qcc/<file>.cuh"
+  std::string_view includeName; // "qcc/<file>.cuh" or "qcc/numerics.h"
   std::string_view contents;
 };
 /// The embedded headers, sorted by include name (defined in the generated

@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <numbers>
 #include <numeric>
 #include <stdexcept>
 
@@ -1430,17 +1429,13 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
 
 std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
   std::string approx = attrs.s("approximate", "none");
+  // The formulas are the CUDA kernels' (codegen/kernels/numerics.h).
   if (approx == "none")
-    return unaryF32(OpKind::Gelu, ops, [](float x) {
-      // float erf (glibc erff: within 1 ulp) is several times faster than
-      // the double one and what float32 reference runtimes use.
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    });
+    return unaryF32(OpKind::Gelu, ops,
+                    [](float x) { return qcc::numerics::geluErf(x); });
   if (approx == "tanh")
-    return unaryF32(OpKind::Gelu, ops, [](float x) {
-      double xd = x, c = std::sqrt(2.0 / std::numbers::pi);
-      return (float)(0.5 * xd * (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
-    });
+    return unaryF32(OpKind::Gelu, ops,
+                    [](float x) { return qcc::numerics::geluTanh(x); });
   fail("gelu: unknown approximate '" + approx + "' (expected none or tanh)");
 }
 
@@ -1510,7 +1505,7 @@ void attentionReference(int64_t B, int64_t H, int64_t Hkv, int64_t Sq,
         float *row = S.data() + i * Skv;
         if (softcap > 0.0f)
           for (int64_t j = 0; j < Skv; ++j)
-            row[j] = softcapScore(row[j], softcap);
+            row[j] = qcc::numerics::softcap(row[j], softcap);
         if (M) {
           const float *mrow = M + b * mst[0] + h * mst[1] + i * mst[2];
           for (int64_t j = 0; j < Skv; ++j)
@@ -1762,7 +1757,7 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
     std::fill(row + e, row + n, 0.0f);
     if (softcap > 0.0f)
       for (int64_t j = a; j < e; ++j)
-        row[j] = softcapScore(row[j], softcap);
+        row[j] = qcc::numerics::softcap(row[j], softcap);
     if (mask)
       for (int64_t j = a; j < e; ++j)
         row[j] += mask[r * maskRow + (j0 + j) * maskCol];
@@ -1815,7 +1810,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
     return unaryF32(op, ops, [](float x) { return std::tanh(x); });
   case OpKind::Sigmoid:
     return unaryF32(op, ops,
-                    [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+                    [](float x) { return qcc::numerics::sigmoid(x); });
   case OpKind::Exp:
     return unaryF32(op, ops, [](float x) { return std::exp(x); });
   case OpKind::Cos:
@@ -1823,7 +1818,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Sin:
     return unaryF32(op, ops, [](float x) { return std::sin(x); });
   case OpKind::Relu:
-    return unaryF32(op, ops, [](float x) { return x > 0.0f ? x : 0.0f; });
+    return unaryF32(op, ops, [](float x) { return qcc::numerics::relu(x); });
   case OpKind::Neg:
     return unaryNumeric(op, ops, [](auto x) { return decltype(x)(-x); });
   case OpKind::Abs:
@@ -1864,7 +1859,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Gelu: return geluK(attrs, ops);
   case OpKind::Silu:
     return unaryF32(op, ops,
-                    [](float x) { return x / (1.0f + std::exp(-x)); });
+                    [](float x) { return qcc::numerics::silu(x); });
   case OpKind::Softmax: return softmaxK(attrs, ops);
   case OpKind::Attention: return attentionK(attrs, ops);
   case OpKind::Rotary: return rotaryK(attrs, ops);

@@ -12,6 +12,7 @@
 #define QCC_RUNTIME_CPUKERNELS_H
 
 #include "format/OpKind.h"
+#include "codegen/kernels/numerics.h" // formulas shared with the CUDA kernels
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -40,12 +41,6 @@ public:
 private:
   const nlohmann::json &j;
 };
-
-/// An attention score after Gemma-2's logit softcapping (`attention` and
-/// `kv_attention` with softcap > 0): cap * tanh(x / cap).
-inline float softcapScore(float x, float cap) {
-  return cap * std::tanh(x / cap);
-}
 
 /// Which implementation `attention` and `kv_attention` run. Fast (the
 /// default): keys that the causal mask or the sliding window excludes are

@@ -6,14 +6,17 @@
 //   qlinear   int32 accumulation of i8 x i8 (exact), then the float epilogue
 //             float(acc - zp * wsum[n]) * (xs * ws[n]) + bias[n], in that
 //             order, each step rounded to float32.
-// This file is compiled with -ffp-contract=off (runtime/CMakeLists.txt) so
-// that the epilogue's multiply and add are never fused into one FMA: the
-// CUDA kernels and the tests apply the same two roundings.
+// The element rules (rounding, scales, the dequantization) are those of
+// codegen/kernels/numerics.h, which the CUDA kernels use too. This file is
+// compiled with -ffp-contract=off (runtime/CMakeLists.txt) so that the
+// epilogue's multiply and add are never fused into one FMA: the CUDA kernels
+// and the tests apply the same two roundings.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuQuantKernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -57,9 +60,7 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
       for (int64_t i = 0; i < n; ++i)
         if (std::fabs(in[i]) > absmax)
           absmax = std::fabs(in[i]);
-      scale = absmax / (float)qcc::format::symmetricQMax();
-      if (scale == 0.0f)
-        scale = 1.0f;
+      scale = qcc::numerics::symmetricScale(absmax);
     }
     zp = 0;
     for (int64_t i = 0; i < n; ++i)
@@ -73,17 +74,10 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
     if (in[i] > mx)
       mx = in[i];
   }
-  constexpr float qmin = qcc::format::asymmetricQMin(),
-                  qmax = qcc::format::asymmetricQMax();
-  scale = (mx - mn) / (float)qcc::format::asymmetricSteps();
-  if (scale == 0.0f)
-    scale = 1.0f;
-  zp = (int32_t)roundHalfEven(-mn / scale) + qcc::format::asymmetricQMin();
-  for (int64_t i = 0; i < n; ++i) {
-    float r = std::isnan(in[i]) ? 0.0f : roundHalfEven(in[i] / scale);
-    float v = r + (float)zp;
-    out[i] = (int8_t)(v < qmin ? qmin : (v > qmax ? qmax : v));
-  }
+  scale = qcc::numerics::asymmetricScale(mn, mx);
+  zp = qcc::numerics::asymmetricZeroPoint(mn, scale);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = qcc::numerics::quantizeAsymmetric(in[i], scale, zp);
 }
 
 } // namespace
@@ -191,11 +185,10 @@ std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
       int32_t acc = 0;
       for (int64_t k = 0; k < K; ++k)
         acc += (int32_t)xr[k] * (int32_t)wr[k];
-      int32_t c = acc - XZ[rowZ ? m : 0] * WSUM[n];
-      float sc = XS[rowS ? m : 0] * WS[n];
-      float y = (float)c * sc;
+      float y = qcc::numerics::dequantize(acc, XZ[rowZ ? m : 0], WSUM[n],
+                                     XS[rowS ? m : 0], WS[n]);
       if (B)
-        y = y + B[n];
+        y = qcc::numerics::fadd(y, B[n]);
       Y[m * N + n] = y;
     }
   return {std::move(r)};

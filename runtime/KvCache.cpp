@@ -297,7 +297,8 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
               for (int64_t d = 0; d < D; ++d)
                 dot += qt[d] * load(kj, d, ks);
               float x = scale * dot;
-              P[first + j] = softcap > 0.0f ? softcapScore(x, softcap) : x;
+              P[first + j] =
+                  softcap > 0.0f ? qcc::numerics::softcap(x, softcap) : x;
               mx = std::max(mx, P[first + j]);
             }
           });

@@ -47,7 +47,7 @@
 #ifndef QCC_KERNELS_ATTENTION_DECODE_CUH
 #define QCC_KERNELS_ATTENTION_DECODE_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 #include "qcc/kv_cache.cuh"
 #include "qcc/rotary.cuh"
 
@@ -96,7 +96,6 @@ template <int HeadDim, int NumWarps, int ChunkSize, bool Rotary, typename T,
           typename RopeT, typename Cache>
 __device__ __forceinline__ void
 attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
-  using namespace kutil;
   static_assert(Cache::kHasCache, "decode attention reads a KV cache");
   using S = typename Cache::Storage;
   constexpr int kVpl = HeadDim / 32; // dims per lane: lane * kVpl + e
@@ -161,7 +160,7 @@ attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
 #pragma unroll
     for (int e = 0; e < kVpl; ++e) dot += qv[e] * kx[e];
     float sc = warpSum(dot) * p.scale;
-    if (p.softcap > 0.0f) sc = p.softcap * tanhf(sc / p.softcap);
+    if (p.softcap > 0.0f) sc = numerics::softcap(sc, p.softcap);
     const float mNew = fmaxf(m, sc);
     const float corr = expf(m - mNew); // 0 when m = -inf
     const float pw = expf(sc - mNew);
@@ -218,7 +217,6 @@ template <int HeadDim, typename T>
 __device__ __forceinline__ void attentionDecodeCombineRow(const float *ws_ml,
                                                           const float *ws_acc, T *out,
                                                           int num_heads, int splits) {
-  using namespace kutil;
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   if (d >= HeadDim) return;
   const long long bh = (long long)b * num_heads + h;

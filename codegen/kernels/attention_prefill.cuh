@@ -46,7 +46,7 @@
 #ifndef QCC_KERNELS_ATTENTION_PREFILL_CUH
 #define QCC_KERNELS_ATTENTION_PREFILL_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 #include "qcc/kv_cache.cuh"
 #include "qcc/rotary.cuh"
 
@@ -98,7 +98,7 @@ __device__ __forceinline__ float newKvElement(const AttnPrefillParams<T, RopeT, 
   const T *head = base + ((long long)b * seq_kv + t) * p.num_kv_heads * HeadDim +
                   (long long)g * HeadDim;
   float x = (Rotary && which == 0) ? ropeElement<HeadDim>(head, d, p.rope, b, t)
-                                   : kutil::toFloat(head[d]);
+                                   : toFloat(head[d]);
   return p.cache.roundTrip(x, p.cache.scale(which, g));
 }
 } // namespace detail
@@ -107,7 +107,6 @@ template <int HeadDim, int BlockQ, int BlockKV, int NumWarps, bool Causal,
           bool Rotary, typename T, typename RopeT, typename Cache>
 __device__ __forceinline__ void
 attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
-  using namespace kutil;
   using L = AttnPrefillLaunch<HeadDim, BlockQ, BlockKV, NumWarps>;
   constexpr int kThreads = L::kBlockThreads;
   constexpr int kRowsPerWarp = BlockQ / NumWarps;
@@ -218,7 +217,7 @@ attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
 #pragma unroll 16
           for (int d = 0; d < HeadDim; ++d) dot += qrow[d] * krow[d];
           s = dot * p.scale;
-          if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
+          if (p.softcap > 0.0f) s = numerics::softcap(s, p.softcap);
         }
         const float mNew = fmaxf(m[i], warpMax(s));
         if (mNew == negInf()) continue; // nothing allowed yet (warp-uniform)

@@ -1,19 +1,22 @@
 //===- common.cuh - helpers shared by every qcc device template -----------===//
 //
-// Included (as "qcc/common.cuh") by every template in codegen/kernels. Compiled
-// with NVRTC, which has no standard library: everything needed is defined
-// here, in namespace qcc. The API below is stable; add, never change.
+// Included (as "qcc/common.cuh") by every template in codegen/kernels: the one
+// device helper header. Compiled with NVRTC, which has no standard library:
+// everything needed is defined here, in namespace qcc. The numeric formulas
+// (activations, rounding, quantization) are not here but in numerics.h,
+// shared with the CPU kernels, as qcc::numerics::*.
 //
 //   integer types      qcc::int8_t ... qcc::uint64_t
+//   sizes              CeilDiv<A, B>, ceil_div, imin, imax, IsSame
 //   cp.async           cp_async_16(smem, gmem, pred)  16 B, .cg, zero-fill when
 //                      !pred; cp_async_commit(); cp_async_wait<N>()
 //   ldmatrix           ldmatrix_x4 / ldmatrix_x2 (and _trans)
 //   mma.sync           mma_s8_16832 (m16n8k32 s8.s8.s32), mma_f16_16816
 //                      (m16n8k16 f16.f16.f32), mma_bf16_16816
-//   exact float math   every step rounded to f32 as the CPU reference does
-//                      (it is compiled with -ffp-contract=off): fmul/fadd/...,
-//                      dequant_i32, quantize_symmetric
-//   warp reductions    warp_sum / warp_max
+//   conversions        toFloat (float, __half, __nv_bfloat16, signed char),
+//                      fromFloat<T> (float, __half), negInf
+//   reductions         warpSum / warpMax / warpMin, warpReduce<Op>,
+//                      blockReduce<Threads, Op>
 //
 // cp.async, ldmatrix and mma need sm_80+; on older targets the cp.async
 // helpers fall back to synchronous copies and the others are not defined, so
@@ -25,6 +28,8 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+
+#include "qcc/numerics.h"
 
 namespace qcc {
 
@@ -49,8 +54,20 @@ template <int A, int B> struct CeilDiv {
 __host__ __device__ constexpr int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
+__host__ __device__ constexpr int imin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr int imax(int a, int b) { return a > b ? a : b; }
 
-//===--- shared memory addresses, cp.async ---------------------------------===//
+template <class A, class B> struct IsSame {
+  static constexpr bool value = false;
+};
+template <class A> struct IsSame<A, A> {
+  static constexpr bool value = true;
+};
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+//===--- shared memory addresses, cp.async --------------------------------===//
 
 QCC_DEVICE uint32_t smem_u32(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -89,7 +106,7 @@ template <int N> QCC_DEVICE void cp_async_wait() {
 #endif
 }
 
-//===--- ldmatrix, mma.sync (sm_80+) ---------------------------------------===//
+//===--- ldmatrix, mma.sync (sm_80+) --------------------------------------===//
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 
@@ -162,84 +179,81 @@ QCC_DEVICE void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4],
 
 #endif // sm_80+
 
-//===--- exact float math ---------------------------------------------------===//
-//
-// Each helper rounds once to f32 (no FMA contraction), matching the CPU
-// reference compiled with -ffp-contract=off.
+//===--- conversions ------------------------------------------------------===//
 
-QCC_DEVICE float fmul(float a, float b) { return __fmul_rn(a, b); }
-QCC_DEVICE float fadd(float a, float b) { return __fadd_rn(a, b); }
-QCC_DEVICE float fsub(float a, float b) { return __fsub_rn(a, b); }
-QCC_DEVICE float fdiv(float a, float b) { return __fdiv_rn(a, b); }
-QCC_DEVICE float i2f(int32_t v) { return __int2float_rn(v); }
+QCC_DEVICE float toFloat(float v) { return v; }
+QCC_DEVICE float toFloat(__half v) { return __half2float(v); }
+QCC_DEVICE float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+QCC_DEVICE float toFloat(signed char v) { return (float)v; }
 
-/// The qlinear dequantization of docs/QUANTIZATION.md, in its order:
-/// float(acc - zp * wsum) * (xs * ws). Integer steps wrap like the CPU's.
-QCC_DEVICE float dequant_i32(int32_t acc, int32_t zp, int32_t wsum, float xs,
-                             float ws) {
-  int32_t c = static_cast<int32_t>(static_cast<uint32_t>(acc) -
-                                   static_cast<uint32_t>(zp) *
-                                       static_cast<uint32_t>(wsum));
-  return fmul(i2f(c), fmul(xs, ws));
+template <typename T> struct FromFloat;
+template <> struct FromFloat<float> {
+  static QCC_DEVICE float cvt(float v) { return v; }
+};
+template <> struct FromFloat<__half> {
+  static QCC_DEVICE __half cvt(float v) { return __float2half_rn(v); }
+};
+template <typename T> QCC_DEVICE T fromFloat(float v) {
+  return FromFloat<T>::cvt(v);
 }
 
-/// clamp(round_half_even(v), lo, hi) as an integer; NaN gives 0 (the CPU's
-/// roundClamp).
-QCC_DEVICE int32_t round_clamp(float v, float lo, float hi) {
-  if (v != v)
-    return 0;
-  float r = rintf(v); // round half to even
-  r = r < lo ? lo : (r > hi ? hi : r);
-  return static_cast<int32_t>(r);
-}
+QCC_DEVICE float negInf() { return __int_as_float(0xff800000); }
 
-/// Symmetric int8: clamp(round_half_even(x / scale), -127, 127).
-QCC_DEVICE int8_t quantize_symmetric(float x, float scale) {
-  return static_cast<int8_t>(round_clamp(fdiv(x, scale), -127.0f, 127.0f));
-}
+//===--- reductions -------------------------------------------------------===//
 
-/// Asymmetric int8: clamp(round_half_even(x / scale) + zp, -128, 127), NaN
-/// quantized as zp.
-QCC_DEVICE int8_t quantize_asymmetric(float x, float scale, int32_t zp) {
-  float v = fdiv(x, scale);
-  float r = (v != v) ? 0.0f : rintf(v);
-  r = fadd(r, i2f(zp));
-  r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
-  return static_cast<int8_t>(static_cast<int32_t>(r));
-}
-
-//===--- loads as float -----------------------------------------------------===//
-
-QCC_DEVICE float to_float(float v) { return v; }
-QCC_DEVICE float to_float(__half v) { return __half2float(v); }
-QCC_DEVICE float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-//===--- warp reductions ----------------------------------------------------===//
-
-QCC_DEVICE int32_t warp_sum(int32_t v) {
+QCC_DEVICE int32_t warpSum(int32_t v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
+    v += __shfl_xor_sync(kFullMask, v, o);
   return v;
 }
-QCC_DEVICE float warp_sum(float v) {
+QCC_DEVICE float warpSum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
-    v = fadd(v, __shfl_xor_sync(0xffffffffu, v, o));
+    v = numerics::fadd(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
 }
 /// Max ignoring NaN (fmaxf), so order independent.
-QCC_DEVICE float warp_max(float v) {
+QCC_DEVICE float warpMax(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
 }
-QCC_DEVICE float warp_min(float v) {
+QCC_DEVICE float warpMin(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
-    v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    v = fminf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
+}
+
+enum class ReduceOp { Sum, Max, Min };
+
+template <ReduceOp Op> QCC_DEVICE float warpReduce(float v) {
+  if (Op == ReduceOp::Sum) return warpSum(v);
+  if (Op == ReduceOp::Max) return warpMax(v);
+  return warpMin(v);
+}
+
+/// Block-wide reduction; every thread gets the result. `scratch` holds at
+/// least BlockThreads / 32 floats of shared memory. Contains two
+/// __syncthreads, so it can be called repeatedly with the same scratch.
+template <int BlockThreads, ReduceOp Op>
+QCC_DEVICE float blockReduce(float v, float *scratch) {
+  static_assert(BlockThreads % kWarpSize == 0 && BlockThreads <= 1024,
+                "BlockThreads must be a multiple of 32, at most 1024");
+  constexpr int kWarps = BlockThreads / kWarpSize;
+  v = warpReduce<Op>(v);
+  if (kWarps == 1) return v;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  __syncthreads(); // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float identity = Op == ReduceOp::Sum ? 0.0f
+                   : (Op == ReduceOp::Max ? __int_as_float(0xff800000)
+                                          : __int_as_float(0x7f800000));
+  float r = lane < kWarps ? scratch[lane] : identity;
+  return warpReduce<Op>(r);
 }
 
 } // namespace qcc

@@ -14,7 +14,7 @@
 #ifndef QCC_KERNELS_EMBEDDING_CUH
 #define QCC_KERNELS_EMBEDDING_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 
 namespace qcc {
 
@@ -34,13 +34,13 @@ __device__ __forceinline__ void embeddingRow(const TableT *__restrict__ table,
   const long long id = ids[i];
   OutT *o = out + (long long)i * dim;
   if (id < 0 || id >= vocab) {
-    for (int e = threadIdx.x; e < dim; e += BlockThreads) o[e] = kutil::fromFloat<OutT>(0.0f);
+    for (int e = threadIdx.x; e < dim; e += BlockThreads) o[e] = fromFloat<OutT>(0.0f);
     if (threadIdx.x == 0 && error_flag != nullptr) atomicMax(error_flag, 1);
     return;
   }
   const TableT *r = table + id * dim;
   for (int e = threadIdx.x; e < dim; e += BlockThreads)
-    o[e] = kutil::fromFloat<OutT>(kutil::toFloat(r[e]));
+    o[e] = fromFloat<OutT>(toFloat(r[e]));
 }
 
 template <int BlockThreads, typename TableT, typename OutT>

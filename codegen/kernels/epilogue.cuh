@@ -17,10 +17,11 @@
 // Integer GEMMs deliver the int32 accumulator: the first stage must take it
 // (kIntInput: DequantPerTokenPerChannel, or StoreI32 alone); float GEMMs
 // deliver f32 and the chain must not start with an int stage. Both are
-// checked at compile time. Every float step is rounded to f32 exactly as the
-// CPU reference does (qcc::fmul/fadd, no FMA contraction); erf/tanh/exp are
-// the CUDA library functions (within 2 ulp), so activations agree with the CPU
-// within a tolerance, the dequantization and bias bit for bit.
+// checked at compile time. Every formula is the CPU's own, from numerics.h
+// (qcc::numerics, one rounding per operation, no FMA contraction): the
+// dequantization, bias, residual and requantization agree with the CPU bit
+// for bit, the activations up to the erf/tanh/exp library calls (numerics.h
+// says which ulps differ).
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_KERNELS_EPILOGUE_CUH
@@ -29,13 +30,6 @@
 #include "qcc/common.cuh"
 
 namespace qcc {
-
-template <class A, class B> struct IsSame {
-  static constexpr bool value = false;
-};
-template <class A> struct IsSame<A, A> {
-  static constexpr bool value = true;
-};
 
 //===--- int32 -> float ----------------------------------------------------===//
 
@@ -54,7 +48,7 @@ struct DequantPerTokenPerChannel {
 
   QCC_DEVICE float apply(int32_t acc, int m, int n) const {
     int32_t zp = xz ? xz[m * xz_stride] : 0;
-    return dequant_i32(acc, zp, wsum[n], xs[m * xs_stride], ws[n]);
+    return numerics::dequantize(acc, zp, wsum[n], xs[m * xs_stride], ws[n]);
   }
 };
 
@@ -65,7 +59,7 @@ template <class T = float> struct AddBias {
   static constexpr bool kIntInput = false;
   const T *bias;
   QCC_DEVICE float apply(float v, int, int n) const {
-    return fadd(v, to_float(bias[n]));
+    return numerics::fadd(v, toFloat(bias[n]));
   }
 };
 
@@ -75,37 +69,31 @@ template <class T = float> struct AddResidual {
   const T *residual;
   int ld;
   QCC_DEVICE float apply(float v, int m, int n) const {
-    return fadd(v, to_float(residual[static_cast<int64_t>(m) * ld + n]));
+    return numerics::fadd(v, toFloat(residual[static_cast<int64_t>(m) * ld + n]));
   }
 };
 
-/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), evaluated as the CPU does:
-/// (0.5f * x) * (1.0f + erff(x * 0.70710678f)).
+/// qcc.gelu approximate = "none" (numerics::geluErf).
 struct GeluErf {
   static constexpr bool kIntInput = false;
   QCC_DEVICE float apply(float x, int, int) const {
-    return fmul(fmul(0.5f, x), fadd(1.0f, erff(fmul(x, 0.70710678118654752f))));
+    return numerics::geluErf(x);
   }
 };
 
-/// gelu, tanh approximation, in double as the CPU does:
-/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+/// qcc.gelu approximate = "tanh" (numerics::geluTanh, in double).
 struct GeluTanh {
   static constexpr bool kIntInput = false;
   QCC_DEVICE float apply(float x, int, int) const {
-    double xd = x;
-    double c = __dsqrt_rn(__ddiv_rn(2.0, 3.141592653589793));
-    double x3 = __dmul_rn(__dmul_rn(__dmul_rn(0.044715, xd), xd), xd);
-    double t = tanh(__dmul_rn(c, __dadd_rn(xd, x3)));
-    return __double2float_rn(__dmul_rn(__dmul_rn(0.5, xd), __dadd_rn(1.0, t)));
+    return numerics::geluTanh(x);
   }
 };
 
-/// silu(x) = x / (1 + exp(-x)).
+/// qcc.silu (numerics::silu).
 struct Silu {
   static constexpr bool kIntInput = false;
   QCC_DEVICE float apply(float x, int, int) const {
-    return fdiv(x, fadd(1.0f, expf(-x)));
+    return numerics::silu(x);
   }
 };
 
@@ -160,7 +148,7 @@ struct RequantizeStatic {
   int ld;
   float scale;
   QCC_DEVICE void store(float v, int m, int n) const {
-    out[static_cast<int64_t>(m) * ld + n] = quantize_symmetric(v, scale);
+    out[static_cast<int64_t>(m) * ld + n] = numerics::quantizeSymmetric(v, scale);
   }
 };
 

@@ -380,7 +380,7 @@ QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
   for (int c = 0; c < ColsPerWarp; ++c)
 #pragma unroll
     for (int m = 0; m < MaxM; ++m)
-      acc[c][m] = warp_sum(acc[c][m]);
+      acc[c][m] = warpSum(acc[c][m]);
 
 #pragma unroll
   for (int c = 0; c < ColsPerWarp; ++c)

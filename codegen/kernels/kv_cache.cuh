@@ -12,14 +12,15 @@
 //
 // S (storage) is float, __half or signed char (int8). For int8, k_scales /
 // v_scales are [layers][kv_heads] floats (docs/QUANTIZATION.md section 4):
-// stored q = clamp(rhe(x / scale), -127, 127), read back q * scale.
+// stored q = clamp(rhe(x / scale), -127, 127), read back q * scale
+// (numerics::quantizeSymmetric / dequantizeSymmetric, shared with the CPU).
 // `which` is 0 for K and 1 for V.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_KERNELS_KV_CACHE_CUH
 #define QCC_KERNELS_KV_CACHE_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 
 namespace qcc {
 
@@ -37,10 +38,10 @@ template <> struct KvElem<__half> {
 template <> struct KvElem<signed char> {
   static constexpr bool kScaled = true;
   static __device__ __forceinline__ signed char store(float x, float s) {
-    return kutil::quantizeSymmetric(x, s);
+    return numerics::quantizeSymmetric(x, s);
   }
   static __device__ __forceinline__ float load(signed char v, float s) {
-    return __fmul_rn((float)v, s);
+    return numerics::dequantizeSymmetric(v, s);
   }
 };
 

@@ -27,7 +27,7 @@
 #ifndef QCC_KERNELS_NORM_CUH
 #define QCC_KERNELS_NORM_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 
 namespace qcc {
 
@@ -59,9 +59,9 @@ __device__ __forceinline__ float normElement(float x, float center, float denom,
                                              const ParamT *gamma, const ParamT *beta,
                                              int i) {
   float y = __fdiv_rn(__fadd_rn(x, -center), denom);
-  y = __fmul_rn(y, kutil::toFloat(gamma[i]));
+  y = __fmul_rn(y, toFloat(gamma[i]));
   if (Kind == NormKind::LayerNorm && beta != nullptr)
-    y = __fadd_rn(y, kutil::toFloat(beta[i]));
+    y = __fadd_rn(y, toFloat(beta[i]));
   return y;
 }
 } // namespace detail
@@ -69,12 +69,11 @@ __device__ __forceinline__ float normElement(float x, float center, float denom,
 template <int BlockThreads, NormKind Kind, bool Quantize, typename InT,
           typename OutT, typename ParamT = float>
 __device__ __forceinline__ void normRow(const NormParams<InT, OutT, ParamT> &p) {
-  using namespace kutil;
   __shared__ float scratch[BlockThreads / kWarpSize];
   const int row = blockIdx.x;
   if (row >= p.rows) return;
   const int D = p.dim;
-  const InT *x = p.in + (i64)row * D;
+  const InT *x = p.in + (int64_t)row * D;
 
   float center = 0.0f, denom;
   if (Kind == NormKind::LayerNorm) {
@@ -102,17 +101,17 @@ __device__ __forceinline__ void normRow(const NormParams<InT, OutT, ParamT> &p) 
   for (int i = threadIdx.x; i < D; i += BlockThreads) {
     float y = detail::normElement<Kind>(toFloat(x[i]), center, denom, p.gamma,
                                         p.beta, i);
-    if (p.out != nullptr) p.out[(i64)row * D + i] = fromFloat<OutT>(y);
+    if (p.out != nullptr) p.out[(int64_t)row * D + i] = fromFloat<OutT>(y);
     if (Quantize) absmax = fmaxf(absmax, fabsf(y)); // fmaxf ignores NaN, as the CPU
   }
   if (!Quantize) return;
 
   absmax = blockReduce<BlockThreads, ReduceOp::Max>(absmax, scratch);
-  const float scale = symmetricScale(absmax);
+  const float scale = numerics::symmetricScale(absmax);
   for (int i = threadIdx.x; i < D; i += BlockThreads) {
     float y = detail::normElement<Kind>(toFloat(x[i]), center, denom, p.gamma,
                                         p.beta, i);
-    p.q[(i64)row * D + i] = quantizeSymmetric(y, scale);
+    p.q[(int64_t)row * D + i] = numerics::quantizeSymmetric(y, scale);
   }
   if (threadIdx.x == 0) {
     p.q_scale[row] = scale;

@@ -1,6 +1,7 @@
 //===- quantize.cuh - dynamic int8 quantization of rows (qcc.quantize) ---===//
 //
-// docs/QUANTIZATION.md section 3, bit for bit with the CPU reference:
+// docs/QUANTIZATION.md section 3, bit for bit with the CPU reference (both
+// use numerics.h):
 //   symmetric:  scale = absmax / 127 (1 if 0), q = clamp(rhe(x / scale), -127, 127), zp = 0
 //   asymmetric: mn = min(0, min x), mx = max(0, max x), scale = (mx - mn) / 255
 //               (1 if 0), zp = rhe(-mn / scale) - 128,
@@ -33,7 +34,7 @@ namespace qcc {
 template <int Threads, bool Max> QCC_DEVICE float block_minmax(float v) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "");
   __shared__ float qcc_quant_red[32];
-  v = Max ? warp_max(v) : warp_min(v);
+  v = Max ? warpMax(v) : warpMin(v);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __syncthreads(); // previous use of qcc_quant_red is finished
   if (lane == 0)
@@ -55,13 +56,11 @@ QCC_DEVICE void quantize_rows(const T *X, int8_t *Q, float *S, int32_t *Z,
     if (!Asymmetric) {
       float amax = 0.0f;
       for (int k = threadIdx.x; k < K; k += Threads)
-        amax = fmaxf(amax, fabsf(to_float(x[k])));
+        amax = fmaxf(amax, fabsf(toFloat(x[k])));
       amax = block_minmax<Threads, true>(amax);
-      float scale = fdiv(amax, 127.0f);
-      if (scale == 0.0f)
-        scale = 1.0f;
+      const float scale = numerics::symmetricScale(amax);
       for (int k = threadIdx.x; k < K; k += Threads)
-        q[k] = quantize_symmetric(to_float(x[k]), scale);
+        q[k] = numerics::quantizeSymmetric(toFloat(x[k]), scale);
       if (threadIdx.x == 0) {
         S[m] = scale;
         if (Z)
@@ -70,18 +69,16 @@ QCC_DEVICE void quantize_rows(const T *X, int8_t *Q, float *S, int32_t *Z,
     } else {
       float mn = 0.0f, mx = 0.0f;
       for (int k = threadIdx.x; k < K; k += Threads) {
-        float v = to_float(x[k]);
+        float v = toFloat(x[k]);
         mn = fminf(mn, v);
         mx = fmaxf(mx, v);
       }
       mn = block_minmax<Threads, false>(mn);
       mx = block_minmax<Threads, true>(mx);
-      float scale = fdiv(fsub(mx, mn), 255.0f);
-      if (scale == 0.0f)
-        scale = 1.0f;
-      int32_t zp = static_cast<int32_t>(rintf(fdiv(-mn, scale))) - 128;
+      const float scale = numerics::asymmetricScale(mn, mx);
+      const int32_t zp = numerics::asymmetricZeroPoint(mn, scale);
       for (int k = threadIdx.x; k < K; k += Threads)
-        q[k] = quantize_asymmetric(to_float(x[k]), scale, zp);
+        q[k] = numerics::quantizeAsymmetric(toFloat(x[k]), scale, zp);
       if (threadIdx.x == 0) {
         S[m] = scale;
         if (Z)

@@ -2,8 +2,8 @@
 //
 // NVRTC include name "qcc/quantize_static.cuh". docs/QUANTIZATION.md section 3,
 // `qcc.quantize {granularity = "per_tensor", scale = S}` (O3): the scale is the
-// calibration attribute (finite, > 0), q = clamp(rhe(x / S), -127, 127) with
-// __fdiv_rn / __float2int_rn (equal to the CPU's quantizeSymmetric), zp = 0.
+// calibration attribute (finite, > 0), q = clamp(rhe(x / S), -127, 127)
+// (numerics::quantizeSymmetric, the CPU's own), zp = 0.
 // Dynamic per-token / per-tensor quantization is qcc/quantize.cuh
 // (quantize_rows).
 //
@@ -16,7 +16,7 @@
 #ifndef QCC_KERNELS_QUANTIZE_STATIC_CUH
 #define QCC_KERNELS_QUANTIZE_STATIC_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 
 namespace qcc {
 
@@ -39,7 +39,7 @@ quantizePerTensorStaticBody(const InT *__restrict__ in, signed char *__restrict_
 #pragma unroll
   for (int e = 0; e < ElemsPerThread; ++e) {
     const long long i = base + (long long)e * BlockThreads;
-    if (i < n) q[i] = kutil::quantizeSymmetric(kutil::toFloat(in[i]), scale);
+    if (i < n) q[i] = numerics::quantizeSymmetric(toFloat(in[i]), scale);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     if (scale_out != nullptr) scale_out[0] = scale;

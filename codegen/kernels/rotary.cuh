@@ -22,7 +22,7 @@
 #ifndef QCC_KERNELS_ROTARY_CUH
 #define QCC_KERNELS_ROTARY_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 
 namespace qcc {
 
@@ -41,15 +41,15 @@ __device__ __forceinline__ float ropeElement(const T *head, int d,
                                              const RopeTables<RopeT> &rt, int b,
                                              int s) {
   const int rd = rt.rotary_dim > 0 ? rt.rotary_dim : HeadDim;
-  const float x = kutil::toFloat(head[d]);
+  const float x = toFloat(head[d]);
   if (d >= rd)
     return x;
   const int half = rd / 2;
   const long long row = (long long)b * rt.batch_stride + (long long)s * rd;
-  const float c = kutil::toFloat(rt.cos[row + d]);
-  const float sn = kutil::toFloat(rt.sin[row + d]);
-  const float r = d < half ? -kutil::toFloat(head[d + half])
-                           : kutil::toFloat(head[d - half]);
+  const float c = toFloat(rt.cos[row + d]);
+  const float sn = toFloat(rt.sin[row + d]);
+  const float r = d < half ? -toFloat(head[d + half])
+                           : toFloat(head[d - half]);
   return x * c + r * sn;
 }
 
@@ -64,7 +64,6 @@ template <int BlockThreads, typename T, typename RopeT>
 __global__ void __launch_bounds__(BlockThreads)
 rotaryKernel(const T *in, T *out, RopeTables<RopeT> rt, int seq, int num_heads,
              int head_dim) {
-  using kutil::toFloat;
   const int row = blockIdx.x; // b * seq + s
   const int b = row / seq, s = row % seq;
   const int rd = rt.rotary_dim > 0 ? rt.rotary_dim : head_dim;
@@ -82,8 +81,8 @@ rotaryKernel(const T *in, T *out, RopeTables<RopeT> rt, int seq, int num_heads,
     const float x1 = toFloat(in[o]), x2 = toFloat(in[o + half]);
     const float c1 = toFloat(rt.cos[trow + d]), s1 = toFloat(rt.sin[trow + d]);
     const float c2 = toFloat(rt.cos[trow + d + half]), s2 = toFloat(rt.sin[trow + d + half]);
-    out[o] = kutil::fromFloat<T>(x1 * c1 - x2 * s1);
-    out[o + half] = kutil::fromFloat<T>(x2 * c2 + x1 * s2);
+    out[o] = fromFloat<T>(x1 * c1 - x2 * s1);
+    out[o + half] = fromFloat<T>(x2 * c2 + x1 * s2);
   }
 }
 

@@ -23,7 +23,7 @@
 #ifndef QCC_KERNELS_SAMPLING_CUH
 #define QCC_KERNELS_SAMPLING_CUH
 
-#include "qcc/kutil.cuh"
+#include "qcc/common.cuh"
 
 namespace qcc {
 
@@ -51,7 +51,7 @@ __device__ __forceinline__ bool better(float av, int ai, float bv, int bi) {
   return av > bv || (av == bv && ai < bi);
 }
 __device__ __forceinline__ float sanitize(float v) {
-  return v != v ? kutil::negInf() : v;
+  return v != v ? negInf() : v;
 }
 // Block-wide best (value, index); every thread gets the result.
 template <int BlockThreads>
@@ -59,8 +59,8 @@ __device__ __forceinline__ Cand blockBest(Cand c, float *sv, int *si) {
   constexpr int kWarps = BlockThreads / 32;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-    float ov = __shfl_xor_sync(kutil::kFullMask, c.v, o);
-    int oi = __shfl_xor_sync(kutil::kFullMask, c.i, o);
+    float ov = __shfl_xor_sync(kFullMask, c.v, o);
+    int oi = __shfl_xor_sync(kFullMask, c.i, o);
     if (better(ov, oi, c.v, c.i)) { c.v = ov; c.i = oi; }
   }
   if (kWarps == 1) return c;
@@ -69,12 +69,12 @@ __device__ __forceinline__ Cand blockBest(Cand c, float *sv, int *si) {
   if (lane == 0) { sv[warp] = c.v; si[warp] = c.i; }
   __syncthreads();
   Cand r;
-  r.v = lane < kWarps ? sv[lane] : kutil::negInf();
+  r.v = lane < kWarps ? sv[lane] : negInf();
   r.i = lane < kWarps ? si[lane] : -1;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-    float ov = __shfl_xor_sync(kutil::kFullMask, r.v, o);
-    int oi = __shfl_xor_sync(kutil::kFullMask, r.i, o);
+    float ov = __shfl_xor_sync(kFullMask, r.v, o);
+    int oi = __shfl_xor_sync(kFullMask, r.i, o);
     if (better(ov, oi, r.v, r.i)) { r.v = ov; r.i = oi; }
   }
   return r;
@@ -90,9 +90,9 @@ argmaxKernel(const T *__restrict__ logits, long long *__restrict__ out_index,
   const int row = blockIdx.x;
   if (row >= rows) return;
   const T *x = logits + (long long)row * vocab;
-  detail::Cand c{kutil::negInf(), -1};
+  detail::Cand c{negInf(), -1};
   for (int i = threadIdx.x; i < vocab; i += BlockThreads) {
-    const float v = detail::sanitize(kutil::toFloat(x[i]));
+    const float v = detail::sanitize(toFloat(x[i]));
     if (detail::better(v, i, c.v, c.i)) { c.v = v; c.i = i; }
   }
   c = detail::blockBest<BlockThreads>(c, sv, si);
@@ -121,7 +121,7 @@ topkKernel(const T *__restrict__ logits, float *__restrict__ out_values,
   int n = 0;
   const T *x = logits + (long long)row * vocab;
   for (int i = threadIdx.x; i < vocab; i += BlockThreads) {
-    const float v = detail::sanitize(kutil::toFloat(x[i]));
+    const float v = detail::sanitize(toFloat(x[i]));
     if (n == k && !detail::better(v, i, lv[n - 1], li[n - 1])) continue;
     int pos = n < k ? n++ : k - 1; // drop the last when full
     while (pos > 0 && detail::better(v, i, lv[pos - 1], li[pos - 1])) {
@@ -135,7 +135,7 @@ topkKernel(const T *__restrict__ logits, float *__restrict__ out_values,
   // k-way merge of the per-thread lists.
   int head = 0;
   for (int r = 0; r < k; ++r) {
-    detail::Cand c{kutil::negInf(), -1};
+    detail::Cand c{negInf(), -1};
     if (head < n) { c.v = lv[head]; c.i = li[head]; }
     const detail::Cand best = detail::blockBest<BlockThreads>(c, sv, si);
     if (c.i >= 0 && c.i == best.i) ++head; // indices are unique: one winner

@@ -21,9 +21,10 @@
 
 namespace {
 
-// common.cuh and quantize.cuh belong to the GEMM library (quantize_rows is
-// the dynamic per-token / per-tensor quantize); they are compiled here too.
-const char *kHeaders[] = {"common.cuh", "quantize_static.cuh", "kutil.cuh",     "kv_cache.cuh",          "rotary.cuh",
+// common.cuh (helpers) and numerics.h (formulas) are included by every
+// template; quantize.cuh belongs to the GEMM library (quantize_rows is the
+// dynamic per-token / per-tensor quantize) and is compiled here too.
+const char *kHeaders[] = {"common.cuh", "numerics.h", "quantize_static.cuh",     "kv_cache.cuh",          "rotary.cuh",
                           "norm.cuh",      "quantize.cuh",          "attention_prefill.cuh",
                           "attention_decode.cuh", "embedding.cuh",  "elementwise.cuh",
                           "sampling.cuh"};

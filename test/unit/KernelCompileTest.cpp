@@ -29,13 +29,14 @@ struct Compiled {
   std::vector<char> binary; // CUBIN or PTX
 };
 
-/// Every *.cuh of codegen/kernels as (include name "qcc/<file>", contents).
+/// Every *.cuh and *.h of codegen/kernels as (include name "qcc/<file>",
+/// contents).
 std::vector<std::pair<std::string, std::string>> kernelHeaders() {
   std::vector<std::pair<std::string, std::string>> headers;
   std::error_code ec;
   for (const auto &e :
        std::filesystem::directory_iterator(QCC_KERNELS_DIR, ec)) {
-    if (e.path().extension() != ".cuh")
+    if (e.path().extension() != ".cuh" && e.path().extension() != ".h")
       continue;
     std::ifstream in(e.path());
     std::stringstream ss;
@@ -279,6 +280,27 @@ TEST(KernelCompileTest, GemmF16) {
 
 TEST(KernelCompileTest, Quantize) {
   expectCompiles(kQuantize, {"quantize_sym", "quantize_asym_f16"});
+}
+
+/// numerics.h alone (no CUDA header, no standard library under NVRTC):
+/// every formula the CPU kernels share, in one kernel.
+TEST(KernelCompileTest, NumericsHeaderAlone) {
+  expectCompiles(R"(
+#include "qcc/numerics.h"
+using namespace qcc::numerics;
+extern "C" __global__ void numerics_all(const float *x, float *y,
+                                        signed char *q, const int *acc) {
+  float v = x[threadIdx.x];
+  y[0] = geluErf(v) + geluTanh(v) + silu(v) + sigmoid(v) + relu(v) +
+         softcap(v, 30.0f) + roundHalfEven(v) + (float)roundClamp(v, -8, 7);
+  float s = symmetricScale(v), a = asymmetricScale(-v, v);
+  q[0] = quantizeSymmetric(v, s);
+  q[1] = quantizeAsymmetric(v, a, asymmetricZeroPoint(-v, a));
+  y[1] = dequantize(acc[0], acc[1], acc[2], x[1], x[2]) +
+         dequantizeSymmetric(q[0], s);
+}
+)",
+                 {"numerics_all"});
 }
 
 /// The compile-time checks of the epilogue chain reject an int32 accumulator

@@ -1,0 +1,221 @@
+//===- numerics.h - numeric formulas shared by the CPU and CUDA kernels ---===//
+//
+// One definition of every activation and quantization formula, included by
+// the CUDA templates (NVRTC include name "qcc/numerics.h", via common.cuh)
+// and by the CPU kernels (runtime/CpuKernels.cpp, CpuQuantKernels.cpp as
+// "codegen/kernels/numerics.h"). Plain C++17: under NVRTC there is no
+// standard library, so only builtins are used there; QCC_HOST_DEVICE makes
+// each function __host__ __device__ under NVRTC / nvcc and a plain inline
+// function elsewhere.
+//
+// What is bit-exact between the CPU and the GPU, and what is not:
+//   - the formula and its operation order: every +, -, *, / is one rounded
+//     float (or double) operation, written as fadd / fmul / ... below. On the
+//     device these are __fadd_rn etc., which are never contracted into an
+//     FMA; on the host they are plain operators, so a translation unit that
+//     calls a formula with a product feeding a sum (geluTanh) must be
+//     compiled with -ffp-contract=off (runtime/CMakeLists.txt does so for
+//     CpuKernels.cpp and CpuQuantKernels.cpp; GCC's default, fast, fuses
+//     a * b + c into an FMA on a host that has one).
+//   - quantization (roundHalfEven, quantizeSymmetric, quantizeAsymmetric,
+//     the scales, dequantize) uses only exact or correctly rounded steps:
+//     bit for bit on both sides (docs/QUANTIZATION.md).
+//   - NOT bit-exact: the libm calls erff, expf, tanhf, tanh (double). Neither
+//     glibc nor CUDA's libdevice rounds them correctly (both document errors
+//     of a few ulp: the CUDA C++ Programming Guide's Mathematical Functions
+//     appendix, glibc's "Errors in Math Functions"), so an activation may
+//     differ by an ulp or two after the following exact steps. The GELU tanh
+//     form runs in double and rounds to float once at the end, which hides
+//     tanh's double ulps in all but rare cases. test/e2e/check_gpu.py allows
+//     1e-5 relative for the kinds that contain these calls (gemm_i8+gelu,
+//     gemm_i8+silu, elementwise) and 0 for the others (gemm_i8, embedding).
+// No fast intrinsics (__expf, tanh.approx): agreement first.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_NUMERICS_H
+#define QCC_KERNELS_NUMERICS_H
+
+// __host__ __device__ where CUDA compiles, nothing elsewhere (no inline: the
+// functions say it themselves).
+#ifndef QCC_HOST_DEVICE
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define QCC_HOST_DEVICE __host__ __device__
+#else
+#define QCC_HOST_DEVICE
+#endif
+#endif
+
+#if !defined(__CUDACC_RTC__)
+#include <cmath>
+#endif
+
+namespace qcc {
+namespace numerics {
+
+static_assert(sizeof(int) == 4 && sizeof(unsigned) == 4, "32-bit int");
+
+//===--- one rounding per operation ---------------------------------------===//
+
+#if defined(__CUDA_ARCH__)
+QCC_HOST_DEVICE inline float fadd(float a, float b) { return __fadd_rn(a, b); }
+QCC_HOST_DEVICE inline float fsub(float a, float b) { return __fsub_rn(a, b); }
+QCC_HOST_DEVICE inline float fmul(float a, float b) { return __fmul_rn(a, b); }
+QCC_HOST_DEVICE inline float fdiv(float a, float b) { return __fdiv_rn(a, b); }
+QCC_HOST_DEVICE inline double dadd(double a, double b) {
+  return __dadd_rn(a, b);
+}
+QCC_HOST_DEVICE inline double dmul(double a, double b) {
+  return __dmul_rn(a, b);
+}
+QCC_HOST_DEVICE inline float i2f(int v) { return __int2float_rn(v); }
+QCC_HOST_DEVICE inline float d2f(double v) { return __double2float_rn(v); }
+#else
+QCC_HOST_DEVICE inline float fadd(float a, float b) { return a + b; }
+QCC_HOST_DEVICE inline float fsub(float a, float b) { return a - b; }
+QCC_HOST_DEVICE inline float fmul(float a, float b) { return a * b; }
+QCC_HOST_DEVICE inline float fdiv(float a, float b) { return a / b; }
+QCC_HOST_DEVICE inline double dadd(double a, double b) { return a + b; }
+QCC_HOST_DEVICE inline double dmul(double a, double b) { return a * b; }
+QCC_HOST_DEVICE inline float i2f(int v) { return (float)v; }
+QCC_HOST_DEVICE inline float d2f(double v) { return (float)v; }
+#endif
+
+//===--- the math library: not correctly rounded on either side -----------===//
+
+#if defined(__CUDA_ARCH__)
+QCC_HOST_DEVICE inline float libmErf(float x) { return ::erff(x); }
+QCC_HOST_DEVICE inline float libmExp(float x) { return ::expf(x); }
+QCC_HOST_DEVICE inline float libmTanh(float x) { return ::tanhf(x); }
+QCC_HOST_DEVICE inline double libmTanh(double x) { return ::tanh(x); }
+#else
+QCC_HOST_DEVICE inline float libmErf(float x) { return std::erf(x); }
+QCC_HOST_DEVICE inline float libmExp(float x) { return std::exp(x); }
+QCC_HOST_DEVICE inline float libmTanh(float x) { return std::tanh(x); }
+QCC_HOST_DEVICE inline double libmTanh(double x) { return std::tanh(x); }
+#endif
+
+//===--- activations (dialects/QccOps.td) ---------------------------------===//
+
+/// qcc.gelu approximate = "none": 0.5 x (1 + erf(x / sqrt 2)), in float as
+/// (0.5 * x) * (1 + erff(x * 0.70710678f)); float erff is what float32
+/// reference runtimes (onnxruntime, torch) use.
+QCC_HOST_DEVICE inline float geluErf(float x) {
+  const float kInvSqrt2 = 0.70710678118654752f;
+  return fmul(fmul(0.5f, x), fadd(1.0f, libmErf(fmul(x, kInvSqrt2))));
+}
+
+/// sqrt(2 / pi) in double, the correctly rounded sqrt of the double 2 / pi
+/// (NumericsTest checks it against std::sqrt(2.0 / std::numbers::pi)).
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+
+/// qcc.gelu approximate = "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
+/// x^3))), in double, rounded to float once: (0.5 x) (1 + tanh(c (x +
+/// ((0.044715 x) x) x))).
+QCC_HOST_DEVICE inline float geluTanh(float x) {
+  double xd = x;
+  double x3 = dmul(dmul(dmul(0.044715, xd), xd), xd);
+  double t = libmTanh(dmul(kSqrt2OverPi, dadd(xd, x3)));
+  return d2f(dmul(dmul(0.5, xd), dadd(1.0, t)));
+}
+
+/// qcc.sigmoid: 1 / (1 + exp(-x)).
+QCC_HOST_DEVICE inline float sigmoid(float x) {
+  return fdiv(1.0f, fadd(1.0f, libmExp(-x)));
+}
+
+/// qcc.silu: x / (1 + exp(-x)) (one division, not x * sigmoid(x)).
+QCC_HOST_DEVICE inline float silu(float x) {
+  return fdiv(x, fadd(1.0f, libmExp(-x)));
+}
+
+/// qcc.relu: max(x, 0); NaN and -0 give +0.
+QCC_HOST_DEVICE inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
+
+/// Gemma-2's attention logit softcapping: cap * tanh(x / cap).
+QCC_HOST_DEVICE inline float softcap(float x, float cap) {
+  return fmul(cap, libmTanh(fdiv(x, cap)));
+}
+
+//===--- int8 quantization (docs/QUANTIZATION.md sections 3 and 4) --------===//
+
+/// Round half to even, bit for bit rint under round-to-nearest (a zero keeps
+/// v's sign). The device has the instruction; the host computes it
+/// independently of the floating-point rounding mode, every step exact
+/// (v - floor(v) is exact in float, so the tie test is exact).
+QCC_HOST_DEVICE inline float roundHalfEven(float v) {
+#if defined(__CUDA_ARCH__)
+  return ::rintf(v); // cvt.rni.f32.f32
+#else
+  if (!(std::fabs(v) < 8388608.0f)) // |v| >= 2^23 is integral; NaN / inf
+    return v;
+  float f = std::floor(v);
+  float d = v - f;
+  float r = d > 0.5f   ? f + 1.0f
+            : d < 0.5f ? f
+                       : (std::fmod(f, 2.0f) == 0.0f ? f : f + 1.0f);
+  return std::copysign(r, v); // -0.4 rounds to -0, as rint
+#endif
+}
+
+/// clamp(round_half_even(v), lo, hi) as an integer; NaN gives 0.
+QCC_HOST_DEVICE inline int roundClamp(float v, float lo, float hi) {
+  if (v != v)
+    return 0;
+  float r = roundHalfEven(v);
+  return (int)(r < lo ? lo : (r > hi ? hi : r));
+}
+
+/// The int8 ranges (format/Quant.h derives them from the bit width for the
+/// compiler; CpuQuantKernels.h asserts the two agree): symmetric
+/// [-kQMax, kQMax], asymmetric [kQMinAsym, kQMax] in kQSteps steps.
+constexpr float kQMax = 127.0f, kQMinAsym = -128.0f, kQSteps = 255.0f;
+
+/// The symmetric scale of a group: absmax / 127, 1 when absmax is 0.
+QCC_HOST_DEVICE inline float symmetricScale(float absmax) {
+  float s = fdiv(absmax, kQMax);
+  return s == 0.0f ? 1.0f : s;
+}
+
+/// Symmetric int8: clamp(round_half_even(x / scale), -127, 127).
+QCC_HOST_DEVICE inline signed char quantizeSymmetric(float x, float scale) {
+  return (signed char)roundClamp(fdiv(x, scale), -kQMax, kQMax);
+}
+
+/// The asymmetric scale of a group with min mn <= 0 <= max mx:
+/// (mx - mn) / 255, 1 when that is 0.
+QCC_HOST_DEVICE inline float asymmetricScale(float mn, float mx) {
+  float s = fdiv(fsub(mx, mn), kQSteps);
+  return s == 0.0f ? 1.0f : s;
+}
+
+/// The asymmetric zero point: round_half_even(-mn / scale) - 128.
+QCC_HOST_DEVICE inline int asymmetricZeroPoint(float mn, float scale) {
+  return (int)roundHalfEven(fdiv(-mn, scale)) + (int)kQMinAsym;
+}
+
+/// Asymmetric int8: clamp(round_half_even(x / scale) + zp, -128, 127), NaN
+/// quantized as zp.
+QCC_HOST_DEVICE inline signed char quantizeAsymmetric(float x, float scale,
+                                                      int zp) {
+  float v = fdiv(x, scale);
+  float r = fadd(v != v ? 0.0f : roundHalfEven(v), i2f(zp));
+  return (signed char)(int)(r < kQMinAsym ? kQMinAsym : (r > kQMax ? kQMax : r));
+}
+
+/// The qlinear dequantization, in its order: float(acc - zp * wsum) * (xs *
+/// ws). The integer steps wrap (two's complement) on both sides.
+QCC_HOST_DEVICE inline float dequantize(int acc, int zp, int wsum, float xs,
+                                        float ws) {
+  int c = (int)((unsigned)acc - (unsigned)zp * (unsigned)wsum);
+  return fmul(i2f(c), fmul(xs, ws));
+}
+
+/// An int8 KV-cache element read back: q * scale.
+QCC_HOST_DEVICE inline float dequantizeSymmetric(signed char q, float scale) {
+  return fmul(i2f(q), scale);
+}
+
+} // namespace numerics
+} // namespace qcc
+
+#endif // QCC_KERNELS_NUMERICS_H

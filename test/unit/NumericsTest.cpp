@@ -1,0 +1,185 @@
+//===- NumericsTest.cpp - codegen/kernels/numerics.h on the host ----------===//
+//
+// numerics.h is the one definition of the activation and quantization
+// formulas that the CUDA templates and the CPU kernels share. Here it is
+// compiled by the host compiler (its NVRTC compile is KernelCompileTest's
+// NumericsHeaderAlone) and checked on a sweep of inputs (a grid, every
+// exponent, subnormals, +-0, +-inf, NaN):
+//  - the CPU kernels (gelu, silu, sigmoid, relu) give its results bit for bit;
+//  - it gives the bits of the CPU formulas as they were written before the
+//    formulas moved into it (the CPU backend's outputs did not change).
+// This file is compiled with -ffp-contract=off, as the runtime is.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/numerics.h"
+#include "runtime/CpuKernels.h"
+#include "runtime/CpuQuantKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <optional>
+#include <random>
+#include <vector>
+
+using namespace qcc::rt;
+namespace num = qcc::numerics;
+
+namespace {
+
+std::vector<float> sweep() {
+  std::vector<float> v;
+  for (int i = -4000; i <= 4000; ++i) // [-20, 20] in steps of 1/200
+    v.push_back((float)i / 200.0f);
+  const float specials[] = {
+      0.0f, -0.0f, std::numeric_limits<float>::denorm_min(),
+      std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+      std::numeric_limits<float>::infinity(),
+      std::numeric_limits<float>::quiet_NaN(), 1e-30f, 1e-10f, 0.5f, 1.5f,
+      2.5f, 8388607.5f, 8388608.0f, 1e10f, 1e20f, 88.72f, 88.73f, 103.0f,
+      104.0f, 1e5f};
+  for (float s : specials) {
+    v.push_back(s);
+    v.push_back(-s);
+  }
+  // Every exponent, including subnormals: random mantissas.
+  std::mt19937 rng(14);
+  for (uint32_t e = 0; e < 255; ++e)
+    for (int k = 0; k < 8; ++k) {
+      uint32_t sign = k % 2 ? 0x80000000u : 0;
+      uint32_t bits = sign | (e << 23) | (rng() & 0x7fffffu);
+      v.push_back(std::bit_cast<float>(bits));
+    }
+  return v;
+}
+
+uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+/// The CPU kernel `op` on the sweep, as one f32 tensor.
+std::vector<float> cpuKernel(const char *op, const nlohmann::json &attrs,
+                             const std::vector<float> &x) {
+  Tensor t(DType::F32, {(int64_t)x.size()});
+  std::copy(x.begin(), x.end(), t.data<float>());
+  std::optional<OpKind> kind = qcc::format::parseOpKind(op);
+  EXPECT_TRUE(kind.has_value()) << op;
+  std::vector<Tensor> r = runCpuKernel(*kind, Attrs(attrs), {&t});
+  EXPECT_EQ(r.size(), 1u);
+  return std::vector<float>(r[0].data<float>(),
+                            r[0].data<float>() + r[0].numel());
+}
+
+template <class F>
+void expectBitExact(const char *what, const std::vector<float> &x,
+                    const std::vector<float> &got, F want) {
+  ASSERT_EQ(got.size(), x.size());
+  int bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    float w = want(x[i]);
+    if (bits(got[i]) != bits(w) && ++bad <= 5)
+      ADD_FAILURE() << what << "(" << x[i] << " = 0x" << std::hex << bits(x[i])
+                    << "): got 0x" << bits(got[i]) << ", want 0x" << bits(w)
+                    << std::dec;
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+TEST(Numerics, CpuKernelsUseTheSharedFormulas) {
+  const std::vector<float> x = sweep();
+  expectBitExact("gelu", x, cpuKernel("gelu", nlohmann::json::object(), x),
+                 num::geluErf);
+  expectBitExact("gelu tanh", x,
+                 cpuKernel("gelu", {{"approximate", "tanh"}}, x),
+                 num::geluTanh);
+  expectBitExact("silu", x, cpuKernel("silu", nlohmann::json::object(), x),
+                 num::silu);
+  expectBitExact("sigmoid", x,
+                 cpuKernel("sigmoid", nlohmann::json::object(), x),
+                 num::sigmoid);
+  expectBitExact("relu", x, cpuKernel("relu", nlohmann::json::object(), x),
+                 num::relu);
+}
+
+/// The CPU formulas as runtime/CpuKernels.cpp wrote them before numerics.h:
+/// the shared definitions reproduce them bit for bit.
+TEST(Numerics, SameBitsAsTheFormerCpuFormulas) {
+  const std::vector<float> x = sweep();
+  std::vector<float> got;
+  auto apply = [&](float (*f)(float)) {
+    got.clear();
+    for (float v : x)
+      got.push_back(f(v));
+  };
+  apply(num::geluErf);
+  expectBitExact("gelu", x, got, [](float v) {
+    return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+  });
+  apply(num::geluTanh);
+  expectBitExact("gelu tanh", x, got, [](float v) {
+    double xd = v, c = std::sqrt(2.0 / std::numbers::pi);
+    return (float)(0.5 * xd *
+                   (1.0 + std::tanh(c * (xd + 0.044715 * xd * xd * xd))));
+  });
+  apply(num::silu);
+  expectBitExact("silu", x, got,
+                 [](float v) { return v / (1.0f + std::exp(-v)); });
+  apply(num::sigmoid);
+  expectBitExact("sigmoid", x, got,
+                 [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+  got.clear();
+  for (float v : x)
+    got.push_back(num::softcap(v, 50.0f));
+  expectBitExact("softcap", x, got,
+                 [](float v) { return 50.0f * std::tanh(v / 50.0f); });
+}
+
+TEST(Numerics, Sqrt2OverPiIsTheRoundedDouble) {
+  EXPECT_EQ(num::kSqrt2OverPi, std::sqrt(2.0 / std::numbers::pi));
+}
+
+TEST(Numerics, RoundHalfEvenIsRint) {
+  for (float v : sweep()) {
+    float want = std::nearbyint(v); // FE_TONEAREST, the default
+    if (std::isnan(v))
+      EXPECT_TRUE(std::isnan(num::roundHalfEven(v)));
+    else
+      EXPECT_EQ(bits(num::roundHalfEven(v)), bits(want)) << v;
+  }
+}
+
+TEST(Numerics, Quantization) {
+  EXPECT_EQ(num::symmetricScale(0.0f), 1.0f);
+  EXPECT_EQ(num::symmetricScale(254.0f), 2.0f);
+  EXPECT_EQ(num::quantizeSymmetric(2.5f, 1.0f), 2);   // half to even
+  EXPECT_EQ(num::quantizeSymmetric(-3.5f, 1.0f), -4);
+  EXPECT_EQ(num::quantizeSymmetric(1e30f, 1.0f), 127);
+  EXPECT_EQ(num::quantizeSymmetric(-std::numeric_limits<float>::infinity(),
+                                   1.0f),
+            -127);
+  EXPECT_EQ(num::quantizeSymmetric(std::numeric_limits<float>::quiet_NaN(),
+                                   1.0f),
+            0);
+  // mn = -1, mx = 3: scale 4/255, zp = rhe(63.75) - 128 = -64.
+  float s = num::asymmetricScale(-1.0f, 3.0f);
+  EXPECT_EQ(s, 4.0f / 255.0f);
+  int zp = num::asymmetricZeroPoint(-1.0f, s);
+  EXPECT_EQ(zp, -64);
+  EXPECT_EQ(num::quantizeAsymmetric(-1.0f, s, zp), -128);
+  EXPECT_EQ(num::quantizeAsymmetric(3.0f, s, zp), 127);
+  EXPECT_EQ(num::quantizeAsymmetric(std::numeric_limits<float>::quiet_NaN(),
+                                    s, zp),
+            zp);
+  EXPECT_EQ(num::asymmetricScale(0.0f, 0.0f), 1.0f);
+  // float(acc - zp * wsum) * (xs * ws), the integer part wrapping.
+  EXPECT_EQ(num::dequantize(100, 2, 30, 0.5f, 0.25f), 40.0f * 0.125f);
+  EXPECT_EQ(num::dequantize(INT32_MIN, 1, 1, 1.0f, 1.0f), 2147483648.0f);
+  EXPECT_EQ(num::dequantizeSymmetric(-127, 0.5f), -63.5f);
+  // The runtime's names are these definitions.
+  EXPECT_EQ(&quantizeSymmetric, &num::quantizeSymmetric);
+  EXPECT_EQ(&roundHalfEven, &num::roundHalfEven);
+}
+
+} // namespace
