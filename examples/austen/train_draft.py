@@ -7,7 +7,7 @@ writes examples/austen/draft/model.onnx and draft.json.
 
 Run from the repository root with the fixtures venv (torch and onnx; no sentencepiece needed):
 
-    .venv-fixtures/bin/python examples/austen/train_draft.py              # 240 s of training
+    .venv-fixtures/bin/python examples/austen/train_draft.py              # 480 s of training
     .venv-fixtures/bin/python examples/austen/train_draft.py --budget 60  # quick run
 
 The tokenizer is applied by a small SentencePiece-BPE encoder below (the pieces and scores read
@@ -87,12 +87,12 @@ class SpmBpe:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--budget", type=float, default=240.0, help="training wall-clock seconds")
+    ap.add_argument("--budget", type=float, default=480.0, help="training wall-clock seconds")
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--heads", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--min-lr", type=float, default=2e-4)
     ap.add_argument("--seed", type=int, default=1337)
