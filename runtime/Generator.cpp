@@ -64,12 +64,7 @@ Generator::Generator(const Artifact &artifact, Executor &session,
   }
 }
 
-namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-} // namespace
 
 GenerateResult
 Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
@@ -148,7 +143,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
                          ((int64_t)i * S + (int64_t)prompts[i].size() - 1) * V;
       accept(i, sampler.sample(row, V, history[i]));
     }
-    res.prefillSeconds = since(t0);
+    res.prefillSeconds = secondsSince(t0);
 
     // Decode steps over the live sequences.
     auto t1 = Clock::now();
@@ -179,7 +174,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
         ++res.decodeTokens;
       }
     }
-    res.decodeSeconds = since(t1);
+    res.decodeSeconds = secondsSince(t1);
   } catch (...) {
     for (size_t i = 0; i < N; ++i)
       if (live[i])

@@ -12,11 +12,18 @@
 #include "runtime/Sampler.h"
 #include "runtime/Session.h"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <vector>
 
 namespace qcc::rt {
+
+/// Wall-clock seconds since `t0` (the prefill and decode timings).
+inline double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
 
 struct GenerateOptions {
   int64_t maxNewTokens = 32;

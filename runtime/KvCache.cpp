@@ -197,6 +197,22 @@ void KvCache::advance(int64_t seq, int64_t n) {
   s.length += n;
 }
 
+void KvCache::truncate(int64_t seq, int64_t newLength) {
+  Seq &s = get(seq);
+  if (newLength < 0 || newLength > s.length)
+    fail("sequence " + str(seq) + ": cannot roll back to " + str(newLength) +
+         " tokens (length " + str(s.length) + ")");
+  if (isPaged) {
+    size_t keep = (size_t)((newLength + cfg.blockTokens - 1) / cfg.blockTokens);
+    // Last block first: reserve() popped them from the back in table order.
+    while (s.blocks.size() > keep) {
+      freeList.push_back(s.blocks.back());
+      s.blocks.pop_back();
+    }
+  }
+  s.length = s.reserved = newLength;
+}
+
 void KvCache::requireDType(bool int8) const {
   if (!opts.hostStorage)
     fail("this cache keeps its keys and values on the GPU");

@@ -77,6 +77,15 @@ public:
   void reserve(int64_t seq, int64_t newLength);
   /// Marks n more tokens as cached (they must have been reserved).
   void advance(int64_t seq, int64_t n);
+  /// Rolls `seq` back to its first `newLength` tokens (<= length()), as when
+  /// a verify step's drafted tokens are rejected: the length and the
+  /// reservation become newLength and, paged, the blocks past it go back to
+  /// the free list in the order reserve() took them, so the bookkeeping is
+  /// what it was before they were appended. Stale keys/values past the length
+  /// stay in memory; attention never reads them and the next append
+  /// overwrites them. Host bookkeeping only: works the same when the CUDA
+  /// backend holds the storage (hostStorage false).
+  void truncate(int64_t seq, int64_t newLength);
 
   /// The head_dim floats of the key / value of `pos` (pos < reserved);
   /// f32 caches only.

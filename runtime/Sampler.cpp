@@ -106,18 +106,19 @@ int64_t Sampler::sample(const float *logits, int64_t vocab,
     return argmax(applyPenalty(logits, vocab, recent, buffer), vocab);
   }
   std::vector<double> p = probabilities(logits, vocab, recent);
-  // u in [0, 1) from the top 53 bits: the same on every standard library
-  // (std::uniform_real_distribution is not).
-  double u = (double)(rng() >> 11) * 0x1.0p-53;
+  return drawFrom(p, uniform01(rng));
+}
+
+int64_t qcc::rt::drawFrom(std::span<const double> p, double u) {
   double cum = 0;
   int64_t last = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
+  for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] <= 0)
       continue;
     cum += p[i];
-    last = i;
+    last = (int64_t)i;
     if (u < cum)
-      return i;
+      return (int64_t)i;
   }
   return last; // rounding: u above the accumulated total
 }

@@ -27,6 +27,16 @@ struct SamplerOptions {
   int64_t repeatLastN = 64;
 };
 
+/// A draw from distribution `p` (non-negative, summing to about 1) by
+/// inverse CDF at u in [0, 1): the first id whose running sum exceeds u (the
+/// last positive one when rounding leaves u above the total).
+int64_t drawFrom(std::span<const double> p, double u);
+/// u in [0, 1) from the top 53 bits of one draw: the same on every standard
+/// library (std::uniform_real_distribution is not).
+inline double uniform01(std::mt19937_64 &rng) {
+  return (double)(rng() >> 11) * 0x1.0p-53;
+}
+
 /// Greedy, temperature, top-k and top-p sampling, after an optional
 /// repetition penalty. Draws come from one std::mt19937_64 seeded with
 /// `seed`, so a given seed and call sequence always gives the same tokens.

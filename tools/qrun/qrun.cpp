@@ -4,6 +4,7 @@
 //   qrun MODEL.qpkg --prompt "TEXT" [--prompt "TEXT" ...] [--max-new-tokens N]
 //        [--temperature T --top-k K --top-p P --seed S]
 //        [--repeat-penalty F --repeat-last-n N] [--no-cache]
+//        [--draft DRAFT.qpkg --draft-tokens K] [--lookup N --reference FILE]
 //   qrun MODEL.qpkg --prompts-file FILE ...
 //   qrun MODEL.qpkg --perplexity FILE.txt
 //
@@ -27,6 +28,7 @@
 #include "runtime/Progress.h"
 #include "runtime/Sampler.h"
 #include "runtime/Session.h"
+#include "runtime/Speculative.h"
 #include "runtime/TensorIO.h"
 #include "runtime/Tokenizer.h"
 
@@ -56,6 +58,10 @@ struct Options {
   int64_t kvBlocks = 0;  // paged pool size (0: enough for the batch)
   int64_t maxTokens = 0; // contiguous capacity (0: prompt + new, rounded up)
   bool noCache = false;
+  std::string draft;     // speculative decoding: the draft model
+  int64_t draftTokens = 4;
+  int64_t lookup = 0;    // prompt lookup: n-gram length (0: off)
+  std::string reference; // prompt lookup: a text to copy spans from
   std::string perplexityFile;
   int context = 128;
   std::string function = "main";
@@ -265,6 +271,63 @@ int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
   return 0;
 }
 
+/// --draft / --lookup: speculative generation over `cache` (one sequence
+/// at a time), with the accepted-tokens statistics on stderr.
+GenerateResult generateSpeculative(const Options &o, const Artifact &a,
+                                   const Tokenizer &tok, Executor &exec,
+                                   KvCache &cache, const KvCacheOptions &copts,
+                                   const std::vector<std::vector<int64_t>> &prompts,
+                                   const GenerateOptions &g, Printer &out) {
+  std::optional<Artifact> draft;
+  std::unique_ptr<Executor> draftExec;
+  std::optional<KvCache> draftCache;
+  if (!o.draft.empty()) {
+    draft.emplace(Artifact::load(o.draft));
+    if (!draft->manifest().contains("kv_cache"))
+      throw std::runtime_error("--draft: " + o.draft + " has no KV cache "
+                               "(compile it with --kv-cache=paged or contiguous)");
+    KvCacheConfig dcfg =
+        KvCacheConfig::fromJson(draft->manifest().at("kv_cache"));
+    KvCacheOptions dopts = copts;
+    int64_t round = dcfg.blockTokens > 0 ? dcfg.blockTokens : 16;
+    dopts.maxTokens = (copts.maxTokens + round - 1) / round * round;
+    dopts.numBlocks = 0;
+    for (const auto &p : prompts)
+      dopts.numBlocks += ((int64_t)p.size() + o.maxNewTokens + round - 1) / round;
+    Options quiet = o;
+    quiet.quiet = true; // one backend line: the target's
+    draftExec = makeExecutor(quiet, *draft);
+    draftCache.emplace(dcfg, draftExec->cacheOptions(dopts));
+  }
+  SpeculativeOptions spec;
+  spec.draftTokens = o.draftTokens;
+  spec.lookupNgram = o.lookup;
+  if (!o.reference.empty()) {
+    std::ifstream in(o.reference);
+    if (!in)
+      throw std::runtime_error("--reference: " + o.reference +
+                               ": cannot open the file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    spec.reference = tok.encode(ss.str());
+  }
+  SpeculativeGenerator gen(a, exec, cache, draft ? &*draft : nullptr,
+                           draftExec.get(), draftCache ? &*draftCache : nullptr);
+  SpeculativeStats stats;
+  out.begin();
+  GenerateResult r = gen.generate(prompts, g, spec, &stats);
+  if (!o.quiet)
+    std::cerr << "[qrun] speculative (" << (draft ? "draft " + o.draft : "")
+              << (draft && o.lookup > 0 ? ", " : "")
+              << (o.lookup > 0 ? "lookup n=" + std::to_string(o.lookup) : "")
+              << ", K=" << o.draftTokens << "): " << stats.steps
+              << " verify steps, " << stats.tokensPerStep()
+              << " tokens per step, " << stats.accepted << "/"
+              << stats.proposed << " drafts accepted ("
+              << 100 * stats.acceptanceRate() << "%)\n";
+  return r;
+}
+
 int runPrompt(const Options &o, const Artifact &a) {
   Tokenizer tok = loadTokenizer(a);
   std::vector<std::string> texts = o.prompts;
@@ -291,6 +354,12 @@ int runPrompt(const Options &o, const Artifact &a) {
               std::vector<std::string>(texts.size())};
   bool cached = !o.noCache && hasFunction(a, "decode") &&
                 hasFunction(a, "prefill") && a.manifest().contains("kv_cache");
+  bool speculative = !o.draft.empty() || o.lookup > 0;
+  if (speculative && !cached)
+    throw std::runtime_error(std::string(o.draft.empty() ? "--lookup" : "--draft") +
+                             " verifies drafts over the KV cache: it needs an "
+                             "artifact with prefill and decode, without "
+                             "--no-cache");
   if (!cached) {
     out.begin();
     return generateNoCache(o, a, tok, prompts, out);
@@ -313,10 +382,15 @@ int runPrompt(const Options &o, const Artifact &a) {
                         : (longest + round - 1) / round * round;
   auto exec = makeExecutor(o, a);
   KvCache cache(cfg, exec->cacheOptions(copts));
-  Generator gen(a, *exec, cache);
   GenerateOptions g = generateOptions(o, tok, out);
-  out.begin();
-  GenerateResult r = gen.generate(prompts, g);
+  GenerateResult r;
+  if (!o.draft.empty() || o.lookup > 0) {
+    r = generateSpeculative(o, a, tok, *exec, cache, copts, prompts, g, out);
+  } else {
+    Generator gen(a, *exec, cache);
+    out.begin();
+    r = gen.generate(prompts, g);
+  }
   if (!o.quiet)
     std::cerr << "[qrun] prefill: " << r.prefillTokens << " tokens in "
             << r.prefillSeconds << " s (" << r.prefillTokensPerSecond()
@@ -548,6 +622,28 @@ int main(int argc, char **argv) {
                "Recompute the whole sequence with `main` for every token "
                "(also used when the artifact has no decode entry point)")
       ->group(kCache);
+  const std::string kSpec = "Speculative decoding (docs/SPECULATIVE.md)";
+  app.add_option("--draft", o.draft,
+                 "DRAFT.qpkg: a smaller model with the same tokenizer drafts "
+                 "--draft-tokens tokens per step; the model verifies them in "
+                 "one pass (same output distribution; greedy: same tokens)")
+      ->check(CLI::ExistingFile)
+      ->group(kSpec);
+  app.add_option("--draft-tokens", o.draftTokens,
+                 "K: tokens drafted (or looked up) per verify step, 1..64")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(64)))
+      ->group(kSpec);
+  app.add_option("--lookup", o.lookup,
+                 "N: prompt lookup (LLMA): draft the tokens that followed the "
+                 "last N (down to 1) generated tokens in the prompt and "
+                 "--reference text, 1..16")
+      ->check(CLI::Range(int64_t(1), int64_t(16)))
+      ->group(kSpec);
+  app.add_option("--reference", o.reference,
+                 "FILE: text that --lookup also copies spans from")
+      ->check(CLI::ExistingFile)
+      ->group(kSpec);
   app.add_option("--perplexity", o.perplexityFile,
                  "Print the perplexity of a text file's contents")
       ->group(kText);
@@ -626,6 +722,16 @@ int main(int argc, char **argv) {
   }
   if (o.devices)
     return listDevices();
+  if (!o.reference.empty() && o.lookup == 0) {
+    std::cerr << "qrun: error: --reference needs --lookup N (see --help)\n";
+    return 1;
+  }
+  if ((!o.draft.empty() || o.lookup > 0) && o.prompts.empty() &&
+      o.promptsFile.empty()) {
+    std::cerr << "qrun: error: --draft and --lookup generate text: they need "
+                 "--prompt or --prompts-file (see --help)\n";
+    return 1;
+  }
   if (!o.profileJson.empty())
     o.profile = true;
   if (o.model.empty()) {
