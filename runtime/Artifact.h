@@ -5,8 +5,9 @@
 //   functions (inputs, outputs, nodes), value types, constants (offset/size
 //   into data), sections (tokenizer, kernel binaries); with GPU kernels (qcc
 //   without --no-cuda): "kernels" [{function, region, kind, entry, launch,
-//   symbols, binaries: {sm_80|sm_90|ptx: {offset, size}}} or {...,
-//   unsupported}] (launch records: codegen/Emitter.h) and "gpu_functions":
+//   binaries: {sm_80|sm_90|ptx: {offset, size}}} or {..., unsupported}]
+//   (launch records: format/LaunchRecord.h, parsed and validated at load)
+//   and "gpu_functions":
 //   the entry points after form-kernels (the CUDA backend's plan, in launch
 //   order), kernel regions as nodes {op: "kernel", attrs: {kind, kernel:
 //   index into kernels}, body: {args, nodes, yield}}
@@ -16,6 +17,7 @@
 #define QCC_RUNTIME_ARTIFACT_H
 
 #include "format/ArtifactFormat.h"
+#include "format/LaunchRecord.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -67,12 +69,11 @@ struct Node {
   std::shared_ptr<const KernelBody> body;
 };
 
-/// A compiled kernel region (manifest "kernels"; codegen/Emitter.h documents
-/// launch and symbols).
+/// A compiled kernel region (manifest "kernels").
 struct KernelRecord {
   std::string function, region, kind, entry;
   std::string unsupported; ///< why no kernel exists ("" when one does)
-  nlohmann::json launch, symbols;
+  format::LaunchRecord launch; ///< validated at load (when supported)
   /// "sm_80" / "sm_90" / "ptx" -> (offset, size) in the data section.
   std::map<std::string, std::pair<uint64_t, uint64_t>> binaries;
 };

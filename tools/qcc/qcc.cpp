@@ -211,7 +211,8 @@ void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
     for (size_t k : unit.kernels)
       os << " " << r.kernels[k].function << "/" << r.kernels[k].name;
     os << ") kind " << r.kernels[unit.kernels.front()].kind << "\n";
-    os << "// launch: " << r.kernels[unit.kernels.front()].launch.dump()
+    os << "// launch: "
+       << qcc::format::toJson(r.kernels[unit.kernels.front()].launch).dump()
        << "\n";
     os << unit.source << "\n";
   }

@@ -673,8 +673,8 @@ int listKernels(const Artifact &a) {
                   << (it == k->binaries.end() ? 0 : it->second.second);
       }
       size_t smem = 0;
-      for (const auto &l : k->launch)
-        smem = std::max(smem, l.value("dynamic_smem", size_t(0)));
+      for (const auto &step : k->launch.steps)
+        smem = std::max<size_t>(smem, step.dynamicSmem);
       std::cout << " smem=" << smem << "\n";
     }
   }
