@@ -36,11 +36,11 @@ int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV) {
 json EmittedKernel::manifest() const {
   json j{{"function", function},
          {"region", name},
-         {"kind", kind},
+         {"kind", format::spelling(kind)},
          {"entry", entry}};
   if (unsupported.empty())
     j["launch"] = format::toJson(launch);
-  if (!unsupported.empty())
+  else
     j["unsupported"] = unsupported;
   return j;
 }
@@ -193,7 +193,7 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
 Unit emitGemm(const Region &r) {
   auto q = r.find<qcc::QLinearOp>();
   auto f = r.find<qcc::LinearOp>();
-  bool i8 = r.kernel.getKind() == "gemm_i8";
+  bool i8 = r.kernel.getKind() == qcc::KernelKind::GemmI8;
   Operation *gemm = i8 ? q.getOperation() : f.getOperation();
   if (!gemm)
     return unsupported("GEMM region without its GEMM op");
@@ -914,29 +914,37 @@ EmitResult emitKernels(ModuleOp module) {
     bool decode = isDecode(fn);
     fn.walk([&](qcc::KernelOp k) {
       Region r(k, fn.getSymName().str(), decode);
-      StringRef kind = k.getKind();
       Unit u;
-      if (kind == "gemm_i8" || kind == "gemm_f16")
+      switch (k.getKind()) {
+      case qcc::KernelKind::GemmI8:
+      case qcc::KernelKind::GemmF16:
         u = emitGemm(r);
-      else if (kind == "norm_quantize")
+        break;
+      case qcc::KernelKind::NormQuantize:
         u = emitNorm(r, true);
-      else if (kind == "norm")
+        break;
+      case qcc::KernelKind::Norm:
         u = emitNorm(r, false);
-      else if (kind == "quantize")
+        break;
+      case qcc::KernelKind::Quantize:
         u = emitQuantize(r);
-      else if (kind == "embedding")
+        break;
+      case qcc::KernelKind::Embedding:
         u = emitEmbedding(r);
-      else if (kind == "elementwise")
+        break;
+      case qcc::KernelKind::Elementwise:
         u = emitElementwise(r);
-      else if (kind == "attention")
+        break;
+      case qcc::KernelKind::Attention:
         u = emitAttention(r, kvCache);
-      else
-        u = unsupported("no CUDA kernel for kind '" + kind.str() + "'");
+        break;
+      }
 
       EmittedKernel e;
       e.function = r.function;
       e.name = k.getSymName().str();
-      e.kind = kind.str();
+      // The ODS enum lists format/KernelKinds.def in order (KernelKindTest).
+      e.kind = static_cast<format::KernelKind>(k.getKind());
       e.unsupported = u.unsupported;
       size_t index = result.kernels.size();
       if (e.unsupported.empty()) {

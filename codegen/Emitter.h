@@ -42,6 +42,7 @@
 #ifndef QCC_CODEGEN_EMITTER_H
 #define QCC_CODEGEN_EMITTER_H
 
+#include "format/KernelKinds.h"
 #include "format/LaunchRecord.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -66,7 +67,7 @@ int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV);
 struct EmittedKernel {
   std::string function; ///< enclosing func.func
   std::string name;     ///< the region's sym_name ("k3")
-  std::string kind;     ///< the region's kind ("gemm_i8", ...)
+  format::KernelKind kind = format::KernelKind::Elementwise; ///< the region's
   std::string entry;    ///< the first launch's extern "C" name ("" if none)
   std::string source;   ///< the CUDA C++ unit ("" if unsupported)
   size_t unit = 0;      ///< index into EmitResult::units (if supported)

@@ -19,6 +19,8 @@ struct KvCacheResource : mlir::SideEffects::Resource::Base<KvCacheResource> {
 };
 } // namespace qcc
 
+#include "dialects/QccEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/QccOps.h.inc"
 

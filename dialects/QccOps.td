@@ -5,6 +5,7 @@
 
 include "dialects/QccDialect.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -655,6 +656,21 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
 // Kernel regions (form-kernels)
 //===----------------------------------------------------------------------===//
 
+// format/KernelKinds.def, in its order and spellings (the runtime links no
+// MLIR; KernelKindTest checks that the two agree).
+def Qcc_KernelKind : I32EnumAttr<"KernelKind",
+    "the device template family of a qcc.kernel region", [
+  I32EnumAttrCase<"GemmI8", 0, "gemm_i8">,
+  I32EnumAttrCase<"GemmF16", 1, "gemm_f16">,
+  I32EnumAttrCase<"Norm", 2, "norm">,
+  I32EnumAttrCase<"NormQuantize", 3, "norm_quantize">,
+  I32EnumAttrCase<"Quantize", 4, "quantize">,
+  I32EnumAttrCase<"Embedding", 5, "embedding">,
+  I32EnumAttrCase<"Elementwise", 6, "elementwise">,
+  I32EnumAttrCase<"Attention", 7, "attention">]> {
+  let cppNamespace = "::qcc";
+}
+
 def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     [IsolatedFromAbove, SingleBlock]> {
   let summary = "A group of ops that becomes one GPU kernel";
@@ -662,12 +678,13 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     The body computes the results from the block arguments (one per
     operand) with the ops it holds, in their usual semantics; `kind` names
     the device template family the emitter instantiates (`gemm_i8`,
-    `gemm_f16`, `norm_quantize`, `norm`, `attention`, `embedding`,
-    `elementwise`), `name` is unique in the function. The region is isolated
-    from above: weights enter as operands.
+    `gemm_f16`, `norm_quantize`, `norm`, `quantize`, `attention`,
+    `embedding`, `elementwise`; the verifier checks the body holds the op
+    the kind is built around), `name` is unique in the function. The region
+    is isolated from above: weights enter as operands.
 
     ```mlir
-    %y = qcc.kernel "gemm_i8" "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)
+    %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)
         : (...) -> tensor<?x?x1024xf32> {
     ^bb0(...):
       %0 = qcc.qlinear ...
@@ -676,7 +693,7 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     }
     ```
   }];
-  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$kind,
+  let arguments = (ins Variadic<AnyType>:$inputs, Qcc_KernelKind:$kind,
                    StrAttr:$sym_name);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);

@@ -36,9 +36,12 @@ static void checkLaunch(const Loader &l, const Node &n, const KernelRecord &k,
                         const Artifact &a) {
   namespace format = qcc::format;
   using format::TensorRef;
+  std::string where = "manifest: kernel " + k.function + "/" + k.region;
+  if (n.attrs.value("kind", std::string()) != format::spelling(k.kind))
+    l.fail(where + ": its node says kind " +
+           n.attrs.value("kind", json("")).dump());
   if (!k.unsupported.empty())
     return;
-  std::string where = "manifest: kernel " + k.function + "/" + k.region;
   if (k.launch.maxIndex(TensorRef::Side::Operand) >= (int64_t)n.inputs.size() ||
       k.launch.maxIndex(TensorRef::Side::Result) >= (int64_t)n.outputs.size())
     l.fail(where + ": launch record refers to an operand or result the "
@@ -179,7 +182,11 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
         KernelRecord r;
         r.function = k.value("function", "");
         r.region = k.value("region", "");
-        r.kind = k.value("kind", "");
+        auto kind = format::parseKernelKind(k.value("kind", ""));
+        if (!kind)
+          l.fail("manifest: kernel " + r.region + " has unknown kind " +
+                 k.value("kind", json("")).dump());
+        r.kind = *kind;
         r.entry = k.value("entry", "");
         r.unsupported = k.value("unsupported", "");
         if (r.unsupported.empty()) {

@@ -17,6 +17,7 @@
 #define QCC_RUNTIME_ARTIFACT_H
 
 #include "format/ArtifactFormat.h"
+#include "format/KernelKinds.h"
 #include "format/LaunchRecord.h"
 #include "runtime/Tensor.h"
 
@@ -71,7 +72,8 @@ struct Node {
 
 /// A compiled kernel region (manifest "kernels").
 struct KernelRecord {
-  std::string function, region, kind, entry;
+  std::string function, region, entry;
+  format::KernelKind kind = format::KernelKind::Elementwise;
   std::string unsupported; ///< why no kernel exists ("" when one does)
   format::LaunchRecord launch; ///< validated at load (when supported)
   /// "sm_80" / "sm_90" / "ptx" -> (offset, size) in the data section.

@@ -599,9 +599,12 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   std::vector<Tensor> reference = runOnCpu(node, r);
   // GEMMs with a transcendental activation are reported apart: the rest of
   // an int8 GEMM's epilogue is exact arithmetic in the same order.
-  std::string kind = node.attrs.value("kind", "");
+  format::KernelKind k = artifact.kernels()[kernelIndex(node)].kind;
+  std::string kind = format::spelling(k);
+  bool gemm =
+      k == format::KernelKind::GemmI8 || k == format::KernelKind::GemmF16;
   for (const Node &inner : node.body->nodes)
-    if (kind.rfind("gemm", 0) == 0 && (inner.op == "gelu" || inner.op == "silu"))
+    if (gemm && (inner.op == "gelu" || inner.op == "silu"))
       kind += "+" + inner.op;
   RegionCheck c{function, node.name, kind};
   for (size_t i = 0; i < node.outputs.size(); ++i) {

@@ -141,3 +141,26 @@ func.func @reduce_sum_bool(%a: tensor<2x3xi1>) -> tensor<2x1xi1> {
   %0 = qcc.reduce_sum %a {axes = array<i64: 1>} : (tensor<2x3xi1>) -> tensor<2x1xi1>
   return %0 : tensor<2x1xi1>
 }
+
+// -----
+
+func.func @kernel_kind_body(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{of kind 'gemm_i8' needs a qcc.qlinear in its body}}
+  %0 = qcc.kernel gemm_i8 "k0" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %1 = qcc.relu %a : tensor<4x8xf32>
+    qcc.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @kernel_kind_unknown(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values}}
+  %0 = qcc.kernel gemm_i4 "k0" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    qcc.yield %a : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

@@ -2,18 +2,18 @@
 
 // A GPT-2 block in W8A8: norm + quantize, GEMM + GELU, GEMM + residual add.
 // CHECK-LABEL: func.func @gpt2_mlp(
-// CHECK: %[[NQ:.*]]:3 = qcc.kernel "norm_quantize" "k{{[0-9]+}}"
+// CHECK: %[[NQ:.*]]:3 = qcc.kernel norm_quantize "k{{[0-9]+}}"
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.layer_norm
 // CHECK-NEXT: qcc.quantize
 // CHECK-NEXT: qcc.yield
-// CHECK: %[[H:.*]] = qcc.kernel "gemm_i8" "k{{[0-9]+}}"(%[[NQ]]#0, %[[NQ]]#1, %[[NQ]]#2,
+// CHECK: %[[H:.*]] = qcc.kernel gemm_i8 "k{{[0-9]+}}"(%[[NQ]]#0, %[[NQ]]#1, %[[NQ]]#2,
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.qlinear
 // CHECK-NEXT: qcc.gelu
 // CHECK-NEXT: qcc.yield
-// CHECK: qcc.kernel "quantize"
-// CHECK: %[[O:.*]] = qcc.kernel "gemm_i8" {{.*}} {
+// CHECK: qcc.kernel quantize
+// CHECK: %[[O:.*]] = qcc.kernel gemm_i8 {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.qlinear
 // CHECK-NEXT: qcc.add
@@ -42,13 +42,13 @@ func.func @gpt2_mlp(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
 // A LLaMA attention block: rotary on q and k fused into the attention
 // kernel; the SwiGLU product is an elementwise kernel.
 // CHECK-LABEL: func.func @llama_attention(
-// CHECK: qcc.kernel "attention" "k{{[0-9]+}}"
+// CHECK: qcc.kernel attention "k{{[0-9]+}}"
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.rotary
 // CHECK-NEXT: qcc.rotary
 // CHECK-NEXT: qcc.kv_attention
 // CHECK-NEXT: qcc.yield
-// CHECK: qcc.kernel "elementwise" {{.*}} {
+// CHECK: qcc.kernel elementwise {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.silu
 // CHECK-NEXT: qcc.mul
@@ -67,11 +67,11 @@ func.func @llama_attention(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: t
 // Near miss: a GEMM whose result has two users keeps its epilogue outside
 // (fusing the GELU would hide the pre-activation value from the other user).
 // CHECK-LABEL: func.func @gemm_result_used_twice(
-// CHECK: qcc.kernel "gemm_f16" {{.*}} {
+// CHECK: qcc.kernel gemm_f16 {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.linear
 // CHECK-NEXT: qcc.yield
-// CHECK: qcc.kernel "elementwise"
+// CHECK: qcc.kernel elementwise
 func.func @gemm_result_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
   %w = qcc.constant dense<0.5> : tensor<64x64xf32>
   %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>

@@ -118,7 +118,7 @@ emitRotaryAttention(const std::string &rotaryAttrs, int tableWidth,
   EXPECT_EQ(r.kernels.size(), 2u);
   std::vector<std::string> sources;
   for (const EmittedKernel &k : r.kernels) {
-    EXPECT_EQ(k.kind, "attention");
+    EXPECT_EQ(k.kind, qcc::format::KernelKind::Attention);
     EXPECT_EQ(k.unsupported, "") << k.function;
     EXPECT_NE(k.source.find("p.rope.cos = rope_cos"), std::string::npos);
     bool stride = false;

@@ -210,7 +210,8 @@ void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
     os << "// ===== unit " << unit.name << " (regions:";
     for (size_t k : unit.kernels)
       os << " " << r.kernels[k].function << "/" << r.kernels[k].name;
-    os << ") kind " << r.kernels[unit.kernels.front()].kind << "\n";
+    os << ") kind "
+       << qcc::format::spelling(r.kernels[unit.kernels.front()].kind) << "\n";
     os << "// launch: "
        << qcc::format::toJson(r.kernels[unit.kernels.front()].launch).dump()
        << "\n";
@@ -219,7 +220,7 @@ void printCuda(const qcc::codegen::EmitResult &r, raw_ostream &os) {
   for (const auto &k : r.kernels)
     if (!k.unsupported.empty())
       os << "// ===== no kernel for " << k.function << "/" << k.name << " ("
-         << k.kind << "): " << k.unsupported << "\n";
+         << qcc::format::spelling(k.kind) << "): " << k.unsupported << "\n";
 }
 
 #ifdef QCC_HAVE_CODEGEN

@@ -661,7 +661,7 @@ int listKernels(const Artifact &a) {
     std::cout << "function " << fn->name << ": " << launches.size()
               << " launches\n";
     for (const KernelRecord *k : launches) {
-      std::cout << "  " << k->region << " " << k->kind;
+      std::cout << "  " << k->region << " " << qcc::format::spelling(k->kind);
       if (!k->unsupported.empty()) {
         std::cout << " unsupported: " << k->unsupported << "\n";
         continue;
