@@ -34,9 +34,13 @@ int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV) {
 }
 
 json EmittedKernel::manifest() const {
-  json j{{"function", function}, {"region", name}, {"kind", kind},
-         {"entry", entry},       {"launch", launch}, {"symbols", symbols}};
-  if (!unsupported.empty())
+  json j{{"function", function},
+         {"region", name},
+         {"kind", format::spelling(kind)},
+         {"entry", entry}};
+  if (unsupported.empty())
+    j["launch"] = format::toJson(launch);
+  else
     j["unsupported"] = unsupported;
   return j;
 }
@@ -45,25 +49,23 @@ namespace {
 
 constexpr const char *kEntry = "@ENTRY@";
 
-json block(int x, int y = 1, int z = 1) {
-  return json{{"x", x}, {"y", y}, {"z", z}};
+using format::Expr;
+using format::LaunchStep;
+using format::Param;
+using format::RuntimeValue;
+using format::TensorRef;
+
+LaunchStep step(std::string suffix, unsigned threads, Expr gx, Expr gy = 1,
+                Expr gz = 1, uint32_t smem = 0) {
+  LaunchStep s;
+  s.entry = kEntry + suffix;
+  s.block[0] = threads;
+  s.grid[0] = std::move(gx);
+  s.grid[1] = std::move(gy);
+  s.grid[2] = std::move(gz);
+  s.dynamicSmem = smem;
+  return s;
 }
-json ceilDiv(json a, json b) { return json{{"ceil_div", {a, b}}}; }
-json opnd(const char *name, unsigned i) {
-  return json{{"name", name}, {"operand", i}};
-}
-json res(const char *name, unsigned i) {
-  return json{{"name", name}, {"result", i}};
-}
-json intP(const char *name, json e) { return json{{"name", name}, {"int", e}}; }
-/// A `long long` parameter (the launcher must pass 8 bytes).
-json int64P(const char *name, json e) {
-  return json{{"name", name}, {"int64", e}};
-}
-json rt(const char *name, const char *what) {
-  return json{{"name", name}, {"runtime", what}};
-}
-json nullP(const char *name) { return json{{"name", name}, {"null", true}}; }
 
 RankedTensorType tensorOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
@@ -80,16 +82,6 @@ std::string cType(Type t) {
   if (t.isF16())
     return "__half";
   return "";
-}
-
-std::string floatLit(double v) {
-  std::ostringstream os;
-  os.precision(9);
-  os << v;
-  std::string s = os.str();
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
-  return s + "f";
 }
 
 /// Per region: where its block arguments / yielded values come from.
@@ -126,10 +118,13 @@ struct Region {
 
 /// The outcome of emitting one region.
 struct Unit {
-  std::string source; // with kEntry placeholders
-  json launch = json::array();
-  json symbols = json::object();
+  std::string source; // with kEntry placeholders (also in step entries)
+  format::LaunchRecord launch;
   std::string unsupported;
+  /// Defines a named size and returns a reference to it.
+  Expr symbol(const std::string &name, Expr value) {
+    return Expr::symbol(launch.addSymbol(name, std::move(value)));
+  }
 };
 
 Unit unsupported(std::string why) {
@@ -196,14 +191,18 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
 }
 
 Unit emitGemm(const Region &r) {
-  bool i8 = r.kernel.getKind() == "gemm_i8";
-  Operation *gemm = i8 ? (Operation *)r.find<qcc::QLinearOp>().getOperation()
-                       : (Operation *)r.find<qcc::LinearOp>().getOperation();
+  auto q = r.find<qcc::QLinearOp>();
+  auto f = r.find<qcc::LinearOp>();
+  bool i8 = r.kernel.getKind() == qcc::KernelKind::GemmI8;
+  Operation *gemm = i8 ? q.getOperation() : f.getOperation();
   if (!gemm)
     return unsupported("GEMM region without its GEMM op");
-  Value x = gemm->getOperand(0), w = gemm->getOperand(i8 ? 3 : 1);
-  Value bias = i8 ? cast<qcc::QLinearOp>(gemm).getBias()
-                  : cast<qcc::LinearOp>(gemm).getBias();
+  Value x = i8 ? q.getInput() : f.getInput();
+  Value w = i8 ? q.getWeight() : f.getWeight();
+  Value bias = i8 ? q.getBias() : f.getBias();
+  int xi = r.argIndex(x), wi = r.argIndex(w);
+  if (xi < 0 || wi < 0)
+    return unsupported("GEMM operands computed inside the region");
   auto wt = tensorOf(w);
   if (!wt || !wt.hasStaticShape() || wt.getRank() != 2)
     return unsupported("GEMM with a dynamic weight shape");
@@ -237,27 +236,38 @@ Unit emitGemm(const Region &r) {
   bool decode = r.decode;
 
   Unit u;
-  u.symbols["M"] = {{"rows", {{"operand", 0}}}};
-  // Parameters and the matching C++ signature.
-  std::vector<std::pair<std::string, json>> params;
+  Expr M = u.symbol("M", Expr::rows(TensorRef::operand(xi)));
+  Expr xn;
+  uint32_t x16 = 0;
   if (fromF32) {
-    params.push_back({"const __half *x", rt("x", "workspace.x16")});
-    json w16 = opnd("w", 1);
-    w16["convert"] = "f16";
-    params.push_back({"const __half *w", w16});
+    xn = u.symbol("xn", Expr::numel(TensorRef::operand(xi)));
+    x16 = u.launch.addWorkspace("x16", Expr::mul({xn, 2}));
+  }
+  // Parameters and the matching C++ signature.
+  std::vector<std::pair<std::string, Param>> params;
+  if (fromF32) {
+    params.push_back({"const __half *x", Param::workspaceBuffer("x", x16)});
+    params.push_back({"const __half *w", Param::operandF16("w", wi)});
   } else {
-    params.push_back({"const " + elem + " *x", opnd("x", 0)});
-    params.push_back({"const " + elem + " *w", opnd("w", i8 ? 3 : 1)});
+    params.push_back({"const " + elem + " *x", Param::operand("x", xi)});
+    params.push_back({"const " + elem + " *w", Param::operand("w", wi)});
   }
   std::string stages;
+  // per token: [..., 1] of the input's rank; per tensor: [1]
+  bool perToken =
+      i8 && tensorOf(q.getInputScale()).getRank() == tensorOf(x).getRank();
   if (i8) {
-    auto xs = tensorOf(gemm->getOperand(1));
-    // per token: [..., 1] of the input's rank; per tensor: [1]
-    bool perToken = xs && xs.getRank() == tensorOf(x).getRank();
-    params.push_back({"const float *xs", opnd("xs", 1)});
-    params.push_back({"const qcc::int32_t *xz", opnd("xz", 2)});
-    params.push_back({"const float *ws", opnd("ws", 4)});
-    params.push_back({"const qcc::int32_t *wsum", opnd("wsum", 5)});
+    int xs = r.argIndex(q.getInputScale()),
+        xz = r.argIndex(q.getInputZeroPoint()),
+        ws = r.argIndex(q.getWeightScale()),
+        wsum = r.argIndex(q.getWeightSum());
+    if (xs < 0 || xz < 0 || ws < 0 || wsum < 0)
+      return unsupported("GEMM operands computed inside the region");
+    params.push_back({"const float *xs", Param::operand("xs", xs)});
+    params.push_back({"const qcc::int32_t *xz", Param::operand("xz", xz)});
+    params.push_back({"const float *ws", Param::operand("ws", ws)});
+    params.push_back(
+        {"const qcc::int32_t *wsum", Param::operand("wsum", wsum)});
     std::string st = perToken ? "1" : "0";
     stages += "qcc::DequantPerTokenPerChannel{xs, " + st + ", xz, " + st +
               ", ws, wsum}";
@@ -269,7 +279,7 @@ Unit emitGemm(const Region &r) {
   };
   if (bias) {
     int bi = r.argIndex(bias);
-    params.push_back({"const " + biasT + " *bias", opnd("bias", bi)});
+    params.push_back({"const " + biasT + " *bias", Param::operand("bias", bi)});
     addStage("qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
                  ">",
              "qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
@@ -279,26 +289,27 @@ Unit emitGemm(const Region &r) {
     addStage(epi.act, epi.act + "{}");
   if (epi.residual >= 0) {
     std::string rt = outT == "float" ? "" : outT;
-    params.push_back({"const " + outT + " *res", opnd("res", epi.residual)});
+    params.push_back(
+        {"const " + outT + " *res", Param::operand("res", epi.residual)});
     addStage("qcc::AddResidual<" + rt + ">",
              "qcc::AddResidual<" + rt + ">{res, N}");
   }
   std::string store = outT == "float" ? "qcc::StoreF32" : "qcc::StoreF16";
-  params.push_back({outT + " *y", res("y", 0)});
+  params.push_back({outT + " *y", Param::result("y", 0)});
   addStage(store, store + "{y, N}");
-  params.push_back({"int M", intP("M", "M")});
-  params.push_back({"int N", intP("N", N)});
-  params.push_back({"int K", intP("K", K)});
+  params.push_back({"int M", Param::int32("M", M)});
+  params.push_back({"int N", Param::int32("N", N)});
+  params.push_back({"int K", Param::int32("K", K)});
 
   std::string sig;
-  json plist = json::array();
+  std::vector<Param> plist;
   for (auto &[decl, p] : params) {
     sig += (sig.empty() ? "" : ", ") + decl;
     plist.push_back(p);
   }
   std::string src = header({i8 ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
                                : "gemm_f16.cuh"});
-  json step;
+  LaunchStep main;
   if (decode) {
     std::string cfg = llvm::formatv("qcc::{0}<{1}, {2}, {3}>",
                                     i8 ? "GemvI8Config" : "GemvF16Config",
@@ -309,11 +320,8 @@ Unit emitGemm(const Region &r) {
     body += "  const int m0 = blockIdx.y * Cfg::kMaxM;\n";
     body += "  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;\n";
     body += "  x += (long long)m0 * K;\n";
-    if (i8) {
-      auto xs = tensorOf(gemm->getOperand(1));
-      if (xs && xs.getRank() == tensorOf(x).getRank())
-        body += "  xs += m0;\n  xz += m0;\n";
-    }
+    if (perToken)
+      body += "  xs += m0;\n  xz += m0;\n";
     if (epi.residual >= 0)
       body += "  res += (long long)m0 * N;\n";
     body += "  y += (long long)m0 * N;\n";
@@ -324,12 +332,9 @@ Unit emitGemm(const Region &r) {
            "> epi(" + stages + ");\n  qcc::" + (i8 ? "gemv_i8" : "gemv_f16") +
            "<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(x, w, rows, N, K, "
            "epi);\n}\n";
-    step["block"] = block(32 * kGemvWarps);
-    step["dynamic_smem"] = 0;
-    step["grid"] = {{"x", (N + kGemvWarps * kGemvCols - 1) /
-                              (kGemvWarps * kGemvCols)},
-                    {"y", ceilDiv("M", kGemvMaxM)},
-                    {"z", 1}};
+    main = step("", 32 * kGemvWarps,
+                (N + kGemvWarps * kGemvCols - 1) / (kGemvWarps * kGemvCols),
+                Expr::ceilDiv(M, kGemvMaxM));
   } else {
     GemmTiles t = gemmTiles(N);
     std::string cfg =
@@ -345,33 +350,26 @@ Unit emitGemm(const Region &r) {
            (i8 ? "gemm_i8_mainloop" : "gemm_f16_mainloop") +
            "<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK, Cfg::kWarpM, "
            "Cfg::kWarpN, Cfg::kStages>(x, w, M, N, K, epi);\n}\n";
-    step["block"] = block(gemmTcThreads(t.bm, t.bn, t.wm, t.wn));
-    step["dynamic_smem"] =
-        gemmTcSmemBytes(elemBytes, t.bm, t.bn, t.bk, t.stages);
-    step["grid"] = {
-        {"x", (N + t.bn - 1) / t.bn}, {"y", ceilDiv("M", t.bm)}, {"z", 1}};
+    main = step("", gemmTcThreads(t.bm, t.bn, t.wm, t.wn),
+                (N + t.bn - 1) / t.bn, Expr::ceilDiv(M, t.bm), 1,
+                gemmTcSmemBytes(elemBytes, t.bm, t.bn, t.bk, t.stages));
   }
-  step["params"] = plist;
+  main.params = std::move(plist);
   if (fromF32) {
-    // Step 1: x (f32) -> workspace.x16 (f16, round to nearest even).
-    u.symbols["xn"] = {{"numel", {{"operand", 0}}}};
+    // Step 1: x (f32) -> workspace x16 (f16, round to nearest even).
     src += "extern \"C\" __global__ void __launch_bounds__(256)\n" +
            std::string(kEntry) +
            "_cast(const float *x, __half *x16, long long n) {\n"
            "  const long long i = (long long)blockIdx.x * 256 + threadIdx.x;\n"
            "  if (i < n) x16[i] = __float2half_rn(x[i]);\n}\n";
-    u.launch.push_back(
-        {{"name", "cast"},
-         {"entry_suffix", "_cast"},
-         {"block", block(256)},
-         {"dynamic_smem", 0},
-         {"grid", {{"x", ceilDiv("xn", 256)}, {"y", 1}, {"z", 1}}},
-         {"workspace", {{"x16", json{{"mul", {"xn", 2}}}}}},
-         {"params", json::array({opnd("x", 0), rt("x16", "workspace.x16"),
-                                 int64P("n", "xn")})}});
+    LaunchStep cast = step("_cast", 256, Expr::ceilDiv(xn, 256));
+    cast.name = "cast";
+    cast.params = {Param::operand("x", xi), Param::workspaceBuffer("x16", x16),
+                   Param::int64("n", xn)};
+    u.launch.steps.push_back(std::move(cast));
   }
   u.source = src;
-  u.launch.push_back(step);
+  u.launch.steps.push_back(std::move(main));
   return u;
 }
 
@@ -380,21 +378,25 @@ Unit emitGemm(const Region &r) {
 int normThreads(int64_t D) { return D <= 1024 ? 128 : D <= 4096 ? 256 : 512; }
 
 Unit emitNorm(const Region &r, bool quantize) {
-  Operation *norm = r.find<qcc::LayerNormOp>();
-  if (!norm)
-    norm = r.find<qcc::RmsNormOp>();
-  if (!norm)
+  auto ln = r.find<qcc::LayerNormOp>();
+  auto rms = r.find<qcc::RmsNormOp>();
+  if (!ln && !rms)
     return unsupported("norm region without a norm");
-  bool layer = isa<qcc::LayerNormOp>(norm);
-  Value x = norm->getOperand(0);
+  bool layer = bool(ln);
+  Operation *norm = layer ? ln.getOperation() : rms.getOperation();
+  Value x = layer ? ln.getInput() : rms.getInput();
+  Value gamma = layer ? ln.getGamma() : rms.getGamma();
+  Value beta = layer ? ln.getBeta() : Value();
+  float eps = (layer ? ln.getEpsilon() : rms.getEpsilon()).convertToFloat();
   std::string inT = cType(tensorOf(x).getElementType());
-  if (inT.empty() || !tensorOf(norm->getOperand(1)).getElementType().isF32())
+  if (inT.empty() || !tensorOf(gamma).getElementType().isF32())
     return unsupported("norm of an unsupported element type");
   int64_t D = lastDim(x);
   if (ShapedType::isDynamic(D))
     return unsupported("norm over a dynamic dimension");
-  Value beta = layer ? cast<qcc::LayerNormOp>(norm).getBeta() : Value();
-  float eps = norm->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
+  int xi = r.argIndex(x), gi = r.argIndex(gamma);
+  if (xi < 0 || gi < 0 || (beta && r.argIndex(beta) < 0))
+    return unsupported("norm operands computed inside the region");
   qcc::QuantizeOp q = quantize ? r.find<qcc::QuantizeOp>() : nullptr;
   if (quantize) {
     if (!q || q.getGranularity() != "per_token" || q.getAsymmetric() ||
@@ -405,21 +407,24 @@ Unit emitNorm(const Region &r, bool quantize) {
   int normOut = r.resultIndex(norm->getResult(0));
   int threads = normThreads(D);
   Unit u;
-  u.symbols["rows"] = {{"rows", {{"operand", 0}}}};
-  json params = json::array();
-  params.push_back(opnd("in", 0));
-  params.push_back(opnd("gamma", r.argIndex(norm->getOperand(1))));
-  params.push_back(beta ? opnd("beta", r.argIndex(beta)) : nullP("beta"));
-  params.push_back(normOut >= 0 ? res("out", normOut) : nullP("out"));
+  Expr rows = u.symbol("rows", Expr::rows(TensorRef::operand(xi)));
+  std::vector<Param> params;
+  params.push_back(Param::operand("in", xi));
+  params.push_back(Param::operand("gamma", gi));
+  params.push_back(beta ? Param::operand("beta", r.argIndex(beta))
+                        : Param::null("beta"));
+  params.push_back(normOut >= 0 ? Param::result("out", normOut)
+                                : Param::null("out"));
   if (quantize) {
-    params.push_back(res("q", r.resultIndex(q.getResult())));
-    params.push_back(res("q_scale", r.resultIndex(q.getScaleOut())));
+    params.push_back(Param::result("q", r.resultIndex(q.getResult())));
+    params.push_back(Param::result("q_scale", r.resultIndex(q.getScaleOut())));
     int zi = r.resultIndex(q.getZeroPoint());
-    params.push_back(zi >= 0 ? res("q_zero_point", zi) : nullP("q_zero_point"));
+    params.push_back(zi >= 0 ? Param::result("q_zero_point", zi)
+                             : Param::null("q_zero_point"));
   }
-  params.push_back(intP("rows", "rows"));
-  params.push_back(intP("dim", D));
-  params.push_back(json{{"name", "epsilon"}, {"float", eps}});
+  params.push_back(Param::int32("rows", rows));
+  params.push_back(Param::int32("dim", D));
+  params.push_back(Param::float32("epsilon", eps));
   std::string kind = layer ? "qcc::NormKind::LayerNorm" : "qcc::NormKind::RmsNorm";
   std::string src = header({"norm.cuh"});
   src += llvm::formatv(
@@ -439,10 +444,9 @@ Unit emitNorm(const Region &r, bool quantize) {
              quantize ? "true" : "false")
              .str();
   u.source = src;
-  u.launch.push_back({{"block", block(threads)},
-                      {"dynamic_smem", 0},
-                      {"grid", {{"x", "rows"}, {"y", 1}, {"z", 1}}},
-                      {"params", params}});
+  LaunchStep s = step("", threads, rows);
+  s.params = std::move(params);
+  u.launch.steps.push_back(std::move(s));
   return u;
 }
 
@@ -457,24 +461,28 @@ Unit emitQuantize(const Region &r) {
     return unsupported("no CUDA kernel for static quantize regions yet");
   bool perToken = q.getGranularity() == "per_token";
   constexpr int threads = 256;
+  int xi = r.argIndex(q.getInput());
+  if (xi < 0)
+    return unsupported("quantize of a value computed inside the region");
+  TensorRef xt = TensorRef::operand(xi);
   Unit u;
+  Expr M, K;
   if (perToken) {
-    u.symbols["M"] = {{"rows", {{"operand", 0}}}};
-    u.symbols["K"] = lastDim(q.getInput());
-    if (ShapedType::isDynamic(lastDim(q.getInput())))
-      u.symbols["K"] = {{"dim", {{"operand", 0}, {"axis", -1}}}};
+    M = u.symbol("M", Expr::rows(xt));
+    int64_t k = lastDim(q.getInput());
+    K = u.symbol("K", ShapedType::isDynamic(k) ? Expr::dim(xt, -1) : Expr(k));
   } else {
-    u.symbols["M"] = 1;
-    u.symbols["K"] = {{"numel", {{"operand", 0}}}};
+    M = u.symbol("M", 1);
+    K = u.symbol("K", Expr::numel(xt));
   }
-  json params = json::array();
-  params.push_back(opnd("x", 0));
-  params.push_back(res("q", r.resultIndex(q.getResult())));
-  params.push_back(res("s", r.resultIndex(q.getScaleOut())));
+  std::vector<Param> params;
+  params.push_back(Param::operand("x", xi));
+  params.push_back(Param::result("q", r.resultIndex(q.getResult())));
+  params.push_back(Param::result("s", r.resultIndex(q.getScaleOut())));
   int zi = r.resultIndex(q.getZeroPoint());
-  params.push_back(zi >= 0 ? res("z", zi) : nullP("z"));
-  params.push_back(intP("M", "M"));
-  params.push_back(intP("K", "K"));
+  params.push_back(zi >= 0 ? Param::result("z", zi) : Param::null("z"));
+  params.push_back(Param::int32("M", M));
+  params.push_back(Param::int32("K", K));
   u.source = header({"quantize.cuh"}) +
              llvm::formatv("extern \"C\" __global__ void "
                            "__launch_bounds__({0})\n{1}(const {2} *x, "
@@ -484,10 +492,9 @@ Unit emitQuantize(const Region &r) {
                            threads, kEntry, inT,
                            q.getAsymmetric() ? "true" : "false")
                  .str();
-  u.launch.push_back({{"block", block(threads)},
-                      {"dynamic_smem", 0},
-                      {"grid", {{"x", "M"}, {"y", 1}, {"z", 1}}},
-                      {"params", params}});
+  LaunchStep s = step("", threads, M);
+  s.params = std::move(params);
+  u.launch.steps.push_back(std::move(s));
   return u;
 }
 
@@ -502,14 +509,19 @@ Unit emitEmbedding(const Region &r) {
       oT.empty() || !table.hasStaticShape())
     return unsupported("embedding of unsupported types");
   constexpr int threads = 128;
+  int ti = r.argIndex(e.getTable()), ii = r.argIndex(e.getIds());
+  if (ti < 0 || ii < 0)
+    return unsupported("embedding operands computed inside the region");
   Unit u;
-  u.symbols["num_ids"] = {{"numel", {{"operand", r.argIndex(e.getIds())}}}};
-  json params = json::array({opnd("table", r.argIndex(e.getTable())),
-                             opnd("ids", r.argIndex(e.getIds())),
-                             res("out", 0), rt("error_flag", "error_flag"),
-                             int64P("vocab", table.getShape()[0]),
-                             intP("dim", table.getShape()[1]),
-                             intP("num_ids", "num_ids")});
+  Expr numIds = u.symbol("num_ids", Expr::numel(TensorRef::operand(ii)));
+  std::vector<Param> params = {
+      Param::operand("table", ti),
+      Param::operand("ids", ii),
+      Param::result("out", 0),
+      Param::runtimeValue("error_flag", RuntimeValue::ErrorFlag),
+      Param::int64("vocab", table.getShape()[0]),
+      Param::int32("dim", table.getShape()[1]),
+      Param::int32("num_ids", numIds)};
   u.source = header({"embedding.cuh"}) +
              llvm::formatv("extern \"C\" __global__ void "
                            "__launch_bounds__({0})\n{1}(const {2} *table, "
@@ -519,10 +531,9 @@ Unit emitEmbedding(const Region &r) {
                            "error_flag, vocab, dim, num_ids);\n}\n",
                            threads, kEntry, tT, oT)
                  .str();
-  u.launch.push_back({{"block", block(threads)},
-                      {"dynamic_smem", 0},
-                      {"grid", {{"x", "num_ids"}, {"y", 1}, {"z", 1}}},
-                      {"params", params}});
+  LaunchStep s = step("", threads, numIds);
+  s.params = std::move(params);
+  u.launch.steps.push_back(std::move(s));
   return u;
 }
 
@@ -577,23 +588,26 @@ Unit emitElementwise(const Region &r) {
   unsigned n = r.body.getNumArguments();
   constexpr int threads = 256, perThread = 4;
   Unit u;
-  u.symbols["n"] = {{"numel", {{"result", 0}}}};
-  json params = json::array();
+  Expr numel = u.symbol("n", Expr::numel(TensorRef::result(0)));
+  std::vector<Param> params;
   std::string sig, load;
   for (unsigned j = 0; j < n; ++j) {
-    params.push_back(opnd(("in" + std::to_string(j)).c_str(), j));
+    params.push_back(Param::operand("in" + std::to_string(j), j));
     sig += llvm::formatv("const float *in{0}, ", j).str();
   }
   for (unsigned j = 0; j < n; ++j) {
-    params.push_back(
-        json{{"name", "mod" + std::to_string(j)}, {"broadcast_mod", j}});
+    // Broadcast operands are read modulo their size (0: as many elements as
+    // the result).
+    Expr nj = Expr::numel(TensorRef::operand(j));
+    params.push_back(Param::int64("mod" + std::to_string(j),
+                                  Expr::select(Expr::eq(nj, numel), 0, nj)));
     sig += llvm::formatv("long long mod{0}, ", j).str();
     load += llvm::formatv("    x[{0}] = in{0}[mod{0} != 0 ? i % mod{0} : i];\n",
                           j)
                 .str();
   }
-  params.push_back(res("out", 0));
-  params.push_back(int64P("n", "n"));
+  params.push_back(Param::result("out", 0));
+  params.push_back(Param::int64("n", numel));
   u.source =
       header({"elementwise.cuh"}) + "typedef " +
       expr.lookup(yield.getValues()[0]) + " Chain;\n" +
@@ -608,43 +622,37 @@ Unit emitElementwise(const Region &r) {
           "    out[i] = Chain::eval(x);\n  }\n}\n",
           threads, kEntry, sig, perThread, n, load)
           .str();
-  u.launch.push_back({{"block", block(threads)},
-                      {"dynamic_smem", 0},
-                      {"grid",
-                       {{"x", ceilDiv("n", threads * perThread)},
-                        {"y", 1},
-                        {"z", 1}}},
-                      {"params", params}});
+  LaunchStep s = step("", threads, Expr::ceilDiv(numel, threads * perThread));
+  s.params = std::move(params);
+  u.launch.steps.push_back(std::move(s));
   return u;
 }
 
 //===--- attention ----------------------------------------------------------===//
 
 Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
-  Operation *attn = r.find<qcc::AttentionOp>();
-  bool kv = false;
-  if (!attn) {
-    attn = r.find<qcc::KvAttentionOp>();
-    kv = true;
-  }
-  if (!attn)
+  auto plain = r.find<qcc::AttentionOp>();
+  auto kvAttn = r.find<qcc::KvAttentionOp>();
+  if (!plain && !kvAttn)
     return unsupported("attention region without attention");
-  if (!kv && cast<qcc::AttentionOp>(attn).getMask())
+  bool kv = !plain;
+  Operation *attn = kv ? kvAttn.getOperation() : plain.getOperation();
+  if (!kv && plain.getMask())
     return unsupported("no CUDA kernel for masked attention yet");
-  int64_t H = attn->getAttrOfType<IntegerAttr>("num_heads").getInt();
-  int64_t Hkv = attn->getAttrOfType<IntegerAttr>("num_kv_heads").getInt();
-  float scale = attn->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
+  int64_t H = kv ? kvAttn.getNumHeads() : plain.getNumHeads();
+  int64_t Hkv = kv ? kvAttn.getNumKvHeads() : plain.getNumKvHeads();
+  float scale = (kv ? kvAttn.getScale() : plain.getScale()).convertToFloat();
   // Sliding window and logit softcap (0 = none), baked into the unit.
-  auto [window, softcap] =
-      kv ? std::pair(cast<qcc::KvAttentionOp>(attn).getWindow(),
-                     cast<qcc::KvAttentionOp>(attn).getSoftcap())
-         : std::pair(cast<qcc::AttentionOp>(attn).getWindow(),
-                     cast<qcc::AttentionOp>(attn).getSoftcap());
+  int64_t window = kv ? kvAttn.getWindow() : plain.getWindow();
+  llvm::APFloat softcap = kv ? kvAttn.getSoftcap() : plain.getSoftcap();
   std::string windowInit =
       llvm::formatv("  p.window = {0}; p.softcap = {1:e}f;\n", window,
                     (double)softcap.convertToFloat())
           .str();
-  int64_t width = lastDim(attn->getOperand(0));
+  Value qIn = kv ? kvAttn.getQuery() : plain.getQuery();
+  Value kIn = kv ? kvAttn.getKey() : plain.getKey();
+  Value vIn = kv ? kvAttn.getValue() : plain.getValue();
+  int64_t width = lastDim(qIn);
   if (ShapedType::isDynamic(width) || width % H != 0)
     return unsupported("attention with a dynamic head size");
   int64_t D = width / H;
@@ -654,13 +662,12 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                       "<= 256)",
                       D)
             .str());
-  std::string T = cType(tensorOf(attn->getOperand(0)).getElementType());
+  std::string T = cType(tensorOf(qIn).getElementType());
   if (T != "float")
     return unsupported("attention over non-f32 tensors");
   // Fused rotary: q and k are rotated on the fly, from one cos/sin pair over
   // the first rotary_dim values of each head (RopeTables; batch_stride from
   // the tables' shape at run time).
-  Value qIn = attn->getOperand(0), kIn = attn->getOperand(1);
   auto rq = qIn.getDefiningOp<qcc::RotaryOp>();
   auto rk = kIn.getDefiningOp<qcc::RotaryOp>();
   bool rotary = rq || rk;
@@ -670,7 +677,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
       return unsupported("rotary on only one of q and k");
     if (rq.getCos() != rk.getCos() || rq.getSin() != rk.getSin())
       return unsupported("q and k rotated with different cos/sin tables");
-    if (rq.getHeadDim() != D || rk.getHeadDim() != D)
+    if ((int64_t)rq.getHeadDim() != D || (int64_t)rk.getHeadDim() != D)
       return unsupported("rotary head size differs from the attention's");
     if (rq.getRotatedDim() != rk.getRotatedDim())
       return unsupported("q and k rotated over different rotary_dim");
@@ -681,8 +688,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     ci = r.argIndex(rq.getCos());
     si = r.argIndex(rq.getSin());
   }
-  int qi = r.argIndex(qIn), ki = r.argIndex(kIn),
-      vi = r.argIndex(attn->getOperand(2));
+  int qi = r.argIndex(qIn), ki = r.argIndex(kIn), vi = r.argIndex(vIn);
   if (qi < 0 || ki < 0 || vi < 0 || (rotary && (ci < 0 || si < 0)))
     return unsupported("attention operands computed inside the region");
   // The kernel writes only the attention output (rotated q/k stay inside).
@@ -691,16 +697,24 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   std::string ropeSig, ropeInit = "  p.rope.cos = nullptr; p.rope.sin = "
                                   "nullptr; p.rope.batch_stride = 0; "
                                   "p.rope.rotary_dim = 0;\n";
-  json ropeParams = json::array();
+  std::vector<Param> ropeParams;
   if (rotary) {
     ropeSig = ", const float *rope_cos, const float *rope_sin, long long "
               "rope_stride";
     ropeInit = "  p.rope.cos = rope_cos; p.rope.sin = rope_sin; "
                "p.rope.batch_stride = rope_stride; p.rope.rotary_dim = " +
                std::to_string(rq.getRotatedDim()) + ";\n";
-    ropeParams = json::array(
-        {opnd("rope_cos", ci), opnd("rope_sin", si),
-         json{{"name", "rope_stride"}, {"rope_batch_stride", ci}}});
+    // Tables [B, S, W] with B > 1 advance by S * W per sequence; shared
+    // tables ([1, S, W] or [S, W]) do not.
+    TensorRef cos = TensorRef::operand(ci);
+    Expr stride = 0;
+    if (tensorOf(rq.getCos()).getRank() == 3)
+      stride =
+          Expr::select(Expr::gt(Expr::dim(cos, 0), 1),
+                       Expr::mul({Expr::dim(cos, 1), Expr::dim(cos, 2)}), 0);
+    ropeParams = {Param::operand("rope_cos", ci),
+                  Param::operand("rope_sin", si),
+                  Param::int64("rope_stride", stride)};
   }
   const char *rotaryArg = rotary ? "true" : "false";
 
@@ -717,8 +731,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
             storage + ">";
   }
-  int64_t layer =
-      kv ? attn->getAttrOfType<IntegerAttr>("layer").getInt() : int64_t(0);
+  int64_t layer = kv ? kvAttn.getLayer() : int64_t(0);
   int64_t layers = 0, blockTokens = 0;
   if (kv) {
     if (auto l = kvCache.getAs<IntegerAttr>("layers"))
@@ -729,7 +742,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
 
   // Cache parameters (shared by prefill and decode).
   std::string cacheSig, cacheInit;
-  json cacheParams = json::array();
+  std::vector<Param> cacheParams;
   if (kv) {
     cacheSig = ", const float *k_scales, const float *v_scales, int layers, "
                "int layer, " +
@@ -744,29 +757,40 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                          "  p.cache.block_tokens = tokens;\n"
                        : "  p.cache.data = cache; p.cache.slot_of_row = table;\n"
                          "  p.cache.max_tokens = tokens;\n";
-    cacheParams.push_back(rt("k_scales", "kv_cache.k_scales"));
-    cacheParams.push_back(rt("v_scales", "kv_cache.v_scales"));
-    cacheParams.push_back(intP("layers", layers));
-    cacheParams.push_back(intP("layer", layer));
-    cacheParams.push_back(rt("cache", paged ? "kv_cache.pool" : "kv_cache.data"));
     cacheParams.push_back(
-        rt("table", paged ? "kv_cache.block_table" : "kv_cache.slot_of_row"));
+        Param::runtimeValue("k_scales", RuntimeValue::KvKScales));
     cacheParams.push_back(
-        rt("table_stride", paged ? "kv_cache.max_blocks_per_seq" : "zero"));
-    if (paged)
-      cacheParams.push_back(intP("tokens", blockTokens));
-    else
-      cacheParams.push_back(rt("tokens", "kv_cache.max_tokens"));
+        Param::runtimeValue("v_scales", RuntimeValue::KvVScales));
+    cacheParams.push_back(Param::int32("layers", layers));
+    cacheParams.push_back(Param::int32("layer", layer));
+    cacheParams.push_back(Param::runtimeValue(
+        "cache", paged ? RuntimeValue::KvPool : RuntimeValue::KvData));
+    cacheParams.push_back(
+        Param::runtimeValue("table", paged ? RuntimeValue::KvBlockTable
+                                           : RuntimeValue::KvSlotOfRow));
+    cacheParams.push_back(
+        paged ? Param::runtimeValue("table_stride",
+                                    RuntimeValue::KvMaxBlocksPerSeq)
+              : Param::int32("table_stride", 0));
+    cacheParams.push_back(
+        paged ? Param::int32("tokens", blockTokens)
+              : Param::runtimeValue("tokens", RuntimeValue::KvMaxTokens));
   }
 
   Unit u;
-  u.symbols["batch"] = {{"dim", {{"operand", qi}, {"axis", 0}}}};
-  u.symbols["seq_q"] = {{"dim", {{"operand", qi}, {"axis", 1}}}};
-  u.symbols["seq_kv"] = {{"dim", {{"operand", ki}, {"axis", 1}}}};
+  Expr batch = u.symbol("batch", Expr::dim(TensorRef::operand(qi), 0));
+  Expr seqQ = u.symbol("seq_q", Expr::dim(TensorRef::operand(qi), 1));
+  Expr seqKv = u.symbol("seq_kv", Expr::dim(TensorRef::operand(ki), 1));
 
   if (kv && r.decode) {
     constexpr int warps = 4, chunk = 256;
-    u.symbols["splits"] = ceilDiv(json{{"runtime", "max_context_len"}}, chunk);
+    Expr splits = u.symbol(
+        "splits",
+        Expr::ceilDiv(Expr::runtimeSize(format::RuntimeSize::MaxContextLen),
+                      chunk));
+    Expr bh = Expr::mul({batch, H});
+    uint32_t ml = u.launch.addWorkspace("ml", Expr::mul({bh, splits, 2 * 4}));
+    uint32_t acc = u.launch.addWorkspace("acc", Expr::mul({bh, splits, D * 4}));
     std::string src = header({"attention_decode.cuh"});
     src += llvm::formatv(
                "typedef qcc::AttnDecodeParams<float, float, {0}> Params;\n"
@@ -792,43 +816,38 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                warps, chunk, ropeInit, rotaryArg, windowInit)
                .str();
     u.source = src;
-    json params = json::array(
-        {opnd("q", qi), opnd("k", ki), opnd("v", vi), res("out", 0),
-         rt("ws_ml", "workspace.ml"), rt("ws_acc", "workspace.acc"),
-         intP("batch", "batch"), intP("num_heads", H),
-         intP("num_kv_heads", Hkv), json{{"name", "scale"}, {"float", scale}},
-         rt("cached_lens", "cached_lens"), rt("valid_lens", "valid_lens")});
-    for (auto &p : cacheParams)
-      params.push_back(p);
-    for (auto &p : ropeParams)
-      params.push_back(p);
-    json bh = json{{"mul", {"batch", H}}};
-    u.launch.push_back(
-        {{"name", "split"},
-         {"block", block(warps * 32)},
-         {"dynamic_smem", 0},
-         {"grid", {{"x", "splits"}, {"y", H}, {"z", "batch"}}},
-         {"workspace",
-          {{"ml", json{{"mul", {bh, "splits", 2 * 4}}}},
-           {"acc", json{{"mul", {bh, "splits", D * 4}}}}}},
-         {"params", params}});
-    u.launch.push_back(
-        {{"name", "combine"},
-         {"when", json{{"gt", {"splits", 1}}}},
-         {"block", block(D)},
-         {"dynamic_smem", 0},
-         {"grid", {{"x", H}, {"y", "batch"}, {"z", 1}}},
-         {"params",
-          json::array({rt("ws_ml", "workspace.ml"),
-                       rt("ws_acc", "workspace.acc"), res("out", 0),
-                       intP("num_heads", H), intP("splits", "splits")})}});
+    LaunchStep split = step("", warps * 32, splits, H, batch);
+    split.name = "split";
+    split.params = {
+        Param::operand("q", qi),
+        Param::operand("k", ki),
+        Param::operand("v", vi),
+        Param::result("out", 0),
+        Param::workspaceBuffer("ws_ml", ml),
+        Param::workspaceBuffer("ws_acc", acc),
+        Param::int32("batch", batch),
+        Param::int32("num_heads", H),
+        Param::int32("num_kv_heads", Hkv),
+        Param::float32("scale", scale),
+        Param::runtimeValue("cached_lens", RuntimeValue::CachedLens),
+        Param::runtimeValue("valid_lens", RuntimeValue::ValidLens)};
+    llvm::append_range(split.params, cacheParams);
+    llvm::append_range(split.params, ropeParams);
+    LaunchStep combine = step("_combine", D, H, batch);
+    combine.name = "combine";
+    combine.when = Expr::gt(splits, 1);
+    combine.params = {Param::workspaceBuffer("ws_ml", ml),
+                      Param::workspaceBuffer("ws_acc", acc),
+                      Param::result("out", 0), Param::int32("num_heads", H),
+                      Param::int32("splits", splits)};
+    u.launch.steps.push_back(std::move(split));
+    u.launch.steps.push_back(std::move(combine));
     return u;
   }
 
   // Prefill (or plain attention without a cache).
   int bq = D == 64 ? 64 : 32, bkv = 64, warps = 4;
-  bool causal = kv ? true
-                   : attn->getAttrOfType<BoolAttr>("causal").getValue();
+  bool causal = kv || plain.getCausal();
   int smem = attnPrefillSmemBytes(D, bq, bkv);
   std::string src = header({"attention_prefill.cuh"});
   src += llvm::formatv(
@@ -853,22 +872,24 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
              windowInit)
              .str();
   u.source = src;
-  json params = json::array(
-      {opnd("q", qi), opnd("k", ki), opnd("v", vi), res("out", 0),
-       intP("batch", "batch"), intP("seq_q", "seq_q"),
-       intP("seq_kv", "seq_kv"), intP("num_heads", H),
-       intP("num_kv_heads", Hkv), json{{"name", "scale"}, {"float", scale}},
-       kv ? rt("cached_lens", "cached_lens") : nullP("cached_lens"),
-       kv ? rt("valid_lens", "valid_lens") : nullP("valid_lens")});
-  for (auto &p : cacheParams)
-    params.push_back(p);
-  for (auto &p : ropeParams)
-    params.push_back(p);
-  u.launch.push_back(
-      {{"block", block(warps * 32)},
-       {"dynamic_smem", smem},
-       {"grid", {{"x", ceilDiv("seq_q", bq)}, {"y", H}, {"z", "batch"}}},
-       {"params", params}});
+  LaunchStep s = step("", warps * 32, Expr::ceilDiv(seqQ, bq), H, batch, smem);
+  s.params = {Param::operand("q", qi),
+              Param::operand("k", ki),
+              Param::operand("v", vi),
+              Param::result("out", 0),
+              Param::int32("batch", batch),
+              Param::int32("seq_q", seqQ),
+              Param::int32("seq_kv", seqKv),
+              Param::int32("num_heads", H),
+              Param::int32("num_kv_heads", Hkv),
+              Param::float32("scale", scale),
+              kv ? Param::runtimeValue("cached_lens", RuntimeValue::CachedLens)
+                 : Param::null("cached_lens"),
+              kv ? Param::runtimeValue("valid_lens", RuntimeValue::ValidLens)
+                 : Param::null("valid_lens")};
+  llvm::append_range(s.params, cacheParams);
+  llvm::append_range(s.params, ropeParams);
+  u.launch.steps.push_back(std::move(s));
   return u;
 }
 
@@ -893,30 +914,37 @@ EmitResult emitKernels(ModuleOp module) {
     bool decode = isDecode(fn);
     fn.walk([&](qcc::KernelOp k) {
       Region r(k, fn.getSymName().str(), decode);
-      StringRef kind = k.getKind();
       Unit u;
-      if (kind == "gemm_i8" || kind == "gemm_f16")
+      switch (k.getKind()) {
+      case qcc::KernelKind::GemmI8:
+      case qcc::KernelKind::GemmF16:
         u = emitGemm(r);
-      else if (kind == "norm_quantize")
+        break;
+      case qcc::KernelKind::NormQuantize:
         u = emitNorm(r, true);
-      else if (kind == "norm")
+        break;
+      case qcc::KernelKind::Norm:
         u = emitNorm(r, false);
-      else if (kind == "quantize")
+        break;
+      case qcc::KernelKind::Quantize:
         u = emitQuantize(r);
-      else if (kind == "embedding")
+        break;
+      case qcc::KernelKind::Embedding:
         u = emitEmbedding(r);
-      else if (kind == "elementwise")
+        break;
+      case qcc::KernelKind::Elementwise:
         u = emitElementwise(r);
-      else if (kind == "attention")
+        break;
+      case qcc::KernelKind::Attention:
         u = emitAttention(r, kvCache);
-      else
-        u = unsupported("no CUDA kernel for kind '" + kind.str() + "'");
+        break;
+      }
 
       EmittedKernel e;
       e.function = r.function;
       e.name = k.getSymName().str();
-      e.kind = kind.str();
-      e.symbols = u.symbols;
+      // The ODS enum lists format/KernelKinds.def in order (KernelKindTest).
+      e.kind = static_cast<format::KernelKind>(k.getKind());
       e.unsupported = u.unsupported;
       size_t index = result.kernels.size();
       if (e.unsupported.empty()) {
@@ -933,14 +961,8 @@ EmitResult emitKernels(ModuleOp module) {
         e.unit = it->second;
         e.source = unit.source;
         e.entry = unit.name;
-        for (json &step : u.launch) {
-          std::string suffix =
-              step.contains("entry_suffix")
-                  ? step["entry_suffix"].get<std::string>()
-              : step.contains("name") && step["name"] == "combine" ? "_combine"
-                                                                 : "";
-          step["entry"] = unit.name + suffix;
-        }
+        for (LaunchStep &step : u.launch.steps)
+          replaceAll(step.entry, kEntry, unit.name);
       }
       e.launch = u.launch;
       result.kernels.push_back(std::move(e));

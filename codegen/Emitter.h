@@ -5,40 +5,16 @@
 // templates it needs ("qcc/*.cuh") and defines extern "C" __global__
 // __launch_bounds__ wrappers instantiating them, plus a JSON launch record.
 //
-// Launch record (EmittedKernel::launch), an array of launch steps in order
-// (one step for most kinds; decode attention has split + combine):
-//
-//   {"entry": "qcc_main_k0",                       extern "C" name
-//    "block": {"x": 128, "y": 1, "z": 1},
-//    "dynamic_smem": 81920,                         bytes (same formula as the
-//                                                   device Config struct)
-//    "grid": {"x": E, "y": E, "z": E},              E: an expression (below)
-//    "params": [P, ...],                            kernel parameters in order
-//    "when": E (optional: launch only when E != 0),
-//    "workspace": {NAME: E, ...} (optional: bytes of scratch buffers, shared
-//                 by the region's steps: "ml"/"acc" for split decode
-//                 attention, "x16" for the f16 copy of an f32 GEMM input)}
-//
-// Expressions E: an integer; a symbol name (string) defined in the region's
-// "symbols"; {"ceil_div": [E, E]}, {"mul": [E, ...]}, {"gt": [E, E]}.
-// Symbols (EmittedKernel::symbols) are sizes known only at run time:
-//   {"rows": {"operand"|"result": i}}     product of all dims but the last
-//   {"numel": {"operand"|"result": i}}    product of all dims
-//   {"dim": {"operand"|"result": i, "axis": a}}
-//   {"runtime": "max_context_len"}        runtime state (KV cache)
-// Parameters P: {"name": n, "operand": i} / {"name": n, "result": i} (device
-// pointers of region operands / results), {"name": n, "int": E} (an int),
-// {"name": n, "int64": E} (a long long), {"name": n, "float": x} scalars,
-// {"name": n, "operand": i, "convert": "f16"} (a constant operand the
-// runtime converts to f16, round to nearest even, when it uploads it), {"name": n, "null": true} a null pointer,
-// {"name": n, "runtime": what} (device pointers: kv_cache.pool / .data /
-// .block_table / .slot_of_row / .k_scales / .v_scales, cached_lens,
-// valid_lens, error_flag, workspace.NAME; ints:
-// kv_cache.max_blocks_per_seq, kv_cache.max_tokens, zero), and
-// {"name": n, "broadcast_mod": i}: 0 when operand i has as many elements as
-// the result, else its element count (a long long); and
-// {"name": n, "rope_batch_stride": i}: a long long, dim1 * dim2 of operand i
-// (rotary cos/sin) when it is [B, S, D] with B > 1, else 0.
+// Launch record (EmittedKernel::launch): a format::LaunchRecord, the typed
+// ABI the runtime reads (format/LaunchRecord.h documents it and its JSON).
+// The emitter writes every run-time quantity as an expression over the
+// region's operand / result shapes from the rank and static dims it knows:
+// e.g. an elementwise operand's broadcast modulus is
+// select(eq(numel(operand j), n), 0, numel(operand j)), the rotary tables'
+// batch stride select(gt(dim0, 1), dim1 * dim2, 0) for [B, S, W] tables
+// (0 for rank 2). Scratch buffers are record workspaces ("ml"/"acc" for
+// split decode attention, "x16" for the f16 copy of an f32 GEMM input);
+// step entries are the unit's entry plus a suffix ("_cast", "_combine").
 //
 // Tile heuristics (documented here, asserted in EmitterTest):
 //   gemm_i8 prefill: N >= 1024: GemmI8Config<128, 128, 64, 64, 64, 4>
@@ -66,6 +42,8 @@
 #ifndef QCC_CODEGEN_EMITTER_H
 #define QCC_CODEGEN_EMITTER_H
 
+#include "format/KernelKinds.h"
+#include "format/LaunchRecord.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <nlohmann/json.hpp>
@@ -89,18 +67,17 @@ int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV);
 struct EmittedKernel {
   std::string function; ///< enclosing func.func
   std::string name;     ///< the region's sym_name ("k3")
-  std::string kind;     ///< the region's kind ("gemm_i8", ...)
+  format::KernelKind kind = format::KernelKind::Elementwise; ///< the region's
   std::string entry;    ///< the first launch's extern "C" name ("" if none)
   std::string source;   ///< the CUDA C++ unit ("" if unsupported)
   size_t unit = 0;      ///< index into EmitResult::units (if supported)
-  nlohmann::json launch = nlohmann::json::array(); ///< launch steps
-  nlohmann::json symbols = nlohmann::json::object();
+  format::LaunchRecord launch; ///< how the runtime launches it
   /// Why no kernel was emitted ("no CUDA kernel for f32 linear yet"); empty
   /// when one was.
   std::string unsupported;
 
   /// The manifest record (without binaries): function, region, kind, entry,
-  /// launch, symbols (and unsupported).
+  /// launch (format::toJson) or unsupported.
   nlohmann::json manifest() const;
 };
 

@@ -140,7 +140,7 @@ struct Writer {
         // The region's name identifies it; its kernel (if compiled) by index.
         std::string region = k.getSymName().str();
         node["name"] = region;
-        attrs["kind"] = k.getKind().str();
+        attrs["kind"] = qcc::stringifyKernelKind(k.getKind()).str();
         auto it = kernelIndex.find({currentFunction, region});
         attrs["kernel"] = it == kernelIndex.end() ? int64_t(-1) : it->second;
         json args = json::array(), bodyNodes = json::array(),

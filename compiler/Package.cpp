@@ -2,6 +2,8 @@
 #include "compiler/Package.h"
 #include "compiler/ArtifactWriter.h"
 
+#include "format/KernelKinds.h"
+#include "format/LaunchRecord.h"
 #include "runtime/Progress.h"
 #ifdef QCC_HAVE_CODEGEN
 #include "codegen/NvrtcCompiler.h"
@@ -31,14 +33,14 @@ void qcc::printCuda(const codegen::EmitResult &r, raw_ostream &os) {
     os << "// ===== unit " << unit.name << " (regions:";
     for (size_t k : unit.kernels)
       os << " " << r.kernels[k].function << "/" << r.kernels[k].name;
-    os << ") kind " << first.kind << "\n";
-    os << "// launch: " << first.launch.dump() << "\n";
+    os << ") kind " << qcc::format::spelling(first.kind) << "\n";
+    os << "// launch: " << qcc::format::toJson(first.launch).dump() << "\n";
     os << unit.source << "\n";
   }
   for (const auto &k : r.kernels)
     if (!k.unsupported.empty())
       os << "// ===== no kernel for " << k.function << "/" << k.name << " ("
-         << k.kind << "): " << k.unsupported << "\n";
+         << qcc::format::spelling(k.kind) << "): " << k.unsupported << "\n";
 }
 
 #ifdef QCC_HAVE_CODEGEN
@@ -78,7 +80,7 @@ qcc::compilePhase(const codegen::EmitResult &emitted, bool quiet) {
     unsupported += !k.unsupported.empty();
   errs() << "compiled " << sources.size() << " CUDA kernel units for "
          << emitted.kernels.size() << " regions in "
-         << format("%.1f", seconds) << " s";
+         << llvm::format("%.1f", seconds) << " s";
   if (unsupported)
     errs() << " (" << unsupported << " regions without a CUDA kernel)";
   errs() << "\n";

@@ -11,6 +11,21 @@
 include "dialects/QccDialect.td"
 include "mlir/IR/EnumAttr.td"
 
+// format/KernelKinds.def, in its order and spellings (the runtime links no
+// MLIR; KernelKindTest checks that the two agree).
+def Qcc_KernelKind : I32EnumAttr<"KernelKind",
+    "the device template family of a qcc.kernel region", [
+  I32EnumAttrCase<"GemmI8", 0, "gemm_i8">,
+  I32EnumAttrCase<"GemmF16", 1, "gemm_f16">,
+  I32EnumAttrCase<"Norm", 2, "norm">,
+  I32EnumAttrCase<"NormQuantize", 3, "norm_quantize">,
+  I32EnumAttrCase<"Quantize", 4, "quantize">,
+  I32EnumAttrCase<"Embedding", 5, "embedding">,
+  I32EnumAttrCase<"Elementwise", 6, "elementwise">,
+  I32EnumAttrCase<"Attention", 7, "attention">]> {
+  let cppNamespace = "::qcc";
+}
+
 def Qcc_QuantScheme : I32EnumAttr<"QuantScheme",
     "how quantized integers map to real values", [
       I32EnumAttrCase<"Symmetric", 0, "symmetric">,

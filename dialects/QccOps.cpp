@@ -654,6 +654,43 @@ LogicalResult KernelOp::verify() {
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("yielded types must match the results");
+  // The op the kind's device template is built around.
+  auto holds = [&](auto... op) {
+    return llvm::any_of(
+        body, [](Operation &o) { return (isa<decltype(op)>(o) || ...); });
+  };
+  const char *needs = nullptr;
+  switch (getKind()) {
+  case KernelKind::GemmI8:
+    needs = holds(QLinearOp()) ? nullptr : "a qcc.qlinear";
+    break;
+  case KernelKind::GemmF16:
+    needs = holds(LinearOp()) ? nullptr : "a qcc.linear";
+    break;
+  case KernelKind::Norm:
+    needs = holds(LayerNormOp(), RmsNormOp()) ? nullptr : "a norm";
+    break;
+  case KernelKind::NormQuantize:
+    needs = holds(LayerNormOp(), RmsNormOp()) && holds(QuantizeOp())
+                ? nullptr
+                : "a norm and a qcc.quantize";
+    break;
+  case KernelKind::Quantize:
+    needs = holds(QuantizeOp()) ? nullptr : "a qcc.quantize";
+    break;
+  case KernelKind::Embedding:
+    needs = holds(EmbeddingOp()) ? nullptr : "a qcc.embedding";
+    break;
+  case KernelKind::Elementwise:
+    needs = body.getOperations().size() > 1 ? nullptr : "an op";
+    break;
+  case KernelKind::Attention:
+    needs = holds(AttentionOp(), KvAttentionOp()) ? nullptr : "an attention op";
+    break;
+  }
+  if (needs)
+    return emitOpError("of kind '") << stringifyKernelKind(getKind())
+                                    << "' needs " << needs << " in its body";
   return success();
 }
 

@@ -6,6 +6,7 @@
 include "dialects/QccAttrs.td"
 include "dialects/QccDialect.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -668,6 +669,8 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
 // Kernel regions (form-kernels)
 //===----------------------------------------------------------------------===//
 
+// Qcc_KernelKind: dialects/QccAttrs.td (the dialect's one enum file).
+
 def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     [IsolatedFromAbove, SingleBlock]> {
   let summary = "A group of ops that becomes one GPU kernel";
@@ -675,12 +678,13 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     The body computes the results from the block arguments (one per
     operand) with the ops it holds, in their usual semantics; `kind` names
     the device template family the emitter instantiates (`gemm_i8`,
-    `gemm_f16`, `norm_quantize`, `norm`, `attention`, `embedding`,
-    `elementwise`), `name` is unique in the function. The region is isolated
-    from above: weights enter as operands.
+    `gemm_f16`, `norm_quantize`, `norm`, `quantize`, `attention`,
+    `embedding`, `elementwise`; the verifier checks the body holds the op
+    the kind is built around), `name` is unique in the function. The region
+    is isolated from above: weights enter as operands.
 
     ```mlir
-    %y = qcc.kernel "gemm_i8" "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)
+    %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)
         : (...) -> tensor<?x?x1024xf32> {
     ^bb0(...):
       %0 = qcc.qlinear ...
@@ -689,7 +693,7 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     }
     ```
   }];
-  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$kind,
+  let arguments = (ins Variadic<AnyType>:$inputs, Qcc_KernelKind:$kind,
                    StrAttr:$sym_name);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);

@@ -28,7 +28,8 @@ namespace qcc::format {
 inline constexpr char kMagic[8] = {'Q', 'C', 'C', 'P', 'K', 'G', '\r', '\n'};
 /// Bumped whenever the manifest or the layout changes meaning; the runtime
 /// refuses any other version with one line saying to recompile.
-inline constexpr uint32_t kFormatVersion = 1;
+/// 2: typed launch records (format/LaunchRecord.h).
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kHeaderSize = 64;
 inline constexpr size_t kDataAlignment = 64;
 

@@ -65,11 +65,11 @@ public:
       if (claimed.contains(op))
         continue;
       if (isa<EmbeddingOp>(op))
-        form({op}, "embedding");
+        form({op}, KernelKind::Embedding);
       else if (isa<LayerNormOp, RmsNormOp>(op))
-        form({op}, "norm");
+        form({op}, KernelKind::Norm);
       else if (isa<QuantizeOp>(op))
-        form({op}, "quantize");
+        form({op}, KernelKind::Quantize);
       else if (isElementwise(op))
         formElementwise(op);
     }
@@ -78,13 +78,13 @@ public:
   }
 
 private:
-  void form(SmallVector<Operation *> group, StringRef kind) {
-    LLVM_DEBUG(llvm::dbgs() << "form-kernels: " << kind << " of "
+  void form(SmallVector<Operation *> group, KernelKind kind) {
+    LLVM_DEBUG(llvm::dbgs() << "form-kernels: " << stringifyKernelKind(kind) << " of "
                             << group.size() << " op(s) at "
                             << group.back()->getLoc() << "\n");
     for (Operation *op : group)
       claimed.insert(op);
-    groups.emplace_back(std::move(group), kind.str());
+    groups.emplace_back(std::move(group), kind);
   }
 
   /// A remark on `op` saying why it stays out of a kernel it could join
@@ -122,7 +122,8 @@ private:
       last = u;
     }
     declineEpilogue(last);
-    form(group, isa<QLinearOp>(gemm) ? "gemm_i8" : "gemm_f16");
+    form(group,
+         isa<QLinearOp>(gemm) ? KernelKind::GemmI8 : KernelKind::GemmF16);
   }
 
   /// norm + the per-token quantize of its output (scale computed in-kernel).
@@ -133,7 +134,7 @@ private:
     if (soleUser(norm) != quantize)
       return decline(quantize, "the " + norm->getName().getStringRef() +
                                    " it quantizes has other users");
-    form({norm, quantize}, "norm_quantize");
+    form({norm, quantize}, KernelKind::NormQuantize);
   }
 
   /// attention + the rotary embeddings of its query and key.
@@ -147,7 +148,7 @@ private:
           decline(rot, "its result has users besides the attention");
       }
     group.push_back(attention);
-    form(group, "attention");
+    form(group, KernelKind::Attention);
   }
 
   /// A chain of elementwise ops, each the only user of the previous.
@@ -160,13 +161,13 @@ private:
       group.push_back(u);
       last = u;
     }
-    form(group, "elementwise");
+    form(group, KernelKind::Elementwise);
   }
 
   /// Moves `group` (in program order, results used outside only from ops
   /// that no other group op follows... see form*) into a qcc.kernel placed
   /// at its last op.
-  void outline(ArrayRef<Operation *> group, StringRef kind) {
+  void outline(ArrayRef<Operation *> group, KernelKind kind) {
     llvm::SmallPtrSet<Operation *, 8> members(group.begin(), group.end());
     llvm::SetVector<Value> inputs;
     SmallVector<Value> outputs;
@@ -184,7 +185,7 @@ private:
     std::string name = "k" + std::to_string(counter++);
     auto kernel = KernelOp::create(
         b, group.back()->getLoc(), ValueRange(outputs).getTypes(),
-        inputs.getArrayRef(), b.getStringAttr(kind), b.getStringAttr(name));
+        inputs.getArrayRef(), kind, b.getStringAttr(name));
     Block *body = new Block();
     kernel.getBody().push_back(body);
     IRMapping map;
@@ -207,7 +208,7 @@ private:
 
   func::FuncOp fn;
   llvm::SmallPtrSet<Operation *, 32> claimed;
-  std::vector<std::pair<SmallVector<Operation *>, std::string>> groups;
+  std::vector<std::pair<SmallVector<Operation *>, KernelKind>> groups;
   int counter = 0;
 };
 

@@ -30,6 +30,33 @@ static Port parsePort(const Loader &l, const json &j) {
   return p;
 }
 
+/// The launch record of kernel node `n` refers only to its operands and
+/// results, and converts only f32 constants to f16.
+static void checkLaunch(const Loader &l, const Node &n, const KernelRecord &k,
+                        const Artifact &a) {
+  namespace format = qcc::format;
+  using format::TensorRef;
+  std::string where = "manifest: kernel " + k.function + "/" + k.region;
+  if (n.attrs.value("kind", std::string()) != format::spelling(k.kind))
+    l.fail(where + ": its node says kind " +
+           n.attrs.value("kind", json("")).dump());
+  if (!k.unsupported.empty())
+    return;
+  if (k.launch.maxIndex(TensorRef::Side::Operand) >= (int64_t)n.inputs.size() ||
+      k.launch.maxIndex(TensorRef::Side::Result) >= (int64_t)n.outputs.size())
+    l.fail(where + ": launch record refers to an operand or result the "
+                   "region does not have");
+  for (const format::LaunchStep &s : k.launch.steps)
+    for (const format::Param &p : s.params)
+      if (p.kind == format::ParamKind::OperandF16) {
+        int64_t id = n.inputs[p.tensor.index];
+        const Tensor *c = a.constant(id);
+        if (!c || c->dtype() != DType::F32)
+          l.fail(where + ": parameter " + p.name +
+                 " converts a value that is not an f32 constant to f16");
+      }
+}
+
 Artifact Artifact::load(const std::string &path) {
   Loader l{path};
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -170,11 +197,23 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
         KernelRecord r;
         r.function = k.value("function", "");
         r.region = k.value("region", "");
-        r.kind = k.value("kind", "");
+        auto kind = format::parseKernelKind(k.value("kind", ""));
+        if (!kind)
+          l.fail("manifest: kernel " + r.region + " has unknown kind " +
+                 k.value("kind", json("")).dump());
+        r.kind = *kind;
         r.entry = k.value("entry", "");
         r.unsupported = k.value("unsupported", "");
-        r.launch = k.value("launch", json::array());
-        r.symbols = k.value("symbols", json::object());
+        if (r.unsupported.empty()) {
+          if (!k.contains("launch"))
+            l.fail("manifest: kernel " + r.region + " has no launch record");
+          try {
+            r.launch = format::fromJson(k.at("launch"));
+          } catch (const std::runtime_error &e) {
+            l.fail("manifest: kernel " + r.function + "/" + r.region + ": " +
+                   e.what());
+          }
+        }
         if (k.contains("binaries"))
           for (auto &[target, b] : k.at("binaries").items()) {
             uint64_t off = b.at("offset").get<uint64_t>(),
@@ -193,6 +232,8 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
           if (k >= (int64_t)a.kernels_.size())
             l.fail("manifest: kernel node '" + n.name +
                    "' refers to unknown kernel " + std::to_string(k));
+          if (k >= 0)
+            checkLaunch(l, n, a.kernels_[k], a);
         }
     if (m.contains("sections"))
       for (auto &[name, s] : m.at("sections").items())

@@ -7,8 +7,9 @@
 //   types, constants (offset/size
 //   into data), sections (tokenizer, kernel binaries); with GPU kernels (qcc
 //   without --no-cuda): "kernels" [{function, region, kind, entry, launch,
-//   symbols, binaries: {sm_80|sm_90|ptx: {offset, size}}} or {...,
-//   unsupported}] (launch records: codegen/Emitter.h) and "gpu_functions":
+//   binaries: {sm_80|sm_90|ptx: {offset, size}}} or {..., unsupported}]
+//   (launch records: format/LaunchRecord.h, parsed and validated at load)
+//   and "gpu_functions":
 //   the entry points after form-kernels (the CUDA backend's plan, in launch
 //   order), kernel regions as nodes {op: "kernel", attrs: {kind, kernel:
 //   index into kernels}, body: {args, nodes, yield}}
@@ -19,6 +20,8 @@
 
 #include "format/ArtifactFormat.h"
 #include "format/OpKind.h"
+#include "format/KernelKinds.h"
+#include "format/LaunchRecord.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -76,12 +79,12 @@ struct Node {
   std::shared_ptr<const KernelBody> body;
 };
 
-/// A compiled kernel region (manifest "kernels"; codegen/Emitter.h documents
-/// launch and symbols).
+/// A compiled kernel region (manifest "kernels").
 struct KernelRecord {
-  std::string function, region, kind, entry;
+  std::string function, region, entry;
+  format::KernelKind kind = format::KernelKind::Elementwise;
   std::string unsupported; ///< why no kernel exists ("" when one does)
-  nlohmann::json launch, symbols;
+  format::LaunchRecord launch; ///< validated at load (when supported)
   /// "sm_80" / "sm_90" / "ptx" -> (offset, size) in the data section.
   std::map<std::string, std::pair<uint64_t, uint64_t>> binaries;
 };

@@ -81,37 +81,6 @@ std::string qcc::rt::pickBinaryTarget(const KernelRecord &k,
                            " and no PTX: recompile the artifact with qcc");
 }
 
-int64_t qcc::rt::evalLaunchExpr(
-    const json &e, const std::function<int64_t(const std::string &)> &symbol,
-    const std::function<int64_t(const std::string &)> &runtime) {
-  auto rec = [&](const json &x) { return evalLaunchExpr(x, symbol, runtime); };
-  if (e.is_number_integer())
-    return e.get<int64_t>();
-  if (e.is_string())
-    return symbol(e.get<std::string>());
-  if (e.is_object() && e.size() == 1) {
-    const auto &[op, args] = *e.items().begin();
-    if (op == "runtime")
-      return runtime(args.get<std::string>());
-    if (op == "ceil_div" && args.is_array() && args.size() == 2) {
-      int64_t a = rec(args[0]), b = rec(args[1]);
-      if (b <= 0)
-        throw std::runtime_error("launch record: ceil_div by " +
-                                 std::to_string(b));
-      return (a + b - 1) / b;
-    }
-    if (op == "mul" && args.is_array()) {
-      int64_t p = 1;
-      for (const json &a : args)
-        p *= rec(a);
-      return p;
-    }
-    if (op == "gt" && args.is_array() && args.size() == 2)
-      return rec(args[0]) > rec(args[1]) ? 1 : 0;
-  }
-  throw std::runtime_error("launch record: malformed expression " + e.dump());
-}
-
 //===--- values and runs ----------------------------------------------------===//
 
 struct GpuSession::Value {
@@ -221,12 +190,10 @@ GpuSession::GpuSession(const Artifact &artifact,
         loadedModules.list.push_back(m->second);
       }
       Loaded l;
-      for (const json &step : rec->launch) {
-        std::string entry = step.at("entry").get<std::string>();
-        CudaContext::Function f = ctx->function(m->second, entry);
-        int smem = step.value("dynamic_smem", 0);
-        if (smem > 48 * 1024)
-          ctx->setMaxDynamicSharedMemory(f, smem, entry);
+      for (const format::LaunchStep &step : rec->launch.steps) {
+        CudaContext::Function f = ctx->function(m->second, step.entry);
+        if (step.dynamicSmem > 48 * 1024)
+          ctx->setMaxDynamicSharedMemory(f, (int)step.dynamicSmem, step.entry);
         l.steps.push_back(f);
       }
       loaded[k] = std::move(l);
@@ -410,6 +377,8 @@ void GpuSession::prepareKv(KvBatch *kv, Run &r) {
 
 void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
                               const Loaded &l, Run &r) {
+  using format::ParamKind;
+  using format::RuntimeValue;
   std::vector<Shape> shapes;
   for (int64_t id : node.inputs)
     shapes.push_back(id < 0 ? Shape()
@@ -424,50 +393,25 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
     v.dev = r.pool->get(v.bytes());
     v.onDevice = v.ownsDevice = true;
   }
-
-  auto shapeOf = [&](const json &ref) -> const Shape & {
-    if (ref.contains("operand"))
-      return shapes.at(ref.at("operand").get<size_t>());
-    return resultShapes.at(ref.at("result").get<size_t>());
-  };
-  auto runtime = [&](const std::string &what) -> int64_t {
-    if (what == "max_context_len")
-      return r.maxContext;
-    throw std::runtime_error("kernel " + k.region + ": unknown runtime size '" +
-                             what + "'");
-  };
-  std::map<std::string, int64_t> symbols;
-  std::function<int64_t(const std::string &)> symbol =
-      [&](const std::string &name) -> int64_t {
-    if (auto it = symbols.find(name); it != symbols.end())
-      return it->second;
-    if (!k.symbols.contains(name))
-      throw std::runtime_error("kernel " + k.region + ": unknown symbol '" +
-                               name + "'");
-    const json &def = k.symbols.at(name);
-    int64_t value;
-    if (def.is_object() && def.contains("rows")) {
-      const Shape &s = shapeOf(def.at("rows"));
-      value = s.empty() ? 1 : numElements(s) / std::max<int64_t>(1, s.back());
-    } else if (def.is_object() && def.contains("numel")) {
-      value = numElements(shapeOf(def.at("numel")));
-    } else if (def.is_object() && def.contains("dim")) {
-      const Shape &s = shapeOf(def.at("dim"));
-      int64_t axis = def.at("dim").at("axis").get<int64_t>();
-      value = s.at(axis < 0 ? axis + s.size() : axis);
-    } else {
-      value = evalLaunchExpr(def, symbol, runtime);
-    }
-    symbols[name] = value;
-    return value;
-  };
-  auto eval = [&](const json &e) { return evalLaunchExpr(e, symbol, runtime); };
+  // Indices were checked against the node when the artifact was loaded.
+  format::ExprEvaluator eval(
+      k.launch, {[&](format::TensorRef t) -> const Shape & {
+                   return t.side == format::TensorRef::Side::Operand
+                              ? shapes[t.index]
+                              : resultShapes[t.index];
+                 },
+                 [&](format::RuntimeSize s) -> int64_t {
+                   switch (s) {
+                   case format::RuntimeSize::MaxContextLen:
+                     return r.maxContext;
+                   }
+                   return 0;
+                 }});
 
   // Workspace is shared by a node's steps (split writes it, combine reads)
   // and goes back to the pool after them: later work on the one stream is
   // ordered after these launches.
-  std::map<std::string, DevicePtr> workspace;
-  std::vector<std::pair<DevicePtr, size_t>> held;
+  std::vector<std::pair<DevicePtr, size_t>> workspace;
   struct GiveBack {
     DevicePool *pool;
     std::vector<std::pair<DevicePtr, size_t>> &held;
@@ -475,120 +419,102 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
       for (auto &[p, bytes] : held)
         pool->put(p, bytes);
     }
-  } giveBack{r.pool, held};
-  for (size_t s = 0; s < k.launch.size(); ++s) {
-    const json &step = k.launch[s];
-    if (step.contains("when") && eval(step.at("when")) == 0)
+  } giveBack{r.pool, workspace};
+  for (const format::NamedExpr &w : k.launch.workspace) {
+    size_t n = (size_t)eval(w.value);
+    workspace.emplace_back(r.pool->get(n), n);
+  }
+  for (size_t s = 0; s < k.launch.steps.size(); ++s) {
+    const format::LaunchStep &step = k.launch.steps[s];
+    if (step.when && eval(*step.when) == 0)
       continue;
-    if (step.contains("workspace"))
-      for (auto &[name, bytes] : step.at("workspace").items()) {
-        size_t n = (size_t)eval(bytes);
-        DevicePtr p = r.pool->get(n);
-        held.emplace_back(p, n);
-        workspace["workspace." + name] = p;
-      }
-    const json &g = step.at("grid");
-    int64_t gx = eval(g.at("x")), gy = eval(g.at("y")), gz = eval(g.at("z"));
+    int64_t gx = eval(step.grid[0]), gy = eval(step.grid[1]),
+            gz = eval(step.grid[2]);
     if (gx <= 0 || gy <= 0 || gz <= 0)
       continue; // nothing to do (an empty batch)
-    const json &b = step.at("block");
     Dim3 grid{(unsigned)gx, (unsigned)gy, (unsigned)gz};
-    Dim3 block{b.at("x").get<unsigned>(), b.value("y", 1u), b.value("z", 1u)};
+    Dim3 block{step.block[0], step.block[1], step.block[2]};
 
     // Each parameter gets 8 bytes; cuLaunchKernel reads as many as the
     // kernel's parameter type has.
-    const json &params = step.at("params");
-    std::vector<uint64_t> slots(params.size(), 0);
-    std::vector<void *> args(params.size());
-    for (size_t i = 0; i < params.size(); ++i) {
-      const json &p = params[i];
+    std::vector<uint64_t> slots(step.params.size(), 0);
+    std::vector<void *> args(step.params.size());
+    for (size_t i = 0; i < step.params.size(); ++i) {
+      const format::Param &p = step.params[i];
       void *slot = &slots[i];
       args[i] = slot;
-      auto ptr = [&](DevicePtr d) { std::memcpy(slot, &d, sizeof d); };
-      auto i32 = [&](int64_t v) {
-        int32_t x = (int32_t)v;
-        std::memcpy(slot, &x, sizeof x);
+      auto put = [&](auto x) { std::memcpy(slot, &x, sizeof x); };
+      auto kv = [&](auto x) {
+        if (!r.kv)
+          throw std::runtime_error("kernel " + k.region + " needs a KV cache");
+        put(x);
       };
-      if (p.contains("operand") && p.contains("convert")) {
-        int64_t id = node.inputs.at(p.at("operand").get<size_t>());
-        if (id < 0 || !artifact.constant(id) ||
-            p.at("convert") != "f16" ||
-            artifact.constant(id)->dtype() != DType::F32)
-          throw std::runtime_error("kernel " + k.region + ": parameter " +
-                                   p.dump() + " converts only f32 constants "
-                                   "to f16");
-        ptr(constantOnDevice(id, /*asF16=*/true));
-      } else if (p.contains("operand")) {
-        int64_t id = node.inputs.at(p.at("operand").get<size_t>());
-        ptr(id < 0 ? 0 : deviceOf(id, r));
-      } else if (p.contains("result")) {
-        ptr(r.values[node.outputs.at(p.at("result").get<size_t>())].dev);
-      } else if (p.contains("int")) {
-        i32(eval(p.at("int")));
-      } else if (p.contains("int64")) {
-        int64_t x = eval(p.at("int64"));
-        std::memcpy(slot, &x, sizeof x);
-      } else if (p.contains("float")) {
-        float x = p.at("float").get<float>();
-        std::memcpy(slot, &x, sizeof x);
-      } else if (p.contains("null")) {
-        ptr(0);
-      } else if (p.contains("broadcast_mod")) {
-        size_t j = p.at("broadcast_mod").get<size_t>();
-        int64_t n = numElements(shapes.at(j));
-        int64_t x = n == numElements(resultShapes.at(0)) ? 0 : n;
-        std::memcpy(slot, &x, sizeof x);
-      } else if (p.contains("rope_batch_stride")) {
-        const Shape &c = shapes.at(p.at("rope_batch_stride").get<size_t>());
-        int64_t x = c.size() == 3 && c[0] > 1 ? c[1] * c[2] : 0;
-        std::memcpy(slot, &x, sizeof x);
-      } else if (p.contains("runtime")) {
-        std::string what = p.at("runtime").get<std::string>();
-        if (what == "kv_cache.pool" || what == "kv_cache.data")
-          ptr(r.kvData);
-        else if (what == "kv_cache.block_table" ||
-                 what == "kv_cache.slot_of_row")
-          ptr(r.table);
-        else if (what == "kv_cache.k_scales")
-          ptr(kScales);
-        else if (what == "kv_cache.v_scales")
-          ptr(vScales);
-        else if (what == "cached_lens")
-          ptr(r.cachedLens);
-        else if (what == "valid_lens")
-          ptr(r.validLens);
-        else if (what == "error_flag")
-          ptr(r.errorFlag);
-        else if (what.rfind("workspace.", 0) == 0) {
-          auto w = workspace.find(what);
-          if (w == workspace.end())
-            throw std::runtime_error("kernel " + k.region + ": parameter " +
-                                     what + " before its workspace");
-          ptr(w->second);
+      switch (p.kind) {
+      case ParamKind::Operand: {
+        int64_t id = node.inputs[p.tensor.index];
+        put(id < 0 ? DevicePtr(0) : deviceOf(id, r));
+        break;
+      }
+      case ParamKind::OperandF16: // an f32 constant (checked at load)
+        put(constantOnDevice(node.inputs[p.tensor.index], /*asF16=*/true));
+        break;
+      case ParamKind::Result:
+        put(r.values[node.outputs[p.tensor.index]].dev);
+        break;
+      case ParamKind::Int32:
+        put((int32_t)eval(p.expr));
+        break;
+      case ParamKind::Int64:
+        put((int64_t)eval(p.expr));
+        break;
+      case ParamKind::Float32:
+        put(p.number);
+        break;
+      case ParamKind::Null:
+        put(DevicePtr(0));
+        break;
+      case ParamKind::Workspace:
+        put(workspace[p.workspace].first);
+        break;
+      case ParamKind::Runtime:
+        switch (p.runtime) {
+        case RuntimeValue::KvPool:
+        case RuntimeValue::KvData:
+          kv(r.kvData);
+          break;
+        case RuntimeValue::KvBlockTable:
+        case RuntimeValue::KvSlotOfRow:
+          kv(r.table);
+          break;
+        case RuntimeValue::KvKScales:
+          kv(kScales);
+          break;
+        case RuntimeValue::KvVScales:
+          kv(vScales);
+          break;
+        case RuntimeValue::KvMaxBlocksPerSeq:
+          kv((int32_t)r.tableStride);
+          break;
+        case RuntimeValue::KvMaxTokens:
+          kv((int32_t)r.maxTokens);
+          break;
+        case RuntimeValue::CachedLens:
+          put(r.cachedLens);
+          break;
+        case RuntimeValue::ValidLens:
+          put(r.validLens);
+          break;
+        case RuntimeValue::ErrorFlag:
+          put(r.errorFlag);
+          break;
         }
-        else if (what == "kv_cache.max_blocks_per_seq")
-          i32(r.tableStride);
-        else if (what == "kv_cache.max_tokens")
-          i32(r.maxTokens);
-        else if (what == "zero")
-          i32(0);
-        else
-          throw std::runtime_error("kernel " + k.region +
-                                   ": unknown runtime parameter '" + what +
-                                   "'");
-        if (!r.kv && what.rfind("kv_cache.", 0) == 0 && what != "zero")
-          throw std::runtime_error("kernel " + k.region +
-                                   " needs a KV cache");
-      } else {
-        throw std::runtime_error("kernel " + k.region +
-                                 ": malformed parameter " + p.dump());
+        break;
       }
     }
-    std::string entry = step.at("entry").get<std::string>();
-    ctx->launch(l.steps.at(s), grid, block, step.value("dynamic_smem", 0u),
-                args.data(), entry);
+    ctx->launch(l.steps.at(s), grid, block, step.dynamicSmem, args.data(),
+                step.entry);
     if (syncEachLaunch && !r.capturing)
-      ctx->synchronize("kernel " + entry + " (region " + node.name + ")");
+      ctx->synchronize("kernel " + step.entry + " (region " + node.name + ")");
     if (!r.capturing)
       ++counters.kernelLaunches; // a replay's launches are counted as one
   }
@@ -674,10 +600,12 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   std::vector<Tensor> reference = runOnCpu(node, r);
   // GEMMs with a transcendental activation are reported apart: the rest of
   // an int8 GEMM's epilogue is exact arithmetic in the same order.
-  std::string kind = node.attrs.value("kind", "");
+  format::KernelKind k = artifact.kernels()[kernelIndex(node)].kind;
+  std::string kind = format::spelling(k);
+  bool gemm =
+      k == format::KernelKind::GemmI8 || k == format::KernelKind::GemmF16;
   for (const Node &inner : node.body->nodes)
-    if (kind.rfind("gemm", 0) == 0 &&
-        (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
+    if (gemm && (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
       kind += std::string("+") + opKindName(inner.kind);
   RegionCheck c{function, node.name, kind};
   for (size_t i = 0; i < node.outputs.size(); ++i) {
@@ -851,16 +779,22 @@ GpuSession::run(const std::string &name,
     int64_t k = kernelIndex(n);
     if (k < 0 || !seen.insert(k).second)
       continue; // glue (split) has no launch sizes
-    for (auto &[sym, def] : artifact.kernels()[k].symbols.items())
-      if (def.dump().find("\"runtime\"") != std::string::npos)
-        key += "|" + sym + "=" +
-               std::to_string(evalLaunchExpr(
-                   def,
-                   [&](const std::string &s) -> int64_t {
-                     throw std::runtime_error("runtime symbol " + sym +
-                                              " depends on shape symbol " + s);
-                   },
-                   [&](const std::string &) { return maxContext; }));
+    const format::LaunchRecord &launch = artifact.kernels()[k].launch;
+    format::ExprEvaluator eval(
+        launch, {[&](format::TensorRef) -> const Shape & {
+                   throw std::runtime_error("a runtime launch size depends "
+                                            "on a shape");
+                 },
+                 [&](format::RuntimeSize s) -> int64_t {
+                   switch (s) {
+                   case format::RuntimeSize::MaxContextLen:
+                     return maxContext;
+                   }
+                   return 0;
+                 }});
+    for (const format::NamedExpr &sym : launch.symbols)
+      if (format::readsRuntime(sym.value, launch))
+        key += "|" + sym.name + "=" + std::to_string(eval(sym.value));
   }
 
   auto it = graphs.find(key);

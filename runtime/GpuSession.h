@@ -47,12 +47,6 @@ std::string pickBinaryTarget(const KernelRecord &k, const CudaDevice &dev);
 /// f32 -> IEEE binary16, round to nearest even (what __float2half_rn does).
 uint16_t floatToHalf(float f);
 
-/// Evaluates a launch-record expression (codegen/Emitter.h) with `symbol`
-/// resolving names; throws on malformed expressions.
-int64_t evalLaunchExpr(const nlohmann::json &e,
-                       const std::function<int64_t(const std::string &)> &symbol,
-                       const std::function<int64_t(const std::string &)> &runtime);
-
 class GpuSession : public Executor {
 public:
   /// Loads the modules of every kernel the GPU plan uses. Throws when the

@@ -1,5 +1,6 @@
 //===- KernelListing.cpp - an artifact's GPU kernels as text --------------===//
 #include "runtime/KernelListing.h"
+#include "format/KernelKinds.h"
 
 #include <algorithm>
 
@@ -23,7 +24,7 @@ void qcc::rt::listKernels(const Artifact &a, std::ostream &os) {
         launches.push_back(&a.kernels()[n.attrs["kernel"].get<size_t>()]);
     os << "function " << fn->name << ": " << launches.size() << " launches\n";
     for (const KernelRecord *k : launches) {
-      os << "  " << k->region << " " << k->kind;
+      os << "  " << k->region << " " << qcc::format::spelling(k->kind);
       if (!k->unsupported.empty()) {
         os << " unsupported: " << k->unsupported << "\n";
         continue;
@@ -35,8 +36,8 @@ void qcc::rt::listKernels(const Artifact &a, std::ostream &os) {
            << (it == k->binaries.end() ? 0 : it->second.second);
       }
       size_t smem = 0;
-      for (const auto &l : k->launch)
-        smem = std::max(smem, l.value("dynamic_smem", size_t(0)));
+      for (const auto &step : k->launch.steps)
+        smem = std::max<size_t>(smem, step.dynamicSmem);
       os << " smem=" << smem << "\n";
     }
   }

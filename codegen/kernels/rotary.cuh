@@ -3,8 +3,8 @@
 // NVRTC include name "qcc/rotary.cuh". Semantics: QccOps.td `qcc.rotary`.
 // input [B, S, H * D]; only the first R = rope.rotary_dim values of each head
 // rotate (R even, <= D; R <= 0 means R = D), the other D - R pass through.
-// cos / sin [S, R] (rope_batch_stride = 0) or [B, S, R] (rope_batch_stride =
-// S * R); with x the values of one head at (b, s) and half = R / 2:
+// cos / sin [S, R] (batch_stride = 0) or [B, S, R] (batch_stride = S * R);
+// with x the values of one head at (b, s) and half = R / 2:
 //   out[d]        = x[d] * cos[d] - x[d + half] * sin[d]                (d < half)
 //   out[d + half] = x[d + half] * cos[d + half] + x[d] * sin[d + half]
 //   out[d]        = x[d]                                                (d >= R)

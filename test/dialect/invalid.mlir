@@ -153,6 +153,18 @@ func.func @quant_axis_without_per_channel(%x: tensor<?x2xf32>) -> tensor<?x2xi8>
 
 // -----
 
+func.func @kernel_kind_body(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{of kind 'gemm_i8' needs a qcc.qlinear in its body}}
+  %0 = qcc.kernel gemm_i8 "k0" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %1 = qcc.relu %a : tensor<4x8xf32>
+    qcc.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @quantize_bits_not_result_width(%x: tensor<?x2xf32>) -> tensor<?x2xi8> {
   // expected-error @+1 {{quantizes to 8 bits (the result is i8), not 4}}
   %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 4, symmetric, per_token>} : (tensor<?x2xf32>) -> (tensor<?x2xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
@@ -165,4 +177,15 @@ func.func @quantize_per_channel(%x: tensor<?x2xf32>) -> tensor<?x2xi8> {
   // expected-error @+1 {{granularity must be per_token or per_tensor}}
   %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_channel, axis = 0>} : (tensor<?x2xf32>) -> (tensor<?x2xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
   return %q : tensor<?x2xi8>
+}
+
+// -----
+
+func.func @kernel_kind_unknown(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values}}
+  %0 = qcc.kernel gemm_i4 "k0" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    qcc.yield %a : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
 }

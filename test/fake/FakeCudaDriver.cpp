@@ -18,6 +18,9 @@
 // A violation prints "fake-cuda: VIOLATION: ..." and fails the call
 // (CUDA_ERROR_INVALID_VALUE, 1); at exit it prints one line of statistics.
 // FAKE_CUDA_ARCH=80|90|100 sets the compute capability (default 90).
+// FAKE_CUDA_TRACE=FILE appends one line per launch (kernel, grid, block,
+// shared memory, and for cubins every parameter: "p" for a pointer into an
+// allocation, else its value), so two builds' launches can be diffed.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CudaDriver.h"
@@ -358,6 +361,25 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
       return violation("kernel " + fn->name + ": parameter " +
                        std::to_string(i) +
                        " points into no live allocation");
+  }
+  if (const char *trace = std::getenv("FAKE_CUDA_TRACE")) {
+    std::string line = fn->name + " grid " + std::to_string(gx) + "," +
+                       std::to_string(gy) + "," + std::to_string(gz) +
+                       " block " + std::to_string(bx) + "," +
+                       std::to_string(by) + "," + std::to_string(bz) +
+                       " smem " + std::to_string(smem) + " params";
+    for (size_t i = 0; i < fn->paramSizes.size(); ++i) {
+      uint64_t v = 0;
+      std::memcpy(&v, args[i], fn->paramSizes[i] == 8 ? 8 : 4);
+      line += fn->paramSizes[i] == 8 && v >= (uint64_t(1) << 32) && inside(v, 1)
+                  ? " p"
+                  : " " + std::to_string(v);
+    }
+    if (FILE *f = std::fopen(trace, "a")) {
+      std::fprintf(f, "%s%s\n", state().capturing ? "[captured] " : "",
+                   line.c_str());
+      std::fclose(f);
+    }
   }
   State &s = state();
   if (s.capturing)

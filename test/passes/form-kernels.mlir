@@ -4,18 +4,18 @@
 
 // A GPT-2 block in W8A8: norm + quantize, GEMM + GELU, GEMM + residual add.
 // CHECK-LABEL: func.func @gpt2_mlp(
-// CHECK: %[[NQ:.*]]:3 = qcc.kernel "norm_quantize" "k{{[0-9]+}}"
+// CHECK: %[[NQ:.*]]:3 = qcc.kernel norm_quantize "k{{[0-9]+}}"
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.layer_norm
 // CHECK-NEXT: qcc.quantize
 // CHECK-NEXT: qcc.yield
-// CHECK: %[[H:.*]] = qcc.kernel "gemm_i8" "k{{[0-9]+}}"(%[[NQ]]#0, %[[NQ]]#1, %[[NQ]]#2,
+// CHECK: %[[H:.*]] = qcc.kernel gemm_i8 "k{{[0-9]+}}"(%[[NQ]]#0, %[[NQ]]#1, %[[NQ]]#2,
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.qlinear
 // CHECK-NEXT: qcc.gelu
 // CHECK-NEXT: qcc.yield
-// CHECK: qcc.kernel "quantize"
-// CHECK: %[[O:.*]] = qcc.kernel "gemm_i8" {{.*}} {
+// CHECK: qcc.kernel quantize
+// CHECK: %[[O:.*]] = qcc.kernel gemm_i8 {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.qlinear
 // CHECK-NEXT: qcc.add
@@ -44,13 +44,13 @@ func.func @gpt2_mlp(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
 // A LLaMA attention block: rotary on q and k fused into the attention
 // kernel; the SwiGLU product is an elementwise kernel.
 // CHECK-LABEL: func.func @llama_attention(
-// CHECK: qcc.kernel "attention" "k{{[0-9]+}}"
+// CHECK: qcc.kernel attention "k{{[0-9]+}}"
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.rotary
 // CHECK-NEXT: qcc.rotary
 // CHECK-NEXT: qcc.kv_attention
 // CHECK-NEXT: qcc.yield
-// CHECK: qcc.kernel "elementwise" {{.*}} {
+// CHECK: qcc.kernel elementwise {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.silu
 // CHECK-NEXT: qcc.mul
@@ -69,11 +69,11 @@ func.func @llama_attention(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: t
 // Near miss: a GEMM whose result has two users keeps its epilogue outside
 // (fusing the GELU would hide the pre-activation value from the other user).
 // CHECK-LABEL: func.func @gemm_result_used_twice(
-// CHECK: qcc.kernel "gemm_f16" {{.*}} {
+// CHECK: qcc.kernel gemm_f16 {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.linear
 // CHECK-NEXT: qcc.yield
-// CHECK: qcc.kernel "elementwise"
+// CHECK: qcc.kernel elementwise
 func.func @gemm_result_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
   %w = qcc.constant dense<0.5> : tensor<64x64xf32>
   %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
@@ -87,8 +87,8 @@ func.func @gemm_result_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, te
 // Near miss: a norm whose output is also returned is not fused with its
 // quantize (the fused kernel writes only the int8 values and scales).
 // CHECK-LABEL: func.func @norm_used_twice(
-// CHECK: qcc.kernel "norm" {{.*}} {
-// CHECK: qcc.kernel "quantize" {{.*}} {
+// CHECK: qcc.kernel norm {{.*}} {
+// CHECK: qcc.kernel quantize {{.*}} {
 func.func @norm_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xi8>) {
   %g = qcc.constant dense<1.0> : tensor<64xf32>
   %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
@@ -103,7 +103,7 @@ func.func @norm_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x
 // attention kernel (the kernel does not write the rotated keys out).
 // CHECK-LABEL: func.func @rotary_used_twice(
 // CHECK: qcc.rotary
-// CHECK: qcc.kernel "attention" {{.*}} {
+// CHECK: qcc.kernel attention {{.*}} {
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: qcc.rotary
 // CHECK-NEXT: qcc.kv_attention

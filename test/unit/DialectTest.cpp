@@ -62,3 +62,22 @@ TEST(Constants, SplatExpandsToEveryElement) {
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, (std::vector<float>{2.5f, 2.5f, 2.5f}));
 }
+
+#include "format/KernelKinds.h"
+
+namespace {
+// The runtime links no MLIR, so the kernel kinds exist twice: the ODS enum
+// (dialects/QccOps.td) and format/KernelKinds.def. Same order, same names.
+TEST(KernelKindTest, OdsEnumMatchesTheDefTable) {
+  EXPECT_EQ(qcc::getMaxEnumValForKernelKind() + 1,
+            (uint32_t)qcc::format::kNumKernelKinds);
+  for (int i = 0; i < qcc::format::kNumKernelKinds; ++i) {
+    auto ods = qcc::symbolizeKernelKind((uint32_t)i);
+    ASSERT_TRUE(ods.has_value()) << i;
+    EXPECT_EQ(qcc::stringifyKernelKind(*ods).str(),
+              qcc::format::spelling((qcc::format::KernelKind)i));
+    EXPECT_EQ(qcc::format::parseKernelKind(qcc::stringifyKernelKind(*ods)),
+              (qcc::format::KernelKind)i);
+  }
+}
+} // namespace

@@ -51,17 +51,18 @@ TEST(EmitterTest, DemoLaunchesFitSm80) {
   size_t steps = 0;
   for (const EmittedKernel &k : r.kernels) {
     EXPECT_EQ(k.unsupported, "") << k.function << "/" << k.name;
-    ASSERT_FALSE(k.launch.empty()) << k.function << "/" << k.name;
-    for (const auto &step : k.launch) {
+    ASSERT_FALSE(k.launch.steps.empty()) << k.function << "/" << k.name;
+    // What the runtime will accept at load.
+    nlohmann::json record = qcc::format::toJson(k.launch);
+    EXPECT_EQ(qcc::format::toJson(qcc::format::fromJson(record)), record);
+    for (const auto &step : k.launch.steps) {
       ++steps;
-      int smem = step["dynamic_smem"].get<int>();
-      const auto &b = step["block"];
-      int threads = b["x"].get<int>() * b["y"].get<int>() * b["z"].get<int>();
-      EXPECT_LE(smem, kMaxDynamicSmemSm80) << step["entry"];
-      EXPECT_GE(threads, 32) << step["entry"];
-      EXPECT_LE(threads, 1024) << step["entry"];
-      EXPECT_EQ(threads % 32, 0) << step["entry"];
-      EXPECT_TRUE(step.contains("grid") && step.contains("params"));
+      unsigned threads = step.block[0] * step.block[1] * step.block[2];
+      EXPECT_LE((int)step.dynamicSmem, kMaxDynamicSmemSm80) << step.entry;
+      EXPECT_GE(threads, 32u) << step.entry;
+      EXPECT_LE(threads, 1024u) << step.entry;
+      EXPECT_EQ(threads % 32, 0u) << step.entry;
+      EXPECT_FALSE(step.params.empty()) << step.entry;
     }
   }
   EXPECT_GT(steps, r.kernels.size()); // decode attention: split + combine
@@ -117,12 +118,13 @@ emitRotaryAttention(const std::string &rotaryAttrs, int tableWidth,
   EXPECT_EQ(r.kernels.size(), 2u);
   std::vector<std::string> sources;
   for (const EmittedKernel &k : r.kernels) {
-    EXPECT_EQ(k.kind, "attention");
+    EXPECT_EQ(k.kind, qcc::format::KernelKind::Attention);
     EXPECT_EQ(k.unsupported, "") << k.function;
     EXPECT_NE(k.source.find("p.rope.cos = rope_cos"), std::string::npos);
     bool stride = false;
-    for (const auto &p : k.launch.front()["params"])
-      stride |= p.contains("rope_batch_stride");
+    for (const auto &p : k.launch.steps.front().params)
+      stride |= p.name == "rope_stride" &&
+                p.expr.kind == qcc::format::ExprKind::Select;
     EXPECT_TRUE(stride) << k.function;
     sources.push_back(k.source);
   }

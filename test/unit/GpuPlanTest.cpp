@@ -1,9 +1,9 @@
-//===- GpuPlanTest.cpp - launch records and shape rules of the CUDA backend ===//
+//===- GpuPlanTest.cpp - binaries and shape rules of the CUDA backend -----===//
 //
 // What the CUDA backend computes on the host before a launch, tested without
-// a GPU: launch-record expressions, the choice of binary per architecture,
-// and result-shape rules (also checked against real shapes whenever the CPU
-// session runs a GPU plan: test/runtime/gpu-plan.test).
+// a GPU (launch records: LaunchRecordTest): the choice of binary per
+// architecture, and result-shape rules (also checked against real shapes
+// whenever the CPU session runs a GPU plan: test/runtime/gpu-plan.test).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/GpuSession.h"
@@ -17,38 +17,6 @@ using namespace qcc::rt;
 using nlohmann::json;
 
 namespace {
-
-int64_t eval(const json &e, int64_t maxContext = 0) {
-  return evalLaunchExpr(
-      e,
-      [](const std::string &s) -> int64_t {
-        if (s == "M")
-          return 37;
-        if (s == "batch")
-          return 3;
-        throw std::runtime_error("unknown symbol " + s);
-      },
-      [&](const std::string &) { return maxContext; });
-}
-
-TEST(LaunchExpr, Arithmetic) {
-  EXPECT_EQ(eval(json(128)), 128);
-  EXPECT_EQ(eval(json("M")), 37);
-  EXPECT_EQ(eval(json{{"ceil_div", {"M", 8}}}), 5);
-  EXPECT_EQ(eval(json{{"mul", {"batch", 4, json{{"ceil_div", {"M", 32}}}}}}),
-            24);
-  EXPECT_EQ(eval(json{{"gt", {"batch", 1}}}), 1);
-  EXPECT_EQ(eval(json{{"gt", {"batch", 3}}}), 0);
-  EXPECT_EQ(eval(json{{"ceil_div", {json{{"runtime", "max_context_len"}}, 256}}},
-                 257),
-            2);
-}
-
-TEST(LaunchExpr, MalformedIsAnError) {
-  EXPECT_THROW(eval(json{{"pow", {2, 3}}}), std::runtime_error);
-  EXPECT_THROW(eval(json{{"ceil_div", {1, 0}}}), std::runtime_error);
-  EXPECT_THROW(eval(json("nope")), std::runtime_error);
-}
 
 TEST(BinaryTarget, ByArchitecture) {
   KernelRecord k;

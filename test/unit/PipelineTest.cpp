@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Package.h"
 #include "compiler/Pipeline.h"
+#include "format/KernelKinds.h"
 #include "dialects/QccOps.h"
 #include "runtime/Artifact.h"
 #include "runtime/KernelListing.h"
@@ -137,7 +138,7 @@ TEST(Pipeline, PackageAndListKernels) {
   EXPECT_NE(text.find("function decode: "), std::string::npos);
   const auto &first = c->cuda.kernels.front();
   if (first.unsupported.empty()) {
-    EXPECT_NE(text.find("  " + first.name + " " + first.kind + " " +
+    EXPECT_NE(text.find("  " + first.name + " " + std::string(qcc::format::spelling(first.kind)) + " " +
                         first.entry + " sm_80=5 sm_90=0 ptx=3 smem="),
               std::string::npos)
         << text;
