@@ -2,8 +2,6 @@
 #include "compiler/Package.h"
 #include "compiler/ArtifactWriter.h"
 
-#include "format/KernelKinds.h"
-#include "format/LaunchRecord.h"
 #include "runtime/Progress.h"
 #ifdef QCC_HAVE_CODEGEN
 #include "codegen/NvrtcCompiler.h"
@@ -25,22 +23,6 @@ static Error error(const Twine &message) {
 
 qcc::codegen::EmitResult qcc::emitPhase(mlir::ModuleOp gpuPlan) {
   return codegen::emitKernels(gpuPlan);
-}
-
-void qcc::printCuda(const codegen::EmitResult &r, raw_ostream &os) {
-  for (const auto &unit : r.units) {
-    const codegen::EmittedKernel &first = r.kernels[unit.kernels.front()];
-    os << "// ===== unit " << unit.name << " (regions:";
-    for (size_t k : unit.kernels)
-      os << " " << r.kernels[k].function << "/" << r.kernels[k].name;
-    os << ") kind " << qcc::format::spelling(first.kind) << "\n";
-    os << "// launch: " << qcc::format::toJson(first.launch).dump() << "\n";
-    os << unit.source << "\n";
-  }
-  for (const auto &k : r.kernels)
-    if (!k.unsupported.empty())
-      os << "// ===== no kernel for " << k.function << "/" << k.name << " ("
-         << qcc::format::spelling(k.kind) << "): " << k.unsupported << "\n";
 }
 
 #ifdef QCC_HAVE_CODEGEN

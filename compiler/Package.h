@@ -18,9 +18,6 @@ namespace qcc {
 /// emit: the CUDA C++ of every kernel region of `gpuPlan` (after
 /// form-kernels). Never fails: regions without a kernel say why.
 codegen::EmitResult emitPhase(mlir::ModuleOp gpuPlan);
-/// The emitted units as text: a comment naming each unit's regions, kind and
-/// launch record, then its source; then the regions without a kernel.
-void printCuda(const codegen::EmitResult &emitted, llvm::raw_ostream &os);
 
 /// Whether this build can run the compile phase (NVRTC).
 bool canCompileCuda();

@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - the compiler driver ---------------------------------===//
 #include "compiler/Pipeline.h"
+#include "codegen/PrintCuda.h"
 #include "compiler/OnnxImporter.h"
 #include "compiler/Package.h"
 
@@ -249,7 +250,7 @@ void qcc::printPhaseOutput(const Compilation &c, llvm::raw_ostream &os) {
     c.gpuPlan.get()->print(os);
     return;
   case Phase::Emit:
-    printCuda(c.cuda, os);
+    codegen::printCuda(c.cuda, os);
     return;
   case Phase::Compile:
     for (size_t u = 0; u < c.binaries.size(); ++u) {

@@ -1,0 +1,72 @@
+// The W8A8 GEMM (qcc.qlinear: int8 x int8 -> int32, dequantized per token
+// and per channel) and its float epilogue: bias, activation, residual, in
+// region order. The tile comes from N (N >= 1024: 128x128x64, 81,920 B of
+// shared memory; else 64x64x64, 40,960 B); 4 warps either way.
+
+// RUN: qcc-opt --qcc-print-cuda %s -o /dev/null | FileCheck %s
+
+// N = 768: the small tile; dequant + bias.
+// CHECK-LABEL: ===== unit qcc_bias_k0 (regions: bias/k0) kind gemm_i8
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":40960,"entry":"qcc_bias_k0","grid":{"x":12,"y":{"ceil_div":["M",64]},"z":1}
+// CHECK-SAME: "params":[{"name":"x","operand":0},{"name":"w","operand":3},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"ws","operand":4},{"name":"wsum","operand":5},{"name":"bias","operand":6},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}]
+// CHECK: #include "qcc/gemm_i8.cuh"
+// CHECK: GemmI8Config
+// CHECK: extern "C" __global__
+// CHECK: qcc_bias_k0(
+// CHECK: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::StoreF32>
+// CHECK: gemm_i8_mainloop
+func.func @bias(%x: tensor<?x?x256xi8>, %xs: tensor<?x?x1xf32>, %xz: tensor<?x?x1xi32>, %w: tensor<768x256xi8>, %ws: tensor<768xf32>, %wsum: tensor<768xi32>, %b: tensor<768xf32>) -> tensor<?x?x768xf32> {
+  %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum, %b) : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<768x256xi8>, tensor<768xf32>, tensor<768xi32>, tensor<768xf32>) -> tensor<?x?x768xf32> {
+  ^bb0(%a1: tensor<?x?x256xi8>, %a2: tensor<?x?x1xf32>, %a3: tensor<?x?x1xi32>, %a4: tensor<768x256xi8>, %a5: tensor<768xf32>, %a6: tensor<768xi32>, %a7: tensor<768xf32>):
+    %1 = qcc.qlinear %a1, %a2, %a3, %a4, %a5, %a6, %a7 : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<768x256xi8>, tensor<768xf32>, tensor<768xi32>, tensor<768xf32>) -> tensor<?x?x768xf32>
+    qcc.yield %1 : tensor<?x?x768xf32>
+  }
+  return %0 : tensor<?x?x768xf32>
+}
+
+// N = 1024: the large tile; + GELU (erf).
+// CHECK-LABEL: ===== unit qcc_gelu_k0 (regions: gelu/k0) kind gemm_i8
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":81920,"entry":"qcc_gelu_k0","grid":{"x":8,"y":{"ceil_div":["M",128]},"z":1}
+// CHECK: GemmI8Config
+// CHECK: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::GeluErf, qcc::StoreF32>
+func.func @gelu(%x: tensor<?x?x256xi8>, %xs: tensor<?x?x1xf32>, %xz: tensor<?x?x1xi32>, %w: tensor<1024x256xi8>, %ws: tensor<1024xf32>, %wsum: tensor<1024xi32>, %b: tensor<1024xf32>) -> tensor<?x?x1024xf32> {
+  %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum, %b) : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<1024x256xi8>, tensor<1024xf32>, tensor<1024xi32>, tensor<1024xf32>) -> tensor<?x?x1024xf32> {
+  ^bb0(%a1: tensor<?x?x256xi8>, %a2: tensor<?x?x1xf32>, %a3: tensor<?x?x1xi32>, %a4: tensor<1024x256xi8>, %a5: tensor<1024xf32>, %a6: tensor<1024xi32>, %a7: tensor<1024xf32>):
+    %1 = qcc.qlinear %a1, %a2, %a3, %a4, %a5, %a6, %a7 : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<1024x256xi8>, tensor<1024xf32>, tensor<1024xi32>, tensor<1024xf32>) -> tensor<?x?x1024xf32>
+    %2 = qcc.gelu %1 : tensor<?x?x1024xf32>
+    qcc.yield %2 : tensor<?x?x1024xf32>
+  }
+  return %0 : tensor<?x?x1024xf32>
+}
+
+// No bias; SiLU.
+// CHECK-LABEL: ===== unit qcc_silu_k0 (regions: silu/k0) kind gemm_i8
+// CHECK-NEXT: // launch: {{.*}}"dynamic_smem":40960
+// CHECK-SAME: "params":[{"name":"x","operand":0},{"name":"w","operand":3},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"ws","operand":4},{"name":"wsum","operand":5},{"name":"y","result":0},{"int":"M","name":"M"},{"int":512,"name":"N"},{"int":256,"name":"K"}]
+// CHECK: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::Silu, qcc::StoreF32>
+func.func @silu(%x: tensor<?x?x256xi8>, %xs: tensor<?x?x1xf32>, %xz: tensor<?x?x1xi32>, %w: tensor<512x256xi8>, %ws: tensor<512xf32>, %wsum: tensor<512xi32>) -> tensor<?x?x512xf32> {
+  %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum) : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<512x256xi8>, tensor<512xf32>, tensor<512xi32>) -> tensor<?x?x512xf32> {
+  ^bb0(%a1: tensor<?x?x256xi8>, %a2: tensor<?x?x1xf32>, %a3: tensor<?x?x1xi32>, %a4: tensor<512x256xi8>, %a5: tensor<512xf32>, %a6: tensor<512xi32>):
+    %1 = qcc.qlinear %a1, %a2, %a3, %a4, %a5, %a6 : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<512x256xi8>, tensor<512xf32>, tensor<512xi32>) -> tensor<?x?x512xf32>
+    %2 = qcc.silu %1 : tensor<?x?x512xf32>
+    qcc.yield %2 : tensor<?x?x512xf32>
+  }
+  return %0 : tensor<?x?x512xf32>
+}
+
+// Bias + residual (the residual is a region operand of the result's type).
+// CHECK-LABEL: ===== unit qcc_residual_k0 (regions: residual/k0) kind gemm_i8
+// CHECK-NEXT: // launch: {{.*}}"dynamic_smem":40960
+// CHECK-SAME: {"name":"bias","operand":6},{"name":"res","operand":7},{"name":"y","result":0},{"int":"M","name":"M"},{"int":256,"name":"N"},{"int":1024,"name":"K"}]
+// CHECK: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::AddResidual<>, qcc::StoreF32>
+func.func @residual(%x: tensor<?x?x1024xi8>, %xs: tensor<?x?x1xf32>, %xz: tensor<?x?x1xi32>, %w: tensor<256x1024xi8>, %ws: tensor<256xf32>, %wsum: tensor<256xi32>, %b: tensor<256xf32>, %r: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
+  %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum, %b, %r) : (tensor<?x?x1024xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x1024xi8>, tensor<256xf32>, tensor<256xi32>, tensor<256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
+  ^bb0(%a1: tensor<?x?x1024xi8>, %a2: tensor<?x?x1xf32>, %a3: tensor<?x?x1xi32>, %a4: tensor<256x1024xi8>, %a5: tensor<256xf32>, %a6: tensor<256xi32>, %a7: tensor<256xf32>, %a8: tensor<?x?x256xf32>):
+    %1 = qcc.qlinear %a1, %a2, %a3, %a4, %a5, %a6, %a7 : (tensor<?x?x1024xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x1024xi8>, tensor<256xf32>, tensor<256xi32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    %2 = qcc.add %a8, %1 : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+    qcc.yield %2 : tensor<?x?x256xf32>
+  }
+  return %0 : tensor<?x?x256xf32>
+}
+
+// CHECK-NOT: ===== no kernel
