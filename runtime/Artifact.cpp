@@ -135,7 +135,6 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
                "': unknown op '" + op +
                "' (compiled by a different qcc? recompile the model)");
       node.kind = *kind;
-      node.op = opKindName(node.kind);
       node.inputs = n.at("in").get<std::vector<int64_t>>();
       node.outputs = n.at("out").get<std::vector<int64_t>>();
       node.attrs = n.value("attrs", json::object());

@@ -65,10 +65,7 @@ struct KernelBody {
 };
 
 struct Node {
-  OpKind kind;
-  /// opKindName(kind), set by the loader. Dispatch uses `kind`; the string
-  /// stays for the tools that still compare names (tools/qcc-calib).
-  std::string op;
+  OpKind kind; // messages spell it opKindName(kind)
   std::string name; // the ONNX node (or pass) it came from, for errors
   std::vector<int64_t> inputs; // -1 for an omitted optional operand
   std::vector<int64_t> outputs;

@@ -31,9 +31,9 @@ Targets findTargets(const Function &fn) {
     tagged |= n.attrs.is_object() && n.attrs.contains("qcc.calib_id");
   int64_t nl = 0, na = 0;
   for (const Node &n : fn.nodes) {
-    if (n.op != "linear" && n.op != "attention")
+    if (n.kind != OpKind::Linear && n.kind != OpKind::Attention)
       continue;
-    bool lin = n.op == "linear";
+    bool lin = n.kind == OpKind::Linear;
     int64_t id;
     if (tagged) {
       if (!n.attrs.contains("qcc.calib_id"))

@@ -236,3 +236,22 @@ GenerateResult qcc::rt::generateByRecompute(
                           .count();
   return res;
 }
+
+KvCacheOptions qcc::rt::generationCacheOptions(
+    const KvCacheConfig &cfg, const std::vector<std::vector<int64_t>> &prompts,
+    int64_t maxNewTokens, int64_t kvBlocks, int64_t maxTokens) {
+  KvCacheOptions copts;
+  copts.maxSequences = (int64_t)prompts.size();
+  int64_t longest = 0, blocks = 0;
+  for (const auto &p : prompts) {
+    int64_t need = (int64_t)p.size() + maxNewTokens;
+    longest = std::max(longest, need);
+    blocks += (need + cfg.blockTokens - 1) / cfg.blockTokens;
+  }
+  cfg.checkContext(longest, "the longest prompt plus --max-new-tokens");
+  copts.numBlocks = kvBlocks > 0 ? kvBlocks : blocks;
+  int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
+  copts.maxTokens =
+      maxTokens > 0 ? maxTokens : (longest + round - 1) / round * round;
+  return copts;
+}

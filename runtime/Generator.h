@@ -83,6 +83,15 @@ GenerateResult generateByRecompute(Executor &executor, const Function &fn,
                                    const GenerateOptions &options,
                                    int64_t context);
 
+/// A KV cache for generating `maxNewTokens` after each of `prompts` at once:
+/// a paged pool of `kvBlocks` blocks (0: enough for every sequence) and
+/// contiguous slots of `maxTokens` (0: the longest, rounded up to a block).
+/// Throws one line when the longest exceeds the model's positions.
+KvCacheOptions generationCacheOptions(
+    const KvCacheConfig &config,
+    const std::vector<std::vector<int64_t>> &prompts, int64_t maxNewTokens,
+    int64_t kvBlocks = 0, int64_t maxTokens = 0);
+
 class Generator {
 public:
   /// `artifact` must have "prefill" and "decode" entry points.

@@ -89,6 +89,26 @@ std::vector<int64_t> qcc::rt::lookupDrafts(std::span<const int64_t> history,
   return {};
 }
 
+DraftModel::DraftModel(const std::string &path,
+                       const KvCacheOptions &targetCache,
+                       const std::vector<std::vector<int64_t>> &prompts,
+                       int64_t maxNewTokens, const BackendOptions &backend,
+                       std::ostream &log)
+    : artifact(Artifact::load(path)) {
+  if (!artifact.manifest().contains("kv_cache"))
+    throw std::runtime_error("--draft: " + path + " has no KV cache "
+                             "(compile it with --kv-cache=paged or contiguous)");
+  KvCacheConfig cfg = KvCacheConfig::fromJson(artifact.manifest().at("kv_cache"));
+  KvCacheOptions opts = targetCache;
+  int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
+  opts.maxTokens = (targetCache.maxTokens + round - 1) / round * round;
+  opts.numBlocks = 0;
+  for (const auto &p : prompts)
+    opts.numBlocks += ((int64_t)p.size() + maxNewTokens + round - 1) / round;
+  session = makeExecutor(artifact, backend, log);
+  cache.emplace(cfg, session->cacheOptions(opts));
+}
+
 SpeculativeGenerator::SpeculativeGenerator(const Artifact &targetArtifact,
                                            Executor &targetSession,
                                            KvCache &targetCache,

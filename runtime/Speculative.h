@@ -16,8 +16,11 @@
 #ifndef QCC_RUNTIME_SPECULATIVE_H
 #define QCC_RUNTIME_SPECULATIVE_H
 
+#include "runtime/Backend.h"
 #include "runtime/Generator.h"
 
+#include <iosfwd>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -74,6 +77,22 @@ struct SpeculativeStats {
   double tokensPerStep() const { return steps > 0 ? (double)emitted / steps : 0; }
 };
 
+/// A draft model (qrun --draft): the artifact, its backend and a KV cache
+/// sized like the target's.
+struct DraftModel {
+  /// Loads `path` on `backend` (its backend line, if not quiet, to `log`)
+  /// with a cache for `prompts`, `maxNewTokens` new tokens each, whose
+  /// contiguous slots hold the target's `targetCache.maxTokens` rounded up to
+  /// the draft's block. Throws one line when the draft has no KV cache.
+  DraftModel(const std::string &path, const KvCacheOptions &targetCache,
+             const std::vector<std::vector<int64_t>> &prompts,
+             int64_t maxNewTokens, const BackendOptions &backend,
+             std::ostream &log);
+  Artifact artifact;
+  std::unique_ptr<Executor> session;
+  std::optional<KvCache> cache;
+};
+
 /// Generation with a draft model or prompt lookup over the target's KV cache.
 /// Sequences run one after another (each drafts and accepts its own count).
 /// Distributions, for the target and the draft alike, are Sampler::
@@ -90,6 +109,13 @@ public:
                        KvCache &targetCache, const Artifact *draft = nullptr,
                        Executor *draftSession = nullptr,
                        KvCache *draftCache = nullptr);
+  /// The same with `draft`'s artifact, session and cache (null: lookup only).
+  SpeculativeGenerator(const Artifact &target, Executor &targetSession,
+                       KvCache &targetCache, DraftModel *draft)
+      : SpeculativeGenerator(target, targetSession, targetCache,
+                             draft ? &draft->artifact : nullptr,
+                             draft ? draft->session.get() : nullptr,
+                             draft ? &*draft->cache : nullptr) {}
   GenerateResult generate(const std::vector<std::vector<int64_t>> &prompts,
                           const GenerateOptions &options,
                           const SpeculativeOptions &spec,

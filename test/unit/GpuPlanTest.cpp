@@ -54,7 +54,6 @@ TEST(BinaryTarget, ByArchitecture) {
 Node node(const std::string &op, json attrs = json::object()) {
   Node n;
   n.kind = *qcc::format::parseOpKind(op);
-  n.op = op;
   n.name = op; // (a literal here trips GCC 12's -Wrestrict false positive)
   n.attrs = std::move(attrs);
   return n;

@@ -6,11 +6,13 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Pipeline.h"
+#include "runtime/Backend.h"
 #include "runtime/Benchmark.h"
 #include "runtime/Calibrator.h"
 #include "runtime/Generator.h"
 #include "runtime/KvCache.h"
 #include "runtime/Perplexity.h"
+#include "runtime/Speculative.h"
 #include "runtime/TensorIO.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 using namespace qcc::rt;
@@ -28,8 +31,8 @@ namespace {
 
 constexpr int64_t kVocab = 256; // gpt2 fixture
 
-/// The gpt2 fixture as an artifact (kv-layout's `kvCache`).
-Artifact gpt2(qcc::KvLayout kvCache) {
+/// The gpt2 fixture's bytes (kv-layout's `kvCache`).
+std::vector<char> gpt2Bytes(qcc::KvLayout kvCache) {
   mlir::MLIRContext ctx;
   qcc::CompileOptions o;
   o.kvCache = kvCache;
@@ -40,8 +43,40 @@ Artifact gpt2(qcc::KvLayout kvCache) {
   auto bytes = qcc::serializeArtifact(**module, "gpt2", {});
   if (!bytes)
     throw std::runtime_error(llvm::toString(bytes.takeError()));
+  return std::move(*bytes);
+}
+
+/// The gpt2 fixture as an artifact.
+Artifact gpt2(qcc::KvLayout kvCache) {
   return Artifact::fromBytes(
-      std::make_shared<std::vector<char>>(std::move(*bytes)), "gpt2");
+      std::make_shared<std::vector<char>>(gpt2Bytes(kvCache)), "gpt2");
+}
+
+/// The gpt2 fixture in a temporary .qpkg file, removed with this object.
+struct Gpt2File {
+  explicit Gpt2File(qcc::KvLayout kvCache) {
+    llvm::SmallString<128> p;
+    if (llvm::sys::fs::createTemporaryFile("gpt2", "qpkg", p))
+      throw std::runtime_error("cannot create a temporary file");
+    path = p.str().str();
+    std::vector<char> bytes = gpt2Bytes(kvCache);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), bytes.size());
+  }
+  ~Gpt2File() { llvm::sys::fs::remove(path); }
+  std::string path;
+};
+
+/// Runs `f` with QCC_CUDA_DRIVER naming a missing library (no CUDA backend,
+/// whatever the machine has).
+template <typename F> void withoutCuda(F f) {
+  const char *old = std::getenv("QCC_CUDA_DRIVER");
+  std::string saved = old ? old : "";
+  setenv("QCC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  f();
+  if (old)
+    setenv("QCC_CUDA_DRIVER", saved.c_str(), 1);
+  else
+    unsetenv("QCC_CUDA_DRIVER");
 }
 
 TEST(Perplexity, MatchesHandComputedLikelihood) {
@@ -152,6 +187,93 @@ TEST(Generate, RecomputeMatchesCache) {
   g.onToken = nullptr;
   GenerateResult cached = Generator(a, s, cache).generate(prompts, g);
   EXPECT_EQ(cached.tokens, r.tokens);
+}
+
+// qrun --backend: the choice, the line saying why, and the refusal.
+TEST(Backend, ChoiceAndReason) {
+  Artifact a = gpt2(qcc::KvLayout::None);
+  BackendOptions o;
+  o.backend = Backend::Cpu;
+  o.plan = Session::Plan::Kernels;
+  std::ostringstream log;
+  auto e = makeExecutor(a, o, log);
+  EXPECT_NE(dynamic_cast<Session *>(e.get()), nullptr);
+  EXPECT_EQ(log.str(), "[qrun] CPU backend: --backend=cpu (GPU plan, op by op)\n");
+  withoutCuda([&] {
+    std::ostringstream why, quiet, out;
+    o.backend = Backend::Auto;
+    auto cpu = makeExecutor(a, o, why);
+    EXPECT_NE(dynamic_cast<Session *>(cpu.get()), nullptr);
+    EXPECT_EQ(why.str(), "[qrun] CPU backend: no CUDA driver "
+                         "(/nonexistent/libcuda.so.1 not found)\n");
+    o.quiet = true;
+    makeExecutor(a, o, quiet);
+    EXPECT_EQ(quiet.str(), "");
+    // Only the CUDA backend reports launches.
+    reportGpu(*cpu, /*quiet=*/false, quiet, out);
+    EXPECT_EQ(quiet.str() + out.str(), "");
+    o.backend = Backend::Cuda;
+    try {
+      makeExecutor(a, o, quiet);
+      FAIL() << "--backend=cuda without a driver";
+    } catch (const std::runtime_error &e) {
+      EXPECT_STREQ(e.what(), "--backend=cuda: no CUDA driver "
+                             "(/nonexistent/libcuda.so.1 not found)");
+    }
+  });
+}
+
+// The KV cache qrun --prompt sizes: every prompt plus its new tokens.
+TEST(Generate, CacheOptions) {
+  Artifact a = gpt2(qcc::KvLayout::Paged);
+  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  int64_t b = cfg.blockTokens;
+  std::vector<std::vector<int64_t>> prompts = {
+      std::vector<int64_t>(b + 1, 3), {7, 8}};
+  KvCacheOptions c = generationCacheOptions(cfg, prompts, 4);
+  EXPECT_EQ(c.maxSequences, 2);
+  EXPECT_EQ(c.numBlocks, 2 + 1);
+  EXPECT_EQ(c.maxTokens, 2 * b);
+  c = generationCacheOptions(cfg, prompts, 4, /*kvBlocks=*/9, /*maxTokens=*/50);
+  EXPECT_EQ(c.numBlocks, 9);
+  EXPECT_EQ(c.maxTokens, 50);
+}
+
+// qrun --draft: a draft model with its cache; the target as its own draft
+// has every greedy draft accepted and gives the target's tokens.
+TEST(Speculative, DraftModel) {
+  Gpt2File file(qcc::KvLayout::Paged);
+  Artifact a = Artifact::load(file.path);
+  Session s(a);
+  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  std::vector<std::vector<int64_t>> prompts = {benchTokenIds(5, kVocab)};
+  GenerateOptions g;
+  g.maxNewTokens = 6;
+  KvCacheOptions copts = generationCacheOptions(cfg, prompts, g.maxNewTokens);
+  BackendOptions cpu;
+  cpu.backend = Backend::Cpu;
+  std::ostringstream log;
+  DraftModel draft(file.path, copts, prompts, g.maxNewTokens, cpu, log);
+  EXPECT_EQ(log.str(), "[qrun] CPU backend: --backend=cpu\n");
+  KvCache cache(cfg, copts), plain(cfg, copts);
+  EXPECT_EQ(draft.cache->bytes(), cache.bytes()); // same model, same sizes
+  SpeculativeGenerator gen(a, s, cache, &draft);
+  SpeculativeOptions spec;
+  spec.draftTokens = 3;
+  SpeculativeStats stats;
+  GenerateResult r = gen.generate(prompts, g, spec, &stats);
+  EXPECT_EQ(stats.accepted, stats.proposed);
+  EXPECT_EQ(r.tokens, Generator(a, s, plain).generate(prompts, g).tokens);
+
+  Gpt2File noCache(qcc::KvLayout::None);
+  try {
+    DraftModel(noCache.path, copts, prompts, 4, cpu, log);
+    FAIL() << "a draft without a KV cache";
+  } catch (const std::runtime_error &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--draft: " + noCache.path + " has no KV cache (compile it with "
+              "--kv-cache=paged or contiguous)");
+  }
 }
 
 TEST(Calibrator, TextWindows) {

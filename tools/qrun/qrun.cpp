@@ -12,15 +12,15 @@
 // are there (--backend=auto, the default), else on the CPU reference backend,
 // saying which in one line on stderr. Errors are one line on stderr and exit
 // status 1. Perplexity, benchmarks with --profile, and --list-kernels are
-// runtime libraries (runtime/Perplexity.h, Benchmark.h, KernelListing.h);
-// this file parses options, picks the backend and prints.
+// runtime libraries (runtime/Perplexity.h, Benchmark.h, KernelListing.h),
+// as are the backend choice (Backend.h) and draft models (Speculative.h);
+// this file parses options, reads files and prompts, and prints.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/Backend.h"
 #include "runtime/Benchmark.h"
-#include "runtime/CudaDriver.h"
 #include "runtime/Generator.h"
-#include "runtime/GpuSession.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/KernelListing.h"
 #include "runtime/KvCache.h"
@@ -35,7 +35,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -78,91 +77,29 @@ struct Options {
   bool quiet = false; // errors and requested output only
 };
 
-/// The backend --backend asks for, with one line on stderr saying which runs
-/// and why (unless `quiet`: tensor mode keeps stderr for errors).
+/// --backend, --plan, --check-gpu and --quiet (runtime/Backend.h).
+BackendOptions backendOptions(const Options &o) {
+  BackendOptions b;
+  b.backend = o.backend == "cpu"    ? Backend::Cpu
+              : o.backend == "cuda" ? Backend::Cuda
+                                    : Backend::Auto;
+  b.plan = o.plan == "kernels" ? Session::Plan::Kernels : Session::Plan::Ops;
+  b.checkGpu = o.checkGpu;
+  b.quiet = o.quiet;
+  return b;
+}
+
+/// The backend, its line on stderr unless `quiet` (tensor mode keeps stderr
+/// for errors).
 std::unique_ptr<Executor> makeExecutor(const Options &o, const Artifact &a,
                                        bool quiet = false) {
-  quiet |= o.quiet;
-  auto cpu = [&](const std::string &why) {
-    if (!quiet)
-      std::cerr << "[qrun] CPU backend: " << why << "\n";
-    auto s = std::make_unique<Session>(a);
-    if (o.plan == "kernels")
-      s->setPlan(Session::Plan::Kernels);
-    return s;
-  };
-  if (o.backend == "cpu")
-    return cpu("--backend=cpu" +
-               std::string(o.plan == "kernels" ? " (GPU plan, op by op)" : ""));
-  std::string why;
-  std::shared_ptr<CudaDriver> driver = CudaDriver::load(why);
-  if (driver) {
-    try {
-      auto ctx = std::make_shared<CudaContext>(driver, 0);
-      auto g = std::make_unique<GpuSession>(a, ctx);
-      g->setCheck(o.checkGpu);
-      const CudaDevice &d = ctx->device();
-      if (!quiet)
-        std::cerr << "[qrun] CUDA backend: " << d.name << " (" << d.arch()
-                << "); " << g->planSummary() << "\n";
-      return g;
-    } catch (const std::exception &e) {
-      why = e.what();
-    }
-  }
-  if (o.backend == "cuda")
-    throw std::runtime_error("--backend=cuda: " + why);
-  return cpu(why);
+  BackendOptions b = backendOptions(o);
+  b.quiet |= quiet;
+  return qcc::rt::makeExecutor(a, b, std::cerr);
 }
 
-/// With the CUDA backend: what ran where (unless --quiet), and the
-/// --check-gpu report.
 void reportGpu(const Options &o, Executor &e) {
-  auto *g = dynamic_cast<GpuSession *>(&e);
-  if (!g)
-    return;
-  const auto &s = g->stats();
-  if (!o.quiet) {
-  std::cerr << "[qrun] CUDA: " << s.runs << " runs, " << s.kernelLaunches
-            << " kernel launches, " << s.graphCaptures << " graphs captured, "
-            << s.graphReplays << " replayed, " << s.hostNodes
-            << " nodes on the host";
-  for (const auto &[op, n] : s.hostOps)
-    std::cerr << " " << op << " x" << n;
-  std::cerr << "\n";
-  }
-  if (g->checks().empty())
-    return;
-  // Per kind: the worst region (test/e2e/check_gpu.py states the tolerances).
-  std::map<std::string, GpuSession::RegionCheck> worst;
-  for (const auto &c : g->checks()) {
-    auto &w = worst[c.kind];
-    double rel = c.maxAbsError / std::max(1.0, c.maxAbsReference);
-    double wrel = w.maxAbsError / std::max(1.0, w.maxAbsReference);
-    if (w.kind.empty() || rel > wrel || c.mismatchedInts > w.mismatchedInts)
-      w = c;
-  }
-  for (const auto &[kind, c] : worst)
-    std::cout << "check " << kind << ": worst region " << c.function << "/"
-              << c.region << " max abs error " << c.maxAbsError
-              << " (max |cpu| " << c.maxAbsReference << "), integer "
-              << "elements off by 1: " << c.offByOneInts << " of "
-              << c.intElements << ", off by more: " << c.mismatchedInts
-              << "\n";
-}
-
-int listDevices() {
-  std::string why;
-  auto driver = CudaDriver::load(why);
-  if (!driver) {
-    std::cout << why << "\n";
-    return 0;
-  }
-  std::cout << "CUDA driver " << driver->driverVersion() << "\n";
-  for (const CudaDevice &d : driver->devices())
-    std::cout << d.ordinal << ": " << d.name << ", " << d.arch() << ", "
-              << d.totalMemory / (1 << 20) << " MiB\n";
-  return 0;
+  qcc::rt::reportGpu(e, o.quiet, std::cerr, std::cout);
 }
 
 /// The artifact's tokenizer: a tokenizer.json or a SentencePiece model.
@@ -278,26 +215,12 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
                                    KvCache &cache, const KvCacheOptions &copts,
                                    const std::vector<std::vector<int64_t>> &prompts,
                                    const GenerateOptions &g, Printer &out) {
-  std::optional<Artifact> draft;
-  std::unique_ptr<Executor> draftExec;
-  std::optional<KvCache> draftCache;
+  std::unique_ptr<DraftModel> draft;
   if (!o.draft.empty()) {
-    draft.emplace(Artifact::load(o.draft));
-    if (!draft->manifest().contains("kv_cache"))
-      throw std::runtime_error("--draft: " + o.draft + " has no KV cache "
-                               "(compile it with --kv-cache=paged or contiguous)");
-    KvCacheConfig dcfg =
-        KvCacheConfig::fromJson(draft->manifest().at("kv_cache"));
-    KvCacheOptions dopts = copts;
-    int64_t round = dcfg.blockTokens > 0 ? dcfg.blockTokens : 16;
-    dopts.maxTokens = (copts.maxTokens + round - 1) / round * round;
-    dopts.numBlocks = 0;
-    for (const auto &p : prompts)
-      dopts.numBlocks += ((int64_t)p.size() + o.maxNewTokens + round - 1) / round;
-    Options quiet = o;
-    quiet.quiet = true; // one backend line: the target's
-    draftExec = makeExecutor(quiet, *draft);
-    draftCache.emplace(dcfg, draftExec->cacheOptions(dopts));
+    BackendOptions b = backendOptions(o);
+    b.quiet = true; // one backend line: the target's
+    draft = std::make_unique<DraftModel>(o.draft, copts, prompts,
+                                         o.maxNewTokens, b, std::cerr);
   }
   SpeculativeOptions spec;
   spec.draftTokens = o.draftTokens;
@@ -311,8 +234,7 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
     ss << in.rdbuf();
     spec.reference = tok.encode(ss.str());
   }
-  SpeculativeGenerator gen(a, exec, cache, draft ? &*draft : nullptr,
-                           draftExec.get(), draftCache ? &*draftCache : nullptr);
+  SpeculativeGenerator gen(a, exec, cache, draft.get());
   SpeculativeStats stats;
   out.begin();
   GenerateResult r = gen.generate(prompts, g, spec, &stats);
@@ -366,20 +288,8 @@ int runPrompt(const Options &o, const Artifact &a) {
   }
 
   KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
-  KvCacheOptions copts;
-  copts.maxSequences = (int64_t)prompts.size();
-  int64_t longest = 0, blocks = 0;
-  for (const auto &p : prompts) {
-    int64_t need = (int64_t)p.size() + o.maxNewTokens;
-    longest = std::max(longest, need);
-    blocks += (need + cfg.blockTokens - 1) / cfg.blockTokens;
-  }
-  cfg.checkContext(longest, "the longest prompt plus --max-new-tokens");
-  copts.numBlocks = o.kvBlocks > 0 ? o.kvBlocks : blocks;
-  int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
-  copts.maxTokens = o.maxTokens > 0
-                        ? o.maxTokens
-                        : (longest + round - 1) / round * round;
+  KvCacheOptions copts = generationCacheOptions(cfg, prompts, o.maxNewTokens,
+                                               o.kvBlocks, o.maxTokens);
   auto exec = makeExecutor(o, a);
   KvCache cache(cfg, exec->cacheOptions(copts));
   GenerateOptions g = generateOptions(o, tok, out);
@@ -720,8 +630,10 @@ int main(int argc, char **argv) {
     std::cerr << "qrun: error: " << e.what() << " (see --help)\n";
     return 1;
   }
-  if (o.devices)
-    return listDevices();
+  if (o.devices) {
+    listDevices(std::cout);
+    return 0;
+  }
   if (!o.reference.empty() && o.lookup == 0) {
     std::cerr << "qrun: error: --reference needs --lookup N (see --help)\n";
     return 1;
