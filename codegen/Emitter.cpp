@@ -5,6 +5,9 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Emitter.h"
 
+#include "codegen/kernels/attention_config.h"
+#include "codegen/kernels/gemm_config.h"
+#include "codegen/kernels/norm_config.h"
 #include "dialects/QccOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,19 +22,6 @@ using namespace mlir;
 using nlohmann::json;
 
 namespace qcc::codegen {
-
-int gemmTcSmemBytes(int elemBytes, int blockM, int blockN, int blockK,
-                    int stages) {
-  // GemmTcConfig::kSmemBytes = Stages * (BlockM + BlockN) * (BlockK * E + 16)
-  return stages * (blockM + blockN) * (blockK * elemBytes + 16);
-}
-int gemmTcThreads(int blockM, int blockN, int warpM, int warpN) {
-  return 32 * (blockM / warpM) * (blockN / warpN);
-}
-int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV) {
-  // AttnPrefillLaunch::kDynamicSmemBytes
-  return 4 * (blockQ * headDim + blockKV * (headDim + 1) + blockKV * headDim);
-}
 
 json EmittedKernel::manifest() const {
   json j{{"function", function},
@@ -142,15 +132,36 @@ std::string header(std::initializer_list<const char *> includes) {
 
 //===--- GEMM -------------------------------------------------------------===//
 
-struct GemmTiles {
-  int bm, bn, bk, wm, wn, stages;
+/// A GEMM tile configuration: the type a unit instantiates (its C++
+/// spelling) and the launch facts read from that type (gemm_config.h).
+struct GemmTile {
+  const char *type;
+  int threads, smem, blockM, blockN;
+  template <class Cfg> static constexpr GemmTile of(const char *type) {
+    return {type, Cfg::kThreads, Cfg::kSmemBytes, Cfg::kBlockM, Cfg::kBlockN};
+  }
 };
-GemmTiles gemmTiles(int64_t N) {
-  if (N >= 1024)
-    return {128, 128, 64, 64, 64, 4};
-  return {64, 64, 64, 32, 32, 4};
+// Spelled by the type's own tokens, so spelling and sizes cannot disagree.
+#define QCC_GEMM_TILE(...)                                                     \
+  GemmTile::of<qcc::__VA_ARGS__>("qcc::" #__VA_ARGS__)
+/// The tiles the heuristics pick from (Emitter.h), each {int8, f16}.
+constexpr GemmTile kGemmWide[2] = {
+    QCC_GEMM_TILE(GemmI8Config<128, 128, 64, 64, 64, 4>),
+    QCC_GEMM_TILE(GemmF16Config<128, 128, 64, 64, 64, 4>)};
+constexpr GemmTile kGemmNarrow[2] = {
+    QCC_GEMM_TILE(GemmI8Config<64, 64, 64, 32, 32, 4>),
+    QCC_GEMM_TILE(GemmF16Config<64, 64, 64, 32, 32, 4>)};
+constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 2>),
+                               QCC_GEMM_TILE(GemvF16Config<8, 4, 2>)};
+#undef QCC_GEMM_TILE
+static_assert(kGemmWide[1].smem <= kMaxDynamicSmemSm80 &&
+                  kGemmNarrow[1].smem <= kMaxDynamicSmemSm80,
+              "GEMM tiles must fit sm_80");
+
+const GemmTile &gemmTile(bool i8, bool decode, int64_t N) {
+  const GemmTile *family = decode ? kGemv : N >= 1024 ? kGemmWide : kGemmNarrow;
+  return family[i8 ? 0 : 1];
 }
-constexpr int kGemvMaxM = 8, kGemvWarps = 4, kGemvCols = 2;
 
 /// The float epilogue after the GEMM (+ dequant): activation and residual.
 struct Epilogue {
@@ -309,14 +320,14 @@ Unit emitGemm(const Region &r) {
   }
   std::string src = header({i8 ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
                                : "gemm_f16.cuh"});
-  LaunchStep main;
+  const GemmTile &tile = gemmTile(i8, decode, N);
+  src += "typedef " + std::string(tile.type) + " Cfg;\n";
+  std::string gemmParams = "  qcc::GemmParams<" + elem + "> p = {x, w, " +
+                           (decode ? "rows" : "M") + ", N, K};\n";
+  std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
+  std::string body;
   if (decode) {
-    std::string cfg = llvm::formatv("qcc::{0}<{1}, {2}, {3}>",
-                                    i8 ? "GemvI8Config" : "GemvF16Config",
-                                    kGemvMaxM, kGemvWarps, kGemvCols)
-                          .str();
     // Row chunk blockIdx.y: offset every per-row pointer by m0 rows.
-    std::string body;
     body += "  const int m0 = blockIdx.y * Cfg::kMaxM;\n";
     body += "  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;\n";
     body += "  x += (long long)m0 * K;\n";
@@ -325,44 +336,29 @@ Unit emitGemm(const Region &r) {
     if (epi.residual >= 0)
       body += "  res += (long long)m0 * N;\n";
     body += "  y += (long long)m0 * N;\n";
-    src += "typedef " + cfg + " Cfg;\n";
-    src += std::string("extern \"C\" __global__ void __launch_bounds__(Cfg::"
-                       "kThreads)\n") +
-           kEntry + "(" + sig + ") {\n" + body + "  qcc::Chain<" + types +
-           "> epi(" + stages + ");\n  qcc::" + (i8 ? "gemv_i8" : "gemv_f16") +
-           "<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(x, w, rows, N, K, "
-           "epi);\n}\n";
-    main = step("", 32 * kGemvWarps,
-                (N + kGemvWarps * kGemvCols - 1) / (kGemvWarps * kGemvCols),
-                Expr::ceilDiv(M, kGemvMaxM));
-  } else {
-    GemmTiles t = gemmTiles(N);
-    std::string cfg =
-        llvm::formatv("qcc::{0}<{1}, {2}, {3}, {4}, {5}, {6}>",
-                      i8 ? "GemmI8Config" : "GemmF16Config", t.bm, t.bn, t.bk,
-                      t.wm, t.wn, t.stages)
-            .str();
-    src += "typedef " + cfg + " Cfg;\n";
-    src += std::string("extern \"C\" __global__ void __launch_bounds__(Cfg::"
-                       "kThreads)\n") +
-           kEntry + "(" + sig + ") {\n  qcc::Chain<" + types + "> epi(" +
-           stages + ");\n  qcc::" +
-           (i8 ? "gemm_i8_mainloop" : "gemm_f16_mainloop") +
-           "<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK, Cfg::kWarpM, "
-           "Cfg::kWarpN, Cfg::kStages>(x, w, M, N, K, epi);\n}\n";
-    main = step("", gemmTcThreads(t.bm, t.bn, t.wm, t.wn),
-                (N + t.bn - 1) / t.bn, Expr::ceilDiv(M, t.bm), 1,
-                gemmTcSmemBytes(elemBytes, t.bm, t.bn, t.bk, t.stages));
   }
+  src += std::string("extern \"C\" __global__ void __launch_bounds__(Cfg::"
+                     "kThreads)\n") +
+         kEntry + "(" + sig + ") {\n" + body + gemmParams + chain + "  qcc::" +
+         (i8 ? (decode ? "gemv_i8" : "gemm_i8")
+             : (decode ? "gemv_f16" : "gemm_f16")) +
+         "<Cfg>(p, epi);\n}\n";
+  LaunchStep main =
+      step("", tile.threads, (N + tile.blockN - 1) / tile.blockN,
+           Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
   main.params = std::move(plist);
   if (fromF32) {
     // Step 1: x (f32) -> workspace x16 (f16, round to nearest even).
-    src += "extern \"C\" __global__ void __launch_bounds__(256)\n" +
-           std::string(kEntry) +
-           "_cast(const float *x, __half *x16, long long n) {\n"
-           "  const long long i = (long long)blockIdx.x * 256 + threadIdx.x;\n"
-           "  if (i < n) x16[i] = __float2half_rn(x[i]);\n}\n";
-    LaunchStep cast = step("_cast", 256, Expr::ceilDiv(xn, 256));
+    using Cast = qcc::CastF32ToF16Config;
+    src += llvm::formatv("extern \"C\" __global__ void __launch_bounds__({0})\n"
+                         "{1}_cast(const float *x, __half *x16, long long n) {{\n"
+                         "  qcc::CastF32ToF16Params p = {{x, x16, n};\n"
+                         "  qcc::cast_f32_to_f16<qcc::CastF32ToF16Config>(p);\n}\n",
+                         Cast::kThreads, kEntry)
+               .str();
+    LaunchStep cast = step("_cast", Cast::kThreads,
+                           Expr::ceilDiv(xn, Cast::kThreads), 1, 1,
+                           Cast::kSmemBytes);
     cast.name = "cast";
     cast.params = {Param::operand("x", xi), Param::workspaceBuffer("x16", x16),
                    Param::int64("n", xn)};
@@ -374,8 +370,6 @@ Unit emitGemm(const Region &r) {
 }
 
 //===--- norms and quantize -----------------------------------------------===//
-
-int normThreads(int64_t D) { return D <= 1024 ? 128 : D <= 4096 ? 256 : 512; }
 
 Unit emitNorm(const Region &r, bool quantize) {
   auto ln = r.find<qcc::LayerNormOp>();
@@ -405,7 +399,7 @@ Unit emitNorm(const Region &r, bool quantize) {
                          "quantization is fused yet");
   }
   int normOut = r.resultIndex(norm->getResult(0));
-  int threads = normThreads(D);
+  int threads = qcc::normBlockThreads(D);
   Unit u;
   Expr rows = u.symbol("rows", Expr::rows(TensorRef::operand(xi)));
   std::vector<Param> params;
@@ -630,6 +624,44 @@ Unit emitElementwise(const Region &r) {
 
 //===--- attention ----------------------------------------------------------===//
 
+/// The attention launch configurations for one head size, read from the
+/// types the units instantiate (attention_config.h).
+struct AttnTiles {
+  int headDim;
+  /// Prefill: AttnPrefillLaunch<D, blockQ, blockKV, prefillWarps>.
+  int blockQ, blockKV, prefillWarps, prefillThreads, prefillSmem;
+  /// Decode: AttnDecodeLaunch<D, decodeWarps, chunk> split + combine.
+  int decodeWarps, chunk, decodeThreads, decodeSmem, combineThreads;
+  template <int D> static constexpr AttnTiles of() {
+    using Prefill = qcc::AttnPrefillLaunch<D, D == 64 ? 64 : 32, 64, 4>;
+    using Split = qcc::AttnDecodeLaunch<D, 4, 256>;
+    using Combine = qcc::AttnDecodeCombineLaunch<D>;
+    return {D,
+            Prefill::kBlockQ,
+            Prefill::kBlockKV,
+            Prefill::kNumWarps,
+            Prefill::kBlockThreads,
+            Prefill::kDynamicSmemBytes,
+            Split::kNumWarps,
+            Split::kChunkSize,
+            Split::kBlockThreads,
+            Split::kDynamicSmemBytes,
+            Combine::kBlockThreads};
+  }
+};
+/// One entry per head size the kernels take (multiples of 32 up to 256).
+constexpr AttnTiles kAttnTiles[] = {
+    AttnTiles::of<32>(),  AttnTiles::of<64>(),  AttnTiles::of<96>(),
+    AttnTiles::of<128>(), AttnTiles::of<160>(), AttnTiles::of<192>(),
+    AttnTiles::of<224>(), AttnTiles::of<256>()};
+
+const AttnTiles *attnTiles(int64_t headDim) {
+  for (const AttnTiles &t : kAttnTiles)
+    if (t.headDim == headDim)
+      return &t;
+  return nullptr;
+}
+
 Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   auto plain = r.find<qcc::AttentionOp>();
   auto kvAttn = r.find<qcc::KvAttentionOp>();
@@ -656,7 +688,8 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   if (ShapedType::isDynamic(width) || width % H != 0)
     return unsupported("attention with a dynamic head size");
   int64_t D = width / H;
-  if (D % 32 != 0 || D > 256)
+  const AttnTiles *tiles = attnTiles(D);
+  if (!tiles)
     return unsupported(
         llvm::formatv("attention with head size {0} (needs a multiple of 32 "
                       "<= 256)",
@@ -783,7 +816,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   Expr seqKv = u.symbol("seq_kv", Expr::dim(TensorRef::operand(ki), 1));
 
   if (kv && r.decode) {
-    constexpr int warps = 4, chunk = 256;
+    const int warps = tiles->decodeWarps, chunk = tiles->chunk;
     Expr splits = u.symbol(
         "splits",
         Expr::ceilDiv(Expr::runtimeSize(format::RuntimeSize::MaxContextLen),
@@ -812,11 +845,13 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                "*out, int num_heads, int splits) {{\n"
                "  qcc::attentionDecodeCombineRow<{5}, float>(ws_ml, ws_acc, "
                "out, num_heads, splits);\n}\n",
-               cache, warps * 32, kEntry, cacheSig + ropeSig, cacheInit, D,
+               cache, tiles->decodeThreads, kEntry, cacheSig + ropeSig,
+               cacheInit, D,
                warps, chunk, ropeInit, rotaryArg, windowInit)
                .str();
     u.source = src;
-    LaunchStep split = step("", warps * 32, splits, H, batch);
+    LaunchStep split =
+        step("", tiles->decodeThreads, splits, H, batch, tiles->decodeSmem);
     split.name = "split";
     split.params = {
         Param::operand("q", qi),
@@ -833,7 +868,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
         Param::runtimeValue("valid_lens", RuntimeValue::ValidLens)};
     llvm::append_range(split.params, cacheParams);
     llvm::append_range(split.params, ropeParams);
-    LaunchStep combine = step("_combine", D, H, batch);
+    LaunchStep combine = step("_combine", tiles->combineThreads, H, batch);
     combine.name = "combine";
     combine.when = Expr::gt(splits, 1);
     combine.params = {Param::workspaceBuffer("ws_ml", ml),
@@ -846,9 +881,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   }
 
   // Prefill (or plain attention without a cache).
-  int bq = D == 64 ? 64 : 32, bkv = 64, warps = 4;
+  int bq = tiles->blockQ, bkv = tiles->blockKV, warps = tiles->prefillWarps;
   bool causal = kv || plain.getCausal();
-  int smem = attnPrefillSmemBytes(D, bq, bkv);
+  int smem = tiles->prefillSmem;
   std::string src = header({"attention_prefill.cuh"});
   src += llvm::formatv(
              "typedef qcc::AttnPrefillParams<float, float, {0}> Params;\n"
@@ -867,12 +902,14 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
              "{12}{10}{4}"
              "  qcc::attentionPrefillTile<{5}, {6}, {7}, {8}, {9}, {11}>(p, "
              "qcc_smem);\n}\n",
-             cache, warps * 32, kEntry, cacheSig + ropeSig, cacheInit, D, bq,
+             cache, tiles->prefillThreads, kEntry, cacheSig + ropeSig,
+             cacheInit, D, bq,
              bkv, warps, causal ? "true" : "false", ropeInit, rotaryArg,
              windowInit)
              .str();
   u.source = src;
-  LaunchStep s = step("", warps * 32, Expr::ceilDiv(seqQ, bq), H, batch, smem);
+  LaunchStep s = step("", tiles->prefillThreads, Expr::ceilDiv(seqQ, bq), H,
+                      batch, smem);
   s.params = {Param::operand("q", qi),
               Param::operand("k", ki),
               Param::operand("v", vi),
@@ -893,9 +930,13 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   return u;
 }
 
-/// Decode entry points (kv-cache-layout names them "decode"): one token per
-/// sequence, so GEMMs take the skinny path and attention the split-K path.
-bool isDecode(func::FuncOp fn) { return fn.getSymName() == "decode"; }
+/// Entry points that take one token per row (kv-cache-layout marks its
+/// `decode` with qcc.tokens_per_row = 1, docs/KV_CACHE.md): GEMMs take the
+/// skinny path and attention the split-K path.
+bool takesOneTokenPerRow(func::FuncOp fn) {
+  auto tokens = fn->getAttrOfType<IntegerAttr>("qcc.tokens_per_row");
+  return tokens && tokens.getInt() == 1;
+}
 
 void replaceAll(std::string &s, const std::string &from,
                 const std::string &to) {
@@ -911,7 +952,7 @@ EmitResult emitKernels(ModuleOp module) {
   auto kvCache = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache");
   std::map<std::string, size_t> unitOf; // placeholder text -> unit index
   for (auto fn : module.getOps<func::FuncOp>()) {
-    bool decode = isDecode(fn);
+    bool decode = takesOneTokenPerRow(fn);
     fn.walk([&](qcc::KernelOp k) {
       Region r(k, fn.getSymName().str(), decode);
       Unit u;

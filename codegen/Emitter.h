@@ -16,23 +16,30 @@
 // split decode attention, "x16" for the f16 copy of an f32 GEMM input);
 // step entries are the unit's entry plus a suffix ("_cast", "_combine").
 //
-// Tile heuristics (documented here, asserted in EmitterTest):
+// Tile heuristics (documented here, asserted in EmitterTest). Each tile is
+// a configuration type of codegen/kernels/*_config.h (plain C++ shared with
+// the device templates): the launch's block size and dynamic shared memory
+// are that type's kThreads / kSmemBytes, read by the emitter, not copied.
 //   gemm_i8 prefill: N >= 1024: GemmI8Config<128, 128, 64, 64, 64, 4>
 //                    (128 threads, 81,920 B smem); else <64, 64, 64, 32, 32,
 //                    4> (128 threads, 40,960 B);
-//   gemm_i8 in the function named "decode" (kv-cache-layout's entry point):
-//                    GemvI8Config<8, 4, 2> with grid.y = ceil(M / 8) row
-//                    chunks (the wrapper offsets pointers by 8 rows per y);
+//   gemm_i8 in a function with qcc.tokens_per_row = 1 (kv-cache-layout's
+//                    decode entry point): GemvI8Config<8, 4, 2> with grid.y =
+//                    ceil(M / 8) row chunks (the wrapper offsets pointers by
+//                    8 rows per y);
 //   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors a
-//                    first step converts x into workspace.x16 (256 threads)
-//                    and the weight is converted to f16 at upload;
-//   norm / norm_quantize: D <= 1024: 128 threads, <= 4096: 256, else 512;
+//                    first step converts x into workspace.x16
+//                    (CastF32ToF16Config, 256 threads) and the weight is
+//                    converted to f16 at upload;
+//   norm / norm_quantize: normBlockThreads(D): D <= 1024: 128 threads,
+//                    <= 4096: 256, else 512;
 //   quantize: 256 threads, one CTA per row (per tensor: one row);
 //   embedding: 128 threads, one CTA per id;
 //   elementwise: 256 threads x 4 elements;
-//   attention prefill: HeadDim 64: <64, 64, 64, 4>; other multiples of 32:
-//                    <D, 32, 64, 4>;
-//   attention decode: AttnDecodeLaunch<D, 4, 256> split + combine.
+//   attention prefill: AttnPrefillLaunch, HeadDim 64: <64, 64, 64, 4>;
+//                    other multiples of 32: <D, 32, 64, 4>;
+//   attention decode (qcc.tokens_per_row = 1): AttnDecodeLaunch<D, 4, 256>
+//                    split + combine.
 //
 // Identical translation units are emitted once: a unit's text is built with
 // a placeholder entry name, the first region producing it names it
@@ -55,13 +62,6 @@ namespace qcc::codegen {
 
 /// sm_80's opt-in dynamic shared memory limit per block (163 KB).
 inline constexpr int kMaxDynamicSmemSm80 = 167936;
-
-/// Host copies of the device Config formulas (kept equal by EmitterTest,
-/// which compiles static_asserts against the .cuh structs with NVRTC).
-int gemmTcSmemBytes(int elemBytes, int blockM, int blockN, int blockK,
-                    int stages);
-int gemmTcThreads(int blockM, int blockN, int warpM, int warpN);
-int attnPrefillSmemBytes(int headDim, int blockQ, int blockKV);
 
 /// One kernel region and the unit that implements it.
 struct EmittedKernel {

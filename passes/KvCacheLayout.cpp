@@ -780,6 +780,9 @@ struct KvCacheLayoutPass
       inputs[0] = idsType;
       fn.setFunctionType(
           b.getFunctionType(inputs, fn.getFunctionType().getResults()));
+      // What the CUDA emitter picks skinny GEMV / split attention tiles by
+      // (docs/KV_CACHE.md), rather than by the entry point's name.
+      fn->setAttr("qcc.tokens_per_row", b.getI64IntegerAttr(1));
     }
     // positions: [B, S] like the ids, named like them.
     auto positionsType =

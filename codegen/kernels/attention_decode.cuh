@@ -33,7 +33,7 @@
 // The KV append is done by the CTA with h % (H / Hkv) == 0 whose split holds
 // position past (s = past / ChunkSize; s = 0 without split).
 //
-// Launch (AttnDecodeLaunch<HeadDim, NumWarps, ChunkSize>):
+// Launch (AttnDecodeLaunch<HeadDim, NumWarps, ChunkSize>, attention_config.h):
 //   splits = numSplits(max over rows of past + 1), >= 1; use 1 (no combine)
 //            for short contexts
 //   grid   = (splits, num_heads, batch), block = NumWarps * 32,
@@ -47,31 +47,12 @@
 #ifndef QCC_KERNELS_ATTENTION_DECODE_CUH
 #define QCC_KERNELS_ATTENTION_DECODE_CUH
 
+#include "qcc/attention_config.h"
 #include "qcc/common.cuh"
 #include "qcc/kv_cache.cuh"
 #include "qcc/rotary.cuh"
 
 namespace qcc {
-
-template <int HeadDim, int NumWarps, int ChunkSize> struct AttnDecodeLaunch {
-  static_assert(HeadDim % 32 == 0 && HeadDim <= 256, "HeadDim: multiple of 32, <= 256");
-  static_assert(ChunkSize >= 1, "ChunkSize must be positive");
-  static constexpr int kBlockThreads = NumWarps * 32;
-  static constexpr int kDynamicSmemBytes = 0;
-  static constexpr int kStaticSmemBytes = 4 * NumWarps * (HeadDim + 2);
-  __host__ __device__ static constexpr int numSplits(int max_len) {
-    return max_len <= 0 ? 1 : (max_len + ChunkSize - 1) / ChunkSize;
-  }
-  __host__ __device__ static constexpr long long workspaceBytes(int batch, int heads,
-                                                                int splits) {
-    return (long long)batch * heads * splits * (HeadDim + 2) * 4;
-  }
-};
-
-template <int HeadDim> struct AttnDecodeCombineLaunch {
-  static constexpr int kBlockThreads = HeadDim;
-  static constexpr int kDynamicSmemBytes = 0;
-};
 
 template <typename T, typename RopeT, typename Cache> struct AttnDecodeParams {
   const T *q;          // [B, 1, H * D]

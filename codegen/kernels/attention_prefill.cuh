@@ -32,7 +32,7 @@
 // acc'[d] = acc[d] e^(m-m') + sum_j e^(s_j-m') V[j][d], lane owning
 // d = lane + 32 i.
 //
-// Launch (AttnPrefillLaunch<HeadDim, BlockQ, BlockKV, NumWarps>):
+// Launch (AttnPrefillLaunch<HeadDim, BlockQ, BlockKV, NumWarps>, attention_config.h):
 //   grid  = (ceil(seq_q / BlockQ), num_heads, batch)
 //   block = NumWarps * 32
 //   dynamic shared memory = 4 * (BlockQ * HeadDim + BlockKV * (HeadDim + 1)
@@ -46,28 +46,12 @@
 #ifndef QCC_KERNELS_ATTENTION_PREFILL_CUH
 #define QCC_KERNELS_ATTENTION_PREFILL_CUH
 
+#include "qcc/attention_config.h"
 #include "qcc/common.cuh"
 #include "qcc/kv_cache.cuh"
 #include "qcc/rotary.cuh"
 
 namespace qcc {
-
-template <int HeadDim, int BlockQ, int BlockKV, int NumWarps>
-struct AttnPrefillLaunch {
-  static_assert(HeadDim % 32 == 0 && HeadDim <= 256, "HeadDim: multiple of 32, <= 256");
-  static_assert(BlockKV % 32 == 0, "BlockKV must be a multiple of 32");
-  static_assert(BlockQ % NumWarps == 0, "BlockQ must be a multiple of NumWarps");
-  static constexpr int kBlockThreads = NumWarps * 32;
-  static constexpr int kQFloats = BlockQ * HeadDim;
-  static constexpr int kKStride = HeadDim + 1; // padded: lane-per-key reads hit distinct banks
-  static constexpr int kKFloats = BlockKV * kKStride;
-  static constexpr int kVFloats = BlockKV * HeadDim;
-  static constexpr int kDynamicSmemBytes = 4 * (kQFloats + kKFloats + kVFloats);
-  static_assert(kDynamicSmemBytes <= 167936, "exceeds sm_80 shared memory");
-  __host__ __device__ static constexpr int gridX(int seq_q) { return (seq_q + BlockQ - 1) / BlockQ; }
-  __host__ __device__ static constexpr int gridY(int num_heads) { return num_heads; }
-  __host__ __device__ static constexpr int gridZ(int batch) { return batch; }
-};
 
 template <typename T, typename RopeT, typename Cache> struct AttnPrefillParams {
   const T *q;          // [B, seq_q, H * D]

@@ -23,7 +23,8 @@
 //     K % 16 == 0, f16/bf16: K % 8 == 0). M and N are arbitrary (predicated;
 //     N % 16 == 0 is what the emitter produces).
 //   - launch: grid (ceil(N / BlockN), ceil(M / BlockM)), block kThreads,
-//     dynamic shared memory kSmemBytes (above 48 KiB the kernel needs
+//     dynamic shared memory kSmemBytes, members of the Config types of
+//     gemm_config.h (above 48 KiB the kernel needs
 //     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES set to kSmemBytes).
 //
 //===----------------------------------------------------------------------===//
@@ -32,6 +33,7 @@
 
 #include "qcc/common.cuh"
 #include "qcc/epilogue.cuh"
+#include "qcc/gemm_config.h"
 
 namespace qcc {
 namespace detail {
@@ -69,47 +71,14 @@ struct MmaBF16 {
 
 } // namespace detail
 
-/// Tile configuration of the tensor-core GEMM; every launch quantity is a
-/// constexpr member. BlockK counts elements.
-template <int ElemBytes, int BlockM, int BlockN, int BlockK, int WarpM,
-          int WarpN, int Stages>
-struct GemmTcConfig {
-  static constexpr int kBlockM = BlockM, kBlockN = BlockN, kBlockK = BlockK;
-  static constexpr int kWarpM = WarpM, kWarpN = WarpN, kStages = Stages;
-  static constexpr int kElemBytes = ElemBytes;
-  static constexpr int kBlockKBytes = BlockK * ElemBytes;
-  static constexpr int kWarpsM = BlockM / WarpM;
-  static constexpr int kWarpsN = BlockN / WarpN;
-  static constexpr int kWarps = kWarpsM * kWarpsN;
-  /// blockDim.x (1-D block).
-  static constexpr int kThreads = 32 * kWarps;
-  /// Bytes of one padded smem row (BlockK elements + 16).
-  static constexpr int kRowBytes = kBlockKBytes + 16;
-  static constexpr int kStageBytes = (BlockM + BlockN) * kRowBytes;
-  /// Dynamic shared memory: Stages * (BlockM + BlockN) * (BlockK * sizeof(T) + 16).
-  static constexpr int kSmemBytes = Stages * kStageBytes;
-  /// K must be a multiple of this.
-  static constexpr int kKMultiple = 16 / ElemBytes;
-  static constexpr int kMmaTilesM = WarpM / 16; // m16 tiles per warp
-  static constexpr int kMmaTilesN = WarpN / 8;  // n8 tiles per warp
-  static constexpr int kChunksPerRow = kBlockKBytes / 16;
-
-  static_assert(BlockM % WarpM == 0 && BlockN % WarpN == 0,
-                "block tile must be a whole number of warp tiles");
-  static_assert(WarpM % 16 == 0, "WarpM must be a multiple of 16");
-  static_assert(WarpN % 16 == 0, "WarpN must be a multiple of 16");
-  static_assert(kBlockKBytes % 32 == 0,
-                "BlockK must cover whole mma k steps (32 bytes)");
-  static_assert(Stages >= 2, "the cp.async pipeline needs >= 2 stages");
-  static_assert(kThreads <= 1024, "too many warps");
-
-  /// gridDim.x = ceil(N / BlockN), gridDim.y = ceil(M / BlockM).
-  __host__ __device__ static constexpr int grid_x(int N) {
-    return ceil_div(N, BlockN);
-  }
-  __host__ __device__ static constexpr int grid_y(int M) {
-    return ceil_div(M, BlockM);
-  }
+/// The GEMM family's parameters (CUTLASS Params style): the operands of
+/// C = A * B^T. The epilogue chain holds the rest (scales, bias, residual,
+/// output). The emitter's extern "C" wrappers take the launch record's
+/// parameters one by one and build this.
+template <class Element> struct GemmParams {
+  const Element *A; // [M, K] row-major
+  const Element *B; // [N, K] row-major
+  int M, N, K;
 };
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
@@ -320,24 +289,6 @@ struct DotBF16 {
 };
 
 } // namespace detail
-
-template <int ElemBytes, int MaxM, int Warps, int ColsPerWarp>
-struct GemvConfig {
-  static constexpr int kMaxM = MaxM, kWarps = Warps, kColsPerWarp = ColsPerWarp;
-  /// blockDim.x.
-  static constexpr int kThreads = 32 * Warps;
-  static constexpr int kColsPerBlock = Warps * ColsPerWarp;
-  /// No dynamic shared memory.
-  static constexpr int kSmemBytes = 0;
-  /// K must be a multiple of this.
-  static constexpr int kKMultiple = 16 / ElemBytes;
-  static_assert(MaxM >= 1 && MaxM <= 32, "skinny path: 1 <= MaxM <= 32");
-  static_assert(Warps >= 1 && Warps <= 32 && ColsPerWarp >= 1, "");
-  /// gridDim.x = ceil(N / (Warps * ColsPerWarp)).
-  __host__ __device__ static constexpr int grid_x(int N) {
-    return ceil_div(N, kColsPerBlock);
-  }
-};
 
 template <class Dot, int MaxM, int Warps, int ColsPerWarp, class Epilogue>
 QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,

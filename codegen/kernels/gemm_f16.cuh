@@ -8,7 +8,7 @@
 // the dequant stage: the chain takes the f32 accumulator, e.g.
 //   qcc::Chain<qcc::AddBias<>, qcc::Silu, qcc::StoreF16>
 //
-// Launch (GemmF16Config members):
+// Launch (GemmF16Config members, gemm_config.h):
 //   blockDim  = (kThreads, 1, 1), kThreads = 32 * (BlockM/WarpM) * (BlockN/WarpN)
 //   gridDim   = (ceil(N / BlockN), ceil(M / BlockM), 1)
 //   dynamic shared memory kSmemBytes = Stages * (BlockM + BlockN) * (2 * BlockK + 16)
@@ -27,10 +27,6 @@
 
 namespace qcc {
 
-template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
-struct GemmF16Config
-    : GemmTcConfig<2, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
-
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages,
           class Epilogue>
@@ -40,6 +36,13 @@ QCC_DEVICE void gemm_f16_mainloop(const __half *A, const __half *B, int M,
                 "gemm_f16: the epilogue takes the f32 accumulator");
   gemm_tc_mainloop<detail::MmaF16, BlockM, BlockN, BlockK, WarpM, WarpN,
                    Stages>(A, B, M, N, K, epi);
+}
+
+/// The tile of `Cfg` (a GemmF16Config) over `p`.
+template <class Cfg, class Epilogue>
+QCC_DEVICE void gemm_f16(const GemmParams<__half> &p, Epilogue epi) {
+  gemm_f16_mainloop<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK, Cfg::kWarpM,
+                    Cfg::kWarpN, Cfg::kStages>(p.A, p.B, p.M, p.N, p.K, epi);
 }
 
 template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages,
@@ -54,15 +57,33 @@ QCC_DEVICE void gemm_bf16_mainloop(const __nv_bfloat16 *A,
 }
 #endif
 
-template <int MaxM, int Warps, int ColsPerWarp>
-struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {};
-
 template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
 QCC_DEVICE void gemv_f16(const __half *A, const __half *B, int M, int N, int K,
                          Epilogue epi) {
   static_assert(!Epilogue::kIntInput,
                 "gemv_f16: the epilogue takes the f32 accumulator");
   gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+}
+
+/// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM).
+template <class Cfg, class Epilogue>
+QCC_DEVICE void gemv_f16(const GemmParams<__half> &p, Epilogue epi) {
+  gemv_f16<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(p.A, p.B, p.M, p.N,
+                                                       p.K, epi);
+}
+
+/// The f32 GEMM's first step, x (f32) -> x16 (f16, round to nearest even):
+/// one element per thread of a CastF32ToF16Config launch.
+struct CastF32ToF16Params {
+  const float *x;
+  __half *x16;
+  long long n;
+};
+template <class Cfg>
+QCC_DEVICE void cast_f32_to_f16(const CastF32ToF16Params &p) {
+  const long long i = (long long)blockIdx.x * Cfg::kThreads + threadIdx.x;
+  if (i < p.n)
+    p.x16[i] = __float2half_rn(p.x[i]);
 }
 
 template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>

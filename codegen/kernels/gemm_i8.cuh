@@ -13,13 +13,14 @@
 //   qcc_k7(const qcc::int8_t *x, const qcc::int8_t *w, const float *xs,
 //          const qcc::int32_t *xz, const float *ws, const qcc::int32_t *wsum,
 //          const float *bias, float *y, int M, int N, int K) {
+//     qcc::GemmParams<qcc::int8_t> p = {x, w, M, N, K};
 //     qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::StoreF32>
 //         epi(qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws, wsum},
 //             qcc::AddBias<>{bias}, qcc::StoreF32{y, N});
-//     qcc::gemm_i8_mainloop<128, 128, 64, 64, 64, 4>(x, w, M, N, K, epi);
+//     qcc::gemm_i8<Cfg>(p, epi);
 //   }
 //
-// Launch (GemmI8Config members):
+// Launch (GemmI8Config members, gemm_config.h; the emitter reads them too):
 //   blockDim  = (kThreads, 1, 1), kThreads = 32 * (BlockM/WarpM) * (BlockN/WarpN)
 //   gridDim   = (ceil(N / BlockN), ceil(M / BlockM), 1)
 //   dynamic shared memory kSmemBytes = Stages * (BlockM + BlockN) * (BlockK + 16)
@@ -36,10 +37,6 @@
 
 namespace qcc {
 
-template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
-struct GemmI8Config
-    : GemmTcConfig<1, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
-
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages,
           class Epilogue>
@@ -50,6 +47,13 @@ QCC_DEVICE void gemm_i8_mainloop(const int8_t *A, const int8_t *B, int M,
                 "(DequantPerTokenPerChannel or StoreI32)");
   gemm_tc_mainloop<detail::MmaS8, BlockM, BlockN, BlockK, WarpM, WarpN,
                    Stages>(A, B, M, N, K, epi);
+}
+
+/// The tile of `Cfg` (a GemmI8Config) over `p`.
+template <class Cfg, class Epilogue>
+QCC_DEVICE void gemm_i8(const GemmParams<int8_t> &p, Epilogue epi) {
+  gemm_i8_mainloop<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK, Cfg::kWarpM,
+                   Cfg::kWarpN, Cfg::kStages>(p.A, p.B, p.M, p.N, p.K, epi);
 }
 #endif
 

@@ -6,7 +6,10 @@
 //
 //   typedef qcc::GemvI8Config<8, 4, 2> Cfg;   // MaxM, Warps, ColsPerWarp
 //   extern "C" __global__ void __launch_bounds__(Cfg::kThreads)
-//   qcc_k8(...) { ...; qcc::gemv_i8<8, 4, 2>(x, w, M, N, K, epi); }
+//   qcc_k8(...) {
+//     qcc::GemmParams<qcc::int8_t> p = {x, w, M, N, K};
+//     ...; qcc::gemv_i8<Cfg>(p, epi);
+//   }
 //
 // Launch: blockDim = (32 * Warps), gridDim = (ceil(N / (Warps * ColsPerWarp))),
 // no dynamic shared memory. Requirements: A, B 16-byte aligned, K % 16 == 0,
@@ -20,9 +23,6 @@
 
 namespace qcc {
 
-template <int MaxM, int Warps, int ColsPerWarp>
-struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp> {};
-
 template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
 QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
                         Epilogue epi) {
@@ -30,6 +30,13 @@ QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
                 "gemv_i8: the epilogue must start with an int32 stage "
                 "(DequantPerTokenPerChannel or StoreI32)");
   gemv_mainloop<detail::DotS8, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+}
+
+/// `Cfg` (a GemvI8Config) over `p` (p.M <= Cfg::kMaxM).
+template <class Cfg, class Epilogue>
+QCC_DEVICE void gemv_i8(const GemmParams<int8_t> &p, Epilogue epi) {
+  gemv_i8<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(p.A, p.B, p.M, p.N, p.K,
+                                                      epi);
 }
 
 } // namespace qcc

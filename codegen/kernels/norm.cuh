@@ -17,7 +17,7 @@
 // contraction), so recomputing y in the quantize pass gives the same value
 // bit for bit as the value written to `out`.
 //
-// Launch (NormLaunch<BlockThreads>): grid = rows (one CTA per row, rows in
+// Launch (NormLaunch<BlockThreads>, norm_config.h): grid = rows (one CTA per row, rows in
 // gridDim.x, up to 2^31-1), block = BlockThreads (multiple of 32, <= 1024;
 // 128-256 for D <= 4096, 512-1024 above), dynamic shared memory = 0 (static
 // shared: BlockThreads / 32 floats for the reductions).
@@ -28,17 +28,11 @@
 #define QCC_KERNELS_NORM_CUH
 
 #include "qcc/common.cuh"
+#include "qcc/norm_config.h"
 
 namespace qcc {
 
 enum class NormKind { LayerNorm = 0, RmsNorm = 1 };
-
-template <int BlockThreads> struct NormLaunch {
-  static constexpr int kBlockThreads = BlockThreads;
-  static constexpr int kDynamicSmemBytes = 0;
-  static constexpr int kStaticSmemBytes = (BlockThreads / 32) * 4;
-  __host__ __device__ static constexpr int gridX(int rows) { return rows; }
-};
 
 template <typename InT, typename OutT, typename ParamT = float> struct NormParams {
   const InT *in;        // [rows, D]

@@ -35,14 +35,11 @@
 #ifndef QCC_KERNELS_NUMERICS_H
 #define QCC_KERNELS_NUMERICS_H
 
-// __host__ __device__ where CUDA compiles, nothing elsewhere (no inline: the
-// functions say it themselves).
-#ifndef QCC_HOST_DEVICE
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define QCC_HOST_DEVICE __host__ __device__
+// QCC_HOST_DEVICE (no inline: the functions say it themselves).
+#if defined(__CUDACC_RTC__)
+#include "qcc/host_device.h"
 #else
-#define QCC_HOST_DEVICE
-#endif
+#include "codegen/kernels/host_device.h"
 #endif
 
 #if !defined(__CUDACC_RTC__)

@@ -13,6 +13,7 @@
 // CHECK: qcc.attention
 // CHECK-LABEL: func.func @prefill(
 // CHECK-SAME: %[[IDS:[^:]*]]: tensor<?x?xi64> {{.*}}, %[[POS:[^:]*]]: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.name = "positions"})
+// CHECK-NOT: qcc.tokens_per_row
 // CHECK-NOT: qcc.range
 // CHECK: qcc.embedding %{{.*}}, %[[POS]] : (tensor<32x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
 // CHECK: qcc.kv_attention %{{.*}} {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
@@ -20,6 +21,7 @@
 // CHECK-NOT: qcc.attention
 // CHECK-LABEL: func.func @decode(
 // CHECK-SAME: tensor<?x1xi64> {{.*}}, %[[DPOS:[^:]*]]: tensor<?x1xi64> {{.*}}qcc.name = "positions"
+// CHECK-SAME: attributes {qcc.tokens_per_row = 1 : i64}
 // CHECK: qcc.embedding %{{.*}}, %[[DPOS]] : (tensor<32x64xf32>, tensor<?x1xi64>) -> tensor<?x1x64xf32>
 // CHECK: qcc.kv_attention {{.*}}layer = 0
 // CHECK: qcc.kv_attention {{.*}}layer = 1
@@ -104,7 +106,7 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.dim_names = ["batch", "seq"], qcc.nam
 // CHECK: %[[A:.*]] = qcc.kv_attention %[[Y]], %[[K]], %[[V]] {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
 // CHECK-NEXT: return %[[A]] : tensor<?x?x64xf32>
 // CHECK-LABEL: func.func @decode(
-// CHECK-SAME: tensor<?x1xi64> {qcc.name = "input_ids"}, %[[DPOS:[^:]*]]: tensor<?x1xi64> {qcc.name = "positions"}) -> (tensor<?x?x64xf32> {qcc.name = "logits"}) {
+// CHECK-SAME: tensor<?x1xi64> {qcc.name = "input_ids"}, %[[DPOS:[^:]*]]: tensor<?x1xi64> {qcc.name = "positions"}) -> (tensor<?x?x64xf32> {qcc.name = "logits"}) attributes {qcc.tokens_per_row = 1 : i64} {
 // CHECK: qcc.embedding %{{.*}}, %[[DPOS]] : (tensor<32x64xf32>, tensor<?x1xi64>) -> tensor<?x1x64xf32>
 // CHECK: qcc.kv_attention {{.*}}layer = 0
 // CHECK-NEXT: return

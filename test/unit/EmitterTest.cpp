@@ -5,12 +5,15 @@
 // units only when their sources are equal, and every launch fits sm_80
 // (dynamic shared memory <= 163 KB, <= 1024 threads per block). Counts come
 // from the IR, not from a given pipeline's numbering (the per-kind output is
-// checked by the lit tests in test/codegen, on hand-written regions). With
-// NVRTC, the host copies of the Config formulas are checked against the
-// device structs by compiling static_asserts.
+// checked by the lit tests in test/codegen, on hand-written regions). The
+// launch sizes come from the configuration types of codegen/kernels/*_config.h,
+// which the host and (with NVRTC) the device compile alike.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Emitter.h"
+#include "codegen/kernels/attention_config.h"
+#include "codegen/kernels/gemm_config.h"
+#include "codegen/kernels/norm_config.h"
 #include "compiler/Pipeline.h"
 #include "passes/Passes.h"
 #ifdef QCC_HAVE_CODEGEN
@@ -102,17 +105,18 @@ TEST(EmitterTest, DemoLaunchesFitSm80) {
 }
 
 TEST(EmitterTest, HeuristicTilesFitSm80) {
-  // The tiles the heuristics can choose (Emitter.h).
-  EXPECT_EQ(gemmTcSmemBytes(1, 128, 128, 64, 4), 81920);
-  EXPECT_EQ(gemmTcSmemBytes(1, 64, 64, 64, 4), 40960);
-  EXPECT_LE(gemmTcSmemBytes(2, 128, 128, 64, 4), kMaxDynamicSmemSm80);
-  EXPECT_EQ(gemmTcThreads(128, 128, 64, 64), 128);
-  EXPECT_EQ(attnPrefillSmemBytes(64, 64, 64), 49408);
-  EXPECT_EQ(attnPrefillSmemBytes(128, 32, 64), 82176);
-  for (int d = 32; d <= 256; d += 32)
-    EXPECT_LE(attnPrefillSmemBytes(d, d == 64 ? 64 : 32, 64),
-              kMaxDynamicSmemSm80)
-        << d;
+  // The tiles the heuristics can choose (Emitter.h); AttnPrefillLaunch
+  // static_asserts its own sm_80 limit.
+  EXPECT_EQ((qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kSmemBytes), 81920);
+  EXPECT_EQ((qcc::GemmI8Config<64, 64, 64, 32, 32, 4>::kSmemBytes), 40960);
+  EXPECT_LE((qcc::GemmF16Config<128, 128, 64, 64, 64, 4>::kSmemBytes),
+            kMaxDynamicSmemSm80);
+  EXPECT_EQ((qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kThreads), 128);
+  EXPECT_EQ((qcc::GemvI8Config<8, 4, 2>::kThreads), 128);
+  EXPECT_EQ((qcc::AttnPrefillLaunch<64, 64, 64, 4>::kDynamicSmemBytes), 49408);
+  EXPECT_EQ((qcc::AttnPrefillLaunch<128, 32, 64, 4>::kDynamicSmemBytes),
+            82176);
+  EXPECT_EQ(qcc::normBlockThreads(4096), 256);
 }
 
 /// Attention (head size 32, GQA 4/2) whose q and k are rotated with
@@ -139,7 +143,8 @@ emitRotaryAttention(const std::string &rotaryAttrs, int tableWidth,
       "module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "
       "\"f32\", head_dim = 32 : i64, kv_heads = 2 : i64, layers = 1 : i64, "
       "layout = \"paged\"}} {\n func.func @prefill" +
-      sig + body + "\n func.func @decode" + sig + body + "\n}\n";
+      sig + body + "\n func.func @decode" + sig.substr(0, sig.size() - 1) +
+      "attributes {qcc.tokens_per_row = 1 : i64} {" + body + "\n}\n";
   auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
   EXPECT_TRUE(module);
   if (!module)
@@ -204,39 +209,31 @@ TEST(EmitterTest, WindowAndSoftcapReachAttention) {
 }
 
 #ifdef QCC_HAVE_CODEGEN
-TEST(EmitterTest, HostFormulasMatchDeviceConfigs) {
-  std::string src = "#include \"qcc/gemm_i8.cuh\"\n#include "
-                    "\"qcc/gemm_f16.cuh\"\n#include "
-                    "\"qcc/attention_prefill.cuh\"\n";
-  auto gemm = [&](const char *cfg, int e, int bm, int bn, int bk, int wm,
-                  int wn, int st) {
-    src += "static_assert(qcc::" + std::string(cfg) + "<" +
-           std::to_string(bm) + ", " + std::to_string(bn) + ", " +
-           std::to_string(bk) + ", " + std::to_string(wm) + ", " +
-           std::to_string(wn) + ", " + std::to_string(st) +
-           ">::kSmemBytes == " +
-           std::to_string(gemmTcSmemBytes(e, bm, bn, bk, st)) + ", \"smem\");\n";
-    src += "static_assert(qcc::" + std::string(cfg) + "<" +
-           std::to_string(bm) + ", " + std::to_string(bn) + ", " +
-           std::to_string(bk) + ", " + std::to_string(wm) + ", " +
-           std::to_string(wn) + ", " + std::to_string(st) +
-           ">::kThreads == " + std::to_string(gemmTcThreads(bm, bn, wm, wn)) +
-           ", \"threads\");\n";
+TEST(EmitterTest, ConfigHeadersCompileOnTheDevice) {
+  // The embedded configuration headers stand alone under NVRTC and give the
+  // device the sizes the host (the emitter) reads.
+  std::string src = "#include \"qcc/gemm_config.h\"\n#include "
+                    "\"qcc/attention_config.h\"\n#include "
+                    "\"qcc/norm_config.h\"\n";
+  auto check = [&](const std::string &expr, long long host) {
+    src += "static_assert(" + expr + " == " + std::to_string(host) + ", \"" +
+           expr + "\");\n";
   };
-  gemm("GemmI8Config", 1, 128, 128, 64, 64, 64, 4);
-  gemm("GemmI8Config", 1, 64, 64, 64, 32, 32, 4);
-  gemm("GemmF16Config", 2, 128, 128, 64, 64, 64, 4);
-  gemm("GemmF16Config", 2, 64, 64, 64, 32, 32, 4);
-  for (auto [d, bq] : {std::pair{64, 64}, {128, 32}, {96, 32}})
-    src += "static_assert(qcc::AttnPrefillLaunch<" + std::to_string(d) + ", " +
-           std::to_string(bq) + ", 64, 4>::kDynamicSmemBytes == " +
-           std::to_string(attnPrefillSmemBytes(d, bq, 64)) + ", \"attn\");\n";
-  src += "extern \"C\" __global__ void qcc_formulas() {}\n";
+  check("qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kSmemBytes",
+        qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kSmemBytes);
+  check("qcc::GemmF16Config<64, 64, 64, 32, 32, 4>::kThreads",
+        qcc::GemmF16Config<64, 64, 64, 32, 32, 4>::kThreads);
+  check("qcc::GemvF16Config<8, 4, 2>::kBlockN",
+        qcc::GemvF16Config<8, 4, 2>::kBlockN);
+  check("qcc::AttnPrefillLaunch<96, 32, 64, 4>::kDynamicSmemBytes",
+        qcc::AttnPrefillLaunch<96, 32, 64, 4>::kDynamicSmemBytes);
+  check("qcc::normBlockThreads(8192)", qcc::normBlockThreads(8192));
+  src += "extern \"C\" __global__ void qcc_configs() {}\n";
   CompileOptions options;
   options.cubinArchs = {"sm_80"};
   options.ptxArch = "";
   options.useCache = false;
-  auto r = compileKernels({{"formulas", src}}, options);
+  auto r = compileKernels({{"configs", src}}, options);
   EXPECT_TRUE(static_cast<bool>(r)) << (r ? "" : llvm::toString(r.takeError()));
 }
 #endif

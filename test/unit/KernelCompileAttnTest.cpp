@@ -22,9 +22,12 @@
 namespace {
 
 // common.cuh (helpers) and numerics.h (formulas) are included by every
-// template; quantize.cuh belongs to the GEMM library (quantize_rows is the
-// dynamic per-token / per-tensor quantize) and is compiled here too.
-const char *kHeaders[] = {"common.cuh", "numerics.h", "quantize_static.cuh",     "kv_cache.cuh",          "rotary.cuh",
+// template, host_device.h by numerics.h and the *_config.h launch
+// configurations; quantize.cuh belongs to the GEMM library (quantize_rows is
+// the dynamic per-token / per-tensor quantize) and is compiled here too.
+const char *kHeaders[] = {"common.cuh", "numerics.h", "host_device.h",
+                          "attention_config.h", "norm_config.h",
+                          "quantize_static.cuh",     "kv_cache.cuh",          "rotary.cuh",
                           "norm.cuh",      "quantize.cuh",          "attention_prefill.cuh",
                           "attention_decode.cuh", "embedding.cuh",  "elementwise.cuh",
                           "sampling.cuh"};

@@ -161,7 +161,7 @@ const char *kGemvI8 = R"(
 
 typedef qcc::GemvI8Config<8, 4, 2> Wide;
 typedef qcc::GemvI8Config<1, 8, 1> One;
-static_assert(Wide::kThreads == 128 && Wide::grid_x(4096) == 512, "");
+static_assert(Wide::kThreads == 128 && Wide::kBlockN == 8, "");
 static_assert(One::kThreads == 256 && One::kSmemBytes == 0, "");
 
 #define QCC_GEMV_I8(NAME, CFG, EPI, MAKE)                                      \

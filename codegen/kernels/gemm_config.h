@@ -1,0 +1,94 @@
+//===- gemm_config.h - GEMM / GEMV tile configurations as types ----------===//
+//
+// The tile configurations of gemm_core.cuh's mainloops (and the f32 GEMM's
+// cast step), as types whose constexpr members are every launch quantity.
+// Plain C++17 like numerics.h: the device templates include it as
+// "qcc/gemm_config.h" (NVRTC, embedded), the emitter as
+// "codegen/kernels/gemm_config.h", so a launch's block size and dynamic
+// shared memory come from the type the kernel is instantiated with
+// (Cfg::kThreads, Cfg::kSmemBytes), never from a copied formula.
+//
+// Every configuration has kThreads (blockDim.x of a 1-D block), kSmemBytes
+// (dynamic shared memory) and kBlockM x kBlockN, the [M, N] tile one CTA
+// computes: gridDim = (ceil(N / kBlockN), ceil(M / kBlockM)).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_GEMM_CONFIG_H
+#define QCC_KERNELS_GEMM_CONFIG_H
+
+namespace qcc {
+
+/// Tile configuration of the tensor-core GEMM. BlockK counts elements.
+template <int ElemBytes, int BlockM, int BlockN, int BlockK, int WarpM,
+          int WarpN, int Stages>
+struct GemmTcConfig {
+  static constexpr int kBlockM = BlockM, kBlockN = BlockN, kBlockK = BlockK;
+  static constexpr int kWarpM = WarpM, kWarpN = WarpN, kStages = Stages;
+  static constexpr int kElemBytes = ElemBytes;
+  static constexpr int kBlockKBytes = BlockK * ElemBytes;
+  static constexpr int kWarpsM = BlockM / WarpM;
+  static constexpr int kWarpsN = BlockN / WarpN;
+  static constexpr int kWarps = kWarpsM * kWarpsN;
+  /// blockDim.x (1-D block).
+  static constexpr int kThreads = 32 * kWarps;
+  /// Bytes of one padded smem row (BlockK elements + 16).
+  static constexpr int kRowBytes = kBlockKBytes + 16;
+  static constexpr int kStageBytes = (BlockM + BlockN) * kRowBytes;
+  /// Dynamic shared memory: Stages * (BlockM + BlockN) * (BlockK * sizeof(T) + 16).
+  static constexpr int kSmemBytes = Stages * kStageBytes;
+  /// K must be a multiple of this.
+  static constexpr int kKMultiple = 16 / ElemBytes;
+  static constexpr int kMmaTilesM = WarpM / 16; // m16 tiles per warp
+  static constexpr int kMmaTilesN = WarpN / 8;  // n8 tiles per warp
+  static constexpr int kChunksPerRow = kBlockKBytes / 16;
+
+  static_assert(BlockM % WarpM == 0 && BlockN % WarpN == 0,
+                "block tile must be a whole number of warp tiles");
+  static_assert(WarpM % 16 == 0, "WarpM must be a multiple of 16");
+  static_assert(WarpN % 16 == 0, "WarpN must be a multiple of 16");
+  static_assert(kBlockKBytes % 32 == 0,
+                "BlockK must cover whole mma k steps (32 bytes)");
+  static_assert(Stages >= 2, "the cp.async pipeline needs >= 2 stages");
+  static_assert(kThreads <= 1024, "too many warps");
+};
+
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
+struct GemmI8Config
+    : GemmTcConfig<1, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
+struct GemmF16Config
+    : GemmTcConfig<2, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
+
+/// The skinny GEMV (M <= MaxM rows): each warp computes ColsPerWarp output
+/// columns for all rows.
+template <int ElemBytes, int MaxM, int Warps, int ColsPerWarp>
+struct GemvConfig {
+  static constexpr int kMaxM = MaxM, kWarps = Warps, kColsPerWarp = ColsPerWarp;
+  /// blockDim.x.
+  static constexpr int kThreads = 32 * Warps;
+  static constexpr int kColsPerBlock = Warps * ColsPerWarp;
+  /// The tile one CTA covers.
+  static constexpr int kBlockM = MaxM, kBlockN = kColsPerBlock;
+  /// No dynamic shared memory.
+  static constexpr int kSmemBytes = 0;
+  /// K must be a multiple of this.
+  static constexpr int kKMultiple = 16 / ElemBytes;
+  static_assert(MaxM >= 1 && MaxM <= 32, "skinny path: 1 <= MaxM <= 32");
+  static_assert(Warps >= 1 && Warps <= 32 && ColsPerWarp >= 1, "");
+};
+
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp> {};
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {};
+
+/// The f32 GEMM's first step (gemm_f16.cuh's cast_f32_to_f16): one element
+/// per thread.
+struct CastF32ToF16Config {
+  static constexpr int kThreads = 256;
+  static constexpr int kSmemBytes = 0;
+};
+
+} // namespace qcc
+
+#endif // QCC_KERNELS_GEMM_CONFIG_H

@@ -1,0 +1,17 @@
+//===- host_device.h - QCC_HOST_DEVICE for headers shared with the host --===//
+//
+// __host__ __device__ where CUDA compiles, nothing elsewhere: the plain C++
+// headers of codegen/kernels (numerics.h, *_config.h) are compiled by NVRTC
+// (as "qcc/<file>") and by the host compiler (as "codegen/kernels/<file>").
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_HOST_DEVICE_H
+#define QCC_KERNELS_HOST_DEVICE_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define QCC_HOST_DEVICE __host__ __device__
+#else
+#define QCC_HOST_DEVICE
+#endif
+
+#endif // QCC_KERNELS_HOST_DEVICE_H

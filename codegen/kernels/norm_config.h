@@ -1,0 +1,35 @@
+//===- norm_config.h - norm launch configuration -------------------------===//
+//
+// The launch configuration of norm.cuh and the block size qcc picks for a
+// row width. Plain C++17 like numerics.h: norm.cuh includes it as
+// "qcc/norm_config.h" (NVRTC, embedded), the emitter as
+// "codegen/kernels/norm_config.h".
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_KERNELS_NORM_CONFIG_H
+#define QCC_KERNELS_NORM_CONFIG_H
+
+#if defined(__CUDACC_RTC__)
+#include "qcc/host_device.h"
+#else
+#include "codegen/kernels/host_device.h"
+#endif
+
+namespace qcc {
+
+template <int BlockThreads> struct NormLaunch {
+  static constexpr int kBlockThreads = BlockThreads;
+  static constexpr int kDynamicSmemBytes = 0;
+  static constexpr int kStaticSmemBytes = (BlockThreads / 32) * 4;
+  QCC_HOST_DEVICE static constexpr int gridX(int rows) { return rows; }
+};
+
+/// The block size the emitter launches a row of `dim` elements with (one
+/// CTA per row; wider rows get more threads).
+QCC_HOST_DEVICE constexpr int normBlockThreads(long long dim) {
+  return dim <= 1024 ? 128 : dim <= 4096 ? 256 : 512;
+}
+
+} // namespace qcc
+
+#endif // QCC_KERNELS_NORM_CONFIG_H
