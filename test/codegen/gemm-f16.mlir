@@ -14,8 +14,9 @@
 // CHECK: GemmF16Config
 // CHECK: qcc_bias_k0(
 // CHECK: qcc::Chain<qcc::AddBias<>, qcc::StoreF32>
-// CHECK: gemm_f16_mainloop
+// CHECK: qcc::gemm_f16<Cfg>(p, epi);
 // CHECK: qcc_bias_k0_cast(
+// CHECK: qcc::cast_f32_to_f16<qcc::CastF32ToF16Config>(p);
 func.func @bias(%x: tensor<?x?x256xf32>, %w: tensor<512x256xf32>, %b: tensor<512xf32>) -> tensor<?x?x512xf32> {
   %0 = qcc.kernel gemm_f16 "k0"(%x, %w, %b) : (tensor<?x?x256xf32>, tensor<512x256xf32>, tensor<512xf32>) -> tensor<?x?x512xf32> {
   ^bb0(%a1: tensor<?x?x256xf32>, %a2: tensor<512x256xf32>, %a3: tensor<512xf32>):

@@ -14,7 +14,7 @@
 // CHECK: extern "C" __global__
 // CHECK: qcc_bias_k0(
 // CHECK: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::StoreF32>
-// CHECK: gemm_i8_mainloop
+// CHECK: qcc::gemm_i8<Cfg>(p, epi);
 func.func @bias(%x: tensor<?x?x256xi8>, %xs: tensor<?x?x1xf32>, %xz: tensor<?x?x1xi32>, %w: tensor<768x256xi8>, %ws: tensor<768xf32>, %wsum: tensor<768xi32>, %b: tensor<768xf32>) -> tensor<?x?x768xf32> {
   %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum, %b) : (tensor<?x?x256xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<768x256xi8>, tensor<768xf32>, tensor<768xi32>, tensor<768xf32>) -> tensor<?x?x768xf32> {
   ^bb0(%a1: tensor<?x?x256xi8>, %a2: tensor<?x?x1xf32>, %a3: tensor<?x?x1xi32>, %a4: tensor<768x256xi8>, %a5: tensor<768xf32>, %a6: tensor<768xi32>, %a7: tensor<768xf32>):
