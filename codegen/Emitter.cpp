@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Emitter.h"
+#include "dialects/QccAttrNames.h"
 
 #include "codegen/kernels/attention_config.h"
 #include "codegen/kernels/gemm_config.h"
@@ -934,7 +935,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
 /// `decode` with qcc.tokens_per_row = 1, docs/KV_CACHE.md): GEMMs take the
 /// skinny path and attention the split-K path.
 bool takesOneTokenPerRow(func::FuncOp fn) {
-  auto tokens = fn->getAttrOfType<IntegerAttr>("qcc.tokens_per_row");
+  auto tokens = fn->getAttrOfType<IntegerAttr>(qcc::kTokensPerRowAttr);
   return tokens && tokens.getInt() == 1;
 }
 
@@ -949,7 +950,7 @@ void replaceAll(std::string &s, const std::string &from,
 
 EmitResult emitKernels(ModuleOp module) {
   EmitResult result;
-  auto kvCache = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache");
+  auto kvCache = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr);
   std::map<std::string, size_t> unitOf; // placeholder text -> unit index
   for (auto fn : module.getOps<func::FuncOp>()) {
     bool decode = takesOneTokenPerRow(fn);

@@ -1,5 +1,6 @@
 //===- ArtifactWriter.cpp - writing .qpkg artifacts -----------------------===//
 #include "compiler/ArtifactWriter.h"
+#include "dialects/QccAttrNames.h"
 
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
@@ -255,7 +256,7 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
   }
   // The KV cache layout chosen by kv-cache-layout, for the runtime.
   json kvCache = nullptr;
-  if (auto kv = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache")) {
+  if (auto kv = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr)) {
     kvCache = json::object();
     for (NamedAttribute a : kv) {
       auto j = qcc::runtimeAttr(a.getValue());

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Calibration.h"
+#include "dialects/QccAttrNames.h"
 #include "compiler/ArtifactWriter.h"
 
 #include "dialects/QccOps.h"
@@ -110,7 +111,7 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
       if (absmax.getNumElements() != l.getWeight().getType().getDimSize(1))
         return error(statsPath + ": linear " + id + " has the wrong width "
                      "(stale --calib-stats for another model?)");
-      l->setAttr("qcc.input_absmax", absmax);
+      l->setAttr(qcc::kInputAbsmaxAttr, absmax);
       l->removeAttr(kCalibId);
     }
     const json &as = stats.value("attentions", json::object());

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccDialect.h"
+#include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "passes/MaskAnalysis.h"
 #include "passes/PatternUtils.h"
@@ -622,7 +623,7 @@ struct KvCacheLayoutPass
     int64_t width = first.getQuery().getType().getDimSize(2);
     Builder b(module.getContext());
     module->setAttr(
-        "qcc.kv_cache",
+        qcc::kKvCacheAttr,
         b.getDictionaryAttr(
             {b.getNamedAttr("layout", b.getStringAttr(spelling(
                                            kKvLayoutNames, layout.getValue()))),
@@ -642,9 +643,9 @@ struct KvCacheLayoutPass
       maxPositions = maxPositions > 0 ? std::min(maxPositions, maskContext)
                                       : maskContext;
     if (maxPositions > 0) {
-      NamedAttrList kvAttrs(module->getAttrOfType<DictionaryAttr>("qcc.kv_cache"));
+      NamedAttrList kvAttrs(module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr));
       kvAttrs.set("max_positions", b.getI64IntegerAttr(maxPositions));
-      module->setAttr("qcc.kv_cache",
+      module->setAttr(qcc::kKvCacheAttr,
                       kvAttrs.getDictionary(module.getContext()));
     }
   }
@@ -729,11 +730,11 @@ struct KvCacheLayoutPass
         out->push_back(b.getArrayAttr(heads));
       }
     }
-    auto kv = module->getAttrOfType<DictionaryAttr>("qcc.kv_cache");
+    auto kv = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr);
     NamedAttrList attrs(kv);
     attrs.set("k_scales", b.getArrayAttr(kScales));
     attrs.set("v_scales", b.getArrayAttr(vScales));
-    module->setAttr("qcc.kv_cache", attrs.getDictionary(module.getContext()));
+    module->setAttr(qcc::kKvCacheAttr, attrs.getDictionary(module.getContext()));
     return success();
   }
 
@@ -782,7 +783,7 @@ struct KvCacheLayoutPass
           b.getFunctionType(inputs, fn.getFunctionType().getResults()));
       // What the CUDA emitter picks skinny GEMV / split attention tiles by
       // (docs/KV_CACHE.md), rather than by the entry point's name.
-      fn->setAttr("qcc.tokens_per_row", b.getI64IntegerAttr(1));
+      fn->setAttr(qcc::kTokensPerRowAttr, b.getI64IntegerAttr(1));
     }
     // positions: [B, S] like the ids, named like them.
     auto positionsType =

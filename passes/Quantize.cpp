@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccConstants.h"
+#include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
@@ -107,7 +108,7 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
         /*axis=*/std::nullopt);
     FloatAttr staticScale;
     if (activations == ActivationQuant::Static) {
-      auto absmax = l->getAttrOfType<DenseElementsAttr>("qcc.input_absmax");
+      auto absmax = l->getAttrOfType<DenseElementsAttr>(qcc::kInputAbsmaxAttr);
       if (!absmax)
         return l.emitError("quantize: static activation scales need "
                            "calibration statistics (qcc.input_absmax)");

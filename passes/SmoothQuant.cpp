@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccConstants.h"
+#include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
@@ -28,12 +29,11 @@ using namespace qcc;
 
 namespace {
 
-constexpr llvm::StringLiteral kAbsmax = "qcc.input_absmax";
 /// Keeps s finite where a channel never fires or a weight column is zero.
 constexpr float kEps = 1e-5f;
 
 std::optional<std::vector<float>> absmaxOf(LinearOp l) {
-  auto attr = l->getAttrOfType<DenseElementsAttr>(kAbsmax);
+  auto attr = l->getAttrOfType<DenseElementsAttr>(qcc::kInputAbsmaxAttr);
   if (!attr || !attr.getElementType().isF32())
     return std::nullopt;
   return std::vector<float>(attr.getValues<float>().begin(),
@@ -161,7 +161,7 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       auto a = *absmaxOf(l);
       for (size_t j = 0; j < k; ++j)
         a[j] /= s[j];
-      l->setAttr(kAbsmax,
+      l->setAttr(qcc::kInputAbsmaxAttr,
                  DenseElementsAttr::get(
                      RankedTensorType::get({(int64_t)k}, lb.getF32Type()),
                      ArrayRef<float>(a)));

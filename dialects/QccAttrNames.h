@@ -1,0 +1,26 @@
+//===- QccAttrNames.h - discardable attribute names -------------*- C++ -*-===//
+//
+// The names of the discardable attributes one phase sets and a later one
+// reads, spelled once (a misspelling would silently read nothing).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_DIALECTS_QCCATTRNAMES_H
+#define QCC_DIALECTS_QCCATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace qcc {
+
+/// On a qcc.linear: the calibrated per-input-channel absmax (calibration ->
+/// smooth-quant, quantize).
+inline constexpr llvm::StringLiteral kInputAbsmaxAttr = "qcc.input_absmax";
+/// On the module: the KV cache layout (kv-cache-layout -> emitter, artifact
+/// writer; docs/KV_CACHE.md).
+inline constexpr llvm::StringLiteral kKvCacheAttr = "qcc.kv_cache";
+/// On an entry point that takes one token per row (kv-cache-layout's decode
+/// -> the emitter's tile choice).
+inline constexpr llvm::StringLiteral kTokensPerRowAttr = "qcc.tokens_per_row";
+
+} // namespace qcc
+
+#endif // QCC_DIALECTS_QCCATTRNAMES_H
