@@ -4,6 +4,11 @@
 #include "format/KernelKinds.h"
 #include "format/LaunchRecord.h"
 
+namespace qcc::codegen {
+#define GEN_PASS_DEF_PRINTCUDA
+#include "codegen/Passes.h.inc"
+} // namespace qcc::codegen
+
 using namespace llvm;
 using namespace qcc::codegen;
 
@@ -24,16 +29,8 @@ void qcc::codegen::printCuda(const EmitResult &r, raw_ostream &os) {
 }
 
 namespace {
-struct PrintCudaPass
-    : mlir::PassWrapper<PrintCudaPass, mlir::OperationPass<mlir::ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrintCudaPass)
-
+struct PrintCudaPass : qcc::codegen::impl::PrintCudaBase<PrintCudaPass> {
   explicit PrintCudaPass(raw_ostream &os = outs()) : os(os) {}
-  StringRef getArgument() const final { return "qcc-print-cuda"; }
-  StringRef getDescription() const final {
-    return "Print the CUDA units and launch records the emitter makes of "
-           "every qcc.kernel region (the IR is unchanged)";
-  }
   void runOnOperation() override {
     printCuda(emitKernels(getOperation()), os);
     os.flush();
