@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
+#include "dialects/QccConstants.h"
+#include "format/Sparse24.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -617,6 +619,38 @@ LogicalResult QuantizeOp::verify() {
     if (!shapesAgree(tensorType(v).getShape(), expect))
       return emitOpError("scale and zero point must be [..., 1] per token "
                          "or [1] per tensor");
+  return success();
+}
+
+LogicalResult Sparse24Op::verify() {
+  namespace sp = format::sparse24;
+  auto values = getValues().getType();
+  auto meta = getMeta().getType();
+  auto out = getResult().getType();
+  if (values.getRank() != 2 || meta.getRank() != 2 || out.getRank() != 2)
+    return emitOpError("values, meta and result must be 2-D");
+  if (values.getElementType() != out.getElementType())
+    return emitOpError("values and result element types differ");
+  int64_t n = out.getDimSize(0), k = out.getDimSize(1);
+  if (ShapedType::isDynamic(k) || k % sp::kKAlignment != 0)
+    return emitOpError("K (") << k << ") must be a static multiple of "
+                             << sp::kKAlignment;
+  if (!sizesAgree(values.getDimSize(0), n) || !sizesAgree(meta.getDimSize(0), n))
+    return emitOpError("values, meta and result must have the same N");
+  if (!sizesAgree(values.getDimSize(1), sp::valuesCols(k)))
+    return emitOpError("values must be [N, K/2] = [N, ")
+           << sp::valuesCols(k) << "]";
+  if (!sizesAgree(meta.getDimSize(1), sp::metaCols(k)))
+    return emitOpError("meta must be [N, K/32] = [N, ") << sp::metaCols(k)
+                                                        << "]";
+  if (auto c = getMeta().getDefiningOp<ConstantOp>()) {
+    auto bytes = getBytes(c.getValue());
+    if (bytes && !ShapedType::isDynamic(n)) {
+      if (auto why = sp::validateMeta(
+              reinterpret_cast<const int32_t *>(bytes->data()), n, k))
+        return emitOpError("invalid metadata: ") << *why;
+    }
+  }
   return success();
 }
 

@@ -665,6 +665,33 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
   let hasVerifier = 1;
 }
 
+def Qcc_Sparse24Op : Qcc_Op<"sparse_2_4"> {
+  let summary = "A 2:4 structured-sparse [N, K] weight from its compressed form";
+  let description = [{
+    The dense weight `result` [N, K] that `values` [N, K/2] and `meta`
+    i32 [N, K/32] store: in every group of four consecutive k, the two
+    positions `meta` names hold the group's two `values` (in ascending k),
+    the other two are zero. The layout is the sparse operand of the tensor
+    cores' `mma.sp`, defined once in format/Sparse24.h. A linear or qlinear
+    whose weight this op produces runs the sparse GEMM straight from the
+    compressed form; anything else may read it as the dense tensor.
+
+    ```mlir
+    %w = qcc.sparse_2_4 %values, %meta
+        : (tensor<256x32xi8>, tensor<256x2xi32>) -> tensor<256x64xi8>
+    ```
+
+    K must be a multiple of 32 (a row's metadata is whole 32-bit words); a
+    constant `meta` must name two distinct, ascending positions per group.
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F16, BF16, I8]>:$values,
+                   RankedTensorOf<[I32]>:$meta);
+  let results = (outs RankedTensorOf<[F32, F16, BF16, I8]>:$result);
+  let assemblyFormat = "$values `,` $meta attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel regions (form-kernels)
 //===----------------------------------------------------------------------===//

@@ -564,8 +564,10 @@ struct EvaluateConstantOp : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
+    // A 2:4 weight stays compressed: the GEMMs read that form.
     if (!op->getDialect() || op->getDialect()->getNamespace() != "qcc" ||
-        isa<ConstantOp, KernelOp>(op) || op->getNumRegions() != 0 ||
+        isa<ConstantOp, KernelOp, Sparse24Op>(op) ||
+        op->getNumRegions() != 0 ||
         op->getNumResults() == 0 || op->getNumOperands() == 0)
       return rewriter.notifyMatchFailure(op, "not a foldable qcc op");
     for (Value r : op->getResults()) {

@@ -16,6 +16,8 @@
 #include "runtime/CpuQuantKernels.h"
 #include "runtime/HalfFloat.h"
 
+#include "format/Sparse24.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -1682,6 +1684,28 @@ std::vector<Tensor> embeddingK(const Attrs &, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// The dense weight of a 2:4 compressed one (format/Sparse24.h): the
+/// reference semantics of qcc.sparse_2_4.
+std::vector<Tensor> sparse24K(const Attrs &, const Operands &ops) {
+  namespace sp = qcc::format::sparse24;
+  const Tensor &values = need(ops, 0, "values"), &meta = need(ops, 1, "meta");
+  if (values.rank() != 2 || meta.rank() != 2 || meta.dtype() != DType::I32)
+    fail("sparse_2_4 needs values [N, K/2] and i32 meta [N, K/32], got " +
+         str(values.shape()) + " and " + str(meta.shape()));
+  int64_t n = values.dim(0), k = values.dim(1) * 2;
+  if (k % sp::kKAlignment != 0 || meta.dim(0) != n ||
+      meta.dim(1) != sp::metaCols(k))
+    fail("sparse_2_4 values " + str(values.shape()) + " and meta " +
+         str(meta.shape()) + " do not describe an [N, K] weight with K a "
+         "multiple of " + std::to_string(sp::kKAlignment));
+  if (auto why = sp::validateMeta(meta.data<int32_t>(), n, k))
+    fail("sparse_2_4: " + *why);
+  Tensor r(values.dtype(), {n, k});
+  sp::decompress(values.raw(), meta.data<int32_t>(), n, k,
+                 dtypeSize(values.dtype()), r.data<std::byte>());
+  return {std::move(r)};
+}
+
 } // namespace
 
 static AttentionPath initialAttentionPath() {
@@ -1866,6 +1890,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Embedding: return embeddingK(attrs, ops);
   case OpKind::Quantize: return quantizeKernel(attrs, ops);
   case OpKind::QLinear: return qlinearKernel(attrs, ops);
+  case OpKind::Sparse24: return sparse24K(attrs, ops);
   // The session runs kv_attention against its KV cache, and a kernel
   // region op by op.
   case OpKind::KvAttention:

@@ -191,6 +191,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   // Embedding, casts and shape glue move data only; a kernel node's cost is
   // its body's (nodeCost).
   case OpKind::Embedding:
+  case OpKind::Sparse24:
   case OpKind::Cast:
   case OpKind::CumSum:
   case OpKind::Transpose:

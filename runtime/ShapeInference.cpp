@@ -131,6 +131,11 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     y.back() = w[0];
     return {y};
   }
+  case OpKind::Sparse24: {
+    Shape w = operandShape(n, ops, 0, 2);
+    w[1] *= 2;
+    return {w};
+  }
   case OpKind::Quantize: {
     const Shape &x = operandShape(n, ops, 0, 1);
     Shape s = {1};

@@ -189,3 +189,29 @@ func.func @kernel_kind_unknown(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   }
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @sparse_2_4_k(%v: tensor<8x24xf32>, %m: tensor<8x1xi32>) -> tensor<8x48xf32> {
+  // expected-error @+1 {{K (48) must be a static multiple of 32}}
+  %0 = qcc.sparse_2_4 %v, %m : (tensor<8x24xf32>, tensor<8x1xi32>) -> tensor<8x48xf32>
+  return %0 : tensor<8x48xf32>
+}
+
+// -----
+
+func.func @sparse_2_4_values(%v: tensor<8x16xf32>, %m: tensor<8x2xi32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{values must be [N, K/2] = [N, 32]}}
+  %0 = qcc.sparse_2_4 %v, %m : (tensor<8x16xf32>, tensor<8x2xi32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @sparse_2_4_meta(%v: tensor<2x16xi8>) -> tensor<2x32xi8> {
+  // Row 1's group 3 names positions 2, 1 (nibble 0x6): not ascending.
+  %m = qcc.constant dense<[[0x44444444], [0x44446444]]> : tensor<2x1xi32>
+  // expected-error @+1 {{invalid metadata: row 1, group 3 (k 12..15) has metadata positions 2, 1; 2:4 needs two distinct positions in ascending order}}
+  %0 = qcc.sparse_2_4 %v, %m : (tensor<2x16xi8>, tensor<2x1xi32>) -> tensor<2x32xi8>
+  return %0 : tensor<2x32xi8>
+}

@@ -121,3 +121,13 @@ func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi
   "test.weights"() {quant = #qcc.quant<bits = 8, symmetric, per_channel, axis = 0>} : () -> ()
   return %q0, %q1, %q2 : tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>
 }
+
+// A 2:4 weight in its compressed form feeds a linear as the dense weight.
+// CHECK-LABEL: func @sparse_2_4
+func.func @sparse_2_4(%x: tensor<?x64xf16>, %v: tensor<16x32xf16>, %m: tensor<16x2xi32>) -> tensor<?x16xf16> {
+  // CHECK: %[[W:.*]] = qcc.sparse_2_4 %{{.*}}, %{{.*}} : (tensor<16x32xf16>, tensor<16x2xi32>) -> tensor<16x64xf16>
+  %w = qcc.sparse_2_4 %v, %m : (tensor<16x32xf16>, tensor<16x2xi32>) -> tensor<16x64xf16>
+  // CHECK: qcc.linear %{{.*}}, %[[W]]
+  %y = qcc.linear %x, %w : (tensor<?x64xf16>, tensor<16x64xf16>) -> tensor<?x16xf16>
+  return %y : tensor<?x16xf16>
+}
