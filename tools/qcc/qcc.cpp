@@ -334,15 +334,17 @@ int main(int argc, char **argv) {
   }
   // -o may not overwrite an input (the model, the tokenizer, the
   // calibration data or statistics it reads).
-  for (const std::string *input :
-       {&inputPath.getValue(), &tokenizerPath.getValue(), &calib.getValue(),
-        &calibStats.getValue()}) {
+  std::pair<const std::string *, const char *> inputs[] = {
+      {&inputPath.getValue(), "the input model"},
+      {&tokenizerPath.getValue(), "the --tokenizer file"},
+      {&calib.getValue(), "the --calib source"},
+      {&calibStats.getValue(), "the --calib-stats file"}};
+  for (auto [input, what] : inputs) {
     bool sameFile = false;
     if (outputPath != "-" && !input->empty() &&
         !sys::fs::equivalent(*input, outputPath, sameFile) && sameFile) {
-      WithColor::error(errs(), "qcc")
-          << "-o " << outputPath << " is an input (" << *input
-          << "); refusing to overwrite it\n";
+      WithColor::error(errs(), "qcc") << "-o " << outputPath << " is " << what
+                                      << "; refusing to overwrite it\n";
       return 1;
     }
   }
