@@ -3,10 +3,14 @@
 #include "runtime/KvCache.h"
 #include "runtime/Roofline.h"
 
+#include "format/Checked.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <stdexcept>
 
 using namespace qcc::rt;
 
@@ -14,6 +18,20 @@ namespace {
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
+}
+/// Refuses a benchmark whose sizes (flags: batch, sequence, steps) cannot
+/// fit before anything is allocated: `rows` x `tokens` ids and, for each,
+/// a row of `vocab` f32 logits, which the forward pass returns.
+void requireBenchMemory(const std::string &label, int64_t rows,
+                        int64_t tokens, int64_t vocab) {
+  namespace format = qcc::format;
+  std::string what = label + " " + std::to_string(rows) + " x " +
+                     std::to_string(tokens) + " tokens";
+  std::optional<uint64_t> bytes = format::checkedBytes(
+      std::vector<int64_t>{rows, tokens, vocab}, sizeof(float));
+  if (!bytes || !format::checkedBytes(std::vector<int64_t>{rows, tokens}, 8))
+    throw std::runtime_error(what + ": more than fit in 64 bits");
+  format::requireMemory(*bytes, what + " (their logits)");
 }
 } // namespace
 
@@ -30,6 +48,7 @@ std::vector<int64_t> qcc::rt::benchTokenIds(int64_t count, int64_t vocab) {
 ForwardBench qcc::rt::benchForward(Executor &session, const Function &fn,
                                    int64_t batch, int64_t seq, int64_t vocab,
                                    int iterations) {
+  requireBenchMemory("--bench", batch, seq, vocab);
   Tensor in(DType::I64, {batch, seq});
   std::vector<int64_t> ids = benchTokenIds(batch * seq, vocab);
   std::copy(ids.begin(), ids.end(), in.data<int64_t>());
@@ -51,6 +70,11 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
                                      int64_t batch, int64_t context,
                                      int64_t steps, int64_t vocab,
                                      bool recompute, const std::string &label) {
+  std::optional<int64_t> total =
+      qcc::format::checkedAdd<int64_t>(context, steps + 1);
+  if (!total)
+    throw std::runtime_error(label + ": context + steps is beyond 64 bits");
+  requireBenchMemory(label, batch, *total, vocab);
   std::vector<int64_t> stream = benchTokenIds(batch * context, vocab);
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t b = 0; b < batch; ++b)

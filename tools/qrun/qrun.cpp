@@ -153,6 +153,10 @@ int runTensors(const Options &o, const Artifact &a) {
   return 0;
 }
 
+/// Whether stdout holds a streamed continuation without its newline yet:
+/// an error then starts on a line of its own.
+bool streamOpen = false;
+
 /// Prints a continuation as it comes (one prompt) or each finished
 /// sequence as "[i] prompt + continuation" (several).
 struct Printer {
@@ -162,8 +166,10 @@ struct Printer {
   std::vector<std::string> text;         // the continuation, per sequence
   bool stream() const { return prompts.size() == 1; }
   void begin() {
-    if (stream())
+    if (stream()) {
       std::cout << prompts[0] << std::flush;
+      streamOpen = true;
+    }
   }
   void token(size_t i, int64_t id) {
     std::string piece = tok.decodePiece(ids[i], id);
@@ -173,9 +179,10 @@ struct Printer {
       std::cout << piece << std::flush;
   }
   void finish(size_t i) {
-    if (stream())
+    if (stream()) {
       std::cout << "\n";
-    else
+      streamOpen = false;
+    } else
       std::cout << "[" << i << "] " << prompts[i] << text[i] << "\n"
                 << std::flush;
   }
@@ -481,6 +488,7 @@ int main(int argc, char **argv) {
   app.add_option("--max-new-tokens", o.maxNewTokens,
                  "Tokens to generate for each prompt")
       ->capture_default_str()
+      ->check(countValidator)
       ->group(kText);
   app.add_option("--eos-token", o.eosToken,
                  "Stop a continuation at this token, given by its text (e.g. "
@@ -680,6 +688,8 @@ int main(int argc, char **argv) {
       return runPrompt(o, a);
     return runPerplexity(o, a);
   } catch (const std::exception &e) {
+    if (streamOpen)
+      std::cout << std::endl;
     std::cerr << "qrun: error: " << e.what() << "\n";
     return 1;
   }
