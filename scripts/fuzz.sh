@@ -49,7 +49,7 @@ for name in $targets; do
     -artifact_prefix="$crashes/" -print_final_stats=1 > "$log" 2>&1
   set -e
   runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
-  cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
+  cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 || true)
   new=0
   for f in "$crashes"/*; do
     [ -f "$f" ] || continue
@@ -59,7 +59,7 @@ for name in $targets; do
     rm "$f"
   done
   found=$((found + new))
-  echo "fuzz: $name: $runs executions in ${SECONDS_PER_TARGET} s, ${cov:-cov: ?}, $new finding(s)$([ "$new" -gt 0 ] && echo " (log: $log)")"
+  echo "fuzz: $name: ${runs:-?} executions in ${SECONDS_PER_TARGET} s, ${cov:-cov: ?}, $new finding(s)$([ "$new" -gt 0 ] && echo " (log: $log)")"
   if [ "$new" -gt 0 ]; then
     grep -m1 -E 'ERROR: |runtime error:|terminate called|deadly signal' "$log" >&2 || true
   fi
