@@ -19,11 +19,10 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
 }
-/// Refuses a benchmark whose sizes (flags: batch, sequence, steps) cannot
-/// fit before anything is allocated: `rows` x `tokens` ids and, for each,
-/// a row of `vocab` f32 logits, which the forward pass returns.
-void requireBenchMemory(const std::string &label, int64_t rows,
-                        int64_t tokens, int64_t vocab) {
+} // namespace
+
+void qcc::rt::requireBenchMemory(const std::string &label, int64_t rows,
+                                 int64_t tokens, int64_t vocab) {
   namespace format = qcc::format;
   std::string what = label + " " + std::to_string(rows) + " x " +
                      std::to_string(tokens) + " tokens";
@@ -33,7 +32,16 @@ void requireBenchMemory(const std::string &label, int64_t rows,
     throw std::runtime_error(what + ": more than fit in 64 bits");
   format::requireMemory(*bytes, what + " (their logits)");
 }
-} // namespace
+
+void qcc::rt::requireGenerateBenchMemory(const std::string &label,
+                                         int64_t batch, int64_t context,
+                                         int64_t steps, int64_t vocab) {
+  std::optional<int64_t> total =
+      qcc::format::checkedAdd<int64_t>(context, steps);
+  if (!total || !qcc::format::checkedAdd<int64_t>(*total, 1))
+    throw std::runtime_error(label + ": context + steps is beyond 64 bits");
+  requireBenchMemory(label, batch, *total + 1, vocab);
+}
 
 std::vector<int64_t> qcc::rt::benchTokenIds(int64_t count, int64_t vocab) {
   uint64_t x = 88172645463325252ull; // xorshift: fixed, no <random> state
@@ -70,11 +78,7 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
                                      int64_t batch, int64_t context,
                                      int64_t steps, int64_t vocab,
                                      bool recompute, const std::string &label) {
-  std::optional<int64_t> total =
-      qcc::format::checkedAdd<int64_t>(context, steps + 1);
-  if (!total)
-    throw std::runtime_error(label + ": context + steps is beyond 64 bits");
-  requireBenchMemory(label, batch, *total, vocab);
+  requireGenerateBenchMemory(label, batch, context, steps, vocab);
   std::vector<int64_t> stream = benchTokenIds(batch * context, vocab);
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t b = 0; b < batch; ++b)

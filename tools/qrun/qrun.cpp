@@ -384,6 +384,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
           steps = o.benchGenerate[2];
   int64_t vocab = staticVocab(a.function("main"),
                               "--bench-generate needs a static vocabulary");
+  requireGenerateBenchMemory("--bench-generate", batch, context, steps, vocab);
   auto exec = makeExecutor(o, a);
   Session *cpu = profiledSession(o, *exec);
   GenerateBench r = benchGenerate(a, *exec, batch, context, steps, vocab,
@@ -408,13 +409,14 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
 
 /// Times forward passes over random token ids: prints tokens/s.
 int runBench(const Options &o, const Artifact &a) {
-  auto exec = makeExecutor(o, a);
-  Session *cpu = profiledSession(o, *exec);
   const Function &fn = a.function(o.function);
   if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
     throw std::runtime_error("--bench takes BATCH SEQ");
   int64_t vocab =
       staticVocab(fn, "--bench needs a static vocabulary size");
+  requireBenchMemory("--bench", o.bench[0], o.bench[1], vocab);
+  auto exec = makeExecutor(o, a);
+  Session *cpu = profiledSession(o, *exec);
   ForwardBench r =
       benchForward(*exec, fn, o.bench[0], o.bench[1], vocab, o.iterations);
   std::cout << "batch " << r.batch << " seq " << r.seq << ": median "
