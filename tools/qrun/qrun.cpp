@@ -17,6 +17,7 @@
 // this file parses options, reads files and prompts, and prints.
 //
 //===----------------------------------------------------------------------===//
+#include "format/Checked.h"
 #include "runtime/Artifact.h"
 #include "runtime/Backend.h"
 #include "runtime/Benchmark.h"
@@ -110,7 +111,19 @@ Tokenizer loadTokenizer(const Artifact &a) {
                              "(compile with --tokenizer, or put "
                              "tokenizer.json or tokenizer.model beside the "
                              ".onnx)");
-  return Tokenizer(*blob);
+  try {
+    return Tokenizer(*blob);
+  } catch (const std::exception &e) { // the library's words: say whose
+    throw std::runtime_error(a.path() + ": the embedded tokenizer: " +
+                             e.what());
+  }
+}
+
+/// A text file's contents (prompts, --perplexity, --reference): a regular
+/// file that fits in memory, never an endless device or FIFO.
+std::string readTextFile(const std::string &path) {
+  std::vector<char> bytes = qcc::format::readFileChecked(path);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 /// The token that ends a continuation: --eos-token, else the tokenizer's EOS.
@@ -232,15 +245,8 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
   SpeculativeOptions spec;
   spec.draftTokens = o.draftTokens;
   spec.lookupNgram = o.lookup;
-  if (!o.reference.empty()) {
-    std::ifstream in(o.reference);
-    if (!in)
-      throw std::runtime_error("--reference: " + o.reference +
-                               ": cannot open the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    spec.reference = tok.encode(ss.str());
-  }
+  if (!o.reference.empty())
+    spec.reference = tok.encode(readTextFile(o.reference));
   SpeculativeGenerator gen(a, exec, cache, draft.get());
   SpeculativeStats stats;
   out.begin();
@@ -261,9 +267,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   Tokenizer tok = loadTokenizer(a);
   std::vector<std::string> texts = o.prompts;
   if (!o.promptsFile.empty()) {
-    std::ifstream in(o.promptsFile);
-    if (!in)
-      throw std::runtime_error(o.promptsFile + ": cannot open the file");
+    std::istringstream in(readTextFile(o.promptsFile));
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line.back() == '\r')
         line.pop_back();
@@ -328,12 +332,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   p.progress = !o.quiet && Progress::stderrIsTerminal();
   PerplexityEvaluator evaluator(a, *exec, p);
   Tokenizer tok = loadTokenizer(a);
-  std::ifstream in(o.perplexityFile);
-  if (!in)
-    throw std::runtime_error(o.perplexityFile + ": cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<int64_t> ids = tok.encode(ss.str());
+  std::vector<int64_t> ids = tok.encode(readTextFile(o.perplexityFile));
   PerplexityResult r = evaluator.evaluate(ids);
   if (r.predicted == 0)
     throw std::runtime_error(o.perplexityFile + ": too little text");
