@@ -1,4 +1,4 @@
-//===- fuzz_onnx_import.cpp - fuzz target: bytes -> ONNX import -> raise --===//
+//===- OnnxImportFuzzer.cpp - fuzz target: ONNX bytes -> import -> raise --===//
 //
 // The ONNX importer's fuzz target: the bytes as an ONNX ModelProto, imported
 // (qcc::importOnnxBytes: validation, ONNX's checker and shape inference, the
@@ -6,10 +6,10 @@
 // kv-layout (compiler/Pipeline.h runPhase). Every input must end in a module
 // or in an error; a crash, a sanitizer report or an abort is a bug.
 //
-// Seeds: the fixture models (test/models/**/*.onnx); dictionary:
-// fuzz/onnx_import.dict (op types, attribute and field names). Inputs that
-// once crashed qcc: test/fuzz-regressions/onnx_import/, replayed by the
-// ctest test fuzz-replay-onnx-import.
+// Seeds: fuzz/corpus/onnx-import (links to the fixture, contrib, hostile and
+// invalid models of test/models); dictionary: fuzz/onnx-import.dict (op
+// types, attribute names, element types). Inputs that once crashed qcc:
+// test/fuzz-regressions/onnx-import/ (ctest fuzz-replay-onnx-import).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/OnnxImporter.h"
@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-int fuzzOnnxImport(const uint8_t *data, size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::MLIRContext context;
   context.disableMultithreading();
   // Warnings of the raising passes are expected; keep the fuzzer's log quiet.
@@ -45,8 +45,4 @@ int fuzzOnnxImport(const uint8_t *data, size_t size) {
     }
   }
   return 0;
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  return fuzzOnnxImport(data, size);
 }
