@@ -703,6 +703,7 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
     return sink.nodeError(node, cc.typeConflict);
   // The next converter, and the raising patterns, may trust these ops: each
   // verifies, and no result holds more than kMaxElements.
+  diagnostic.clear();
   for (Operation &op : llvm::make_range(
            last ? std::next(last->getIterator()) : block->begin(),
            block->end())) {

@@ -98,6 +98,13 @@ int run(Options &o) {
     fail("--out " + o.out + " is an input; refusing to overwrite it");
   if (!fs::exists(o.source))
     fail("cannot read --source " + o.source + ": no such file or directory");
+  // A device (/dev/zero) never ends: text is read only from a regular file.
+  std::error_code ec;
+  if (!fs::is_directory(o.source) &&
+      (!fs::is_regular_file(o.source) ||
+       fs::file_size(o.source, ec) > (uintmax_t(1) << 30) || ec))
+    fail("cannot read --source " + o.source + ": not a folder or a regular "
+         "file of at most 1 GiB");
   Artifact a = Artifact::load(o.model);
   const Function &fn = a.function("main");
   Calibrator calibrator(a);
