@@ -12,8 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
-#include <fstream>
 #include <map>
 
 using namespace mlir;
@@ -279,7 +279,10 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
   }
   if (options.gpuPlan)
     manifest["gpu_functions"] = gpuFunctions;
-  return format::packageFile(manifest.dump(), w.data);
+  // The importer refuses names that are not UTF-8; a file name (source) may
+  // still not be: replaced (U+FFFD) rather than thrown on.
+  return format::packageFile(
+      manifest.dump(-1, ' ', false, json::error_handler_t::replace), w.data);
 }
 
 llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
@@ -287,8 +290,13 @@ llvm::Error qcc::writeArtifact(ModuleOp module, llvm::StringRef path,
   auto file = serializeArtifact(module, path, options);
   if (!file)
     return file.takeError();
-  std::ofstream out(path.str(), std::ios::binary | std::ios::trunc);
-  if (!out || !out.write(file->data(), file->size()))
-    return error(path + ": cannot write the artifact");
+  // Written to a temporary file beside `path` and renamed over it when
+  // complete: an error leaves neither a partial artifact nor a lost old one.
+  if (llvm::Error err = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os.write(file->data(), file->size());
+        return llvm::Error::success();
+      }))
+    return error(path + ": cannot write the artifact: " +
+                 llvm::toString(std::move(err)));
   return llvm::Error::success();
 }

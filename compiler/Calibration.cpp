@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 using namespace mlir;
 using nlohmann::json;
 
@@ -28,8 +30,15 @@ static llvm::Error error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+/// An absmax list of the statistics: finite and >= 0 (SmoothQuant divides
+/// and takes powers of them), else a json error naming the problem.
 static DenseElementsAttr f32Array(MLIRContext *ctx, const json &values) {
   std::vector<float> v = values.get<std::vector<float>>();
+  for (float x : v)
+    if (!std::isfinite(x) || x < 0)
+      throw json::other_error::create(
+          501, "an absmax is " + std::to_string(x) + " (must be finite and >= 0)",
+          &values);
   return DenseElementsAttr::get(
       RankedTensorType::get({(int64_t)v.size()}, Float32Type::get(ctx)),
       ArrayRef<float>(v));
@@ -61,6 +70,14 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
                    "folder of .npy inputs) or existing --calib-stats");
     if (!llvm::sys::fs::exists(o.source))
       return error(o.source + ": calibration source not found");
+    // A device (/dev/zero) never ends: text comes from a regular file.
+    llvm::sys::fs::file_status source;
+    if (!llvm::sys::fs::status(o.source, source) &&
+        source.type() != llvm::sys::fs::file_type::directory_file &&
+        (source.type() != llvm::sys::fs::file_type::regular_file ||
+         source.getSize() > (uint64_t(1) << 30)))
+      return error(o.source + ": calibration source is not a folder or a "
+                   "regular file of at most 1 GiB");
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
             "qcc-calib", "qpkg", tmpArtifact))
       return error("cannot create a temporary file: " + ec.message());
@@ -93,6 +110,14 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
                                     : ": " + message));
   }
 
+  // Statistics are a few kB per linear: a device or a huge file is refused
+  // unread.
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(statsPath, status) ||
+      status.type() != llvm::sys::fs::file_type::regular_file ||
+      status.getSize() > (uint64_t(1) << 30))
+    return error(statsPath + ": cannot read calibration statistics (not a "
+                 "regular file of at most 1 GiB)");
   auto buffer = llvm::MemoryBuffer::getFile(statsPath);
   if (!buffer)
     return error(statsPath + ": cannot read calibration statistics");

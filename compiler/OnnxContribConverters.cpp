@@ -37,6 +37,10 @@ using Results = FailureOr<SmallVector<Value>>;
 namespace {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
+/// Bounds on sizes read from attributes, so that products of them cannot
+/// overflow (and stay within what the importer accepts).
+constexpr int64_t kMaxHeads = int64_t(1) << 16;
+constexpr int64_t kMaxSize = int64_t(1) << 40;
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 ArrayRef<int64_t> shapeOf(Value v) { return typeOf(v).getShape(); }
@@ -182,8 +186,8 @@ Results convertSkipNorm(ConvertContext &c, bool layerNorm) {
   if (wantsOutput(c, 1) || wantsOutput(c, 2))
     return c.fail("the mean and inv_std_var outputs are not supported");
   Value x = c.input(0), skip = c.input(1), bias = c.input(layerNorm ? 4 : 3);
-  if (!skip || !c.input(2))
-    return c.fail("needs input, skip and gamma");
+  if (shapeOf(x).empty())
+    return c.fail("the input must have rank 1 or more");
   Value sum = g.binary<AddOp>(x, skip);
   if (bias)
     sum = g.binary<AddOp>(sum, bias);
@@ -287,7 +291,7 @@ Results convertGroupQueryAttention(ConvertContext &c) {
   Glue g{c};
   OpBuilder &b = c.builder;
   int64_t H = c.intAttr("num_heads", 0), Hkv = c.intAttr("kv_num_heads", 0);
-  if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
+  if (H <= 0 || Hkv <= 0 || H % Hkv != 0 || H > kMaxHeads)
     return c.fail("num_heads must be a positive multiple of kv_num_heads");
   // What qcc cannot express.
   if (c.intAttr("smooth_softmax", 0) != 0)
@@ -334,6 +338,8 @@ Results convertGroupQueryAttention(ConvertContext &c) {
       return c.fail("packed QKV width is not (num_heads + 2 * kv_num_heads) "
                     "* head_size");
     D = width / (H + 2 * Hkv);
+    if (D == 0)
+      return c.fail("packed QKV width is less than one value per head");
     auto split =
         SplitOp::create(b, c.loc,
                         TypeRange{g.t({bDim, sDim, H * D}, f32),
@@ -348,6 +354,8 @@ Results convertGroupQueryAttention(ConvertContext &c) {
     if (width % H != 0)
       return c.fail("query width is not a multiple of num_heads");
     D = width / H;
+    if (D == 0)
+      return c.fail("query width is less than one value per head");
     for (Value x : {k, v})
       if (shapeOf(x).size() != 3 || shapeOf(x)[2] != Hkv * D ||
           !elementOf(x).isF32())
@@ -578,7 +586,8 @@ Results convertMatMulNBits(ConvertContext &c) {
   int64_t bits = c.intAttr("bits", 4), block = c.intAttr("block_size", 0);
   if (bits != 2 && bits != 4 && bits != 8)
     return c.fail(fmt::format("bits = {} is not supported (2, 4 or 8)", bits));
-  if (K <= 0 || N <= 0 || block < 16 || (block & (block - 1)) != 0)
+  if (K <= 0 || N <= 0 || block < 16 || (block & (block - 1)) != 0 ||
+      K > kMaxSize || N > kMaxSize || block > kMaxSize)
     return c.fail("needs K, N and block_size (a power of two, at least 16)");
   if (c.node.input_size() > 4 && !c.node.input(4).empty())
     return c.fail("the g_idx input (deprecated) is not supported");
@@ -646,20 +655,34 @@ const std::vector<OnnxConverter> &qcc::onnxContribConverters() {
   static const std::vector<OnnxConverter> table = {
       {"SimplifiedLayerNormalization",
        {1},
+       {"rr", "ro"},
        convertSimplifiedLayerNormalization,
        ""},
       {"SkipSimplifiedLayerNormalization",
        {1},
+       {"rrro", "rooo"},
        [](ConvertContext &c) { return convertSkipNorm(c, false); },
        "com.microsoft"},
       {"SkipLayerNormalization",
        {1},
+       {"rrroo", "rooo"},
        [](ConvertContext &c) { return convertSkipNorm(c, true); },
        "com.microsoft"},
-      {"GroupQueryAttention", {1}, convertGroupQueryAttention, "com.microsoft"},
-      {"RotaryEmbedding", {1}, convertRotaryEmbedding, "com.microsoft"},
+      // query; key, value, past_key, past_value; seqlens_k and
+      // total_sequence_length; cos_cache, sin_cache and seven more optional.
+      {"GroupQueryAttention",
+       {1},
+       {"roooorrooooooooo", "rooo"},
+       convertGroupQueryAttention,
+       "com.microsoft"},
+      {"RotaryEmbedding",
+       {1},
+       {"rrrr"},
+       convertRotaryEmbedding,
+       "com.microsoft"},
       {"MatMulNBits",
        {1},
+       {"rrrooo"},
        convertMatMulNBits,
        "com.microsoft",
        /*readsPacked=*/true},

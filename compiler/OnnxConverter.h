@@ -53,6 +53,10 @@ public:
   llvm::SmallVector<const PackedTensor *> packed;
   /// Set by a converter that fails: the reason, without the node's name.
   std::string error;
+  /// Set by resultType where the model declares an output's type at odds
+  /// with what the node computes (another rank, another static size): the
+  /// importer refuses the node.
+  mutable std::string typeConflict;
 
   mlir::Value input(size_t i) const {
     return i < inputs.size() ? inputs[i] : mlir::Value();
@@ -68,14 +72,23 @@ public:
     auto computed = mlir::RankedTensorType::get(shape, elementType);
     if (i >= resultTypes.size() || !resultTypes[i])
       return computed;
-    // Both known: keep every size that either of them knows statically.
+    // Both known: keep every size that either of them knows statically;
+    // where they disagree the model's declaration is wrong.
     auto inferred = mlir::cast<mlir::RankedTensorType>(resultTypes[i]);
+    auto conflict = [&] {
+      if (typeConflict.empty())
+        typeConflict = describeConflict(i, inferred, computed);
+      return computed;
+    };
     if (inferred.getRank() != computed.getRank())
-      return inferred;
+      return conflict();
     llvm::SmallVector<int64_t> merged(inferred.getShape());
-    for (auto [m, d] : llvm::zip(merged, shape))
+    for (auto [m, d] : llvm::zip(merged, shape)) {
       if (m == mlir::ShapedType::kDynamic)
         m = d;
+      else if (d != mlir::ShapedType::kDynamic && d != m)
+        return conflict();
+    }
     return mlir::RankedTensorType::get(merged, inferred.getElementType());
   }
   /// Output `i` has the shape and element type of input `like`.
@@ -84,6 +97,8 @@ public:
     return resultType(i, t.getShape(), t.getElementType());
   }
 
+  /// The attribute `name`, null if absent. The importer has checked its
+  /// type against attributeType(name).
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
   int64_t intAttr(llvm::StringRef name, int64_t dflt) const;
   float floatAttr(llvm::StringRef name, float dflt) const;
@@ -99,19 +114,46 @@ public:
   mlir::Value create(Args &&...args) {
     return OpT::create(builder, loc, std::forward<Args>(args)...)->getResult(0);
   }
+
+private:
+  std::string describeConflict(size_t i, mlir::RankedTensorType declared,
+                               mlir::RankedTensorType computed) const;
 };
+
+/// The type the converters read attribute `name` as (INT, FLOATS, ...), for
+/// every attribute name they read (one name has one type across ONNX's and
+/// onnxruntime's ops); UNDEFINED for any other. The importer refuses a node
+/// whose attribute has another type before its converter runs.
+onnx::AttributeProto::AttributeType attributeType(llvm::StringRef name);
 
 using ConvertFn =
     std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(
         ConvertContext &)>;
 
+/// The inputs and the outputs a node of an op may list, one letter per
+/// position: 'r' required (named), 'o' optional (named, "" or left off the
+/// end); a trailing '*' repeats the letter before it (variadic). The importer
+/// holds every node to its op's arity before the converter runs
+/// (checkArity), so a converter may take each required input as given and
+/// never sees more inputs or outputs than the op has.
+struct Arity {
+  llvm::StringLiteral inputs;
+  llvm::StringLiteral outputs = "r";
+};
+
+/// Why `node` does not fit `arity` ("" if it does), e.g. "takes 2 inputs,
+/// not 1" or "input 1 may not be omitted".
+std::string checkArity(const onnx::NodeProto &node, const Arity &arity);
+
 /// One row of the converter table: ONNX op type, the op versions (schema
-/// since-versions) the converter implements, the converter, the op's domain
-/// ("" for the default ai.onnx domain), and whether it reads uint8
-/// initializers (ConvertContext::packed); any other op given one is refused.
+/// since-versions) the converter implements, the node's arity, the
+/// converter, the op's domain ("" for the default ai.onnx domain), and
+/// whether it reads uint8 initializers (ConvertContext::packed); any other op
+/// given one is refused.
 struct OnnxConverter {
   std::string opType;
   std::vector<int> versions;
+  Arity arity;
   ConvertFn convert;
   std::string domain = "";
   bool readsPacked = false;

@@ -12,6 +12,7 @@
 #include "passes/PatternUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <fmt/format.h>
 
@@ -32,21 +33,101 @@ const onnx::AttributeProto *ConvertContext::attr(StringRef name) const {
 }
 
 int64_t ConvertContext::intAttr(StringRef name, int64_t dflt) const {
+  assert(attributeType(name) == onnx::AttributeProto::INT);
   const auto *a = attr(name);
   return a ? a->i() : dflt;
 }
 
 float ConvertContext::floatAttr(StringRef name, float dflt) const {
+  assert(attributeType(name) == onnx::AttributeProto::FLOAT);
   const auto *a = attr(name);
   return a ? a->f() : dflt;
 }
 
 std::optional<std::vector<int64_t>>
 ConvertContext::intsAttr(StringRef name) const {
+  assert(attributeType(name) == onnx::AttributeProto::INTS);
   const auto *a = attr(name);
   if (!a)
     return std::nullopt;
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::string ConvertContext::describeConflict(size_t i,
+                                             RankedTensorType declared,
+                                             RankedTensorType computed) const {
+  auto shape = [](RankedTensorType t) {
+    std::vector<std::string> dims;
+    for (int64_t d : t.getShape())
+      dims.push_back(ShapedType::isDynamic(d) ? "?" : std::to_string(d));
+    return "[" + llvm::join(dims, ", ") + "]";
+  };
+  std::string name = (int)i < node.output_size() ? node.output(i) : "?";
+  return fmt::format("output '{}' is declared {}, but the node computes {}",
+                     name, shape(declared), shape(computed));
+}
+
+onnx::AttributeProto::AttributeType qcc::attributeType(StringRef name) {
+  using A = onnx::AttributeProto;
+  static const llvm::StringMap<A::AttributeType> types = [] {
+    llvm::StringMap<A::AttributeType> m;
+    for (const char *n :
+         {"K", "N", "allowzero", "axis", "batch_dims", "bits", "block_size",
+          "causal", "do_rotary", "end", "exclusive", "interleaved",
+          "is_packed_batching", "keepdims", "kv_num_heads", "local_window_size",
+          "noop_with_empty_axes", "num_heads", "qk_output", "reverse",
+          "rotary_embedding_dim", "rotary_interleaved",
+          "sliding_window_cache", "smooth_softmax", "start", "stash_type",
+          "to", "transA", "transB", "upper", "weight_prepacked"})
+      m[n] = A::INT;
+    for (const char *n : {"alpha", "beta", "epsilon", "scale", "softcap",
+                          "value_float"})
+      m[n] = A::FLOAT;
+    for (const char *n : {"axes", "perm", "split", "value_ints"})
+      m[n] = A::INTS;
+    m["value_floats"] = A::FLOATS;
+    m["value_int"] = A::INT;
+    m["value"] = A::TENSOR;
+    for (const char *n : {"approximate", "equation", "reduction",
+                          "k_quant_type", "v_quant_type"})
+      m[n] = A::STRING;
+    return m;
+  }();
+  return types.lookup(name);
+}
+
+/// One list of a node (inputs or outputs) against its arity letters.
+static std::string checkList(
+    const google::protobuf::RepeatedPtrField<std::string> &names,
+    StringRef spec, StringRef what) {
+  bool variadic = spec.ends_with("*");
+  StringRef fixed = variadic ? spec.drop_back() : spec;
+  size_t least = fixed.rfind('r') == StringRef::npos ? 0 : fixed.rfind('r') + 1;
+  if (variadic && fixed.back() == 'r')
+    least = fixed.size();
+  size_t n = names.size();
+  if (n < least || (!variadic && n > fixed.size())) {
+    std::string count =
+        variadic ? fmt::format("at least {}", least)
+        : least == fixed.size()
+            ? std::to_string(least)
+            : fmt::format("{} to {}", least, fixed.size());
+    return fmt::format("takes {} {}{}, not {}", count, what.str(),
+                       count == "1" ? "" : "s", n);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    char letter = i < fixed.size() ? fixed[i] : fixed.back();
+    if (letter == 'r' && names[i].empty())
+      return fmt::format("{} {} may not be omitted", what.str(), i);
+  }
+  return "";
+}
+
+std::string qcc::checkArity(const onnx::NodeProto &node, const Arity &arity) {
+  std::string why = checkList(node.input(), arity.inputs, "input");
+  if (why.empty())
+    why = checkList(node.output(), arity.outputs, "output");
+  return why;
 }
 
 std::optional<SmallVector<int64_t>> ConvertContext::constInts(size_t i) const {
@@ -175,6 +256,9 @@ FailureOr<ElementsAttr> qcc::tensorToElements(MLIRContext *ctx,
 static Results one(Value v) { return SmallVector<Value>{v}; }
 
 static constexpr int64_t kDyn = ShapedType::kDynamic;
+/// Static sizes beyond this are left dynamic in products (no overflow); the
+/// importer refuses results of more than kMaxElements elements anyway.
+static constexpr int64_t kMaxStatic = int64_t(1) << 40;
 
 static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
@@ -192,6 +276,49 @@ static std::optional<SmallVector<int64_t>> sizesOf(Value vec) {
   for (const DimExpr &e : exprs)
     out.push_back(e.isConstant() ? e.constant : kDyn);
   return out;
+}
+
+/// `axis` (negative: from the end) as an index in [0, rank), or failure
+/// recorded in `c`. Flatten's axis may also be `rank` (`inclusive`).
+static FailureOr<int64_t> normalizeAxis(ConvertContext &c, int64_t axis,
+                                        int64_t rank, bool inclusive = false) {
+  int64_t hi = inclusive ? rank : rank - 1;
+  if (axis < -rank || axis > hi) {
+    (void)c.fail(fmt::format("axis {} is out of range for rank {}", axis,
+                             rank));
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// normalizeAxis over a list that must name distinct axes.
+static FailureOr<SmallVector<int64_t>>
+normalizeAxes(ConvertContext &c, ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes) {
+    auto n = normalizeAxis(c, a, rank);
+    if (failed(n))
+      return failure();
+    if (llvm::is_contained(out, *n)) {
+      (void)c.fail(fmt::format("axis {} is given twice", a));
+      return failure();
+    }
+    out.push_back(*n);
+  }
+  return out;
+}
+
+/// Fails unless input `i` has a rank in [lo, hi].
+static LogicalResult requireRank(ConvertContext &c, size_t i, int64_t lo,
+                                 int64_t hi, StringRef what) {
+  int64_t rank = typeOf(c.input(i)).getRank();
+  if (rank >= lo && rank <= hi)
+    return success();
+  (void)c.fail(lo == hi ? fmt::format("{} must have rank {}, not {}",
+                                      what.str(), lo, rank)
+                        : fmt::format("{} must have rank {} or more, not {}",
+                                      what.str(), lo, rank));
+  return failure();
 }
 
 static SmallVector<int64_t> broadcastOrDynamic(ArrayRef<int64_t> a,
@@ -363,6 +490,9 @@ static Results convertCast(ConvertContext &c) {
 }
 
 static Results convertMatMul(ConvertContext &c) {
+  if (failed(requireRank(c, 0, 1, INT64_MAX, "A")) ||
+      failed(requireRank(c, 1, 1, INT64_MAX, "B")))
+    return failure();
   auto a = shapeOf(c.input(0)), b = shapeOf(c.input(1));
   SmallVector<int64_t> shape;
   if (a.size() >= 2 && b.size() >= 2) {
@@ -413,9 +543,10 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
-  for (auto &a : axes)
-    if (a < 0)
-      a += rank;
+  auto normalized = normalizeAxes(c, axes, rank);
+  if (failed(normalized))
+    return failure();
+  axes.assign(normalized->begin(), normalized->end());
   bool keep = c.intAttr("keepdims", 1) != 0;
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
@@ -437,6 +568,8 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
 }
 
 static Results convertLayerNormalization(ConvertContext &c) {
+  if (failed(requireRank(c, 0, 1, INT64_MAX, "X")))
+    return failure();
   int64_t rank = shapeOf(c.input(0)).size();
   int64_t axis = c.intAttr("axis", -1);
   if (axis != -1 && axis != rank - 1)
@@ -452,6 +585,9 @@ static Results convertLayerNormalization(ConvertContext &c) {
 }
 
 static Results convertSoftmax(ConvertContext &c) {
+  if (failed(requireRank(c, 0, 1, INT64_MAX, "the input")) ||
+      failed(normalizeAxis(c, c.intAttr("axis", -1), typeOf(c.input(0)).getRank())))
+    return failure();
   return one(c.create<SoftmaxOp>(
       c.resultLike(0, c.input(0)), c.input(0),
       c.builder.getI64IntegerAttr(c.intAttr("axis", -1))));
@@ -466,8 +602,9 @@ static Results convertTranspose(ConvertContext &c) {
     for (int64_t i = in.size() - 1; i >= 0; --i)
       perm.push_back(i);
   SmallVector<int64_t> shape;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= (int64_t)in.size())
+  for (auto [i, p] : llvm::enumerate(perm)) {
+    if (p < 0 || p >= (int64_t)in.size() || perm.size() != in.size() ||
+        llvm::is_contained(ArrayRef(perm).take_front(i), p))
       return c.fail("perm is not a permutation of the input's dimensions");
     shape.push_back(in[p]);
   }
@@ -522,6 +659,8 @@ static int64_t inferSymbolically(Value input, Value shapeVector,
 }
 
 static Results convertReshape(ConvertContext &c) {
+  if (failed(requireRank(c, 1, 1, 1, "the shape")))
+    return failure();
   auto target = sizesOf(c.input(1));
   if (!target)
     return c.fail("the target shape has unknown length (unknown rank)");
@@ -533,13 +672,18 @@ static Results convertReshape(ConvertContext &c) {
                   "not supported");
   auto in = typeOf(c.input(0));
   SmallVector<int64_t> shape = *target;
+  if (llvm::count(shape, -1) > 1 ||
+      llvm::any_of(shape, [](int64_t d) { return d < -1 && d != kDyn; }))
+    return c.fail("the target shape may hold one -1 and no other negative "
+                  "size");
   int64_t inferred = -1, known = 1;
   for (auto [i, d] : llvm::enumerate(shape)) {
     if (d == 0 && i < (size_t)in.getRank() && !allowZero)
       d = in.getDimSize(i);
     if (d == -1)
       inferred = i;
-    else if (d == kDyn || known == kDyn)
+    else if (d == kDyn || known == kDyn || d > kMaxStatic ||
+             known > kMaxStatic)
       known = kDyn;
     else
       known *= d;
@@ -554,13 +698,17 @@ static Results convertReshape(ConvertContext &c) {
 
 static Results convertFlatten(ConvertContext &c) {
   auto in = shapeOf(c.input(0));
-  int64_t axis = c.intAttr("axis", 1);
-  if (axis < 0)
-    axis += in.size();
+  auto normalized = normalizeAxis(c, c.intAttr("axis", 1), in.size(),
+                                  /*inclusive=*/true);
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
   auto prod = [](ArrayRef<int64_t> dims) {
     int64_t p = 1;
     for (int64_t d : dims)
-      p = (d == kDyn || p == kDyn) ? kDyn : p * d;
+      p = (d == kDyn || p == kDyn || d > kMaxStatic || p > kMaxStatic)
+              ? kDyn
+              : p * d;
     return p;
   };
   SmallVector<int64_t> shape = {prod(in.take_front(axis)),
@@ -591,10 +739,15 @@ template <typename OpT> static Results convertSqueezeLike(ConvertContext &c) {
     return c.fail("Unsqueeze needs axes");
   }
   int64_t rank = squeeze ? in.size() : in.size() + axes.size();
-  for (auto &a : axes)
-    if (a < 0)
-      a += rank;
+  auto normalized = normalizeAxes(c, axes, rank);
+  if (failed(normalized))
+    return failure();
+  axes = std::move(*normalized);
   llvm::sort(axes);
+  if (squeeze)
+    for (int64_t a : axes)
+      if (in[a] != 1 && in[a] != kDyn)
+        return c.fail(fmt::format("axis {} has size {}, not 1", a, in[a]));
   SmallVector<int64_t> shape;
   if (squeeze) {
     for (int64_t i = 0; i < rank; ++i)
@@ -615,9 +768,13 @@ static Results convertConcat(ConvertContext &c) {
     if (v)
       ins.push_back(v);
   int64_t rank = shapeOf(ins[0]).size();
-  int64_t axis = c.intAttr("axis", 0);
-  if (axis < 0)
-    axis += rank;
+  auto normalized = normalizeAxis(c, c.intAttr("axis", 0), rank);
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
+  for (Value v : ins)
+    if ((int64_t)shapeOf(v).size() != rank)
+      return c.fail("the inputs must have one rank");
   SmallVector<int64_t> shape(shapeOf(ins[0]));
   shape[axis] = 0;
   for (Value v : ins) {
@@ -630,9 +787,10 @@ static Results convertConcat(ConvertContext &c) {
 
 static Results convertSplit(ConvertContext &c) {
   auto in = typeOf(c.input(0));
-  int64_t axis = c.intAttr("axis", 0);
-  if (axis < 0)
-    axis += in.getRank();
+  auto normalized = normalizeAxis(c, c.intAttr("axis", 0), in.getRank());
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
   SmallVector<int64_t> sizes;
   if (c.input(1)) {
     auto v = c.constInts(1);
@@ -649,6 +807,16 @@ static Results convertSplit(ConvertContext &c) {
     for (int64_t i = 0; i < n; ++i)
       sizes.push_back(std::min(part, dim - i * part));
   }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0 || size > kMaxStatic)
+      return c.fail(fmt::format("split size {} is out of range", size));
+    total += size;
+  }
+  if ((int64_t)sizes.size() != c.node.output_size() ||
+      (in.getDimSize(axis) != kDyn && total != in.getDimSize(axis)))
+    return c.fail("the split sizes do not match the outputs and the "
+                  "dimension split");
   SmallVector<Type> types;
   for (auto [i, size] : llvm::enumerate(sizes)) {
     SmallVector<int64_t> shape(in.getShape());
@@ -662,6 +830,9 @@ static Results convertSplit(ConvertContext &c) {
 }
 
 static Results convertSlice(ConvertContext &c) {
+  if (failed(requireRank(c, 1, 1, 1, "starts")) ||
+      failed(requireRank(c, 2, 1, 1, "ends")))
+    return failure();
   auto in = typeOf(c.input(0));
   int64_t rank = in.getRank();
   int64_t n = shapeOf(c.input(1))[0];
@@ -677,9 +848,10 @@ static Results convertSlice(ConvertContext &c) {
     for (int64_t i = 0; i < n; ++i)
       axes.push_back(i);
   }
-  for (auto &a : axes)
-    if (a < 0)
-      a += rank;
+  auto normalized = normalizeAxes(c, axes, rank);
+  if (failed(normalized))
+    return failure();
+  axes = std::move(*normalized);
   if (c.input(4)) {
     auto v = c.constInts(4);
     if (!v)
@@ -688,6 +860,10 @@ static Results convertSlice(ConvertContext &c) {
   } else {
     steps.assign(axes.size(), 1);
   }
+  if (steps.size() != axes.size() || llvm::is_contained(steps, 0) ||
+      (n != kDyn && n != (int64_t)axes.size()))
+    return c.fail("starts, ends, axes and steps must have one length, and "
+                  "no step may be 0");
   // Starts and ends may be int32: shape arithmetic works in int64.
   auto i64Vec = [&](Value v) -> Value {
     if (elementOf(v).isInteger(64))
@@ -728,9 +904,10 @@ static Results convertSlice(ConvertContext &c) {
 
 static Results convertGather(ConvertContext &c) {
   auto in = shapeOf(c.input(0));
-  int64_t axis = c.intAttr("axis", 0);
-  if (axis < 0)
-    axis += in.size();
+  auto normalized = normalizeAxis(c, c.intAttr("axis", 0), in.size());
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized;
   SmallVector<int64_t> shape(in.take_front(axis));
   llvm::append_range(shape, shapeOf(c.input(1)));
   llvm::append_range(shape, in.drop_front(axis + 1));
@@ -789,10 +966,14 @@ static Results convertConstantOfShape(ConvertContext &c) {
     if (failed(attr))
       return c.fail(error);
     value = *attr;
+    if (value.getNumElements() != 1)
+      return c.fail("value must hold one element");
   } else {
     value = DenseElementsAttr::get(
         RankedTensorType::get({1}, c.builder.getF32Type()), 0.0f);
   }
+  if (failed(requireRank(c, 0, 1, 1, "the shape")))
+    return failure();
   auto shape = sizesOf(c.input(0));
   if (!shape)
     return c.fail("the shape has unknown length (unknown rank)");
@@ -809,6 +990,8 @@ static Results convertRange(ConvertContext &c) {
 }
 
 static Results convertExpand(ConvertContext &c) {
+  if (failed(requireRank(c, 1, 1, 1, "the shape")))
+    return failure();
   auto target = sizesOf(c.input(1));
   if (!target)
     return c.fail("the target shape has unknown length (unknown rank)");
@@ -824,6 +1007,8 @@ static Results convertExpand(ConvertContext &c) {
 }
 
 static Results convertTrilu(ConvertContext &c) {
+  if (failed(requireRank(c, 0, 2, INT64_MAX, "the input")))
+    return failure();
   int64_t k = 0;
   if (c.input(1)) {
     auto v = c.constInts(1);
@@ -848,6 +1033,9 @@ static Results convertEinsum(ConvertContext &c) {
       equation[5] != equation[0] || equation[6] != equation[2])
     return c.fail("equation '" + equation + "' is not supported (only the "
                   "outer product \"i,j->ij\")");
+  if (failed(requireRank(c, 0, 1, 1, "each input")) ||
+      failed(requireRank(c, 1, 1, 1, "each input")))
+    return failure();
   Value a = c.input(0), b = c.input(1);
   int64_t m = shapeOf(a)[0], n = shapeOf(b)[0];
   Type et = elementOf(a);
@@ -861,67 +1049,67 @@ static Results convertEinsum(ConvertContext &c) {
 
 const std::vector<OnnxConverter> &qcc::onnxConverters() {
   static const std::vector<OnnxConverter> table = {
-      {"Add", {7, 13, 14}, convertBinary<AddOp>},
-      {"Sub", {7, 13, 14}, convertBinary<SubOp>},
-      {"Mul", {7, 13, 14}, convertBinary<MulOp>},
-      {"Div", {7, 13, 14}, convertBinary<DivOp>},
-      {"Pow", {13, 15}, convertBinary<PowOp>},
-      {"Equal", {13, 19}, convertBinary<EqualOp>},
-      {"Less", {13}, convertBinary<LessOp>},
-      {"LessOrEqual", {12, 16}, convertBinary<LessEqualOp>},
-      {"Greater", {13}, convertBinary<GreaterOp>},
-      {"GreaterOrEqual", {12, 16}, convertBinary<GreaterEqualOp>},
-      {"And", {7}, convertBinary<AndOp>},
-      {"Or", {7}, convertBinary<OrOp>},
-      {"Max", {13}, convertVariadic<MaxOp>},
-      {"Min", {13}, convertVariadic<MinOp>},
-      {"Clip", {11, 12, 13}, convertClip},
-      {"Where", {9, 16}, convertWhere},
-      {"Sqrt", {13}, convertUnary<SqrtOp>},
-      {"Reciprocal", {13}, convertUnary<ReciprocalOp>},
-      {"Erf", {13}, convertUnary<ErfOp>},
-      {"Tanh", {13}, convertUnary<TanhOp>},
-      {"Sigmoid", {13}, convertUnary<SigmoidOp>},
-      {"Exp", {13}, convertUnary<ExpOp>},
-      {"Cos", {7}, convertUnary<CosOp>},
-      {"Sin", {7}, convertUnary<SinOp>},
-      {"Relu", {13, 14}, convertUnary<ReluOp>},
-      {"Neg", {13}, convertUnary<NegOp>},
-      {"Not", {1}, convertUnary<NotOp>},
-      {"Abs", {13}, convertUnary<AbsOp>},
-      {"Gelu", {20}, convertGelu},
-      {"Log", {13}, convertUnary<LogOp>},
-      {"IsNaN", {9, 13, 20}, convertIsNaN},
-      {"CumSum", {11, 14}, convertCumSum},
-      {"GatherElements", {13}, convertGatherElements},
-      {"GatherND", {13}, convertGatherND},
-      {"ScatterND", {13, 16, 18}, convertScatterND},
-      {"Cast", {13, 19, 21}, convertCast},
-      {"MatMul", {13}, convertMatMul},
-      {"Gemm", {13}, convertGemm},
-      {"ReduceMean", {13, 18}, convertReduce<ReduceMeanOp>},
-      {"ReduceSum", {13}, convertReduce<ReduceSumOp>},
-      {"ReduceMax", {13, 18, 20}, convertReduce<ReduceMaxOp>},
-      {"LayerNormalization", {17}, convertLayerNormalization},
-      {"Softmax", {13}, convertSoftmax},
-      {"Transpose", {13, 21}, convertTranspose},
-      {"Reshape", {13, 14, 19, 21}, convertReshape},
-      {"Flatten", {13, 21}, convertFlatten},
-      {"Squeeze", {13, 21}, convertSqueezeLike<SqueezeOp>},
-      {"Unsqueeze", {13, 21}, convertSqueezeLike<UnsqueezeOp>},
-      {"Concat", {13}, convertConcat},
-      {"Split", {13, 18}, convertSplit},
-      {"Slice", {13}, convertSlice},
-      {"Gather", {13}, convertGather},
-      {"Shape", {13, 15, 19, 21}, convertShape},
-      {"Constant", {13, 19, 21}, convertConstant},
-      {"ConstantOfShape", {9, 20, 21}, convertConstantOfShape},
-      {"Range", {11}, convertRange},
-      {"Expand", {13}, convertExpand},
-      {"Trilu", {14}, convertTrilu},
-      {"Identity", {13, 14, 16, 19, 21}, convertIdentity},
-      {"Dropout", {13}, convertDropout},
-      {"Einsum", {12}, convertEinsum},
+      {"Add", {7, 13, 14}, {"rr"}, convertBinary<AddOp>},
+      {"Sub", {7, 13, 14}, {"rr"}, convertBinary<SubOp>},
+      {"Mul", {7, 13, 14}, {"rr"}, convertBinary<MulOp>},
+      {"Div", {7, 13, 14}, {"rr"}, convertBinary<DivOp>},
+      {"Pow", {13, 15}, {"rr"}, convertBinary<PowOp>},
+      {"Equal", {13, 19}, {"rr"}, convertBinary<EqualOp>},
+      {"Less", {13}, {"rr"}, convertBinary<LessOp>},
+      {"LessOrEqual", {12, 16}, {"rr"}, convertBinary<LessEqualOp>},
+      {"Greater", {13}, {"rr"}, convertBinary<GreaterOp>},
+      {"GreaterOrEqual", {12, 16}, {"rr"}, convertBinary<GreaterEqualOp>},
+      {"And", {7}, {"rr"}, convertBinary<AndOp>},
+      {"Or", {7}, {"rr"}, convertBinary<OrOp>},
+      {"Max", {13}, {"r*"}, convertVariadic<MaxOp>},
+      {"Min", {13}, {"r*"}, convertVariadic<MinOp>},
+      {"Clip", {11, 12, 13}, {"roo"}, convertClip},
+      {"Where", {9, 16}, {"rrr"}, convertWhere},
+      {"Sqrt", {13}, {"r"}, convertUnary<SqrtOp>},
+      {"Reciprocal", {13}, {"r"}, convertUnary<ReciprocalOp>},
+      {"Erf", {13}, {"r"}, convertUnary<ErfOp>},
+      {"Tanh", {13}, {"r"}, convertUnary<TanhOp>},
+      {"Sigmoid", {13}, {"r"}, convertUnary<SigmoidOp>},
+      {"Exp", {13}, {"r"}, convertUnary<ExpOp>},
+      {"Cos", {7}, {"r"}, convertUnary<CosOp>},
+      {"Sin", {7}, {"r"}, convertUnary<SinOp>},
+      {"Relu", {13, 14}, {"r"}, convertUnary<ReluOp>},
+      {"Neg", {13}, {"r"}, convertUnary<NegOp>},
+      {"Not", {1}, {"r"}, convertUnary<NotOp>},
+      {"Abs", {13}, {"r"}, convertUnary<AbsOp>},
+      {"Gelu", {20}, {"r"}, convertGelu},
+      {"Log", {13}, {"r"}, convertUnary<LogOp>},
+      {"IsNaN", {9, 13, 20}, {"r"}, convertIsNaN},
+      {"CumSum", {11, 14}, {"rr"}, convertCumSum},
+      {"GatherElements", {13}, {"rr"}, convertGatherElements},
+      {"GatherND", {13}, {"rr"}, convertGatherND},
+      {"ScatterND", {13, 16, 18}, {"rrr"}, convertScatterND},
+      {"Cast", {13, 19, 21}, {"r"}, convertCast},
+      {"MatMul", {13}, {"rr"}, convertMatMul},
+      {"Gemm", {13}, {"rro"}, convertGemm},
+      {"ReduceMean", {13, 18}, {"ro"}, convertReduce<ReduceMeanOp>},
+      {"ReduceSum", {13}, {"ro"}, convertReduce<ReduceSumOp>},
+      {"ReduceMax", {13, 18, 20}, {"ro"}, convertReduce<ReduceMaxOp>},
+      {"LayerNormalization", {17}, {"rro", "roo"}, convertLayerNormalization},
+      {"Softmax", {13}, {"r"}, convertSoftmax},
+      {"Transpose", {13, 21}, {"r"}, convertTranspose},
+      {"Reshape", {13, 14, 19, 21}, {"rr"}, convertReshape},
+      {"Flatten", {13, 21}, {"r"}, convertFlatten},
+      {"Squeeze", {13, 21}, {"ro"}, convertSqueezeLike<SqueezeOp>},
+      {"Unsqueeze", {13, 21}, {"rr"}, convertSqueezeLike<UnsqueezeOp>},
+      {"Concat", {13}, {"r*"}, convertConcat},
+      {"Split", {13, 18}, {"ro", "r*"}, convertSplit},
+      {"Slice", {13}, {"rrroo"}, convertSlice},
+      {"Gather", {13}, {"rr"}, convertGather},
+      {"Shape", {13, 15, 19, 21}, {"r"}, convertShape},
+      {"Constant", {13, 19, 21}, {""}, convertConstant},
+      {"ConstantOfShape", {9, 20, 21}, {"r"}, convertConstantOfShape},
+      {"Range", {11}, {"rrr"}, convertRange},
+      {"Expand", {13}, {"rr"}, convertExpand},
+      {"Trilu", {14}, {"ro"}, convertTrilu},
+      {"Identity", {13, 14, 16, 19, 21}, {"r"}, convertIdentity},
+      {"Dropout", {13}, {"roo", "ro"}, convertDropout},
+      {"Einsum", {12}, {"r*"}, convertEinsum},
   };
   return table;
 }

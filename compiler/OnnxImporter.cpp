@@ -1,9 +1,15 @@
 //===- OnnxImporter.cpp - ONNX protobuf -> qcc dialect --------------------===//
 //
-// Reads the model with protobuf, validates it with ONNX's checker, fills in
-// intermediate shapes with ONNX's shape inference (with data propagation, so
-// Shape -> Gather -> Concat chains give known ranks), then walks the graph in
-// order and maps each node through the converter table.
+// Reads the model with protobuf, validates what ONNX's checker and shape
+// inference would trust (names, references, tensors and their data, declared
+// dimensions: validate()), checks it with ONNX's checker, fills in
+// intermediate shapes with ONNX's shape inference, then walks the graph in
+// order and maps each node through the converter table: its arity and
+// attribute types checked first, its ops verified after. Shape inference
+// runs without data propagation: the converters' dimension expressions
+// (passes/PatternUtils.h) follow Shape -> Gather -> Concat chains, and ONNX
+// 1.12's propagation dereferences the missing type of a value whose own
+// inference failed (a null pointer on an inconsistent model).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/OnnxImporter.h"
@@ -14,16 +20,20 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <fmt/format.h>
+
+#include <limits>
 
 using namespace mlir;
 using namespace qcc;
@@ -38,18 +48,72 @@ struct ErrorSink {
                                    file + ": " + reason);
   }
   llvm::Error nodeError(const onnx::NodeProto &node, const Twine &reason) const {
-    // Unnamed nodes are known by their first output.
+    // Unnamed nodes are known by their first output. Names are shown as
+    // UTF-8 even where the model's are not (validate() refuses those).
     std::string name = node.name();
     if (name.empty() && node.output_size() > 0)
       name = "producing " + node.output(0);
-    return error("node '" + name + "' (" + node.op_type() + "): " + reason);
+    return error("node '" + llvm::json::fixUTF8(name) + "' (" +
+                 llvm::json::fixUTF8(node.op_type()) + "): " + reason);
   }
 };
+
+/// Where an external tensor's bytes lie: [offset, offset + length) of file.
+struct ExternalRange {
+  std::string file;
+  uint64_t offset = 0, length = 0;
+};
+
+/// The bytes one element of an initializer of ONNX type `dataType` takes in
+/// raw data, 0 for a type qcc does not import.
+int64_t rawElementBytes(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto_DataType_FLOAT:
+  case onnx::TensorProto_DataType_INT32:
+    return 4;
+  case onnx::TensorProto_DataType_INT64:
+    return 8;
+  case onnx::TensorProto_DataType_FLOAT16:
+  case onnx::TensorProto_DataType_BFLOAT16:
+    return 2;
+  case onnx::TensorProto_DataType_INT8:
+  case onnx::TensorProto_DataType_UINT8:
+  case onnx::TensorProto_DataType_BOOL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// The number of elements of `dims`, or an error if a dimension is negative
+/// or the count exceeds kMaxElements (checked, so it cannot overflow).
+llvm::Expected<int64_t> elementCount(llvm::ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     fmt::format("negative dimension {}", d));
+    if (d > kMaxElements)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          fmt::format("dimension {} exceeds qcc's limit of 2^40", d));
+    if (d != 0 && n > kMaxElements / d)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "more elements than qcc's limit of 2^40");
+    n *= d;
+  }
+  return n;
+}
 
 class Importer {
 public:
   Importer(MLIRContext &ctx, StringRef path)
       : ctx(ctx), builder(&ctx), sink{path.str()}, path(path.str()) {}
+  /// A model held in memory: `name` stands for the file (no external data).
+  Importer(MLIRContext &ctx, StringRef bytes, StringRef name)
+      : ctx(ctx), builder(&ctx), sink{name.str()}, path(name.str()),
+        bytes(bytes), inMemory(true) {}
 
   llvm::Expected<OwningOpRef<ModuleOp>> run();
 
@@ -60,6 +124,10 @@ private:
   llvm::Expected<RankedTensorType> typeOf(const onnx::TypeProto &t,
                                           const std::string &name,
                                           SmallVector<std::string> *dimNames);
+  llvm::Error validate(const onnx::ModelProto &model);
+  llvm::Error checkTensor(const onnx::TensorProto &t);
+  llvm::Error checkDeclaredShape(const onnx::ValueInfoProto &vi);
+  llvm::Expected<ExternalRange> externalRange(const onnx::TensorProto &t);
   llvm::Error importInitializer(const onnx::TensorProto &t);
   llvm::Error importNode(const onnx::NodeProto &node);
   llvm::Expected<const OnnxConverter *>
@@ -72,6 +140,9 @@ private:
   OpBuilder builder;
   ErrorSink sink;
   std::string path;
+  /// The model's bytes when it is held in memory (inMemory).
+  StringRef bytes;
+  bool inMemory = false;
   int64_t opset = 0;
   /// The opset the model imports for each domain ("" for ai.onnx).
   llvm::StringMap<int64_t> domainOpsets;
@@ -82,22 +153,47 @@ private:
   /// uint8 initializers, for the converters that read them (readsPacked).
   llvm::StringMap<PackedTensor> packedTensors;
   llvm::StringMap<onnx::TypeProto> types;
+  /// The first error diagnostic of the verifier (run()'s handler).
+  std::string diagnostic;
 };
 
 } // namespace
 
 llvm::Error Importer::load(onnx::ModelProto &model) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return sink.error("cannot read the file: " + buffer.getError().message());
-  StringRef bytes = (*buffer)->getBuffer();
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  if (!inMemory) {
+    // A device or a pipe (qcc /dev/zero) never ends: only a regular file of
+    // at most protobuf's limit is read.
+    llvm::sys::fs::file_status status;
+    if (std::error_code ec = llvm::sys::fs::status(path, status))
+      return sink.error("cannot read the file: " + ec.message());
+    if (status.type() != llvm::sys::fs::file_type::regular_file)
+      return sink.error("cannot read the file: not a regular file");
+    if (status.getSize() > kMaxModelBytes)
+      return sink.error(fmt::format(
+          "the file is {} bytes; an ONNX model is at most {} bytes "
+          "(protobuf's limit; larger weights belong in external data)",
+          status.getSize(), kMaxModelBytes));
+    auto read = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+    if (!read)
+      return sink.error("cannot read the file: " + read.getError().message());
+    buffer = std::move(*read);
+    bytes = buffer->getBuffer();
+  }
   if (bytes.empty())
     return sink.error("the file is empty");
-  if (!model.ParseFromArray(bytes.data(), bytes.size()))
+  if (bytes.size() > kMaxModelBytes ||
+      !model.ParseFromArray(bytes.data(), bytes.size()))
     return sink.error("not a valid ONNX model (the protobuf does not parse; "
                       "truncated or corrupted?)");
   if (!model.has_graph() || model.graph().node_size() == 0)
     return sink.error("the model has no graph or an empty graph (truncated?)");
+  // What the checker and shape inference read is checked first: they trust
+  // a tensor's data and its references (shape inference overflows a buffer
+  // on a Reshape shape shorter than its dims say).
+  if (auto err = validate(model))
+    return err;
   libraryOpset =
       onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("")
           .second;
@@ -108,7 +204,10 @@ llvm::Error Importer::load(onnx::ModelProto &model) {
       return llvm::Error::success(); // checked node by node in importNode
   try {
     // The path overload resolves external data relative to the model's folder.
-    onnx::checker::check_model(path);
+    if (inMemory)
+      onnx::checker::check_model(model);
+    else
+      onnx::checker::check_model(path);
   } catch (const std::exception &e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
@@ -170,6 +269,11 @@ Importer::typeOf(const onnx::TypeProto &t, const std::string &name,
   SmallVector<int64_t> shape;
   for (const auto &d : tt.shape().dim()) {
     if (d.has_dim_value()) {
+      if (d.dim_value() < 0 || d.dim_value() > kMaxElements)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            fmt::format("value '{}' has dimension {} (qcc takes 0 to 2^40)",
+                        llvm::json::fixUTF8(name), d.dim_value()));
       shape.push_back(d.dim_value());
       if (dimNames)
         dimNames->push_back("");
@@ -182,38 +286,220 @@ Importer::typeOf(const onnx::TypeProto &t, const std::string &name,
   return RankedTensorType::get(shape, et);
 }
 
-llvm::Expected<std::string>
-Importer::readExternal(const onnx::TensorProto &t) {
+/// Errors without the file's name, for the caller to say whose they are.
+llvm::Error reason(const Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+}
+
+/// Where external tensor `t`'s bytes lie, checked: a relative location
+/// inside the model's folder naming a regular file, offset and length decimal
+/// numbers (checked conversion) with offset + length inside the file. Errors
+/// give the reason only.
+llvm::Expected<ExternalRange>
+Importer::externalRange(const onnx::TensorProto &t) {
+  auto fail = [&](const Twine &why) { return reason(why); };
+  if (inMemory)
+    return fail("external data is not supported for a model held in memory");
   std::string location;
-  int64_t offset = 0, length = -1;
+  std::optional<uint64_t> offset, length;
   for (const auto &kv : t.external_data()) {
-    if (kv.key() == "location")
+    if (kv.key() == "location") {
       location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::stoll(kv.value());
-    else if (kv.key() == "length")
-      length = std::stoll(kv.value());
+      continue;
+    }
+    if (kv.key() != "offset" && kv.key() != "length")
+      continue; // checksum and the like
+    uint64_t v;
+    if (StringRef(kv.value()).getAsInteger(10, v) ||
+        v > (uint64_t)std::numeric_limits<int64_t>::max())
+      return fail(fmt::format("external data {} '{}' is not a number of "
+                              "bytes",
+                              kv.key(), llvm::json::fixUTF8(kv.value())));
+    (kv.key() == "offset" ? offset : length) = v;
   }
   if (location.empty() || llvm::sys::path::is_absolute(location) ||
-      StringRef(location).contains(".."))
-    return sink.error("initializer '" + t.name() +
-                      "' has an invalid external data location '" + location +
-                      "'");
+      StringRef(location).contains("..") || !llvm::json::isUTF8(location))
+    return fail("invalid external data location '" +
+                llvm::json::fixUTF8(location) + "'");
   SmallString<256> file(llvm::sys::path::parent_path(path));
   llvm::sys::path::append(file, location);
-  auto buffer = llvm::MemoryBuffer::getFile(file);
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(file, status))
+    return fail("cannot read external data file '" + file + "': " +
+                ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return fail("external data file '" + file + "' is not a regular file");
+  uint64_t size = status.getSize();
+  ExternalRange r{file.str().str(), offset.value_or(0), 0};
+  if (r.offset > size)
+    return fail(fmt::format("external data offset {} lies outside '{}' ({} "
+                            "bytes)",
+                            r.offset, r.file, size));
+  r.length = length.value_or(size - r.offset);
+  if (r.length > size - r.offset)
+    return fail(fmt::format("external data [{}, {} + {}) lies outside '{}' "
+                            "({} bytes)",
+                            r.offset, r.offset, r.length, r.file, size));
+  return r;
+}
+
+/// A tensor (an initializer, a tensor attribute) checked before ONNX or a
+/// converter reads it: dimensions, element type, and data that holds exactly
+/// the elements its dimensions say (raw, external or typed fields). Errors
+/// give the reason only.
+llvm::Error Importer::checkTensor(const onnx::TensorProto &t) {
+  auto fail = [&](const Twine &why) { return reason(why); };
+  auto n = elementCount(SmallVector<int64_t>(t.dims().begin(), t.dims().end()));
+  if (!n)
+    return fail(llvm::toString(n.takeError()));
+  int64_t eb = rawElementBytes(t.data_type());
+  if (eb == 0)
+    return fail("unsupported element type " + onnxTypeName(t.data_type()));
+  int64_t bytes = *n * eb; // <= 2^43
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    auto range = externalRange(t);
+    if (!range)
+      return range.takeError();
+    if ((int64_t)range->length != bytes)
+      return fail(fmt::format("holds {} bytes of external data, but its "
+                              "shape needs {}",
+                              range->length, bytes));
+    return llvm::Error::success();
+  }
+  if (t.has_raw_data()) {
+    if ((int64_t)t.raw_data().size() != bytes)
+      return fail(fmt::format("holds {} bytes of data, but its shape needs {}",
+                              t.raw_data().size(), bytes));
+    return llvm::Error::success();
+  }
+  int64_t count = t.data_type() == onnx::TensorProto_DataType_FLOAT
+                      ? t.float_data_size()
+                  : t.data_type() == onnx::TensorProto_DataType_INT64
+                      ? t.int64_data_size()
+                      : t.int32_data_size();
+  if (count != *n)
+    return fail(fmt::format("its data does not hold the {} elements its "
+                            "shape needs",
+                            *n));
+  return llvm::Error::success();
+}
+
+/// A declared value type's dimensions: ONNX's shape inference and the
+/// converters read them (validate() runs this on every declared value).
+llvm::Error Importer::checkDeclaredShape(const onnx::ValueInfoProto &vi) {
+  if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape())
+    return llvm::Error::success(); // typeOf refuses where it matters
+  SmallVector<int64_t> dims;
+  for (const auto &d : vi.type().tensor_type().shape().dim()) {
+    if (d.has_dim_param() && !llvm::json::isUTF8(d.dim_param()))
+      return sink.error("value '" + llvm::json::fixUTF8(vi.name()) +
+                        "' has a dimension name that is not UTF-8");
+    if (d.has_dim_value())
+      dims.push_back(d.dim_value());
+  }
+  if (auto n = elementCount(dims); !n)
+    return sink.error("value '" + llvm::json::fixUTF8(vi.name()) +
+                      "': " + llvm::toString(n.takeError()));
+  return llvm::Error::success();
+}
+
+/// The graph checked before anything reads it, whatever the opset (ONNX's
+/// checker is skipped above the library's opsets, and neither it nor shape
+/// inference guards against all of this): every name UTF-8 (the artifact's
+/// manifest is JSON), every reference to a value defined before, each value
+/// assigned once, no subgraphs, every tensor and declared shape sound.
+llvm::Error Importer::validate(const onnx::ModelProto &model) {
+  const onnx::GraphProto &graph = model.graph();
+  if (graph.sparse_initializer_size() > 0)
+    return sink.error("sparse initializers are not supported");
+  auto notUtf8 = [&](StringRef kind, const std::string &name) {
+    return sink.error(kind + " '" + llvm::json::fixUTF8(name) +
+                      "' is not valid UTF-8");
+  };
+  llvm::StringSet<> defined;
+  for (const auto &list : {graph.input(), graph.value_info(), graph.output()})
+    for (const auto &vi : list) {
+      if (!llvm::json::isUTF8(vi.name()))
+        return notUtf8("value name", vi.name());
+      if (auto err = checkDeclaredShape(vi))
+        return err;
+    }
+  for (const auto &in : graph.input())
+    defined.insert(in.name());
+  for (const auto &t : graph.initializer()) {
+    if (!llvm::json::isUTF8(t.name()))
+      return notUtf8("initializer name", t.name());
+    if (auto err = checkTensor(t))
+      return sink.error("initializer '" + t.name() +
+                        "': " + llvm::toString(std::move(err)));
+    defined.insert(t.name());
+  }
+  for (const auto &node : graph.node()) {
+    for (const std::string *s : {&node.name(), &node.op_type(),
+                                 &node.domain()})
+      if (!llvm::json::isUTF8(*s))
+        return sink.nodeError(node, "the node's name, op type or domain is "
+                                    "not valid UTF-8");
+    for (const auto &list : {node.input(), node.output()})
+      for (const std::string &name : list)
+        if (!llvm::json::isUTF8(name))
+          return sink.nodeError(node, "value name '" +
+                                          llvm::json::fixUTF8(name) +
+                                          "' is not valid UTF-8");
+    for (const std::string &name : node.input())
+      if (!name.empty() && !defined.contains(name))
+        return sink.nodeError(node, "input '" + name + "' is not defined");
+    for (const auto &a : node.attribute()) {
+      if (!llvm::json::isUTF8(a.name()) || !llvm::json::isUTF8(a.s()))
+        return sink.nodeError(node, "attribute '" +
+                                        llvm::json::fixUTF8(a.name()) +
+                                        "' is not valid UTF-8");
+      if (a.has_g() || a.graphs_size() > 0 ||
+          a.type() == onnx::AttributeProto::GRAPH ||
+          a.type() == onnx::AttributeProto::GRAPHS)
+        return sink.nodeError(node, "attribute '" + a.name() +
+                                        "' is a subgraph (qcc has no "
+                                        "control flow)");
+      for (const std::string &v : a.strings())
+        if (!llvm::json::isUTF8(v))
+          return sink.nodeError(node, "attribute '" + a.name() +
+                                          "' is not valid UTF-8");
+      SmallVector<const onnx::TensorProto *> tensors;
+      if (a.has_t())
+        tensors.push_back(&a.t());
+      for (const auto &t : a.tensors())
+        tensors.push_back(&t);
+      for (const onnx::TensorProto *t : tensors)
+        if (auto err = checkTensor(*t))
+          return sink.nodeError(node, "attribute '" + a.name() + "': " +
+                                          llvm::toString(std::move(err)));
+    }
+    for (const std::string &name : node.output()) {
+      if (name.empty())
+        continue;
+      if (!defined.insert(name).second)
+        return sink.nodeError(node, "output '" + name + "' is already "
+                                    "defined (an ONNX graph assigns each "
+                                    "value once)");
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// The bytes of external tensor `t` (externalRange checked them).
+llvm::Expected<std::string>
+Importer::readExternal(const onnx::TensorProto &t) {
+  auto range = externalRange(t);
+  if (!range)
+    return sink.error("initializer '" + t.name() +
+                      "': " + llvm::toString(range.takeError()));
+  auto buffer = llvm::MemoryBuffer::getFileSlice(range->file, range->length,
+                                                 range->offset);
   if (!buffer)
     return sink.error("initializer '" + t.name() + "': cannot read external "
-                      "data file '" + file + "': " +
+                      "data file '" + range->file + "': " +
                       buffer.getError().message());
-  StringRef all = (*buffer)->getBuffer();
-  if (length < 0)
-    length = all.size() - offset;
-  if (offset < 0 || offset + length > (int64_t)all.size())
-    return sink.error(fmt::format(
-        "initializer '{}': external data [{}, {}) lies outside '{}' ({} bytes)",
-        t.name(), offset, offset + length, file.str().str(), all.size()));
-  return all.substr(offset, length).str();
+  return (*buffer)->getBuffer().str();
 }
 
 llvm::Error Importer::importInitializer(const onnx::TensorProto &t) {
@@ -343,6 +629,21 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   auto converter = converterFor(node);
   if (!converter)
     return converter.takeError();
+  // What the converter may trust: the node's arity and its attributes' types.
+  if (std::string why = checkArity(node, (*converter)->arity); !why.empty())
+    return sink.nodeError(node, why);
+  for (const auto &a : node.attribute()) {
+    auto expected = attributeType(a.name());
+    if (expected != onnx::AttributeProto::UNDEFINED && a.type() != expected)
+      return sink.nodeError(
+          node, "attribute '" + a.name() + "' must be of type " +
+                    onnx::AttributeProto_AttributeType_Name(expected) +
+                    ", not " +
+                    (onnx::AttributeProto_AttributeType_IsValid(a.type())
+                         ? onnx::AttributeProto_AttributeType_Name(
+                               (onnx::AttributeProto_AttributeType)a.type())
+                         : std::to_string(a.type())));
+  }
 
   SmallVector<Value> inputs;
   SmallVector<const PackedTensor *> packed;
@@ -385,16 +686,42 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
     resultTypes.push_back(*type);
   }
 
+  // checkArity: output 0 is named.
   std::string locName = node.name().empty() ? node.output(0) : node.name();
   Location loc = NameLoc::get(builder.getStringAttr(locName),
                               FileLineColLoc::get(&ctx, path, 0, 0));
   ConvertContext cc(builder, loc, node, std::move(inputs),
                     std::move(resultTypes));
   cc.packed = std::move(packed);
+  Block *block = builder.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
   auto results = (*converter)->convert(cc);
   if (failed(results))
     return sink.nodeError(node, cc.error.empty() ? "conversion failed"
                                                  : cc.error);
+  if (!cc.typeConflict.empty())
+    return sink.nodeError(node, cc.typeConflict);
+  // The next converter, and the raising patterns, may trust these ops: each
+  // verifies, and no result holds more than kMaxElements.
+  diagnostic.clear();
+  for (Operation &op : llvm::make_range(
+           last ? std::next(last->getIterator()) : block->begin(),
+           block->end())) {
+    if (failed(verify(&op)))
+      return sink.nodeError(node, diagnostic.empty()
+                                      ? "the converted op does not verify"
+                                      : diagnostic);
+    for (Type t : op.getResultTypes())
+      if (auto rt = dyn_cast<RankedTensorType>(t)) {
+        SmallVector<int64_t> dims;
+        for (int64_t d : rt.getShape())
+          if (!ShapedType::isDynamic(d))
+            dims.push_back(d);
+        if (auto n = elementCount(dims); !n)
+          return sink.nodeError(node, "a result would have " +
+                                          llvm::toString(n.takeError()));
+      }
+  }
   for (auto [name, value] : llvm::zip(node.output(), *results))
     if (!name.empty() && value)
       values[name] = value;
@@ -414,7 +741,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     try {
       onnx::ShapeInferenceOptions options{/*check_type=*/false,
                                           /*error_mode=*/0,
-                                          /*enable_data_propagation=*/true};
+                                          /*enable_data_propagation=*/false};
       onnx::shape_inference::InferShapes(
           model, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception &e) {
@@ -493,9 +820,16 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
   for (const auto &t : graph.initializer())
     if (auto err = importInitializer(t))
       return std::move(err);
-  for (const auto &node : graph.node())
-    if (auto err = importNode(node))
-      return std::move(err);
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+      if (diagnostic.empty() && d.getSeverity() == DiagnosticSeverity::Error)
+        diagnostic = d.str();
+      return success();
+    });
+    for (const auto &node : graph.node())
+      if (auto err = importNode(node))
+        return std::move(err);
+  }
 
   SmallVector<Value> results;
   for (const auto &out : graph.output()) {
@@ -532,6 +866,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
 llvm::Expected<OwningOpRef<ModuleOp>>
 qcc::importOnnxFile(MLIRContext &context, StringRef path) {
   Importer importer(context, path);
+  return importer.run();
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+qcc::importOnnxBytes(MLIRContext &context, StringRef bytes, StringRef name) {
+  Importer importer(context, bytes, name);
   return importer.run();
 }
 

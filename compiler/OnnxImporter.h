@@ -25,6 +25,22 @@ inline constexpr int64_t kMaxKnownOpset = 21;
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importOnnxFile(mlir::MLIRContext &context, llvm::StringRef path);
 
+/// importOnnxFile for a model held in memory (the importer's fuzz target):
+/// `name` stands for the file in errors; external data is refused, as there
+/// is no folder to find it in.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importOnnxBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
+                llvm::StringRef name);
+
+/// The largest model file qcc reads: protobuf's limit for one message (larger
+/// weights belong in external data). Checked before the file is read.
+inline constexpr uint64_t kMaxModelBytes = (uint64_t(1) << 31) - 1;
+/// The largest dimension, and element count, of any tensor qcc accepts in a
+/// model (a declared value, an initializer, a converted result): far beyond
+/// any real model, and small enough that sizes derived from it (products,
+/// byte counts) cannot overflow int64.
+inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+
 /// The op types that have a converter, with the op versions each accepts.
 std::vector<std::pair<std::string, std::vector<int>>> supportedOnnxOps();
 

@@ -36,10 +36,12 @@ llvm::Error packagePhase(const Compilation &c);
 /// Hugging Face's loaders), else "".
 std::string findTokenizer(llvm::StringRef explicitPath,
                           llvm::StringRef modelPath);
-/// A light check of a tokenizer before it is embedded (qcc cannot load it:
+/// A check of a tokenizer before it is embedded (qcc cannot load it:
 /// libsentencepiece's protobuf clashes with ONNX's; qrun loads it fully): a
-/// tokenizer.json must parse and have a "model" object, a SentencePiece
-/// model must not be empty. The error names the file.
+/// regular file of at most 1 GiB; a tokenizer.json must parse and have a
+/// "model" object with a "vocab"; anything else must be a SentencePiece
+/// ModelProto in protobuf wire format (pieces with a string piece, a float
+/// score, a varint type). The error names the file.
 llvm::Error checkTokenizer(llvm::StringRef path);
 
 } // namespace qcc

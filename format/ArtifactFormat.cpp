@@ -4,10 +4,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
-uint32_t qcc::format::crc32Of(const void *data, size_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+uint32_t qcc::format::crc32Of(const void *data, size_t size, uint32_t seed) {
+  uLong crc = seed;
   const Bytef *p = static_cast<const Bytef *>(data);
   while (size > 0) { // zlib takes uInt lengths
     uInt chunk = (uInt)std::min<size_t>(size, 1u << 30);
@@ -16,6 +17,19 @@ uint32_t qcc::format::crc32Of(const void *data, size_t size) {
     size -= chunk;
   }
   return (uint32_t)crc;
+}
+
+uint32_t qcc::format::fileCrc(const char *file, size_t size) {
+  constexpr size_t field = offsetof(Header, crc32);
+  constexpr size_t after = field + sizeof(Header::crc32);
+  return crc32Of(file + after, size - after, crc32Of(file, field));
+}
+
+void qcc::format::sealCrc(std::vector<char> &file) {
+  if (file.size() < kHeaderSize)
+    return;
+  uint32_t crc = fileCrc(file.data(), file.size());
+  std::memcpy(file.data() + offsetof(Header, crc32), &crc, sizeof crc);
 }
 
 std::vector<char> qcc::format::packageFile(std::string_view manifest,
@@ -32,7 +46,7 @@ std::vector<char> qcc::format::packageFile(std::string_view manifest,
   std::vector<char> file(h.fileSize, '\0');
   std::memcpy(file.data() + h.manifestOffset, manifest.data(), manifest.size());
   std::memcpy(file.data() + h.dataOffset, data.data(), data.size());
-  h.crc32 = crc32Of(file.data() + kHeaderSize, file.size() - kHeaderSize);
   std::memcpy(file.data(), &h, sizeof h);
+  sealCrc(file);
   return file;
 }

@@ -436,7 +436,10 @@ struct Parser {
       return Expr::symbol(symbol(j.get<std::string>(), where));
     if (!j.is_object() || j.size() != 1)
       bad(where, "malformed expression " + j.dump());
-    const auto &[op, a] = *j.items().begin();
+    // j.begin()'s key and value, not *j.items().begin(): that binds to a
+    // proxy that dies with the full expression (ASan: stack-use-after-scope).
+    const std::string &op = j.begin().key();
+    const json &a = j.begin().value();
     if (op == "rows")
       return Expr::rows(tensorOf(a, where));
     if (op == "numel")

@@ -1,32 +1,128 @@
 //===- Artifact.cpp - reading and validating .qpkg files ------------------===//
 #include "runtime/Artifact.h"
 
-#include <functional>
+#include "format/Checked.h"
 
+#include <algorithm>
 #include <cstring>
-#include <fstream>
+#include <functional>
 #include <stdexcept>
 
 using namespace qcc::rt;
 using nlohmann::json;
+namespace format = qcc::format;
 
 namespace {
+/// Nesting deeper than this is refused before parsing: nothing qcc writes
+/// comes near it, and every recursive walk of the manifest (its parse, the
+/// kernel bodies, dump()) stays far from the stack's end.
+constexpr int kMaxManifestDepth = 64;
+/// Ranks beyond this are refused: qcc's ops have rank <= 5 or so.
+constexpr size_t kMaxRank = 32;
+
 struct Loader {
   std::string path;
   [[noreturn]] void fail(const std::string &why) const {
     throw std::runtime_error(path + ": " + why);
   }
 };
+
+/// The deepest nesting of [ and { in JSON text, outside strings.
+int jsonDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
 } // namespace
 
-static Port parsePort(const Loader &l, const json &j) {
+/// `j` as an int64_t, if it is an integer that fits.
+static std::optional<int64_t> asInt64(const json &j) {
+  if (j.is_number_unsigned())
+    return j.get<uint64_t>() <= (uint64_t)INT64_MAX
+               ? std::optional<int64_t>(j.get<int64_t>())
+               : std::nullopt;
+  if (j.is_number_integer())
+    return j.get<int64_t>();
+  return std::nullopt;
+}
+
+/// A non-negative integer field of `j`.
+static uint64_t unsignedField(const Loader &l, const json &j, const char *key,
+                              const std::string &where) {
+  const json &v = j.at(key);
+  if (!v.is_number_unsigned() &&
+      !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    l.fail("manifest: " + where + ": \"" + key +
+           "\" is not a non-negative integer");
+  return v.get<uint64_t>();
+}
+
+/// A shape: at most kMaxRank dims, each >= 0 (or -1, dynamic, where
+/// allowed), whose static part has an element count that fits int64_t.
+static Shape parseShape(const Loader &l, const json &j, bool allowDynamic,
+                        const std::string &where) {
+  if (!j.is_array() || j.size() > kMaxRank)
+    l.fail("manifest: " + where + ": the shape is not a list of at most " +
+           std::to_string(kMaxRank) + " dims");
+  Shape shape;
+  for (const json &d : j) {
+    std::optional<int64_t> v = asInt64(d);
+    if (!v || *v < (allowDynamic ? -1 : 0))
+      l.fail("manifest: " + where + ": invalid dim " + d.dump());
+    shape.push_back(*v);
+  }
+  Shape known;
+  for (int64_t d : shape)
+    known.push_back(d < 0 ? 1 : d);
+  if (!format::checkedNumElements(known))
+    l.fail("manifest: " + where + ": shape " + shapeString(shape) +
+           " has more elements than fit in 64 bits");
+  return shape;
+}
+
+/// A value id of the manifest: in [0, numValues).
+static int64_t valueId(const Loader &l, const json &j, size_t numValues,
+                       const std::string &where) {
+  std::optional<int64_t> id = asInt64(j);
+  if (!id || *id < 0 || *id >= (int64_t)numValues)
+    l.fail("manifest: " + where + " refers to unknown value " + j.dump());
+  return *id;
+}
+
+static Port parsePort(const Loader &l, const json &j, const Artifact &a,
+                      const std::string &where) {
   Port p;
   p.name = j.at("name").get<std::string>();
-  p.value = j.at("value").get<int64_t>();
+  std::string at = where + " '" + p.name + "'";
+  p.value = valueId(l, j.at("value"), a.numValues(), at);
   if (!parseDType(j.at("dtype").get<std::string>(), p.dtype))
     l.fail("port '" + p.name + "' has an unknown dtype");
-  p.shape = j.at("shape").get<Shape>();
+  p.shape = parseShape(l, j.at("shape"), /*allowDynamic=*/true, at);
   p.dims = j.value("dims", std::vector<std::string>(p.shape.size()));
+  if (p.dims.size() != p.shape.size())
+    l.fail("manifest: " + at + ": " + std::to_string(p.dims.size()) +
+           " dim names for rank " + std::to_string(p.shape.size()));
+  const auto &[type, shape] = a.valueType(p.value);
+  if (type != p.dtype || shape.size() != p.shape.size())
+    l.fail("manifest: " + at + " is " + dtypeName(p.dtype) +
+           shapeString(p.shape) + " but its value is " + dtypeName(type) +
+           shapeString(shape));
   return p;
 }
 
@@ -34,7 +130,6 @@ static Port parsePort(const Loader &l, const json &j) {
 /// results, and converts only f32 constants to f16.
 static void checkLaunch(const Loader &l, const Node &n, const KernelRecord &k,
                         const Artifact &a) {
-  namespace format = qcc::format;
   using format::TensorRef;
   std::string where = "manifest: kernel " + k.function + "/" + k.region;
   if (n.attrs.value("kind", std::string()) != format::spelling(k.kind))
@@ -58,16 +153,8 @@ static void checkLaunch(const Loader &l, const Node &n, const KernelRecord &k,
 }
 
 Artifact Artifact::load(const std::string &path) {
-  Loader l{path};
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in)
-    l.fail("cannot open the file");
-  auto size = (size_t)in.tellg();
-  auto bytes = std::make_shared<std::vector<char>>(size);
-  in.seekg(0);
-  if (!in.read(bytes->data(), size))
-    l.fail("cannot read the file");
-  return fromBytes(std::move(bytes), path);
+  std::vector<char> file = format::readFileChecked(path);
+  return fromBytes(std::make_shared<std::vector<char>>(std::move(file)), path);
 }
 
 Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
@@ -89,89 +176,131 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
     l.fail("truncated or padded: the header says " +
            std::to_string(h.fileSize) + " bytes, the file has " +
            std::to_string(size));
-  if (crc32Of(bytes->data() + kHeaderSize, size - kHeaderSize) != h.crc32)
+  if (format::fileCrc(bytes->data(), size) != h.crc32)
     l.fail("corrupted: checksum mismatch");
-  if (h.manifestOffset + h.manifestSize > size ||
-      h.dataOffset + h.dataSize > size || h.dataOffset % kDataAlignment != 0)
-    l.fail("corrupted: sections lie outside the file");
+  // The CRC only proves the writer meant these bytes; a hostile writer
+  // recomputes it. Everything below is checked as if it had none.
+  if (h.flags != 0 || h.reserved != 0)
+    l.fail("corrupted: unknown header flags");
+  if (h.manifestOffset < kHeaderSize ||
+      !format::rangeWithin(h.manifestOffset, h.manifestSize, size) ||
+      h.dataOffset < h.manifestOffset + h.manifestSize ||
+      !format::rangeWithin(h.dataOffset, h.dataSize, size) ||
+      h.dataOffset % kDataAlignment != 0)
+    l.fail("corrupted: sections lie outside the file or overlap");
 
   Artifact a;
   a.path_ = path;
   a.bytes_ = bytes;
   try {
-    a.manifest_ = json::parse(bytes->data() + h.manifestOffset,
-                              bytes->data() + h.manifestOffset + h.manifestSize);
+    std::string_view text(bytes->data() + h.manifestOffset, h.manifestSize);
+    if (jsonDepth(text) > kMaxManifestDepth)
+      l.fail("corrupted manifest: nested deeper than " +
+             std::to_string(kMaxManifestDepth) + " levels");
+    a.manifest_ = json::parse(text);
     const json &m = a.manifest_;
+    if (!m.is_object())
+      l.fail("corrupted manifest: not a JSON object");
     for (const json &v : m.at("values")) {
       DType t;
       if (!parseDType(v.at("dtype").get<std::string>(), t))
         l.fail("manifest: unknown dtype " + v.at("dtype").dump());
-      a.valueTypes_.emplace_back(t, v.at("shape").get<Shape>());
+      std::string where = "value " + std::to_string(a.valueTypes_.size());
+      a.valueTypes_.emplace_back(
+          t, parseShape(l, v.at("shape"), /*allowDynamic=*/true, where));
     }
     a.constants_.resize(a.valueTypes_.size());
     const char *data = bytes->data() + h.dataOffset;
     for (const json &c : m.at("constants")) {
-      int64_t id = c.at("value").get<int64_t>();
-      uint64_t off = c.at("offset").get<uint64_t>(),
-               sz = c.at("size").get<uint64_t>();
-      if (id < 0 || id >= (int64_t)a.valueTypes_.size())
-        l.fail("manifest: constant refers to unknown value " +
-               std::to_string(id));
+      int64_t id = valueId(l, c.at("value"), a.numValues(), "constant");
+      std::string what = "manifest: constant " + std::to_string(id);
+      uint64_t off = unsignedField(l, c, "offset", "constant"),
+               sz = unsignedField(l, c, "size", "constant");
+      if (a.constants_[id])
+        l.fail(what + " is defined twice");
       auto &[t, shape] = a.valueTypes_[id];
-      if (off + sz > h.dataSize ||
-          sz != (uint64_t)numElements(shape) * dtypeSize(t))
-        l.fail("manifest: constant " + std::to_string(id) +
-               " does not fit the data section");
+      std::optional<uint64_t> need;
+      if (std::find(shape.begin(), shape.end(), -1) == shape.end())
+        need = format::checkedBytes(shape, dtypeSize(t));
+      if (!need || *need != sz)
+        l.fail(what + ": " + std::to_string(sz) + " bytes for " +
+               dtypeName(t) + shapeString(shape));
+      if (!format::rangeWithin(off, sz, h.dataSize) ||
+          off % kDataAlignment != 0)
+        l.fail(what + " does not fit the data section");
       a.constants_[id] = Tensor::view(t, shape, data + off);
     }
     std::string function; // the one being parsed, for errors
-    std::function<Node(const json &)> parseNode = [&](const json &n) {
+    // Values defined so far in the function being parsed: its inputs, the
+    // constants, the results of the nodes before. A node reads only those
+    // and defines each result once, so the runtime never reads a value
+    // nobody wrote nor overwrites one.
+    std::vector<char> defined;
+    auto define = [&](int64_t id, const std::string &where) {
+      if (defined[id])
+        l.fail("manifest: function '" + function + "', " + where +
+               " redefines value " + std::to_string(id));
+      defined[id] = 1;
+    };
+    auto requireDefined = [&](int64_t id, const std::string &where) {
+      if (id >= 0 && !defined[id])
+        l.fail("manifest: function '" + function + "', " + where +
+               " reads value " + std::to_string(id) +
+               " before anything defines it");
+    };
+    std::function<Node(const json &, bool)> parseNode = [&](const json &n,
+                                                            bool inKernel) {
       Node node;
       node.name = n.value("name", "");
       std::string op = n.at("op").get<std::string>();
+      std::string where = "node '" + node.name + "'";
       std::optional<OpKind> kind = format::parseOpKind(op);
       if (!kind)
         l.fail("manifest: function '" + function + "', node '" + node.name +
                "': unknown op '" + op +
                "' (compiled by a different qcc? recompile the model)");
       node.kind = *kind;
-      node.inputs = n.at("in").get<std::vector<int64_t>>();
-      node.outputs = n.at("out").get<std::vector<int64_t>>();
+      for (const json &id : n.at("in"))
+        node.inputs.push_back(id == -1 ? -1
+                                       : valueId(l, id, a.numValues(), where));
+      for (const json &id : n.at("out"))
+        node.outputs.push_back(valueId(l, id, a.numValues(), where));
       node.attrs = n.value("attrs", json::object());
-      auto known = [&](int64_t id) {
-        return id >= 0 && id < (int64_t)a.valueTypes_.size();
-      };
-      for (int64_t id : node.inputs)
-        if (id >= (int64_t)a.valueTypes_.size())
-          l.fail("manifest: node '" + node.name + "' reads unknown value");
-      for (int64_t id : node.outputs)
-        if (!known(id))
-          l.fail("manifest: node '" + node.name + "' writes unknown value");
+      if (!node.attrs.is_object())
+        l.fail("manifest: " + where + ": attrs is not an object");
       if (n.contains("body") != (node.kind == OpKind::Kernel))
         l.fail("manifest: function '" + function + "', node '" + node.name +
                "' (" + op + "): " +
                (node.kind == OpKind::Kernel ? "a kernel without a body"
                                             : "a body on an op that is no "
                                               "kernel"));
+      for (int64_t id : node.inputs)
+        requireDefined(id, where);
       if (n.contains("body")) {
+        if (inKernel)
+          l.fail("manifest: kernel '" + node.name +
+                 "' lies inside another kernel region");
         auto body = std::make_shared<KernelBody>();
         const json &b = n.at("body");
-        body->args = b.at("args").get<std::vector<int64_t>>();
-        body->yields = b.at("yield").get<std::vector<int64_t>>();
-        for (const json &inner : b.at("nodes"))
-          body->nodes.push_back(parseNode(inner));
+        std::string at = "kernel '" + node.name + "'";
+        for (const json &id : b.at("args"))
+          body->args.push_back(valueId(l, id, a.numValues(), at));
+        for (const json &id : b.at("yield"))
+          body->yields.push_back(valueId(l, id, a.numValues(), at));
         if (body->args.size() != node.inputs.size() ||
             body->yields.size() != node.outputs.size())
           l.fail("manifest: kernel '" + node.name +
                  "' has a body that does not match its operands/results");
         for (int64_t id : body->args)
-          if (!known(id))
-            l.fail("manifest: kernel '" + node.name + "' binds unknown value");
+          define(id, at);
+        for (const json &inner : b.at("nodes"))
+          body->nodes.push_back(parseNode(inner, /*inKernel=*/true));
         for (int64_t id : body->yields)
-          if (!known(id))
-            l.fail("manifest: kernel '" + node.name + "' yields unknown value");
+          requireDefined(id, at + " yield");
         node.body = std::move(body);
       }
+      for (int64_t id : node.outputs)
+        define(id, where);
       return node;
     };
     auto parseFunctions = [&](const json &list, std::vector<Function> &out) {
@@ -179,12 +308,20 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
         Function fn;
         fn.name = f.at("name").get<std::string>();
         function = fn.name;
-        for (const json &p : f.at("inputs"))
-          fn.inputs.push_back(parsePort(l, p));
-        for (const json &p : f.at("outputs"))
-          fn.outputs.push_back(parsePort(l, p));
+        defined.assign(a.numValues(), 0);
+        for (size_t id = 0; id < a.numValues(); ++id)
+          defined[id] = a.constants_[id].has_value();
+        for (const json &p : f.at("inputs")) {
+          fn.inputs.push_back(parsePort(l, p, a, "input"));
+          define(fn.inputs.back().value, "input '" + fn.inputs.back().name + "'");
+        }
         for (const json &n : f.at("nodes"))
-          fn.nodes.push_back(parseNode(n));
+          fn.nodes.push_back(parseNode(n, /*inKernel=*/false));
+        for (const json &p : f.at("outputs")) {
+          fn.outputs.push_back(parsePort(l, p, a, "output"));
+          requireDefined(fn.outputs.back().value,
+                         "output '" + fn.outputs.back().name + "'");
+        }
         out.push_back(std::move(fn));
       }
     };
@@ -215,11 +352,11 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
         }
         if (k.contains("binaries"))
           for (auto &[target, b] : k.at("binaries").items()) {
-            uint64_t off = b.at("offset").get<uint64_t>(),
-                     sz = b.at("size").get<uint64_t>();
-            if (off + sz > h.dataSize)
-              l.fail("manifest: kernel " + r.region + " binary " + target +
-                     " lies outside the data");
+            std::string at = "kernel " + r.region + " binary " + target;
+            uint64_t off = unsignedField(l, b, "offset", at),
+                     sz = unsignedField(l, b, "size", at);
+            if (!format::rangeWithin(off, sz, h.dataSize))
+              l.fail("manifest: " + at + " lies outside the data");
             r.binaries[target] = {off, sz};
           }
         a.kernels_.push_back(std::move(r));
@@ -227,18 +364,23 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
     for (const Function &fn : a.gpuFunctions_)
       for (const Node &n : fn.nodes)
         if (n.body) {
-          int64_t k = n.attrs.value("kernel", int64_t(-1));
-          if (k >= (int64_t)a.kernels_.size())
+          json kernel = n.attrs.value("kernel", json(-1));
+          std::optional<int64_t> k = asInt64(kernel);
+          if (!k || *k < -1 || *k >= (int64_t)a.kernels_.size())
             l.fail("manifest: kernel node '" + n.name +
-                   "' refers to unknown kernel " + std::to_string(k));
-          if (k >= 0)
-            checkLaunch(l, n, a.kernels_[k], a);
+                   "' refers to unknown kernel " + kernel.dump());
+          if (*k >= 0)
+            checkLaunch(l, n, a.kernels_[*k], a);
         }
     if (m.contains("sections"))
-      for (auto &[name, s] : m.at("sections").items())
-        if (s.at("offset").get<uint64_t>() + s.at("size").get<uint64_t>() >
-            h.dataSize)
-          l.fail("manifest: section '" + name + "' lies outside the data");
+      for (auto &[name, s] : m.at("sections").items()) {
+        std::string at = "section '" + name + "'";
+        uint64_t off = unsignedField(l, s, "offset", at),
+                 sz = unsignedField(l, s, "size", at);
+        if (!format::rangeWithin(off, sz, h.dataSize))
+          l.fail("manifest: " + at + " lies outside the data");
+        a.sections_[name] = {off, sz};
+      }
     a.dataOffset_ = h.dataOffset;
   } catch (const json::exception &e) {
     l.fail(std::string("corrupted manifest: ") + e.what());
@@ -277,10 +419,9 @@ const Tensor *Artifact::constant(int64_t id) const {
 
 std::optional<std::string_view>
 Artifact::section(const std::string &name) const {
-  if (!manifest_.contains("sections") || !manifest_["sections"].contains(name))
+  auto it = sections_.find(name);
+  if (it == sections_.end())
     return std::nullopt;
-  const json &s = manifest_["sections"][name];
-  return std::string_view(bytes_->data() + dataOffset_ +
-                              s["offset"].get<uint64_t>(),
-                          s["size"].get<uint64_t>());
+  return std::string_view(bytes_->data() + dataOffset_ + it->second.first,
+                          it->second.second);
 }

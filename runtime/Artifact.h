@@ -97,7 +97,10 @@ struct Function {
 class Artifact {
 public:
   /// Reads and validates `path`; throws std::runtime_error with a message
-  /// naming the file and the problem.
+  /// naming the file and the problem. Validation covers the whole header
+  /// and manifest (offsets and sizes without overflow, every id in range,
+  /// values defined before use, nesting depth), so code after the loader
+  /// may trust what it returns (docs/THREAT_MODEL.md).
   static Artifact load(const std::string &path);
   /// The same from the file's bytes already in memory; `path` names it in
   /// errors.
@@ -133,6 +136,8 @@ private:
   std::vector<KernelRecord> kernels_;
   std::vector<std::pair<DType, Shape>> valueTypes_;
   std::vector<std::optional<Tensor>> constants_;
+  /// "sections": name -> (offset, size) in the data, validated at load.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> sections_;
   uint64_t dataOffset_ = 0;
 };
 

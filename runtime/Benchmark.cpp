@@ -3,10 +3,14 @@
 #include "runtime/KvCache.h"
 #include "runtime/Roofline.h"
 
+#include "format/Checked.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <stdexcept>
 
 using namespace qcc::rt;
 
@@ -16,6 +20,28 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
       .count();
 }
 } // namespace
+
+void qcc::rt::requireBenchMemory(const std::string &label, int64_t rows,
+                                 int64_t tokens, int64_t vocab) {
+  namespace format = qcc::format;
+  std::string what = label + " " + std::to_string(rows) + " x " +
+                     std::to_string(tokens) + " tokens";
+  std::optional<uint64_t> bytes = format::checkedBytes(
+      std::vector<int64_t>{rows, tokens, vocab}, sizeof(float));
+  if (!bytes || !format::checkedBytes(std::vector<int64_t>{rows, tokens}, 8))
+    throw std::runtime_error(what + ": more than fit in 64 bits");
+  format::requireMemory(*bytes, what + " (their logits)");
+}
+
+void qcc::rt::requireGenerateBenchMemory(const std::string &label,
+                                         int64_t batch, int64_t context,
+                                         int64_t steps, int64_t vocab) {
+  std::optional<int64_t> total =
+      qcc::format::checkedAdd<int64_t>(context, steps);
+  if (!total || !qcc::format::checkedAdd<int64_t>(*total, 1))
+    throw std::runtime_error(label + ": context + steps is beyond 64 bits");
+  requireBenchMemory(label, batch, *total + 1, vocab);
+}
 
 std::vector<int64_t> qcc::rt::benchTokenIds(int64_t count, int64_t vocab) {
   uint64_t x = 88172645463325252ull; // xorshift: fixed, no <random> state
@@ -30,6 +56,7 @@ std::vector<int64_t> qcc::rt::benchTokenIds(int64_t count, int64_t vocab) {
 ForwardBench qcc::rt::benchForward(Executor &session, const Function &fn,
                                    int64_t batch, int64_t seq, int64_t vocab,
                                    int iterations) {
+  requireBenchMemory("--bench", batch, seq, vocab);
   Tensor in(DType::I64, {batch, seq});
   std::vector<int64_t> ids = benchTokenIds(batch * seq, vocab);
   std::copy(ids.begin(), ids.end(), in.data<int64_t>());
@@ -51,6 +78,7 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
                                      int64_t batch, int64_t context,
                                      int64_t steps, int64_t vocab,
                                      bool recompute, const std::string &label) {
+  requireGenerateBenchMemory(label, batch, context, steps, vocab);
   std::vector<int64_t> stream = benchTokenIds(batch * context, vocab);
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t b = 0; b < batch; ++b)

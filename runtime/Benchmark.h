@@ -18,6 +18,16 @@
 
 namespace qcc::rt {
 
+/// Refuses (std::runtime_error, one line) a benchmark whose sizes, from
+/// flags, overflow or exceed physical memory: `rows` x `tokens` ids, each
+/// with a row of `vocab` f32 logits. benchForward checks it; tools call it
+/// first to refuse before anything else happens.
+void requireBenchMemory(const std::string &label, int64_t rows,
+                        int64_t tokens, int64_t vocab);
+/// The same for benchGenerate's batch, context + steps + 1 tokens.
+void requireGenerateBenchMemory(const std::string &label, int64_t batch,
+                                int64_t context, int64_t steps, int64_t vocab);
+
 /// The first `count` ids of the fixed stream, each in [0, vocab).
 std::vector<int64_t> benchTokenIds(int64_t count, int64_t vocab);
 

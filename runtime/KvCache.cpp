@@ -3,6 +3,8 @@
 
 #include "runtime/CpuQuantKernels.h"
 
+#include "format/Checked.h"
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -76,6 +78,13 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   };
   scales("k_scales", c.kScales);
   scales("v_scales", c.vScales);
+  // A block (or one token, contiguous) must have a size: the pool's size
+  // is checked again, with the number of blocks, when it is allocated.
+  if (!qcc::format::checkedBytes(
+          std::vector<int64_t>{c.layers, 2, c.kvHeads, c.headDim,
+                               c.layout == "paged" ? c.blockTokens : 1},
+          c.elementBytes()))
+    fail("layers x kv_heads x head_dim x block_tokens is beyond 64 bits");
   return c;
 }
 
@@ -98,9 +107,24 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
            str(opts.maxTokens));
     unitTokens = opts.maxTokens;
   }
-  unitFloats =
-      (size_t)(cfg.layers * 2 * cfg.kvHeads * unitTokens * cfg.headDim);
   int64_t units = isPaged ? opts.numBlocks : opts.maxSequences;
+  // Sizes from the manifest and from flags (--kv-blocks, --max-tokens,
+  // --kv-block-tokens at compile time): checked before the allocation.
+  std::optional<int64_t> unit = qcc::format::checkedNumElements(
+      std::vector<int64_t>{cfg.layers, 2, cfg.kvHeads, unitTokens, cfg.headDim});
+  std::optional<uint64_t> total =
+      unit ? qcc::format::checkedBytes(std::vector<int64_t>{*unit, units},
+                                       cfg.elementBytes())
+           : std::nullopt;
+  std::string what =
+      str(units) +
+      (isPaged ? " blocks of " + str(unitTokens) + " tokens (--kv-blocks)"
+               : " sequences of " + str(unitTokens) + " tokens (--max-tokens)");
+  if (!total)
+    fail(what + ": the size is beyond 64 bits");
+  if (opts.hostStorage)
+    qcc::format::requireMemory(*total, "KV cache: " + what);
+  unitFloats = (size_t)*unit;
   if (cfg.isInt8()) {
     auto ok = [&](const std::vector<std::vector<float>> &sc) {
       if ((int64_t)sc.size() != cfg.layers)

@@ -1,6 +1,8 @@
 //===- Tensor.cpp - host tensors for the runtime --------------------------===//
 #include "runtime/Tensor.h"
 
+#include "format/Checked.h"
+
 #include <stdexcept>
 
 using namespace qcc::rt;
@@ -64,7 +66,17 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     if (d < 0)
       throw std::invalid_argument("negative dimension in " +
                                   shapeString(shape_));
-  storage_ = std::make_shared<std::vector<std::byte>>(bytes());
+  // Shapes may derive from inputs and flags (batch x sequence): refused
+  // with the sizes before the allocation, not as std::bad_alloc after.
+  std::optional<uint64_t> size = format::checkedBytes(shape_, dtypeSize(dtype));
+  auto what = [&] {
+    return std::string("a tensor of ") + dtypeName(dtype) + shapeString(shape_);
+  };
+  if (!size)
+    throw std::runtime_error(what() + " has more elements than fit in 64 bits");
+  if (*size > format::physicalMemoryBytes())
+    format::requireMemory(*size, what());
+  storage_ = std::make_shared<std::vector<std::byte>>(*size);
   data_ = storage_->data();
   owned_ = true;
 }

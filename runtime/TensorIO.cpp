@@ -2,20 +2,36 @@
 #include "runtime/TensorIO.h"
 #include "runtime/HalfFloat.h"
 
+#include "format/Checked.h"
+
+#include <charconv>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 using namespace qcc::rt;
 
+/// The file's bytes, read only when they fit in memory (and never from a
+/// FIFO or a device that does not end).
 static std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error(path + ": cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::vector<char> bytes = qcc::format::readFileChecked(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+/// The bytes a tensor of `shape` needs, checked before anything is
+/// allocated: an input file may declare [2^62, 4] and hold nothing.
+static uint64_t tensorBytes(DType dtype, const Shape &shape,
+                            const std::string &what) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw std::runtime_error(what + ": negative dimension in shape " +
+                               shapeString(shape));
+  std::optional<uint64_t> bytes =
+      qcc::format::checkedBytes(shape, dtypeSize(dtype));
+  if (!bytes)
+    throw std::runtime_error(what + ": shape " + shapeString(shape) +
+                             " has more elements than fit in 64 bits");
+  return *bytes;
 }
 
 //===----------------------------------------------------------------------===//
@@ -47,28 +63,80 @@ static const char *npyDescr(DType t) {
   throw std::runtime_error("bf16 has no .npy dtype");
 }
 
-/// The value of `key` in the header dict, e.g. 'descr': '<f4'.
+/// The value of `key` in the header dict, e.g. '<f4' for 'descr': '<f4',
+/// or (2, 5) for 'shape'; throws naming `path` when the header is malformed.
 static std::string dictValue(const std::string &header, const std::string &key,
                              const std::string &path) {
+  auto malformed = [&]() -> std::string {
+    throw std::runtime_error(path + ": malformed .npy header (its '" + key +
+                             "' entry)");
+  };
   size_t k = header.find("'" + key + "'");
   if (k == std::string::npos)
     throw std::runtime_error(path + ": .npy header has no '" + key + "'");
-  size_t colon = header.find(':', k);
+  size_t colon = header.find(':', k + key.size() + 2);
+  if (colon == std::string::npos)
+    return malformed();
   size_t start = header.find_first_not_of(' ', colon + 1);
-  size_t end = header[start] == '('   ? header.find(')', start) + 1
-               : header[start] == '\'' ? header.find('\'', start + 1) + 1
-                                       : header.find_first_of(",}", start);
+  if (start == std::string::npos)
+    return malformed();
+  size_t end;
+  if (header[start] == '(' || header[start] == '\'') {
+    end = header.find(header[start] == '(' ? ')' : '\'', start + 1);
+    if (end == std::string::npos)
+      return malformed();
+    ++end; // keeps the closing ) or '
+  } else {
+    end = header.find_first_of(",}", start);
+    if (end == std::string::npos)
+      return malformed();
+  }
   return header.substr(start, end - start);
 }
 
-static Tensor readNpy(const std::string &path) {
-  std::string bytes = readFile(path);
+/// "(2, 5)", "(5,)", "()" -> the dims; throws naming `path` on anything else.
+static Shape npyShape(const std::string &text, const std::string &path) {
+  auto bad = [&]() -> Shape {
+    throw std::runtime_error(path + ": malformed .npy shape " + text);
+  };
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+    return bad();
+  Shape shape;
+  const char *p = text.data() + 1, *end = text.data() + text.size() - 1;
+  while (true) {
+    while (p < end && *p == ' ')
+      ++p;
+    if (p == end)
+      break;
+    int64_t d;
+    auto [next, ec] = std::from_chars(p, end, d);
+    if (ec == std::errc::result_out_of_range)
+      throw std::runtime_error(path + ": .npy shape " + text +
+                               " has a dimension beyond 64 bits");
+    if (ec != std::errc() || d < 0)
+      return bad();
+    shape.push_back(d);
+    p = next;
+    while (p < end && *p == ' ')
+      ++p;
+    if (p == end)
+      break;
+    if (*p != ',')
+      return bad();
+    ++p;
+  }
+  return shape;
+}
+
+Tensor qcc::rt::parseNpy(const std::string &bytes, const std::string &path) {
   auto fail = [&](const std::string &why) -> Tensor {
     throw std::runtime_error(path + ": " + why);
   };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     return fail("not a .npy file");
   int major = (unsigned char)bytes[6];
+  if (major < 1 || major > 3)
+    return fail("unsupported .npy format version " + std::to_string(major));
   size_t headerLen, offset;
   if (major == 1) {
     headerLen = (unsigned char)bytes[8] | ((unsigned char)bytes[9] << 8);
@@ -81,10 +149,12 @@ static Tensor readNpy(const std::string &path) {
     headerLen = len;
     offset = 12;
   }
-  if (offset + headerLen > bytes.size())
+  if (!qcc::format::rangeWithin(offset, headerLen, bytes.size()))
     return fail("truncated .npy header");
   std::string header = bytes.substr(offset, headerLen);
   std::string descr = dictValue(header, "descr", path);
+  if (descr.size() < 2 || descr.front() != '\'' || descr.back() != '\'')
+    return fail("malformed .npy header (its 'descr' entry)");
   descr = descr.substr(1, descr.size() - 2);
   DType dtype;
   if (!npyDType(descr, dtype))
@@ -92,22 +162,16 @@ static Tensor readNpy(const std::string &path) {
                 "' (supported: float32, float16, int64, int32, int8, bool)");
   if (dictValue(header, "fortran_order", path) != "False")
     return fail("Fortran-order arrays are not supported");
-  std::string shapeText = dictValue(header, "shape", path);
-  Shape shape;
-  for (size_t i = 1; i < shapeText.size();) {
-    size_t j = shapeText.find_first_of(",)", i);
-    std::string num = shapeText.substr(i, j - i);
-    if (num.find_first_not_of(' ') != std::string::npos)
-      shape.push_back(std::stoll(num));
-    i = j + 1;
-  }
-  Tensor t(dtype, shape);
+  Shape shape = npyShape(dictValue(header, "shape", path), path);
+  uint64_t need = tensorBytes(dtype, shape, path);
   size_t data = offset + headerLen;
-  if (bytes.size() - data != t.bytes())
+  if (bytes.size() - data != need)
     return fail("holds " + std::to_string(bytes.size() - data) +
                 " bytes of data, but its shape " + shapeString(shape) +
-                " needs " + std::to_string(t.bytes()));
-  std::memcpy(t.data<char>(), bytes.data() + data, t.bytes());
+                " needs " + std::to_string(need));
+  Tensor t(dtype, shape);
+  if (need > 0) // an empty tensor has no buffer to copy to
+    std::memcpy(t.data<char>(), bytes.data() + data, need);
   return t;
 }
 
@@ -188,6 +252,8 @@ Tensor qcc::rt::parseTensorProto(const std::string &buf,
     uint64_t key = w.varint();
     uint32_t field = key >> 3, wire = key & 7;
     auto packedOrOne = [&](auto &&one) {
+      if (wire != 0 && wire != 2)
+        w.fail();
       if (wire == 2) {
         std::string_view s = w.bytes();
         std::string sub(s);
@@ -205,9 +271,12 @@ Tensor qcc::rt::parseTensorProto(const std::string &buf,
     } else if (field == 4) {
       if (wire == 2) {
         std::string_view s = w.bytes();
+        if (s.size() % 4 != 0)
+          w.fail();
         size_t n = s.size() / 4;
         floats.resize(floats.size() + n);
-        std::memcpy(floats.data() + floats.size() - n, s.data(), n * 4);
+        if (n > 0) // an empty packed field: no buffer to copy to
+          std::memcpy(floats.data() + floats.size() - n, s.data(), n * 4);
       } else if (wire == 5) {
         if (w.pos + 4 > buf.size())
           w.fail();
@@ -251,20 +320,26 @@ Tensor qcc::rt::parseTensorProto(const std::string &buf,
     throw std::runtime_error(what + ": unsupported TensorProto data type " +
                              std::to_string(dataType));
   }
-  Tensor t(dtype, dims);
-  size_t n = t.numel(), es = dtypeSize(dtype);
+  // Sizes are compared before the tensor is allocated.
+  uint64_t bytes = tensorBytes(dtype, dims, what);
+  size_t es = dtypeSize(dtype), n = bytes / es;
   if (hasRaw) {
-    if (raw.size() != t.bytes())
+    if (raw.size() != bytes)
       throw std::runtime_error(what + ": raw data size does not match shape " +
                                shapeString(dims));
-    std::memcpy(t.data<char>(), raw.data(), raw.size());
   } else if (dtype == DType::F32) {
     if (floats.size() != n)
       throw std::runtime_error(what + ": float_data does not match shape");
+  } else if (ints.size() != n) {
+    throw std::runtime_error(what + ": int data does not match shape");
+  }
+  Tensor t(dtype, dims);
+  if (n == 0) { // an empty tensor has no buffer to copy to
+  } else if (hasRaw) {
+    std::memcpy(t.data<char>(), raw.data(), raw.size());
+  } else if (dtype == DType::F32) {
     std::memcpy(t.data<float>(), floats.data(), n * 4);
   } else {
-    if (ints.size() != n)
-      throw std::runtime_error(what + ": int data does not match shape");
     for (size_t i = 0; i < n; ++i) {
       int64_t v = ints[i];
       std::memcpy(t.data<char>() + i * es, &v, es); // little-endian truncation
@@ -275,7 +350,7 @@ Tensor qcc::rt::parseTensorProto(const std::string &buf,
 
 Tensor qcc::rt::readTensorFile(const std::string &path) {
   if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0)
-    return readNpy(path);
+    return parseNpy(readFile(path), path);
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0)
     return parseTensorProto(readFile(path), path);
   throw std::runtime_error(path + ": unknown tensor file type (use .npy or "

@@ -13,6 +13,8 @@ namespace qcc::rt {
 /// (as in the ONNX backend tests), chosen by the extension. Throws
 /// std::runtime_error naming the file and the problem.
 Tensor readTensorFile(const std::string &path);
+/// The same, for the bytes of a .npy file; `what` names it in errors.
+Tensor parseNpy(const std::string &bytes, const std::string &what);
 /// The same, for an in-memory serialized TensorProto.
 Tensor parseTensorProto(const std::string &bytes, const std::string &what);
 

@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   libfmt-dev libgtest-dev libsentencepiece-dev libicu-dev libopenblas-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the lit suite, the unit tests, the ONNX
-# node conformance suite and the fixtures-vs-onnxruntime oracle (all in ctest).
+# node conformance suite and the fixtures-vs-onnxruntime oracle (all in ctest),
+# then the sanitizer step (scripts/sanitize.sh: the runtime under ASan+UBSan,
+# the fuzz replays, each fuzz target for FUZZ_SECONDS; SANITIZE=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,4 +20,8 @@ grep -hE '^conformance: |^zoo: |^kv-cache: |: FAIL|(PASS|FAIL) *$|^SKIP: |Skippe
 total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$BUILD/ctest.out" | tail -1)
 failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$BUILD/ctest.out" | tail -1)
 echo "ctest: $(( ${total:-0} - ${failed:-0} )) passed, ${failed:-0} failed"
+if [ "${SANITIZE:-1}" = 1 ]; then
+  echo "--- sanitizers (build-asan: runtime tests and fuzz replays; fuzz targets)"
+  ./scripts/sanitize.sh || status=$?
+fi
 exit $status

@@ -179,7 +179,7 @@ TEST(ArtifactFormat, OtherVersionsAreRefused) {
                   std::to_string(qcc::format::kFormatVersion) +
                   "); recompile the model");
   }
-  EXPECT_EQ(qcc::format::kFormatVersion, 2u);
+  EXPECT_EQ(qcc::format::kFormatVersion, 3u);
 }
 
 } // namespace

@@ -18,12 +18,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 using namespace qcc::rt;
 namespace fs = std::filesystem;
@@ -53,12 +58,53 @@ std::vector<CalibrationBatch> textSource(const Options &o, const Artifact &a,
   return textBatches(fn, tok.encode(ss.str()), o.samples, o.seqLen, o.source);
 }
 
+/// Writes `bytes` to a temporary file beside `path`, renamed over it when
+/// complete: an error leaves neither a partial file nor a lost old one.
+void writeAtomically(const std::string &path, const std::string &bytes) {
+  fs::path target(path);
+  std::string tmp = (target.has_parent_path() ? target.parent_path() / "" : fs::path())
+                        .string() +
+                    "." + target.filename().string() + ".tmp-XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
+    fail("cannot write " + path + ": " + std::strerror(errno));
+  bool ok = true;
+  for (size_t done = 0; ok && done < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    ok = n > 0;
+    done += ok ? n : 0;
+  }
+  ok = ::close(fd) == 0 && ok;
+  std::error_code ec;
+  if (ok)
+    fs::rename(tmp, target, ec);
+  if (!ok || ec) {
+    fs::remove(tmp, ec);
+    fail("cannot write " + path);
+  }
+}
+
+/// True if `a` and `b` name one existing file.
+bool sameFile(const std::string &a, const std::string &b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) && !ec;
+}
+
 int run(Options &o) {
   auto t0 = std::chrono::steady_clock::now();
   if (o.samples <= 0 || o.seqLen <= 0)
     fail("--samples and --seq-len must be positive");
+  if (sameFile(o.out, o.model) || sameFile(o.out, o.source))
+    fail("--out " + o.out + " is an input; refusing to overwrite it");
   if (!fs::exists(o.source))
     fail("cannot read --source " + o.source + ": no such file or directory");
+  // A device (/dev/zero) never ends: text is read only from a regular file.
+  std::error_code ec;
+  if (!fs::is_directory(o.source) &&
+      (!fs::is_regular_file(o.source) ||
+       fs::file_size(o.source, ec) > (uintmax_t(1) << 30) || ec))
+    fail("cannot read --source " + o.source + ": not a folder or a regular "
+         "file of at most 1 GiB");
   Artifact a = Artifact::load(o.model);
   const Function &fn = a.function("main");
   Calibrator calibrator(a);
@@ -74,13 +120,8 @@ int run(Options &o) {
     progress.update(done);
   }
   progress.clear();
-  std::string stats = calibrator.statistics(o.samples, o.seqLen).dump();
-  std::ofstream f(o.out);
-  if (!f)
-    fail("cannot write " + o.out);
-  f << stats << "\n";
-  if (!f)
-    fail("cannot write " + o.out);
+  writeAtomically(o.out,
+                  calibrator.statistics(o.samples, o.seqLen).dump() + "\n");
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();

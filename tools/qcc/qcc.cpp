@@ -19,13 +19,18 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/ManagedStatic.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <functional>
+#include <new>
+
+#include <unistd.h>
 
 using namespace llvm;
 using qcc::Phase;
@@ -136,25 +141,123 @@ cl::opt<bool> reportCpu("report-cpu",
                         cl::init(true), cl::cat(reportCat));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"), cl::cat(inputCat));
-/// Writes -o (default stdout) with `print`; false (and an error line) if
-/// the file cannot be written.
+/// Writes -o (default stdout) with `print`, through a temporary file renamed
+/// over -o when complete; false (and an error line) if it cannot be written.
 bool writeOutput(const std::function<void(raw_ostream &)> &print) {
-  std::error_code ec;
-  ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
-  if (ec) {
+  if (Error err = writeToOutput(outputPath, [&](raw_ostream &os) {
+        print(os);
+        return Error::success();
+      })) {
     WithColor::error(errs(), "qcc")
-        << outputPath << ": cannot write: " << ec.message() << "\n";
+        << outputPath << ": cannot write: " << toString(std::move(err))
+        << "\n";
     return false;
   }
-  print(out.os());
-  out.keep();
   return true;
+}
+
+/// A crash is a bug in qcc, not in the user's model: one line saying so
+/// instead of LLVM's "PLEASE submit a bug report to llvm-project" banner and
+/// stack dump (QCC_STACK_TRACE=1 keeps those, for developers). Running out of
+/// memory and LLVM's fatal errors are one line too. Replaces InitLLVM.
+void installErrorHandlers(const char *argv0) {
+  sys::SetOneShotPipeSignalFunction(sys::DefaultOneShotPipeSignalHandler);
+  if (std::getenv("QCC_STACK_TRACE")) {
+    sys::PrintStackTraceOnErrorSignal(argv0);
+    return;
+  }
+  // Async-signal-safe: write(2) of a constant, then the signal kills qcc.
+  sys::AddSignalHandler(
+      [](void *) {
+        static const char line[] =
+            "qcc: internal error: qcc crashed (a bug in qcc, not in the "
+            "model; QCC_STACK_TRACE=1 prints a stack trace)\n";
+        (void)!::write(2, line, sizeof line - 1);
+      },
+      nullptr);
+  std::set_new_handler([] {
+    static const char line[] =
+        "qcc: error: out of memory (the model needs more than this machine "
+        "can allocate)\n";
+    (void)!::write(2, line, sizeof line - 1);
+    std::_Exit(1);
+  });
+  install_fatal_error_handler([](void *, const char *reason, bool) {
+    errs() << "qcc: internal error: " << reason << "\n";
+    std::_Exit(70); // EX_SOFTWARE: qcc's bug, not a usage error
+  });
+}
+
+/// Parses the command line; a usage error is one line and exit status 1.
+/// LLVM's own options are unregistered (except with --help-llvm), so that
+/// qcc neither accepts nor suggests them (`Did you mean '--stats'?`).
+bool parseCommandLine(std::vector<char *> &args, bool llvmOptions) {
+  if (!llvmOptions) {
+    auto options = cl::getRegisteredOptions();
+    SmallVector<cl::Option *> llvmOwn;
+    for (auto &[name, option] : options)
+      if (!llvm::any_of(option->Categories, [](cl::OptionCategory *c) {
+            return c == &inputCat || c == &quantCat || c == &kvCat ||
+                   c == &outputCat || c == &reportCat;
+          }) &&
+          name != "help" && name != "version")
+        llvmOwn.push_back(option);
+    for (cl::Option *option : llvmOwn)
+      option->removeArgument();
+  }
+  // Errors go to `os`, and an option's own parser writes to errs(): stderr
+  // is captured in a pipe while parsing (the messages are short).
+  std::string message;
+  raw_string_ostream os(message);
+  int pipeFds[2], savedStderr = ::dup(2);
+  bool captured = savedStderr >= 0 && ::pipe(pipeFds) == 0;
+  if (captured) {
+    ::dup2(pipeFds[1], 2);
+    ::close(pipeFds[1]);
+  }
+  bool parsed = cl::ParseCommandLineOptions(
+          (int)args.size(), args.data(),
+          "qcc: ahead-of-time compiler for quantized transformer inference\n\n"
+          "  qcc MODEL.onnx -o MODEL.qpkg    compile to a deployment artifact\n"
+          "  qcc MODEL.onnx --emit=mlir      print the raised IR\n"
+          "  qcc MODEL.onnx --emit=imported  print the IR as imported\n"
+          "  qcc MODEL.onnx --emit=PHASE     stop after any phase (below)\n"
+          "  qcc MODEL.onnx --report         the roofline report per kernel\n"
+          "  qcc --list-ops                  list the ONNX ops qcc imports\n"
+          "  qcc --help-llvm                 also LLVM's own options\n",
+          &os);
+  if (captured) {
+    errs().flush();
+    ::dup2(savedStderr, 2);
+    ::close(savedStderr);
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(pipeFds[0], buffer, sizeof buffer)) > 0;)
+      message.append(buffer, n);
+    ::close(pipeFds[0]);
+  }
+  if (parsed)
+    return true;
+  // LLVM's parser reports an error over several lines ("qcc: Unknown
+  // command line argument '--x'. Try: ...", "qcc: Did you mean '--y'?").
+  SmallVector<StringRef> lines;
+  StringRef(message).trim().split(lines, '\n', -1, false);
+  std::string joined;
+  for (StringRef line : lines) {
+    line = line.trim();
+    line.consume_front("qcc: ");
+    line = line.split("  Try: ").first; // "Try: 'qcc --help'": said below
+    if (!line.empty())
+      joined += (joined.empty() ? "" : " ") + line.str();
+  }
+  WithColor::error(errs(), "qcc") << joined << " (see qcc --help)\n";
+  return false;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
+  installErrorHandlers(argv[0]);
+  llvm_shutdown_obj shutdown;
   // --help-llvm: the full LLVM option list, for developers; otherwise --help
   // shows qcc's own groups.
   std::vector<char *> args(argv, argv + argc);
@@ -175,16 +278,8 @@ int main(int argc, char **argv) {
     os << "qcc " << QCC_VERSION << " (artifact format "
        << qcc::rt::kFormatVersion << ")\n";
   });
-  cl::ParseCommandLineOptions(
-      (int)args.size(), args.data(),
-      "qcc: ahead-of-time compiler for quantized transformer inference\n\n"
-      "  qcc MODEL.onnx -o MODEL.qpkg    compile to a deployment artifact\n"
-      "  qcc MODEL.onnx --emit=mlir      print the raised IR\n"
-      "  qcc MODEL.onnx --emit=imported  print the IR as imported\n"
-      "  qcc MODEL.onnx --emit=PHASE     stop after any phase (below)\n"
-      "  qcc MODEL.onnx --report         the roofline report per kernel\n"
-      "  qcc --list-ops                  list the ONNX ops qcc imports\n"
-      "  qcc --help-llvm                 also LLVM's own options\n");
+  if (!parseCommandLine(args, llvmHelp))
+    return 1;
 
   if (listOps) {
     for (const auto &[op, versions] : qcc::supportedOnnxOps()) {
@@ -237,13 +332,21 @@ int main(int argc, char **argv) {
         << "\n";
     return 1;
   }
-  bool sameFile = false;
-  if (outputPath != "-" &&
-      !sys::fs::equivalent(inputPath, outputPath, sameFile) && sameFile) {
-    WithColor::error(errs(), "qcc")
-        << "-o " << outputPath << " is the input model; refusing to overwrite "
-           "it\n";
-    return 1;
+  // -o may not overwrite an input (the model, the tokenizer, the
+  // calibration data or statistics it reads).
+  std::pair<const std::string *, const char *> inputs[] = {
+      {&inputPath.getValue(), "the input model"},
+      {&tokenizerPath.getValue(), "the --tokenizer file"},
+      {&calib.getValue(), "the --calib source"},
+      {&calibStats.getValue(), "the --calib-stats file"}};
+  for (auto [input, what] : inputs) {
+    bool sameFile = false;
+    if (outputPath != "-" && !input->empty() &&
+        !sys::fs::equivalent(*input, outputPath, sameFile) && sameFile) {
+      WithColor::error(errs(), "qcc") << "-o " << outputPath << " is " << what
+                                      << "; refusing to overwrite it\n";
+      return 1;
+    }
   }
   qcc::CompileOptions options;
   options.kvCache = kvCache;

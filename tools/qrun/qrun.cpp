@@ -17,6 +17,7 @@
 // this file parses options, reads files and prompts, and prints.
 //
 //===----------------------------------------------------------------------===//
+#include "format/Checked.h"
 #include "runtime/Artifact.h"
 #include "runtime/Backend.h"
 #include "runtime/Benchmark.h"
@@ -110,7 +111,19 @@ Tokenizer loadTokenizer(const Artifact &a) {
                              "(compile with --tokenizer, or put "
                              "tokenizer.json or tokenizer.model beside the "
                              ".onnx)");
-  return Tokenizer(*blob);
+  try {
+    return Tokenizer(*blob);
+  } catch (const std::exception &e) { // the library's words: say whose
+    throw std::runtime_error(a.path() + ": the embedded tokenizer: " +
+                             e.what());
+  }
+}
+
+/// A text file's contents (prompts, --perplexity, --reference): a regular
+/// file that fits in memory, never an endless device or FIFO.
+std::string readTextFile(const std::string &path) {
+  std::vector<char> bytes = qcc::format::readFileChecked(path);
+  return std::string(bytes.begin(), bytes.end());
 }
 
 /// The token that ends a continuation: --eos-token, else the tokenizer's EOS.
@@ -153,6 +166,10 @@ int runTensors(const Options &o, const Artifact &a) {
   return 0;
 }
 
+/// Whether stdout holds a streamed continuation without its newline yet:
+/// an error then starts on a line of its own.
+bool streamOpen = false;
+
 /// Prints a continuation as it comes (one prompt) or each finished
 /// sequence as "[i] prompt + continuation" (several).
 struct Printer {
@@ -162,8 +179,10 @@ struct Printer {
   std::vector<std::string> text;         // the continuation, per sequence
   bool stream() const { return prompts.size() == 1; }
   void begin() {
-    if (stream())
+    if (stream()) {
       std::cout << prompts[0] << std::flush;
+      streamOpen = true;
+    }
   }
   void token(size_t i, int64_t id) {
     std::string piece = tok.decodePiece(ids[i], id);
@@ -173,9 +192,10 @@ struct Printer {
       std::cout << piece << std::flush;
   }
   void finish(size_t i) {
-    if (stream())
+    if (stream()) {
       std::cout << "\n";
-    else
+      streamOpen = false;
+    } else
       std::cout << "[" << i << "] " << prompts[i] << text[i] << "\n"
                 << std::flush;
   }
@@ -225,15 +245,8 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
   SpeculativeOptions spec;
   spec.draftTokens = o.draftTokens;
   spec.lookupNgram = o.lookup;
-  if (!o.reference.empty()) {
-    std::ifstream in(o.reference);
-    if (!in)
-      throw std::runtime_error("--reference: " + o.reference +
-                               ": cannot open the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    spec.reference = tok.encode(ss.str());
-  }
+  if (!o.reference.empty())
+    spec.reference = tok.encode(readTextFile(o.reference));
   SpeculativeGenerator gen(a, exec, cache, draft.get());
   SpeculativeStats stats;
   out.begin();
@@ -254,9 +267,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   Tokenizer tok = loadTokenizer(a);
   std::vector<std::string> texts = o.prompts;
   if (!o.promptsFile.empty()) {
-    std::ifstream in(o.promptsFile);
-    if (!in)
-      throw std::runtime_error(o.promptsFile + ": cannot open the file");
+    std::istringstream in(readTextFile(o.promptsFile));
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line.back() == '\r')
         line.pop_back();
@@ -321,12 +332,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   p.progress = !o.quiet && Progress::stderrIsTerminal();
   PerplexityEvaluator evaluator(a, *exec, p);
   Tokenizer tok = loadTokenizer(a);
-  std::ifstream in(o.perplexityFile);
-  if (!in)
-    throw std::runtime_error(o.perplexityFile + ": cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<int64_t> ids = tok.encode(ss.str());
+  std::vector<int64_t> ids = tok.encode(readTextFile(o.perplexityFile));
   PerplexityResult r = evaluator.evaluate(ids);
   if (r.predicted == 0)
     throw std::runtime_error(o.perplexityFile + ": too little text");
@@ -377,6 +383,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
           steps = o.benchGenerate[2];
   int64_t vocab = staticVocab(a.function("main"),
                               "--bench-generate needs a static vocabulary");
+  requireGenerateBenchMemory("--bench-generate", batch, context, steps, vocab);
   auto exec = makeExecutor(o, a);
   Session *cpu = profiledSession(o, *exec);
   GenerateBench r = benchGenerate(a, *exec, batch, context, steps, vocab,
@@ -401,13 +408,14 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
 
 /// Times forward passes over random token ids: prints tokens/s.
 int runBench(const Options &o, const Artifact &a) {
-  auto exec = makeExecutor(o, a);
-  Session *cpu = profiledSession(o, *exec);
   const Function &fn = a.function(o.function);
   if (o.bench.size() != 2 || o.bench[0] <= 0 || o.bench[1] <= 0)
     throw std::runtime_error("--bench takes BATCH SEQ");
   int64_t vocab =
       staticVocab(fn, "--bench needs a static vocabulary size");
+  requireBenchMemory("--bench", o.bench[0], o.bench[1], vocab);
+  auto exec = makeExecutor(o, a);
+  Session *cpu = profiledSession(o, *exec);
   ForwardBench r =
       benchForward(*exec, fn, o.bench[0], o.bench[1], vocab, o.iterations);
   std::cout << "batch " << r.batch << " seq " << r.seq << ": median "
@@ -481,6 +489,7 @@ int main(int argc, char **argv) {
   app.add_option("--max-new-tokens", o.maxNewTokens,
                  "Tokens to generate for each prompt")
       ->capture_default_str()
+      ->check(countValidator)
       ->group(kText);
   app.add_option("--eos-token", o.eosToken,
                  "Stop a continuation at this token, given by its text (e.g. "
@@ -680,6 +689,8 @@ int main(int argc, char **argv) {
       return runPrompt(o, a);
     return runPerplexity(o, a);
   } catch (const std::exception &e) {
+    if (streamOpen)
+      std::cout << std::endl;
     std::cerr << "qrun: error: " << e.what() << "\n";
     return 1;
   }

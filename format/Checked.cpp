@@ -1,0 +1,91 @@
+//===- Checked.cpp - overflow-checked sizes and memory limits -------------===//
+#include "format/Checked.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+std::optional<int64_t>
+qcc::format::checkedNumElements(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    std::optional<int64_t> m = checkedMul(n, d);
+    if (!m)
+      return std::nullopt;
+    n = *m;
+  }
+  return n;
+}
+
+std::optional<uint64_t>
+qcc::format::checkedBytes(std::span<const int64_t> shape,
+                          uint64_t elementSize) {
+  std::optional<int64_t> n = checkedNumElements(shape);
+  if (!n)
+    return std::nullopt;
+  return checkedMul((uint64_t)*n, elementSize);
+}
+
+uint64_t qcc::format::physicalMemoryBytes() {
+  static const uint64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || pageSize <= 0)
+      return UINT64_MAX; // unknown: no limit rather than a wrong one
+    return checkedMul((uint64_t)pages, (uint64_t)pageSize).value_or(UINT64_MAX);
+  }();
+  return bytes;
+}
+
+std::string qcc::format::byteString(uint64_t bytes) {
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB",
+                                      "PiB", "EiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu bytes", (unsigned long long)bytes);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+void qcc::format::requireMemory(uint64_t bytes, const std::string &what) {
+  uint64_t have = physicalMemoryBytes();
+  if (bytes > have)
+    throw std::runtime_error(what + " needs " + byteString(bytes) +
+                             "; this machine has " + byteString(have) +
+                             " of memory");
+}
+
+std::vector<char> qcc::format::readFileChecked(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st))
+    throw std::runtime_error(path + ": cannot open the file");
+  if (!fs::is_regular_file(st))
+    throw std::runtime_error(path + ": not a regular file");
+  uint64_t size = fs::file_size(path, ec);
+  if (ec)
+    throw std::runtime_error(path + ": cannot read the file");
+  requireMemory(size, path + ": reading the file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(path + ": cannot open the file");
+  std::vector<char> bytes(size);
+  if (!in.read(bytes.data(), (std::streamsize)size) ||
+      in.peek() != std::char_traits<char>::eof())
+    throw std::runtime_error(path + ": cannot read the file (did it change "
+                             "while being read?)");
+  return bytes;
+}

@@ -1,0 +1,83 @@
+//===- FuzzArtifact.h - what the artifact fuzz targets check ----*- C++ -*-===//
+//
+// Shared by fuzz/ArtifactFuzzer.cpp and fuzz/ManifestFuzzer.cpp: loading a
+// file's bytes either fails with a std::runtime_error (the one line qrun
+// prints) or yields an artifact that code after the loader may trust. The
+// second is checked here: every constant, kernel binary and section lies in
+// the data section, and every value id a node or port names has a type.
+// Anything else (another exception, a crash, a sanitizer report, a trap
+// here) is a bug.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_FUZZ_FUZZARTIFACT_H
+#define QCC_FUZZ_FUZZARTIFACT_H
+
+#include "runtime/Artifact.h"
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+namespace qcc::fuzz {
+
+/// Traps unless [p, p + n) lies within [lo, hi).
+inline void requireWithin(const char *p, size_t n, const char *lo,
+                          const char *hi) {
+  if (p < lo || p > hi || n > size_t(hi - p))
+    __builtin_trap();
+}
+
+inline void checkNodes(const rt::Artifact &a,
+                       const std::vector<rt::Node> &nodes) {
+  for (const rt::Node &n : nodes) {
+    for (int64_t id : n.inputs)
+      if (id != -1)
+        (void)a.valueType(id); // at() throws out_of_range: not caught
+    for (int64_t id : n.outputs)
+      (void)a.valueType(id);
+    if (n.body)
+      checkNodes(a, n.body->nodes);
+  }
+}
+
+/// Loads `bytes` and checks what the loader promises.
+inline void loadAndCheck(std::shared_ptr<std::vector<char>> bytes) {
+  std::optional<rt::Artifact> loaded;
+  try {
+    loaded = rt::Artifact::fromBytes(bytes, "fuzz.qpkg");
+  } catch (const std::runtime_error &) {
+    return; // refused with a message: what must happen to bad input
+  }
+  const rt::Artifact &a = *loaded;
+  format::Header h;
+  std::memcpy(&h, bytes->data(), sizeof h);
+  const char *data = bytes->data() + h.dataOffset;
+  const char *end = data + h.dataSize;
+  for (size_t id = 0; id < a.numValues(); ++id)
+    if (const rt::Tensor *c = a.constant((int64_t)id))
+      requireWithin(static_cast<const char *>(c->raw()), c->bytes(), data,
+                    end);
+  for (const rt::KernelRecord &k : a.kernels())
+    for (const auto &[target, range] : k.binaries) {
+      std::optional<std::string_view> b = a.kernelBinary(k, target);
+      if (!b)
+        __builtin_trap();
+      requireWithin(b->data(), b->size(), data, end);
+    }
+  if (auto tok = a.section("tokenizer"))
+    requireWithin(tok->data(), tok->size(), data, end);
+  for (const rt::Function &f : a.functions()) {
+    for (const rt::Port &p : f.inputs)
+      (void)a.valueType(p.value);
+    for (const rt::Port &p : f.outputs)
+      (void)a.valueType(p.value);
+    checkNodes(a, f.nodes);
+    if (const rt::Function *g = a.gpuFunction(f.name))
+      checkNodes(a, g->nodes);
+  }
+}
+
+} // namespace qcc::fuzz
+
+#endif // QCC_FUZZ_FUZZARTIFACT_H

@@ -1,0 +1,235 @@
+//===- ArtifactLoaderTest.cpp - the loader refuses hostile artifacts ------===//
+//
+// runtime/Artifact validates the whole header and manifest at load: the CRC
+// covers the header, offsets and sizes cannot wrap, every id is in range,
+// values are defined before they are read, nesting is bounded. Each case
+// below is a hostile artifact with a valid CRC (anyone can write one) that
+// must be refused with one line naming the file and the reason. The fuzz
+// targets fuzz/ArtifactFuzzer.cpp and fuzz/ManifestFuzzer.cpp search for
+// more; what they found is replayed from test/fuzz-regressions/.
+//
+//===----------------------------------------------------------------------===//
+#include "format/ArtifactFormat.h"
+#include "format/Checked.h"
+#include "runtime/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+
+using namespace qcc;
+using nlohmann::json;
+
+namespace {
+
+/// main(x: f32[4]) = x + c, c a constant f32[4] at offset 0 of the data.
+json goodManifest() {
+  return json{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {{{"dtype", "f32"}, {"shape", {4}}},
+        {{"dtype", "f32"}, {"shape", {4}}},
+        {{"dtype", "f32"}, {"shape", {4}}}}},
+      {"constants", {{{"value", 1}, {"offset", 0}, {"size", 16}}}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "x"}, {"value", 0}, {"dtype", "f32"}, {"shape", {4}}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 2}, {"dtype", "f32"}, {"shape", {4}}}}},
+         {"nodes",
+          {{{"op", "add"}, {"name", "add0"}, {"in", {0, 1}}, {"out", {2}}}}}}}},
+      {"sections", json::object()}};
+}
+
+std::shared_ptr<std::vector<char>> package(const std::string &manifest,
+                                           std::string data = std::string(16, '\0')) {
+  return std::make_shared<std::vector<char>>(
+      format::packageFile(manifest, data));
+}
+
+/// The loader's message for `bytes`, or "" when it accepts them.
+std::string refusal(std::shared_ptr<std::vector<char>> bytes) {
+  try {
+    rt::Artifact::fromBytes(std::move(bytes), "hostile.qpkg");
+    return "";
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+}
+std::string refusal(const json &manifest) {
+  return refusal(package(manifest.dump()));
+}
+
+#define EXPECT_REFUSED(expr, text)                                             \
+  do {                                                                         \
+    std::string msg = (expr);                                                  \
+    EXPECT_EQ(msg.rfind("hostile.qpkg: ", 0), 0u) << msg;                      \
+    EXPECT_NE(msg.find(text), std::string::npos) << msg;                       \
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;                       \
+  } while (0)
+
+TEST(ArtifactLoader, AcceptsAWellFormedArtifact) {
+  EXPECT_EQ(refusal(goodManifest()), "");
+  rt::Artifact a = rt::Artifact::fromBytes(package(goodManifest().dump()),
+                                           "good.qpkg");
+  ASSERT_NE(a.constant(1), nullptr);
+  EXPECT_EQ(a.constant(1)->bytes(), 16u);
+}
+
+TEST(ArtifactLoader, CrcCoversTheHeader) {
+  // Each header field but the CRC is covered: changing one is a mismatch.
+  for (size_t at : {offsetof(format::Header, flags),
+                    offsetof(format::Header, manifestSize),
+                    offsetof(format::Header, reserved)}) {
+    auto bytes = package(goodManifest().dump());
+    (*bytes)[at] ^= 1;
+    EXPECT_REFUSED(refusal(bytes), "corrupted: checksum mismatch");
+  }
+}
+
+TEST(ArtifactLoader, HeaderRangesCannotWrap) {
+  auto bytes = package(goodManifest().dump());
+  format::Header h;
+  std::memcpy(&h, bytes->data(), sizeof h);
+  h.dataOffset = 64 * (UINT64_MAX / 64); // offset + size wraps to small
+  std::memcpy(bytes->data(), &h, sizeof h);
+  format::sealCrc(*bytes);
+  EXPECT_REFUSED(refusal(bytes), "sections lie outside the file");
+
+  std::memcpy(&h, bytes->data(), sizeof h);
+  h.manifestOffset = 0; // the manifest would be read from the header
+  h.dataOffset = 128;
+  std::memcpy(bytes->data(), &h, sizeof h);
+  format::sealCrc(*bytes);
+  EXPECT_REFUSED(refusal(bytes), "sections lie outside the file");
+}
+
+TEST(ArtifactLoader, ConstantOffsetsCannotWrap) {
+  json m = goodManifest();
+  m["constants"][0]["offset"] = UINT64_MAX - 7; // + 16 wraps to 8
+  EXPECT_REFUSED(refusal(m), "constant 1 does not fit the data section");
+  m["constants"][0]["offset"] = -64;
+  EXPECT_REFUSED(refusal(m), "\"offset\" is not a non-negative integer");
+  m = goodManifest();
+  m["constants"][0]["size"] = 32; // not f32[4]'s bytes
+  EXPECT_REFUSED(refusal(m), "32 bytes for f32[4]");
+  m = goodManifest();
+  m["values"][1]["shape"] = {-1}; // a constant of dynamic shape
+  m["functions"][0]["nodes"] = json::array();
+  EXPECT_REFUSED(refusal(m), "bytes for f32[-1]");
+  m = goodManifest();
+  m["constants"].push_back(m["constants"][0]);
+  EXPECT_REFUSED(refusal(m), "constant 1 is defined twice");
+}
+
+TEST(ArtifactLoader, ShapesCannotOverflow) {
+  json m = goodManifest();
+  m["values"][2]["shape"] = {int64_t(1) << 62, 4, 4};
+  EXPECT_REFUSED(refusal(m), "more elements than fit in 64 bits");
+  m["values"][2]["shape"] = {-2};
+  EXPECT_REFUSED(refusal(m), "invalid dim -2");
+  m["values"][2]["shape"] = json::array();
+  for (int i = 0; i < 40; ++i)
+    m["values"][2]["shape"].push_back(1);
+  EXPECT_REFUSED(refusal(m), "at most 32 dims");
+}
+
+TEST(ArtifactLoader, IdsAreInRange) {
+  json m = goodManifest();
+  m["functions"][0]["inputs"][0]["value"] = 3;
+  EXPECT_REFUSED(refusal(m), "input 'x' refers to unknown value 3");
+  m = goodManifest();
+  m["functions"][0]["outputs"][0]["value"] = uint64_t(1) << 63;
+  EXPECT_REFUSED(refusal(m), "output 'y' refers to unknown value");
+  m = goodManifest();
+  m["functions"][0]["nodes"][0]["in"] = {0, -2};
+  EXPECT_REFUSED(refusal(m), "node 'add0' refers to unknown value -2");
+  m = goodManifest();
+  m["functions"][0]["nodes"][0]["out"] = {7};
+  EXPECT_REFUSED(refusal(m), "node 'add0' refers to unknown value 7");
+  m = goodManifest();
+  m["constants"][0]["value"] = 9;
+  EXPECT_REFUSED(refusal(m), "constant refers to unknown value 9");
+  m = goodManifest();
+  m["functions"][0]["inputs"][0]["dtype"] = "i64"; // its value is f32
+  EXPECT_REFUSED(refusal(m), "input 'x' is i64[4] but its value is f32[4]");
+}
+
+TEST(ArtifactLoader, ValuesAreDefinedBeforeUse) {
+  json m = goodManifest();
+  m["functions"][0]["nodes"][0]["in"] = {0, 2}; // reads its own result
+  EXPECT_REFUSED(refusal(m), "reads value 2 before anything defines it");
+  m = goodManifest();
+  m["functions"][0]["nodes"][0]["out"] = {1}; // overwrites the constant
+  EXPECT_REFUSED(refusal(m), "redefines value 1");
+  m = goodManifest();
+  m["functions"][0]["nodes"] = json::array(); // output never computed
+  EXPECT_REFUSED(refusal(m), "output 'y' reads value 2 before anything");
+}
+
+TEST(ArtifactLoader, KernelBinariesAndSectionsCannotWrap) {
+  json m = goodManifest();
+  m["sections"]["tokenizer"] = {{"offset", UINT64_MAX}, {"size", 2}};
+  EXPECT_REFUSED(refusal(m), "section 'tokenizer' lies outside the data");
+  m = goodManifest();
+  m["kernels"] = {{{"function", "main"},
+                   {"region", "r0"},
+                   {"kind", "elementwise"},
+                   {"unsupported", "test"},
+                   {"binaries",
+                    {{"ptx", {{"offset", UINT64_MAX - 3}, {"size", 8}}}}}}};
+  EXPECT_REFUSED(refusal(m), "kernel r0 binary ptx lies outside the data");
+}
+
+TEST(ArtifactLoader, NestingIsBounded) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  json m = goodManifest();
+  std::string text = m.dump();
+  text.insert(text.size() - 1, ",\"x\":" + deep);
+  EXPECT_REFUSED(refusal(package(text)), "nested deeper than 64 levels");
+  // Brackets inside strings are text, not nesting.
+  m["producer"] = std::string(1000, '[');
+  EXPECT_EQ(refusal(m), "");
+}
+
+TEST(ArtifactLoader, MalformedManifestsAreOneLine) {
+  EXPECT_REFUSED(refusal(package("[1, 2]")), "not a JSON object");
+  EXPECT_REFUSED(refusal(package("{\"values\": 7}")), "corrupted manifest");
+  EXPECT_REFUSED(refusal(package("{")), "corrupted manifest");
+  json m = goodManifest();
+  m["functions"][0]["nodes"][0]["attrs"] = 5;
+  EXPECT_REFUSED(refusal(m), "attrs is not an object");
+}
+
+TEST(ArtifactLoader, OnlyRegularFilesAreRead) {
+  std::string dir = testing::TempDir();
+  try {
+    rt::Artifact::load(dir);
+    FAIL() << "a directory was accepted";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Checked, Arithmetic) {
+  EXPECT_EQ(format::checkedAdd<uint64_t>(UINT64_MAX, 1), std::nullopt);
+  EXPECT_EQ(format::checkedMul<int64_t>(int64_t(1) << 62, 4), std::nullopt);
+  EXPECT_EQ(format::checkedMul<int64_t>(3, 4), 12);
+  EXPECT_TRUE(format::rangeWithin(8, 8, 16));
+  EXPECT_FALSE(format::rangeWithin(UINT64_MAX - 7, 16, 64));
+  std::vector<int64_t> big{int64_t(1) << 62, 4}, neg{-1, 4}, ok{2, 3};
+  EXPECT_EQ(format::checkedNumElements(big), std::nullopt);
+  EXPECT_EQ(format::checkedNumElements(neg), std::nullopt);
+  EXPECT_EQ(format::checkedBytes(ok, 4), 24u);
+  EXPECT_EQ(format::checkedBytes(std::vector<int64_t>{int64_t(1) << 62}, 4),
+            std::nullopt);
+  EXPECT_GT(format::physicalMemoryBytes(), 0u);
+  EXPECT_THROW(format::requireMemory(UINT64_MAX, "x"), std::runtime_error);
+}
+
+} // namespace
