@@ -291,16 +291,19 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
             body->yields.size() != node.outputs.size())
           l.fail("manifest: kernel '" + node.name +
                  "' has a body that does not match its operands/results");
-        for (int64_t id : body->args)
-          define(id, at);
+        // An argument may be its operand's own id, a yield its result's.
+        for (size_t i = 0; i < body->args.size(); ++i)
+          if (body->args[i] != node.inputs[i])
+            define(body->args[i], at);
         for (const json &inner : b.at("nodes"))
           body->nodes.push_back(parseNode(inner, /*inKernel=*/true));
         for (int64_t id : body->yields)
           requireDefined(id, at + " yield");
         node.body = std::move(body);
       }
-      for (int64_t id : node.outputs)
-        define(id, where);
+      for (size_t i = 0; i < node.outputs.size(); ++i)
+        if (!node.body || node.body->yields[i] != node.outputs[i])
+          define(node.outputs[i], where);
       return node;
     };
     auto parseFunctions = [&](const json &list, std::vector<Function> &out) {
