@@ -2,8 +2,9 @@
 //
 // The importer maps each ONNX node through a table of small converters keyed
 // by op type and op version (OnnxConverters.cpp). A converter sees the node's
-// inputs as values, the result types that shape inference gave, and helpers to
-// read attributes; it returns the values of the node's outputs or a reason.
+// inputs as values, the result types the model declares (value_info), and
+// helpers to read attributes; it returns the values of the node's outputs or a
+// reason.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_COMPILER_ONNXCONVERTER_H
@@ -45,7 +46,7 @@ public:
   const onnx::NodeProto &node;
   /// One per ONNX input; null for an omitted optional input.
   llvm::SmallVector<mlir::Value> inputs;
-  /// One per ONNX output, from shape inference.
+  /// One per ONNX output: the type the model declares for it, or null.
   llvm::SmallVector<mlir::Type> resultTypes;
   /// One per ONNX input: the uint8 initializer it names (its value in
   /// `inputs` is null), else null. Only converters that declare
@@ -64,9 +65,9 @@ public:
   const PackedTensor *packedInput(size_t i) const {
     return i < packed.size() ? packed[i] : nullptr;
   }
-  /// The type ONNX shape inference gave output `i`, or, where it gave none
-  /// (its inference stops at the first node it cannot handle), the type the
-  /// converter computed: `shape` and `elementType`.
+  /// The type the converter computed for output `i` (`shape` and
+  /// `elementType`), with the static sizes the model's declared type adds;
+  /// a declaration that contradicts it sets typeConflict.
   mlir::RankedTensorType resultType(size_t i, llvm::ArrayRef<int64_t> shape,
                                     mlir::Type elementType) const {
     auto computed = mlir::RankedTensorType::get(shape, elementType);
@@ -168,8 +169,8 @@ const std::vector<OnnxConverter> &onnxConverters();
 const std::vector<OnnxConverter> &onnxContribConverters();
 
 /// Registers the default-domain contrib ops (SimplifiedLayerNormalization)
-/// with ONNX's schema registry, so that its checker and shape inference
-/// accept and infer them as onnxruntime does. Idempotent.
+/// with ONNX's schema registry, so that its checker accepts them as
+/// onnxruntime does. Idempotent.
 void registerContribSchemas();
 
 /// Converts an ONNX TensorProto to an ElementsAttr (external data already

@@ -1,15 +1,11 @@
 //===- OnnxImporter.cpp - ONNX protobuf -> qcc dialect --------------------===//
 //
-// Reads the model with protobuf, validates what ONNX's checker and shape
-// inference would trust (names, references, tensors and their data, declared
-// dimensions: validate()), checks it with ONNX's checker, fills in
-// intermediate shapes with ONNX's shape inference, then walks the graph in
-// order and maps each node through the converter table: its arity and
-// attribute types checked first, its ops verified after. Shape inference
-// runs without data propagation: the converters' dimension expressions
-// (passes/PatternUtils.h) follow Shape -> Gather -> Concat chains, and ONNX
-// 1.12's propagation dereferences the missing type of a value whose own
-// inference failed (a null pointer on an inconsistent model).
+// Reads the model with protobuf, validates what ONNX's checker would trust
+// (names, references, tensors and their data, declared dimensions:
+// validate()), checks it with ONNX's checker, then walks the graph in order
+// and maps each node through the converter table: its arity and attribute
+// types checked first, its ops verified after. The converters compute every
+// result type; ONNX's shape inference is not run (Importer::run says why).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/OnnxImporter.h"
@@ -29,7 +25,6 @@
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <fmt/format.h>
 
@@ -147,7 +142,7 @@ private:
   /// The opset the model imports for each domain ("" for ai.onnx).
   llvm::StringMap<int64_t> domainOpsets;
   /// The newest default-domain opset the installed ONNX library knows; above
-  /// it, its checker and shape inference would apply older schemas.
+  /// it, its checker would apply older schemas.
   int64_t libraryOpset = 0;
   llvm::StringMap<Value> values;
   /// uint8 initializers, for the converters that read them (readsPacked).
@@ -189,9 +184,8 @@ llvm::Error Importer::load(onnx::ModelProto &model) {
                       "truncated or corrupted?)");
   if (!model.has_graph() || model.graph().node_size() == 0)
     return sink.error("the model has no graph or an empty graph (truncated?)");
-  // What the checker and shape inference read is checked first: they trust
-  // a tensor's data and its references (shape inference overflows a buffer
-  // on a Reshape shape shorter than its dims say).
+  // What the checker reads is checked first: it trusts a tensor's data and
+  // its references.
   if (auto err = validate(model))
     return err;
   libraryOpset =
@@ -384,8 +378,8 @@ llvm::Error Importer::checkTensor(const onnx::TensorProto &t) {
   return llvm::Error::success();
 }
 
-/// A declared value type's dimensions: ONNX's shape inference and the
-/// converters read them (validate() runs this on every declared value).
+/// A declared value type's dimensions: the converters read them (validate()
+/// runs this on every declared value).
 llvm::Error Importer::checkDeclaredShape(const onnx::ValueInfoProto &vi) {
   if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape())
     return llvm::Error::success(); // typeOf refuses where it matters
@@ -404,8 +398,8 @@ llvm::Error Importer::checkDeclaredShape(const onnx::ValueInfoProto &vi) {
 }
 
 /// The graph checked before anything reads it, whatever the opset (ONNX's
-/// checker is skipped above the library's opsets, and neither it nor shape
-/// inference guards against all of this): every name UTF-8 (the artifact's
+/// checker is skipped above the library's opsets and does not guard against
+/// all of this): every name UTF-8 (the artifact's
 /// manifest is JSON), every reference to a value defined before, each value
 /// assigned once, no subgraphs, every tensor and declared shape sound.
 llvm::Error Importer::validate(const onnx::ModelProto &model) {
@@ -671,7 +665,7 @@ llvm::Error Importer::importNode(const onnx::NodeProto &node) {
   }
   SmallVector<Type> resultTypes;
   for (const std::string &name : node.output()) {
-    // Where ONNX inference gave no type, the converter computes one.
+    // Where the model declares no type, the converter computes one.
     auto it = types.find(name);
     if (it == types.end() || !it->second.tensor_type().has_shape()) {
       resultTypes.push_back(Type());
@@ -735,21 +729,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     return std::move(err);
   if (auto err = checkOpset(model))
     return std::move(err);
-  // Above the library's opsets its schemas are out of date: the converters
-  // then compute every type themselves.
-  if (opset <= libraryOpset) {
-    try {
-      onnx::ShapeInferenceOptions options{/*check_type=*/false,
-                                          /*error_mode=*/0,
-                                          /*enable_data_propagation=*/false};
-      onnx::shape_inference::InferShapes(
-          model, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception &e) {
-      std::string what = e.what();
-      std::replace(what.begin(), what.end(), '\n', ' ');
-      return sink.error("ONNX shape inference failed: " + what);
-    }
-  }
+  // No ONNX shape inference: the converters compute every result type
+  // (as they always did above the library's opsets), and ONNX 1.12's
+  // inference functions trust attribute values and input types that the
+  // converters check (LayerNormalization's axis indexes the input's shape;
+  // data propagation dereferences a missing type). Types the model itself
+  // declares (value_info) are still checked against the computed ones.
   const onnx::GraphProto &graph = model.graph();
   if (auto err = collectTypes(graph))
     return std::move(err);

@@ -4,7 +4,7 @@
 #     with gcc's -fsanitize=address,undefined (any report is fatal), then
 #     ctest there: the runtime's unit tests (qcc-runtime-tests) and the fuzz
 #     replays (fuzz-replay-*: seeds and test/fuzz-regressions/);
-#  2. scripts/fuzz.sh: every libFuzzer target for FUZZ_SECONDS (default 15)
+#  2. scripts/fuzz.sh: every libFuzzer target for FUZZ_SECONDS (default 30)
 #     each, when clang is there.
 # SANITIZE_COMPILER=1 also builds the compiler, qcc and the lit suite with
 # the sanitizers and runs the whole ctest suite there (an hour or more cold on
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${ASAN_BUILD_DIR:-build-asan}
-FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 WITH_COMPILER=OFF
 if [ "${SANITIZE_COMPILER:-0}" = 1 ]; then WITH_COMPILER=ON; fi
 FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"

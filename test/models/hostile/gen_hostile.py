@@ -96,14 +96,20 @@ def main():
     s = numpy_helper.from_array(np.array(0, np.int64), "S")
     save("slice_rank", model([helper.make_node("Slice", ["X", "S", "S"], ["Y"], name="slice")],
                              [vi("X", [2, 4])], [vi("Y", ["a", "b"])], [s]))
-    # ONNX 1.12's data propagation dereferenced the type of a value whose
-    # inference failed (Transpose of a rank-1 Reshape), at opset 17.
+    # ONNX 1.12's shape inference (qcc no longer runs it) trusted what it
+    # read, at opset 17, where the checker passes: its data propagation
+    # dereferenced the type of a value whose inference failed (Transpose of
+    # a rank-1 Reshape); LayerNormalization's axis indexed the input shape.
     shape = numpy_helper.from_array(np.array([8], np.int64), "shape")
     save("shape_propagation", model(
         [helper.make_node("Reshape", ["X", "shape"], ["R"], name="reshape"),
          helper.make_node("Transpose", ["R"], ["T"], name="transpose", perm=[0, 2, 1]),
          helper.make_node("Shape", ["T"], ["Y"], name="shape_of")],
         [vi("X", [2, 4])], [vi("Y", [3], TensorProto.INT64)], [shape], opset=17))
+    scale = numpy_helper.from_array(np.ones(4, np.float32), "scale")
+    save("layernorm_axis", model([helper.make_node("LayerNormalization", ["X", "scale"], ["Y", "mean"],
+                                                   name="layernorm", axis=2**31)],
+                                 [vi("X", [2, 4])], [vi("Y", [2, 4])], [scale], opset=17))
     # Names: invalid UTF-8 (the artifact writer's JSON threw), a reference
     # to nothing, a value assigned twice, a subgraph.
     save("bad_utf8_name", model([helper.make_node("Relu", ["X"], ["Y"], name="QCCBADNAME")],
