@@ -154,13 +154,27 @@ constexpr GemmTile kGemmNarrow[2] = {
     QCC_GEMM_TILE(GemmF16Config<64, 64, 64, 32, 32, 4>)};
 constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 2>),
                                QCC_GEMM_TILE(GemvF16Config<8, 4, 2>)};
+/// The 2:4 sparse GEMM (gemm_sp.cuh): same families, BlockK 128 (a row's
+/// metadata for one K tile is one 16-byte cp.async).
+constexpr GemmTile kGemmSpWide[2] = {
+    QCC_GEMM_TILE(GemmSpI8Config<128, 128, 128, 64, 64, 3>),
+    QCC_GEMM_TILE(GemmSpF16Config<128, 128, 128, 64, 64, 3>)};
+constexpr GemmTile kGemmSpNarrow[2] = {
+    QCC_GEMM_TILE(GemmSpI8Config<64, 64, 128, 32, 32, 4>),
+    QCC_GEMM_TILE(GemmSpF16Config<64, 64, 128, 32, 32, 3>)};
+constexpr GemmTile kGemvSp[2] = {QCC_GEMM_TILE(GemvSpI8Config<8, 4, 2>),
+                                 QCC_GEMM_TILE(GemvSpF16Config<8, 4, 2>)};
 #undef QCC_GEMM_TILE
 static_assert(kGemmWide[1].smem <= kMaxDynamicSmemSm80 &&
-                  kGemmNarrow[1].smem <= kMaxDynamicSmemSm80,
+                  kGemmNarrow[1].smem <= kMaxDynamicSmemSm80 &&
+                  kGemmSpWide[1].smem <= kMaxDynamicSmemSm80 &&
+                  kGemmSpNarrow[1].smem <= kMaxDynamicSmemSm80,
               "GEMM tiles must fit sm_80");
 
-const GemmTile &gemmTile(bool i8, bool decode, int64_t N) {
-  const GemmTile *family = decode ? kGemv : N >= 1024 ? kGemmWide : kGemmNarrow;
+const GemmTile &gemmTile(bool i8, bool sparse, bool decode, int64_t N) {
+  const GemmTile *family =
+      sparse ? (decode ? kGemvSp : N >= 1024 ? kGemmSpWide : kGemmSpNarrow)
+             : (decode ? kGemv : N >= 1024 ? kGemmWide : kGemmNarrow);
   return family[i8 ? 0 : 1];
 }
 
@@ -205,15 +219,25 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
 Unit emitGemm(const Region &r) {
   auto q = r.find<qcc::QLinearOp>();
   auto f = r.find<qcc::LinearOp>();
-  bool i8 = r.kernel.getKind() == qcc::KernelKind::GemmI8;
+  qcc::KernelKind kind = r.kernel.getKind();
+  bool i8 = kind == qcc::KernelKind::GemmI8 || kind == qcc::KernelKind::GemmI8Sp;
+  // 2:4 sparse: the weight is a qcc.sparse_2_4 of the operands `values`
+  // [N, K/2] and `meta` [N, K/32] (format/Sparse24.h), read as they are.
+  bool sparse =
+      kind == qcc::KernelKind::GemmI8Sp || kind == qcc::KernelKind::GemmF16Sp;
   Operation *gemm = i8 ? q.getOperation() : f.getOperation();
   if (!gemm)
     return unsupported("GEMM region without its GEMM op");
   Value x = i8 ? q.getInput() : f.getInput();
   Value w = i8 ? q.getWeight() : f.getWeight();
   Value bias = i8 ? q.getBias() : f.getBias();
-  int xi = r.argIndex(x), wi = r.argIndex(w);
-  if (xi < 0 || wi < 0)
+  auto sp = w.getDefiningOp<qcc::Sparse24Op>();
+  if (sparse && !sp)
+    return unsupported("sparse GEMM region without its qcc.sparse_2_4");
+  // wi: the dense weight, or the 2:4 values; mi: the 2:4 metadata.
+  int xi = r.argIndex(x), wi = r.argIndex(sparse ? sp.getValues() : w);
+  int mi = sparse ? r.argIndex(sp.getMeta()) : 0;
+  if (xi < 0 || wi < 0 || mi < 0)
     return unsupported("GEMM operands computed inside the region");
   auto wt = tensorOf(w);
   if (!wt || !wt.hasStaticShape() || wt.getRank() != 2)
@@ -257,13 +281,18 @@ Unit emitGemm(const Region &r) {
   }
   // Parameters and the matching C++ signature.
   std::vector<std::pair<std::string, Param>> params;
+  const char *wName = sparse ? "wv" : "w";
   if (fromF32) {
     params.push_back({"const __half *x", Param::workspaceBuffer("x", x16)});
-    params.push_back({"const __half *w", Param::operandF16("w", wi)});
+    params.push_back({std::string("const __half *") + wName,
+                      Param::operandF16(wName, wi)});
   } else {
     params.push_back({"const " + elem + " *x", Param::operand("x", xi)});
-    params.push_back({"const " + elem + " *w", Param::operand("w", wi)});
+    params.push_back(
+        {"const " + elem + " *" + wName, Param::operand(wName, wi)});
   }
+  if (sparse)
+    params.push_back({"const qcc::int32_t *wmeta", Param::operand("wmeta", mi)});
   std::string stages;
   // per token: [..., 1] of the input's rank; per tensor: [1]
   bool perToken =
@@ -319,12 +348,16 @@ Unit emitGemm(const Region &r) {
     sig += (sig.empty() ? "" : ", ") + decl;
     plist.push_back(p);
   }
-  std::string src = header({i8 ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
-                               : "gemm_f16.cuh"});
-  const GemmTile &tile = gemmTile(i8, decode, N);
+  std::string src = header({sparse ? "gemm_sp.cuh"
+                            : i8  ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
+                                  : "gemm_f16.cuh"});
+  const GemmTile &tile = gemmTile(i8, sparse, decode, N);
   src += "typedef " + std::string(tile.type) + " Cfg;\n";
-  std::string gemmParams = "  qcc::GemmParams<" + elem + "> p = {x, w, " +
-                           (decode ? "rows" : "M") + ", N, K};\n";
+  std::string gemmParams =
+      sparse ? "  qcc::GemmSpParams<" + elem + "> p = {x, wv, wmeta, " +
+                   (decode ? "rows" : "M") + ", N, K};\n"
+             : "  qcc::GemmParams<" + elem + "> p = {x, w, " +
+                   (decode ? "rows" : "M") + ", N, K};\n";
   std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
   std::string body;
   if (decode) {
@@ -341,9 +374,8 @@ Unit emitGemm(const Region &r) {
   src += std::string("extern \"C\" __global__ void __launch_bounds__(Cfg::"
                      "kThreads)\n") +
          kEntry + "(" + sig + ") {\n" + body + gemmParams + chain + "  qcc::" +
-         (i8 ? (decode ? "gemv_i8" : "gemm_i8")
-             : (decode ? "gemv_f16" : "gemm_f16")) +
-         "<Cfg>(p, epi);\n}\n";
+         (decode ? "gemv" : "gemm") + (i8 ? "_i8" : "_f16") +
+         (sparse ? "_sp" : "") + "<Cfg>(p, epi);\n}\n";
   LaunchStep main =
       step("", tile.threads, (N + tile.blockN - 1) / tile.blockN,
            Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
@@ -960,6 +992,8 @@ EmitResult emitKernels(ModuleOp module) {
       switch (k.getKind()) {
       case qcc::KernelKind::GemmI8:
       case qcc::KernelKind::GemmF16:
+      case qcc::KernelKind::GemmI8Sp:
+      case qcc::KernelKind::GemmF16Sp:
         u = emitGemm(r);
         break;
       case qcc::KernelKind::NormQuantize:

@@ -31,6 +31,13 @@
 //                    first step converts x into workspace.x16
 //                    (CastF32ToF16Config, 256 threads) and the weight is
 //                    converted to f16 at upload;
+//   gemm_i8_sp / gemm_f16_sp (2:4 sparse weight, gemm_sp.cuh): the same
+//                    families with GemmSpI8Config / GemmSpF16Config, BlockK
+//                    128: N >= 1024: <128, 128, 128, 64, 64, 3> (int8 92,160
+//                    B, f16 165,888 B); else <64, 64, 128, 32, 32, 4 (int8) /
+//                    3 (f16)>; decode: GemvSpI8Config / GemvSpF16Config<8,
+//                    4, 2>. Parameters: x, wv (values), wmeta, then as the
+//                    dense GEMM's;
 //   norm / norm_quantize: normBlockThreads(D): D <= 1024: 128 threads,
 //                    <= 4096: 256, else 512;
 //   quantize: 256 threads, one CTA per row (per tensor: one row);

@@ -22,7 +22,9 @@ def Qcc_KernelKind : I32EnumAttr<"KernelKind",
   I32EnumAttrCase<"Quantize", 4, "quantize">,
   I32EnumAttrCase<"Embedding", 5, "embedding">,
   I32EnumAttrCase<"Elementwise", 6, "elementwise">,
-  I32EnumAttrCase<"Attention", 7, "attention">]> {
+  I32EnumAttrCase<"Attention", 7, "attention">,
+  I32EnumAttrCase<"GemmI8Sp", 8, "gemm_i8_sp">,
+  I32EnumAttrCase<"GemmF16Sp", 9, "gemm_f16_sp">]> {
   let cppNamespace = "::qcc";
 }
 

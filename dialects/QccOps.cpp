@@ -678,6 +678,20 @@ LogicalResult QLinearOp::verify() {
   return success();
 }
 
+/// Whether `body` holds a `Gemm` (linear / qlinear) whose weight is a
+/// qcc.sparse_2_4 of the region's block arguments: what the sparse GEMM kinds
+/// read straight from the compressed form.
+template <class Gemm> static bool holdsSparseGemm(Block &body) {
+  return llvm::any_of(body.getOps<Gemm>(), [&](Gemm gemm) {
+    auto sparse = gemm.getWeight().template getDefiningOp<Sparse24Op>();
+    auto isArg = [&](Value v) {
+      auto a = dyn_cast<BlockArgument>(v);
+      return a && a.getOwner() == &body;
+    };
+    return sparse && isArg(sparse.getValues()) && isArg(sparse.getMeta());
+  });
+}
+
 LogicalResult KernelOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
@@ -720,6 +734,18 @@ LogicalResult KernelOp::verify() {
     break;
   case KernelKind::Attention:
     needs = holds(AttentionOp(), KvAttentionOp()) ? nullptr : "an attention op";
+    break;
+  case KernelKind::GemmI8Sp:
+    needs = holdsSparseGemm<QLinearOp>(body)
+                ? nullptr
+                : "a qcc.qlinear whose weight is a qcc.sparse_2_4 of block "
+                  "arguments";
+    break;
+  case KernelKind::GemmF16Sp:
+    needs = holdsSparseGemm<LinearOp>(body)
+                ? nullptr
+                : "a qcc.linear whose weight is a qcc.sparse_2_4 of block "
+                  "arguments";
     break;
   }
   if (needs)

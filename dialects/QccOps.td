@@ -705,10 +705,12 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     The body computes the results from the block arguments (one per
     operand) with the ops it holds, in their usual semantics; `kind` names
     the device template family the emitter instantiates (`gemm_i8`,
-    `gemm_f16`, `norm_quantize`, `norm`, `quantize`, `attention`,
-    `embedding`, `elementwise`; the verifier checks the body holds the op
-    the kind is built around), `name` is unique in the function. The region
-    is isolated from above: weights enter as operands.
+    `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `norm_quantize`, `norm`,
+    `quantize`, `attention`, `embedding`, `elementwise`; the verifier checks
+    the body holds the op the kind is built around: for the `_sp` kinds a
+    qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments),
+    `name` is unique in the function. The region is isolated from above:
+    weights enter as operands (a 2:4 weight as its values and metadata).
 
     ```mlir
     %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)

@@ -1,7 +1,7 @@
 //===- FormKernels.cpp - form-kernels -------------------------------------===//
 //
 // Groups ops into qcc.kernel regions, one per future GPU kernel: a GEMM with
-// its epilogue chain, a norm with the per-token quantize of its output,
+// its epilogue chain (and the qcc.sparse_2_4 of a 2:4 weight), a norm with the per-token quantize of its output,
 // attention with the rotary embeddings of its query and key, an embedding
 // gather, a chain of elementwise ops. Shape glue stays outside.
 //
@@ -122,8 +122,23 @@ private:
       last = u;
     }
     declineEpilogue(last);
-    form(group,
-         isa<QLinearOp>(gemm) ? KernelKind::GemmI8 : KernelKind::GemmF16);
+    // A 2:4 weight: its qcc.sparse_2_4 joins the region, so the values and
+    // metadata enter as operands and the sparse GEMM reads them directly.
+    // Shared with other users, it stays outside and the GEMM is dense.
+    bool sparse = false;
+    Value weight = isa<QLinearOp>(gemm) ? cast<QLinearOp>(gemm).getWeight()
+                                        : cast<LinearOp>(gemm).getWeight();
+    if (auto w = weight.getDefiningOp<Sparse24Op>()) {
+      if (soleUser(w) == gemm && !claimed.contains(w)) {
+        group.insert(group.begin(), w);
+        sparse = true;
+      } else if (sharedSparse.insert(w).second) { // one remark per weight
+        decline(w, "its dense weight has other users");
+      }
+    }
+    bool i8 = isa<QLinearOp>(gemm);
+    form(group, sparse ? (i8 ? KernelKind::GemmI8Sp : KernelKind::GemmF16Sp)
+                       : (i8 ? KernelKind::GemmI8 : KernelKind::GemmF16));
   }
 
   /// norm + the per-token quantize of its output (scale computed in-kernel).
@@ -208,6 +223,7 @@ private:
 
   func::FuncOp fn;
   llvm::SmallPtrSet<Operation *, 32> claimed;
+  llvm::SmallPtrSet<Operation *, 4> sharedSparse;
   std::vector<std::pair<SmallVector<Operation *>, KernelKind>> groups;
   int counter = 0;
 };

@@ -630,7 +630,9 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     * `gemm_i8` / `gemm_f16`: a `qcc.qlinear` (or float `qcc.linear`) with
       its epilogue: an activation (`gelu`, `silu`) that is its only user,
       then a residual `add` of the same shape that is the activation's (or
-      the GEMM's) only user;
+      the GEMM's) only user; `gemm_i8_sp` / `gemm_f16_sp` when the weight is
+      a `qcc.sparse_2_4` used only there (it joins the region, so its values
+      and metadata are the operands);
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
       `qcc.quantize` of its output (the scale is computed in the same kernel);
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`

@@ -26,6 +26,9 @@ echo "gpu_bundle: compiling the demo artifacts"
 "$BUILD/bin/qcc" $MODEL -o "$A/f32.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-dtype=i8 --calib-stats=$STATS -o "$A/w8a8.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-cache=contiguous --calib-stats=$STATS -o "$A/w8a8-contig.qpkg"
+# The 2:4 sparse kinds (check_gpu.py's SPARSE_ARTIFACTS).
+"$BUILD/bin/qcc-sparse-fixture" $MODEL "$A/f32-sparse.qpkg" > /dev/null
+"$BUILD/bin/qcc-sparse-fixture" $MODEL "$A/w8a8-sparse.qpkg" --quant=w8a8 --kv-dtype=i8 --calib-stats=$STATS > /dev/null
 cp test/e2e/check_gpu.py "$STAGE/qcc-gpu/test/e2e/"
 # check_gpu.py finds the model and stats relative to the repo root; it only
 # reads them when it compiles (--qcc), which it does not do there.

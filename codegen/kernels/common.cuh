@@ -9,7 +9,8 @@
 //   integer types      qcc::int8_t ... qcc::uint64_t
 //   sizes              CeilDiv<A, B>, ceil_div, imin, imax, IsSame
 //   cp.async           cp_async_16(smem, gmem, pred)  16 B, .cg, zero-fill when
-//                      !pred; cp_async_commit(); cp_async_wait<N>()
+//                      !pred; cp_async_16_partial(smem, gmem, bytes);
+//                      cp_async_commit(); cp_async_wait<N>()
 //   ldmatrix           ldmatrix_x4 / ldmatrix_x2 (and _trans)
 //   mma.sync           mma_s8_16832 (m16n8k32 s8.s8.s32), mma_f16_16816
 //                      (m16n8k16 f16.f16.f32), mma_bf16_16816
@@ -89,6 +90,22 @@ QCC_DEVICE void cp_async_16(void *smem, const void *gmem, bool pred) {
   if (pred)
     v = *reinterpret_cast<const int4 *>(gmem);
   *reinterpret_cast<int4 *>(smem) = v;
+#endif
+}
+
+/// cp_async_16 reading only the first `bytes` (0..16, a multiple of 4) of
+/// the source; the rest of the 16 shared bytes are zeroed.
+QCC_DEVICE void cp_async_16_partial(void *smem, const void *gmem, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                   smem_u32(smem)),
+               "l"(gmem), "r"(bytes)
+               : "memory");
+#else
+  const int *src = reinterpret_cast<const int *>(gmem);
+  int *dst = reinterpret_cast<int *>(smem);
+  for (int i = 0; i < 4; ++i)
+    dst[i] = 4 * i < bytes ? src[i] : 0;
 #endif
 }
 

@@ -82,6 +82,71 @@ struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp> {};
 template <int MaxM, int Warps, int ColsPerWarp>
 struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {};
 
+/// Tile configuration of the 2:4 sparse tensor-core GEMM (gemm_sp.cuh).
+/// Same roles as GemmTcConfig: BlockM rows of x (tokens), BlockN rows of the
+/// weight, BlockK elements of the dense K per pipeline stage. The weight is
+/// mma.sp's sparse operand A (16 weight rows per instruction), x the dense
+/// operand B (8 tokens per instruction). One stage holds BlockM padded rows
+/// of x (BlockK elements), BlockN padded rows of values (BlockK / 2) and
+/// BlockN rows of metadata (BlockK / 32 words, unpadded).
+template <int ElemBytes, int BlockM, int BlockN, int BlockK, int WarpM,
+          int WarpN, int Stages>
+struct GemmSpConfig {
+  static constexpr int kBlockM = BlockM, kBlockN = BlockN, kBlockK = BlockK;
+  static constexpr int kWarpM = WarpM, kWarpN = WarpN, kStages = Stages;
+  static constexpr int kElemBytes = ElemBytes;
+  static constexpr int kWarpsM = BlockM / WarpM;
+  static constexpr int kWarpsN = BlockN / WarpN;
+  static constexpr int kWarps = kWarpsM * kWarpsN;
+  /// blockDim.x (1-D block).
+  static constexpr int kThreads = 32 * kWarps;
+  /// Dense K of one mma.sp: m16n8k64 (s8) or m16n8k32 (f16); both read 32
+  /// bytes of values and 64 bytes of x per row.
+  static constexpr int kMmaK = 64 / ElemBytes;
+  /// Metadata words (32 k each) one mma.sp reads per weight row.
+  static constexpr int kMetaWordsPerMma = kMmaK / 32;
+  static constexpr int kXRowBytes = BlockK * ElemBytes + 16;
+  static constexpr int kValuesRowBytes = BlockK / 2 * ElemBytes + 16;
+  static constexpr int kMetaRowBytes = BlockK / 32 * 4;
+  static constexpr int kStageBytes =
+      BlockM * kXRowBytes + BlockN * (kValuesRowBytes + kMetaRowBytes);
+  /// Dynamic shared memory.
+  static constexpr int kSmemBytes = Stages * kStageBytes;
+  /// K must be a multiple of this (the layout's, format/Sparse24.h).
+  static constexpr int kKMultiple = 32;
+  static constexpr int kMmaTilesN = WarpN / 16; // weight rows: m16 of mma.sp
+  static constexpr int kMmaTilesM = WarpM / 8;  // tokens: n8 of mma.sp
+
+  static_assert(BlockM % WarpM == 0 && BlockN % WarpN == 0,
+                "block tile must be a whole number of warp tiles");
+  static_assert(WarpM % 16 == 0 && WarpN % 16 == 0,
+                "warp tiles must be multiples of 16");
+  static_assert(BlockK % 128 == 0,
+                "BlockK must be a multiple of 128 (one 16-byte metadata "
+                "chunk per row)");
+  static_assert(Stages >= 2, "the cp.async pipeline needs >= 2 stages");
+  static_assert(kThreads <= 1024, "too many warps");
+};
+
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
+struct GemmSpI8Config
+    : GemmSpConfig<1, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
+template <int BlockM, int BlockN, int BlockK, int WarpM, int WarpN, int Stages>
+struct GemmSpF16Config
+    : GemmSpConfig<2, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
+
+/// The 2:4 sparse GEMV (M <= MaxM rows, decode): a lane reads one metadata
+/// word and the 16 (s8) or 32 (f16) bytes of values of 32 k at a time.
+template <int ElemBytes, int MaxM, int Warps, int ColsPerWarp>
+struct GemvSpConfig : GemvConfig<ElemBytes, MaxM, Warps, ColsPerWarp> {
+  /// K must be a multiple of this (the layout's).
+  static constexpr int kKMultiple = 32;
+};
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvSpI8Config : GemvSpConfig<1, MaxM, Warps, ColsPerWarp> {};
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvSpF16Config : GemvSpConfig<2, MaxM, Warps, ColsPerWarp> {};
+
 /// The f32 GEMM's first step (gemm_f16.cuh's cast_f32_to_f16): one element
 /// per thread.
 struct CastF32ToF16Config {

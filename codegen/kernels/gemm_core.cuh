@@ -290,6 +290,27 @@ struct DotBF16 {
 
 } // namespace detail
 
+/// The end of a skinny-M mainloop: each lane holds partial sums acc[c][m]
+/// of output columns n0 + c; the warp reduces them and one lane per element
+/// hands it to the epilogue.
+template <int ColsPerWarp, int MaxM, class Acc, class Epilogue>
+QCC_DEVICE void gemv_reduce_visit(Acc (&acc)[ColsPerWarp][MaxM], int lane,
+                                  int M, int N, int n0, const Epilogue &epi) {
+  // Butterfly reduction: every lane ends with the same sum.
+#pragma unroll
+  for (int c = 0; c < ColsPerWarp; ++c)
+#pragma unroll
+    for (int m = 0; m < MaxM; ++m)
+      acc[c][m] = warpSum(acc[c][m]);
+
+#pragma unroll
+  for (int c = 0; c < ColsPerWarp; ++c)
+#pragma unroll
+    for (int m = 0; m < MaxM; ++m)
+      if (lane == (c * MaxM + m) % 32 && m < M && n0 + c < N)
+        epi.visit(acc[c][m], m, n0 + c);
+}
+
 template <class Dot, int MaxM, int Warps, int ColsPerWarp, class Epilogue>
 QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
                               const typename Dot::Element *B, int M, int N,
@@ -326,19 +347,7 @@ QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
       }
   }
 
-  // Butterfly reduction: every lane ends with the same sum.
-#pragma unroll
-  for (int c = 0; c < ColsPerWarp; ++c)
-#pragma unroll
-    for (int m = 0; m < MaxM; ++m)
-      acc[c][m] = warpSum(acc[c][m]);
-
-#pragma unroll
-  for (int c = 0; c < ColsPerWarp; ++c)
-#pragma unroll
-    for (int m = 0; m < MaxM; ++m)
-      if (lane == (c * MaxM + m) % 32 && m < M && n0 + c < N)
-        epi.visit(acc[c][m], m, n0 + c);
+  gemv_reduce_visit<ColsPerWarp, MaxM>(acc, lane, M, N, n0, epi);
 }
 
 } // namespace qcc

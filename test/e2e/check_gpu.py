@@ -11,6 +11,10 @@ runs artifacts compiled elsewhere):
   f32.qpkg         float, paged cache (the main command's artifact)
   w8a8.qpkg        W8A8 SmoothQuant O1, int8 KV cache, paged
   w8a8-contig.qpkg W8A8 O1, f32 KV cache, contiguous
+  f32-sparse.qpkg, w8a8-sparse.qpkg
+                   the first two with every linear but the LM head 2:4
+                   sparse (magnitude), compiled by qcc-sparse-fixture (next
+                   to --qcc): the sparse GEMM kinds (mma.sp) and GEMVs
 
 For each artifact:
  1. every kernel region against the CPU backend on the same operands
@@ -25,6 +29,12 @@ For each artifact:
       gemm_i8+gelu  1e-5  the formulas are the CPU's (codegen/kernels/
       gemm_i8+silu        numerics.h), but erff / expf / tanh differ by ulps
                           between the CUDA and glibc math libraries
+      gemm_i8_sp    0     as gemm_i8: the 2:4 GEMM's int32 sums are exact
+                          (the CPU: the same sums over the kept weights)
+      gemm_i8_sp+gelu, gemm_i8_sp+silu  1e-5, as gemm_i8's
+      gemm_f16_sp   1e-2  as gemm_f16 (f16 inputs, f32 accumulation); the
+                          CPU multiplies the same kept weights in f32
+      gemm_f16_sp+gelu, gemm_f16_sp+silu  1e-2
       embedding     0     a copy
       elementwise   1e-5  same float ops; transcendental ulps
       norm          1e-4  float reductions in a different order
@@ -64,9 +74,19 @@ ARTIFACTS = {
     "w8a8-contig.qpkg": ["--quant=w8a8", "--kv-cache=contiguous",
                          "--calib-stats=" + STATS],
 }
+# Compiled by qcc-sparse-fixture (test/fake/SparseFixture.cpp) with these
+# options.
+SPARSE_ARTIFACTS = {
+    "f32-sparse.qpkg": [],
+    "w8a8-sparse.qpkg": ["--quant=w8a8", "--kv-dtype=i8",
+                         "--calib-stats=" + STATS],
+}
 KIND_TOLERANCE = {"gemm_i8": 0.0, "gemm_i8+gelu": 1e-5, "gemm_i8+silu": 1e-5,
                   "gemm_f16": 1e-2, "gemm_f16+gelu": 1e-2,
-                  "gemm_f16+silu": 1e-2, "embedding": 0.0,
+                  "gemm_f16+silu": 1e-2, "gemm_i8_sp": 0.0,
+                  "gemm_i8_sp+gelu": 1e-5, "gemm_i8_sp+silu": 1e-5,
+                  "gemm_f16_sp": 1e-2, "gemm_f16_sp+gelu": 1e-2,
+                  "gemm_f16_sp+silu": 1e-2, "embedding": 0.0,
                   "elementwise": 1e-5, "norm": 1e-4, "attention": 1e-4,
                   "quantize": 1e-6, "norm_quantize": 1e-4}
 PROMPTS = ["It is a truth universally acknowledged, that",
@@ -98,6 +118,9 @@ def main():
     if args.qcc:
         for name, flags in ARTIFACTS.items():
             run([args.qcc, MODEL, *flags, "-o", os.path.join(work, name)])
+        fixture = os.path.join(os.path.dirname(args.qcc), "qcc-sparse-fixture")
+        for name, flags in SPARSE_ARTIFACTS.items():
+            run([fixture, MODEL, os.path.join(work, name), *flags])
 
     rng = np.random.default_rng(20261122)
     ids = rng.integers(0, 3000, size=(3, 37), dtype=np.int64)
@@ -106,7 +129,7 @@ def main():
 
     failures = []
     rows = []
-    for name in ARTIFACTS:
+    for name in list(ARTIFACTS) + list(SPARSE_ARTIFACTS):
         art = os.path.join(work, name)
         if not os.path.exists(art):
             failures.append(name + ": missing (pass --qcc)")

@@ -243,6 +243,70 @@ QCC_GEMV_F16(gemv_f16_2_b, gemv_f16, __half, V2, EpiB, MAKE_B)
 QCC_GEMV_F16(gemv_bf16_8_a, gemv_bf16, __nv_bfloat16, V8, EpiA, MAKE_A)
 )";
 
+/// The 2:4 sparse GEMMs (mma.sp) and GEMVs, int8 and f16, with the tiles the
+/// emitter picks and a ragged one, each with two epilogue chains.
+const char *kGemmSp = R"(
+#include "qcc/gemm_sp.cuh"
+
+typedef qcc::GemmSpI8Config<128, 128, 128, 64, 64, 3> I8Wide;
+typedef qcc::GemmSpI8Config<64, 64, 128, 32, 32, 4> I8Narrow;
+typedef qcc::GemmSpF16Config<128, 128, 128, 64, 64, 3> F16Wide;
+typedef qcc::GemmSpF16Config<32, 64, 256, 16, 32, 2> F16Odd;
+static_assert(I8Wide::kThreads == 128 && F16Odd::kThreads == 128, "");
+static_assert(I8Wide::kSmemBytes ==
+                  3 * (128 * (128 + 16) + 128 * (64 + 16) + 128 * 16), "");
+static_assert(F16Wide::kSmemBytes ==
+                  3 * (128 * (256 + 16) + 128 * (128 + 16) + 128 * 16), "");
+static_assert(I8Wide::kMmaK == 64 && F16Wide::kMmaK == 32, "");
+static_assert(I8Wide::kMetaWordsPerMma == 2 && F16Wide::kMetaWordsPerMma == 1,
+              "");
+
+typedef qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>,
+                   qcc::GeluErf, qcc::AddResidual<>, qcc::StoreF32> EpiI8A;
+typedef qcc::Chain<qcc::StoreI32> EpiI8B;
+#define MAKE_I8A                                                               \
+  (qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws, wsum},                     \
+   qcc::AddBias<>{bias}, qcc::GeluErf{}, qcc::AddResidual<>{res, N},           \
+   qcc::StoreF32{(float *)y, N})
+#define MAKE_I8B (qcc::StoreI32{(qcc::int32_t *)y, N})
+#define QCC_SP_I8(NAME, ENTRY, CFG, EPI, MAKE)                                 \
+  extern "C" __global__ void __launch_bounds__(CFG::kThreads)                  \
+  NAME(const qcc::int8_t *x, const qcc::int8_t *wv, const qcc::int32_t *wmeta, \
+       const float *xs, const qcc::int32_t *xz, const float *ws,               \
+       const qcc::int32_t *wsum, const float *bias, const float *res, void *y, \
+       int M, int N, int K) {                                                  \
+    qcc::GemmSpParams<qcc::int8_t> p = {x, wv, wmeta, M, N, K};                \
+    EPI epi MAKE;                                                              \
+    qcc::ENTRY<CFG>(p, epi);                                                   \
+  }
+QCC_SP_I8(gemm_i8_sp_wide_a, gemm_i8_sp, I8Wide, EpiI8A, MAKE_I8A)
+QCC_SP_I8(gemm_i8_sp_narrow_a, gemm_i8_sp, I8Narrow, EpiI8A, MAKE_I8A)
+QCC_SP_I8(gemm_i8_sp_narrow_b, gemm_i8_sp, I8Narrow, EpiI8B, MAKE_I8B)
+typedef qcc::GemvSpI8Config<8, 4, 2> V8;
+typedef qcc::GemvSpI8Config<1, 8, 1> V1;
+QCC_SP_I8(gemv_i8_sp_8_a, gemv_i8_sp, V8, EpiI8A, MAKE_I8A)
+QCC_SP_I8(gemv_i8_sp_1_b, gemv_i8_sp, V1, EpiI8B, MAKE_I8B)
+
+typedef qcc::Chain<qcc::AddBias<__half>, qcc::Silu, qcc::StoreF16> EpiF16A;
+typedef qcc::Chain<qcc::AddResidual<__half>, qcc::StoreF32> EpiF16B;
+#define MAKE_F16A (qcc::AddBias<__half>{bias}, qcc::Silu{}, \
+                   qcc::StoreF16{(__half *)y, N})
+#define MAKE_F16B (qcc::AddResidual<__half>{res, N}, qcc::StoreF32{(float *)y, N})
+#define QCC_SP_F16(NAME, ENTRY, CFG, EPI, MAKE)                                \
+  extern "C" __global__ void __launch_bounds__(CFG::kThreads)                  \
+  NAME(const __half *x, const __half *wv, const qcc::int32_t *wmeta,           \
+       const __half *bias, const __half *res, void *y, int M, int N, int K) {  \
+    qcc::GemmSpParams<__half> p = {x, wv, wmeta, M, N, K};                     \
+    EPI epi MAKE;                                                              \
+    qcc::ENTRY<CFG>(p, epi);                                                   \
+  }
+QCC_SP_F16(gemm_f16_sp_wide_a, gemm_f16_sp, F16Wide, EpiF16A, MAKE_F16A)
+QCC_SP_F16(gemm_f16_sp_odd_b, gemm_f16_sp, F16Odd, EpiF16B, MAKE_F16B)
+typedef qcc::GemvSpF16Config<8, 4, 2> H8;
+QCC_SP_F16(gemv_f16_sp_8_a, gemv_f16_sp, H8, EpiF16A, MAKE_F16A)
+QCC_SP_F16(gemv_f16_sp_8_b, gemv_f16_sp, H8, EpiF16B, MAKE_F16B)
+)";
+
 /// Per-row dynamic quantization (the requantize half of a GEMM epilogue).
 const char *kQuantize = R"(
 #include "qcc/quantize.cuh"
@@ -276,6 +340,27 @@ TEST(KernelCompileTest, GemmF16) {
                   "gemm_f16_wide_b", "gemm_bf16_big_a", "gemv_f16_8_a",
                   "gemv_f16_8_b", "gemv_f16_2_a", "gemv_f16_2_b",
                   "gemv_bf16_8_a"});
+}
+
+TEST(KernelCompileTest, GemmSp) {
+  expectCompiles(kGemmSp,
+                 {"gemm_i8_sp_wide_a", "gemm_i8_sp_narrow_a",
+                  "gemm_i8_sp_narrow_b", "gemv_i8_sp_8_a", "gemv_i8_sp_1_b",
+                  "gemm_f16_sp_wide_a", "gemm_f16_sp_odd_b", "gemv_f16_sp_8_a",
+                  "gemv_f16_sp_8_b"});
+}
+
+/// The compiled int8 sparse GEMM really issues mma.sp with ordered metadata.
+TEST(KernelCompileTest, GemmSpUsesMmaSp) {
+  Compiled c = compile(kGemmSp, "compute_90");
+  ASSERT_TRUE(c.ok) << c.log;
+  std::string ptx(c.binary.begin(), c.binary.end());
+  EXPECT_NE(ptx.find("mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col."
+                     "s32.s8.s8.s32"),
+            std::string::npos);
+  EXPECT_NE(ptx.find("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col."
+                     "f32.f16.f16.f32"),
+            std::string::npos);
 }
 
 TEST(KernelCompileTest, Quantize) {
