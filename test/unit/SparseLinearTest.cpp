@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Pipeline.h"
+#include "compiler/RooflineReport.h"
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
@@ -342,6 +343,43 @@ TEST(SparseArtifact, SessionFastAndReference) {
   EXPECT_EQ(both.dense.flops, 2.0 * 6 * 4 * 64);
   EXPECT_EQ(both.dense.weightBytes, 4.0 * 64 * 4 + 16);
   EXPECT_EQ(both.dense.activationBytes, c.activationBytes);
+}
+
+// qcc --report's section (issue 15 item 7) at batch 1, context 6: decode
+// M = 1, prefill M = 6. Both memory-bound on H100 and H200, so each speedup
+// is the ratio of bytes: decode (1024 + 16 + 64 x 4 + 4 x 4) / (544 + 16 +
+// 272) = 1312 / 832, prefill (1040 + 1632) / (560 + 1632) = 2672 / 2192.
+TEST(SparseArtifact, ReportSection) {
+  mlir::MLIRContext ctx;
+  auto module = parse(ctx, kSparseModule);
+  ASSERT_TRUE(module);
+  Artifact a = Artifact::fromBytes(serialize(*module), "test");
+  qcc::RooflineOptions o;
+  o.context = 6;
+  qcc::SparseLinears s = qcc::sparseLinearReport(a, o, gpuPeaks());
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.decodeRows, 1);
+  EXPECT_EQ(s.prefillRows, 6);
+  const qcc::SparseLinearRow &r = s.rows[0];
+  EXPECT_EQ(r.n, 4);
+  EXPECT_EQ(r.k, 64);
+  EXPECT_EQ(r.decode.sparse.flops, 256.0);
+  EXPECT_EQ(r.decode.dense.flops, 512.0);
+  EXPECT_EQ(r.decode.sparse.bytes(), 832.0);
+  EXPECT_EQ(r.decode.dense.bytes(), 1312.0);
+  for (size_t t = 0; t < gpuPeaks().size(); ++t) {
+    EXPECT_NEAR(r.decodeSpeedup[t], 1312.0 / 832, 1e-12);
+    EXPECT_NEAR(r.prefillSpeedup[t], 2672.0 / 2192, 1e-12);
+    EXPECT_NEAR(s.total.decodeSpeedup[t], 1312.0 / 832, 1e-12);
+  }
+  qcc::RooflineReport report;
+  report.sparse = s;
+  json j = qcc::rooflineReportJson(report)["sparse_linears"];
+  EXPECT_EQ(j["prefill_rows"], 6);
+  EXPECT_EQ(j["linears"][0]["k"], 64);
+  EXPECT_EQ(j["linears"][0]["decode"]["sparse"]["weight_bytes"], 560.0);
+  EXPECT_NEAR(j["total"]["prefill"]["speedup"]["H100"].get<double>(),
+              2672.0 / 2192, 1e-12);
 }
 
 //===----------------------------------------------------------------------===//
