@@ -395,6 +395,9 @@ namespace {
 /// dense weights' bytes.
 std::set<std::string> pruneByMagnitude(mlir::ModuleOp module) {
   std::set<std::string> pruned;
+  std::map<const void *,
+           std::tuple<mlir::ElementsAttr, mlir::ElementsAttr, mlir::ElementsAttr>>
+      done;
   mlir::OpBuilder b(module.getContext());
   auto constantOf = [](mlir::Value v) {
     return v.getDefiningOp<qcc::ConstantOp>();
@@ -409,13 +412,17 @@ std::set<std::string> pruneByMagnitude(mlir::ModuleOp module) {
     if (!bytes)
       return false;
     int64_t n = type.getDimSize(0), k = type.getDimSize(1);
+    // Entry points share weights (prefill, decode): prune each once, so that
+    // their constants share one blob (the artifact writer keys blobs by
+    // attribute).
+    auto &[vAttr, mAttr, sAttr] = done[c.getValue().getAsOpaquePointer()];
     bool i8 = type.getElementType().isInteger(8);
     std::optional<std::vector<float>> f;
     if (!i8)
       f = qcc::getF32Values(c.getValue());
     size_t eb = i8 ? 1 : type.getElementTypeBitWidth() / 8;
     std::vector<char> dense = *bytes;
-    for (int64_t g = 0; g < n * k / 4; ++g) {
+    for (int64_t g = 0; g < n * k / 4 && !vAttr; ++g) {
       float mag[4];
       for (int j = 0; j < 4; ++j)
         mag[j] = i8 ? std::fabs((float)(int8_t)dense[4 * g + j])
@@ -429,33 +436,39 @@ std::set<std::string> pruneByMagnitude(mlir::ModuleOp module) {
         std::memset(dense.data() + (4 * g + s) * eb, 0, eb);
       }
     }
-    std::vector<char> values(n * k / 2 * eb), meta(n * k / 32 * 4);
-    EXPECT_FALSE(sp::compress(dense.data(), n, k, eb, values.data(),
-                              (int32_t *)meta.data()));
-    pruned.insert(std::string(dense.begin(), dense.end()));
-    b.setInsertionPoint(op);
     auto vType = mlir::RankedTensorType::get({n, k / 2}, type.getElementType());
     auto mType = mlir::RankedTensorType::get({n, k / 32}, b.getI32Type());
-    auto v = qcc::ConstantOp::create(
-        b, op->getLoc(), qcc::makeElements(vType, values, "sparse_values"));
-    auto m = qcc::ConstantOp::create(
-        b, op->getLoc(), qcc::makeElements(mType, meta, "sparse_meta"));
+    if (!vAttr) {
+      std::vector<char> values(n * k / 2 * eb), meta(n * k / 32 * 4);
+      EXPECT_FALSE(sp::compress(dense.data(), n, k, eb, values.data(),
+                                (int32_t *)meta.data()));
+      pruned.insert(std::string(dense.begin(), dense.end()));
+      vAttr = qcc::makeElements(vType, values, "sparse_values");
+      mAttr = qcc::makeElements(mType, meta, "sparse_meta");
+      if (wsum) {
+        std::vector<int32_t> sums(n, 0);
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t i = 0; i < k; ++i)
+            sums[r] += (int8_t)dense[r * k + i];
+        sAttr = qcc::makeElements(
+            mlir::cast<mlir::RankedTensorType>(wsum.getType()),
+            llvm::ArrayRef<char>((const char *)sums.data(), sums.size() * 4),
+            "sparse_wsum");
+      }
+    }
+    b.setInsertionPoint(op);
+    auto v = qcc::ConstantOp::create(b, op->getLoc(), vAttr);
+    auto m = qcc::ConstantOp::create(b, op->getLoc(), mAttr);
     auto s = qcc::Sparse24Op::create(b, op->getLoc(), type, v, m);
     op->replaceUsesOfWith(weight, s);
     if (wsum) {
-      std::vector<int32_t> sums(n, 0);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t i = 0; i < k; ++i)
-          sums[r] += (int8_t)dense[r * k + i];
-      auto sType = mlir::cast<mlir::RankedTensorType>(wsum.getType());
-      auto ns = qcc::ConstantOp::create(
-          b, op->getLoc(),
-          qcc::makeElements(sType,
-                            llvm::ArrayRef<char>((const char *)sums.data(),
-                                                 sums.size() * 4),
-                            "sparse_wsum"));
+      auto ns = qcc::ConstantOp::create(b, op->getLoc(), sAttr);
       op->replaceUsesOfWith(wsum, ns);
+      if (wsum->use_empty())
+        wsum->erase();
     }
+    if (c->use_empty()) // a tied LM head keeps the embedding's table
+      c->erase();
     return true;
   };
   module.walk([&](qcc::LinearOp l) { prune(l, l.getWeight(), nullptr); });
