@@ -18,7 +18,8 @@
 //            sums of the same K/2 nonzero products and the bias, each within
 //            gamma(K/2 + 1) of the exact sum; Higham, "Accuracy and
 //            Stability of Numerical Algorithms", 3.1). BLAS adds zeros too,
-//            which is exact.
+//            which is exact. An f16/bf16 result is then rounded to its type,
+//            so the two may differ by one unit in its last place more.
 // QCC_CPU_SPARSE=reference in the environment selects the reference path at
 // startup (for comparisons); setSparsePath() at run time.
 //
@@ -30,7 +31,10 @@
 
 namespace qcc::rt {
 
-enum class SparsePath { Fast, Reference };
+/// Fast: from the compressed form, the int8 dot product vectorized where
+/// the CPU allows (SSSE3). Portable: the same without SIMD intrinsics (the
+/// fallback, selected for tests). Reference: decompress, then dense.
+enum class SparsePath { Fast, Portable, Reference };
 void setSparsePath(SparsePath path);
 SparsePath sparsePath();
 

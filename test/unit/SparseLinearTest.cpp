@@ -143,7 +143,9 @@ TEST(SparseLinear, FloatWithinTheStatedBound) {
 }
 
 TEST(SparseLinear, Int8BitExact) {
+  PathGuard guard;
   std::mt19937 rng(2);
+  for (SparsePath path : {SparsePath::Fast, SparsePath::Portable})
   for (int64_t k : {32, 96, 256})
     for (int64_t n : {1, 5, 64})
       for (const Shape &lead : kInputs)
@@ -170,12 +172,14 @@ TEST(SparseLinear, Int8BitExact) {
           const Tensor *bias = variant == 2 ? nullptr : &b;
           Tensor ref = runRef(OpKind::QLinear,
                               {&x, &scale, &zero, &w.dense, &ws, &wsum, bias});
+          setSparsePath(path);
           Tensor got = sparseQLinearKernel(
               {&x, &scale, &zero, nullptr, &ws, &wsum, bias},
               sparseWeight(w.values, w.meta, true))[0];
           ASSERT_EQ(got.shape(), ref.shape());
           ASSERT_EQ(std::memcmp(got.raw(), ref.raw(), got.bytes()), 0)
-              << "k " << k << " n " << n << " variant " << variant;
+              << "k " << k << " n " << n << " variant " << variant
+              << (path == SparsePath::Portable ? " (portable)" : "");
         }
 }
 
