@@ -139,10 +139,10 @@ sparseDotI8Ssse3(const int8_t *values, const int32_t *meta, int64_t K,
         reinterpret_cast<const __m128i *>(values + c * (sp::kKPerWord / 2)));
     __m128i vlo = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
     __m128i vhi = _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8);
-    acc = _mm_add_epi32(acc,
-                        _mm_madd_epi16(_mm_unpacklo_epi64(g[0], g[1]), vlo));
-    acc = _mm_add_epi32(acc,
-                        _mm_madd_epi16(_mm_unpacklo_epi64(g[2], g[3]), vhi));
+    acc =
+        _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpacklo_epi64(g[0], g[1]), vlo));
+    acc =
+        _mm_add_epi32(acc, _mm_madd_epi16(_mm_unpacklo_epi64(g[2], g[3]), vhi));
   }
   acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4E));
   acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xB1));
@@ -167,8 +167,10 @@ Sparse24Weight qcc::rt::sparseWeight(const Tensor &values, const Tensor &meta,
   if (w.k() % sp::kKAlignment != 0 || meta.dim(0) != w.n() ||
       meta.dim(1) != sp::metaCols(w.k()))
     fail("sparse_2_4 values " + shapeString(values.shape()) + " and meta " +
-         shapeString(meta.shape()) + " do not describe an [N, K] weight with "
-         "K a multiple of " + std::to_string(sp::kKAlignment));
+         shapeString(meta.shape()) +
+         " do not describe an [N, K] weight with "
+         "K a multiple of " +
+         std::to_string(sp::kKAlignment));
   if (checkMeta)
     if (auto why = sp::validateMeta(meta.data<int32_t>(), w.n(), w.k()))
       fail("sparse_2_4: " + *why);
@@ -188,11 +190,10 @@ std::vector<Tensor> qcc::rt::sparseLinearKernel(const Operands &ops,
     fail("linear input " + shapeString(x.shape()) + " and weight [" +
          std::to_string(N) + ", " + std::to_string(w.k()) +
          "] do not match (weight must be [N, K] with K the input's last dim)");
-  if (bias && (bias->dtype() != DType::F32 || bias->rank() != 1 ||
-               bias->dim(0) != N))
+  if (bias &&
+      (bias->dtype() != DType::F32 || bias->rank() != 1 || bias->dim(0) != N))
     fail("linear bias " + shapeString(bias->shape()) + " " +
-         dtypeName(bias->dtype()) + " must be f32 [" + std::to_string(N) +
-         "]");
+         dtypeName(bias->dtype()) + " must be f32 [" + std::to_string(N) + "]");
   Shape out = x.shape();
   out.back() = N;
   Tensor r(DType::F32, out);

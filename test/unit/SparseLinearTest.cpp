@@ -64,13 +64,20 @@ SparseWeight randomSparse(std::mt19937 &rng, DType t, int64_t n, int64_t k) {
         int64_t i = r * k + 4 * g + rng() % 4;
         float v = normal(rng);
         switch (t) {
-        case DType::F32: w.dense.data<float>()[i] = v; break;
-        case DType::F16: w.dense.data<uint16_t>()[i] = floatToHalf(v); break;
-        case DType::BF16: w.dense.data<uint16_t>()[i] = floatToBF16(v); break;
+        case DType::F32:
+          w.dense.data<float>()[i] = v;
+          break;
+        case DType::F16:
+          w.dense.data<uint16_t>()[i] = floatToHalf(v);
+          break;
+        case DType::BF16:
+          w.dense.data<uint16_t>()[i] = floatToBF16(v);
+          break;
         case DType::I8:
           w.dense.data<int8_t>()[i] = (int8_t)(rng() % 255 - 127);
           break;
-        default: ADD_FAILURE();
+        default:
+          ADD_FAILURE();
         }
       }
     }
@@ -146,41 +153,41 @@ TEST(SparseLinear, Int8BitExact) {
   PathGuard guard;
   std::mt19937 rng(2);
   for (SparsePath path : {SparsePath::Fast, SparsePath::Portable})
-  for (int64_t k : {32, 96, 256})
-    for (int64_t n : {1, 5, 64})
-      for (const Shape &lead : kInputs)
-        for (int variant = 0; variant < 3; ++variant) {
-          // 0: per token, zero points, bias; 1: per tensor; 2: no bias.
-          SparseWeight w = randomSparse(rng, DType::I8, n, k);
-          Shape xs = lead, rows = lead;
-          xs.push_back(k);
-          rows.push_back(1);
-          bool perToken = variant != 1;
-          Tensor x = randomI8(rng, xs);
-          Tensor scale(DType::F32, perToken ? rows : Shape{1}),
-              zero(DType::I32, perToken ? rows : Shape{1});
-          for (int64_t i = 0; i < scale.numel(); ++i) {
-            scale.data<float>()[i] = 0.01f + 0.001f * (float)(rng() % 100);
-            zero.data<int32_t>()[i] = variant == 0 ? (int32_t)(rng() % 9) - 4
-                                                   : 0;
+    for (int64_t k : {32, 96, 256})
+      for (int64_t n : {1, 5, 64})
+        for (const Shape &lead : kInputs)
+          for (int variant = 0; variant < 3; ++variant) {
+            // 0: per token, zero points, bias; 1: per tensor; 2: no bias.
+            SparseWeight w = randomSparse(rng, DType::I8, n, k);
+            Shape xs = lead, rows = lead;
+            xs.push_back(k);
+            rows.push_back(1);
+            bool perToken = variant != 1;
+            Tensor x = randomI8(rng, xs);
+            Tensor scale(DType::F32, perToken ? rows : Shape{1}),
+                zero(DType::I32, perToken ? rows : Shape{1});
+            for (int64_t i = 0; i < scale.numel(); ++i) {
+              scale.data<float>()[i] = 0.01f + 0.001f * (float)(rng() % 100);
+              zero.data<int32_t>()[i] =
+                  variant == 0 ? (int32_t)(rng() % 9) - 4 : 0;
+            }
+            Tensor ws = randomF32(rng, {n}), wsum(DType::I32, {n}),
+                   b = randomF32(rng, {n});
+            for (int64_t r = 0; r < n; ++r)
+              for (int64_t i = 0; i < k; ++i)
+                wsum.data<int32_t>()[r] += w.dense.data<int8_t>()[r * k + i];
+            const Tensor *bias = variant == 2 ? nullptr : &b;
+            Tensor ref = runRef(OpKind::QLinear, {&x, &scale, &zero, &w.dense,
+                                                  &ws, &wsum, bias});
+            setSparsePath(path);
+            Tensor got = sparseQLinearKernel(
+                {&x, &scale, &zero, nullptr, &ws, &wsum, bias},
+                sparseWeight(w.values, w.meta, true))[0];
+            ASSERT_EQ(got.shape(), ref.shape());
+            ASSERT_EQ(std::memcmp(got.raw(), ref.raw(), got.bytes()), 0)
+                << "k " << k << " n " << n << " variant " << variant
+                << (path == SparsePath::Portable ? " (portable)" : "");
           }
-          Tensor ws = randomF32(rng, {n}), wsum(DType::I32, {n}),
-                 b = randomF32(rng, {n});
-          for (int64_t r = 0; r < n; ++r)
-            for (int64_t i = 0; i < k; ++i)
-              wsum.data<int32_t>()[r] += w.dense.data<int8_t>()[r * k + i];
-          const Tensor *bias = variant == 2 ? nullptr : &b;
-          Tensor ref = runRef(OpKind::QLinear,
-                              {&x, &scale, &zero, &w.dense, &ws, &wsum, bias});
-          setSparsePath(path);
-          Tensor got = sparseQLinearKernel(
-              {&x, &scale, &zero, nullptr, &ws, &wsum, bias},
-              sparseWeight(w.values, w.meta, true))[0];
-          ASSERT_EQ(got.shape(), ref.shape());
-          ASSERT_EQ(std::memcmp(got.raw(), ref.raw(), got.bytes()), 0)
-              << "k " << k << " n " << n << " variant " << variant
-              << (path == SparsePath::Portable ? " (portable)" : "");
-        }
 }
 
 // Large enough to thread (M N K > kQLinearParallelWork): still bit for bit.
@@ -190,11 +197,10 @@ TEST(SparseLinear, Int8ThreadedBitExact) {
   ASSERT_GT(M * N * K, kQLinearParallelWork);
   SparseWeight w = randomSparse(rng, DType::I8, N, K);
   Tensor x = randomI8(rng, {M, K}), scale(DType::F32, {1}),
-         zero(DType::I32, {1}), ws = randomF32(rng, {N}),
-         wsum(DType::I32, {N});
+         zero(DType::I32, {1}), ws = randomF32(rng, {N}), wsum(DType::I32, {N});
   scale.data<float>()[0] = 0.02f;
-  Tensor ref = runRef(OpKind::QLinear,
-                      {&x, &scale, &zero, &w.dense, &ws, &wsum});
+  Tensor ref =
+      runRef(OpKind::QLinear, {&x, &scale, &zero, &w.dense, &ws, &wsum});
   Tensor got = sparseQLinearKernel({&x, &scale, &zero, nullptr, &ws, &wsum},
                                    sparseWeight(w.values, w.meta, true))[0];
   EXPECT_EQ(std::memcmp(got.raw(), ref.raw(), got.bytes()), 0);
@@ -340,7 +346,8 @@ TEST(SparseArtifact, SessionFastAndReference) {
       compressedWeights(a, a.function("main"));
   ASSERT_EQ(sparse.size(), 1u);
   const Node &linear = a.function("main").nodes.at(sparse.begin()->first);
-  SparseLinearCost both = sparseLinearCost(a, linear, sparse.begin()->second, 6);
+  SparseLinearCost both =
+      sparseLinearCost(a, linear, sparse.begin()->second, 6);
   EXPECT_EQ(both.sparse.flops, c.flops);
   EXPECT_EQ(both.sparse.weightBytes, c.weightBytes);
   EXPECT_EQ(both.sparse.activationBytes, c.activationBytes);
@@ -399,8 +406,8 @@ namespace {
 /// dense weights' bytes.
 std::set<std::string> pruneByMagnitude(mlir::ModuleOp module) {
   std::set<std::string> pruned;
-  std::map<const void *,
-           std::tuple<mlir::ElementsAttr, mlir::ElementsAttr, mlir::ElementsAttr>>
+  std::map<const void *, std::tuple<mlir::ElementsAttr, mlir::ElementsAttr,
+                                    mlir::ElementsAttr>>
       done;
   mlir::OpBuilder b(module.getContext());
   auto constantOf = [](mlir::Value v) {
@@ -569,8 +576,7 @@ std::pair<Tensor, Tensor> bothWays(const Artifact &a) {
     });
     auto result = s.run("main", demoInput(a.function("main"), 2, 7));
     EXPECT_EQ(decompressed > 0, p == SparsePath::Reference);
-    (p == SparsePath::Fast ? out.first : out.second) =
-        result.begin()->second;
+    (p == SparsePath::Fast ? out.first : out.second) = result.begin()->second;
   }
   return out;
 }
@@ -586,8 +592,8 @@ TEST(SparseDemo, Float) {
   ASSERT_EQ(fast.shape(), ref.shape());
   double worst = 0, scale = 0;
   for (int64_t i = 0; i < fast.numel(); ++i) {
-    worst = std::max(worst, (double)std::fabs(fast.data<float>()[i] -
-                                              ref.data<float>()[i]));
+    worst = std::max(
+        worst, (double)std::fabs(fast.data<float>()[i] - ref.data<float>()[i]));
     scale = std::max(scale, (double)std::fabs(ref.data<float>()[i]));
   }
   // Summation order only: far below the logits' scale.
@@ -611,8 +617,8 @@ TEST(SparseDemo, WriteBenchArtifacts) {
   const char *dir = std::getenv("QCC_SPARSE_DEMO_DIR");
   if (!dir)
     GTEST_SKIP() << "QCC_SPARSE_DEMO_DIR not set";
-  for (auto [quant, name] : {std::pair{qcc::QuantMode::None, "f32"},
-                             {qcc::QuantMode::W8A8, "w8a8"}})
+  for (auto [quant, name] :
+       {std::pair{qcc::QuantMode::None, "f32"}, {qcc::QuantMode::W8A8, "w8a8"}})
     for (bool prune : {false, true}) {
       PrunedDemo d = prunedDemo(quant, qcc::KvLayout::Paged, prune);
       ASSERT_TRUE(d.artifact);
