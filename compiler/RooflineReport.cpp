@@ -198,6 +198,64 @@ json costJson(const rt::Cost &c, const std::vector<double> &seconds,
 
 } // namespace
 
+SparseLinears qcc::sparseLinearReport(const rt::Artifact &a,
+                                      const RooflineOptions &options,
+                                      const std::vector<rt::Peaks> &targets) {
+  SparseLinears out;
+  out.decodeRows = options.batch;
+  out.prefillRows = options.batch * options.context;
+  const rt::Function *fn = nullptr;
+  for (const char *name : {"prefill", "main", "decode"})
+    for (const rt::Function &f : a.functions())
+      if (!fn && f.name == name)
+        fn = &f;
+  if (!fn)
+    return out;
+  auto times = [&](const rt::Cost &c) {
+    std::vector<double> t;
+    for (const rt::Peaks &p : targets)
+      t.push_back(rt::rooflineSeconds(c, p));
+    return t;
+  };
+  std::vector<double> decodeDense(targets.size()), decodeSparse(targets.size()),
+      prefillDense(targets.size()), prefillSparse(targets.size());
+  auto speedup = [&](const rt::SparseLinearCost &c, std::vector<double> &dense,
+                     std::vector<double> &sparse) {
+    std::vector<double> d = times(c.dense), s = times(c.sparse), x;
+    for (size_t t = 0; t < targets.size(); ++t) {
+      dense[t] += d[t];
+      sparse[t] += s[t];
+      x.push_back(s[t] > 0 ? d[t] / s[t] : 0);
+    }
+    return x;
+  };
+  for (auto &[index, weight] : rt::compressedWeights(a, *fn)) {
+    const rt::Node &node = fn->nodes[index];
+    SparseLinearRow r;
+    r.node = node.name;
+    r.op = rt::opKindName(node.kind);
+    r.n = weight.values->dim(0);
+    r.k = weight.values->dim(1) * 2;
+    r.decode = rt::sparseLinearCost(a, node, weight, out.decodeRows);
+    r.prefill = rt::sparseLinearCost(a, node, weight, out.prefillRows);
+    r.decodeSpeedup = speedup(r.decode, decodeDense, decodeSparse);
+    r.prefillSpeedup = speedup(r.prefill, prefillDense, prefillSparse);
+    out.total.decode.dense += r.decode.dense;
+    out.total.decode.sparse += r.decode.sparse;
+    out.total.prefill.dense += r.prefill.dense;
+    out.total.prefill.sparse += r.prefill.sparse;
+    out.rows.push_back(std::move(r));
+  }
+  out.total.node = "total";
+  for (size_t t = 0; t < targets.size(); ++t) {
+    out.total.decodeSpeedup.push_back(
+        decodeSparse[t] > 0 ? decodeDense[t] / decodeSparse[t] : 0);
+    out.total.prefillSpeedup.push_back(
+        prefillSparse[t] > 0 ? prefillDense[t] / prefillSparse[t] : 0);
+  }
+  return out;
+}
+
 llvm::Expected<RooflineReport>
 qcc::buildRooflineReport(mlir::ModuleOp module, llvm::StringRef model,
                          const RooflineOptions &options) {
@@ -236,10 +294,43 @@ qcc::buildRooflineReport(mlir::ModuleOp module, llvm::StringRef model,
     for (const char *name : {"main", "prefill", "decode"})
       if (const rt::Function *fn = a.gpuFunction(name))
         r.functions.push_back(analyze(a, *fn, r));
+    r.sparse = sparseLinearReport(a, r.options, rt::gpuPeaks());
   } catch (const std::exception &e) {
     return error(model + ": roofline report: " + e.what());
   }
   return r;
+}
+
+static void printSparseLinears(const RooflineReport &r,
+                               llvm::raw_ostream &os) {
+  const SparseLinears &s = r.sparse;
+  if (s.rows.empty())
+    return;
+  const std::vector<rt::Peaks> &gpus = rt::gpuPeaks();
+  os << "\n2:4 sparse linears, dense -> compressed (weights: values + "
+        "metadata; FLOPs: the multiply-adds run; decode "
+     << s.decodeRows << " rows, prefill " << s.prefillRows
+     << " rows; speedup = dense / sparse roofline time)\n";
+  os << llvm::formatv("  {0,-24} {1,-7} {2,11} {3,17} {4,17}", "linear", "op",
+                      "N x K", "weight B", "prefill FLOPs");
+  for (const rt::Peaks &p : gpus)
+    os << llvm::formatv(" {0,8} {1,8}", p.name + " dec", p.name + " pre");
+  os << "\n";
+  auto row = [&](const SparseLinearRow &l, llvm::StringRef shape) {
+    os << llvm::formatv(
+        "  {0,-24} {1,-7} {2,11} {3,17} {4,17}", l.node, l.op, shape,
+        human(l.decode.dense.weightBytes) + " -> " +
+            human(l.decode.sparse.weightBytes),
+        human(l.prefill.dense.flops) + " -> " + human(l.prefill.sparse.flops));
+    for (size_t t = 0; t < gpus.size(); ++t)
+      os << llvm::formatv(" {0,8} {1,8}",
+                          llvm::formatv("{0:F2}x", l.decodeSpeedup[t]).str(),
+                          llvm::formatv("{0:F2}x", l.prefillSpeedup[t]).str());
+    os << "\n";
+  };
+  for (const SparseLinearRow &l : s.rows)
+    row(l, llvm::formatv("{0}x{1}", l.n, l.k).str());
+  row(s.total, llvm::formatv("{0} linears", s.rows.size()).str());
 }
 
 void qcc::printRooflineReport(const RooflineReport &r, llvm::raw_ostream &os) {
@@ -301,6 +392,7 @@ void qcc::printRooflineReport(const RooflineReport &r, llvm::raw_ostream &os) {
       os << "\n";
     }
   }
+  printSparseLinears(r, os);
 }
 
 json qcc::rooflineReportJson(const RooflineReport &r) {
@@ -351,5 +443,42 @@ json qcc::rooflineReportJson(const RooflineReport &r) {
          {"functions", functions}};
   if (!r.note.empty())
     j["note"] = r.note;
+  if (!r.sparse.rows.empty()) {
+    const std::vector<rt::Peaks> &gpus = rt::gpuPeaks();
+    auto rowJson = [&](const SparseLinearRow &l) {
+      json dec = json::object(), pre = json::object();
+      for (size_t t = 0; t < gpus.size(); ++t) {
+        dec[gpus[t].name] = l.decodeSpeedup[t];
+        pre[gpus[t].name] = l.prefillSpeedup[t];
+      }
+      auto side = [](const rt::Cost &c) {
+        return json{{"flops", c.flops},
+                    {"weight_bytes", c.weightBytes},
+                    {"activation_bytes", c.activationBytes}};
+      };
+      return json{{"node", l.node},
+                  {"op", l.op},
+                  {"n", l.n},
+                  {"k", l.k},
+                  {"decode", {{"dense", side(l.decode.dense)},
+                              {"sparse", side(l.decode.sparse)},
+                              {"speedup", dec}}},
+                  {"prefill", {{"dense", side(l.prefill.dense)},
+                               {"sparse", side(l.prefill.sparse)},
+                               {"speedup", pre}}}};
+    };
+    json rows = json::array();
+    for (const SparseLinearRow &l : r.sparse.rows)
+      rows.push_back(rowJson(l));
+    json total = rowJson(r.sparse.total);
+    total.erase("n");
+    total.erase("k");
+    total.erase("op");
+    total.erase("node");
+    j["sparse_linears"] = {{"decode_rows", r.sparse.decodeRows},
+                           {"prefill_rows", r.sparse.prefillRows},
+                           {"linears", rows},
+                           {"total", total}};
+  }
   return j;
 }

@@ -6,7 +6,9 @@
 // at assumed shapes (batch, context). The counts come from
 // runtime/Roofline.h, the one definition qrun --profile uses too; the shapes
 // from a shape-only run of the plan (glue runs, kernel regions do not).
-// docs/ROOFLINE.md describes the report.
+// A section compares each 2:4 sparse linear with its dense form (bytes,
+// FLOPs, predicted decode and prefill speedups on the GPUs). docs/ROOFLINE.md
+// describes the report.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_COMPILER_ROOFLINEREPORT_H
@@ -49,6 +51,23 @@ struct RooflineFunction {
   std::vector<double> seconds; ///< per target: the sum over kernels
 };
 
+/// A 2:4 sparse linear (its weight a qcc.sparse_2_4 of constants), dense vs
+/// compressed, at the rows of a decode step (batch) and of a prefill (batch
+/// x context): the costs and the predicted speedup (dense roofline time /
+/// sparse) on each GPU target (rt::gpuPeaks()).
+struct SparseLinearRow {
+  std::string node, op; ///< the linear's node name; "linear" / "qlinear"
+  int64_t n = 0, k = 0;
+  rt::SparseLinearCost decode, prefill;
+  std::vector<double> decodeSpeedup, prefillSpeedup;
+};
+
+struct SparseLinears {
+  int64_t decodeRows = 0, prefillRows = 0;
+  std::vector<SparseLinearRow> rows;
+  SparseLinearRow total; ///< costs summed, speedups of the sums of times
+};
+
 struct RooflineReport {
   std::string model;
   RooflineOptions options;
@@ -56,7 +75,15 @@ struct RooflineReport {
   double kvElementBytes = 0; ///< 0: no KV cache
   std::vector<rt::Peaks> targets;
   std::vector<RooflineFunction> functions;
+  SparseLinears sparse; ///< empty rows: no 2:4 sparse linear
 };
+
+/// The 2:4 sparse linears of `a` (those of its prefill entry point, else
+/// main, else decode: each computes every linear once) at `options`' rows,
+/// predicted on `targets`.
+SparseLinears sparseLinearReport(const rt::Artifact &a,
+                                 const RooflineOptions &options,
+                                 const std::vector<rt::Peaks> &targets);
 
 /// The report for `module` (compiled: raised, quantized, KV cache laid out;
 /// not yet formed into kernels). `model` names it in the output.

@@ -2,10 +2,12 @@
 #include "runtime/Artifact.h"
 
 #include "format/Checked.h"
+#include "format/Sparse24.h"
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <stdexcept>
 
 using namespace qcc::rt;
@@ -150,6 +152,66 @@ static void checkLaunch(const Loader &l, const Node &n, const KernelRecord &k,
           l.fail(where + ": parameter " + p.name +
                  " converts a value that is not an f32 constant to f16");
       }
+}
+
+/// Every sparse_2_4 node of `fn` whose operands are constants (in a kernel
+/// body: bound to constants of the enclosing node) stores a valid [N, K]
+/// weight: shapes and types agree, K % 32 == 0, and every group's metadata
+/// names two distinct ascending positions (format/Sparse24.h). Checked once
+/// per metadata constant, here, so that the CPU's sparse GEMM can trust it.
+static void checkSparse24(const Loader &l, const Artifact &a,
+                          const Function &fn, std::set<int64_t> &checked) {
+  namespace sp = qcc::format::sparse24;
+  std::function<void(const std::vector<Node> &,
+                     const std::function<int64_t(int64_t)> &)>
+      walk = [&](const std::vector<Node> &nodes,
+                 const std::function<int64_t(int64_t)> &outer) {
+        for (const Node &n : nodes) {
+          if (n.body) {
+            const KernelBody &body = *n.body;
+            walk(body.nodes, [&](int64_t id) {
+              for (size_t i = 0; i < body.args.size(); ++i)
+                if (body.args[i] == id && i < n.inputs.size())
+                  return outer(n.inputs[i]);
+              return int64_t(-1);
+            });
+            continue;
+          }
+          if (n.kind != OpKind::Sparse24 || n.inputs.size() != 2 ||
+              n.outputs.size() != 1)
+            continue;
+          int64_t valuesId = outer(n.inputs[0]), metaId = outer(n.inputs[1]);
+          const Tensor *values = a.constant(valuesId),
+                       *meta = a.constant(metaId);
+          if (!values || !meta || !checked.insert(metaId).second)
+            continue;
+          auto fail = [&](const std::string &why) {
+            l.fail("function '" + fn.name + "', node '" + n.name +
+                   "' (sparse_2_4): " + why);
+          };
+          const auto &[type, shape] = a.valueType(n.outputs[0]);
+          if (values->rank() != 2 || meta->rank() != 2 ||
+              meta->dtype() != DType::I32 || shape.size() != 2 ||
+              type != values->dtype())
+            fail("needs values [N, K/2] and i32 meta [N, K/32] of an [N, K] "
+                 "result of the values' type, got values " +
+                 shapeString(values->shape()) + " " +
+                 dtypeName(values->dtype()) + ", meta " +
+                 shapeString(meta->shape()) + " " + dtypeName(meta->dtype()));
+          int64_t n0 = values->dim(0),
+                  k = values->dim(1) * sp::kGroup / sp::kKept;
+          if (k % sp::kKAlignment != 0 || meta->dim(0) != n0 ||
+              meta->dim(1) != sp::metaCols(k) || shape[0] != n0 ||
+              shape[1] != k)
+            fail("values " + shapeString(values->shape()) + ", meta " +
+                 shapeString(meta->shape()) + " and result " +
+                 shapeString(shape) + " do not describe one [N, K] weight "
+                 "with K a multiple of " + std::to_string(sp::kKAlignment));
+          if (auto why = sp::validateMeta(meta->data<int32_t>(), n0, k))
+            fail("invalid metadata: " + *why);
+        }
+      };
+  walk(fn.nodes, [](int64_t id) { return id; });
 }
 
 Artifact Artifact::load(const std::string &path) {
@@ -331,6 +393,10 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
     parseFunctions(m.at("functions"), a.functions_);
     if (m.contains("gpu_functions"))
       parseFunctions(m.at("gpu_functions"), a.gpuFunctions_);
+    std::set<int64_t> checkedMeta;
+    for (const auto *list : {&a.functions_, &a.gpuFunctions_})
+      for (const Function &fn : *list)
+        checkSparse24(l, a, fn, checkedMeta);
     if (m.contains("kernels"))
       for (const json &k : m.at("kernels")) {
         KernelRecord r;

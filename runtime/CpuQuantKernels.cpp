@@ -127,23 +127,22 @@ std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
   return {std::move(q), std::move(s), std::move(z)};
 }
 
-std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
+QLinearEpilogue QLinearEpilogue::check(const Operands &ops, int64_t N,
+                                       int64_t K) {
   const Tensor &x = need(ops, 0, "input"), &xs = need(ops, 1, "input_scale"),
                &xz = need(ops, 2, "input_zero_point"),
-               &w = need(ops, 3, "weight"), &ws = need(ops, 4, "weight_scale"),
+               &ws = need(ops, 4, "weight_scale"),
                &wsum = need(ops, 5, "weight_sum");
   const Tensor *bias = ops.size() > 6 ? ops[6] : nullptr;
   requireType(x, DType::I8, "input");
   requireType(xs, DType::F32, "input_scale");
   requireType(xz, DType::I32, "input_zero_point");
-  requireType(w, DType::I8, "weight");
   requireType(ws, DType::F32, "weight_scale");
   requireType(wsum, DType::I32, "weight_sum");
-  if (x.rank() < 1 || w.rank() != 2 || w.dim(1) != x.dim(-1))
-    fail("qlinear input " + shapeString(x.shape()) + " and weight " +
-         shapeString(w.shape()) +
-         " do not match (weight must be [N, K] with K the input's last dim)");
-  int64_t K = w.dim(1), N = w.dim(0), M = rowsOf(x);
+  if (x.rank() < 1 || x.dim(-1) != K)
+    fail("qlinear input " + shapeString(x.shape()) + " and weight [" +
+         std::to_string(N) + ", " + std::to_string(K) +
+         "] do not match (weight must be [N, K] with K the input's last dim)");
   // |sum_k (xq - zp) * wq| <= 255 * 127 * K must fit int32.
   if (K > 65535)
     fail("qlinear K = " + std::to_string(K) +
@@ -163,33 +162,47 @@ std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
            " must be " + shapeString(want) + " (per token) or [1]");
     return true;
   };
-  bool rowS = perRow(xs, "input_scale"), rowZ = perRow(xz, "input_zero_point");
+  QLinearEpilogue e;
+  e.rowScale = perRow(xs, "input_scale");
+  e.rowZero = perRow(xz, "input_zero_point");
   if (bias) {
     requireType(*bias, DType::F32, "bias");
     if (bias->rank() != 1 || bias->dim(0) != N)
       fail("qlinear bias " + shapeString(bias->shape()) + " must be [" +
            std::to_string(N) + "]");
+    e.bias = bias->data<float>();
   }
-  Shape out = x.shape();
-  out.back() = N;
-  Tensor r(DType::F32, out);
-  const int8_t *X = x.data<int8_t>(), *W = w.data<int8_t>();
-  const float *XS = xs.data<float>(), *WS = ws.data<float>();
-  const int32_t *XZ = xz.data<int32_t>(), *WSUM = wsum.data<int32_t>();
-  const float *B = bias ? bias->data<float>() : nullptr;
+  e.M = rowsOf(x);
+  e.N = N;
+  e.K = K;
+  e.resultShape = x.shape();
+  e.resultShape.back() = N;
+  e.x = x.data<int8_t>();
+  e.xScale = xs.data<float>();
+  e.wScale = ws.data<float>();
+  e.xZero = xz.data<int32_t>();
+  e.wSum = wsum.data<int32_t>();
+  return e;
+}
+
+std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
+  const Tensor &w = need(ops, 3, "weight");
+  requireType(w, DType::I8, "weight");
+  if (w.rank() != 2)
+    fail("qlinear weight " + shapeString(w.shape()) + " must be [N, K]");
+  const QLinearEpilogue e = QLinearEpilogue::check(ops, w.dim(0), w.dim(1));
+  const int64_t M = e.M, N = e.N, K = e.K;
+  Tensor r(DType::F32, e.resultShape);
+  const int8_t *X = e.x, *W = w.data<int8_t>();
   float *Y = r.data<float>();
-#pragma omp parallel for collapse(2) schedule(static) if (M * N * K > (1 << 20))
+#pragma omp parallel for collapse(2) schedule(static) if (M * N * K > kQLinearParallelWork)
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       const int8_t *xr = X + m * K, *wr = W + n * K;
       int32_t acc = 0;
       for (int64_t k = 0; k < K; ++k)
         acc += (int32_t)xr[k] * (int32_t)wr[k];
-      float y = qcc::numerics::dequantize(acc, XZ[rowZ ? m : 0], WSUM[n],
-                                     XS[rowS ? m : 0], WS[n]);
-      if (B)
-        y = qcc::numerics::fadd(y, B[n]);
-      Y[m * N + n] = y;
+      Y[m * N + n] = e(acc, m, n);
     }
   return {std::move(r)};
 }

@@ -33,6 +33,35 @@ static_assert(numerics::kQMax == (float)format::symmetricQMax() &&
 std::vector<Tensor> quantizeKernel(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> qlinearKernel(const Attrs &attrs, const Operands &ops);
 
+/// Multiply-adds (M N K, counted dense) above which a CPU qlinear, dense or
+/// 2:4 sparse, threads over its outputs (OpenMP).
+inline constexpr int64_t kQLinearParallelWork = int64_t(1) << 20;
+
+/// A qlinear's operands but the weight, checked against a weight of [N, K]
+/// (the dense [N, K] i8 tensor, or the 2:4 compressed form of one), and the
+/// epilogue that turns row m, column n's int32 sum into the result: the one
+/// definition of it for every CPU qlinear (dense, 2:4 sparse). Inline, so its
+/// callers must be compiled with -ffp-contract=off (runtime/CMakeLists.txt).
+struct QLinearEpilogue {
+  int64_t M = 0, N = 0, K = 0; ///< rows of the input, of the weight, depth
+  Shape resultShape;            ///< the input's shape with N last
+  const int8_t *x = nullptr;    ///< [M, K]
+  const float *xScale = nullptr, *wScale = nullptr, *bias = nullptr;
+  const int32_t *xZero = nullptr, *wSum = nullptr;
+  bool rowScale = false, rowZero = false; ///< per token (else per tensor)
+
+  /// Checks `ops` (qlinear's operand order; ops[3], the weight, is not read)
+  /// for a weight of [n, k]; throws std::runtime_error naming the operand.
+  static QLinearEpilogue check(const Operands &ops, int64_t n, int64_t k);
+
+  /// float(acc - zp * wsum[n]) * (xs * ws[n]) + bias[n] (numerics.h).
+  float operator()(int32_t acc, int64_t m, int64_t n) const {
+    float y = numerics::dequantize(acc, xZero[rowZero ? m : 0], wSum[n],
+                                   xScale[rowScale ? m : 0], wScale[n]);
+    return bias ? numerics::fadd(y, bias[n]) : y;
+  }
+};
+
 } // namespace qcc::rt
 
 #endif // QCC_RUNTIME_CPUQUANTKERNELS_H

@@ -100,8 +100,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::Linear:
   case OpKind::QLinear: {
     const Shape &x = operandShape(n, ops, 0, 1);
-    const Shape &w =
-        operandShape(n, ops, n.kind == OpKind::Linear ? 1 : 3, 2);
+    const Shape &w = operandShape(n, ops, weightOperand(n.kind), 2);
     double k = (double)x.back();
     return 2.0 * (elements(x) / std::max(1.0, k)) * (double)w[0] * k;
   }
@@ -219,15 +218,28 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
 
 Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
                        const std::vector<Shape> &ops,
-                       const std::vector<Shape> &results, const KvState *kv) {
+                       const std::vector<Shape> &results, const KvState *kv,
+                       const CompressedWeight *compressed) {
   Cost c;
   // Operand index -> bytes actually read, for embedding tables (only the
-  // gathered rows move).
+  // gathered rows move) and a compressed weight.
   std::map<size_t, double> gathered;
+  if (compressed && compressed->operand >= 0)
+    gathered[compressed->operand] =
+        (double)(compressed->values->bytes() + compressed->meta->bytes());
+  // Values of a region's body that a sparse_2_4 op makes.
+  std::set<int64_t> sparseWeights;
   auto account = [&](const Node &n, const std::vector<Shape> &in,
                      const std::vector<Shape> &out,
                      const std::function<int(int64_t)> &operandOf) {
-    c.flops += opFlops(n, in, out, kv);
+    // A 2:4 sparse weight: half the multiply-adds (Roofline.h).
+    int w = weightOperand(n.kind);
+    bool sparse = &n == &node ? compressed != nullptr
+                              : w >= 0 && w < (int)n.inputs.size() &&
+                                    sparseWeights.count(n.inputs[w]) > 0;
+    c.flops += opFlops(n, in, out, kv) * (sparse ? 0.5 : 1.0);
+    if (n.kind == OpKind::Sparse24)
+      sparseWeights.insert(n.outputs.begin(), n.outputs.end());
     c.precision = std::max(c.precision, precisionOf(n.kind));
     if (n.kind == OpKind::KvAttention)
       c.kvBytes += kvBytes(n, in, kv);
@@ -269,11 +281,61 @@ Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
                        ? g->second
                        : elements(ops[i]) *
                              (double)dtypeSize(a.valueType(id).first);
-    (a.constant(id) ? c.weightBytes : c.activationBytes) += bytes;
+    bool weight = a.constant(id) || (compressed && (int)i == compressed->operand);
+    (weight ? c.weightBytes : c.activationBytes) += bytes;
   }
   for (size_t r = 0; r < node.outputs.size() && r < results.size(); ++r)
     c.activationBytes += elements(results[r]) *
                          (double)dtypeSize(a.valueType(node.outputs[r]).first);
+  return c;
+}
+
+std::map<size_t, CompressedWeight>
+qcc::rt::compressedWeights(const Artifact &a, const Function &fn) {
+  std::map<int64_t, const Node *> producer; // dense weight -> sparse_2_4
+  for (const Node &n : fn.nodes)
+    if (n.kind == OpKind::Sparse24 && n.inputs.size() == 2 &&
+        n.outputs.size() == 1 && a.constant(n.inputs[0]) &&
+        a.constant(n.inputs[1]))
+      producer[n.outputs[0]] = &n;
+  std::map<size_t, CompressedWeight> out;
+  for (size_t i = 0; i < fn.nodes.size() && !producer.empty(); ++i) {
+    const Node &n = fn.nodes[i];
+    int w = weightOperand(n.kind);
+    if (w < 0 || (int)n.inputs.size() <= w)
+      continue;
+    auto p = producer.find(n.inputs[w]);
+    if (p != producer.end())
+      out[i] = {w, a.constant(p->second->inputs[0]),
+                a.constant(p->second->inputs[1])};
+  }
+  return out;
+}
+
+SparseLinearCost qcc::rt::sparseLinearCost(const Artifact &a,
+                                           const Node &linear,
+                                           const CompressedWeight &weight,
+                                           int64_t M) {
+  // The operands' shapes at M rows: x [M, K] (with its per-token scale and
+  // zero point [M, 1] for a qlinear), the weight [N, K], per-N vectors [N].
+  const int64_t N = weight.values->dim(0), K = weight.values->dim(1) * 2;
+  std::vector<Shape> in;
+  for (size_t i = 0; i < linear.inputs.size(); ++i) {
+    bool perN = linear.kind == OpKind::Linear ? i == 2 : i >= 4;
+    Shape s = (int)i == weight.operand ? Shape{N, K}
+              : perN                   ? Shape{N}
+              : i == 0                 ? Shape{M, K}
+                                       : Shape{M, 1};
+    in.push_back(linear.inputs[i] < 0 ? Shape() : s);
+  }
+  std::vector<Shape> out = {{M, N}};
+  SparseLinearCost c;
+  c.sparse = nodeCost(a, linear, in, out, nullptr, &weight);
+  // Dense: the [N, K] weight a constant, read whole.
+  c.dense = nodeCost(a, linear, in, out);
+  double dense = (double)(N * K) * (double)dtypeSize(weight.values->dtype());
+  c.dense.activationBytes -= dense;
+  c.dense.weightBytes += dense;
   return c;
 }
 

@@ -7,7 +7,10 @@
 //
 // FLOPs (a multiply-add is 2), per op kind:
 //   linear / qlinear  2 M N K (M = rows of the input; bias and epilogue not
-//                     counted)
+//                     counted); M N K with a 2:4 sparse weight (the
+//                     multiply-adds the sparse tensor cores execute, at the
+//                     dense peak: the same time as 2 M N K at NVIDIA's
+//                     "with sparsity" peak, which is twice the dense one)
 //   attention         4 D per attended (query, key) pair and query head
 //                     (2 D for q.k, 2 D for p.v; softmax not counted). Causal
 //                     attention counts only the pairs it attends (the lower
@@ -22,10 +25,11 @@
 //   embedding and shape glue: 0
 // Bytes: compulsory traffic, each operand read and each result written once
 // (a fused region's intermediates stay on chip), at the element size of its
-// type (int8 1, f16/bf16 2, f32 4); constants count as weights, except an
-// embedding table, of which only the gathered rows count; kv_attention adds
-// the cache: the cached tokens' K and V read and the new tokens' K and V
-// written, at the cache's element size.
+// type (int8 1, f16/bf16 2, f32 4); a 2:4 sparse weight its compressed
+// values (N K/2 elements) and metadata (N K/8 bytes); constants count as
+// weights, except an embedding table, of which only the gathered rows count;
+// kv_attention adds the cache: the cached tokens' K and V read and the new
+// tokens' K and V written, at the cache's element size.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_ROOFLINE_H
@@ -33,6 +37,7 @@
 
 #include "runtime/Artifact.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,12 +79,45 @@ struct KvState {
 double opFlops(const Node &node, const std::vector<Shape> &operands,
                const std::vector<Shape> &results, const KvState *kv = nullptr);
 
+/// The weight operand of a linear (1) or qlinear (3); -1 for other ops.
+inline int weightOperand(OpKind op) {
+  return op == OpKind::Linear ? 1 : op == OpKind::QLinear ? 3 : -1;
+}
+
+/// A linear / qlinear weight read in its 2:4 compressed form (values
+/// [N, K/2] and meta [N, K/32], format/Sparse24.h) rather than as the dense
+/// [N, K] tensor of operand `operand`.
+struct CompressedWeight {
+  int operand = -1;
+  const Tensor *values = nullptr, *meta = nullptr;
+};
+
+/// The linears / qlinears among `fn`'s nodes (not inside kernel regions)
+/// whose weight a sparse_2_4 node of constants makes (2:4 sparse linears):
+/// node index -> the compressed weight.
+std::map<size_t, CompressedWeight> compressedWeights(const Artifact &a,
+                                                     const Function &fn);
+
 /// The cost of running `node` of artifact `a` (a kernel region through its
 /// body, the body's shapes inferred from the operands') with operands and
 /// results of the given shapes. Constants of `a` count as weights.
+/// `compressed`: the (non-kernel) linear / qlinear `node` reads its weight
+/// compressed: its weight bytes are those of values and metadata, its FLOPs
+/// the sparse count. A linear inside a region whose weight a sparse_2_4 of
+/// the same region makes counts the sparse FLOPs too.
 Cost nodeCost(const Artifact &a, const Node &node,
               const std::vector<Shape> &operands,
-              const std::vector<Shape> &results, const KvState *kv = nullptr);
+              const std::vector<Shape> &results, const KvState *kv = nullptr,
+              const CompressedWeight *compressed = nullptr);
+
+/// A 2:4 sparse linear's cost at M input rows, dense (the weight read as
+/// the [N, K] tensor, 2 M N K FLOPs) and sparse (values + metadata read,
+/// M N K FLOPs), activations as the op reads and writes them.
+struct SparseLinearCost {
+  Cost dense, sparse;
+};
+SparseLinearCost sparseLinearCost(const Artifact &a, const Node &linear,
+                                  const CompressedWeight &weight, int64_t M);
 
 /// A machine's roofline: peak bandwidth (bytes/s) and compute (FLOP/s per
 /// precision).

@@ -98,11 +98,19 @@ Session::run(const std::string &name,
     kvState.valid = kv->valid;
     kvState.elementBytes = (double)kv->cache->config().elementBytes();
   }
+  const std::vector<SparseUse> *sparse =
+      sparsePath() != SparsePath::Reference ? &sparseUses(fn) : nullptr;
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
+    const SparseUse *use = sparse ? &(*sparse)[i] : nullptr;
+    if (use && use->role == SparseUse::Skip)
+      continue;
+    if (use && use->role != SparseUse::Linear)
+      use = nullptr;
     Operands operands = operandsOf(node, values);
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<Tensor> results = runNode(node, operands, values, kv, name);
+    std::vector<Tensor> results =
+        runNode(node, operands, values, kv, name, use);
     if (profiling || tracer) {
       double secs = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0)
@@ -112,7 +120,10 @@ Session::run(const std::string &name,
         in.push_back(t ? t->shape() : Shape());
       for (const Tensor &t : results)
         out.push_back(t.shape());
-      Cost cost = nodeCost(artifact, node, in, out, kv ? &kvState : nullptr);
+      if (use) // the dense weight's slot holds nothing: its shape
+        in[use->compressed.operand] = {use->weight.n(), use->weight.k()};
+      Cost cost = nodeCost(artifact, node, in, out, kv ? &kvState : nullptr,
+                           use ? &use->compressed : nullptr);
       if (tracer)
         tracer({name, node, cost, secs});
       if (profiling) {
@@ -171,9 +182,50 @@ std::vector<Tensor> Session::runOne(const Node &node,
   return runNode(node, operands, values, nullptr, "(host)");
 }
 
+const std::vector<Session::SparseUse> &
+Session::sparseUses(const Function &fn) {
+  auto [it, fresh] = sparseUses_.try_emplace(&fn);
+  std::vector<SparseUse> &uses = it->second;
+  if (!fresh)
+    return uses;
+  uses.resize(fn.nodes.size());
+  std::map<size_t, CompressedWeight> linears = compressedWeights(artifact, fn);
+  // The dense weights that those linears read: skip the sparse_2_4 nodes
+  // that make them unless another node (or an output) reads them.
+  std::map<int64_t, bool> needDense;
+  for (auto &[i, w] : linears) {
+    uses[i].role = SparseUse::Linear;
+    uses[i].compressed = w;
+    // The loader validated the constant metadata (runtime/Artifact.cpp).
+    uses[i].weight = sparseWeight(*w.values, *w.meta, /*checkMeta=*/false);
+    needDense[fn.nodes[i].inputs[w.operand]] = false;
+  }
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const Node &n = fn.nodes[i];
+    auto linear = linears.find(i);
+    for (size_t o = 0; o < n.inputs.size(); ++o)
+      if (auto d = needDense.find(n.inputs[o]);
+          d != needDense.end() &&
+          (linear == linears.end() || (int)o != linear->second.operand))
+        d->second = true;
+  }
+  for (const Port &p : fn.outputs)
+    if (auto d = needDense.find(p.value); d != needDense.end())
+      d->second = true;
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const Node &n = fn.nodes[i];
+    if (n.kind == OpKind::Sparse24 && n.outputs.size() == 1)
+      if (auto d = needDense.find(n.outputs[0]);
+          d != needDense.end() && !d->second)
+        uses[i].role = SparseUse::Skip;
+  }
+  return uses;
+}
+
 std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                                      std::vector<Tensor> &values, KvBatch *kv,
-                                     const std::string &function) {
+                                     const std::string &function,
+                                     const SparseUse *sparse) {
   std::vector<Tensor> results;
   if (node.body && shapeOnly) {
     std::vector<Shape> shapes;
@@ -228,6 +280,10 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
           [&](const Operands &ops) -> std::vector<Tensor> {
             if (isKv)
               return {kvAttention(attrs, ops, *kv)};
+            if (sparse)
+              return node.kind == OpKind::QLinear
+                         ? sparseQLinearKernel(ops, sparse->weight)
+                         : sparseLinearKernel(ops, sparse->weight);
             return runCpuKernel(node.kind, attrs, ops);
           });
     } catch (const std::exception &e) {

@@ -3,6 +3,7 @@
 #define QCC_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/CpuSparseKernels.h"
 #include "runtime/KvCache.h"
 #include "runtime/Roofline.h"
 
@@ -68,7 +69,8 @@ public:
 
   /// Called after each node runs with the node, its operands and its
   /// results (before any value is freed), e.g. to collect calibration
-  /// statistics. An empty function (the default) turns it off at the cost of
+  /// statistics. The weight operand of a linear that runs from its 2:4
+  /// compressed form (CpuSparseKernels.h) is an empty tensor. An empty function (the default) turns it off at the cost of
   /// one test per node.
   using Observer = std::function<void(const Node &, const Operands &inputs,
                                       const std::vector<Tensor> &outputs)>;
@@ -106,14 +108,27 @@ public:
   std::vector<ProfileRow> profile() const;
 
 private:
+  /// How the 2:4 fast path (runtime/CpuSparseKernels.h) runs a top-level
+  /// node: a linear / qlinear whose weight a sparse_2_4 node of constants
+  /// produces runs from the compressed `weight`; that sparse_2_4 node is
+  /// skipped when nothing else reads the dense weight.
+  struct SparseUse {
+    enum Role : uint8_t { None, Linear, Skip } role = None;
+    CompressedWeight compressed; ///< Linear: the weight, for its cost
+    Sparse24Weight weight;
+  };
+  const std::vector<SparseUse> &sparseUses(const Function &fn);
+
   /// Runs one node (a kernel node through its body); `values` is the
   /// function's value table (body values live there too).
   Operands operandsOf(const Node &node, std::vector<Tensor> &values) const;
   std::vector<Tensor> runNode(const Node &node, const Operands &operands,
                               std::vector<Tensor> &values, KvBatch *kv,
-                              const std::string &function);
+                              const std::string &function,
+                              const SparseUse *sparse = nullptr);
 
   const Artifact &artifact;
+  std::map<const Function *, std::vector<SparseUse>> sparseUses_;
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
   bool profiling = false;
