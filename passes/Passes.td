@@ -657,6 +657,10 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     input followed by `qcc.qlinear`, with the weight quantized here to int8
     per output channel (symmetric abs-max, round half to even) and its row
     sums precomputed for the zero-point correction (docs/QUANTIZATION.md).
+    A 2:4 sparse weight (`qcc.sparse_2_4` of constants, from sparsify-2-4)
+    stays compressed: its values are quantized (scales and sums from the
+    kept values, the same numbers as from the dense pruned row) and the
+    qlinear reads `qcc.sparse_2_4` of the int8 values and the same metadata.
     `activations` picks SmoothQuant's levels: `per-token` (O1, dynamic),
     `per-tensor` (O2, dynamic) or `static` (O3: one scale from calibration,
     max of `qcc.input_absmax` / 127; an error without statistics).
