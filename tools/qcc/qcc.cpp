@@ -49,12 +49,13 @@ template <typename T> struct OneLineEnumParser : cl::parser<T> {
   std::string text(const cl::Option &o) const {
     return ("  --" + o.ArgStr + "=<" + o.ValueStr + ">").str();
   }
+  // LLVM's widths count 3 columns more than the text (basic_parser's).
   size_t getOptionWidth(const cl::Option &o) const override {
-    return text(o).size();
+    return text(o).size() + 3;
   }
   void printOptionInfo(const cl::Option &o, size_t width) const override {
     outs() << text(o);
-    cl::Option::printHelpStr(o.HelpStr, width, text(o).size());
+    cl::Option::printHelpStr(o.HelpStr, width, getOptionWidth(o));
   }
 };
 template <typename T> using EnumOpt = cl::opt<T, false, OneLineEnumParser<T>>;
