@@ -143,7 +143,7 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
 
 
 def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_len,
-            context=128, log=sys.stderr, reuse_stats=False):
+            context=128, log=sys.stderr, reuse_stats=False, timeout=TIMEOUT_S):
     """Build and measure each (name, flags) of `chosen`; calibration stats are shared
     (and kept from an earlier run in `work` with reuse_stats)."""
     stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}.json")
@@ -156,7 +156,7 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
         out = os.path.join(work, f"variant{i}.qpkg")
         print(f"[{i + 1}/{len(chosen)}] {name}: qcc {' '.join(flags) or '(float)'}",
               file=log, flush=True)
-        r = run_variant(qcc, qrun, model, flags, out, heldout, calib, context)
+        r = run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout)
         r["name"] = name
         if r["error"]:
             print(f"    FAILED: {r['error']}", file=log, flush=True)

@@ -5,7 +5,7 @@
         [--text examples/austen/heldout.txt] [--max-chars 60000]
         [--calib-text TRAIN.txt] [--calib-samples 64] [--calib-seq-len 128]
         [--alpha 0.5] [--context 128] [--qcc build/bin/qcc] [--qrun build/bin/qrun]
-        [--keep DIR] [--only NAME,...] [--reuse-stats]
+        [--keep DIR] [--only NAME,...] [--reuse-stats] [--timeout S]
 
 For dense, 2:4 magnitude, 2:4 Wanda and 2:4 SparseGPT (docs/SPARSITY.md), each in
 float and as SmoothQuant W8A8 (O1, per-token) with an int8 KV cache, builds the
@@ -64,6 +64,9 @@ def main():
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
     p.add_argument("--only", default=None,
                    help="comma-separated variant names to run (default: all)")
+    p.add_argument("--timeout", type=int, default=qr.TIMEOUT_S,
+                   help="seconds per compile or perplexity run (a real model's "
+                        "SparseGPT calibration on 2 cores takes longer than the default)")
     p.add_argument("--reuse-stats", action="store_true",
                    help="reuse the calibration statistics an earlier run left in --keep")
     args = qr.check_common_args(p.parse_args())
@@ -85,7 +88,8 @@ def main():
             chosen = [v for v in chosen if v[0] in names]
         rows = qr.measure(args.qcc, args.qrun, model, heldout, calib_text, work,
                           run_order(chosen), args.calib_samples, args.calib_seq_len,
-                          args.context, reuse_stats=args.reuse_stats)
+                          args.context, reuse_stats=args.reuse_stats,
+                          timeout=args.timeout)
         by_name = {r["name"]: r for r in rows}
         rows = [by_name[name] for name, _ in chosen]
         print()

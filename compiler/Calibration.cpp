@@ -23,7 +23,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <map>
 
 using namespace mlir;
 using nlohmann::json;

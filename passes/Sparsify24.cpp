@@ -168,8 +168,6 @@ struct Sparsify24Pass : qcc::impl::Sparsify24Base<Sparsify24Pass> {
         return signalPassFailure();
     }
     for (LinearOp l : linears) {
-      if (!l->getBlock())
-        continue;
       l->removeAttr(kInputGramAttr);
       l->removeAttr(kInputL2NormAttr);
     }
