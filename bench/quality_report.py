@@ -143,10 +143,11 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
 
 
 def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_len,
-            context=128, log=sys.stderr):
-    """Build and measure each (name, flags) of `chosen`; calibration stats are shared."""
+            context=128, log=sys.stderr, reuse_stats=False, timeout=TIMEOUT_S):
+    """Build and measure each (name, flags) of `chosen`; calibration stats are shared
+    (and kept from an earlier run in `work` with reuse_stats)."""
     stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}.json")
-    if os.path.exists(stats):
+    if os.path.exists(stats) and not reuse_stats:
         os.remove(stats)
     calib = [f"--calib={calib_text}", f"--calib-samples={samples}",
              f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
@@ -155,7 +156,7 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
         out = os.path.join(work, f"variant{i}.qpkg")
         print(f"[{i + 1}/{len(chosen)}] {name}: qcc {' '.join(flags) or '(float)'}",
               file=log, flush=True)
-        r = run_variant(qcc, qrun, model, flags, out, heldout, calib, context)
+        r = run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout)
         r["name"] = name
         if r["error"]:
             print(f"    FAILED: {r['error']}", file=log, flush=True)
@@ -191,6 +192,23 @@ def sizes_line(rows):
     qs = q[0]["size"]
     return (f"Artifact size: float32 {f:,} bytes, W8A8 {qs:,} bytes "
             f"({qs / f * 100:.1f}% of float).")
+
+
+def held_out_line(args, rows):
+    """What was measured on what: the held-out slice and the calibration."""
+    tokens = next((r["tokens"] for r in rows if r["tokens"]), None)
+    return (f"Held-out: first {args.max_chars or 'all'} characters of "
+            f"{os.path.relpath(args.text, ROOT)}"
+            + (f" ({tokens} scored tokens, windows of {args.context})" if tokens else "")
+            + f"; calibration: {args.calib_samples} x {args.calib_seq_len} tokens of "
+            + (os.path.relpath(args.calib_text, ROOT) if args.calib_text
+               else "the train split"))
+
+
+def finish(rows, t_start):
+    """Prints the elapsed time; the exit status (1 when a variant failed)."""
+    print(f"\n({time.perf_counter() - t_start:.0f} s)")
+    return 1 if any(r["error"] for r in rows) else 0
 
 
 def add_common_args(p, max_chars):
@@ -255,21 +273,14 @@ def main():
                                   if args.outliers else ""))
         if note:
             print(f"Outlier model vs original, onnxruntime logits: {note[len('check: '):]}")
-        tokens = next((r["tokens"] for r in rows if r["tokens"]), None)
-        print(f"Held-out: first {args.max_chars or 'all'} characters of "
-              f"{os.path.relpath(args.text, ROOT)}"
-              + (f" ({tokens} scored tokens, windows of {args.context})" if tokens else "")
-              + f"; calibration: {args.calib_samples} x {args.calib_seq_len} tokens of "
-              + (os.path.relpath(args.calib_text, ROOT) if args.calib_text
-                 else "the train split"))
+        print(held_out_line(args, rows))
         print()
         print(table(rows))
         s = sizes_line(rows)
         if s:
             print()
             print(s)
-        print(f"\n({time.perf_counter() - t_start:.0f} s)")
-        return 1 if any(r["error"] for r in rows) else 0
+        return finish(rows, t_start)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -9,17 +9,20 @@
 #include "dialects/QccAttrNames.h"
 #include "compiler/ArtifactWriter.h"
 
+#include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using nlohmann::json;
@@ -42,6 +45,48 @@ static DenseElementsAttr f32Array(MLIRContext *ctx, const json &values) {
   return DenseElementsAttr::get(
       RankedTensorType::get({(int64_t)v.size()}, Float32Type::get(ctx)),
       ArrayRef<float>(v));
+}
+
+/// The Gram matrices of `stats` ("grams", "gram_file" beside `statsPath`),
+/// one f64 [K, K] attribute each; errors name the file and the reason.
+static llvm::Expected<std::vector<ElementsAttr>>
+loadGrams(MLIRContext *ctx, const json &stats, llvm::StringRef statsPath) {
+  if (!stats.contains("grams") || !stats.contains("gram_file"))
+    return error(statsPath + ": no pruning statistics (saved by a compile "
+                 "without --prune=wanda|sparsegpt; delete it to recalibrate)");
+  std::string name = stats.at("gram_file").get<std::string>();
+  if (name.empty() || name.find('/') != std::string::npos)
+    return error(statsPath + ": gram_file must be a file name beside it");
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(statsPath));
+  llvm::sys::path::append(path, name);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error(path + ": cannot read the Gram matrices");
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  std::vector<ElementsAttr> out;
+  for (const json &g : stats.at("grams")) {
+    int64_t k = g.at("k").get<int64_t>();
+    uint64_t offset = g.at("offset").get<uint64_t>();
+    uint64_t size = (uint64_t)k * (uint64_t)k * sizeof(double);
+    if (k <= 0 || k > (1 << 16) || offset > bytes.size() ||
+        size > bytes.size() - offset)
+      return error(path + ": Gram matrix " + std::to_string(out.size()) +
+                   " (k " + std::to_string(k) + ") lies outside the file");
+    llvm::StringRef m = bytes.substr(offset, size);
+    for (size_t i = 0; i < size; i += sizeof(double)) {
+      double v;
+      std::memcpy(&v, m.data() + i, sizeof v);
+      if (!std::isfinite(v))
+        return error(path + ": Gram matrix " + std::to_string(out.size()) +
+                     " holds a non-finite value");
+    }
+    auto type = RankedTensorType::get({k, k}, Float64Type::get(ctx));
+    out.push_back(qcc::makeElements(
+        type, llvm::ArrayRef<char>(m.data(), m.size()),
+        "gram_" + std::to_string(out.size())));
+  }
+  return out;
 }
 
 llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
@@ -99,6 +144,8 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
         samples,    "--seq-len",   seqLen,     "--out",     statsPath};
     if (o.quiet)
       args.push_back("--quiet");
+    if (o.pruningStats)
+      args.push_back("--pruning-stats");
     std::string message;
     int rc = llvm::sys::ExecuteAndWait(o.toolPath, args, std::nullopt, {}, 0,
                                        0, &message);
@@ -124,6 +171,13 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
   try {
     json stats = json::parse((*buffer)->getBuffer().str());
     const json &ls = stats.at("linears");
+    std::vector<ElementsAttr> grams;
+    if (o.pruningStats) {
+      auto loaded = loadGrams(ctx, stats, statsPath);
+      if (!loaded)
+        return loaded.takeError();
+      grams = std::move(*loaded);
+    }
     for (LinearOp l : linears) {
       std::string id = std::to_string(
           l->getAttrOfType<IntegerAttr>(kCalibId).getInt());
@@ -138,6 +192,20 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
                      "(stale --calib-stats for another model?)");
       l->setAttr(qcc::kInputAbsmaxAttr, absmax);
       l->removeAttr(kCalibId);
+      if (o.pruningStats) {
+        int64_t g = ls[id].at("gram").get<int64_t>();
+        if (g < 0 || g >= (int64_t)grams.size() ||
+            cast<ShapedType>(grams[g].getType()).getDimSize(0) !=
+                absmax.getNumElements())
+          return error(statsPath + ": linear " + id + " names a missing or "
+                       "mis-sized Gram matrix");
+        DenseElementsAttr norms = f32Array(ctx, ls[id].at("input_l2norm"));
+        if (norms.getNumElements() != absmax.getNumElements())
+          return error(statsPath + ": linear " + id + " has the wrong "
+                       "input_l2norm width");
+        l->setAttr(qcc::kInputGramAttr, grams[g]);
+        l->setAttr(qcc::kInputL2NormAttr, norms);
+      }
     }
     const json &as = stats.value("attentions", json::object());
     for (AttentionOp a : attentions) {
@@ -153,7 +221,9 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
     return error(statsPath + ": malformed calibration statistics: " +
                  e.what());
   }
-  if (!tmpStats.empty())
+  if (!tmpStats.empty()) {
     llvm::sys::fs::remove(tmpStats);
+    llvm::sys::fs::remove(tmpStats.str().str() + ".gram");
+  }
   return llvm::Error::success();
 }

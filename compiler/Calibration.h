@@ -17,12 +17,17 @@ struct CalibrationOptions {
   std::string toolPath;      ///< the qcc-calib executable
   std::string tokenizerPath; ///< SentencePiece model for text sources
   bool quiet = false;        ///< qcc-calib prints errors only
+  /// Also the pruning statistics (2:4 wanda / sparsegpt): each linear's
+  /// input Gram matrix and L2 norms, saved beside the JSON (STATS.gram).
+  bool pruningStats = false;
 };
 
 /// Runs the float model (raised, no KV cache) over the calibration source with
 /// qcc-calib and attaches the statistics of docs/QUANTIZATION.md to the ops of
 /// `@main`: `qcc.input_absmax` on linears, `qcc.k_absmax` / `qcc.v_absmax` on
-/// attention.
+/// attention; with `pruningStats`, also `qcc.input_gram` (f64 [K, K], a
+/// dense_resource shared by the linears that read one value) and
+/// `qcc.input_l2norm` (f32 [K]) on linears.
 llvm::Error calibrate(mlir::ModuleOp module, const CalibrationOptions &options);
 
 } // namespace qcc

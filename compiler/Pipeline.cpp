@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
 
 using namespace mlir;
 
@@ -21,7 +22,7 @@ constexpr PhaseInfo kPhases[] = {
     {qcc::Phase::Import, "import", "qcc ops 1:1 with the ONNX nodes"},
     {qcc::Phase::Raise, "raise", "transformer ops plus glue"},
     {qcc::Phase::Calibrate, "calibrate", "+ calibration statistics"},
-    {qcc::Phase::Quantize, "quantize", "+ SmoothQuant and quantize"},
+    {qcc::Phase::Quantize, "quantize", "+ SmoothQuant, 2:4 sparsity, quantize"},
     {qcc::Phase::KvLayout, "kv-layout", "+ the KV cache entry points"},
     {qcc::Phase::FormKernels, "form-kernels", "the GPU plan: kernel regions"},
     {qcc::Phase::Emit, "emit", "the CUDA C++ of the kernel regions"},
@@ -59,6 +60,17 @@ llvm::Error runPasses(PassManager &pm, ModuleOp module,
 
 bool quantizes(const qcc::CompileOptions &options) {
   return options.quant == qcc::QuantMode::W8A8;
+}
+
+bool sparsifies(const qcc::CompileOptions &options) {
+  return options.sparsity == qcc::Sparsity::TwoFour;
+}
+
+/// Whether calibration data is at hand (a source, or statistics to reuse).
+bool hasCalibrationData(const qcc::CompileOptions &options) {
+  const qcc::CalibrationOptions &c = options.calibration;
+  return !c.source.empty() ||
+         (!c.statsPath.empty() && llvm::sys::fs::exists(c.statsPath));
 }
 
 } // namespace
@@ -105,30 +117,61 @@ llvm::Error qcc::raisePhase(ModuleOp module, llvm::StringRef sourcePath) {
   return runPasses(pm, module, sourcePath);
 }
 
+qcc::PruneMethod qcc::pruneMethod(const CompileOptions &options) {
+  if (options.prune)
+    return *options.prune;
+  return hasCalibrationData(options) ? PruneMethod::SparseGpt
+                                     : PruneMethod::Magnitude;
+}
+
 llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
                                 const CompileOptions &options) {
-  if (!quantizes(options) && options.kvDtype != qcc::KvDtype::I8)
+  bool pruningStats = sparsifies(options) &&
+                      pruneMethod(options) != PruneMethod::Magnitude;
+  if (sparsifies(options) && !options.prune && !pruningStats &&
+      !options.quiet)
+    llvm::errs() << "qcc: note: --sparsity=2:4 without calibration data "
+                    "prunes by magnitude (--calib=TEXT for sparsegpt)\n";
+  if (pruningStats && !hasCalibrationData(options))
+    return error(sourcePath + ": --prune=" +
+                 spelling(kPruneMethodNames, pruneMethod(options)) +
+                 " needs --calib=SOURCE (a text file or a folder of .npy "
+                 "inputs) or existing --calib-stats");
+  if (!quantizes(options) && options.kvDtype != qcc::KvDtype::I8 &&
+      !pruningStats)
     return llvm::Error::success(); // nothing uses the statistics
-  if (auto err = calibrate(module, options.calibration))
+  CalibrationOptions calibration = options.calibration;
+  calibration.pruningStats = pruningStats;
+  if (auto err = calibrate(module, calibration))
     return error(sourcePath + ": " + llvm::toString(std::move(err)));
   return llvm::Error::success();
 }
 
 llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
                                const CompileOptions &options) {
-  if (!quantizes(options))
+  if (!quantizes(options) && !sparsifies(options))
     return llvm::Error::success();
   PassManager pm(module.getContext());
   OpPassManager &fn = pm.nest<func::FuncOp>();
-  if (options.smoothQuant) {
+  if (quantizes(options) && options.smoothQuant) {
     SmoothQuantOptions sq;
     sq.alpha = options.smoothQuantAlpha;
     fn.addPass(createSmoothQuant(sq));
   }
-  QuantizeOptions q;
-  q.activations = options.activations;
-  q.asymmetric = options.asymmetric;
-  fn.addPass(createQuantize(q));
+  // Prune the smoothed weights; int8 scales then come from the kept ones.
+  if (sparsifies(options)) {
+    Sparsify24Options sp;
+    sp.method = pruneMethod(options);
+    sp.exclude.assign(options.sparsityExclude.begin(),
+                      options.sparsityExclude.end());
+    fn.addPass(createSparsify24(sp));
+  }
+  if (quantizes(options)) {
+    QuantizeOptions q;
+    q.activations = options.activations;
+    q.asymmetric = options.asymmetric;
+    fn.addPass(createQuantize(q));
+  }
   return runPasses(pm, module, sourcePath);
 }
 

@@ -5,8 +5,10 @@
 //   import        ONNX -> qcc primitive ops, 1:1 with the nodes
 //   raise         the raising passes: transformer ops plus glue
 //   calibrate     activation statistics on linears and attentions (with
-//                 --quant=w8a8 or --kv-dtype=i8; else nothing to do)
-//   quantize      smooth-quant and quantize (with --quant=w8a8)
+//                 --quant=w8a8, --kv-dtype=i8 or --prune=wanda|sparsegpt;
+//                 else nothing to do)
+//   quantize      smooth-quant (with --quant=w8a8), sparsify-2-4 (with
+//                 --sparsity=2:4), quantize (with --quant=w8a8)
 //   kv-layout     the prefill/decode entry points over a KV cache (unless
 //                 --kv-cache=none); the module is now the CPU plan
 //   form-kernels  the GPU plan: a clone of the module with qcc.kernel regions
@@ -70,6 +72,12 @@ struct CompileOptions {
   bool smoothQuant = true;
   double smoothQuantAlpha = 0.5;
   CalibrationOptions calibration;
+  /// 2:4 sparsity of the block linears (docs/SPARSITY.md); `prune` unset:
+  /// sparsegpt with calibration data (--calib or existing --calib-stats),
+  /// else magnitude (with a note).
+  Sparsity sparsity = Sparsity::None;
+  std::optional<PruneMethod> prune;
+  std::vector<std::string> sparsityExclude; ///< layer indices or name globs
 
   /// Whether a run up to `package` goes through form-kernels, emit and
   /// compile (false: qcc --no-cuda; also skipped when the library was built
@@ -81,6 +89,9 @@ struct CompileOptions {
   std::string artifactPath;
   std::string tokenizerPath;
 };
+
+/// The pruning method a compile with `options` uses (its default resolved).
+PruneMethod pruneMethod(const CompileOptions &options);
 
 /// The binaries of one emitted translation unit: "sm_80" / "sm_90" (cubins)
 /// and "ptx" -> bytes.

@@ -14,6 +14,12 @@ namespace qcc {
 /// On a qcc.linear: the calibrated per-input-channel absmax (calibration ->
 /// smooth-quant, quantize).
 inline constexpr llvm::StringLiteral kInputAbsmaxAttr = "qcc.input_absmax";
+/// On a qcc.linear: the Gram matrix X^T X of its input over the calibration
+/// tokens (f64 [K, K], dense_resource) and the per-input-channel L2 norms
+/// ||X_j|| (f32 [K]) (calibration -> smooth-quant, sparsify-2-4, which drops
+/// them; docs/SPARSITY.md).
+inline constexpr llvm::StringLiteral kInputGramAttr = "qcc.input_gram";
+inline constexpr llvm::StringLiteral kInputL2NormAttr = "qcc.input_l2norm";
 /// On the module: the KV cache layout (kv-cache-layout -> emitter, artifact
 /// writer; docs/KV_CACHE.md).
 inline constexpr llvm::StringLiteral kKvCacheAttr = "qcc.kv_cache";

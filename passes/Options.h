@@ -27,6 +27,11 @@ enum class ActivationQuant { PerToken, PerTensor, Static };
 /// Whole-model quantization scheme (docs/QUANTIZATION.md).
 enum class QuantMode { None, W8A8 };
 
+/// Structured sparsity of the block linears (docs/SPARSITY.md).
+enum class Sparsity { None, TwoFour };
+/// How sparsify-2-4 chooses the two kept weights of each group of four.
+enum class PruneMethod { Magnitude, Wanda, SparseGpt };
+
 /// The spellings, as option values and as recorded in attributes.
 inline constexpr llvm::cl::OptionEnumValue kKvLayoutNames[] = {
     {"paged", int(KvLayout::Paged), "blocks of block-tokens tokens"},
@@ -48,6 +53,19 @@ inline constexpr llvm::cl::OptionEnumValue kActivationQuantNames[] = {
 inline constexpr llvm::cl::OptionEnumValue kQuantModeNames[] = {
     {"none", int(QuantMode::None), "float weights and activations"},
     {"w8a8", int(QuantMode::W8A8), "int8 weights and activations"},
+};
+
+inline constexpr llvm::cl::OptionEnumValue kSparsityNames[] = {
+    {"none", int(Sparsity::None), "dense weights"},
+    {"2:4", int(Sparsity::TwoFour),
+     "2 of every 4 consecutive weights along K kept"},
+};
+inline constexpr llvm::cl::OptionEnumValue kPruneMethodNames[] = {
+    {"magnitude", int(PruneMethod::Magnitude), "the two largest |w|"},
+    {"wanda", int(PruneMethod::Wanda),
+     "the two largest |w| * ||X_j|| (calibration)"},
+    {"sparsegpt", int(PruneMethod::SparseGpt),
+     "SparseGPT: OBS with the calibration Hessian, compensating updates"},
 };
 
 /// An option parser's values (a `cl::values` modifier) from a table above.

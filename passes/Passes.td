@@ -571,7 +571,9 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
     projections, MLP down projections) are left unsmoothed: smoothing them
     would need an explicit scaling op before the linear, which this pass does
     not insert. A norm with any other user is skipped, because that user
-    would see the smoothed values. A norm whose group is skipped (another
+    would see the smoothed values. The pruning statistics of the group's
+    linears (`qcc.input_gram`, `qcc.input_l2norm`) are rescaled with their
+    input: H_ij / (s_i s_j), ||X_j|| / s_j. A norm whose group is skipped (another
     user, a linear without statistics, a computed gamma or beta) gets a
     remark saying why.
 
@@ -590,6 +592,64 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
   ];
 }
 
+def Sparsify24 : Pass<"sparsify-2-4", "mlir::func::FuncOp"> {
+  let summary = "2:4 structured sparsity: prune linear weights, store them compressed";
+  let description = [{
+    Every `qcc.linear` inside a transformer block (its result reaches an
+    attention or a norm; never the LM head, whose logits reach neither; the
+    embedding is a `qcc.embedding`, not a linear) whose weight W [N, K] is a
+    constant keeps 2 of every 4 consecutive weights along K; the weight
+    becomes `qcc.sparse_2_4` of constants (values [N, K/2] of the weight's
+    element type, i32 metadata [N, K/32]: format/Sparse24.h). `method`
+    chooses the kept two:
+
+    * `magnitude`: the two largest |w_ij|;
+    * `wanda`: the two largest |w_ij| * ||X_j|| (`qcc.input_l2norm`);
+    * `sparsegpt`: SparseGPT (Frantar & Alistarh, 2023) with the input's
+      Gram matrix H = X^T X (`qcc.input_gram`): damp 1% of mean(diag H),
+      U = upper Cholesky factor of (H + damp I)^-1; in blocks of 128
+      columns, each group of four keeps the two largest w^2 / U_jj^2 at the
+      group's first column, and each pruned weight's error (w - 0) / U_jj
+      is spread over the row's later columns through row j of U (within the
+      block at once, after it in one lazy batch). In double.
+
+    A block linear whose K is not a multiple of 32 stays dense with a
+    warning naming it; one matching `exclude` (a layer index, counted by
+    attention ops, or a glob over the linear's name and its weight's name)
+    stays dense with a remark. `all-linears` also prunes linears outside
+    the blocks (the LM head). wanda and sparsegpt need the calibration
+    statistics (an error names the linear without them); the pass drops
+    them from every linear afterwards. Runs after smooth-quant (the smoothed
+    weights are pruned; smooth-quant rescales the statistics) and before
+    quantize (int8 scales come from the kept values).
+
+    ```mlir
+    // before
+    %w = qcc.constant dense<[[1.0, -4.0, 3.0, 0.5, ...]]> : tensor<8x32xf32>
+    %y = qcc.linear %x, %w : (tensor<?x32xf32>, tensor<8x32xf32>) -> tensor<?x8xf32>
+    // after (magnitude): group 0 keeps k = 1, 2 (nibble 0x9)
+    %v = qcc.constant dense<[[-4.0, 3.0, ...]]> : tensor<8x16xf32>
+    %m = qcc.constant dense<[[...]]> : tensor<8x1xi32>
+    %s = qcc.sparse_2_4 %v, %m : (tensor<8x16xf32>, tensor<8x1xi32>) -> tensor<8x32xf32>
+    %y = qcc.linear %x, %s : (tensor<?x32xf32>, tensor<8x32xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"method", "method", "::qcc::PruneMethod",
+           /*default=*/"::qcc::PruneMethod::Magnitude",
+           "How the two kept weights of each group are chosen",
+           [{::qcc::optionValues(::qcc::kPruneMethodNames)}]>,
+    ListOption<"exclude", "exclude", "std::string",
+               "Linears left dense: layer indices or globs over names">,
+    Option<"allLinears", "all-linears", "bool", /*default=*/"false",
+           "Also linears outside the transformer blocks (the LM head)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
+           "sparsegpt: columns per lazy batch (a multiple of 4)">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.01",
+           "sparsegpt: added to diag(H), as a fraction of its mean">,
+  ];
+}
+
 def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
   let summary = "W8A8: int8 per-channel weights, int8 activations";
   let description = [{
@@ -597,6 +657,10 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     input followed by `qcc.qlinear`, with the weight quantized here to int8
     per output channel (symmetric abs-max, round half to even) and its row
     sums precomputed for the zero-point correction (docs/QUANTIZATION.md).
+    A 2:4 sparse weight (`qcc.sparse_2_4` of constants, from sparsify-2-4)
+    stays compressed: its values are quantized (scales and sums from the
+    kept values, the same numbers as from the dense pruned row) and the
+    qlinear reads `qcc.sparse_2_4` of the int8 values and the same metadata.
     `activations` picks SmoothQuant's levels: `per-token` (O1, dynamic),
     `per-tensor` (O2, dynamic) or `static` (O3: one scale from calibration,
     max of `qcc.input_absmax` / 127; an error without statistics).

@@ -2,7 +2,8 @@
 //
 // W8A8: every qcc.linear with a constant weight becomes qcc.quantize of its
 // input + qcc.qlinear with int8 per-output-channel weights quantized here at
-// compile time (docs/QUANTIZATION.md, section 3).
+// compile time (docs/QUANTIZATION.md, section 3). A 2:4 sparse weight
+// (qcc.sparse_2_4 of constants) stays compressed, with int8 values.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccConstants.h"
@@ -88,7 +89,14 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
   }
 
   LogicalResult quantize(LinearOp l) {
-    auto w = getF32Values(getConstant(l.getWeight()));
+    // A 2:4 sparse weight: its kept values are quantized, row by row as the
+    // dense pruned row would be (the pruned zeros change neither the absmax
+    // nor the sum), and the metadata is reused as it is.
+    auto sparse = l.getWeight().getDefiningOp<Sparse24Op>();
+    auto w = getF32Values(getConstant(sparse ? sparse.getValues()
+                                             : l.getWeight()));
+    if (sparse && !getConstant(sparse.getMeta()))
+      w = std::nullopt;
     if (!w) {
       LLVM_DEBUG(llvm::dbgs() << "quantize: " << l.getLoc()
                               << ": computed weight, stays float\n");
@@ -134,13 +142,19 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
         RankedTensorType::get(scaleShape, i32), l.getInput(),
         quant, staticScale);
 
+    // The quantized array: the dense weight [n, k] or the values [n, k/2].
+    int64_t qk = sparse ? sparse.getValues().getType().getDimSize(1) : k;
     QuantizedWeight qw = quantizeWeight(
-        *w, n, k,
+        *w, n, qk,
         QuantAttr::get(b.getContext(), format::kQuantBits,
                        QuantScheme::Symmetric, QuantGranularity::PerChannel,
                        /*axis=*/0));
-    std::string name = weightName(l.getWeight());
-    Value wq = constantOf(b, loc, {n, k}, i8, qw.q, name + "_i8");
+    std::string name =
+        weightName(sparse ? sparse.getValues() : l.getWeight());
+    Value wq = constantOf(b, loc, {n, qk}, i8, qw.q, name + "_i8");
+    if (sparse)
+      wq = Sparse24Op::create(b, loc, RankedTensorType::get({n, k}, i8), wq,
+                              sparse.getMeta());
     Value ws = constantOf(b, loc, {n}, b.getF32Type(), qw.scale,
                           name + "_scale");
     Value wsum = constantOf(b, loc, {n}, i32, qw.sum, name + "_sum");
@@ -149,6 +163,8 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
                                 wsum, l.getBias());
     l.replaceAllUsesWith(ql.getResult());
     l.erase();
+    if (sparse && sparse->use_empty())
+      sparse.erase(); // the float values go with it (eraseDeadConstants)
     return success();
   }
 };

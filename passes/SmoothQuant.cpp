@@ -13,9 +13,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Debug.h"
 
 #include <cmath>
+#include <cstring>
 
 #define DEBUG_TYPE "qcc-smooth-quant"
 
@@ -78,6 +80,47 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
                             << norm->getLoc() << ": " << why << "\n");
     norm->emitRemark("smooth-quant: ")
         << norm->getName() << " not smoothed: " << why;
+  }
+
+  /// qcc.input_gram H -> H_ij / (s_i s_j) and qcc.input_l2norm n -> n_j / s_j
+  /// on `l`, when present and as wide as `s`.
+  static void rescaleStatistics(LinearOp l, const std::vector<float> &s,
+                                llvm::DenseMap<Attribute, Attribute> &grams) {
+    size_t k = s.size();
+    if (auto norms = l->getAttrOfType<DenseElementsAttr>(kInputL2NormAttr);
+        norms && norms.getElementType().isF32() &&
+        norms.getNumElements() == (int64_t)k) {
+      std::vector<float> v(norms.getValues<float>().begin(),
+                           norms.getValues<float>().end());
+      for (size_t j = 0; j < k; ++j)
+        v[j] /= s[j];
+      l->setAttr(kInputL2NormAttr,
+                 DenseElementsAttr::get(norms.getType(), ArrayRef<float>(v)));
+    }
+    auto gram = l->getAttrOfType<ElementsAttr>(kInputGramAttr);
+    if (!gram)
+      return;
+    auto type = cast<RankedTensorType>(gram.getType());
+    if (!type.getElementType().isF64() ||
+        type.getNumElements() != (int64_t)(k * k))
+      return;
+    Attribute &done = grams[gram];
+    if (!done) {
+      auto bytes = getBytes(gram);
+      if (!bytes)
+        return;
+      std::vector<double> H(k * k);
+      std::memcpy(H.data(), bytes->data(), H.size() * sizeof(double));
+      for (size_t i = 0; i < k; ++i)
+        for (size_t j = 0; j < k; ++j)
+          H[i * k + j] /= (double)s[i] * (double)s[j];
+      done = makeElements(
+          type,
+          ArrayRef<char>(reinterpret_cast<const char *>(H.data()),
+                         H.size() * sizeof(double)),
+          blobName(gram, "gram") + "_smoothed");
+    }
+    l->setAttr(kInputGramAttr, done);
   }
 
   /// Smooths the linears that read `norm`, if every user is one with stats.
@@ -150,6 +193,11 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
                                       cast<RankedTensorType>(betaV.getType()),
                                       *beta, nameOf(betaV, "_smoothed")));
     }
+    // The pruning statistics describe the smoothed input X / s from now on
+    // (one new Gram matrix per old one: q/k/v share theirs).
+    llvm::DenseMap<Attribute, Attribute> rescaledGram;
+    for (LinearOp l : group)
+      rescaleStatistics(l, s, rescaledGram);
     for (auto [l, w] : llvm::zip(group, weights)) {
       for (size_t i = 0; i < w.size(); ++i)
         w[i] *= s[i % k];

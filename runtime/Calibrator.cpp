@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
@@ -58,11 +59,45 @@ Targets findTargets(const Function &fn) {
   return t;
 }
 
-/// Running maxima, keyed by calib id.
+/// Running maxima, keyed by calib id; Gram matrices keyed by the input
+/// value id (linears reading one value share one).
 struct Stats {
   std::map<int64_t, std::vector<float>> input;  // linears: [K]
   std::map<int64_t, std::vector<float>> k, v;   // attentions: [Hkv]
+  bool gram = false;                            // accumulate `grams`?
+  std::map<int64_t, std::vector<double>> grams; // [K, K], upper triangle
 };
+
+/// H += X^T X over the observed rows of x [rows, K] (upper triangle only;
+/// mirrored when written). Blocks of H rows stay in cache while the rows of
+/// x stream past.
+void accumulateGram(std::vector<double> &H, const float *X, int64_t rows,
+                    int64_t K, const std::vector<char> &observed) {
+  constexpr int64_t kBlock = 16;
+  std::vector<double> xd((size_t)K);
+  std::vector<int64_t> kept;
+  for (int64_t r = 0; r < rows; ++r)
+    if (observed[r])
+      kept.push_back(r);
+  std::vector<double> Xd((size_t)(kept.size() * K));
+  for (size_t i = 0; i < kept.size(); ++i)
+    for (int64_t k = 0; k < K; ++k)
+      Xd[i * K + k] = X[kept[i] * K + k];
+  for (int64_t i0 = 0; i0 < K; i0 += kBlock) {
+    int64_t i1 = std::min(K, i0 + kBlock);
+    for (size_t r = 0; r < kept.size(); ++r) {
+      const double *x = &Xd[r * K];
+      for (int64_t i = i0; i < i1; ++i) {
+        double a = x[i];
+        if (a == 0.0)
+          continue;
+        double *h = &H[(size_t)(i * K)];
+        for (int64_t j = i; j < K; ++j)
+          h[j] += a * x[j];
+      }
+    }
+  }
+}
 
 void maxInto(std::vector<float> &acc, size_t n) {
   if (acc.empty())
@@ -104,11 +139,21 @@ void observe(const Targets &targets, Stats &stats, const RowFilter &filter,
     auto &acc = stats.input[it->second];
     maxInto(acc, (size_t)K);
     const float *X = x.data<float>();
+    std::vector<char> observed((size_t)rows);
     for (int64_t r = 0; r < rows; ++r) {
-      if (!filter.observed(x, r))
+      if (!(observed[r] = filter.observed(x, r)))
         continue;
       for (int64_t k = 0; k < K; ++k)
         acc[k] = std::max(acc[k], std::fabs(X[r * K + k]));
+    }
+    if (stats.gram) {
+      auto &H = stats.grams[node.inputs.at(0)];
+      if (H.empty())
+        H.assign((size_t)(K * K), 0.0);
+      else if (H.size() != (size_t)(K * K))
+        fail("node '" + node.name + "': its input changed width between "
+             "runs");
+      accumulateGram(H, X, rows, K, observed);
     }
     return;
   }
@@ -276,15 +321,17 @@ qcc::rt::npyBatches(const Function &fn, const std::string &folder,
 }
 
 struct Calibrator::State {
-  explicit State(const Artifact &a)
-      : targets(findTargets(a.function("main"))), session(a) {}
+  State(const Artifact &a, bool gram)
+      : targets(findTargets(a.function("main"))), session(a) {
+    stats.gram = gram;
+  }
   Targets targets;
   Stats stats;
   Session session;
 };
 
-Calibrator::Calibrator(const Artifact &a)
-    : state(std::make_unique<State>(a)) {}
+Calibrator::Calibrator(const Artifact &a, bool pruningStats)
+    : state(std::make_unique<State>(a, pruningStats)) {}
 Calibrator::~Calibrator() = default;
 size_t Calibrator::linears() const { return state->targets.linears.size(); }
 size_t Calibrator::attentions() const {
@@ -313,7 +360,8 @@ int64_t Calibrator::run(const CalibrationBatch &b) {
   return B;
 }
 
-json Calibrator::statistics(int64_t samples, int64_t seqLen) const {
+json Calibrator::statistics(int64_t samples, int64_t seqLen,
+                            const std::string &gramPath) const {
   const Targets &targets = state->targets;
   const Stats &stats = state->stats;
   json out = {{"samples", samples},
@@ -326,6 +374,43 @@ json Calibrator::statistics(int64_t samples, int64_t seqLen) const {
       fail("linear '" + node->name + "' (qcc.calib_id " + std::to_string(id) +
            ") never ran");
     out["linears"][std::to_string(id)] = {{"input_absmax", floats(it->second)}};
+  }
+  if (stats.gram) {
+    if (gramPath.empty())
+      fail("pruning statistics need a file for the Gram matrices");
+    std::ofstream f(gramPath, std::ios::binary);
+    if (!f)
+      fail("cannot write " + gramPath);
+    json grams = json::array();
+    std::map<int64_t, size_t> index; // input value id -> grams[i]
+    uint64_t offset = 0;
+    for (const auto &[node, id] : targets.linears) {
+      int64_t input = node->inputs.at(0);
+      const std::vector<double> &H = stats.grams.at(input);
+      int64_t K = (int64_t)stats.input.at(id).size();
+      if (!index.count(input)) {
+        // Mirror the upper triangle and write the full matrix.
+        std::vector<double> full(H);
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < i; ++j)
+            full[i * K + j] = full[j * K + i];
+        f.write(reinterpret_cast<const char *>(full.data()),
+                (std::streamsize)(full.size() * sizeof(double)));
+        index[input] = grams.size();
+        grams.push_back({{"k", K}, {"offset", offset}});
+        offset += full.size() * sizeof(double);
+      }
+      std::vector<float> norms((size_t)K);
+      for (int64_t j = 0; j < K; ++j)
+        norms[j] = (float)std::sqrt(std::max(H[j * K + j], 0.0));
+      json &l = out["linears"][std::to_string(id)];
+      l["gram"] = index[input];
+      l["input_l2norm"] = floats(norms);
+    }
+    if (!f)
+      fail("cannot write " + gramPath);
+    out["grams"] = grams;
+    out["gram_file"] = fs::path(gramPath).filename().string();
   }
   for (const auto &[node, id] : targets.attentions) {
     if (!stats.k.count(id))

@@ -8,6 +8,12 @@
 //   - for every `attention` with attrs["qcc.calib_id"] = j, the per-kv-head
 //     absmax of its key and value inputs ([B, S, Hkv*D]: head g is channels
 //     [g*D, (g+1)*D)).
+// With pruning statistics on (qcc --prune=wanda|sparsegpt; docs/SPARSITY.md)
+// it also accumulates, per distinct linear input (linears reading the same
+// value, e.g. q/k/v, share one), the Gram matrix H = X^T X over all observed
+// tokens in double: K^2 * 8 bytes per distinct input (K = 1024: 8 MiB), and
+// about K^2 multiply-adds per token, which is why it is off by default. The
+// per-input-channel L2 norms ||X_j|| are sqrt(H_jj).
 // An artifact in which no node carries qcc.calib_id (compiled without
 // --quant) gets ids by counting `linear` and `attention` nodes of "main" in
 // program order, separately: the numbering qcc's tagging uses. An
@@ -66,14 +72,19 @@ class Calibrator {
 public:
   /// Finds the nodes to observe; throws when there are none or their
   /// qcc.calib_id tags are malformed.
-  explicit Calibrator(const Artifact &artifact);
+  explicit Calibrator(const Artifact &artifact, bool pruningStats = false);
   ~Calibrator();
   /// Runs "main" on one batch; returns its samples.
   int64_t run(const CalibrationBatch &batch);
   /// The statistics as qcc-calib writes them: {"samples", "seq_len",
   /// "linears": {id: {"input_absmax": [...]}}, "attentions": {id:
-  /// {"k_absmax", "v_absmax"}}}. Throws if a node never ran.
-  nlohmann::json statistics(int64_t samples, int64_t seqLen) const;
+  /// {"k_absmax", "v_absmax"}}}. Throws if a node never ran. With pruning
+  /// statistics, also writes the Gram matrices to `gramPath` (row-major
+  /// float64 K x K, one after another) and adds "gram_file" (its file name,
+  /// beside the JSON), per linear "gram" (index into "grams") and
+  /// "input_l2norm" [K], and "grams": [{"k", "offset" (bytes)}].
+  nlohmann::json statistics(int64_t samples, int64_t seqLen,
+                            const std::string &gramPath = {}) const;
   size_t linears() const;
   size_t attentions() const;
 

@@ -36,3 +36,24 @@ func.func @computed_weight(%x: tensor<?x2xf32>, %w: tensor<2x2xf32>) -> tensor<?
   %y = qcc.linear %x, %w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
   return %y : tensor<?x2xf32>
 }
+
+// -----
+
+// A 2:4 sparse weight stays compressed: the values [2, 16] are quantized
+// like the dense pruned rows (the same scales and sums as @linear: the
+// pruned zeros change neither), the metadata is reused.
+// O1-LABEL: func.func @sparse_2_4(
+// O1-DAG: %[[M:.*]] = qcc.constant dense<1145324612> : tensor<2x1xi32>
+// O1-DAG: %[[WQ:.*]] = qcc.constant dense<{{\[\[}}127, -64, 0, {{.*}}], [127, 64, 0, {{.*}}]]> : tensor<2x16xi8>
+// O1: %[[W:.*]] = qcc.sparse_2_4 %[[WQ]], %[[M]] : (tensor<2x16xi8>, tensor<2x1xi32>) -> tensor<2x32xi8>
+// O1-DAG: %[[WS:.*]] = qcc.constant dense<[2.000000e+00, 0.00787401571]> : tensor<2xf32>
+// O1-DAG: %[[SUM:.*]] = qcc.constant dense<[63, 191]> : tensor<2xi32>
+// O1: qcc.qlinear %{{.*}}, %{{.*}}, %{{.*}}, %[[W]], %[[WS]], %[[SUM]] : {{.*}} -> tensor<?x2xf32>
+// O1-NOT: tensor<2x16xf32>
+func.func @sparse_2_4(%x: tensor<?x32xf32>) -> tensor<?x2xf32> {
+  %v = qcc.constant dense<[[254.0, -127.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<2x16xf32>
+  %m = qcc.constant dense<1145324612> : tensor<2x1xi32>
+  %w = qcc.sparse_2_4 %v, %m : (tensor<2x16xf32>, tensor<2x1xi32>) -> tensor<2x32xf32>
+  %y = qcc.linear %x, %w {qcc.input_absmax = dense<1.0> : tensor<32xf32>} : (tensor<?x32xf32>, tensor<2x32xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}

@@ -1,6 +1,7 @@
 //===- qcc-calib.cpp - activation statistics for W8A8 quantization --------===//
 //
 //   qcc-calib FLOAT.qpkg --source SOURCE --samples N --seq-len L --out STATS.json
+//             [--pruning-stats]
 //
 // docs/QUANTIZATION.md section 1; the statistics are runtime/Calibrator.h's.
 // SOURCE is a text file (tokenized whole with the artifact's tokenizer; N
@@ -9,6 +10,8 @@
 // in batches of up to 8; an `attention_mask` input's zeros mark positions
 // that are not observed; --seq-len is then unused). qcc runs this tool: the
 // tokenizer cannot share a process with ONNX (runtime/CMakeLists.txt).
+// --pruning-stats also writes the linears' input Gram matrices to
+// STATS.json.gram (float64; docs/SPARSITY.md), referenced from the JSON.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Artifact.h"
@@ -39,6 +42,7 @@ struct Options {
   std::string model, source, out;
   int64_t samples = 64, seqLen = 128;
   bool quiet = false;
+  bool pruningStats = false;
 };
 
 [[noreturn]] void fail(const std::string &m) { throw std::runtime_error(m); }
@@ -107,7 +111,7 @@ int run(Options &o) {
          "file of at most 1 GiB");
   Artifact a = Artifact::load(o.model);
   const Function &fn = a.function("main");
-  Calibrator calibrator(a);
+  Calibrator calibrator(a, o.pruningStats);
   std::vector<CalibrationBatch> batches =
       fs::is_directory(o.source)
           ? npyBatches(fn, o.source, o.samples, o.seqLen, o.quiet)
@@ -121,7 +125,12 @@ int run(Options &o) {
   }
   progress.clear();
   writeAtomically(o.out,
-                  calibrator.statistics(o.samples, o.seqLen).dump() + "\n");
+                  calibrator
+                          .statistics(o.samples, o.seqLen,
+                                      o.pruningStats ? o.out + ".gram"
+                                                     : std::string())
+                          .dump() +
+                      "\n");
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -151,6 +160,9 @@ int main(int argc, char **argv) {
                  "Tokens per sample (text sources)")
       ->capture_default_str();
   app.add_option("--out", o.out, "The statistics (JSON)")->required();
+  app.add_flag("--pruning-stats", o.pruningStats,
+               "Also the Gram matrix X^T X of every linear's input, for "
+               "2:4 pruning (written to OUT.gram)");
   app.add_flag("--quiet", o.quiet,
                "No progress line and no summary (errors only)");
   CLI11_PARSE(app, argc, argv);

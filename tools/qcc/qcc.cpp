@@ -1,6 +1,7 @@
 //===- qcc.cpp - the qcc compiler -----------------------------------------===//
 //
 // qcc MODEL.onnx -o MODEL.qpkg [--no-cuda]  the deployment artifact
+//     [--quant=w8a8] [--sparsity=2:4 --prune=METHOD] [--calib=TEXT]
 // qcc MODEL.onnx --emit=PHASE [-o FILE]     stop after a phase, print its
 //                                           output (compiler/Pipeline.h)
 // qcc MODEL.onnx --report[=json] [--report-batch N --report-context N]
@@ -40,9 +41,29 @@ namespace {
 // reachable with --help-llvm.
 cl::OptionCategory inputCat("Input");
 cl::OptionCategory quantCat("Quantization (W8A8 SmoothQuant)");
+cl::OptionCategory sparsityCat("Sparsity (2:4, docs/SPARSITY.md)");
 cl::OptionCategory kvCat("KV cache");
 cl::OptionCategory outputCat("Output");
 cl::OptionCategory reportCat("Roofline report (docs/ROOFLINE.md)");
+
+/// An enum option shown on one --help line, "--name=<value_desc>", its
+/// description naming the values (the parser still refuses others): keeps
+/// --help short.
+template <typename T> struct OneLineEnumParser : cl::parser<T> {
+  using cl::parser<T>::parser;
+  std::string text(const cl::Option &o) const {
+    return ("  --" + o.ArgStr + "=<" + o.ValueStr + ">").str();
+  }
+  // LLVM's widths count 3 columns more than the text (basic_parser's).
+  size_t getOptionWidth(const cl::Option &o) const override {
+    return text(o).size() + 3;
+  }
+  void printOptionInfo(const cl::Option &o, size_t width) const override {
+    outs() << text(o);
+    cl::Option::printHelpStr(o.HelpStr, width, getOptionWidth(o));
+  }
+};
+template <typename T> using EnumOpt = cl::opt<T, false, OneLineEnumParser<T>>;
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::cat(inputCat));
 cl::opt<Phase> emit(
@@ -77,9 +98,12 @@ cl::opt<std::string> tokenizerPath(
              "tokenizer.json beside the ONNX file, else tokenizer.model "
              "there; tokenizer.json wins, as in Hugging Face's loaders)"),
     cl::value_desc("file"), cl::cat(inputCat));
-cl::opt<qcc::KvLayout> kvCache(
-    "kv-cache", cl::desc("KV cache layout for decoders (default paged)"),
-    qcc::optionValues(qcc::kKvLayoutNames),
+EnumOpt<qcc::KvLayout> kvCache(
+    "kv-cache",
+    cl::desc("KV cache layout for decoders: paged (default; blocks of "
+             "kv-block-tokens tokens), contiguous (one slab per sequence) or "
+             "none (only the full-sequence entry point)"),
+    cl::value_desc("layout"), qcc::optionValues(qcc::kKvLayoutNames),
     cl::values(clEnumValN(qcc::KvLayout::None, "none",
                           "only the full-sequence entry point")),
     cl::init(qcc::KvLayout::Paged), cl::cat(kvCat));
@@ -87,11 +111,17 @@ cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
                                cl::desc("Tokens per block of the paged KV "
                                         "cache (default 16)"),
                                cl::init(16), cl::cat(kvCat));
-cl::opt<qcc::KvDtype> kvDtype(
-    "kv-dtype", cl::desc("KV cache element type (default f32)"),
-    qcc::optionValues(qcc::kKvDtypeNames), cl::init(qcc::KvDtype::F32),
+EnumOpt<qcc::KvDtype> kvDtype(
+    "kv-dtype",
+    cl::desc("KV cache element type: f32 (default) or i8 (per-layer, "
+             "per-head K and V scales from calibration)"),
+    cl::value_desc("type"), qcc::optionValues(qcc::kKvDtypeNames),
+    cl::init(qcc::KvDtype::F32),
     cl::cat(kvCat));
-cl::opt<qcc::QuantMode> quant("quant", cl::desc("Quantization (default none)"),
+EnumOpt<qcc::QuantMode> quant("quant",
+                              cl::desc("Quantization: none (default) or w8a8 "
+                                       "(int8 weights and activations)"),
+                              cl::value_desc("mode"),
                               qcc::optionValues(qcc::kQuantModeNames),
                               cl::init(qcc::QuantMode::None), cl::cat(quantCat));
 cl::opt<std::string> calib("calib",
@@ -121,6 +151,24 @@ cl::opt<std::string> calibStats(
     "calib-stats",
     cl::desc("Calibration statistics: reused if FILE exists, else saved there"),
     cl::value_desc("file"), cl::cat(quantCat));
+EnumOpt<qcc::Sparsity> sparsity(
+    "sparsity",
+    cl::desc("none (default) or 2:4: keep 2 of every 4 weights along K in the "
+             "transformer blocks' linears (not the embedding or LM head)"),
+    cl::value_desc("pattern"), qcc::optionValues(qcc::kSparsityNames),
+    cl::init(qcc::Sparsity::None), cl::cat(sparsityCat));
+EnumOpt<qcc::PruneMethod> prune(
+    "prune",
+    cl::desc("Which weights 2:4 keeps: magnitude, wanda or sparsegpt "
+             "(default: sparsegpt with --calib or --calib-stats, else "
+             "magnitude)"),
+    cl::value_desc("method"), qcc::optionValues(qcc::kPruneMethodNames),
+    cl::cat(sparsityCat));
+cl::list<std::string> sparsityExclude(
+    "sparsity-exclude", cl::CommaSeparated,
+    cl::desc("Linears left dense: layer indices, or globs over the ONNX node "
+             "or weight name"),
+    cl::value_desc("pattern,..."), cl::cat(sparsityCat));
 cl::opt<std::string> report(
     "report", cl::ValueOptional,
     cl::desc("Print FLOPs, bytes and roofline times (H100, H200, this CPU) "
@@ -273,7 +321,8 @@ int main(int argc, char **argv) {
                                       qcc::phaseSummary(p));
   if (!llvmHelp)
     cl::HideUnrelatedOptions(
-        {&inputCat, &quantCat, &kvCat, &outputCat, &reportCat});
+        {&inputCat, &quantCat, &sparsityCat, &kvCat, &outputCat,
+         &reportCat});
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "qcc " << QCC_VERSION << " (artifact format "
        << qcc::rt::kFormatVersion << ")\n";
@@ -357,6 +406,17 @@ int main(int argc, char **argv) {
   options.asymmetric = asymmetric;
   options.smoothQuant = !noSmooth;
   options.smoothQuantAlpha = smoothAlpha;
+  options.sparsity = sparsity;
+  if (prune.getNumOccurrences() > 0)
+    options.prune = prune.getValue();
+  options.sparsityExclude.assign(sparsityExclude.begin(),
+                                 sparsityExclude.end());
+  if (options.sparsity == qcc::Sparsity::None &&
+      (prune.getNumOccurrences() > 0 || !sparsityExclude.empty())) {
+    WithColor::error(errs(), "qcc")
+        << "--prune and --sparsity-exclude need --sparsity=2:4\n";
+    return 1;
+  }
   options.calibration.source = calib;
   options.calibration.samples = calibSamples;
   options.calibration.seqLen = calibSeqLen;
@@ -366,7 +426,8 @@ int main(int argc, char **argv) {
   options.artifactPath = outputPath;
   options.tokenizerPath = qcc::findTokenizer(tokenizerPath, inputPath);
   if (!options.tokenizerPath.empty() &&
-      (emit == Phase::Package || quant != qcc::QuantMode::None))
+      (emit == Phase::Package || quant != qcc::QuantMode::None ||
+       sparsity != qcc::Sparsity::None))
     if (auto err = qcc::checkTokenizer(options.tokenizerPath)) {
       WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
       return 1;
