@@ -401,7 +401,10 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
 #pragma omp for schedule(dynamic)
     for (size_t i = 0; i < tasks.size(); ++i) {
       try {
-        auto [b, g, t0, count] = tasks[i];
+        // Plain copies, not a structured binding: the lambdas below capture
+        // them, which C++20 allows but clang 14 (the fuzz build) does not.
+        const int64_t b = tasks[i].b, g = tasks[i].g, t0 = tasks[i].t0,
+                      count = tasks[i].count;
         int64_t seq = kv.seqs[b], cached = cache.length(seq);
         // Token t sees positions (n - window, n], n = cached + t + 1.
         auto first = [&](int64_t t) {
