@@ -19,11 +19,12 @@ CC_FUZZ=${FUZZ_CC:-clang}
 CXX_FUZZ=${FUZZ_CXX:-clang++}
 
 if [ ! -f "$BUILD/build.ninja" ]; then
+  mkdir -p "$BUILD"
   # shellcheck disable=SC2086
   CC=$CC_FUZZ CXX=$CXX_FUZZ cmake -G Ninja -S . -B "$BUILD" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQCC_FUZZ=ON -DQCC_WITH_COMPILER=OFF \
-    -DQCC_BUILD_TESTS=OFF ${FUZZ_CMAKE_ARGS:-} > "$BUILD.configure.log" 2>&1 ||
-    { cat "$BUILD.configure.log" >&2; exit 1; }
+    -DQCC_BUILD_TESTS=OFF ${FUZZ_CMAKE_ARGS:-} > "$BUILD/configure.log" 2>&1 ||
+    { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
 cmake --build "$BUILD" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log" >&2; exit 1; }
 

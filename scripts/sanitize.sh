@@ -18,13 +18,14 @@ if [ "${SANITIZE_COMPILER:-0}" = 1 ]; then WITH_COMPILER=ON; fi
 FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 if [ ! -f "$BUILD/build.ninja" ]; then
+  mkdir -p "$BUILD"
   cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DQCC_WITH_COMPILER=$WITH_COMPILER \
     -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_C_FLAGS="$FLAGS" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit > "$BUILD.configure.log" 2>&1 ||
-    { cat "$BUILD.configure.log" >&2; exit 1; }
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit > "$BUILD/configure.log" 2>&1 ||
+    { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
 cmake --build "$BUILD" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log" >&2; exit 1; }
 # Leaks are left to the fuzz targets (libFuzzer checks each input); the
