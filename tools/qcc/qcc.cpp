@@ -45,6 +45,10 @@ cl::OptionCategory sparsityCat("Sparsity (2:4, docs/SPARSITY.md)");
 cl::OptionCategory kvCat("KV cache");
 cl::OptionCategory outputCat("Output");
 cl::OptionCategory reportCat("Roofline report (docs/ROOFLINE.md)");
+/// qcc's own option groups: --help shows only these, and every option outside
+/// them is LLVM's (unregistered unless --help-llvm).
+const cl::OptionCategory *const qccCategories[] = {
+    &inputCat, &quantCat, &sparsityCat, &kvCat, &outputCat, &reportCat};
 
 /// An enum option shown on one --help line, "--name=<value_desc>", its
 /// description naming the values (the parser still refuses others): keeps
@@ -245,8 +249,7 @@ bool parseCommandLine(std::vector<char *> &args, bool llvmOptions) {
     SmallVector<cl::Option *> llvmOwn;
     for (auto &[name, option] : options)
       if (!llvm::any_of(option->Categories, [](cl::OptionCategory *c) {
-            return c == &inputCat || c == &quantCat || c == &kvCat ||
-                   c == &outputCat || c == &reportCat;
+            return llvm::is_contained(qccCategories, c);
           }) &&
           name != "help" && name != "version")
         llvmOwn.push_back(option);
@@ -320,9 +323,7 @@ int main(int argc, char **argv) {
     emit.getParser().addLiteralOption(qcc::phaseName(p), p,
                                       qcc::phaseSummary(p));
   if (!llvmHelp)
-    cl::HideUnrelatedOptions(
-        {&inputCat, &quantCat, &sparsityCat, &kvCat, &outputCat,
-         &reportCat});
+    cl::HideUnrelatedOptions(qccCategories);
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "qcc " << QCC_VERSION << " (artifact format "
        << qcc::rt::kFormatVersion << ")\n";
