@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The demo's variant table: the demo model as float32 and as W8A8 SmoothQuant.
+"""The demo's variant table: the demo model as float32, W8A8 SmoothQuant and W8A8 2:4 sparse.
 
     .venv/bin/python bench/demo_table.py --out-dir build/demo
         [--qcc build/bin/qcc] [--qrun build/bin/qrun] [--model examples/austen/model.onnx]
@@ -7,8 +7,9 @@
         [--calib-text TRAIN.txt | --data-dir DIR] [--calib-samples 64] [--calib-seq-len 128]
         [--alpha 0.5] [--bench-generate 1 128 100] [--repeats 3] [--cuda auto|on|off]
 
-Compiles --model with qcc into OUT_DIR/float32.qpkg and OUT_DIR/w8a8.qpkg (kept:
-scripts/demo.sh generates from them) and prints one markdown table on stdout:
+Compiles --model with qcc into OUT_DIR/float32.qpkg, OUT_DIR/w8a8.qpkg and
+OUT_DIR/w8a8-sparse.qpkg (kept: scripts/demo.sh generates from them) and prints one
+markdown table on stdout:
 
 | column | how |
 |---|---|
@@ -19,11 +20,14 @@ scripts/demo.sh generates from them) and prints one markdown table on stdout:
 W8A8 is `--quant=w8a8 --smoothquant-alpha=A --act-quant=per-token` (SmoothQuant O1,
 docs/QUANTIZATION.md), calibrated on the Austen train split (per novel the first 90% of
 characters, as bench/quality_report.py; never the held-out text) or on --calib-text.
+W8A8 2:4 adds `--sparsity=2:4 --prune=sparsegpt` (docs/SPARSITY.md): the transformer
+blocks' linears keep 2 of every 4 weights, chosen and compensated by SparseGPT with the
+same calibration text's Hessians (its own statistics file: they hold the Gram matrices).
 --cuda auto compiles the GPU kernels into the artifacts only when `qrun --devices` lists
 a GPU (they would not run here otherwise, and their bytes would count in the size).
 
 Progress lines go to stderr when it is a terminal; nothing else is printed there but
-errors. Exit status 0 when both variants built and ran, 1 otherwise (the table shows
+errors. Exit status 0 when every variant built and ran, 1 otherwise (the table shows
 the failure). Python (stdlib only) is only the driver: qcc and qrun do the work.
 """
 import argparse
@@ -46,6 +50,9 @@ def variants(alpha):
         ("float32", "float32", []),
         ("w8a8", "W8A8 SmoothQuant",
          ["--quant=w8a8", f"--smoothquant-alpha={alpha:g}", "--act-quant=per-token"]),
+        ("w8a8-sparse", "W8A8 + 2:4 SparseGPT",
+         ["--quant=w8a8", f"--smoothquant-alpha={alpha:g}", "--act-quant=per-token",
+          "--sparsity=2:4", "--prune=sparsegpt"]),
     ]
 
 
@@ -83,12 +90,18 @@ def bench_generate(qrun, artifact, shape, repeats):
     return statistics.median(pre), statistics.median(dec), backend
 
 
+def calib_flags(args, calib_text, stem):
+    """Calibration flags; each variant family its own fresh statistics file (2:4
+    pruning needs the Gram matrices that W8A8 alone does not collect)."""
+    stats = os.path.join(args.out_dir, f"calib-stats-{stem}.json")
+    for path in (stats, stats + ".gram"):
+        if os.path.exists(path):
+            os.remove(path)
+    return [f"--calib={calib_text}", f"--calib-samples={args.calib_samples}",
+            f"--calib-seq-len={args.calib_seq_len}", f"--calib-stats={stats}"]
+
+
 def measure(args, heldout, calib_text, cuda):
-    stats = os.path.join(args.out_dir, "calib-stats.json")
-    if os.path.exists(stats):
-        os.remove(stats)
-    calib = [f"--calib={calib_text}", f"--calib-samples={args.calib_samples}",
-             f"--calib-seq-len={args.calib_seq_len}", f"--calib-stats={stats}"]
     chosen = variants(args.alpha)
     rows, backend = [], ""
     for i, (stem, name, flags) in enumerate(chosen):
@@ -98,7 +111,7 @@ def measure(args, heldout, calib_text, cuda):
                                        f"{args.calib_seq_len} train tokens" if flags else "")
                  + ", then held-out perplexity")
         r = qr.run_variant(args.qcc, args.qrun, os.path.abspath(args.model), flags, out,
-                           heldout, calib, CONTEXT, cuda=cuda)
+                           heldout, calib_flags(args, calib_text, stem), CONTEXT, cuda=cuda)
         r["name"] = name
         if not r["error"]:
             progress(f"{step}: qrun --bench-generate "
@@ -167,6 +180,7 @@ def main():
           + f"; W8A8: SmoothQuant alpha {args.alpha:g}, per-token int8 activations, "
           f"calibrated on {args.calib_samples} x {args.calib_seq_len} tokens of "
           + (shown(args.calib_text) if args.calib_text else "the train split")
+          + "; 2:4: the blocks' linears pruned by SparseGPT with the same calibration"
           + f".\ntokens/s: qrun --bench-generate {b} {c} {s} (batch {b}, {c}-token prompts, "
           f"{s} decode steps), median of {args.repeats}"
           + (f"; {backend}" if backend else "") + ".")
