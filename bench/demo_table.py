@@ -111,7 +111,8 @@ def measure(args, heldout, calib_text, cuda):
                                        f"{args.calib_seq_len} train tokens" if flags else "")
                  + ", then held-out perplexity")
         r = qr.run_variant(args.qcc, args.qrun, os.path.abspath(args.model), flags, out,
-                           heldout, calib_flags(args, calib_text, stem), CONTEXT, cuda=cuda)
+                           heldout, calib_flags(args, calib_text, stem) if flags else [],
+                           CONTEXT, cuda=cuda)
         r["name"] = name
         if not r["error"]:
             progress(f"{step}: qrun --bench-generate "
