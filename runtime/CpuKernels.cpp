@@ -1485,7 +1485,7 @@ std::vector<Tensor> softmaxK(const Attrs &attrs, const Operands &ops) {
 }
 
 /// `attention` as the dialect docs say it, one (batch, head) at a time over
-/// every key: the reference path (AttentionPath::Reference).
+/// every key: the reference path (CpuKernelPath::Reference).
 void attentionReference(int64_t B, int64_t H, int64_t Hkv, int64_t Sq,
                         int64_t Skv, int64_t D, float scale, bool causal,
                         int64_t window, float softcap, const float *Q,
@@ -1608,7 +1608,8 @@ std::vector<Tensor> attentionK(const Attrs &attrs, const Operands &ops) {
   Tensor r(DType::F32, {B, Sq, H * D});
   const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
   float *O = r.data<float>();
-  (attentionPath() == AttentionPath::Fast ? attentionFast : attentionReference)(
+  (cpuKernelPath() != CpuKernelPath::Reference ? attentionFast
+                                                : attentionReference)(
       B, H, Hkv, Sq, Skv, D, scale, causal, window, softcap, Q, K, V, M, mst,
       O);
   return {std::move(r)};
@@ -1708,15 +1709,37 @@ std::vector<Tensor> sparse24K(const Attrs &, const Operands &ops) {
 
 } // namespace
 
-static AttentionPath initialAttentionPath() {
-  const char *env = std::getenv("QCC_CPU_ATTENTION");
-  return env && std::string(env) == "reference" ? AttentionPath::Reference
-                                                : AttentionPath::Fast;
+std::optional<CpuKernelPath> qcc::rt::parseCpuKernelPath(std::string_view name) {
+  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Portable,
+                          CpuKernelPath::Reference})
+    if (name == cpuKernelPathName(p))
+      return p;
+  return std::nullopt;
 }
-static std::atomic<AttentionPath> gAttentionPath{initialAttentionPath()};
 
-void qcc::rt::setAttentionPath(AttentionPath path) { gAttentionPath = path; }
-AttentionPath qcc::rt::attentionPath() { return gAttentionPath; }
+const char *qcc::rt::cpuKernelPathName(CpuKernelPath path) {
+  switch (path) {
+  case CpuKernelPath::Fast:
+    return "fast";
+  case CpuKernelPath::Portable:
+    return "portable";
+  case CpuKernelPath::Reference:
+    return "reference";
+  }
+  return "?";
+}
+
+// An unknown QCC_CPU_KERNELS value leaves the default here; qrun refuses it
+// with one line before it runs anything.
+static CpuKernelPath initialCpuKernelPath() {
+  const char *env = std::getenv("QCC_CPU_KERNELS");
+  return env ? parseCpuKernelPath(env).value_or(CpuKernelPath::Fast)
+             : CpuKernelPath::Fast;
+}
+static std::atomic<CpuKernelPath> gCpuKernelPath{initialCpuKernelPath()};
+
+void qcc::rt::setCpuKernelPath(CpuKernelPath path) { gCpuKernelPath = path; }
+CpuKernelPath qcc::rt::cpuKernelPath() { return gCpuKernelPath; }
 
 void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                          const float *K, int64_t ldk, const float *V,

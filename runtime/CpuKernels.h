@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -42,18 +44,24 @@ private:
   const nlohmann::json &j;
 };
 
-/// Which implementation `attention` and `kv_attention` run. Fast (the
-/// default): keys that the causal mask or the sliding window excludes are
-/// skipped, work is threaded (OpenMP) over (batch, head, query block), and a
-/// KV-cache call reads each cached key/value row once per kv head for all the
-/// query heads of its group. Reference: the straightforward loops that the
-/// fast path is tested against (DESIGN.md, "Semantics, twice"). The two differ
-/// only in the order of float sums (dot products, P V), not in the softmax.
-/// QCC_CPU_ATTENTION=reference in the environment selects the reference path
-/// at startup.
-enum class AttentionPath { Fast, Reference };
-void setAttentionPath(AttentionPath path);
-AttentionPath attentionPath();
+/// Which implementation the CPU backend's kernels run: one knob for all of
+/// them. Fast (the default): the fastest this CPU allows (attention skips
+/// keys that the causal mask or the sliding window excludes, threads over
+/// (batch, head, query block) and reads a KV cache's rows once per kv head
+/// for its whole query group; sparse linears run from the compressed form
+/// with SIMD intrinsics). Portable: the same algorithms without ISA-specific
+/// intrinsics (the fallback on CPUs without them, selected by the tests).
+/// Reference: the straightforward op-by-op kernels that the others are
+/// tested against (DESIGN.md, "Semantics, twice"); they differ only in the
+/// order of float sums, never in integer results. QCC_CPU_KERNELS=fast|
+/// portable|reference in the environment selects the path at startup,
+/// `qrun --cpu-kernels` on the command line, setCpuKernelPath() at run time.
+enum class CpuKernelPath { Fast, Portable, Reference };
+void setCpuKernelPath(CpuKernelPath path);
+CpuKernelPath cpuKernelPath();
+/// "fast", "portable", "reference"; nullopt for anything else.
+std::optional<CpuKernelPath> parseCpuKernelPath(std::string_view name);
+const char *cpuKernelPathName(CpuKernelPath path);
 
 /// Multiply-adds below which the fast path stays on the calling thread.
 /// Threading over (batch, head) is off for now (the bound is out of reach):

@@ -31,15 +31,6 @@
 using namespace qcc::rt;
 namespace sp = qcc::format::sparse24;
 
-static SparsePath initialSparsePath() {
-  const char *env = std::getenv("QCC_CPU_SPARSE");
-  return env && std::string(env) == "reference" ? SparsePath::Reference
-                                                : SparsePath::Fast;
-}
-static std::atomic<SparsePath> gSparsePath{initialSparsePath()};
-
-void qcc::rt::setSparsePath(SparsePath path) { gSparsePath = path; }
-SparsePath qcc::rt::sparsePath() { return gSparsePath; }
 
 namespace {
 
@@ -244,7 +235,7 @@ std::vector<Tensor> qcc::rt::sparseQLinearKernel(const Operands &ops,
   };
   const int64_t K = e.K;
 #if defined(__x86_64__)
-  if (haveSsse3() && sparsePath() != SparsePath::Portable) {
+  if (haveSsse3() && cpuKernelPath() != CpuKernelPath::Portable) {
     // x widened to int16 once for all the weight rows.
     std::vector<int16_t> x16((size_t)(e.M * K));
     for (size_t i = 0; i < x16.size(); ++i)

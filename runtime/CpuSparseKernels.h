@@ -20,8 +20,10 @@
 //            Stability of Numerical Algorithms", 3.1). BLAS adds zeros too,
 //            which is exact. An f16/bf16 result is then rounded to its type,
 //            so the two may differ by one unit in its last place more.
-// QCC_CPU_SPARSE=reference in the environment selects the reference path at
-// startup (for comparisons); setSparsePath() at run time.
+// The path is the backend's one knob (CpuKernelPath in CpuKernels.h): Fast
+// runs from the compressed form, the int8 dot product vectorized where the
+// CPU allows (SSSE3); Portable the same without SIMD intrinsics; Reference
+// decompresses, then runs the dense kernel.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_CPUSPARSEKERNELS_H
@@ -30,13 +32,6 @@
 #include "runtime/CpuKernels.h"
 
 namespace qcc::rt {
-
-/// Fast: from the compressed form, the int8 dot product vectorized where
-/// the CPU allows (SSSE3). Portable: the same without SIMD intrinsics (the
-/// fallback, selected for tests). Reference: decompress, then dense.
-enum class SparsePath { Fast, Portable, Reference };
-void setSparsePath(SparsePath path);
-SparsePath sparsePath();
 
 /// A 2:4 compressed weight: values [N, K/2], i32 meta [N, K/32] whose
 /// metadata has been validated (the artifact loader does it for constants;

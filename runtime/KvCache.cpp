@@ -364,7 +364,7 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
   }
 }
 
-/// Step 2 of kv_attention, the fast path (AttentionPath::Fast): tasks of
+/// Step 2 of kv_attention, the fast path (CpuKernelPath::Fast and ::Portable): tasks of
 /// (batch row, kv head, block of query tokens), threaded with OpenMP. A task
 /// reads the keys and values its tokens see once, in one pass over the cache
 /// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
@@ -525,7 +525,7 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
     else
       appendRow<float>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
   }
-  if (attentionPath() == AttentionPath::Fast) {
+  if (cpuKernelPath() != CpuKernelPath::Reference) {
     if (c.isInt8())
       attendFast<int8_t>(cache, kv, layer, S, H, Hkv, D, scale, window,
                          softcap, Q, O);

@@ -99,7 +99,7 @@ Session::run(const std::string &name,
     kvState.elementBytes = (double)kv->cache->config().elementBytes();
   }
   const std::vector<SparseUse> *sparse =
-      sparsePath() != SparsePath::Reference ? &sparseUses(fn) : nullptr;
+      cpuKernelPath() != CpuKernelPath::Reference ? &sparseUses(fn) : nullptr;
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
     const SparseUse *use = sparse ? &(*sparse)[i] : nullptr;

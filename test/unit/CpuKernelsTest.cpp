@@ -531,8 +531,8 @@ TEST(CpuKernels, AttentionWindowSoftcapVsNaive) {
 namespace {
 /// Selects an attention path for one scope, then goes back to the default.
 struct AttentionPathScope {
-  explicit AttentionPathScope(AttentionPath p) { setAttentionPath(p); }
-  ~AttentionPathScope() { setAttentionPath(AttentionPath::Fast); }
+  explicit AttentionPathScope(CpuKernelPath p) { setCpuKernelPath(p); }
+  ~AttentionPathScope() { setCpuKernelPath(CpuKernelPath::Fast); }
 };
 } // namespace
 
@@ -570,7 +570,7 @@ TEST(CpuKernels, AttentionFastVsReference) {
                           {"window", window}, {"softcap", softcap}};
             Tensor fast = run1("attention", attrs, {&q, &k, &v, m});
             Tensor ref = [&] {
-              AttentionPathScope scope(AttentionPath::Reference);
+              AttentionPathScope scope(CpuKernelPath::Reference);
               return run1("attention", attrs, {&q, &k, &v, m});
             }();
             SCOPED_TRACE("Sq " + std::to_string(c.Sq) + " Skv " +

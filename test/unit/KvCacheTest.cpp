@@ -301,9 +301,9 @@ void checkFastAgainstReference(const std::string &layout,
                   {"num_kv_heads", Hkv}, {"scale", 0.25},
                   {"window", window},    {"softcap", softcap}};
     Tensor fast = kvAttention(Attrs(attrs), {&q, &k, &v}, fastKv);
-    setAttentionPath(AttentionPath::Reference);
+    setCpuKernelPath(CpuKernelPath::Reference);
     Tensor ref = kvAttention(Attrs(attrs), {&q, &k, &v}, refKv);
-    setAttentionPath(AttentionPath::Fast);
+    setCpuKernelPath(CpuKernelPath::Fast);
     for (int64_t i = 0; i < fast.numel(); ++i) {
       float want = ref.data<float>()[i];
       // 1e-5 relative: the same softmax; q.k and P V summed in another

@@ -44,8 +44,8 @@ namespace {
 
 /// Restores the sparse path when a test ends.
 struct PathGuard {
-  SparsePath saved = sparsePath();
-  ~PathGuard() { setSparsePath(saved); }
+  CpuKernelPath saved = cpuKernelPath();
+  ~PathGuard() { setCpuKernelPath(saved); }
 };
 
 /// A random [n, k] weight of `t` with at most two nonzeros per group of four
@@ -152,7 +152,7 @@ TEST(SparseLinear, FloatWithinTheStatedBound) {
 TEST(SparseLinear, Int8BitExact) {
   PathGuard guard;
   std::mt19937 rng(2);
-  for (SparsePath path : {SparsePath::Fast, SparsePath::Portable})
+  for (CpuKernelPath path : {CpuKernelPath::Fast, CpuKernelPath::Portable})
     for (int64_t k : {32, 96, 256})
       for (int64_t n : {1, 5, 64})
         for (const Shape &lead : kInputs)
@@ -179,14 +179,14 @@ TEST(SparseLinear, Int8BitExact) {
             const Tensor *bias = variant == 2 ? nullptr : &b;
             Tensor ref = runRef(OpKind::QLinear, {&x, &scale, &zero, &w.dense,
                                                   &ws, &wsum, bias});
-            setSparsePath(path);
+            setCpuKernelPath(path);
             Tensor got = sparseQLinearKernel(
                 {&x, &scale, &zero, nullptr, &ws, &wsum, bias},
                 sparseWeight(w.values, w.meta, true))[0];
             ASSERT_EQ(got.shape(), ref.shape());
             ASSERT_EQ(std::memcmp(got.raw(), ref.raw(), got.bytes()), 0)
                 << "k " << k << " n " << n << " variant " << variant
-                << (path == SparsePath::Portable ? " (portable)" : "");
+                << (path == CpuKernelPath::Portable ? " (portable)" : "");
           }
 }
 
@@ -308,11 +308,11 @@ TEST(SparseArtifact, SessionFastAndReference) {
   std::mt19937 rng(4);
   std::map<std::string, Tensor> in = {
       {a.function("main").inputs.at(0).name, randomF32(rng, {2, 3, 64})}};
-  std::map<SparsePath, std::map<std::string, Tensor>> out;
-  std::map<SparsePath, std::vector<std::string>> ran;
-  std::map<SparsePath, Cost> linearCost;
-  for (SparsePath p : {SparsePath::Fast, SparsePath::Reference}) {
-    setSparsePath(p);
+  std::map<CpuKernelPath, std::map<std::string, Tensor>> out;
+  std::map<CpuKernelPath, std::vector<std::string>> ran;
+  std::map<CpuKernelPath, Cost> linearCost;
+  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
+    setCpuKernelPath(p);
     Session s(a);
     s.setTracer([&](const Session::NodeRun &r) {
       ran[p].push_back(opKindName(r.node.kind));
@@ -321,11 +321,11 @@ TEST(SparseArtifact, SessionFastAndReference) {
     });
     out[p] = s.run("main", in);
   }
-  EXPECT_EQ(ran[SparsePath::Fast], std::vector<std::string>{"linear"});
-  EXPECT_EQ(ran[SparsePath::Reference],
+  EXPECT_EQ(ran[CpuKernelPath::Fast], std::vector<std::string>{"linear"});
+  EXPECT_EQ(ran[CpuKernelPath::Reference],
             (std::vector<std::string>{"sparse_2_4", "linear"}));
-  const Tensor &f = out[SparsePath::Fast].begin()->second,
-               &r = out[SparsePath::Reference].begin()->second;
+  const Tensor &f = out[CpuKernelPath::Fast].begin()->second,
+               &r = out[CpuKernelPath::Reference].begin()->second;
   ASSERT_EQ(f.shape(), r.shape());
   for (int64_t i = 0; i < f.numel(); ++i)
     EXPECT_NEAR(f.data<float>()[i], r.data<float>()[i],
@@ -333,7 +333,7 @@ TEST(SparseArtifact, SessionFastAndReference) {
   // M = 6, N = 4, K = 64: M N K multiply-adds of the kept values; values
   // 4 x 32 f32 + metadata 4 x 2 i32 + bias 4 f32 = 512 + 32 + 16 bytes of
   // weights; x 6 x 64 f32 read, y 6 x 4 f32 written.
-  const Cost &c = linearCost[SparsePath::Fast];
+  const Cost &c = linearCost[CpuKernelPath::Fast];
   EXPECT_EQ(c.flops, 6.0 * 4 * 64);
   EXPECT_EQ(c.weightBytes, 512.0 + 32 + 16);
   EXPECT_EQ(c.activationBytes, 6.0 * 64 * 4 + 6 * 4 * 4);
@@ -564,16 +564,16 @@ std::map<std::string, Tensor> demoInput(const Function &fn, int64_t batch,
 std::pair<Tensor, Tensor> bothWays(const Artifact &a) {
   PathGuard guard;
   std::pair<Tensor, Tensor> out;
-  for (SparsePath p : {SparsePath::Fast, SparsePath::Reference}) {
-    setSparsePath(p);
+  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
+    setCpuKernelPath(p);
     Session s(a);
     int decompressed = 0;
     s.setTracer([&](const Session::NodeRun &r) {
       decompressed += r.node.kind == OpKind::Sparse24;
     });
     auto result = s.run("main", demoInput(a.function("main"), 2, 7));
-    EXPECT_EQ(decompressed > 0, p == SparsePath::Reference);
-    (p == SparsePath::Fast ? out.first : out.second) = result.begin()->second;
+    EXPECT_EQ(decompressed > 0, p == CpuKernelPath::Reference);
+    (p == CpuKernelPath::Fast ? out.first : out.second) = result.begin()->second;
   }
   return out;
 }

@@ -21,6 +21,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Backend.h"
 #include "runtime/Benchmark.h"
+#include "runtime/CpuKernels.h"
 #include "runtime/Generator.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/KernelListing.h"
@@ -68,6 +69,7 @@ struct Options {
   std::vector<int64_t> bench; // batch, seq
   std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
+  std::string cpuKernels; // --cpu-kernels, else QCC_CPU_KERNELS, else fast
   bool profile = false;
   std::string profileJson; // also write the --profile table as JSON here
   bool listKernels = false;
@@ -617,6 +619,12 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"ops", "kernels"}))
       ->capture_default_str()
       ->group(kBackend);
+  app.add_option("--cpu-kernels", o.cpuKernels,
+                 "CPU backend: fast (default), portable (no SIMD intrinsics) "
+                 "or reference (the op-by-op kernels fast is tested against); "
+                 "also QCC_CPU_KERNELS")
+      ->check(CLI::IsMember({"fast", "portable", "reference"}))
+      ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
                "CPU backend on the same operands and print the worst error "
@@ -639,6 +647,15 @@ int main(int argc, char **argv) {
     std::cerr << "qrun: error: " << e.what() << " (see --help)\n";
     return 1;
   }
+  if (o.cpuKernels.empty())
+    if (const char *env = std::getenv("QCC_CPU_KERNELS"))
+      if (!parseCpuKernelPath(env)) {
+        std::cerr << "qrun: error: QCC_CPU_KERNELS='" << env
+                  << "' is not fast, portable or reference\n";
+        return 1;
+      }
+  if (!o.cpuKernels.empty())
+    setCpuKernelPath(*parseCpuKernelPath(o.cpuKernels));
   if (o.devices) {
     listDevices(std::cout);
     return 0;
