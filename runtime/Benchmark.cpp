@@ -125,10 +125,10 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
   return r;
 }
 
-nlohmann::json qcc::rt::writeProfile(const Session &s, const std::string &plan,
+nlohmann::json qcc::rt::writeProfile(const Executor &e, const std::string &plan,
                                      double decodeSeconds, std::ostream &os) {
-  const Peaks &peak = cpuPeaks();
-  auto rows = s.profile();
+  const Peaks &peak = e.profilePeaks();
+  auto rows = e.profile().rows();
   std::map<std::string, double> fnSeconds;
   std::map<std::string, Cost> fnCost;
   for (const auto &r : rows) {
@@ -136,16 +136,22 @@ nlohmann::json qcc::rt::writeProfile(const Session &s, const std::string &plan,
     fnCost[r.function] += r.cost;
   }
   char line[256];
-  os << "profile (" << (plan == "kernels" ? "GPU plan" : "op plan")
-     << " on the CPU; peaks measured here: " << peak.bandwidth / 1e9
-     << " GB/s, f32 " << peak.f32 / 1e9 << " GFLOP/s, i8 " << peak.i8 / 1e9
-     << " GOP/s)\n";
+  bool onCpu = dynamic_cast<const Session *>(&e) != nullptr;
+  os << "profile (" << (plan == "kernels" || !onCpu ? "GPU plan" : "op plan")
+     << " on " << e.profileDevice() << "; peaks "
+     << (onCpu ? "measured here" : peak.source) << ": "
+     << peak.bandwidth / 1e9 << " GB/s, f32 " << peak.f32 / 1e9
+     << " GFLOP/s";
+  if (!onCpu)
+    os << ", f16 " << peak.f16 / 1e9 << " GFLOP/s";
+  os << ", i8 " << peak.i8 / 1e9 << " GOP/s)\n";
   std::snprintf(line, sizeof line, "  %-8s %-14s %6s %9s %6s %9s %9s %6s %6s\n",
                 "function", "kind", "calls", "ms", "time%", "GB/s", "GFLOP/s",
                 "MBU%", "MFU%");
   os << line;
   nlohmann::json j = {{"schema", "qrun-profile/1"},
-                      {"plan", plan},
+                      {"plan", onCpu ? plan : "kernels"},
+                      {"device", e.profileDevice()},
                       {"peaks",
                        {{"bandwidth", peak.bandwidth},
                         {"f32", peak.f32},
@@ -156,7 +162,9 @@ nlohmann::json qcc::rt::writeProfile(const Session &s, const std::string &plan,
                   int64_t calls, double secs, const Cost &c) {
     double bw = secs > 0 ? c.bytes() / secs : 0;
     double fl = secs > 0 ? c.flops / secs : 0;
-    double mbu = bw / peak.bandwidth, mfu = fl / peak.compute(c.precision);
+    double computePeak = peak.compute(c.precision);
+    double mbu = peak.bandwidth > 0 ? bw / peak.bandwidth : 0,
+           mfu = computePeak > 0 ? fl / computePeak : 0;
     std::string n = calls > 0 ? std::to_string(calls) : "";
     std::snprintf(line, sizeof line,
                   "  %-8s %-14s %6s %9.3f %6.1f %9.3f %9.3f %6.1f %6.1f\n",
@@ -182,7 +190,9 @@ nlohmann::json qcc::rt::writeProfile(const Session &s, const std::string &plan,
   for (const auto &[fn, secs] : fnSeconds)
     emit(fn, "(all nodes)", 0, secs, fnCost[fn]);
   if (decodeSeconds > 0 && fnCost.count("decode")) {
-    double mbu = fnCost["decode"].bytes() / decodeSeconds / peak.bandwidth;
+    double mbu = peak.bandwidth > 0 ? fnCost["decode"].bytes() /
+                                          decodeSeconds / peak.bandwidth
+                                    : 0;
     os << "decode step MBU (all bytes of the decode steps over their wall "
           "time): "
        << 100 * mbu << "%\n";

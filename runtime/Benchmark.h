@@ -63,13 +63,15 @@ GenerateBench benchGenerate(const Artifact &artifact, Executor &executor,
                             int64_t vocab, bool recompute,
                             const std::string &label);
 
-/// The profile a Session gathered (Session::enableProfile): per entry point
-/// and node kind (a kernel region's kind with the GPU plan, else the op),
-/// achieved time, bandwidth and FLOP/s, as MBU and MFU against this CPU's
-/// measured peaks (runtime/Roofline.h); with `decodeSeconds` > 0, the whole
+/// The profile an executor gathered (Executor::enableProfile): per entry
+/// point and node kind (a kernel region's kind with the GPU plan, else the
+/// op), achieved time, bandwidth and FLOP/s, as MBU and MFU against its
+/// roofline (Executor::profilePeaks: this CPU's measured peaks, a GPU's
+/// datasheet; runtime/Roofline.h); with `decodeSeconds` > 0, the whole
 /// decode step's MBU. Prints the table to `os` and returns it as JSON
-/// ("qrun-profile/1"). `plan` is "ops" or "kernels".
-nlohmann::json writeProfile(const Session &session, const std::string &plan,
+/// ("qrun-profile/1"). `plan` is the CPU session's, "ops" or "kernels" (the
+/// CUDA backend always runs the GPU plan).
+nlohmann::json writeProfile(const Executor &executor, const std::string &plan,
                             double decodeSeconds, std::ostream &os);
 
 } // namespace qcc::rt

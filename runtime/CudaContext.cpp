@@ -210,3 +210,9 @@ float CudaContext::elapsedMs(int from, int to) {
   check(drv->api().cuEventElapsedTime(&ms, a, b), "timing events");
   return ms;
 }
+
+void CudaContext::clearMarks() {
+  for (void *e : events)
+    drv->api().cuEventDestroy(static_cast<CudaApi::CUevent>(e));
+  events.clear();
+}

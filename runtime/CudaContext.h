@@ -91,6 +91,8 @@ public:
   /// benchmarks: mark() returns an opaque event index.
   int mark();
   float elapsedMs(int from, int to);
+  /// Destroys every mark's event (their indices become invalid).
+  void clearMarks();
 
 private:
   std::shared_ptr<CudaDriver> drv;

@@ -646,8 +646,34 @@ void GpuSession::checkRegion(const Node &node, Run &r,
 
 void GpuSession::execute(const Function &fn, Run &r) {
   std::vector<size_t> lastUse = lastUses(fn, r.values.size());
+  // Profiling: each node's cost now, its time from events after the run.
+  struct Timed {
+    const Node *node;
+    Cost cost;
+    int from, to;
+  };
+  std::vector<Timed> timed;
+  KvState kvState;
+  if (profiling && r.kv) {
+    for (size_t b = 0; b < r.kv->seqs.size(); ++b)
+      kvState.cached.push_back(r.kv->cache->length(r.kv->seqs[b]));
+    kvState.valid = r.kv->valid;
+    kvState.elementBytes = (double)r.kv->cache->config().elementBytes();
+  }
+  auto shapesOf = [&](const std::vector<int64_t> &ids) {
+    std::vector<Shape> shapes;
+    for (int64_t id : ids)
+      shapes.push_back(id < 0                    ? Shape()
+                       : artifact.constant(id) ? artifact.constant(id)->shape()
+                                               : r.values[id].shape);
+    return shapes;
+  };
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
+    int from = profiling ? ctx->mark() : -1;
+    std::vector<Shape> operandShapes;
+    if (profiling)
+      operandShapes = shapesOf(node.inputs);
     int64_t k = kernelIndex(node);
     auto l = k >= 0 ? loaded.find(k) : loaded.end();
     if (l != loaded.end()) {
@@ -668,6 +694,12 @@ void GpuSession::execute(const Function &fn, Run &r) {
                                  "' cannot be captured in a CUDA graph");
       runOnHost(node, r);
     }
+    if (profiling)
+      timed.push_back({&node,
+                       nodeCost(artifact, node, operandShapes,
+                                shapesOf(node.outputs),
+                                r.kv ? &kvState : nullptr),
+                       from, ctx->mark()});
     for (int64_t id : node.inputs)
       if (id >= 0 && lastUse[id] == i && !artifact.constant(id)) {
         Value &v = r.values[id];
@@ -676,6 +708,44 @@ void GpuSession::execute(const Function &fn, Run &r) {
         v = Value();
       }
   }
+  for (const Timed &t : timed)
+    nodeProfile.add(fn.name, *t.node, ctx->elapsedMs(t.from, t.to) / 1e3,
+                    t.cost);
+  if (profiling)
+    ctx->clearMarks();
+}
+
+std::string GpuSession::profileDevice() const { return ctx->device().name; }
+
+const Peaks &GpuSession::profilePeaks() const {
+  if (!peaks) {
+    // A known GPU's datasheet; any other: a 256 MiB device-to-device copy
+    // (read + write), the best of three.
+    double bandwidth = 0;
+    const std::string &name = ctx->device().name;
+    bool known = false;
+    for (const Peaks &p : gpuPeaks())
+      known |= name.find(p.name) != std::string::npos;
+    if (!known) {
+      const size_t bytes = size_t(256) << 20;
+      DevicePtr a = ctx->alloc(bytes), b = ctx->alloc(bytes);
+      ctx->memsetZero(a, bytes);
+      float best = 0;
+      for (int rep = 0; rep < 3; ++rep) {
+        int m0 = ctx->mark();
+        ctx->copy2D(b, bytes, a, bytes, bytes, 1);
+        float ms = ctx->elapsedMs(m0, ctx->mark());
+        if (ms > 0 && (best == 0 || ms < best))
+          best = ms;
+      }
+      ctx->clearMarks();
+      ctx->free(a);
+      ctx->free(b);
+      bandwidth = best > 0 ? 2.0 * bytes / (best / 1e3) : 0;
+    }
+    peaks = std::make_unique<Peaks>(gpuPeaksFor(name, bandwidth));
+  }
+  return *peaks;
 }
 
 bool GpuSession::runsOnGpu(const Node &n) const {
@@ -758,7 +828,7 @@ GpuSession::run(const std::string &name,
     ctx->memsetZero(r.errorFlag, sizeof(int32_t));
   };
 
-  if (!(useGraphs && !checking && kv && graphable(*fn))) {
+  if (!(useGraphs && !checking && !profiling && kv && graphable(*fn))) {
     Run r;
     begin(r, pool.get(), false);
     execute(*fn, r);

@@ -88,6 +88,12 @@ public:
   /// entry point of the GPU plan.
   std::string planSummary() const;
 
+  /// Profiling times every node between two events on the stream (so a
+  /// profiled run waits for the GPU at its end) and runs decode eagerly, not
+  /// from a CUDA graph: per-launch events cannot be read inside a replay.
+  std::string profileDevice() const override;
+  const Peaks &profilePeaks() const override;
+
 private:
   struct Value;
   struct Run;
@@ -143,6 +149,7 @@ private:
   bool syncEachLaunch = false; // QCC_CUDA_SYNC=1 (useGraphs: QCC_CUDA_GRAPHS=0)
   std::vector<RegionCheck> regionChecks;
   Stats counters;
+  mutable std::unique_ptr<Peaks> peaks; // profilePeaks(), on first use
 };
 
 } // namespace qcc::rt

@@ -367,6 +367,41 @@ const std::vector<Peaks> &qcc::rt::gpuPeaks() {
   return peaks;
 }
 
+Peaks qcc::rt::gpuPeaksFor(const std::string &deviceName,
+                           double measuredBandwidth) {
+  for (const Peaks &p : gpuPeaks())
+    if (deviceName.find(p.name) != std::string::npos)
+      return p;
+  Peaks p;
+  p.name = deviceName;
+  p.bandwidth = measuredBandwidth;
+  p.source = "device-to-device copy measured here; no datasheet peaks";
+  return p;
+}
+
+void NodeProfile::add(const std::string &function, const Node &node,
+                      double seconds, const Cost &cost) {
+  std::string kind = node.body ? node.attrs.value("kind", "kernel")
+                               : opKindName(node.kind);
+  ProfileRow &row = byKind[{function, kind}];
+  row.function = function;
+  row.kind = kind;
+  ++row.calls;
+  row.seconds += seconds;
+  row.cost += cost;
+}
+
+std::vector<ProfileRow> NodeProfile::rows() const {
+  std::vector<ProfileRow> out;
+  for (const auto &[key, row] : byKind)
+    out.push_back(row);
+  std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
+    return a.function != b.function ? a.function < b.function
+                                    : a.seconds > b.seconds;
+  });
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -142,6 +142,33 @@ const Peaks &cpuPeaks();
 /// The roofline floor: max(FLOPs / compute peak, bytes / bandwidth).
 double rooflineSeconds(const Cost &c, const Peaks &p);
 
+/// The roofline a GPU's profile is read against: the datasheet peaks of
+/// gpuPeaks() whose name the device's contains ("NVIDIA H100 80GB HBM3"),
+/// else `measuredBandwidth` (a device-to-device copy) and no compute peaks
+/// (MFU then reads 0).
+Peaks gpuPeaksFor(const std::string &deviceName, double measuredBandwidth);
+
+/// Achieved time and cost per (entry point, node kind) summed over runs:
+/// what `qrun --profile` prints. A node's kind is its kernel region's kind
+/// (GPU plan) or its op. The CPU session times nodes with the wall clock, the
+/// CUDA session with events around each launch.
+struct ProfileRow {
+  std::string function, kind;
+  int64_t calls = 0;
+  double seconds = 0;
+  Cost cost; ///< summed over the calls
+};
+class NodeProfile {
+public:
+  void add(const std::string &function, const Node &node, double seconds,
+           const Cost &cost);
+  /// Sorted by entry point, then time, most first.
+  std::vector<ProfileRow> rows() const;
+
+private:
+  std::map<std::pair<std::string, std::string>, ProfileRow> byKind;
+};
+
 } // namespace qcc::rt
 
 #endif // QCC_RUNTIME_ROOFLINE_H

@@ -126,16 +126,8 @@ Session::run(const std::string &name,
                            use ? &use->compressed : nullptr);
       if (tracer)
         tracer({name, node, cost, secs});
-      if (profiling) {
-        std::string kind = node.body ? node.attrs.value("kind", "kernel")
-                                     : opKindName(node.kind);
-        ProfileRow &row = rows[{name, kind}];
-        row.function = name;
-        row.kind = kind;
-        ++row.calls;
-        row.seconds += secs;
-        row.cost += cost;
-      }
+      if (profiling)
+        nodeProfile.add(name, node, secs, cost);
     }
     for (size_t r = 0; r < results.size(); ++r)
       values[node.outputs[r]] = std::move(results[r]);
@@ -300,13 +292,3 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
   return results;
 }
 
-std::vector<Session::ProfileRow> Session::profile() const {
-  std::vector<ProfileRow> out;
-  for (const auto &[key, row] : rows)
-    out.push_back(row);
-  std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
-    return a.function != b.function ? a.function < b.function
-                                    : a.seconds > b.seconds;
-  });
-  return out;
-}

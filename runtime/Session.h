@@ -34,6 +34,19 @@ public:
   /// A KV cache whose storage this executor can use (the CUDA backend keeps
   /// keys and values on the device).
   virtual KvCacheOptions cacheOptions(KvCacheOptions o) const { return o; }
+
+  /// Per-node timing for `qrun --profile` (off by default): time and cost
+  /// per entry point and node kind, summed over runs.
+  virtual void enableProfile(bool on) { profiling = on; }
+  const NodeProfile &profile() const { return nodeProfile; }
+  /// Where the profile runs ("the CPU", the GPU's name) and the roofline its
+  /// MBU and MFU are read against.
+  virtual std::string profileDevice() const = 0;
+  virtual const Peaks &profilePeaks() const = 0;
+
+protected:
+  bool profiling = false;
+  NodeProfile nodeProfile;
 };
 
 /// Runs an entry point of a loaded artifact on the CPU reference backend.
@@ -95,17 +108,8 @@ public:
   using Tracer = std::function<void(const NodeRun &)>;
   void setTracer(Tracer fn) { tracer = std::move(fn); }
 
-  /// Accumulates time and cost per entry point and node kind (a kernel
-  /// region's kind, else the op) across runs, when enabled.
-  void enableProfile(bool on) { profiling = on; }
-  struct ProfileRow {
-    std::string function, kind;
-    int64_t calls = 0;
-    double seconds = 0;
-    Cost cost; ///< summed over the calls
-  };
-  /// Sorted by entry point, then time, most first.
-  std::vector<ProfileRow> profile() const;
+  std::string profileDevice() const override { return "the CPU"; }
+  const Peaks &profilePeaks() const override { return cpuPeaks(); }
 
 private:
   /// How the 2:4 fast path (runtime/CpuSparseKernels.h) runs a top-level
@@ -131,10 +135,8 @@ private:
   std::map<const Function *, std::vector<SparseUse>> sparseUses_;
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
-  bool profiling = false;
   Observer observer;
   Tracer tracer;
-  std::map<std::pair<std::string, std::string>, ProfileRow> rows;
 };
 
 } // namespace qcc::rt

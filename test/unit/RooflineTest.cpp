@@ -180,4 +180,37 @@ TEST(Roofline, TimeIsTheSlowerSide) {
   EXPECT_EQ(gpuPeaks().at(1).bandwidth, 4.8e12);
 }
 
+TEST(Roofline, GpuPeaksByDeviceName) {
+  // The driver's names: the datasheet of the GPU they name.
+  EXPECT_EQ(gpuPeaksFor("NVIDIA H100 80GB HBM3", 1e12).bandwidth, 3.35e12);
+  EXPECT_EQ(gpuPeaksFor("NVIDIA H200", 1e12).bandwidth, 4.8e12);
+  // Any other: the measured copy, no compute peaks (MFU reads 0).
+  Peaks other = gpuPeaksFor("NVIDIA A10", 5e11);
+  EXPECT_EQ(other.name, "NVIDIA A10");
+  EXPECT_EQ(other.bandwidth, 5e11);
+  EXPECT_EQ(other.compute(Precision::I8), 0);
+}
+
+TEST(Roofline, NodeProfileSumsPerKind) {
+  Node linear, gelu;
+  linear.kind = OpKind::Linear;
+  gelu.kind = OpKind::Gelu;
+  Cost c;
+  c.flops = 10;
+  NodeProfile p;
+  p.add("main", linear, 1.0, c);
+  p.add("main", gelu, 3.0, c);
+  p.add("main", linear, 1.5, c);
+  p.add("decode", gelu, 0.5, c);
+  auto rows = p.rows();
+  ASSERT_EQ(rows.size(), 3u);
+  // By entry point, then time, most first.
+  EXPECT_EQ(rows[0].function, "decode");
+  EXPECT_EQ(rows[1].kind, "gelu");
+  EXPECT_EQ(rows[2].kind, "linear");
+  EXPECT_EQ(rows[2].calls, 2);
+  EXPECT_DOUBLE_EQ(rows[2].seconds, 2.5);
+  EXPECT_DOUBLE_EQ(rows[2].cost.flops, 20);
+}
+
 } // namespace

@@ -345,21 +345,10 @@ int runPerplexity(const Options &o, const Artifact &a) {
   return 0;
 }
 
-/// The CPU session for --profile (which times nodes on the CPU backend).
-Session *profiledSession(const Options &o, Executor &e) {
-  auto *cpu = dynamic_cast<Session *>(&e);
-  if (o.profile && !cpu)
-    throw std::runtime_error("--profile times nodes on the CPU backend "
-                             "(use --backend=cpu)");
-  if (cpu)
-    cpu->enableProfile(o.profile);
-  return cpu;
-}
-
 /// --profile's table on stdout (and --profile-json).
-void printProfile(const Options &o, const Session &s,
+void printProfile(const Options &o, const Executor &e,
                   double decodeSeconds = 0) {
-  nlohmann::json j = writeProfile(s, o.plan, decodeSeconds, std::cout);
+  nlohmann::json j = writeProfile(e, o.plan, decodeSeconds, std::cout);
   if (!o.profileJson.empty()) {
     std::ofstream out(o.profileJson);
     if (!out || !(out << j.dump(1) << "\n"))
@@ -387,7 +376,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
                               "--bench-generate needs a static vocabulary");
   requireGenerateBenchMemory("--bench-generate", batch, context, steps, vocab);
   auto exec = makeExecutor(o, a);
-  Session *cpu = profiledSession(o, *exec);
+  exec->enableProfile(o.profile);
   GenerateBench r = benchGenerate(a, *exec, batch, context, steps, vocab,
                                   o.noCache, "--bench-generate");
   if (r.recompute) {
@@ -395,7 +384,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
               << ": recompute decode " << r.recomputeTokensPerSecond
               << " tokens/s\n";
     if (o.profile)
-      printProfile(o, *cpu);
+      printProfile(o, *exec);
     return 0;
   }
   std::cout << "batch " << batch << " context " << context << ": prefill "
@@ -404,7 +393,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
             << " cache, " << r.cacheBytes << " bytes)\n";
   reportGpu(o, *exec);
   if (o.profile)
-    printProfile(o, *cpu, r.result.decodeSeconds);
+    printProfile(o, *exec, r.result.decodeSeconds);
   return 0;
 }
 
@@ -417,14 +406,14 @@ int runBench(const Options &o, const Artifact &a) {
       staticVocab(fn, "--bench needs a static vocabulary size");
   requireBenchMemory("--bench", o.bench[0], o.bench[1], vocab);
   auto exec = makeExecutor(o, a);
-  Session *cpu = profiledSession(o, *exec);
+  exec->enableProfile(o.profile);
   ForwardBench r =
       benchForward(*exec, fn, o.bench[0], o.bench[1], vocab, o.iterations);
   std::cout << "batch " << r.batch << " seq " << r.seq << ": median "
             << r.median() * 1e3 << " ms over " << r.seconds.size()
             << " runs, tokens/s " << r.tokensPerSecond() << "\n";
   if (o.profile)
-    printProfile(o, *cpu); // over all o.iterations + 1 runs
+    printProfile(o, *exec); // over all o.iterations + 1 runs
   return 0;
 }
 
@@ -591,9 +580,9 @@ int main(int argc, char **argv) {
                "List the CUDA devices (or say why there are none) and exit")
       ->group(kBackend);
   app.add_flag("--profile", o.profile,
-               "With --bench or --bench-generate (CPU backend): per op or "
-               "kernel kind, time, GB/s, FLOP/s, MBU and MFU against this "
-               "CPU's measured peaks (docs/ROOFLINE.md)")
+               "With --bench or --bench-generate: per op or kernel kind, "
+               "time, GB/s, FLOP/s, MBU and MFU against this CPU's measured "
+               "peaks or the GPU's datasheet (docs/ROOFLINE.md)")
       ->group(kBench);
   app.add_option("--profile-json", o.profileJson,
                  "FILE: also write the --profile table as JSON (for "
