@@ -46,7 +46,17 @@ tar -C "$DEST" -xJf "$HERE/qcc-gpu.tar.xz"
 export LD_LIBRARY_PATH="$DEST/qcc-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 Q="$DEST/qcc-gpu/qrun"
 "$Q" --devices
-"${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" "$@"
+status=0
+"${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" "$@" || status=$?
+# Per-kernel timings (CUDA events) of each artifact, whatever the checks
+# said: the table on stdout, JSON under $OUT when the device tool gives one.
+for a in "$DEST"/qcc-gpu/artifacts/*.qpkg; do
+  name=$(basename "$a" .qpkg)
+  echo "== profile: $name (--bench-generate 8 128 32)"
+  "$Q" "$a" --backend=cuda --bench-generate 8 128 32 --profile \
+    --profile-json "${OUT:-/tmp}/profile-$name.json" || echo "profile of $name failed"
+done
+exit $status
 RUN
 chmod +x "$OUT/run.sh"
 du -sh "$OUT"
