@@ -408,9 +408,9 @@ def prepare_peers(a, info, work):
         return past, {}, notes
     ggufs = {"llama.cpp f32": os.path.join(work, "model-f32.gguf"),
              "llama.cpp q8_0": os.path.join(work, "model-q8_0.gguf")}
-    src = a.gguf or a.model
-    if not os.path.exists(ggufs["llama.cpp f32"]) or \
-            os.path.getmtime(ggufs["llama.cpp f32"]) < os.path.getmtime(src):
+    stale = lambda path, src: not os.path.exists(path) or \
+        os.path.getmtime(path) < os.path.getmtime(src)
+    if stale(ggufs["llama.cpp f32"], a.gguf or a.model):
         progress("llama.cpp: float32 GGUF")
         if a.gguf:
             peer_models.dequantized_gguf(a.gguf, ggufs["llama.cpp f32"])
@@ -419,6 +419,7 @@ def prepare_peers(a, info, work):
         else:
             notes.append("llama.cpp: no --gguf and not a GPT-2-style ONNX: no llama.cpp rows")
             return past, {}, notes
+    if stale(ggufs["llama.cpp q8_0"], ggufs["llama.cpp f32"]):
         progress("llama.cpp: q8_0 GGUF (llama_model_quantize)")
         peer_models.quantize_gguf(ggufs["llama.cpp f32"], ggufs["llama.cpp q8_0"])
     notes.append(check_gguf(a, info, ggufs["llama.cpp f32"], work))
@@ -582,7 +583,8 @@ def main():
     cols = [f"prefill {s} tok/s" for s in prompts] + \
         [f"decode b{b} tok/s" for b in batches] + ["peak RSS MiB", "MBU b1"]
     print(f"## {rel}\n")
-    print(f"{start_load}; {time.strftime('%Y-%m-%d %H:%M %Z')}; STREAM-like copy "
+    print(f"{start_load}, {os.getloadavg()[0]:.2f} at the end; "
+          f"{time.strftime('%Y-%m-%d %H:%M %Z')}; STREAM-like copy "
           f"(numpy, {a.threads} threads, 256 MiB, read + write) {bw / 1e9:.1f} GB/s; "
           f"decode context {context}, {a.steps} steps; best of {a.repeats} interleaved rounds")
     print()

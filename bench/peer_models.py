@@ -140,12 +140,17 @@ def dequantized_gguf(src_path, out_path):
 
 def quantize_gguf(src_path, out_path, ftype_name="MOSTLY_Q8_0", threads=0):
     """llama.cpp's quantizer (llama_model_quantize) on a float GGUF."""
+    import ctypes
+
     import llama_cpp
+    global _quiet  # llama.cpp keeps the callback: it must outlive this call
+    _quiet = llama_cpp.llama_log_callback(lambda level, text, data: None)
+    llama_cpp.llama_log_set(_quiet, ctypes.c_void_p())  # not a line per tensor
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_" + ftype_name)
     params.nthread = threads
     if llama_cpp.llama_model_quantize(src_path.encode(), out_path.encode(),
-                                      llama_cpp.byref(params)) != 0:
+                                      ctypes.byref(params)) != 0:
         raise SystemExit(f"llama_model_quantize failed on {src_path}")
 
 
