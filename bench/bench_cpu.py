@@ -543,7 +543,7 @@ def main():
         return r["tokens_per_s"], rss
 
     bandwidth = [stream_copy_bandwidth(a.threads)]
-    start_load = f"{machine()} at the start, {a.threads} threads"
+    start_load = f"{machine()} at the start, {a.threads} thread(s)"
     best = {}
     rss = {}
     errors = {}
@@ -585,7 +585,7 @@ def main():
     print(f"## {rel}\n")
     print(f"{start_load}, {os.getloadavg()[0]:.2f} at the end; "
           f"{time.strftime('%Y-%m-%d %H:%M %Z')}; STREAM-like copy "
-          f"(numpy, {a.threads} threads, 256 MiB, read + write) {bw / 1e9:.1f} GB/s; "
+          f"(numpy, {a.threads} thread(s), 256 MiB, read + write) {bw / 1e9:.1f} GB/s; "
           f"decode context {context}, {a.steps} steps; best of {a.repeats} interleaved rounds")
     print()
     print("| engine | " + " | ".join(cols) + " |")
