@@ -14,7 +14,7 @@ Rows (the same weights in each engine's format, the same thread count for all):
   builds it from the ONNX's initializers), llama.cpp float32 and q8_0 (through
   llama-cpp-python: a GGUF written from the ONNX's initializers for GPT-2-style
   models, or --gguf dequantized to float32; q8_0 by llama.cpp's own quantizer).
-  Each GGUF's logits are compared with onnxruntime's on the ONNX before timing.
+  The f32 GGUF's logits are compared with onnxruntime's on the ONNX before timing.
 Columns: prefill tokens/s (one forward pass of a batch-1 prompt, logits at
   every position, as `qrun --bench 1 S` and the ONNX forward compute them) at
   --prompts tokens; decode tokens/s at --batches sequences after a --context
@@ -292,7 +292,16 @@ def thread_env(threads):
     return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
 
 
+_qrun_has_threads = {}
+
+
 def qrun_measure(qrun, qpkg, args, threads, key):
+    # A qrun with its own --threads (one pool for the process) gets it too.
+    if qrun not in _qrun_has_threads:
+        help_text = subprocess.run([qrun, "--help"], capture_output=True, text=True).stdout
+        _qrun_has_threads[qrun] = "--threads" in help_text
+    if _qrun_has_threads[qrun]:
+        args = args + ["--threads", str(threads)]
     out, rss = run_measured([qrun, qpkg, "--backend=cpu"] + args, env=thread_env(threads))
     m = re.search(key, out)
     if not m:
@@ -485,8 +494,10 @@ def main():
         job = json.loads(a.worker)
         print(json.dumps(WORKERS[job["kind"]](job)))
         return
-    if a.quick:
-        a.repeats, a.steps, a.iterations = 1, 8, 2
+    if a.quick:  # shorter defaults; flags given explicitly win
+        for name, value in (("repeats", 1), ("steps", 8), ("iterations", 2)):
+            if getattr(a, name) == p.get_default(name):
+                setattr(a, name, value)
     start_launcher()
     a.model = os.path.abspath(a.model)
     stem = os.path.basename(os.path.dirname(a.model)) + "-" + \
