@@ -254,3 +254,30 @@ def gpt2_past_onnx(onnx_path, out_path, heads, eps=1e-5):
     model.ir_version = 8
     onnx.checker.check_model(model)
     onnx.save(model, out_path)
+
+
+def check_past_onnx(onnx_path, past_path, tokens=24, tol=1e-3):
+    """Max |logit difference| between PAST (prefill of TOKENS - 4 ids, then 4
+    one-token steps fed present -> past) and the ONNX's forward over the same
+    TOKENS ids; raises past TOL."""
+    import onnxruntime as ort
+    full = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    past = ort.InferenceSession(past_path, providers=["CPUExecutionProvider"])
+    vocab = full.get_outputs()[0].shape[-1]
+    ids = np.random.default_rng(2).integers(0, vocab, size=(1, tokens), dtype=np.int64)
+    ref = full.run(None, {full.get_inputs()[0].name: ids})[0][0]
+    names = [o.name for o in past.get_outputs()]
+    kv = {i.name: np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
+          for i in past.get_inputs() if i.name.startswith("past_key_values.")}
+    got, start = [], 0
+    for end in list(range(tokens - 4, tokens + 1)):
+        r = dict(zip(names, past.run(None, {
+            "input_ids": ids[:, start:end],
+            "position_ids": np.arange(start, end, dtype=np.int64)[None], **kv})))
+        got.append(r["logits"][0])
+        kv = {n: r[n.replace("past_key_values.", "present.")] for n in kv}
+        start = end
+    err = float(np.abs(np.concatenate(got) - ref).max())
+    if err > tol:
+        raise SystemExit(f"{past_path}: logits differ from {onnx_path}'s by {err:.3g}")
+    return err
