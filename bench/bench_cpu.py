@@ -1,20 +1,34 @@
 #!/usr/bin/env python3
-"""CPU throughput: qrun's CPU reference backend against onnxruntime (CPU).
+"""qrun's CPU backend side by side with onnxruntime and llama.cpp: one table per model.
 
-Runs a 128-token forward pass at batch 1 and 8, single-threaded and with all
-cores, and prints tokens/s. With --past-model (a with-past export of the same
-model: optimum's text-generation-with-past, past_key_values.N.key/value in,
-present.N.key/value out) it also times decode: qrun decodes through its KV
-cache (`--bench-generate` on the artifact qcc compiles from that file),
-onnxruntime runs the same file in a loop feeding present back as past;
-greedy, CONTEXT random prompt tokens, then STEPS timed steps. qrun's GEMMs run on OpenBLAS threads
-(OPENBLAS_NUM_THREADS) and large elementwise ops on OpenMP threads
-(OMP_NUM_THREADS); the script sets both.
+    scripts/setup_bench.sh                       # .venv-bench: onnxruntime, llama-cpp-python, gguf
+    .venv-bench/bin/python bench/bench_cpu.py    # the demo model (examples/austen)
+    .venv-bench/bin/python bench/bench_cpu.py --model examples/smollm2/model.onnx \\
+        --past-model examples/smollm2/model_past.onnx --gguf SmolLM2-135M-Instruct.Q4_1.gguf
 
-    .venv/bin/python bench/bench_cpu.py [--model examples/austen/model.onnx]
-        [--past-model M_past.onnx --context 128 --steps 32]
+Rows (the same weights in each engine's format, the same thread count for all):
+  qrun float32, qrun W8A8 (SmoothQuant O1 per-token), qrun W8A8 + int8 KV cache
+  (artifacts compiled here with qcc --no-cuda; W8A8 calibrated on --calib text),
+  onnxruntime on the same ONNX (decode: a with-past export fed present -> past
+  through IO binding; for a GPT-2-style model without one, bench/peer_models.py
+  builds it from the ONNX's initializers), llama.cpp float32 and q8_0 (through
+  llama-cpp-python: a GGUF written from the ONNX's initializers for GPT-2-style
+  models, or --gguf dequantized to float32; q8_0 by llama.cpp's own quantizer).
+  The f32 GGUF's logits are compared with onnxruntime's on the ONNX before timing.
+Columns: prefill tokens/s (one forward pass of a batch-1 prompt, logits at
+  every position, as `qrun --bench 1 S` and the ONNX forward compute them) at
+  --prompts tokens; decode tokens/s at --batches sequences after a --context
+  token prompt (greedy, --steps timed steps); peak RSS of the engine's own
+  processes (each measurement runs in a fresh subprocess; os.wait4's ru_maxrss,
+  the largest of the row); batch-1 decode MBU: (weight bytes + KV bytes read) per
+  step / step time / the bandwidth of a STREAM-like copy measured in the same run.
+Prompts and contexts are clamped to the model's positions (the table says so).
+Measurements are interleaved (every engine once per cell, --repeats rounds);
+a cell is the best of its rounds, each round the median of --iterations runs.
 """
 import argparse
+import concurrent.futures
+import json
 import os
 import re
 import subprocess
@@ -23,164 +37,633 @@ import tempfile
 import time
 
 import numpy as np
-import onnxruntime as ort
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+TTY = sys.stderr.isatty()
 
 
-def qrun_tokens_per_s(qrun, qpkg, batch, seq, threads, iterations):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
-               OMP_NUM_THREADS=str(threads))
-    out = subprocess.run([qrun, qpkg, "--bench", str(batch), str(seq),
-                          "--iterations", str(iterations)],
-                         env=env, check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"tokens/s ([0-9.e+]+)", out).group(1))
+def progress(msg):
+    if TTY:
+        print(f"\r\033[K[bench_cpu] {msg}", end="", file=sys.stderr, flush=True)
 
 
-def ort_tokens_per_s(model, batch, seq, threads, iterations, vocab):
+def affinity_threads():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# --------------------------------------------------------------------------
+# Workers: one measurement each, in a fresh process (--worker JSON), so that
+# its peak RSS is the engine's own. They print one JSON line.
+# --------------------------------------------------------------------------
+
+def ort_session(model, threads):
+    import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    # An exporter's other inputs, as qrun fills them (runtime sequenceInputs):
-    # attention_mask all ones, position_ids 0..S-1.
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+
+def ort_forward_feeds(sess, ids):
+    """An exporter's inputs as qrun fills them (runtime sequenceInputs):
+    attention_mask all ones, position_ids 0..S-1."""
+    batch, seq = ids.shape
     feeds = {}
     for i, inp in enumerate(sess.get_inputs()):
         if i == 0:
-            feeds[inp.name] = rng.integers(0, vocab, size=(batch, seq), dtype=np.int64)
+            feeds[inp.name] = ids
         elif inp.name == "attention_mask":
-            feeds[inp.name] = np.ones((batch, seq), dtype=np.int64)
+            feeds[inp.name] = np.ones((batch, seq), np.int64)
         elif inp.name == "position_ids":
             feeds[inp.name] = np.tile(np.arange(seq, dtype=np.int64), (batch, 1))
         else:
-            sys.exit(f"bench_cpu: input '{inp.name}' is not one a forward pass fills")
+            raise SystemExit(f"bench_cpu: input '{inp.name}' is not one a forward pass fills")
+    return feeds
+
+
+def ort_prefill(j):
+    sess = ort_session(j["model"], j["threads"])
+    vocab = sess.get_outputs()[0].shape[-1]
+    ids = np.random.default_rng(0).integers(0, vocab, size=(1, j["seq"]), dtype=np.int64)
+    feeds = ort_forward_feeds(sess, ids)
     sess.run(None, feeds)  # warm-up
     times = []
-    for _ in range(iterations):
+    for _ in range(j["iterations"]):
         t0 = time.perf_counter()
         sess.run(None, feeds)
         times.append(time.perf_counter() - t0)
-    return batch * seq / sorted(times)[len(times) // 2]
+    return {"tokens_per_s": j["seq"] / float(np.median(times))}
+
+
+def ort_decode(j):
+    """Greedy decode: prefill CONTEXT tokens from an empty past, then STEPS
+    one-token steps; present.* stay OrtValues bound as the next past_key_values.*
+    (IO binding: no copy through numpy). Only the steps are timed."""
+    import onnxruntime as ort
+    sess = ort_session(j["model"], j["threads"])
+    batch, context, steps = j["batch"], j["context"], j["steps"]
+    ins = {i.name: i for i in sess.get_inputs()}
+    outs = [o.name for o in sess.get_outputs()]
+    pasts = [n for n in ins if n.startswith("past_key_values.")]
+    if "input_ids" not in ins or not pasts:
+        raise SystemExit(f"bench_cpu: {j['model']} has no input_ids / past_key_values.* inputs")
+    presents = [n.replace("past_key_values.", "present.") for n in pasts]
+    if any(p not in outs for p in presents):
+        raise SystemExit(f"bench_cpu: {j['model']} lacks a present.* output for a past input")
+    vocab = sess.get_outputs()[0].shape[-1]
+    dtype = np.float16 if "float16" in ins[pasts[0]].type else np.float32
+    past = {n: ort.OrtValue.ortvalue_from_numpy(
+        np.zeros((batch, ins[n].shape[1], 0, ins[n].shape[3]), dtype)) for n in pasts}
+    io = sess.io_binding()
+
+    def step(ids, past_len):
+        total = past_len + ids.shape[1]
+        io.clear_binding_inputs()
+        io.clear_binding_outputs()
+        io.bind_cpu_input("input_ids", ids)
+        if "attention_mask" in ins:
+            io.bind_cpu_input("attention_mask", np.ones((batch, total), np.int64))
+        if "position_ids" in ins:
+            io.bind_cpu_input("position_ids",
+                              np.tile(np.arange(past_len, total, dtype=np.int64), (batch, 1)))
+        for n in pasts:
+            io.bind_ortvalue_input(n, past[n])
+        for o in outs:
+            io.bind_output(o, "cpu")
+        sess.run_with_iobinding(io)
+        r = dict(zip(outs, io.get_outputs()))
+        for n, p in zip(pasts, presents):
+            past[n] = r[p]
+        logits = r[outs[0]].numpy()
+        return logits[:, -1, :].argmax(-1).reshape(batch, 1).astype(np.int64)
+
+    rng = np.random.default_rng(0)
+    nxt = step(rng.integers(0, vocab, size=(batch, context), dtype=np.int64), 0)
+    t0 = time.perf_counter()
+    for i in range(steps):
+        nxt = step(nxt, context + i)
+    return {"tokens_per_s": batch * steps / (time.perf_counter() - t0)}
+
+
+class LlamaCpp:
+    """A llama.cpp model and context through llama-cpp-python's C API."""
+
+    def __init__(self, gguf, threads, n_ctx, n_seq, n_batch):
+        import ctypes
+        import llama_cpp as ll
+        self.ll, self.ctypes = ll, ctypes
+        self._quiet = ll.llama_log_callback(lambda level, text, data: None)
+        ll.llama_log_set(self._quiet, ctypes.c_void_p())
+        ll.llama_backend_init()
+        mp = ll.llama_model_default_params()
+        self.model = ll.llama_model_load_from_file(gguf.encode(), mp)
+        if not self.model:
+            raise SystemExit(f"bench_cpu: llama.cpp cannot load {gguf}")
+        cp = ll.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = n_ctx, n_batch, n_batch, n_seq
+        cp.n_threads = cp.n_threads_batch = threads
+        self.ctx = ll.llama_init_from_model(self.model, cp)
+        if not self.ctx:
+            raise SystemExit(f"bench_cpu: llama.cpp cannot make a context for {gguf}")
+        self.vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(self.model))
+        self.batch = ll.llama_batch_init(n_batch, 0, n_seq)
+
+    def clear(self):
+        self.ll.llama_memory_clear(self.ll.llama_get_memory(self.ctx), True)
+
+    def decode(self, rows, all_logits):
+        """rows: (seq, pos, token) triples in one llama_batch; returns the
+        logits of the rows that asked for them, [n, vocab]."""
+        b = self.batch
+        for i, (seq, pos, tok) in enumerate(rows):
+            b.token[i], b.pos[i], b.n_seq_id[i] = int(tok), int(pos), 1
+            b.seq_id[i][0] = int(seq)
+            b.logits[i] = 1 if all_logits or i == len(rows) - 1 else 0
+        b.n_tokens = len(rows)
+        if self.ll.llama_decode(self.ctx, b) != 0:
+            raise SystemExit("bench_cpu: llama_decode failed")
+        n = len(rows) if all_logits else 1
+        ptr = self.ll.llama_get_logits(self.ctx)
+        return np.ctypeslib.as_array(ptr, shape=(n * self.vocab,)).reshape(n, self.vocab)
+
+
+def llama_prefill(j):
+    seq = j["seq"]
+    m = LlamaCpp(j["gguf"], j["threads"], n_ctx=max(seq, 256), n_seq=1, n_batch=seq)
+    ids = np.random.default_rng(0).integers(0, m.vocab, size=seq)
+    rows = [(0, p, t) for p, t in enumerate(ids)]
+    m.decode(rows, True)  # warm-up
+    times = []
+    for _ in range(j["iterations"]):
+        m.clear()
+        t0 = time.perf_counter()
+        m.decode(rows, True)
+        times.append(time.perf_counter() - t0)
+    return {"tokens_per_s": seq / float(np.median(times))}
+
+
+def llama_decode(j):
+    """Greedy decode of BATCH sequences (seq ids 0..B-1, one llama_batch per
+    step with a token of each); the prompt goes in one sequence per call."""
+    batch, context, steps = j["batch"], j["context"], j["steps"]
+    per_seq = -(-(context + steps + 1) // 256) * 256  # llama.cpp splits n_ctx over sequences
+    m = LlamaCpp(j["gguf"], j["threads"], n_ctx=batch * per_seq, n_seq=batch,
+                 n_batch=max(context, batch))
+    rng = np.random.default_rng(0)
+    nxt = []
+    for s in range(batch):
+        ids = rng.integers(0, m.vocab, size=context)
+        nxt.append(int(m.decode([(s, p, t) for p, t in enumerate(ids)], False)[0].argmax()))
+    t0 = time.perf_counter()
+    for i in range(steps):
+        logits = m.decode([(s, context + i, nxt[s]) for s in range(batch)], True)
+        nxt = [int(r.argmax()) for r in logits]
+    return {"tokens_per_s": batch * steps / (time.perf_counter() - t0)}
+
+
+def llama_logits(j):
+    m = LlamaCpp(j["gguf"], j["threads"], n_ctx=max(len(j["ids"]), 256), n_seq=1,
+                 n_batch=len(j["ids"]))
+    logits = m.decode([(0, p, t) for p, t in enumerate(j["ids"])], True)
+    np.save(j["out"], logits)
+    return {}
+
+
+WORKERS = {"ort_prefill": ort_prefill, "ort_decode": ort_decode,
+           "llama_prefill": llama_prefill, "llama_decode": llama_decode,
+           "llama_logits": llama_logits}
+
+
+# --------------------------------------------------------------------------
+# The parent: runs each measurement in its own process and keeps its peak RSS.
+# --------------------------------------------------------------------------
+
+# Runs the measured processes and reports their rusage. A child's ru_maxrss
+# starts at the RSS of the process that forked it (Linux folds the forking
+# process's pages into the child's high-water mark at exec), so they are forked
+# by this small interpreter, started before the parent loads models or numpy.
+LAUNCHER = r"""
+import json, os, subprocess, sys, tempfile
+for line in sys.stdin:
+    job = json.loads(line)
+    with tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(job["cmd"], stdout=subprocess.PIPE, stderr=err, env=job["env"],
+                             text=True)
+        out = p.stdout.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        err.seek(0)
+        print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "out": out,
+                          "err": err.read()[-2000:], "maxrss": usage.ru_maxrss * 1024}),
+              flush=True)
+"""
+_launcher = None
+
+
+def start_launcher():
+    global _launcher
+    _launcher = subprocess.Popen([sys.executable, "-S", "-c", LAUNCHER], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+
+
+def run_measured(cmd, env=None):
+    """(stdout, peak RSS in bytes) of CMD; raises with its stderr on failure."""
+    _launcher.stdin.write(json.dumps({"cmd": cmd, "env": env or dict(os.environ)}) + "\n")
+    _launcher.stdin.flush()
+    r = json.loads(_launcher.stdout.readline())
+    if r["rc"] != 0:
+        err = r["err"].strip()
+        raise RuntimeError(f"{os.path.basename(cmd[0])}: exit {r['rc']}: "
+                           f"{err.splitlines()[-1] if err else ''}")
+    return r["out"], r["maxrss"]
+
+
+def worker(job):
+    out, rss = run_measured([sys.executable, os.path.abspath(__file__), "--worker",
+                             json.dumps(job)], env=thread_env(job["threads"]))
+    return json.loads(out.strip().splitlines()[-1]), rss
+
+
+def thread_env(threads):
+    # qrun's GEMMs run on OpenBLAS threads, its elementwise ops on OpenMP's.
+    return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+
+
+_qrun_has_threads = {}
+
+
+def qrun_measure(qrun, qpkg, args, threads, key):
+    # A qrun with its own --threads (one pool for the process) gets it too.
+    if qrun not in _qrun_has_threads:
+        help_text = subprocess.run([qrun, "--help"], capture_output=True, text=True).stdout
+        _qrun_has_threads[qrun] = "--threads" in help_text
+    if _qrun_has_threads[qrun]:
+        args = args + ["--threads", str(threads)]
+    out, rss = run_measured([qrun, qpkg, "--backend=cpu"] + args, env=thread_env(threads))
+    m = re.search(key, out)
+    if not m:
+        raise RuntimeError(f"qrun printed no '{key}': {out.strip()}")
+    return float(m.group(1)), rss
+
+
+def stream_copy_bandwidth(threads, mib=256, repeats=5):
+    """Bytes/s of a STREAM-like copy (numpy copyto of a MIB-MiB float64 array,
+    split over THREADS threads: numpy releases the GIL), counting read + write
+    (STREAM's convention). Best of REPEATS."""
+    n = mib * 1024 * 1024 // 8
+    src, dst = np.ones(n), np.empty(n)
+    chunks = [slice(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+    best = 0.0
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            list(pool.map(lambda s: np.copyto(dst[s], src[s]), chunks))
+            best = max(best, 2 * src.nbytes / (time.perf_counter() - t0))
+    return best
 
 
 def machine():
-    """The conditions a table was measured in: CPU model, cores, load, date and
-    OpenMP's wait policy (its default, active, halves qrun at 2 threads here)."""
+    """The CPU (model, the vector extensions that matter here), cores and load."""
     model = "unknown CPU"
     try:
         with open("/proc/cpuinfo") as f:
             model = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return (f"{model}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
-            f"{time.strftime('%Y-%m-%d')}, OMP_WAIT_POLICY="
-            f"{os.environ.get('OMP_WAIT_POLICY', 'unset (active)')}")
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            have = next(ln for ln in f if ln.startswith("flags")).split()
+        flags = " ".join(x for x in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16") if x in have)
+    except (OSError, StopIteration):
+        pass
+    return (f"{model} ({flags}), {os.cpu_count()} cores, "
+            f"load average {os.getloadavg()[0]:.2f}")
 
 
-def qrun_decode_tokens_per_s(qrun, qpkg, batch, context, steps, threads):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads),
-               OMP_NUM_THREADS=str(threads))
-    out = subprocess.run([qrun, qpkg, "--bench-generate", str(batch), str(context),
-                          str(steps)], env=env, check=True, capture_output=True,
-                         text=True).stdout
-    return float(re.search(r"decode ([0-9.e+]+) tokens/s", out).group(1))
+class ModelInfo:
+    """What the table needs from the ONNX: positions, MatMul weight parameters,
+    KV geometry (from the with-past export, else from --heads)."""
+
+    def __init__(self, model, past_model, heads):
+        import onnx
+        m = onnx.load(model)
+        inits = {t.name: t for t in m.graph.initializer}
+        numel = lambda t: int(np.prod(t.dims))
+        self.matmul_params = sum(numel(inits[n.input[1]]) for n in m.graph.node
+                                 if n.op_type in ("MatMul", "Gemm") and n.input[1] in inits)
+        self.positions = inits["wpe.weight"].dims[0] if "wpe.weight" in inits else None
+        self.gpt2 = "wpe.weight" in inits and "h.0.ln_1.weight" in inits
+        self.vocab = None
+        for o in m.graph.output[:1]:
+            self.vocab = o.type.tensor_type.shape.dim[-1].dim_value
+        del m
+        if past_model:
+            p = onnx.load(past_model, load_external_data=False)
+            pasts = [i for i in p.graph.input if i.name.startswith("past_key_values.")]
+            dims = pasts[0].type.tensor_type.shape.dim
+            self.layers = len(pasts) // 2
+            self.kv_dim = dims[1].dim_value * dims[3].dim_value
+        elif self.gpt2:
+            self.layers = 1 + max(int(t.split(".")[1]) for t in inits if t.startswith("h."))
+            self.kv_dim = inits["wpe.weight"].dims[1]
+        else:
+            self.layers = self.kv_dim = None
 
 
-def ort_decode_tokens_per_s(model, batch, context, steps, threads):
-    """Greedy decode with onnxruntime: prefill CONTEXT tokens from an empty
-    past, then STEPS one-token steps feeding present.* back as past_key_values.*
-    (only the steps are timed)."""
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
-    ins = {i.name: i for i in sess.get_inputs()}
-    outs = [o.name for o in sess.get_outputs()]
-    pasts = [n for n in ins if n.startswith("past_key_values.")]
-    if "input_ids" not in ins or not pasts:
-        sys.exit(f"bench_cpu: {model} has no input_ids / past_key_values.* inputs")
-    presents = [n.replace("past_key_values.", "present.") for n in pasts]
-    if any(p not in outs for p in presents):
-        sys.exit(f"bench_cpu: {model} lacks a present.* output for a past input")
-    vocab = sess.get_outputs()[0].shape[-1]
-    rng = np.random.default_rng(0)
-    feeds = {n: np.zeros((batch, ins[n].shape[1], 0, ins[n].shape[3]), np.float32)
-             for n in pasts}
+def compile_qrun_variants(a, info, work):
+    """{row: qpkg}: float32, W8A8, W8A8 + int8 KV cache (compiled unless a
+    newer artifact is in WORK)."""
+    variants = {"qrun float32": [],
+                "qrun W8A8": ["--quant=w8a8", "--act-quant=per-token"],
+                "qrun W8A8 + int8 KV": ["--quant=w8a8", "--act-quant=per-token", "--kv-dtype=i8"]}
+    calib = [f"--calib={a.calib}", f"--calib-samples={4 if a.quick else 16}",
+             "--calib-seq-len=128", f"--calib-stats={os.path.join(work, 'calib.json')}"]
+    out = {}
+    for row, flags in variants.items():
+        path = os.path.join(work, re.sub(r"\W+", "_", row) + ".qpkg")
+        fresh = os.path.exists(path) and os.path.getmtime(path) > max(
+            os.path.getmtime(a.model), os.path.getmtime(a.qcc))
+        if not fresh:
+            progress(f"qcc: {row}")
+            cmd = [a.qcc, a.model, "--no-cuda", "--quiet", "-o", path] + flags
+            subprocess.run(cmd + (calib if flags else []), check=True)
+        out[row] = path
+    return out
 
-    def step(ids, past_len):
-        total = past_len + ids.shape[1]
-        f = {"input_ids": ids}
-        if "attention_mask" in ins:
-            f["attention_mask"] = np.ones((batch, total), np.int64)
-        if "position_ids" in ins:
-            f["position_ids"] = np.tile(np.arange(past_len, total, dtype=np.int64), (batch, 1))
-        r = dict(zip(outs, sess.run(None, {**f, **feeds})))
-        for n, p in zip(pasts, presents):
-            feeds[n] = r[p]
-        return r[outs[0]][:, -1, :].argmax(-1).reshape(batch, 1).astype(np.int64)
 
-    nxt = step(rng.integers(0, vocab, size=(batch, context), dtype=np.int64), 0)
-    t0 = time.perf_counter()
-    for i in range(steps):
-        nxt = step(nxt, context + i)
-    return batch * steps / (time.perf_counter() - t0)
+def prepare_peers(a, info, work):
+    """The peers' model files: onnxruntime's with-past ONNX and llama.cpp's
+    GGUFs (f32, q8_0), each checked against onnxruntime's logits on --model.
+    Returns (past model or None, {row: gguf}, notes)."""
+    import peer_models
+    notes = []
+    past = a.past_model
+    if not past and info.gpt2:
+        past = os.path.join(work, "model_past.onnx")
+        if not os.path.exists(past) or os.path.getmtime(past) < os.path.getmtime(a.model):
+            progress("onnxruntime: with-past ONNX from the initializers")
+            peer_models.gpt2_past_onnx(a.model, past, a.heads)
+        err = peer_models.check_past_onnx(a.model, past)
+        notes.append("onnxruntime decode: a with-past ONNX built by bench/peer_models.py from "
+                     f"{os.path.relpath(a.model, ROOT)}'s initializers (the same weights; its "
+                     f"prefill + 4 steps match the ONNX's logits within {err:.1g})")
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        notes.append("llama.cpp: llama-cpp-python is not importable here (run "
+                     "scripts/setup_bench.sh and .venv-bench/bin/python)")
+        return past, {}, notes
+    ggufs = {"llama.cpp f32": os.path.join(work, "model-f32.gguf"),
+             "llama.cpp q8_0": os.path.join(work, "model-q8_0.gguf")}
+    stale = lambda path, src: not os.path.exists(path) or \
+        os.path.getmtime(path) < os.path.getmtime(src)
+    if stale(ggufs["llama.cpp f32"], a.gguf or a.model):
+        progress("llama.cpp: float32 GGUF")
+        if a.gguf:
+            peer_models.dequantized_gguf(a.gguf, ggufs["llama.cpp f32"])
+        elif info.gpt2:
+            peer_models.gpt2_gguf(a.model, ggufs["llama.cpp f32"], a.heads)
+        else:
+            notes.append("llama.cpp: no --gguf and not a GPT-2-style ONNX: no llama.cpp rows")
+            return past, {}, notes
+    if stale(ggufs["llama.cpp q8_0"], ggufs["llama.cpp f32"]):
+        progress("llama.cpp: q8_0 GGUF (llama_model_quantize)")
+        peer_models.quantize_gguf(ggufs["llama.cpp f32"], ggufs["llama.cpp q8_0"])
+    notes.append(check_gguf(a, info, ggufs["llama.cpp f32"], work))
+    return past, ggufs, notes
+
+
+def check_gguf(a, info, gguf, work):
+    """llama.cpp's f32 logits against onnxruntime's on the ONNX, 64 tokens."""
+    progress("llama.cpp: checking its logits against onnxruntime")
+    seq = 64
+    ids = np.random.default_rng(1).integers(0, info.vocab, size=(1, seq), dtype=np.int64)
+    sess = ort_session(a.model, a.threads)
+    ref = sess.run(None, ort_forward_feeds(sess, ids))[0][0]
+    del sess
+    out = os.path.join(work, "llama_logits.npy")
+    worker({"kind": "llama_logits", "gguf": gguf, "ids": ids[0].tolist(), "out": out,
+            "threads": a.threads})
+    got = np.load(out)
+    err = np.abs(got - ref).max()
+    scale = np.abs(ref).max()
+    agree = float((got.argmax(-1) == ref.argmax(-1)).mean())
+    # llama.cpp's gpt2 graph uses GELU's tanh form (ggml_gelu, from an f16
+    # table) where the ONNX has erf: about 1e-3 per activation, so 1% of the
+    # logits' range; a wrong tensor layout is off by the whole range.
+    if err > 0.01 * scale or agree < 0.95:
+        raise SystemExit(f"bench_cpu: llama.cpp's logits differ from onnxruntime's: max |diff| "
+                         f"{err:.3g} (logits up to {scale:.3g}), argmax agrees on {agree:.0%}: "
+                         "the GGUF is wrong, so its timings would mean nothing")
+    return (f"llama.cpp f32 GGUF checked against onnxruntime on {seq} tokens: max |logit diff| "
+            f"{err:.2g} of max |logit| {scale:.3g}, argmax agrees at {agree:.0%} of positions "
+            "(tolerance 1% of the range, argmax >= 95%)")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     default = os.path.join(ROOT, "examples", "austen", "model.onnx")
-    if not os.path.exists(default):
-        default = os.path.join(ROOT, "test", "models", "gpt2.onnx")
-    p.add_argument("--model", default=default)
+    p.add_argument("--model", default=default, help="the ONNX (no cache) qrun compiles")
+    p.add_argument("--past-model", help="with-past export of the same model for onnxruntime's "
+                   "decode (default for GPT-2-style models: built from --model)")
+    p.add_argument("--gguf", help="a GGUF of the same weights (quantized ones are dequantized "
+                   "to f32); default for GPT-2-style models: written from --model")
+    p.add_argument("--heads", type=int, help="attention heads (GPT-2-style models; default: "
+                   "n_head of model.json beside --model)")
+    p.add_argument("--threads", type=int, default=affinity_threads(),
+                   help="threads for every engine (default: the affinity mask's count)")
+    p.add_argument("--prompts", default="128,512", help="prefill prompt lengths")
+    p.add_argument("--batches", default="1,8", help="decode batch sizes")
+    p.add_argument("--context", type=int, default=512, help="decode: prompt tokens")
+    p.add_argument("--steps", type=int, default=32, help="decode: timed steps")
+    p.add_argument("--iterations", type=int, default=5, help="prefill: timed runs per round")
+    p.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
+    p.add_argument("--quick", action="store_true", help="a short run: 1 round, 8 decode "
+                   "steps, 2 prefill iterations, 4 calibration windows")
+    p.add_argument("--calib", default=os.path.join(ROOT, "examples", "austen", "heldout.txt"),
+                   help="calibration text for the W8A8 artifacts (speed only)")
     p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
     p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--iterations", type=int, default=5)
-    p.add_argument("--batches", default="1,8", help="comma-separated batch sizes")
-    p.add_argument("--threads", default="", help="comma-separated thread counts "
-                   "(default: 1 and all cores)")
-    p.add_argument("--past-model", help="with-past export of the same model: also time "
-                   "decode (qrun through its KV cache, onnxruntime feeding present back)")
-    p.add_argument("--context", type=int, default=128, help="decode: prompt tokens")
-    p.add_argument("--steps", type=int, default=32, help="decode: timed steps")
+    p.add_argument("--work-dir", help="artifacts and peer models (default build/bench/MODEL)")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.worker:
+        job = json.loads(a.worker)
+        print(json.dumps(WORKERS[job["kind"]](job)))
+        return
+    if a.quick:  # shorter defaults; flags given explicitly win
+        for name, value in (("repeats", 1), ("steps", 8), ("iterations", 2)):
+            if getattr(a, name) == p.get_default(name):
+                setattr(a, name, value)
+    start_launcher()
+    a.model = os.path.abspath(a.model)
+    stem = os.path.basename(os.path.dirname(a.model)) + "-" + \
+        os.path.splitext(os.path.basename(a.model))[0]
+    work = a.work_dir or os.path.join(ROOT, "build", "bench", stem)
+    os.makedirs(work, exist_ok=True)
+    if a.heads is None:
+        cfg = os.path.join(os.path.dirname(a.model), "model.json")
+        if os.path.exists(cfg):
+            a.heads = json.load(open(cfg)).get("n_head")
 
-    cores = os.cpu_count() or 1
-    vocab = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"]) \
-        .get_outputs()[0].shape[-1]
-    with tempfile.TemporaryDirectory() as tmp:
-        qpkg = os.path.join(tmp, "model.qpkg")
-        subprocess.run([a.qcc, a.model, "--no-cuda", "-o", qpkg], check=True)
-        print(f"{machine()}")
-        print(f"model {os.path.relpath(a.model, ROOT)}, {a.seq}-token forward pass, "
-              f"median of {a.iterations} runs, tokens/s")
-        print(f"| threads | batch | qrun CPU | onnxruntime | qrun / ort |")
-        print(f"|---|---|---|---|---|")
-        threads_list = ([int(t) for t in a.threads.split(",")] if a.threads
-                        else sorted({1, cores}))
-        for threads in threads_list:
-            for batch in [int(b) for b in a.batches.split(",")]:
-                q = qrun_tokens_per_s(a.qrun, qpkg, batch, a.seq, threads, a.iterations)
-                o = ort_tokens_per_s(a.model, batch, a.seq, threads, a.iterations, vocab)
-                print(f"| {threads} | {batch} | {q:.0f} | {o:.0f} | {q / o:.2f} |")
-                sys.stdout.flush()
-        if not a.past_model:
-            return
-        past_qpkg = os.path.join(tmp, "past.qpkg")
-        subprocess.run([a.qcc, a.past_model, "--no-cuda", "-o", past_qpkg], check=True)
-        print(f"\ndecode, {os.path.relpath(a.past_model, ROOT)}: {a.context}-token prompt, "
-              f"{a.steps} greedy steps, tokens/s")
-        print(f"| threads | batch | qrun CPU (KV cache) | onnxruntime (past_key_values) | qrun / ort |")
-        print(f"|---|---|---|---|---|")
-        for threads in threads_list:
-            for batch in [int(b) for b in a.batches.split(",")]:
-                q = qrun_decode_tokens_per_s(a.qrun, past_qpkg, batch, a.context, a.steps,
-                                             threads)
-                o = ort_decode_tokens_per_s(a.past_model, batch, a.context, a.steps, threads)
-                print(f"| {threads} | {batch} | {q:.1f} | {o:.1f} | {q / o:.2f} |")
-                sys.stdout.flush()
+    info = ModelInfo(a.model, a.past_model, a.heads)
+    if info.gpt2 and not a.heads:
+        sys.exit("bench_cpu: a GPT-2-style model needs --heads (no model.json beside it)")
+    notes = []
+    qpkgs = compile_qrun_variants(a, info, work)
+    past, ggufs, peer_notes = prepare_peers(a, info, work)
+    notes += peer_notes
+
+    # Cells, clamped to the model's positions.
+    prompts = []
+    for s in (int(x) for x in a.prompts.split(",")):
+        if info.positions and s > info.positions:
+            notes.append(f"prefill {s} clamped to the model's {info.positions} positions")
+            s = info.positions
+        if s not in prompts:
+            prompts.append(s)
+    context = a.context
+    if info.positions and context + a.steps > info.positions:
+        context = info.positions - a.steps
+        notes.append(f"decode context {a.context} clamped to {context}: {context} + {a.steps} "
+                     f"steps fill the model's {info.positions} positions")
+    batches = [int(x) for x in a.batches.split(",")]
+    cells = [("prefill", s) for s in prompts] + [("decode", b) for b in batches]
+
+    rows = list(qpkgs) + ["onnxruntime"] + list(ggufs)
+
+    def measure(row, kind, n):
+        if row in qpkgs:
+            if kind == "prefill":
+                return qrun_measure(a.qrun, qpkgs[row], ["--bench", "1", str(n), "--iterations",
+                                    str(a.iterations)], a.threads, r"tokens/s ([0-9.e+]+)")
+            return qrun_measure(a.qrun, qpkgs[row], ["--bench-generate", str(n), str(context),
+                                str(a.steps)], a.threads, r"decode ([0-9.e+]+) tokens/s")
+        job = {"threads": a.threads, "iterations": a.iterations, "seq": n, "batch": n,
+               "context": context, "steps": a.steps}
+        if row == "onnxruntime":
+            if kind == "decode" and not past:
+                raise RuntimeError("no with-past ONNX (--past-model)")
+            job.update(kind="ort_" + kind, model=a.model if kind == "prefill" else past)
+        else:
+            job.update(kind="llama_" + kind, gguf=ggufs[row])
+        r, rss = worker(job)
+        return r["tokens_per_s"], rss
+
+    bandwidth = [stream_copy_bandwidth(a.threads)]
+    start_load = f"{machine()} at the start, {a.threads} thread(s)"
+    best = {}
+    rss = {}
+    errors = {}
+    for rnd in range(a.repeats):
+        for kind, n in cells:
+            for row in rows:
+                progress(f"round {rnd + 1}/{a.repeats}: {kind} {n}: {row}")
+                if (row, kind, n) in errors:
+                    continue
+                try:
+                    v, r = measure(row, kind, n)
+                except RuntimeError as e:
+                    errors[(row, kind, n)] = str(e)
+                    continue
+                best[(row, kind, n)] = max(best.get((row, kind, n), 0.0), v)
+                rss[row] = max(rss.get(row, 0), r)
+    bandwidth.append(stream_copy_bandwidth(a.threads))
+    bw = max(bandwidth)
+    if TTY:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    # MBU at batch 1: every MatMul weight read once per step, plus the cache
+    # (K and V of every layer, CONTEXT + steps/2 tokens on average).
+    weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + int8 KV": 1,
+                    "onnxruntime": 4, "llama.cpp f32": 4, "llama.cpp q8_0": 34 / 32}
+    kv_bytes = {"qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2, "llama.cpp q8_0": 2}
+
+    def mbu(row):
+        v = best.get((row, "decode", 1))
+        if not v or info.layers is None:
+            return None
+        step_bytes = info.matmul_params * weight_bytes[row] + \
+            2 * info.layers * info.kv_dim * (context + a.steps / 2) * kv_bytes.get(row, 4)
+        return step_bytes * v / bw
+
+    rel = os.path.relpath(a.model, ROOT) if a.model.startswith(ROOT) else a.model
+    cols = [f"prefill {s} tok/s" for s in prompts] + \
+        [f"decode b{b} tok/s" for b in batches] + ["peak RSS MiB", "MBU b1"]
+    print(f"## {rel}\n")
+    print(f"{start_load}, {os.getloadavg()[0]:.2f} at the end; "
+          f"{time.strftime('%Y-%m-%d %H:%M %Z')}; STREAM-like copy "
+          f"(numpy, {a.threads} thread(s), 256 MiB, read + write) {bw / 1e9:.1f} GB/s; "
+          f"decode context {context}, {a.steps} steps; best of {a.repeats} interleaved rounds")
+    print()
+    print("| engine | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+
+    def cell(row, kind, n):
+        v = best.get((row, kind, n))
+        return f"{v:.0f}" if v and v >= 100 else (f"{v:.1f}" if v else "-")
+
+    for row in rows:
+        vals = [cell(row, k, n) for k, n in cells]
+        m = mbu(row)
+        vals += [f"{rss[row] / 2**20:.0f}" if row in rss else "-",
+                 f"{m:.0%}" if m is not None else "-"]
+        print(f"| {row} | " + " | ".join(vals) + " |")
+
+    def ratio(x, y, kind, n):
+        u, v = best.get((x, kind, n)), best.get((y, kind, n))
+        return u / v if u and v else None
+
+    pairs = [("qrun float32", "onnxruntime"), ("qrun float32", "llama.cpp f32"),
+             ("qrun W8A8", "onnxruntime"), ("qrun W8A8", "llama.cpp q8_0"),
+             ("qrun W8A8 + int8 KV", "llama.cpp q8_0"), ("qrun W8A8", "qrun float32")]
+    print()
+    print("| ratio | " + " | ".join(c.replace(" tok/s", "") for c in cols[:len(cells)]) + " |")
+    print("|---|" + "---|" * len(cells))
+    for x, y in pairs:
+        if x in rows and y in rows:
+            vals = [ratio(x, y, k, n) for k, n in cells]
+            print(f"| {x} / {y} | " + " | ".join(f"{v:.2f}x" if v else "-" for v in vals) + " |")
+
+    # Issue 16's targets, shown (not asserted).
+    def target(name, value, goal):
+        if value is None:
+            return f"- {name}: not measured"
+        verdict = "met" if value >= goal else f"missed by {(goal - value) / goal:.0%}"
+        return f"- {name}: {value:.2f} (target >= {goal:g}): {verdict}"
+
+    print("\nTargets (issue 16):")
+    pre = [ratio("qrun float32", "onnxruntime", "prefill", s) for s in prompts]
+    dec = [ratio("qrun float32", "onnxruntime", "decode", b) for b in batches]
+    worst = lambda xs: min((x for x in xs if x), default=None)
+    print(target("qrun float32 / onnxruntime, prefill (worst prompt)", worst(pre), 1.0))
+    print(target("qrun float32 / onnxruntime, decode (worst batch)", worst(dec), 1.0))
+    print(target("qrun W8A8 / llama.cpp q8_0, decode (worst batch)",
+                 worst([ratio("qrun W8A8", "llama.cpp q8_0", "decode", b) for b in batches]), 1.0))
+    print(target("qrun W8A8 / qrun float32, decode (worst batch)",
+                 worst([ratio("qrun W8A8", "qrun float32", "decode", b) for b in batches]), 1.5))
+    print(target("qrun float32 batch-1 decode MBU", mbu("qrun float32"), 0.6))
+    print(target("qrun W8A8 batch-1 decode MBU", mbu("qrun W8A8"), 0.6))
+
+    notes.append("MBU b1 = (MatMul weights x bytes per weight in the engine's format [f32 4, "
+                 "int8 1, q8_0 34/32; scales ignored] + K and V of every layer over the average "
+                 "context [f32 4, int8 1, llama.cpp's f16 2 bytes]) per step x steps/s / the "
+                 f"copy's bandwidth; {info.matmul_params / 1e6:.1f} M MatMul weights"
+                 + ("; a model this small stays in the last-level cache, so MBU against DRAM "
+                    "bandwidth can pass 100%" if info.matmul_params * 4 < 64 * 2**20 else ""))
+    notes.append("peak RSS: the largest ru_maxrss of the row's processes (qrun itself; "
+                 "onnxruntime and llama.cpp inside a Python interpreter with numpy)")
+    for (row, kind, n), e in sorted(errors.items()):
+        notes.append(f"{row}, {kind} {n}: {e}")
+    print("\nNotes:")
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nCommand: {' '.join([os.path.relpath(sys.executable, ROOT)] + sys.argv)}")
 
 
 if __name__ == "__main__":

@@ -108,10 +108,12 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
     return r;
   }
   KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
-  cfg.checkContext(context + steps + 1, label);
+  // STEPS + 1 new tokens: the first from the prefill, then STEPS decode steps,
+  // each writing the previous token's K/V; the last token is never fed back.
+  int64_t need = context + steps;
+  cfg.checkContext(need, label);
   KvCacheOptions copts;
   copts.maxSequences = batch;
-  int64_t need = context + steps + 1;
   copts.maxTokens = (need + cfg.blockTokens - 1) / cfg.blockTokens *
                     cfg.blockTokens;
   copts.numBlocks = batch * ((need + cfg.blockTokens - 1) / cfg.blockTokens);
