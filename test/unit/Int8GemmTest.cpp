@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace qcc::rt;
@@ -157,4 +158,48 @@ TEST(Int8Gemm, PackedQLinearChecksOperands) {
 TEST(Int8Gemm, ReportsTheCpu) {
   // Not an assertion: the log says which kernel "fast" ran here.
   std::printf("AVX-512 VNNI: %s\n", cpuHasVnni() ? "yes" : "no");
+}
+
+TEST(Int8Gemm, VectorQuantizeMatchesScalar) {
+  // Per-token symmetric quantize on the fast path (AVX-512 where the CPU has
+  // it) against the reference path's scalar rule: rows of odd lengths with
+  // ties, NaN, infinities, huge and tiny values; dynamic and static scales.
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int64_t K : {1, 15, 16, 17, 33, 100}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Tensor x(DType::F32, {3, K});
+      float *X = x.data<float>();
+      for (int64_t i = 0; i < x.numel(); ++i)
+        X[i] = u(rng);
+      // Row 0: ties at scale 1 (absmax 127); row 1: specials; row 2 random.
+      X[0] = 127.0f;
+      for (int64_t k = 1; k < K; ++k)
+        X[k] = (float)(k % 9) - 4.5f;
+      const float specials[] = {nan, -0.0f, 1e30f, -1e-30f, 0.5f, -2.5f};
+      for (int64_t k = 0; k < K; ++k)
+        X[K + k] = specials[k % 6];
+      if (variant == 1)
+        X[K] = inf;
+      if (variant == 3)
+        std::fill(X, X + K, 0.0f); // a zero row: scale 1
+      nlohmann::json attrs = {{"granularity", "per_token"}};
+      if (variant == 2)
+        attrs["scale"] = 0.02;
+      std::vector<Tensor> got[2];
+      const CpuKernelPath before = cpuKernelPath();
+      int i = 0;
+      for (CpuKernelPath path : {CpuKernelPath::Reference, CpuKernelPath::Fast}) {
+        setCpuKernelPath(path);
+        got[i++] = runCpuKernel(OpKind::Quantize, Attrs(attrs), {&x});
+      }
+      setCpuKernelPath(before);
+      for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(0, std::memcmp(got[0][r].raw(), got[1][r].raw(),
+                                 got[0][r].bytes()))
+            << "K=" << K << " variant " << variant << " result " << r;
+    }
+  }
 }
