@@ -49,7 +49,8 @@ private:
 /// keys that the causal mask or the sliding window excludes, threads over
 /// (batch, head, query block) and reads a KV cache's rows once per kv head
 /// for its whole query group; sparse linears run from the compressed form
-/// with SIMD intrinsics). Portable: the same algorithms without ISA-specific
+/// with SIMD intrinsics; qlinears from weights packed at load with AVX-512
+/// VNNI, symmetric quantize with AVX-512F: CpuInt8Gemm.h). Portable: the same algorithms without ISA-specific
 /// intrinsics (the fallback on CPUs without them, selected by the tests).
 /// Reference: the straightforward op-by-op kernels that the others are
 /// tested against (DESIGN.md, "Semantics, twice"); they differ only in the

@@ -135,8 +135,8 @@ const std::vector<Peaks> &gpuPeaks();
 /// This machine's CPU, measured by micro-benchmarks on first use (about half
 /// a second) and kept for the rest of the process: STREAM-like copy and
 /// triad (the better one is the bandwidth), OpenBLAS sgemm (f32; f16 runs as
-/// f32 on the CPU backend) and an int8 dot-product loop over cache-resident
-/// rows in the shape of the CPU backend's int8 GEMM (i8).
+/// f32 on the CPU backend) and the CPU qlinear's packed int8 GEMM
+/// (runtime/CpuInt8Gemm.h) on a cache-resident weight (i8).
 const Peaks &cpuPeaks();
 
 /// The roofline floor: max(FLOPs / compute peak, bytes / bandwidth).

@@ -100,6 +100,8 @@ Session::run(const std::string &name,
   }
   const std::vector<SparseUse> *sparse =
       cpuKernelPath() != CpuKernelPath::Reference ? &sparseUses(fn) : nullptr;
+  if (cpuKernelPath() != CpuKernelPath::Reference)
+    packWeights(fn);
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
     const SparseUse *use = sparse ? &(*sparse)[i] : nullptr;
@@ -214,6 +216,34 @@ Session::sparseUses(const Function &fn) {
   return uses;
 }
 
+void Session::packWeights(const Function &fn) {
+  if (!packedFunctions_.insert(&fn).second)
+    return;
+  auto pack = [&](const Node &n) {
+    if (n.kind != OpKind::QLinear || n.inputs.size() < 4)
+      return;
+    int64_t id = n.inputs[3];
+    const Tensor *w = id >= 0 ? artifact.constant(id) : nullptr;
+    if (w && w->dtype() == DType::I8 && w->rank() == 2 && !packed_.count(id))
+      packed_[id] = packForPath(w->data<int8_t>(), w->dim(0), w->dim(1),
+                                CpuKernelPath::Fast);
+  };
+  for (const Node &n : fn.nodes) {
+    pack(n);
+    if (n.body)
+      for (const Node &inner : n.body->nodes)
+        pack(inner);
+  }
+}
+
+const PackedI8Weight *Session::packedWeight(const Node &node) const {
+  if (node.kind != OpKind::QLinear || node.inputs.size() < 4 ||
+      cpuKernelPath() != CpuKernelPath::Fast)
+    return nullptr;
+  auto it = packed_.find(node.inputs[3]);
+  return it == packed_.end() || !it->second ? nullptr : &*it->second;
+}
+
 std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                                      std::vector<Tensor> &values, KvBatch *kv,
                                      const std::string &function,
@@ -272,6 +302,9 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
           [&](const Operands &ops) -> std::vector<Tensor> {
             if (isKv)
               return {kvAttention(attrs, ops, *kv)};
+            if (node.kind == OpKind::QLinear && !sparse &&
+                cpuKernelPath() != CpuKernelPath::Reference)
+              return fastQLinearKernel(ops, packedWeight(node));
             if (sparse)
               return node.kind == OpKind::QLinear
                          ? sparseQLinearKernel(ops, sparse->weight)

@@ -3,12 +3,14 @@
 #define QCC_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/CpuInt8Gemm.h"
 #include "runtime/CpuSparseKernels.h"
 #include "runtime/KvCache.h"
 #include "runtime/Roofline.h"
 
 #include <functional>
 #include <map>
+#include <set>
 
 namespace qcc::rt {
 
@@ -123,6 +125,15 @@ private:
   };
   const std::vector<SparseUse> &sparseUses(const Function &fn);
 
+  /// Packs, once per constant, the int8 weight of every qlinear of `fn`
+  /// (kernel region bodies included) for the fast path's GEMM
+  /// (runtime/CpuInt8Gemm.h: on CPUs with AVX-512 VNNI; elsewhere nothing is
+  /// packed and the portable kernel runs).
+  void packWeights(const Function &fn);
+  /// On the fast path, the packed form of node's weight (a qlinear's), or
+  /// nullptr.
+  const PackedI8Weight *packedWeight(const Node &node) const;
+
   /// Runs one node (a kernel node through its body); `values` is the
   /// function's value table (body values live there too).
   Operands operandsOf(const Node &node, std::vector<Tensor> &values) const;
@@ -133,6 +144,8 @@ private:
 
   const Artifact &artifact;
   std::map<const Function *, std::vector<SparseUse>> sparseUses_;
+  std::set<const Function *> packedFunctions_;
+  std::map<int64_t, std::optional<PackedI8Weight>> packed_; ///< by value id
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
   Observer observer;

@@ -1,0 +1,251 @@
+//===- CpuInt8Gemm.cpp - packed int8 GEMM: AVX-512 VNNI and portable ------===//
+//
+// See CpuInt8Gemm.h for the layout and the exactness argument. Compiled with
+// -ffp-contract=off (runtime/CMakeLists.txt): the qlinear epilogue is
+// QLinearEpilogue, rounded as the reference rounds it.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/CpuInt8Gemm.h"
+#include "runtime/CpuQuantKernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define QCC_HAVE_VNNI_KERNEL 1
+#endif
+
+using namespace qcc::rt;
+
+namespace {
+
+using Block = PackedI8Weight::Block;
+constexpr int64_t kCols = PackedI8Weight::kCols;
+constexpr int64_t kGroup = PackedI8Weight::kGroup;
+/// A tile: up to kTileRows rows x kTileBlocks column blocks.
+constexpr int kTileRows = 8, kTileBlocks = 2;
+constexpr int64_t kTileCols = kTileBlocks * kCols;
+
+/// Multiply-adds (M N K) from which the GEMM threads over its tiles: the
+/// dense qlinear's bound. Lower (2^17, threading batch-1 decode) measured
+/// 4 tokens/s instead of 280 on the demo model under load: OpenMP's
+/// spinning workers and OpenBLAS's threads fight over the 2 cores (see
+/// kParallelWork in CpuKernels.h; the process-wide pool will fix it).
+constexpr int64_t kI8GemmParallelWork = kQLinearParallelWork;
+
+/// One tile's operands: rows [x, x + MR * ldx) of the padded activations,
+/// NB blocks of the weight from `w` (block b at w + b * groups), their column
+/// sums, and out[MR][kTileCols] for the exact int32 sums.
+struct Tile {
+  const uint8_t *x;
+  int64_t ldx;
+  const Block *w;
+  int64_t groups;
+  const int32_t *colSum;
+  int32_t *out;
+};
+
+#ifdef QCC_HAVE_VNNI_KERNEL
+#define QCC_VNNI_TARGET                                                        \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+template <int MR, int NB> QCC_VNNI_TARGET void tileVnni(const Tile &t) {
+  __m512i acc[MR][NB];
+  for (int b = 0; b < NB; ++b) {
+    // -128 * colsum: undoes the +128 on every x.
+    __m512i init = _mm512_slli_epi32(
+        _mm512_sub_epi32(_mm512_setzero_si512(),
+                         _mm512_loadu_si512(t.colSum + b * kCols)),
+        7);
+    for (int m = 0; m < MR; ++m)
+      acc[m][b] = init;
+  }
+  for (int64_t g = 0; g < t.groups; ++g) {
+    __m512i w[NB];
+    for (int b = 0; b < NB; ++b)
+      w[b] = _mm512_load_si512(t.w[b * t.groups + g].b);
+    for (int m = 0; m < MR; ++m) {
+      int32_t x4;
+      std::memcpy(&x4, t.x + m * t.ldx + g * kGroup, 4);
+      __m512i xb = _mm512_set1_epi32(x4);
+      for (int b = 0; b < NB; ++b)
+        acc[m][b] = _mm512_dpbusd_epi32(acc[m][b], xb, w[b]);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int b = 0; b < NB; ++b)
+      _mm512_storeu_si512(t.out + m * kTileCols + b * kCols, acc[m][b]);
+}
+#endif
+
+#ifdef QCC_HAVE_VNNI_KERNEL
+using TileFn = void (*)(const Tile &);
+
+template <int MR> TileFn tileFor(int nb) {
+  return nb == 2 ? tileVnni<MR, 2> : tileVnni<MR, 1>;
+}
+
+TileFn tileFor(int mr, int nb) {
+  switch (mr) {
+  case 1: return tileFor<1>(nb);
+  case 2: return tileFor<2>(nb);
+  case 3: return tileFor<3>(nb);
+  case 4: return tileFor<4>(nb);
+  case 5: return tileFor<5>(nb);
+  case 6: return tileFor<6>(nb);
+  case 7: return tileFor<7>(nb);
+  default: return tileFor<8>(nb);
+  }
+}
+#endif
+
+/// Runs every tile of x [M, K] times `w` (VNNI: the caller checked
+/// cpuHasVnni()), then sink(m0, rows, n0, cols, acc) with
+/// acc[r * kTileCols + c] the exact sum of row m0 + r, column n0 + c.
+template <class Sink>
+void runTiles(const int8_t *x, int64_t M, const PackedI8Weight &w,
+              Sink &&sink) {
+#ifdef QCC_HAVE_VNNI_KERNEL
+  const int64_t K = w.k, ldx = w.groups * kGroup;
+  // The activations as x + 128, padded to whole groups (the weight's
+  // padding is zero).
+  std::vector<uint8_t> xs(M * ldx, 0x80);
+  for (int64_t m = 0; m < M; ++m) {
+    uint8_t *dst = xs.data() + m * ldx;
+    const uint8_t *src = (const uint8_t *)(x + m * K);
+    for (int64_t k = 0; k < K; ++k)
+      dst[k] = src[k] ^ 0x80;
+  }
+  const int64_t blocks = w.columnBlocks();
+  const int64_t strips = (blocks + kTileBlocks - 1) / kTileBlocks;
+  const int64_t rowTiles = (M + kTileRows - 1) / kTileRows;
+  const uint8_t *X = xs.data();
+#pragma omp parallel for collapse(2) schedule(static) if (M * w.n * K >= kI8GemmParallelWork)
+  for (int64_t s = 0; s < strips; ++s)
+    for (int64_t r = 0; r < rowTiles; ++r) {
+      const int64_t b0 = s * kTileBlocks, m0 = r * kTileRows;
+      const int nb = (int)std::min<int64_t>(kTileBlocks, blocks - b0);
+      const int mr = (int)std::min<int64_t>(kTileRows, M - m0);
+      alignas(64) int32_t acc[kTileRows * kTileCols];
+      Tile t{X + m0 * ldx,          ldx,
+             w.blocks.data() + b0 * w.groups, w.groups,
+             w.colSum.data() + b0 * kCols,    acc};
+      tileFor(mr, nb)(t);
+      const int64_t n0 = b0 * kCols;
+      sink(m0, mr, n0, std::min<int64_t>(nb * kCols, w.n - n0), acc);
+    }
+#else
+  (void)x, (void)M, (void)w, (void)sink;
+  throw std::logic_error("the packed int8 GEMM needs AVX-512 VNNI");
+#endif
+}
+
+/// The portable GEMM from the dense [N, K] weight: one dot product per
+/// (row, column), K innermost and contiguous (what compilers vectorize, SSE2
+/// included; measured: 4 rows at a time per weight row vectorize worse),
+/// each weight row read from memory once for all rows.
+template <class Sink>
+void runPortable(const int8_t *x, int64_t M, const int8_t *w, int64_t N,
+                 int64_t K, Sink &&sink) {
+#pragma omp parallel for schedule(static) if (M * N * K >= kI8GemmParallelWork)
+  for (int64_t n = 0; n < N; ++n) {
+    const int8_t *wr = w + n * K;
+    for (int64_t m = 0; m < M; ++m) {
+      const int8_t *xr = x + m * K;
+      int32_t a = 0;
+      for (int64_t k = 0; k < K; ++k)
+        a += (int32_t)xr[k] * (int32_t)wr[k];
+      sink(m, n, a);
+    }
+  }
+}
+
+} // namespace
+
+bool qcc::rt::cpuHasVnni() {
+#ifdef QCC_HAVE_VNNI_KERNEL
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512vnni");
+  return has;
+#else
+  return false;
+#endif
+}
+
+PackedI8Weight qcc::rt::packI8Weight(const int8_t *w, int64_t n, int64_t k) {
+  PackedI8Weight p;
+  p.n = n;
+  p.k = k;
+  p.groups = (k + kGroup - 1) / kGroup;
+  const int64_t blocks = p.columnBlocks();
+  p.blocks.assign(blocks * p.groups, Block{});
+  p.colSum.assign(blocks * kCols, 0);
+  for (int64_t c = 0; c < n; ++c) {
+    const int8_t *row = w + c * k;
+    Block *col = p.blocks.data() + c / kCols * p.groups;
+    int32_t sum = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      col[i / kGroup].b[c % kCols * kGroup + i % kGroup] = row[i];
+      sum += row[i];
+    }
+    p.colSum[c] = sum;
+  }
+  return p;
+}
+
+std::optional<PackedI8Weight> qcc::rt::packForPath(const int8_t *w,
+                                                   int64_t n, int64_t k,
+                                                   CpuKernelPath path) {
+  if (path != CpuKernelPath::Fast || !cpuHasVnni())
+    return std::nullopt;
+  return packI8Weight(w, n, k);
+}
+
+void qcc::rt::i8Gemm(const int8_t *x, int64_t M, const int8_t *w,
+                     const PackedI8Weight *packed, int64_t N, int64_t K,
+                     int32_t *C) {
+  if (packed) {
+    runTiles(x, M, *packed,
+             [&](int64_t m0, int rows, int64_t n0, int64_t cols,
+                 const int32_t *acc) {
+               for (int r = 0; r < rows; ++r)
+                 std::memcpy(C + (m0 + r) * N + n0, acc + r * kTileCols,
+                             cols * sizeof(int32_t));
+             });
+    return;
+  }
+  runPortable(x, M, w, N, K,
+              [&](int64_t m, int64_t n, int32_t acc) { C[m * N + n] = acc; });
+}
+
+std::vector<Tensor> qcc::rt::fastQLinearKernel(const Operands &ops,
+                                               const PackedI8Weight *packed) {
+  const Tensor *w = ops.size() > 3 ? ops[3] : nullptr;
+  if (!w || w->dtype() != DType::I8 || w->rank() != 2)
+    return qlinearKernel(Attrs(nlohmann::json::object()), ops); // its errors
+  const QLinearEpilogue e = QLinearEpilogue::check(ops, w->dim(0), w->dim(1));
+  if (packed && (packed->n != e.N || packed->k != e.K))
+    throw std::logic_error("packed weight does not match the qlinear's");
+  Tensor r(DType::F32, e.resultShape);
+  float *Y = r.data<float>();
+  const int64_t N = e.N;
+  if (packed)
+    runTiles(e.x, e.M, *packed,
+             [&](int64_t m0, int rows, int64_t n0, int64_t cols,
+                 const int32_t *acc) {
+               for (int i = 0; i < rows; ++i)
+                 for (int64_t c = 0; c < cols; ++c)
+                   Y[(m0 + i) * N + n0 + c] =
+                       e(acc[i * kTileCols + c], m0 + i, n0 + c);
+             });
+  else
+    runPortable(e.x, e.M, w->data<int8_t>(), N, e.K,
+                [&](int64_t m, int64_t n, int32_t acc) {
+                  Y[m * N + n] = e(acc, m, n);
+                });
+  return {std::move(r)};
+}

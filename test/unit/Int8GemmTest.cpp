@@ -1,0 +1,205 @@
+//===- Int8GemmTest.cpp - the packed int8 GEMM against naive sums ---------===//
+//
+// runtime/CpuInt8Gemm.h: the packed VNNI kernel (where the CPU has it) and
+// the portable one give the exact int32 sums of a naive int64 loop on odd shapes
+// (K not a multiple of 4, N not of 16, M = 1 and 7, more rows than a tile)
+// and extreme values; the packed qlinear equals the dense reference kernel
+// bit for bit (this file, like the runtime, is built with
+// -ffp-contract=off).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/CpuInt8Gemm.h"
+#include "runtime/CpuQuantKernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace qcc::rt;
+
+namespace {
+
+struct Shape3 {
+  int64_t M, N, K;
+};
+const Shape3 kShapes[] = {{1, 1, 1},   {1, 17, 5},  {7, 33, 67},
+                          {8, 16, 64}, {9, 50, 131}, {1, 48, 1024},
+                          {13, 31, 3}, {17, 64, 260}};
+
+/// Random int8 in [-128, 127] with, in the first rows, a row of 127s, one of
+/// -127s, one of -128s and one of zeros.
+std::vector<int8_t> values(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-128, 127);
+  std::vector<int8_t> v(rows * cols);
+  for (auto &x : v)
+    x = (int8_t)d(rng);
+  const int8_t fill[] = {127, -127, -128, 0};
+  for (int64_t r = 0; r < rows && r < 4; ++r)
+    std::fill(v.begin() + r * cols, v.begin() + (r + 1) * cols, fill[r]);
+  return v;
+}
+
+std::vector<int32_t> naive(const std::vector<int8_t> &x,
+                           const std::vector<int8_t> &w, Shape3 s) {
+  std::vector<int32_t> c(s.M * s.N);
+  for (int64_t m = 0; m < s.M; ++m)
+    for (int64_t n = 0; n < s.N; ++n) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < s.K; ++k)
+        acc += (int64_t)x[m * s.K + k] * w[n * s.K + k];
+      c[m * s.N + n] = (int32_t)acc;
+    }
+  return c;
+}
+
+} // namespace
+
+TEST(Int8Gemm, ExactOnOddShapes) {
+  for (Shape3 s : kShapes) {
+    std::vector<int8_t> x = values(s.M, s.K, 1), w = values(s.N, s.K, 2);
+    // Extremes against extremes: put the weight's -128 row against x's.
+    std::vector<int32_t> want = naive(x, w, s);
+    for (bool packed : {true, false}) {
+      if (packed && !cpuHasVnni())
+        continue;
+      PackedI8Weight p = packI8Weight(w.data(), s.N, s.K);
+      std::vector<int32_t> got(s.M * s.N, 12345);
+      i8Gemm(x.data(), s.M, w.data(), packed ? &p : nullptr, s.N, s.K,
+             got.data());
+      EXPECT_EQ(got, want) << (packed ? "packed" : "portable") << " M=" << s.M
+                           << " N=" << s.N << " K=" << s.K;
+    }
+  }
+}
+
+TEST(Int8Gemm, LargestDepth) {
+  // K = 65535 (qlinear's bound) with every product 128 * 128 or -128 * 127:
+  // the extremes of the int32 sum.
+  const Shape3 s{2, 3, 65535};
+  std::vector<int8_t> x(s.M * s.K, -128), w(s.N * s.K, -128);
+  std::fill(w.begin() + s.K, w.begin() + 2 * s.K, 127);
+  std::vector<int32_t> want = naive(x, w, s);
+  for (bool packed : {true, false}) {
+    if (packed && !cpuHasVnni())
+      continue;
+    PackedI8Weight p = packI8Weight(w.data(), s.N, s.K);
+    std::vector<int32_t> got(s.M * s.N);
+    i8Gemm(x.data(), s.M, w.data(), packed ? &p : nullptr, s.N, s.K,
+           got.data());
+    EXPECT_EQ(got, want) << (packed ? "packed" : "portable");
+  }
+}
+
+TEST(Int8Gemm, PackedQLinearMatchesReference) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> f(0.001f, 0.1f);
+  for (Shape3 s : kShapes) {
+    for (bool perToken : {true, false}) {
+      Tensor x(DType::I8, {s.M, s.K}), w(DType::I8, {s.N, s.K});
+      std::vector<int8_t> xv = values(s.M, s.K, 4), wv = values(s.N, s.K, 5);
+      std::memcpy(x.data<int8_t>(), xv.data(), xv.size());
+      std::memcpy(w.data<int8_t>(), wv.data(), wv.size());
+      int64_t rows = perToken ? s.M : 1;
+      Tensor xs(DType::F32, perToken ? Shape{s.M, 1} : Shape{1}),
+          xz(DType::I32, perToken ? Shape{s.M, 1} : Shape{1}),
+          ws(DType::F32, {s.N}), wsum(DType::I32, {s.N}), bias(DType::F32, {s.N});
+      for (int64_t m = 0; m < rows; ++m) {
+        xs.data<float>()[m] = f(rng);
+        xz.data<int32_t>()[m] = (int32_t)(m % 5) - 2;
+      }
+      for (int64_t n = 0; n < s.N; ++n) {
+        ws.data<float>()[n] = f(rng);
+        bias.data<float>()[n] = f(rng) - 0.05f;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < s.K; ++k)
+          sum += wv[n * s.K + k];
+        wsum.data<int32_t>()[n] = sum;
+      }
+      Operands ops = {&x, &xs, &xz, &w, &ws, &wsum, &bias};
+      Tensor want =
+          runCpuKernel(OpKind::QLinear, Attrs(nlohmann::json::object()), ops)[0];
+      std::optional<PackedI8Weight> p =
+          packForPath(wv.data(), s.N, s.K, CpuKernelPath::Fast);
+      EXPECT_EQ(p.has_value(), cpuHasVnni());
+      EXPECT_FALSE(
+          packForPath(wv.data(), s.N, s.K, CpuKernelPath::Portable));
+      const PackedI8Weight *packedOrNot[] = {p ? &*p : nullptr, nullptr};
+      for (const PackedI8Weight *packed : packedOrNot) {
+        Tensor got = fastQLinearKernel(ops, packed)[0];
+        ASSERT_EQ(got.shape(), want.shape());
+        EXPECT_EQ(0, std::memcmp(got.data<float>(), want.data<float>(),
+                                 want.numel() * sizeof(float)))
+            << (packed ? "packed" : "portable") << " M=" << s.M
+            << " N=" << s.N << " K=" << s.K << " perToken=" << perToken;
+      }
+    }
+  }
+}
+
+TEST(Int8Gemm, PackedQLinearChecksOperands) {
+  std::vector<int8_t> wv(4 * 8, 1);
+  PackedI8Weight p = packI8Weight(wv.data(), 4, 8);
+  Tensor x(DType::I8, {2, 7}), xs(DType::F32, {1}), xz(DType::I32, {1}),
+      ws(DType::F32, {4}), wsum(DType::I32, {4});
+  Tensor w(DType::I8, {4, 8});
+  Operands ops = {&x, &xs, &xz, &w, &ws, &wsum};
+  try {
+    fastQLinearKernel(ops, &p);
+    FAIL() << "no error";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find("do not match"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Int8Gemm, ReportsTheCpu) {
+  // Not an assertion: the log says which kernel "fast" ran here.
+  std::printf("AVX-512 VNNI: %s\n", cpuHasVnni() ? "yes" : "no");
+}
+
+TEST(Int8Gemm, VectorQuantizeMatchesScalar) {
+  // Per-token symmetric quantize on the fast path (AVX-512 where the CPU has
+  // it) against the reference path's scalar rule: rows of odd lengths with
+  // ties, NaN, infinities, huge and tiny values; dynamic and static scales.
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int64_t K : {1, 15, 16, 17, 33, 100}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Tensor x(DType::F32, {3, K});
+      float *X = x.data<float>();
+      for (int64_t i = 0; i < x.numel(); ++i)
+        X[i] = u(rng);
+      // Row 0: ties at scale 1 (absmax 127); row 1: specials; row 2 random.
+      X[0] = 127.0f;
+      for (int64_t k = 1; k < K; ++k)
+        X[k] = (float)(k % 9) - 4.5f;
+      const float specials[] = {nan, -0.0f, 1e30f, -1e-30f, 0.5f, -2.5f};
+      for (int64_t k = 0; k < K; ++k)
+        X[K + k] = specials[k % 6];
+      if (variant == 1)
+        X[K] = inf;
+      if (variant == 3)
+        std::fill(X, X + K, 0.0f); // a zero row: scale 1
+      nlohmann::json attrs = {{"granularity", "per_token"}};
+      if (variant == 2)
+        attrs["scale"] = 0.02;
+      std::vector<Tensor> got[2];
+      const CpuKernelPath before = cpuKernelPath();
+      int i = 0;
+      for (CpuKernelPath path : {CpuKernelPath::Reference, CpuKernelPath::Fast}) {
+        setCpuKernelPath(path);
+        got[i++] = runCpuKernel(OpKind::Quantize, Attrs(attrs), {&x});
+      }
+      setCpuKernelPath(before);
+      for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(0, std::memcmp(got[0][r].raw(), got[1][r].raw(),
+                                 got[0][r].bytes()))
+            << "K=" << K << " variant " << variant << " result " << r;
+    }
+  }
+}
