@@ -53,7 +53,8 @@ private:
 /// intrinsics (the fallback on CPUs without them, selected by the tests).
 /// Reference: the straightforward op-by-op kernels that the others are
 /// tested against (DESIGN.md, "Semantics, twice"); they differ only in the
-/// order of float sums, never in integer results. QCC_CPU_KERNELS=fast|
+/// order of float sums and in the fast GELU's erf (numerics::rationalErf,
+/// within 4.7e-7), never in integer kernels' results. QCC_CPU_KERNELS=fast|
 /// portable|reference in the environment selects the path at startup,
 /// `qrun --cpu-kernels` on the command line, setCpuKernelPath() at run time.
 enum class CpuKernelPath { Fast, Portable, Reference };
