@@ -1,9 +1,12 @@
 //===- CpuKernels.cpp - the CPU reference backend's op kernels ------------===//
 //
 // The reference semantics of every qcc op (see dialects/QccOps.td). Kernels
-// are single-threaded and written to be obviously right; float GEMMs go
-// through OpenBLAS (cblas_sgemm). Result shapes always come from the operands'
-// actual shapes.
+// are written to be obviously right; float GEMMs go through OpenBLAS
+// (cblas_sgemm, split over the process's OpenMP pool by sgemm). Where the
+// profile shows time (linear, gelu, layer_norm, add, attention) the fast
+// path (cpuKernelPath() != Reference) threads and vectorizes; the reference
+// path keeps the simple loops it is tested against. Result shapes always
+// come from the operands' actual shapes.
 //
 // Element types: f32, i64, i32, i8 and bool (stored as one byte, 0 or 1).
 // f16/bf16 are storage types: computeInF32 (at the end of this file) widens
@@ -19,6 +22,8 @@
 #include "format/Sparse24.h"
 
 #include <cblas.h>
+#include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
@@ -27,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 
@@ -392,6 +398,20 @@ std::vector<Tensor> binary(OpKind kind, BinOp op, const Operands &ops) {
   if (a.dtype() == DType::Bool)
     unsupported(a.dtype(), name);
   Tensor r(a.dtype(), out);
+  if (a.dtype() == DType::F32 && a.shape() == b.shape() &&
+      (op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul ||
+       op == BinOp::Div) &&
+      cpuKernelPath() != CpuKernelPath::Reference) {
+    // Same shapes (the residual adds): a flat loop that vectorizes, over
+    // the pool when large; the same float operation per element.
+    const float *x = a.data<float>(), *z = b.data<float>();
+    float *y = r.data<float>();
+    int64_t n = r.numel();
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = applyBin<float>(op, x[i], z[i]);
+    return {std::move(r)};
+  }
   dispatch(a.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
     const T *x = a.data<T>(), *z = b.data<T>();
@@ -520,10 +540,11 @@ std::vector<Tensor> castK(const Attrs &attrs, const Operands &ops) {
 // Contractions and reductions
 //===----------------------------------------------------------------------===//
 
-/// C[M,N] = alpha * A B + beta * C with row-major A [M,K] (lda) and B (ldb).
-void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
-           float alpha, const float *A, int64_t lda, const float *B,
-           int64_t ldb, float beta, float *C, int64_t ldc) {
+/// C[M,N] = alpha * A B + beta * C with row-major A [M,K] (lda) and B (ldb),
+/// on the calling thread (OpenBLAS runs single-threaded: setCpuThreads).
+void blasSgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+               float alpha, const float *A, int64_t lda, const float *B,
+               int64_t ldb, float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0)
     return;
   if (K == 0) { // BLAS may leave C untouched; define it: C = beta * C
@@ -536,6 +557,43 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
               transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
               (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
               (blasint)ldc);
+}
+
+/// sgemm (CpuKernels.h), then `epilogue(m0, m1, n0, n1)` on each block of C
+/// by the thread that computed it, while the block is still in its cache.
+template <typename Epilogue>
+void sgemmThen(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+               float alpha, const float *A, int64_t lda, const float *B,
+               int64_t ldb, float beta, float *C, int64_t ldc,
+               Epilogue epilogue) {
+  int threads = omp_in_parallel() ? 1 : cpuThreads();
+  if (threads <= 1 || M * N * std::max<int64_t>(K, 1) < kParallelWork) {
+    blasSgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    epilogue(int64_t(0), M, int64_t(0), N);
+    return;
+  }
+  // Column blocks (each thread reads all of A and its slice of B: a linear's
+  // weight is read once) in multiples of 16 floats; row blocks when N is
+  // too narrow to give every thread one.
+  bool byColumns = N >= 32 * threads;
+  int64_t extent = byColumns ? N : M, align = byColumns ? 16 : 1;
+  int64_t per = (extent + threads - 1) / threads;
+  per = (per + align - 1) / align * align;
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t b0 = std::min(extent, omp_get_thread_num() * per),
+            b1 = std::min(extent, b0 + per);
+    if (b0 < b1 && byColumns) {
+      blasSgemm(transA, transB, M, b1 - b0, K, alpha, A, lda,
+                B + (transB ? b0 * ldb : b0), ldb, beta, C + b0, ldc);
+      epilogue(int64_t(0), M, b0, b1);
+    } else if (b0 < b1) {
+      blasSgemm(transA, transB, b1 - b0, N, K, alpha,
+                A + (transA ? b0 : b0 * lda), lda, B, ldb, beta,
+                C + b0 * ldc, ldc);
+      epilogue(b0, b1, int64_t(0), N);
+    }
+  }
 }
 
 std::vector<Tensor> matmulK(const Attrs &, const Operands &ops) {
@@ -1329,7 +1387,19 @@ std::vector<Tensor> triluK(const Attrs &attrs, const Operands &ops) {
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-std::vector<Tensor> linearK(const Attrs &, const Operands &ops) {
+/// GELU (exact form) over n floats, in place, with the rational erf:
+/// compiled for AVX-512 and AVX2 besides the baseline (the loop vectorizes;
+/// the libm's erff does not), picked at load by the CPU.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+geluRationalInPlace(float *v, int64_t n, int64_t ld, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = v + r * ld;
+    for (int64_t i = 0; i < n; ++i)
+      row[i] = qcc::numerics::geluErfWith(row[i], qcc::numerics::RationalErf());
+  }
+}
+
+std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi) {
   const Tensor &x = need(ops, 0, "input"), &w = need(ops, 1, "weight");
   const Tensor *bias = opt(ops, 2);
   requireF32(x, "input");
@@ -1345,20 +1415,56 @@ std::vector<Tensor> linearK(const Attrs &, const Operands &ops) {
   }
   Shape out = x.shape();
   out.back() = N;
-  Tensor r(DType::F32, out);
-  float *y = r.data<float>();
-  float beta = 0.0f;
   if (bias) {
     requireF32(*bias, "bias");
     if (bias->numel() != N || bias->rank() != 1)
       fail("linear bias " + str(bias->shape()) + " must be [" +
            std::to_string(N) + "]");
-    for (int64_t m = 0; m < M; ++m)
-      std::memcpy(y + m * N, bias->data<float>(), N * sizeof(float));
-    beta = 1.0f;
   }
-  sgemm(false, true, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(), K,
-        beta, y, N);
+  const float *res = nullptr;
+  if (epi.residual) {
+    requireF32(*epi.residual, "residual");
+    if (epi.residual->shape() != out)
+      fail("linear residual " + str(epi.residual->shape()) + " must be " +
+           str(out));
+    res = epi.residual->data<float>();
+  }
+  Tensor r(DType::F32, out);
+  float *y = r.data<float>();
+  if (cpuKernelPath() == CpuKernelPath::Reference) {
+    float beta = 0.0f;
+    if (bias) {
+      for (int64_t m = 0; m < M; ++m)
+        std::memcpy(y + m * N, bias->data<float>(), N * sizeof(float));
+      beta = 1.0f;
+    }
+    sgemm(false, true, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(), K,
+          beta, y, N);
+    for (int64_t i = 0; i < M * N; ++i) { // the epilogue, as separate ops do
+      if (epi.gelu)
+        y[i] = qcc::numerics::geluErf(y[i]);
+      if (res)
+        y[i] += res[i];
+    }
+    return {std::move(r)};
+  }
+  // Fast: bias, GELU and residual in one pass over each block of the output
+  // as its thread finishes it (the kernel plan's GEMM + epilogue region).
+  const float *b = bias ? bias->data<float>() : nullptr;
+  sgemmThen(false, true, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(),
+            K, 0.0f, y, N,
+            [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+              if (b)
+                for (int64_t m = m0; m < m1; ++m)
+                  for (int64_t n = n0; n < n1; ++n)
+                    y[m * N + n] += b[n];
+              if (epi.gelu)
+                geluRationalInPlace(y + m0 * N + n0, n1 - n0, N, m1 - m0);
+              if (res)
+                for (int64_t m = m0; m < m1; ++m)
+                  for (int64_t n = n0; n < n1; ++n)
+                    y[m * N + n] += res[m * N + n];
+            });
   return {std::move(r)};
 }
 
@@ -1387,6 +1493,11 @@ std::vector<Tensor> layerNormK(const Attrs &attrs, const Operands &ops) {
   const float *be = bt ? bt->data<float>() : nullptr;
   float *out = r.data<float>();
   int64_t rows = D ? x.numel() / D : 0;
+  // Rows are independent: the fast path spreads them over the pool, with
+  // the same arithmetic per row.
+  bool threaded = cpuKernelPath() != CpuKernelPath::Reference &&
+                  rows > 1 && rows * D >= (1 << 20);
+#pragma omp parallel for schedule(static) if (threaded)
   for (int64_t row = 0; row < rows; ++row) {
     const float *v = in + row * D;
     double mean = 0;
@@ -1432,6 +1543,20 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
 std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
   std::string approx = attrs.s("approximate", "none");
   // The formulas are the CUDA kernels' (codegen/kernels/numerics.h).
+  if (approx == "none" && cpuKernelPath() != CpuKernelPath::Reference) {
+    const Tensor &x = need(ops, 0, "input");
+    requireF32(x, "input");
+    Tensor r(DType::F32, x.shape());
+    const float *in = x.data<float>();
+    float *v = r.data<float>();
+    int64_t n = r.numel(), block = 1 << 14;
+#pragma omp parallel for schedule(static) if (n >= 2 * block)
+    for (int64_t i = 0; i < n; i += block) {
+      std::memcpy(v + i, in + i, std::min(block, n - i) * sizeof(float));
+      geluRationalInPlace(v + i, std::min(block, n - i), 0, 1);
+    }
+    return {std::move(r)};
+  }
   if (approx == "none")
     return unaryF32(OpKind::Gelu, ops,
                     [](float x) { return qcc::numerics::geluErf(x); });
@@ -1709,6 +1834,48 @@ std::vector<Tensor> sparse24K(const Attrs &, const Operands &ops) {
 
 } // namespace
 
+std::vector<Tensor>
+qcc::rt::linearWithEpilogue(const Operands &ops,
+                            const LinearEpilogue &epilogue) {
+  return linearK(ops, epilogue);
+}
+
+void qcc::rt::sgemm(bool transA, bool transB, int64_t M, int64_t N,
+                    int64_t K, float alpha, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C,
+                    int64_t ldc) {
+  sgemmThen(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+            [](int64_t, int64_t, int64_t, int64_t) {});
+}
+
+int qcc::rt::affinityCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  return std::max(1, omp_get_num_procs());
+}
+
+static std::atomic<int> gCpuThreads{0};
+static std::once_flag gCpuThreadsOnce;
+
+void qcc::rt::setCpuThreads(int threads) {
+  if (threads <= 0)
+    threads = affinityCpus();
+  openblas_set_num_threads(1);
+  omp_set_num_threads(threads);
+  gCpuThreads = threads;
+}
+
+int qcc::rt::cpuThreads() {
+  std::call_once(gCpuThreadsOnce, [] {
+    if (gCpuThreads == 0) // OMP_NUM_THREADS, else the affinity mask
+      setCpuThreads(std::getenv("OMP_NUM_THREADS") ? omp_get_max_threads()
+                                                   : 0);
+  });
+  return gCpuThreads;
+}
+
 std::optional<CpuKernelPath> qcc::rt::parseCpuKernelPath(std::string_view name) {
   for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Portable,
                           CpuKernelPath::Reference})
@@ -1830,6 +1997,7 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
 
 std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
                                           const Operands &ops) {
+  cpuThreads(); // sets up the pool and OpenBLAS's threads on first use
   // No default: a new OpKind without a case does not compile (-Wswitch).
   switch (op) {
   case OpKind::Add: return binary(op, BinOp::Add, ops);
@@ -1900,7 +2068,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Range: return rangeK(attrs, ops);
   case OpKind::Expand: return expandK(attrs, ops);
   case OpKind::Trilu: return triluK(attrs, ops);
-  case OpKind::Linear: return linearK(attrs, ops);
+  case OpKind::Linear: return linearK(ops, {});
   case OpKind::LayerNorm: return layerNormK(attrs, ops);
   case OpKind::RmsNorm: return rmsNormK(attrs, ops);
   case OpKind::Gelu: return geluK(attrs, ops);

@@ -54,7 +54,8 @@ private:
 /// intrinsics (the fallback on CPUs without them, selected by the tests).
 /// Reference: the straightforward op-by-op kernels that the others are
 /// tested against (DESIGN.md, "Semantics, twice"); they differ only in the
-/// order of float sums, never in integer results. QCC_CPU_KERNELS=fast|
+/// order of float sums and in the fast GELU's erf (numerics::rationalErf,
+/// within 4.7e-7), never in integer kernels' results. QCC_CPU_KERNELS=fast|
 /// portable|reference in the environment selects the path at startup,
 /// `qrun --cpu-kernels` on the command line, setCpuKernelPath() at run time.
 enum class CpuKernelPath { Fast, Portable, Reference };
@@ -64,15 +65,33 @@ CpuKernelPath cpuKernelPath();
 std::optional<CpuKernelPath> parseCpuKernelPath(std::string_view name);
 const char *cpuKernelPathName(CpuKernelPath path);
 
-/// Multiply-adds below which the fast path stays on the calling thread.
-/// Threading over (batch, head) is off for now (the bound is out of reach):
-/// with OpenMP's default active wait, its spinning workers and OpenBLAS's
-/// threads fight over 2 cores. Measured on the demo model, `qrun --bench 1
-/// 256`, 2 threads: reference path 4.2k tokens/s, fast path threaded from
-/// 2^22 multiply-adds 3.0-3.8k, fast path on the calling thread 3.9-5.0k
-/// (with OMP_WAIT_POLICY=passive, threaded: 9.7k vs reference 8.4-8.7k).
-/// One thread pool for the process (the CPU-backend issue) lowers it again.
-constexpr int64_t kParallelWork = INT64_MAX;
+/// The CPU backend's threads: one OpenMP pool for the process. Its size is
+/// `qrun --threads N`, else OMP_NUM_THREADS, else the CPUs of the affinity
+/// mask (sched_getaffinity). OpenBLAS runs on the calling thread only
+/// (openblas_set_num_threads(1)): sgemm splits a large product over the
+/// pool itself, so that OpenBLAS's own pthread pool and OpenMP's spinning
+/// workers never compete for the cores (on 2 cores that fight cost more
+/// than either pool gained). The first kernel call sets it up; setting it
+/// again resizes the pool.
+void setCpuThreads(int threads); // <= 0: from the affinity mask
+int cpuThreads();
+/// The CPUs this process may run on (its affinity mask), at least 1.
+int affinityCpus();
+
+/// C[M,N] = alpha * op(A) op(B) + beta * C with row-major operands (op
+/// transposes when asked); K == 0 gives C = beta * C. Outside a parallel
+/// region, a product of at least kParallelWork multiply-adds is split over
+/// the pool by column blocks (row blocks when N is small), one
+/// single-threaded OpenBLAS call per block; inside one, it runs on the
+/// calling thread.
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+           float alpha, const float *A, int64_t lda, const float *B,
+           int64_t ldb, float beta, float *C, int64_t ldc);
+
+/// Multiply-adds below which the fast path stays on the calling thread
+/// (GEMMs, attention over (batch, head, query block)): below it, waking
+/// the pool costs more than it saves.
+constexpr int64_t kParallelWork = int64_t(1) << 18;
 
 /// The fast path's core. Row r of Q (Q + r * ldq, D floats) attends keys
 /// [lo[r], hi[r]) of K (key j at K + j * ldk): scores scale * q.k, softcapped
@@ -91,6 +110,20 @@ using format::OpKind;
 
 /// Operands in order; an omitted optional operand is nullptr.
 using Operands = std::vector<const Tensor *>;
+
+/// What a linear's output pass applies after the product and the bias: the
+/// epilogue of the kernel plan's GEMM regions. The session fuses a linear
+/// whose only reader is an exact gelu, or an add of the linear and another
+/// tensor of its shape, into it (runtime/Session.cpp); the fast path applies
+/// it per output block as the GEMM's threads finish them, the reference
+/// path after the whole product, as the separate ops would.
+struct LinearEpilogue {
+  bool gelu = false;                 // then gelu (approximate = "none")
+  const Tensor *residual = nullptr;  // then + residual (the output's shape)
+};
+/// linear (operands input, weight, optional bias), then `epilogue`.
+std::vector<Tensor> linearWithEpilogue(const Operands &ops,
+                                       const LinearEpilogue &epilogue);
 
 /// Runs the kernel of `op`: a switch over every OpKind without a default, so
 /// that an op without a case is a compiler error (the runtime builds with

@@ -74,8 +74,8 @@ void sparseGemm(const Sparse24Weight &w, int64_t M, Dot dot, Store store) {
   const V *values = w.values->data<V>();
   const int32_t *meta = w.meta->data<int32_t>();
   // The dense qlinear's bound (the work counted as its dense MACs), so that
-  // the two thread alike; see kParallelWork (CpuKernels.h) on OpenMP's
-  // active wait beside OpenBLAS.
+  // the two thread alike (over the process's one pool: setCpuThreads in
+  // CpuKernels.h).
 #pragma omp parallel for schedule(static) if (M * N * K > kQLinearParallelWork)
   for (int64_t n = 0; n < N; ++n) {
     const V *vr = values + n * sp::valuesCols(K);

@@ -709,7 +709,7 @@ void GpuSession::execute(const Function &fn, Run &r) {
       }
   }
   for (const Timed &t : timed)
-    nodeProfile.add(fn.name, *t.node, ctx->elapsedMs(t.from, t.to) / 1e3,
+    nodeProfile.add(fn.name, profileKind(*t.node), ctx->elapsedMs(t.from, t.to) / 1e3,
                     t.cost);
   if (profiling)
     ctx->clearMarks();

@@ -5,7 +5,6 @@
 #include "runtime/CpuKernels.h"
 #include "runtime/ShapeInference.h"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -380,10 +379,13 @@ Peaks qcc::rt::gpuPeaksFor(const std::string &deviceName,
   return p;
 }
 
-void NodeProfile::add(const std::string &function, const Node &node,
+std::string qcc::rt::profileKind(const Node &node) {
+  return node.body ? node.attrs.value("kind", "kernel")
+                   : opKindName(node.kind);
+}
+
+void NodeProfile::add(const std::string &function, const std::string &kind,
                       double seconds, const Cost &cost) {
-  std::string kind = node.body ? node.attrs.value("kind", "kernel")
-                               : opKindName(node.kind);
   ProfileRow &row = byKind[{function, kind}];
   row.function = function;
   row.kind = kind;
@@ -441,13 +443,13 @@ double measureBandwidth() {
   return std::max(8.0 * n / copy, 12.0 * n / triad);
 }
 
-/// OpenBLAS sgemm at 1024^3.
+/// The CPU backend's sgemm (OpenBLAS over the process's pool) at 1024^3.
 double measureF32() {
   const int n = 1024;
   std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
   double secs = bestOf(3, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f,
-                a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    sgemm(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+          c.data(), n);
   });
   return 2.0 * n * n * n / secs;
 }
@@ -482,8 +484,6 @@ const Peaks &qcc::rt::cpuPeaks() {
     Peaks p;
     p.name = "CPU";
     p.bandwidth = measureBandwidth();
-    // int8 before sgemm: OpenBLAS's threads keep spinning for a while after
-    // a call and would take the cores from OpenMP's.
     p.i8 = measureI8();
     p.f32 = measureF32();
     p.f16 = p.f32; // the CPU backend computes f16 / bf16 in f32

@@ -158,10 +158,12 @@ struct ProfileRow {
   double seconds = 0;
   Cost cost; ///< summed over the calls
 };
+/// A node's row in a profile: its kernel region's kind, else its op.
+std::string profileKind(const Node &node);
 class NodeProfile {
 public:
-  void add(const std::string &function, const Node &node, double seconds,
-           const Cost &cost);
+  void add(const std::string &function, const std::string &kind,
+           double seconds, const Cost &cost);
   /// Sorted by entry point, then time, most first.
   std::vector<ProfileRow> rows() const;
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 using namespace qcc::rt;
@@ -60,6 +61,53 @@ void qcc::rt::checkInputs(const Function &fn,
   }
 }
 
+/// The epilogue that node `i` of `fn`, a float32 linear, absorbs from node
+/// i + 1 (CpuKernels.h, LinearEpilogue): an exact gelu of its result, or an
+/// add of its result and another float32 tensor of the result's shape, when
+/// nothing else reads the linear's result. nullopt when there is none.
+static std::optional<LinearEpilogue>
+epilogueAfter(const Artifact &artifact, const Function &fn, size_t i,
+              const std::vector<size_t> &lastUse,
+              const std::vector<Tensor> &values, const Operands &ops) {
+  const Node &node = fn.nodes[i];
+  if (node.kind != OpKind::Linear || node.body || i + 1 >= fn.nodes.size() ||
+      node.outputs.size() != 1 || ops.size() < 2 || !ops[0] || !ops[1])
+    return std::nullopt;
+  const Node &next = fn.nodes[i + 1];
+  int64_t out = node.outputs[0];
+  if (next.body || next.outputs.size() != 1 || lastUse[out] != i + 1 ||
+      artifact.valueType(out).first != DType::F32 ||
+      artifact.valueType(next.outputs[0]).first != DType::F32)
+    return std::nullopt;
+  for (const Tensor *t : ops)
+    if (t && t->dtype() != DType::F32)
+      return std::nullopt;
+  const Tensor &x = *ops[0], &w = *ops[1];
+  if (x.rank() < 1 || w.rank() != 2)
+    return std::nullopt;
+  LinearEpilogue epi;
+  if (next.kind == OpKind::Gelu && next.inputs.size() == 1 &&
+      next.inputs[0] == out &&
+      next.attrs.value("approximate", std::string("none")) == "none") {
+    epi.gelu = true;
+    return epi;
+  }
+  if (next.kind != OpKind::Add || next.inputs.size() != 2 ||
+      (next.inputs[0] == out) == (next.inputs[1] == out))
+    return std::nullopt;
+  int64_t other = next.inputs[next.inputs[0] == out ? 1 : 0];
+  if (other < 0)
+    return std::nullopt;
+  const Tensor *res =
+      artifact.constant(other) ? artifact.constant(other) : &values[other];
+  Shape shape = x.shape();
+  shape.back() = w.dim(0);
+  if (res->dtype() != DType::F32 || res->shape() != shape)
+    return std::nullopt;
+  epi.residual = res;
+  return epi;
+}
+
 std::map<std::string, Tensor>
 Session::run(const std::string &name,
              const std::map<std::string, Tensor> &inputs, KvBatch *kv) {
@@ -111,6 +159,44 @@ Session::run(const std::string &name,
       use = nullptr;
     Operands operands = operandsOf(node, values);
     auto t0 = std::chrono::steady_clock::now();
+    // The fast path runs linear -> gelu and linear -> add as one kernel, the
+    // GEMM with its epilogue; not while something watches each node.
+    std::optional<LinearEpilogue> epi;
+    if (!use && !observer && !tracer && !shapeOnly &&
+        cpuKernelPath() != CpuKernelPath::Reference)
+      epi = epilogueAfter(artifact, fn, i, lastUse, values, operands);
+    if (epi) {
+      const Node &next = fn.nodes[i + 1];
+      std::vector<Tensor> results;
+      try {
+        results = linearWithEpilogue(operands, *epi);
+      } catch (const std::exception &e) {
+        throw std::runtime_error("node '" + node.name + "' (linear, with '" +
+                                 next.name + "' fused): " + e.what());
+      }
+      if (profiling) {
+        double secs = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+        std::vector<Shape> in, mid{results[0].shape()};
+        for (const Tensor *t : operands)
+          in.push_back(t ? t->shape() : Shape());
+        std::vector<Shape> nextIn{results[0].shape()};
+        if (epi->residual)
+          nextIn.push_back(epi->residual->shape());
+        Cost cost = nodeCost(artifact, node, in, mid, nullptr, nullptr);
+        cost += nodeCost(artifact, next, nextIn, mid, nullptr, nullptr);
+        nodeProfile.add(name, epi->gelu ? "linear+gelu" : "linear+add", secs,
+                        cost);
+      }
+      values[next.outputs[0]] = std::move(results[0]);
+      for (size_t j : {i, i + 1})
+        for (int64_t id : fn.nodes[j].inputs)
+          if (id >= 0 && lastUse[id] <= i + 1 && !artifact.constant(id))
+            values[id] = Tensor();
+      ++i;
+      continue;
+    }
     std::vector<Tensor> results =
         runNode(node, operands, values, kv, name, use);
     if (profiling || tracer) {
@@ -129,7 +215,7 @@ Session::run(const std::string &name,
       if (tracer)
         tracer({name, node, cost, secs});
       if (profiling)
-        nodeProfile.add(name, node, secs, cost);
+        nodeProfile.add(name, profileKind(node), secs, cost);
     }
     for (size_t r = 0; r < results.size(); ++r)
       values[node.outputs[r]] = std::move(results[r]);

@@ -685,3 +685,151 @@ TEST(CpuKernels, UnaryAndGelu) {
   Tensor half = f32({1}, {0.5f});
   expectClose(values(run1("pow", json::object(), {&e4, &half})), {2, 3}, 1e-6);
 }
+
+//===--- the fast float path against the reference path --------------------===//
+
+namespace {
+/// Runs `fn` under each thread count (1, then 2: the pool splits GEMMs and
+/// rows), then returns to the affinity mask's count.
+template <class F> void forThreads(F fn) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    setCpuThreads(threads);
+    fn();
+  }
+  setCpuThreads(0);
+}
+
+template <class F> Tensor onReferencePath(F fn) {
+  AttentionPathScope scope(CpuKernelPath::Reference);
+  return fn();
+}
+} // namespace
+
+// linear with and without bias, and with each epilogue (gelu, residual), on
+// odd shapes: one row, sizes that are not multiples of the vector width or of
+// the GEMM's 16-column blocks, and one large enough to be split over the pool
+// (by columns, and by rows when N is narrow). Tolerance: both paths call the
+// same OpenBLAS sgemm, but a column block can take a different kernel edge
+// (another summation order), so 1e-5 of sum_k |x w| + |bias| + |residual|
+// per element (K <= 300 float sums reorder to a few ulp of that); after a
+// gelu, that times its slope plus the rational erf's 4.7e-7 * |y| / 2
+// (NumericsTest).
+TEST(CpuKernels, LinearEpilogueFastVsReference) {
+  std::mt19937 rng(5);
+  struct Case {
+    int64_t M, K, N;
+  };
+  forThreads([&] {
+    for (Case c : {Case{1, 1, 1}, Case{1, 5, 17}, Case{3, 64, 33},
+                   Case{130, 67, 300}, Case{700, 64, 9}, Case{257, 300, 64}})
+      for (int variant = 0; variant < 6; ++variant) {
+        bool withBias = variant & 1;
+        LinearEpilogue epi;
+        epi.gelu = variant / 2 == 1;
+        Tensor x = randomF32({c.M, c.K}, rng, -2, 2),
+               w = randomF32({c.N, c.K}, rng), b = randomF32({c.N}, rng),
+               res = randomF32({c.M, c.N}, rng);
+        if (variant / 2 == 2)
+          epi.residual = &res;
+        Operands ops = {&x, &w, withBias ? &b : nullptr};
+        Tensor fast = linearWithEpilogue(ops, epi).at(0);
+        Tensor ref = onReferencePath(
+            [&] { return linearWithEpilogue(ops, epi).at(0); });
+        // The reference epilogue is the separate ops.
+        Tensor sep = onReferencePath([&] {
+          Tensor y = run1("linear", json::object(), ops);
+          if (epi.gelu)
+            y = run1("gelu", json::object(), {&y});
+          if (epi.residual)
+            y = run1("add", json::object(), {&y, epi.residual});
+          return y;
+        });
+        ASSERT_EQ(fast.shape(), ref.shape());
+        EXPECT_EQ(values(ref), values(sep));
+        int bad = 0;
+        for (int64_t m = 0; m < c.M; ++m)
+          for (int64_t n = 0; n < c.N; ++n) {
+            double mag = withBias ? std::fabs(b.data<float>()[n]) : 0;
+            for (int64_t k = 0; k < c.K; ++k)
+              mag += std::fabs(x.data<float>()[m * c.K + k] *
+                               w.data<float>()[n * c.K + k]);
+            if (epi.residual)
+              mag += std::fabs(res.data<float>()[m * c.N + n]);
+            float r = ref.data<float>()[m * c.N + n],
+                  f = fast.data<float>()[m * c.N + n];
+            // gelu: the product's error times its slope (<= 1.13), the
+            // rational erf's 2.4e-7 |y| (|y| <= mag), an ulp of the result.
+            double tol = epi.gelu ? 1.4e-5 * mag + 1.2e-7 * std::fabs(r)
+                                  : 1e-5 * mag;
+            if (!(std::fabs(f - r) <= tol) && ++bad <= 3)
+              ADD_FAILURE() << "M " << c.M << " K " << c.K << " N " << c.N
+                            << " variant " << variant << " at (" << m << ", "
+                            << n << "): fast " << f << " reference " << r;
+          }
+      }
+  });
+}
+
+// gelu (exact): the fast path's rational erf against the libm's, on odd
+// sizes and one split over the pool, plus the special values. Tolerance:
+// 0.5 |x| times the rational erf's 4.7e-7, plus an ulp of the result.
+TEST(CpuKernels, GeluFastVsReference) {
+  std::mt19937 rng(9);
+  forThreads([&] {
+    for (int64_t n : {1, 7, 17, 100003}) {
+      Tensor x = randomF32({n}, rng, -8, 8);
+      float special[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity(), -30.0f};
+      for (int64_t i = 0; i < std::min<int64_t>(n, 5); ++i)
+        x.data<float>()[i] = special[i];
+      Tensor fast = run1("gelu", json::object(), {&x});
+      Tensor ref =
+          onReferencePath([&] { return run1("gelu", json::object(), {&x}); });
+      for (int64_t i = 0; i < n; ++i) {
+        float v = x.data<float>()[i], f = fast.data<float>()[i],
+              r = ref.data<float>()[i];
+        if (std::isnan(r)) {
+          EXPECT_TRUE(std::isnan(f)) << v;
+          continue;
+        }
+        if (std::isinf(r)) {
+          EXPECT_EQ(f, r) << v;
+          continue;
+        }
+        EXPECT_NEAR(f, r, 2.4e-7 * std::fabs(v) + 1.2e-7 * std::fabs(r))
+            << "gelu(" << v << ")";
+      }
+    }
+  });
+}
+
+// layer_norm and same-shape add: the fast path threads rows / elements with
+// the same arithmetic per element, so bit for bit (1 row, an odd width, and
+// enough rows to be split).
+TEST(CpuKernels, LayerNormAndAddFastVsReference) {
+  std::mt19937 rng(13);
+  forThreads([&] {
+    for (Shape s : {Shape{1, 5}, Shape{3, 257}, Shape{4, 1024, 257}}) {
+      Tensor x = randomF32(s, rng, -3, 3), y = randomF32(s, rng);
+      Tensor g = randomF32({s.back()}, rng), b = randomF32({s.back()}, rng);
+      json attrs = {{"epsilon", 1e-5}};
+      EXPECT_EQ(values(run1("layer_norm", attrs, {&x, &g, &b})),
+                values(onReferencePath(
+                    [&] { return run1("layer_norm", attrs, {&x, &g, &b}); })));
+      for (const char *op : {"add", "sub", "mul", "div"})
+        EXPECT_EQ(values(run1(op, json::object(), {&x, &y})),
+                  values(onReferencePath(
+                      [&] { return run1(op, json::object(), {&x, &y}); })))
+            << op;
+    }
+  });
+}
+
+TEST(CpuKernels, ThreadsFromTheAffinityMask) {
+  EXPECT_GE(affinityCpus(), 1);
+  setCpuThreads(1);
+  EXPECT_EQ(cpuThreads(), 1);
+  setCpuThreads(0);
+  EXPECT_EQ(cpuThreads(), affinityCpus());
+}

@@ -198,10 +198,11 @@ TEST(Roofline, NodeProfileSumsPerKind) {
   Cost c;
   c.flops = 10;
   NodeProfile p;
-  p.add("main", linear, 1.0, c);
-  p.add("main", gelu, 3.0, c);
-  p.add("main", linear, 1.5, c);
-  p.add("decode", gelu, 0.5, c);
+  EXPECT_EQ(profileKind(linear), "linear");
+  p.add("main", profileKind(linear), 1.0, c);
+  p.add("main", profileKind(gelu), 3.0, c);
+  p.add("main", "linear", 1.5, c);
+  p.add("decode", "gelu", 0.5, c);
   auto rows = p.rows();
   ASSERT_EQ(rows.size(), 3u);
   // By entry point, then time, most first.

@@ -42,6 +42,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 using namespace qcc::rt;
 
@@ -70,6 +71,7 @@ struct Options {
   std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
   std::string cpuKernels; // --cpu-kernels, else QCC_CPU_KERNELS, else fast
+  int threads = 0; // --threads; 0: OMP_NUM_THREADS, else the affinity mask
   bool profile = false;
   std::string profileJson; // also write the --profile table as JSON here
   bool listKernels = false;
@@ -453,7 +455,21 @@ const CLI::Validator countValidator(
 
 } // namespace
 
+/// The CPU backend's OpenMP workers wait passively (futex) unless the user
+/// says otherwise: with libgomp's default spinning, a 2-thread forward pass
+/// ran 3x slower on a busy 2-core machine (every barrier waits out a time
+/// slice) and the spinning takes cores from other processes. libgomp reads
+/// OMP_WAIT_POLICY once, when it loads, so qrun sets it and executes itself
+/// again before anything else runs; on failure it goes on as it is.
+static void waitPassivelyUnlessTold(char **argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
+    return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv) {
+  waitPassivelyUnlessTold(argv);
   Options o;
   CLI::App app{"qrun: run a qcc artifact (.qpkg) on a GPU (CUDA backend) or "
                "on the CPU reference backend"};
@@ -614,6 +630,12 @@ int main(int argc, char **argv) {
                  "also QCC_CPU_KERNELS")
       ->check(CLI::IsMember({"fast", "portable", "reference"}))
       ->group(kBackend);
+  app.add_option("--threads", o.threads,
+                 "CPU backend: threads of its one pool (GEMMs, attention, "
+                 "elementwise ops); default OMP_NUM_THREADS, else the CPUs "
+                 "this process may run on (its affinity mask)")
+      ->check(CLI::Range(1, 4096))
+      ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
                "CPU backend on the same operands and print the worst error "
@@ -645,6 +667,8 @@ int main(int argc, char **argv) {
       }
   if (!o.cpuKernels.empty())
     setCpuKernelPath(*parseCpuKernelPath(o.cpuKernels));
+  if (o.threads > 0)
+    setCpuThreads(o.threads);
   if (o.devices) {
     listDevices(std::cout);
     return 0;
