@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -59,8 +61,12 @@ std::string qcc::format::byteString(uint64_t bytes) {
   return buf;
 }
 
+static std::atomic<uint64_t> memoryLimit{UINT64_MAX};
+
+void qcc::format::limitMemoryForFuzzing(uint64_t bytes) { memoryLimit = bytes; }
+
 void qcc::format::requireMemory(uint64_t bytes, const std::string &what) {
-  uint64_t have = physicalMemoryBytes();
+  uint64_t have = std::min(physicalMemoryBytes(), memoryLimit.load());
   if (bytes > have)
     throw std::runtime_error(what + " needs " + byteString(bytes) +
                              "; this machine has " + byteString(have) +

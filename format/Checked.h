@@ -60,6 +60,11 @@ std::string byteString(uint64_t bytes);
 /// from inputs or flags are refused before anything is allocated.
 void requireMemory(uint64_t bytes, const std::string &what);
 
+/// Lowers the memory requireMemory() allows to `bytes` (never above physical
+/// memory): the fuzz targets that run artifacts bound every tensor with it,
+/// so that a hostile shape is refused instead of computed for minutes.
+void limitMemoryForFuzzing(uint64_t bytes);
+
 /// The bytes of the regular file `path`, read only when they fit in memory
 /// (requireMemory); throws std::runtime_error "<path>: <why>" otherwise, or
 /// when it cannot be read, or is not a regular file (a FIFO or /dev/zero

@@ -2,6 +2,7 @@
 """Seeds for the artifact fuzz targets, from artifacts qcc compiled.
 
     fuzz/make_seeds.py OUT_DIR NAME=ARTIFACT.qpkg [--only FUNCTION] ...
+    fuzz/make_seeds.py --keep-data OUT_DIR NAME=ARTIFACT.qpkg ...
 
 For each artifact: keeps the manifest's structure (values, nodes, kernel
 regions, launch records, kv_cache), optionally only the entry point named by
@@ -10,7 +11,10 @@ small and mutations land in the manifest: every constant becomes all-ones
 dims (so its bytes are a few), kernel binaries and sections a few bytes.
 Writes OUT_DIR/artifact/NAME.qpkg (a valid format-3 file: what the artifact
 target reads) and OUT_DIR/artifact-manifest/NAME (manifest, NUL, data: what
-the artifact-manifest target reads). Standard library only.
+the artifact-manifest target reads). With --keep-data (the artifact-run
+target, which runs what loads: its seeds must compute), the constants keep
+their shapes and bytes and only OUT_DIR/artifact-run/NAME is written.
+Standard library only.
 """
 import json
 import os
@@ -34,7 +38,7 @@ def pack(manifest: bytes, data: bytes) -> bytes:
     return head[:56] + struct.pack('<I', crc) + head[60:] + body
 
 
-def shrink(path, only):
+def shrink(path, only, keep_data=False):
     b = open(path, 'rb').read()
     _, _, _, mo, ms, do, ds, _, _, _ = HEADER.unpack(b[:64])
     m = json.loads(b[mo:mo + ms])
@@ -62,7 +66,9 @@ def shrink(path, only):
 
     sizes = {'f32': 4, 'f16': 2, 'bf16': 2, 'i64': 8, 'i32': 4, 'i8': 1,
              'bool': 1}
-    for c in m['constants']:
+    if keep_data:  # the constants keep their offsets (some share bytes)
+        data.extend(b[do:do + ds])
+    for c in [] if keep_data else m['constants']:
         v = m['values'][c['value']]
         v['shape'] = [1] * len(v['shape'])
         c['size'] = sizes[v['dtype']]
@@ -78,8 +84,11 @@ def shrink(path, only):
 
 
 def main():
-    out, args = sys.argv[1], sys.argv[2:]
-    for d in ('artifact', 'artifact-manifest'):
+    keep_data = sys.argv[1] == '--keep-data'
+    argv = sys.argv[2:] if keep_data else sys.argv[1:]
+    out, args = argv[0], argv[1:]
+    dirs = ('artifact-run',) if keep_data else ('artifact', 'artifact-manifest')
+    for d in dirs:
         os.makedirs(os.path.join(out, d), exist_ok=True)
     only = None
     for a in args:
@@ -87,8 +96,12 @@ def main():
             only = a.split('=', 1)[1]
             continue
         name, path = a.split('=', 1)
-        manifest, data = shrink(path, only)
+        manifest, data = shrink(path, only, keep_data)
         only = None
+        if keep_data:
+            open(os.path.join(out, 'artifact-run', name), 'wb').write(
+                manifest + b'\0' + data)
+            continue
         open(os.path.join(out, 'artifact', name + '.qpkg'), 'wb').write(
             pack(manifest, data))
         open(os.path.join(out, 'artifact-manifest', name), 'wb').write(

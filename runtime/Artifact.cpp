@@ -1,10 +1,12 @@
 //===- Artifact.cpp - reading and validating .qpkg files ------------------===//
 #include "runtime/Artifact.h"
+#include "runtime/KvCacheConfig.h"
 
 #include "format/Checked.h"
 #include "format/Sparse24.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -96,6 +98,79 @@ static Shape parseShape(const Loader &l, const json &j, bool allowDynamic,
     l.fail("manifest: " + where + ": shape " + shapeString(shape) +
            " has more elements than fit in 64 bits");
   return shape;
+}
+
+/// The JSON type of every node attribute the runtime reads (the CPU kernels
+/// through rt::Attrs; the CUDA backend, the roofline, shape inference and
+/// calibration directly), as the dialect declares it (dialects/*.td; written
+/// by passes/ConstEval.cpp runtimeAttrs). Checked at load, so no reader meets
+/// another type; the values' ranges (an axis within the rank, ...) are the
+/// kernels' to check, per call, against the operands they get.
+enum class AttrType { Int, Float, Bool, Ints, String };
+struct AttrRule {
+  const char *name;
+  AttrType type;
+};
+constexpr AttrRule kAttrRules[] = {
+    {"axis", AttrType::Int},        {"batch_dims", AttrType::Int},
+    {"end", AttrType::Int},         {"head_dim", AttrType::Int},
+    {"k", AttrType::Int},           {"kernel", AttrType::Int},
+    {"layer", AttrType::Int},       {"num_heads", AttrType::Int},
+    {"num_kv_heads", AttrType::Int}, {"rotary_dim", AttrType::Int},
+    {"start", AttrType::Int},       {"window", AttrType::Int},
+    {"alpha", AttrType::Float},     {"beta", AttrType::Float},
+    {"epsilon", AttrType::Float},   {"scale", AttrType::Float},
+    {"softcap", AttrType::Float},   {"allowzero", AttrType::Bool},
+    {"asymmetric", AttrType::Bool}, {"causal", AttrType::Bool},
+    {"exclusive", AttrType::Bool},  {"keepdims", AttrType::Bool},
+    {"reverse", AttrType::Bool},    {"transA", AttrType::Bool},
+    {"transB", AttrType::Bool},     {"upper", AttrType::Bool},
+    {"axes", AttrType::Ints},       {"perm", AttrType::Ints},
+    {"sizes", AttrType::Ints},      {"steps", AttrType::Ints},
+    {"approximate", AttrType::String}, {"granularity", AttrType::String},
+    {"kind", AttrType::String},     {"to", AttrType::String},
+};
+
+/// Whether `j` has the type `t` (integers: fitting int64_t; floats: finite).
+static bool hasAttrType(const json &j, AttrType t) {
+  switch (t) {
+  case AttrType::Int:
+    return asInt64(j).has_value();
+  case AttrType::Float:
+    return j.is_number() && std::isfinite(j.get<double>());
+  case AttrType::Bool:
+    return j.is_boolean();
+  case AttrType::Ints:
+    return j.is_array() && std::all_of(j.begin(), j.end(), [](const json &e) {
+             return asInt64(e).has_value();
+           });
+  case AttrType::String:
+    return j.is_string();
+  }
+  return false;
+}
+
+/// `text`, cut short for an error line.
+static std::string clipped(std::string text) {
+  if (text.size() > 64)
+    text = text.substr(0, 61) + "...";
+  return text;
+}
+
+static const char *attrTypeName(AttrType t) {
+  switch (t) {
+  case AttrType::Int:
+    return "an integer";
+  case AttrType::Float:
+    return "a finite number";
+  case AttrType::Bool:
+    return "a boolean";
+  case AttrType::Ints:
+    return "a list of integers";
+  case AttrType::String:
+    return "a string";
+  }
+  return "?";
 }
 
 /// A value id of the manifest: in [0, numValues).
@@ -330,6 +405,12 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
       node.attrs = n.value("attrs", json::object());
       if (!node.attrs.is_object())
         l.fail("manifest: " + where + ": attrs is not an object");
+      for (const AttrRule &r : kAttrRules)
+        if (auto it = node.attrs.find(r.name);
+            it != node.attrs.end() && !hasAttrType(*it, r.type))
+          l.fail("manifest: function '" + function + "', " + where + " (" +
+                 op + "): attribute '" + r.name + "' is not " +
+                 attrTypeName(r.type) + ": " + clipped(it->dump()));
       if (n.contains("body") != (node.kind == OpKind::Kernel))
         l.fail("manifest: function '" + function + "', node '" + node.name +
                "' (" + op + "): " +
@@ -450,6 +531,15 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
           l.fail("manifest: " + at + " lies outside the data");
         a.sections_[name] = {off, sz};
       }
+    // Checked here, like the rest of the manifest, so that the error names
+    // the file and every later KvCacheConfig::fromJson of it succeeds.
+    if (m.contains("kv_cache")) {
+      try {
+        (void)KvCacheConfig::fromJson(m.at("kv_cache"));
+      } catch (const std::runtime_error &e) {
+        l.fail(std::string("manifest: ") + e.what());
+      }
+    }
     a.dataOffset_ = h.dataOffset;
   } catch (const json::exception &e) {
     l.fail(std::string("corrupted manifest: ") + e.what());

@@ -15,6 +15,7 @@
 #define QCC_RUNTIME_KVCACHE_H
 
 #include "runtime/CpuKernels.h"
+#include "runtime/KvCacheConfig.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -26,27 +27,6 @@
 #include <vector>
 
 namespace qcc::rt {
-
-/// The manifest's "kv_cache" object.
-struct KvCacheConfig {
-  std::string layout = "paged"; // "paged" or "contiguous"
-  int64_t blockTokens = 16;
-  int64_t layers = 0, kvHeads = 0, headDim = 0;
-  /// Positions of the model's learned position table (0: no limit).
-  int64_t maxPositions = 0;
-  /// Throws a clear error if a sequence of `tokens` does not fit.
-  void checkContext(int64_t tokens, const std::string &what) const;
-  std::string dtype = "f32"; // "f32" or "i8"
-  /// i8: dequantization scales, [layers][kv_heads] each (docs/QUANTIZATION.md
-  /// section 4): the cache stores clamp(round_half_even(x / s), -127, 127).
-  std::vector<std::vector<float>> kScales, vScales;
-
-  bool isInt8() const { return dtype == "i8"; }
-  size_t elementBytes() const { return isInt8() ? 1 : sizeof(float); }
-
-  /// Parses and validates the manifest object; throws std::runtime_error.
-  static KvCacheConfig fromJson(const nlohmann::json &j);
-};
 
 /// Capacity, chosen by the runtime (qrun options).
 struct KvCacheOptions {
@@ -62,6 +42,14 @@ struct KvCacheOptions {
 class KvCache {
 public:
   KvCache(const KvCacheConfig &config, const KvCacheOptions &options);
+
+  /// Checks what the constructor checks before it allocates (positive
+  /// counts; the pool's size within 64 bits and, host storage, within
+  /// memory, the error naming --kv-blocks or --max-tokens) and returns the
+  /// elements of one block (paged) or slot (contiguous). Tools call it
+  /// before setting up a backend, so a pool too large is refused first.
+  static size_t checkCapacity(const KvCacheConfig &config,
+                              const KvCacheOptions &options);
 
   const KvCacheConfig &config() const { return cfg; }
   bool paged() const { return isPaged; }

@@ -204,6 +204,61 @@ TEST(ArtifactLoader, MalformedManifestsAreOneLine) {
   EXPECT_REFUSED(refusal(m), "attrs is not an object");
 }
 
+TEST(ArtifactLoader, KvCacheIsValidatedAtLoad) {
+  // Refused at load, naming the file, though nothing here uses the cache.
+  json m = goodManifest();
+  m["kv_cache"] = {{"layout", "paged"}, {"block_tokens", 16}, {"layers", 2},
+                   {"kv_heads", 2}, {"head_dim", 8}};
+  EXPECT_EQ(refusal(m), "");
+  m["kv_cache"]["layers"] = -1;
+  EXPECT_REFUSED(refusal(m),
+                 "manifest: KV cache: \"kv_cache\".\"layers\" must be a "
+                 "positive integer");
+  m["kv_cache"]["layers"] = 2;
+  m["kv_cache"]["head_dim"] = int64_t(1) << 62;
+  EXPECT_REFUSED(refusal(m), "is beyond 64 bits");
+  m["kv_cache"]["head_dim"] = 8;
+  m["kv_cache"]["layout"] = "ring";
+  EXPECT_REFUSED(refusal(m), "unknown layout 'ring'");
+  m["kv_cache"]["layout"] = 3;
+  EXPECT_REFUSED(refusal(m), "corrupted manifest");
+  m["kv_cache"] = "paged";
+  EXPECT_REFUSED(refusal(m), "\"kv_cache\" is not an object");
+}
+
+TEST(ArtifactLoader, AttributeTypesAreChecked) {
+  auto withAttrs = [](json attrs) {
+    json m = goodManifest();
+    m["functions"][0]["nodes"][0]["attrs"] = std::move(attrs);
+    return m;
+  };
+  EXPECT_EQ(refusal(withAttrs({{"axis", -1},
+                               {"scale", 0.5},
+                               {"causal", true},
+                               {"perm", {1, 0}},
+                               {"to", "f16"},
+                               {"qcc.name", 7}})),
+            "");
+  EXPECT_REFUSED(refusal(withAttrs({{"axis", "0"}})),
+                 "function 'main', node 'add0' (add): attribute 'axis' is not "
+                 "an integer: \"0\"");
+  EXPECT_REFUSED(refusal(withAttrs({{"axis", UINT64_MAX}})),
+                 "attribute 'axis' is not an integer");
+  EXPECT_REFUSED(refusal(withAttrs({{"scale", {1.0}}})),
+                 "attribute 'scale' is not a finite number: [1.0]");
+  EXPECT_REFUSED(refusal(withAttrs({{"causal", 1}})),
+                 "attribute 'causal' is not a boolean");
+  EXPECT_REFUSED(refusal(withAttrs({{"perm", {1, 0.5}}})),
+                 "attribute 'perm' is not a list of integers");
+  EXPECT_REFUSED(refusal(withAttrs({{"granularity", 3}})),
+                 "attribute 'granularity' is not a string");
+  // A long value is cut short in the message.
+  std::string longMsg =
+      refusal(withAttrs({{"axis", std::vector<int>(1000, 1)}}));
+  EXPECT_REFUSED(longMsg, "attribute 'axis' is not an integer: [1,1,");
+  EXPECT_LT(longMsg.size(), 200u) << longMsg;
+}
+
 TEST(ArtifactLoader, OnlyRegularFilesAreRead) {
   std::string dir = testing::TempDir();
   try {

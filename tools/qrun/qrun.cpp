@@ -305,6 +305,9 @@ int runPrompt(const Options &o, const Artifact &a) {
   KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
   KvCacheOptions copts = generationCacheOptions(cfg, prompts, o.maxNewTokens,
                                                o.kvBlocks, o.maxTokens);
+  // A pool beyond memory (--kv-blocks, --max-tokens) is refused before the
+  // backend is set up and announced.
+  KvCache::checkCapacity(cfg, copts);
   auto exec = makeExecutor(o, a);
   KvCache cache(cfg, exec->cacheOptions(copts));
   GenerateOptions g = generateOptions(o, tok, out);
