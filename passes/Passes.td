@@ -586,8 +586,11 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
     cannot absorb 1/s; no explicit scale op is inserted: those linears stay
     unsmoothed, with a remark on the linear.
 
-    A group whose activation has any other user is skipped, because that user
-    would see the smoothed values. The pruning statistics of the group's
+    A `qcc.shape` of the activation is not a user that matters (X / s has
+    X's shape), and linears behind a reshape that keeps the last dimension
+    (the exporter's head merge before the output projection) read the same
+    channels: they join the group. A group whose activation has any other
+    user is skipped, because that user would see the smoothed values. The pruning statistics of the group's
     linears (`qcc.input_gram`, `qcc.input_l2norm`) are rescaled with their
     input: H_ij / (s_i s_j), ||X_j|| / s_j. A group that is skipped (another
     user, a linear without statistics, a computed gamma, beta or weight) gets

@@ -104,14 +104,14 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       return eraseDeadConstants(getOperation());
     }
     // Then every other activation a linear with statistics reads.
-    SmallVector<Value> inputs;
+    SmallVector<std::pair<Value, LinearOp>> inputs;
     llvm::DenseSet<Value> seen;
     getOperation().walk([&](LinearOp l) {
-      Value x = l.getInput();
+      Value x = throughReshapes(l.getInput());
       if (absmaxOf(l) && seen.insert(x).second)
-        inputs.push_back(x);
+        inputs.push_back({x, l});
     });
-    for (Value x : inputs) {
+    for (auto [x, l] : inputs) {
       Operation *def = x.getDefiningOp();
       if (def && isa<LayerNormOp, RmsNormOp>(def))
         continue; // a norm group, done above
@@ -121,7 +121,7 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       else if (auto att = dyn_cast_or_null<AttentionOp>(def))
         g = valueGroup(att);
       else
-        declineInput(x);
+        declineInput(l, def);
       if (g)
         smooth(*g);
     }
@@ -147,23 +147,54 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
   /// A linear input produced by an op that cannot absorb 1/s: no explicit
   /// scale op is inserted (it would cost a pass over the activation for a
   /// gain the norm and linear producers already give), the remark names it.
-  void declineInput(Value x) {
-    for (Operation *user : x.getUsers())
-      if (auto l = dyn_cast<LinearOp>(user)) {
-        Operation *def = x.getDefiningOp();
-        l->emitRemark("smooth-quant: qcc.linear not smoothed: its input comes "
-                      "from ")
-            << (def ? def->getName().getStringRef() : StringRef("an argument"))
-            << ", which cannot absorb 1/s";
-        return;
-      }
+  void declineInput(LinearOp l, Operation *def) {
+    l->emitRemark("smooth-quant: qcc.linear not smoothed: its input comes "
+                  "from ")
+        << (def ? def->getName().getStringRef() : StringRef("an argument"))
+        << ", which cannot absorb 1/s";
+  }
+
+  /// A reshape that keeps the last dimension keeps every element's channel
+  /// (row-major: channel = flat index mod C); the exporter's head merge
+  /// before the output projection is one. Such reshapes are looked through.
+  static bool keepsChannels(ReshapeOp r) {
+    auto in = cast<RankedTensorType>(r.getInput().getType());
+    auto out = cast<RankedTensorType>(r.getType());
+    return in.getRank() > 0 && !ShapedType::isDynamic(in.getShape().back()) &&
+           out.getRank() > 0 &&
+           (ShapedType::isDynamic(out.getShape().back()) ||
+            out.getShape().back() == in.getShape().back());
+  }
+
+  static Value throughReshapes(Value x) {
+    while (auto r = x.getDefiningOp<ReshapeOp>()) {
+      if (!keepsChannels(r))
+        break;
+      x = r.getInput();
+    }
+    return x;
   }
 
   /// The linears reading `out` into `g.consumers`; false (with a remark on
   /// g.anchor) unless every user is one with statistics and a constant
   /// weight.
   bool collectConsumers(Value out, Group &g) {
+    return addConsumers(out, g) && !g.consumers.empty();
+  }
+
+  bool addConsumers(Value out, Group &g) {
     for (Operation *user : out.getUsers()) {
+      // The shape of X / s is the shape of X.
+      if (isa<ShapeOp>(user))
+        continue;
+      // The linears behind a reshape that keeps channels read X / s too
+      // (consumersAreWide checks that their K is the channel count).
+      if (auto r = dyn_cast<ReshapeOp>(user);
+          r && r.getInput() == out && keepsChannels(r)) {
+        if (!addConsumers(r.getResult(), g))
+          return false;
+        continue;
+      }
       // Any other consumer would see the smoothed values.
       auto l = dyn_cast<LinearOp>(user);
       if (!l || l.getInput() != out) {
@@ -182,7 +213,7 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       }
       g.consumers.push_back(l);
     }
-    return !g.consumers.empty();
+    return true;
   }
 
   /// Whether every consumer's statistics and weight rows are `width` wide

@@ -108,3 +108,28 @@ func.func @cannot_absorb(%x: tensor<?x?x2xf32>) -> (tensor<?x?x2xf32>, tensor<?x
   %o = qcc.linear %a, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
   return %y, %d, %o, %u : tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>
 }
+
+// -----
+
+// The exporter's spelling: the norm's shape is read (by the head-merge
+// reshape's shape), and the output projection reads the attention through a
+// reshape that keeps the channels. Both groups are smoothed: q/k/v (s = [2,
+// 1] from absmax [4, 1]: gamma [0.5, 1]) and v -> o.
+// CHECK-LABEL: func.func @shape_and_reshape(
+// CHECK: %[[G:.*]] = qcc.constant dense<[5.000000e-01, 1.000000e+00]> : tensor<2xf32>
+// CHECK: qcc.rms_norm %{{.*}}, %[[G]]
+// CHECK: %[[A:.*]] = qcc.attention
+// CHECK: %[[R:.*]] = qcc.reshape %[[A]]
+// CHECK: qcc.linear %[[R]], %{{.*}} {qcc.input_absmax = dense<[2.000000e+00, 1.000000e+00]> : tensor<2xf32>}
+func.func @shape_and_reshape(%x: tensor<?x?x2xf32>) -> tensor<?x?x2xf32> {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %w = qcc.constant dense<1.0> : tensor<2x2xf32>
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x?x2xf32>, tensor<2xf32>) -> tensor<?x?x2xf32>
+  %s = qcc.shape %n : (tensor<?x?x2xf32>) -> tensor<3xi64>
+  %q = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %v = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %a = qcc.attention %q, %q, %v {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 1.0 : f32, causal = true} : (tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2xf32>
+  %r = qcc.reshape %a, %s : (tensor<?x?x2xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %y = qcc.linear %r, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x?x?xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  return %y : tensor<?x?x2xf32>
+}
