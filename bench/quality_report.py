@@ -4,7 +4,8 @@
     .venv/bin/python bench/quality_report.py [--model examples/austen/model.onnx]
         [--outliers] [--text examples/austen/heldout.txt] [--max-chars 60000]
         [--calib-text TRAIN.txt] [--calib-samples 64] [--calib-seq-len 128]
-        [--alpha 0.5] [--qcc build/bin/qcc] [--qrun build/bin/qrun] [--keep DIR]
+        [--alpha 0.5] [--o1-sweep] [--qcc build/bin/qcc] [--qrun build/bin/qrun]
+        [--keep DIR]
 
 Builds each variant with qcc (docs/QUANTIZATION.md), measures
 `qrun X.qpkg --perplexity HELDOUT --context 128` on the first --max-chars characters
@@ -17,6 +18,10 @@ float32 artifact, and .qpkg size.
 | naive W8A8 O1 / O2 / O3 | --quant=w8a8 --no-smoothquant --act-quant=per-token / per-tensor / static |
 | SmoothQuant W8A8 O1 / O2 / O3 | --quant=w8a8 --smoothquant-alpha=A --act-quant=per-token / per-tensor / static |
 | SmoothQuant O1 + int8 KV | --quant=w8a8 --smoothquant-alpha=A --act-quant=per-token --kv-dtype=i8 |
+
+--o1-sweep reports SmoothQuant O1 instead, alpha 0.5, 0.85 and auto (per group, chosen on the
+calibration rows), each smoothing only norm -> linear groups (--smoothquant-norms-only) and
+every group (also GLU up -> down and V -> O); docs/QUANTIZATION.md section 2.
 
 Calibration never sees the held-out text: by default the calibration file is the train
 split of the Austen corpus (per novel the first 90% of characters, int(len*0.9), as in
@@ -65,6 +70,17 @@ def variants(alpha):
         (f"SmoothQuant a={alpha:g} O3 (static)", sq + ["--act-quant=static"]),
         (f"SmoothQuant a={alpha:g} O1 + int8 KV", sq + ["--act-quant=per-token", "--kv-dtype=i8"]),
     ]
+
+
+def o1_sweep():
+    """(name, qcc flags): SmoothQuant O1 by alpha, norm groups only vs every group."""
+    out = [("float32", [])]
+    for alpha in ("0.5", "0.85", "auto"):
+        for norms_only in (True, False):
+            out.append((f"SmoothQuant a={alpha} O1, " + ("norms only" if norms_only else "all groups"),
+                        ["--quant=w8a8", f"--smoothquant-alpha={alpha}"]
+                        + (["--smoothquant-norms-only"] if norms_only else [])))
+    return out
 
 
 def write_train_split(data_dir, path):
@@ -146,13 +162,19 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
             context=128, log=sys.stderr, reuse_stats=False, timeout=TIMEOUT_S):
     """Build and measure each (name, flags) of `chosen`; calibration stats are shared
     (and kept from an earlier run in `work` with reuse_stats)."""
-    stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}.json")
-    if os.path.exists(stats) and not reuse_stats:
-        os.remove(stats)
-    calib = [f"--calib={calib_text}", f"--calib-samples={samples}",
-             f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
+    def calib_for(flags):
+        # The alpha search needs statistics with sampled rows: its own file.
+        rows = "-rows" if "--smoothquant-alpha=auto" in flags else ""
+        stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}{rows}.json")
+        return [f"--calib={calib_text}", f"--calib-samples={samples}",
+                f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
+    for name, flags in chosen:
+        stats = calib_for(flags)[-1].split("=", 1)[1]
+        if os.path.exists(stats) and not reuse_stats:
+            os.remove(stats)
     rows = []
     for i, (name, flags) in enumerate(chosen):
+        calib = calib_for(flags)
         out = os.path.join(work, f"variant{i}.qpkg")
         print(f"[{i + 1}/{len(chosen)}] {name}: qcc {' '.join(flags) or '(float)'}",
               file=log, flush=True)
@@ -248,6 +270,8 @@ def main():
                    help="make_outliers.py --channels (default: its default)")
     add_common_args(p, max_chars=60000)
     p.add_argument("--context", type=int, default=128)
+    p.add_argument("--o1-sweep", action="store_true",
+                   help="SmoothQuant O1 at alpha 0.5, 0.85, auto, norms only vs all groups")
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
     args = check_common_args(p.parse_args())
 
@@ -265,7 +289,8 @@ def main():
         calib_text = args.calib_text or write_train_split(args.data_dir,
                                                           os.path.join(work, "calib-train.txt"))
         rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work,
-                       variants(args.alpha), args.calib_samples, args.calib_seq_len,
+                       o1_sweep() if args.o1_sweep else variants(args.alpha),
+                       args.calib_samples, args.calib_seq_len,
                        args.context)
         name = os.path.relpath(args.model, ROOT)
         print()

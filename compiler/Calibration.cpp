@@ -47,44 +47,77 @@ static DenseElementsAttr f32Array(MLIRContext *ctx, const json &values) {
       ArrayRef<float>(v));
 }
 
-/// The Gram matrices of `stats` ("grams", "gram_file" beside `statsPath`),
-/// one f64 [K, K] attribute each; errors name the file and the reason.
+/// What a binary sidecar of the statistics holds: Gram matrices (f64
+/// [k, k]) or sampled activation rows (f32 [rows, k]).
+struct Sidecar {
+  const char *sets, *file; ///< the JSON keys of its list and its file name
+  const char *what;        ///< "Gram matrix", in errors
+  const char *missing;     ///< why the file has none, in errors
+  bool rows;               ///< [rows, k] f32 (else [k, k] f64)
+};
+
+constexpr Sidecar kGrams{
+    "grams", "gram_file", "Gram matrix",
+    "no pruning statistics (saved by a compile without "
+    "--prune=wanda|sparsegpt; delete it to recalibrate)",
+    false};
+constexpr Sidecar kSamples{
+    "sample_sets", "sample_file", "activation sample",
+    "no activation samples (saved by a compile without "
+    "--smoothquant-alpha=auto; delete it to recalibrate)",
+    true};
+
+/// The tensors of sidecar `kind` of `stats` (its file beside `statsPath`),
+/// one attribute each; errors name the file and the reason.
 static llvm::Expected<std::vector<ElementsAttr>>
-loadGrams(MLIRContext *ctx, const json &stats, llvm::StringRef statsPath) {
-  if (!stats.contains("grams") || !stats.contains("gram_file"))
-    return error(statsPath + ": no pruning statistics (saved by a compile "
-                 "without --prune=wanda|sparsegpt; delete it to recalibrate)");
-  std::string name = stats.at("gram_file").get<std::string>();
+loadSidecar(MLIRContext *ctx, const json &stats, llvm::StringRef statsPath,
+            const Sidecar &kind) {
+  if (!stats.contains(kind.sets) || !stats.contains(kind.file))
+    return error(statsPath + ": " + kind.missing);
+  std::string name = stats.at(kind.file).get<std::string>();
   if (name.empty() || name.find('/') != std::string::npos)
-    return error(statsPath + ": gram_file must be a file name beside it");
+    return error(statsPath + ": " + kind.file +
+                 " must be a file name beside it");
   llvm::SmallString<256> path(llvm::sys::path::parent_path(statsPath));
   llvm::sys::path::append(path, name);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return error(path + ": cannot read the Gram matrices");
+    return error(path + ": cannot read the " + kind.what + "s");
   llvm::StringRef bytes = (*buffer)->getBuffer();
   std::vector<ElementsAttr> out;
-  for (const json &g : stats.at("grams")) {
+  for (const json &g : stats.at(kind.sets)) {
     int64_t k = g.at("k").get<int64_t>();
+    int64_t rows = kind.rows ? g.at("rows").get<int64_t>() : k;
     uint64_t offset = g.at("offset").get<uint64_t>();
-    uint64_t size = (uint64_t)k * (uint64_t)k * sizeof(double);
-    if (k <= 0 || k > (1 << 16) || offset > bytes.size() ||
-        size > bytes.size() - offset)
-      return error(path + ": Gram matrix " + std::to_string(out.size()) +
-                   " (k " + std::to_string(k) + ") lies outside the file");
+    size_t elementBytes = kind.rows ? sizeof(float) : sizeof(double);
+    uint64_t size = (uint64_t)rows * (uint64_t)k * elementBytes;
+    std::string which =
+        std::string(kind.what) + " " + std::to_string(out.size());
+    if (k <= 0 || k > (1 << 16) || rows <= 0 || rows > (1 << 16) ||
+        offset > bytes.size() || size > bytes.size() - offset)
+      return error(path + ": " + which + " (k " + std::to_string(k) +
+                   ") lies outside the file");
     llvm::StringRef m = bytes.substr(offset, size);
-    for (size_t i = 0; i < size; i += sizeof(double)) {
+    for (size_t i = 0; i < size; i += elementBytes) {
       double v;
-      std::memcpy(&v, m.data() + i, sizeof v);
+      if (kind.rows) {
+        float f;
+        std::memcpy(&f, m.data() + i, sizeof f);
+        v = f;
+      } else {
+        std::memcpy(&v, m.data() + i, sizeof v);
+      }
       if (!std::isfinite(v))
-        return error(path + ": Gram matrix " + std::to_string(out.size()) +
-                     " holds a non-finite value");
+        return error(path + ": " + which + " holds a non-finite value");
     }
-    auto type = RankedTensorType::get({k, k}, Float64Type::get(ctx));
+    Type element = kind.rows ? Type(Float32Type::get(ctx))
+                             : Type(Float64Type::get(ctx));
+    auto type = RankedTensorType::get({rows, k}, element);
     out.push_back(qcc::makeElements(
         type, llvm::ArrayRef<char>(m.data(), m.size()),
-        "gram_" + std::to_string(out.size())));
+        std::string(kind.rows ? "samples_" : "gram_") +
+            std::to_string(out.size())));
   }
   return out;
 }
@@ -146,6 +179,11 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
       args.push_back("--quiet");
     if (o.pruningStats)
       args.push_back("--pruning-stats");
+    std::string rows = std::to_string(o.activationRows);
+    if (o.activationRows > 0) {
+      args.push_back("--activation-rows");
+      args.push_back(rows);
+    }
     std::string message;
     int rc = llvm::sys::ExecuteAndWait(o.toolPath, args, std::nullopt, {}, 0,
                                        0, &message);
@@ -171,12 +209,18 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
   try {
     json stats = json::parse((*buffer)->getBuffer().str());
     const json &ls = stats.at("linears");
-    std::vector<ElementsAttr> grams;
+    std::vector<ElementsAttr> grams, samples;
     if (o.pruningStats) {
-      auto loaded = loadGrams(ctx, stats, statsPath);
+      auto loaded = loadSidecar(ctx, stats, statsPath, kGrams);
       if (!loaded)
         return loaded.takeError();
       grams = std::move(*loaded);
+    }
+    if (o.activationRows > 0) {
+      auto loaded = loadSidecar(ctx, stats, statsPath, kSamples);
+      if (!loaded)
+        return loaded.takeError();
+      samples = std::move(*loaded);
     }
     for (LinearOp l : linears) {
       std::string id = std::to_string(
@@ -192,19 +236,36 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
                      "(stale --calib-stats for another model?)");
       l->setAttr(qcc::kInputAbsmaxAttr, absmax);
       l->removeAttr(kCalibId);
-      if (o.pruningStats) {
-        int64_t g = ls[id].at("gram").get<int64_t>();
-        if (g < 0 || g >= (int64_t)grams.size() ||
-            cast<ShapedType>(grams[g].getType()).getDimSize(0) !=
+      // Entry `key` of the linear's statistics: an index into `list`,
+      // whose tensor's dimension `dim` must be the linear's K.
+      auto sidecarEntry = [&](const char *key,
+                              const std::vector<ElementsAttr> &list,
+                              int dim) -> ElementsAttr {
+        int64_t i = ls[id].at(key).get<int64_t>();
+        if (i < 0 || i >= (int64_t)list.size() ||
+            cast<ShapedType>(list[i].getType()).getDimSize(dim) !=
                 absmax.getNumElements())
+          return {};
+        return list[i];
+      };
+      if (o.pruningStats) {
+        ElementsAttr gram = sidecarEntry("gram", grams, 0);
+        if (!gram)
           return error(statsPath + ": linear " + id + " names a missing or "
                        "mis-sized Gram matrix");
         DenseElementsAttr norms = f32Array(ctx, ls[id].at("input_l2norm"));
         if (norms.getNumElements() != absmax.getNumElements())
           return error(statsPath + ": linear " + id + " has the wrong "
                        "input_l2norm width");
-        l->setAttr(qcc::kInputGramAttr, grams[g]);
+        l->setAttr(qcc::kInputGramAttr, gram);
         l->setAttr(qcc::kInputL2NormAttr, norms);
+      }
+      if (o.activationRows > 0) {
+        ElementsAttr rows = sidecarEntry("samples", samples, 1);
+        if (!rows)
+          return error(statsPath + ": linear " + id + " names missing or "
+                       "mis-sized activation samples");
+        l->setAttr(qcc::kInputSamplesAttr, rows);
       }
     }
     const json &as = stats.value("attentions", json::object());
@@ -224,6 +285,7 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
   if (!tmpStats.empty()) {
     llvm::sys::fs::remove(tmpStats);
     llvm::sys::fs::remove(tmpStats.str().str() + ".gram");
+    llvm::sys::fs::remove(tmpStats.str().str() + ".rows");
   }
   return llvm::Error::success();
 }

@@ -20,6 +20,9 @@ struct CalibrationOptions {
   /// Also the pruning statistics (2:4 wanda / sparsegpt): each linear's
   /// input Gram matrix and L2 norms, saved beside the JSON (STATS.gram).
   bool pruningStats = false;
+  /// Also this many sampled rows of each linear input (SmoothQuant's alpha
+  /// search), saved beside the JSON (STATS.rows); 0: none.
+  int64_t activationRows = 0;
 };
 
 /// Runs the float model (raised, no KV cache) over the calibration source with
@@ -27,7 +30,8 @@ struct CalibrationOptions {
 /// `@main`: `qcc.input_absmax` on linears, `qcc.k_absmax` / `qcc.v_absmax` on
 /// attention; with `pruningStats`, also `qcc.input_gram` (f64 [K, K], a
 /// dense_resource shared by the linears that read one value) and
-/// `qcc.input_l2norm` (f32 [K]) on linears.
+/// `qcc.input_l2norm` (f32 [K]) on linears; with `activationRows`,
+/// `qcc.input_samples` (f32 [rows, K], shared like the Gram matrix).
 llvm::Error calibrate(mlir::ModuleOp module, const CalibrationOptions &options);
 
 } // namespace qcc

@@ -58,6 +58,11 @@ llvm::Error runPasses(PassManager &pm, ModuleOp module,
   return llvm::Error::success();
 }
 
+/// Calibration rows kept per linear input for SmoothQuant's alpha search:
+/// 128 rows of K floats per input (SmolLM2: 121 inputs, about 50 MB in all;
+/// its search took 16 minutes on 2 busy cores).
+constexpr int64_t kAlphaSearchRows = 128;
+
 bool quantizes(const qcc::CompileOptions &options) {
   return options.quant == qcc::QuantMode::W8A8;
 }
@@ -142,6 +147,9 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
     return llvm::Error::success(); // nothing uses the statistics
   CalibrationOptions calibration = options.calibration;
   calibration.pruningStats = pruningStats;
+  if (quantizes(options) && options.smoothQuant &&
+      options.smoothQuantAutoAlpha)
+    calibration.activationRows = kAlphaSearchRows;
   if (auto err = calibrate(module, calibration))
     return error(sourcePath + ": " + llvm::toString(std::move(err)));
   return llvm::Error::success();
@@ -156,6 +164,9 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
   if (quantizes(options) && options.smoothQuant) {
     SmoothQuantOptions sq;
     sq.alpha = options.smoothQuantAlpha;
+    sq.autoAlpha = options.smoothQuantAutoAlpha;
+    sq.reportAlpha = options.smoothQuantAutoAlpha && !options.quiet;
+    sq.normsOnly = options.smoothQuantNormsOnly;
     fn.addPass(createSmoothQuant(sq));
   }
   // Prune the smoothed weights; int8 scales then come from the kept ones.

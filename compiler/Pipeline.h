@@ -71,6 +71,11 @@ struct CompileOptions {
   bool asymmetric = false;
   bool smoothQuant = true;
   double smoothQuantAlpha = 0.5;
+  /// Pick alpha per group by W8A8 error on calibration activation rows
+  /// (calibration then keeps a sample of each linear input's rows).
+  bool smoothQuantAutoAlpha = false;
+  /// Smooth only norm -> linear groups (not up -> down, V -> O).
+  bool smoothQuantNormsOnly = false;
   CalibrationOptions calibration;
   /// 2:4 sparsity of the block linears (docs/SPARSITY.md); `prune` unset:
   /// sparsegpt with calibration data (--calib or existing --calib-stats),

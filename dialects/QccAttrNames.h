@@ -20,6 +20,10 @@ inline constexpr llvm::StringLiteral kInputAbsmaxAttr = "qcc.input_absmax";
 /// them; docs/SPARSITY.md).
 inline constexpr llvm::StringLiteral kInputGramAttr = "qcc.input_gram";
 inline constexpr llvm::StringLiteral kInputL2NormAttr = "qcc.input_l2norm";
+/// On a qcc.linear: sampled rows of its input over the calibration tokens
+/// (f32 [rows, K], dense_resource; calibration -> smooth-quant's alpha
+/// search, which drops them).
+inline constexpr llvm::StringLiteral kInputSamplesAttr = "qcc.input_samples";
 /// On the module: the KV cache layout (kv-cache-layout -> emitter, artifact
 /// writer; docs/KV_CACHE.md).
 inline constexpr llvm::StringLiteral kKvCacheAttr = "qcc.kv_cache";

@@ -567,15 +567,43 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
     them. alpha 0.5 suits OPT/BLOOM-like models; raise it (0.75-0.9) for
     LLaMA-family models whose activations have stronger outliers.
 
-    Linears whose input does not come from a norm (attention output
-    projections, MLP down projections) are left unsmoothed: smoothing them
-    would need an explicit scaling op before the linear, which this pass does
-    not insert. A norm with any other user is skipped, because that user
-    would see the smoothed values. The pruning statistics of the group's
+    Beyond norms, 1/s folds into any producer that is linear in the
+    smoothed channel (unless `norms-only`):
+
+    * a GLU product `act(gate) * up` (SwiGLU, GeGLU) read only by linears
+      (the MLP down projection): the rows (and bias) of `up`, a linear used
+      only by the product, are divided by s;
+    * an attention read only by linears (the output projection) whose value
+      is a linear used only there (no rotary on V): the value projection's
+      rows are divided by s, one factor per V channel g*D + d, and output
+      projection column h*D + d is multiplied by the factor of the V channel
+      that query head h reads (under GQA a KV head's factor is the max over
+      its query heads' statistics, so all of them agree). `qcc.v_absmax`
+      (the int8 KV scale) becomes absmax / min_d s_d per head: a bound that
+      never clips.
+
+    Other producers (a non-gated MLP's gelu, an embedding, an argument)
+    cannot absorb 1/s; no explicit scale op is inserted: those linears stay
+    unsmoothed, with a remark on the linear.
+
+    A `qcc.shape` of the activation is not a user that matters (X / s has
+    X's shape), and linears behind a reshape that keeps the last dimension
+    (the exporter's head merge before the output projection) read the same
+    channels: they join the group. A group whose activation has any other
+    user is skipped, because that user would see the smoothed values. The pruning statistics of the group's
     linears (`qcc.input_gram`, `qcc.input_l2norm`) are rescaled with their
-    input: H_ij / (s_i s_j), ||X_j|| / s_j. A norm whose group is skipped (another
-    user, a linear without statistics, a computed gamma or beta) gets a
-    remark saying why.
+    input: H_ij / (s_i s_j), ||X_j|| / s_j. A group that is skipped (another
+    user, a linear without statistics, a computed gamma, beta or weight) gets
+    a remark saying why.
+
+    `auto-alpha` picks alpha per group instead: each alpha of 0.30, 0.35,
+    ..., 0.95 is tried and the one with the least relative output error
+    sum ||Q(X/s) Q(W s)^T - X W^T||^2 / sum ||X W^T||^2 over the group's
+    linears is kept, with X the calibration activation rows
+    (`qcc.input_samples`, [R, K]) and Q int8 per-token (activations) and
+    per-output-channel (weights) symmetric quantization; a group without
+    samples uses `alpha`. With `report-alpha`, each group's choice, error and
+    outlier ratio (max / median channel absmax) go to stderr.
 
     ```mlir
     // before
@@ -589,6 +617,12 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
   let options = [
     Option<"alpha", "alpha", "double", /*default=*/"0.5",
            "Migration strength in [0, 1]">,
+    Option<"normsOnly", "norms-only", "bool", /*default=*/"false",
+           "Smooth only norm -> linear groups">,
+    Option<"autoAlpha", "auto-alpha", "bool", /*default=*/"false",
+           "Pick alpha per group by W8A8 error on qcc.input_samples">,
+    Option<"reportAlpha", "report-alpha", "bool", /*default=*/"false",
+           "Print each group's alpha, error and outlier ratio to stderr">,
   ];
 }
 

@@ -59,6 +59,35 @@ Targets findTargets(const Function &fn) {
   return t;
 }
 
+/// A uniform sample of `capacity` observed rows of one linear input
+/// (reservoir sampling, Vitter's algorithm R). Every input draws from the
+/// same seeded generator and sees the same rows in the same order, so all
+/// inputs keep the same tokens.
+struct Reservoir {
+  std::vector<float> rows; // [kept, K]
+  int64_t seen = 0;
+  int64_t lastBatch = -1;  // q/k/v observe one input three times per run
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+
+  uint64_t next() { // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  void add(const float *row, int64_t K, int64_t capacity) {
+    int64_t kept = (int64_t)rows.size() / K;
+    if (kept < capacity) {
+      rows.insert(rows.end(), row, row + K);
+    } else {
+      uint64_t j = next() % (uint64_t)(seen + 1);
+      if (j < (uint64_t)capacity)
+        std::copy_n(row, K, rows.begin() + (int64_t)j * K);
+    }
+    ++seen;
+  }
+};
+
 /// Running maxima, keyed by calib id; Gram matrices keyed by the input
 /// value id (linears reading one value share one).
 struct Stats {
@@ -66,6 +95,9 @@ struct Stats {
   std::map<int64_t, std::vector<float>> k, v;   // attentions: [Hkv]
   bool gram = false;                            // accumulate `grams`?
   std::map<int64_t, std::vector<double>> grams; // [K, K], upper triangle
+  int64_t sampleRows = 0;                       // rows kept per input
+  std::map<int64_t, Reservoir> samples;         // by input value id
+  int64_t batch = 0;                            // runs so far
 };
 
 /// H += X^T X over the observed rows of x [rows, K] (upper triangle only;
@@ -155,6 +187,18 @@ void observe(const Targets &targets, Stats &stats, const RowFilter &filter,
              "runs");
       accumulateGram(H, X, rows, K, observed);
     }
+    if (stats.sampleRows > 0) {
+      Reservoir &res = stats.samples[node.inputs.at(0)];
+      if (!res.rows.empty() && res.rows.size() % (size_t)K != 0)
+        fail("node '" + node.name + "': its input changed width between "
+             "runs");
+      if (res.lastBatch != stats.batch) {
+        res.lastBatch = stats.batch;
+        for (int64_t r = 0; r < rows; ++r)
+          if (observed[r])
+            res.add(X + r * K, K, stats.sampleRows);
+      }
+    }
     return;
   }
   auto it = targets.attentions.find(&node);
@@ -239,6 +283,50 @@ std::pair<const Port *, const Port *> textPorts(const Function &fn) {
   return {ids, mask};
 }
 
+/// A binary file beside the statistics JSON holding one tensor per distinct
+/// linear input (linears reading one value share it), one after another;
+/// the JSON lists them with their byte offsets.
+class Sidecar {
+public:
+  explicit Sidecar(const std::string &path) : path(path), f(path, std::ios::binary) {
+    if (!f)
+      fail("cannot write " + path);
+  }
+  /// The index of input `input`'s tensor; the first time, `write(entry)`
+  /// fills its JSON entry and writes it (returning its bytes).
+  template <typename Write> size_t indexOf(int64_t input, Write write) {
+    auto [it, added] = index.try_emplace(input, sets.size());
+    if (added) {
+      json entry;
+      uint64_t bytes = write(entry);
+      entry["offset"] = offset;
+      offset += bytes;
+      sets.push_back(std::move(entry));
+    }
+    return it->second;
+  }
+  template <typename T> uint64_t write(const std::vector<T> &v) {
+    f.write(reinterpret_cast<const char *>(v.data()),
+            (std::streamsize)(v.size() * sizeof(T)));
+    return v.size() * sizeof(T);
+  }
+  /// Adds the list (as `setsKey`) and the file name (as `fileKey`) to `out`.
+  void finish(json &out, const char *setsKey, const char *fileKey) {
+    f.flush();
+    if (!f)
+      fail("cannot write " + path);
+    out[setsKey] = sets;
+    out[fileKey] = fs::path(path).filename().string();
+  }
+
+private:
+  std::string path;
+  std::ofstream f;
+  json sets = json::array();
+  std::map<int64_t, size_t> index; // input value id -> sets[i]
+  uint64_t offset = 0;
+};
+
 } // namespace
 
 void qcc::rt::checkTextInputs(const Function &fn) { textPorts(fn); }
@@ -321,17 +409,19 @@ qcc::rt::npyBatches(const Function &fn, const std::string &folder,
 }
 
 struct Calibrator::State {
-  State(const Artifact &a, bool gram)
+  State(const Artifact &a, bool gram, int64_t sampleRows)
       : targets(findTargets(a.function("main"))), session(a) {
     stats.gram = gram;
+    stats.sampleRows = sampleRows;
   }
   Targets targets;
   Stats stats;
   Session session;
 };
 
-Calibrator::Calibrator(const Artifact &a, bool pruningStats)
-    : state(std::make_unique<State>(a, pruningStats)) {}
+Calibrator::Calibrator(const Artifact &a, bool pruningStats,
+                       int64_t sampleRows)
+    : state(std::make_unique<State>(a, pruningStats, sampleRows)) {}
 Calibrator::~Calibrator() = default;
 size_t Calibrator::linears() const { return state->targets.linears.size(); }
 size_t Calibrator::attentions() const {
@@ -357,11 +447,13 @@ int64_t Calibrator::run(const CalibrationBatch &b) {
     observe(state->targets, state->stats, filter, node, in);
   });
   state->session.run("main", b);
+  ++state->stats.batch;
   return B;
 }
 
 json Calibrator::statistics(int64_t samples, int64_t seqLen,
-                            const std::string &gramPath) const {
+                            const std::string &gramPath,
+                            const std::string &samplePath) const {
   const Targets &targets = state->targets;
   const Stats &stats = state->stats;
   json out = {{"samples", samples},
@@ -378,39 +470,44 @@ json Calibrator::statistics(int64_t samples, int64_t seqLen,
   if (stats.gram) {
     if (gramPath.empty())
       fail("pruning statistics need a file for the Gram matrices");
-    std::ofstream f(gramPath, std::ios::binary);
-    if (!f)
-      fail("cannot write " + gramPath);
-    json grams = json::array();
-    std::map<int64_t, size_t> index; // input value id -> grams[i]
-    uint64_t offset = 0;
+    Sidecar file(gramPath);
     for (const auto &[node, id] : targets.linears) {
       int64_t input = node->inputs.at(0);
       const std::vector<double> &H = stats.grams.at(input);
       int64_t K = (int64_t)stats.input.at(id).size();
-      if (!index.count(input)) {
+      json &l = out["linears"][std::to_string(id)];
+      l["gram"] = file.indexOf(input, [&](json &entry) {
         // Mirror the upper triangle and write the full matrix.
         std::vector<double> full(H);
         for (int64_t i = 0; i < K; ++i)
           for (int64_t j = 0; j < i; ++j)
             full[i * K + j] = full[j * K + i];
-        f.write(reinterpret_cast<const char *>(full.data()),
-                (std::streamsize)(full.size() * sizeof(double)));
-        index[input] = grams.size();
-        grams.push_back({{"k", K}, {"offset", offset}});
-        offset += full.size() * sizeof(double);
-      }
+        entry = {{"k", K}};
+        return file.write(full);
+      });
       std::vector<float> norms((size_t)K);
       for (int64_t j = 0; j < K; ++j)
         norms[j] = (float)std::sqrt(std::max(H[j * K + j], 0.0));
-      json &l = out["linears"][std::to_string(id)];
-      l["gram"] = index[input];
       l["input_l2norm"] = floats(norms);
     }
-    if (!f)
-      fail("cannot write " + gramPath);
-    out["grams"] = grams;
-    out["gram_file"] = fs::path(gramPath).filename().string();
+    file.finish(out, "grams", "gram_file");
+  }
+  if (stats.sampleRows > 0) {
+    if (samplePath.empty())
+      fail("activation samples need a file for the rows");
+    Sidecar file(samplePath);
+    for (const auto &[node, id] : targets.linears) {
+      int64_t input = node->inputs.at(0);
+      int64_t K = (int64_t)stats.input.at(id).size();
+      out["linears"][std::to_string(id)]["samples"] =
+          file.indexOf(input, [&](json &entry) {
+            const std::vector<float> &rows = stats.samples.at(input).rows;
+            entry = {{"k", K},
+                     {"rows", (int64_t)rows.size() / std::max<int64_t>(K, 1)}};
+            return file.write(rows);
+          });
+    }
+    file.finish(out, "sample_sets", "sample_file");
   }
   for (const auto &[node, id] : targets.attentions) {
     if (!stats.k.count(id))

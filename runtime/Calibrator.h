@@ -14,6 +14,10 @@
 // tokens in double: K^2 * 8 bytes per distinct input (K = 1024: 8 MiB), and
 // about K^2 multiply-adds per token, which is why it is off by default. The
 // per-input-channel L2 norms ||X_j|| are sqrt(H_jj).
+// With activation samples on (qcc --smoothquant-alpha=auto), it keeps per
+// distinct linear input a uniform sample of `sampleRows` observed rows
+// (reservoir sampling, the same tokens for every input): rows * K * 4 bytes
+// per input, bounded however long the calibration runs.
 // An artifact in which no node carries qcc.calib_id (compiled without
 // --quant) gets ids by counting `linear` and `attention` nodes of "main" in
 // program order, separately: the numbering qcc's tagging uses. An
@@ -72,7 +76,8 @@ class Calibrator {
 public:
   /// Finds the nodes to observe; throws when there are none or their
   /// qcc.calib_id tags are malformed.
-  explicit Calibrator(const Artifact &artifact, bool pruningStats = false);
+  explicit Calibrator(const Artifact &artifact, bool pruningStats = false,
+                      int64_t sampleRows = 0);
   ~Calibrator();
   /// Runs "main" on one batch; returns its samples.
   int64_t run(const CalibrationBatch &batch);
@@ -82,9 +87,14 @@ public:
   /// statistics, also writes the Gram matrices to `gramPath` (row-major
   /// float64 K x K, one after another) and adds "gram_file" (its file name,
   /// beside the JSON), per linear "gram" (index into "grams") and
-  /// "input_l2norm" [K], and "grams": [{"k", "offset" (bytes)}].
+  /// "input_l2norm" [K], and "grams": [{"k", "offset" (bytes)}]. With
+  /// activation samples, writes the kept rows to `samplePath` (row-major
+  /// float32 [rows, K], one set after another) and adds "sample_file", per
+  /// linear "samples" (index into "sample_sets") and "sample_sets":
+  /// [{"k", "rows", "offset" (bytes)}].
   nlohmann::json statistics(int64_t samples, int64_t seqLen,
-                            const std::string &gramPath = {}) const;
+                            const std::string &gramPath = {},
+                            const std::string &samplePath = {}) const;
   size_t linears() const;
   size_t attentions() const;
 

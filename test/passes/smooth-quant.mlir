@@ -1,5 +1,7 @@
 // RUN: qcc-opt %s --smooth-quant --split-input-file | FileCheck %s
 // RUN: qcc-opt %s --smooth-quant="alpha=1.0" --split-input-file | FileCheck %s --check-prefix=ALPHA1
+// auto-alpha: the grid alpha with the least W8A8 error on qcc.input_samples.
+// RUN: qcc-opt %s --smooth-quant="auto-alpha=true report-alpha=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=AUTO
 // A norm whose group is left unsmoothed gets a remark saying why:
 // RUN: qcc-opt %s --smooth-quant --split-input-file --verify-diagnostics -o /dev/null
 
@@ -90,13 +92,17 @@ func.func @gamma_not_constant(%x: tensor<?x2xf32>, %g: tensor<2xf32>) -> tensor<
 
 // -----
 
-// Not smoothed: a linear whose input is not a norm (e.g. an MLP down
-// projection) has nothing to fold 1/s into.
-// CHECK-LABEL: func.func @input_not_a_norm(
-// CHECK: qcc.linear %{{.*}} {qcc.input_absmax = dense<[4.000000e+00, 1.000000e+00]>
-func.func @input_not_a_norm(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
-  %w = qcc.constant dense<1.0> : tensor<2x2xf32>
-  %g = qcc.gelu %x : tensor<?x2xf32>
-  %y = qcc.linear %g, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+// Sampled rows with a 64x outlier channel: alpha 0.4 gives the least
+// error of the grid (0.5 doubles it); gamma_0 = 1 / 64^0.4. The samples
+// stop here.
+// AUTO: smooth-quant: norm group of 1, alpha 0.4: W8A8 error {{.*}} (alpha 0.5: {{.*}})
+// AUTO-LABEL: func.func @auto_alpha(
+// AUTO: qcc.constant dense<[0.189464569, 1.000000e+00]> : tensor<2xf32>
+// AUTO-NOT: qcc.input_samples
+func.func @auto_alpha(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %w = qcc.constant dense<[[1.0, 0.5], [-0.25, 1.0]]> : tensor<2x2xf32>
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %y = qcc.linear %n, %w {qcc.input_absmax = dense<[64.0, 1.0]> : tensor<2xf32>, qcc.input_samples = dense<[[64.0, 0.3], [-32.0, 1.0], [16.0, -0.7], [8.0, 0.55]]> : tensor<4x2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
   return %y : tensor<?x2xf32>
 }

@@ -319,6 +319,37 @@ TEST(Calibrator, Statistics) {
   EXPECT_FALSE(stats["attentions"]["0"]["k_absmax"].empty());
 }
 
+// Sampled rows: at most the capacity per distinct input, each row one
+// observed input row (its absmax bounds every entry), in the sidecar.
+TEST(Calibrator, ActivationRows) {
+  Artifact a = gpt2(qcc::KvLayout::None);
+  Calibrator c(a, /*pruningStats=*/false, /*sampleRows=*/5);
+  auto batches = textBatches(a.function("main"), benchTokenIds(40, kVocab),
+                             3, 8, "ids");
+  for (const auto &b : batches)
+    c.run(b);
+  std::string rowsPath = ::testing::TempDir() + "calibrator-rows.bin";
+  EXPECT_THROW(c.statistics(3, 8), std::runtime_error); // needs the file
+  nlohmann::json stats = c.statistics(3, 8, "", rowsPath);
+  EXPECT_EQ(stats["sample_file"], "calibrator-rows.bin");
+  const auto &sets = stats["sample_sets"];
+  ASSERT_FALSE(sets.empty());
+  std::ifstream f(rowsPath, std::ios::binary);
+  for (const auto &[id, l] : stats["linears"].items()) {
+    const auto &set = sets.at(l["samples"].get<size_t>());
+    int64_t k = set["k"], rows = set["rows"];
+    EXPECT_EQ(rows, 5); // 24 tokens observed, 5 kept
+    ASSERT_EQ((size_t)k, l["input_absmax"].size());
+    std::vector<float> x((size_t)(rows * k));
+    f.seekg(set["offset"].get<std::streamoff>());
+    f.read(reinterpret_cast<char *>(x.data()), (std::streamsize)(x.size() * 4));
+    ASSERT_TRUE(f) << "linear " << id;
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_LE(std::fabs(x[i]), l["input_absmax"][i % k].get<float>());
+  }
+  std::remove(rowsPath.c_str());
+}
+
 TEST(Calibrator, NpyFolder) {
   Artifact a = gpt2(qcc::KvLayout::None);
   llvm::SmallString<128> dir;

@@ -43,6 +43,7 @@ struct Options {
   int64_t samples = 64, seqLen = 128;
   bool quiet = false;
   bool pruningStats = false;
+  int64_t activationRows = 0;
 };
 
 [[noreturn]] void fail(const std::string &m) { throw std::runtime_error(m); }
@@ -111,7 +112,9 @@ int run(Options &o) {
          "file of at most 1 GiB");
   Artifact a = Artifact::load(o.model);
   const Function &fn = a.function("main");
-  Calibrator calibrator(a, o.pruningStats);
+  if (o.activationRows < 0 || o.activationRows > (1 << 16))
+    fail("--activation-rows must be in [0, 65536]");
+  Calibrator calibrator(a, o.pruningStats, o.activationRows);
   std::vector<CalibrationBatch> batches =
       fs::is_directory(o.source)
           ? npyBatches(fn, o.source, o.samples, o.seqLen, o.quiet)
@@ -128,7 +131,9 @@ int run(Options &o) {
                   calibrator
                           .statistics(o.samples, o.seqLen,
                                       o.pruningStats ? o.out + ".gram"
-                                                     : std::string())
+                                                     : std::string(),
+                                      o.activationRows > 0 ? o.out + ".rows"
+                                                           : std::string())
                           .dump() +
                       "\n");
   double secs =
@@ -163,6 +168,10 @@ int main(int argc, char **argv) {
   app.add_flag("--pruning-stats", o.pruningStats,
                "Also the Gram matrix X^T X of every linear's input, for "
                "2:4 pruning (written to OUT.gram)");
+  app.add_option("--activation-rows", o.activationRows,
+                 "Also keep this many sampled rows of every linear's input, "
+                 "for SmoothQuant's alpha search (written to OUT.rows)")
+      ->capture_default_str();
   app.add_flag("--quiet", o.quiet,
                "No progress line and no summary (errors only)");
   CLI11_PARSE(app, argc, argv);

@@ -136,11 +136,16 @@ cl::opt<qcc::ActivationQuant> actQuant(
     "act-quant", cl::desc("Activation quantization (default per-token)"),
     qcc::optionValues(qcc::kActivationQuantNames),
     cl::init(qcc::ActivationQuant::PerToken), cl::cat(quantCat));
-cl::opt<double> smoothAlpha(
+cl::opt<std::string> smoothAlpha(
     "smoothquant-alpha",
-    cl::desc("SmoothQuant migration strength (0.5 default; 0.75-0.9 for "
-             "LLaMA-family models with strong outliers)"),
-    cl::init(0.5), cl::cat(quantCat));
+    cl::desc("SmoothQuant migration strength in [0, 1] (0.5 default; "
+             "0.75-0.9 for LLaMA-family models), or auto (per group)"),
+    cl::init("0.5"), cl::cat(quantCat));
+// An ablation knob (docs/QUANTIZATION.md), kept out of --help.
+cl::opt<bool> smoothNormsOnly(
+    "smoothquant-norms-only",
+    cl::desc("Smooth only norm -> linear groups (not up -> down, V -> O)"),
+    cl::Hidden, cl::cat(quantCat));
 cl::opt<bool> noSmooth("no-smoothquant",
                        cl::desc("Quantize without SmoothQuant smoothing"), cl::cat(quantCat));
 cl::opt<bool> asymmetric("asymmetric",
@@ -376,10 +381,14 @@ int main(int argc, char **argv) {
       !inRange("report-batch", reportBatch, 1, 4096) ||
       !inRange("report-context", reportContext, 1, 1 << 20))
     return 1;
-  if (!(smoothAlpha >= 0.0 && smoothAlpha <= 1.0)) { // also NaN
+  bool autoAlpha = smoothAlpha == "auto";
+  double alpha = 0.5;
+  if (!autoAlpha &&
+      (StringRef(smoothAlpha).trim().getAsDouble(alpha) ||
+       !(alpha >= 0.0 && alpha <= 1.0))) { // also NaN
     WithColor::error(errs(), "qcc")
-        << "--smoothquant-alpha must be in [0, 1], not " << smoothAlpha
-        << "\n";
+        << "--smoothquant-alpha must be in [0, 1] or auto, not "
+        << smoothAlpha << "\n";
     return 1;
   }
   // -o may not overwrite an input (the model, the tokenizer, the
@@ -406,7 +415,9 @@ int main(int argc, char **argv) {
   options.activations = actQuant;
   options.asymmetric = asymmetric;
   options.smoothQuant = !noSmooth;
-  options.smoothQuantAlpha = smoothAlpha;
+  options.smoothQuantAlpha = alpha;
+  options.smoothQuantAutoAlpha = autoAlpha;
+  options.smoothQuantNormsOnly = smoothNormsOnly;
   options.sparsity = sparsity;
   if (prune.getNumOccurrences() > 0)
     options.prune = prune.getValue();
