@@ -718,33 +718,28 @@ void GpuSession::execute(const Function &fn, Run &r) {
 std::string GpuSession::profileDevice() const { return ctx->device().name; }
 
 const Peaks &GpuSession::profilePeaks() const {
-  if (!peaks) {
-    // A known GPU's datasheet; any other: a 256 MiB device-to-device copy
-    // (read + write), the best of three.
-    double bandwidth = 0;
-    const std::string &name = ctx->device().name;
-    bool known = false;
-    for (const Peaks &p : gpuPeaks())
-      known |= name.find(p.name) != std::string::npos;
-    if (!known) {
-      const size_t bytes = size_t(256) << 20;
-      DevicePtr a = ctx->alloc(bytes), b = ctx->alloc(bytes);
-      ctx->memsetZero(a, bytes);
-      float best = 0;
-      for (int rep = 0; rep < 3; ++rep) {
-        int m0 = ctx->mark();
-        ctx->copy2D(b, bytes, a, bytes, bytes, 1);
-        float ms = ctx->elapsedMs(m0, ctx->mark());
-        if (ms > 0 && (best == 0 || ms < best))
-          best = ms;
-      }
-      ctx->clearMarks();
-      ctx->free(a);
-      ctx->free(b);
-      bandwidth = best > 0 ? 2.0 * bytes / (best / 1e3) : 0;
+  // A known GPU's datasheet; any other: a 256 MiB device-to-device copy
+  // (read + write), the best of three.
+  auto measureCopy = [&] {
+    const size_t bytes = size_t(256) << 20;
+    DevicePtr a = ctx->alloc(bytes), b = ctx->alloc(bytes);
+    ctx->memsetZero(a, bytes);
+    float best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      int m0 = ctx->mark();
+      ctx->copy2D(b, bytes, a, bytes, bytes, 1);
+      float ms = ctx->elapsedMs(m0, ctx->mark());
+      if (ms > 0 && (best == 0 || ms < best))
+        best = ms;
     }
-    peaks = std::make_unique<Peaks>(gpuPeaksFor(name, bandwidth));
-  }
+    ctx->clearMarks();
+    ctx->free(a);
+    ctx->free(b);
+    return best > 0 ? 2.0 * bytes / (best / 1e3) : 0.0;
+  };
+  if (!peaks)
+    peaks = std::make_unique<Peaks>(
+        gpuPeaksFor(ctx->device().name, measureCopy));
   return *peaks;
 }
 

@@ -368,13 +368,13 @@ const std::vector<Peaks> &qcc::rt::gpuPeaks() {
 }
 
 Peaks qcc::rt::gpuPeaksFor(const std::string &deviceName,
-                           double measuredBandwidth) {
+                           const std::function<double()> &measureBandwidth) {
   for (const Peaks &p : gpuPeaks())
     if (deviceName.find(p.name) != std::string::npos)
       return p;
   Peaks p;
   p.name = deviceName;
-  p.bandwidth = measuredBandwidth;
+  p.bandwidth = measureBandwidth();
   p.source = "device-to-device copy measured here; no datasheet peaks";
   return p;
 }

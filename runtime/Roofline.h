@@ -37,6 +37,7 @@
 
 #include "runtime/Artifact.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -144,9 +145,10 @@ double rooflineSeconds(const Cost &c, const Peaks &p);
 
 /// The roofline a GPU's profile is read against: the datasheet peaks of
 /// gpuPeaks() whose name the device's contains ("NVIDIA H100 80GB HBM3"),
-/// else `measuredBandwidth` (a device-to-device copy) and no compute peaks
-/// (MFU then reads 0).
-Peaks gpuPeaksFor(const std::string &deviceName, double measuredBandwidth);
+/// else the bandwidth `measureBandwidth` returns (a device-to-device copy,
+/// called only then) and no compute peaks (MFU then reads 0).
+Peaks gpuPeaksFor(const std::string &deviceName,
+                  const std::function<double()> &measureBandwidth);
 
 /// Achieved time and cost per (entry point, node kind) summed over runs:
 /// what `qrun --profile` prints. A node's kind is its kernel region's kind
