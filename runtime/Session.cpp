@@ -61,6 +61,14 @@ void qcc::rt::checkInputs(const Function &fn,
   }
 }
 
+/// The operands' shapes (an omitted optional operand: an empty shape).
+static std::vector<Shape> shapesOf(const Operands &operands) {
+  std::vector<Shape> shapes;
+  for (const Tensor *t : operands)
+    shapes.push_back(t ? t->shape() : Shape());
+  return shapes;
+}
+
 /// The epilogue that node `i` of `fn`, a float32 linear, absorbs from node
 /// i + 1 (CpuKernels.h, LinearEpilogue): an exact gelu of its result, or an
 /// add of its result and another float32 tensor of the result's shape, when
@@ -178,9 +186,7 @@ Session::run(const std::string &name,
         double secs = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - t0)
                           .count();
-        std::vector<Shape> in, mid{results[0].shape()};
-        for (const Tensor *t : operands)
-          in.push_back(t ? t->shape() : Shape());
+        std::vector<Shape> in = shapesOf(operands), mid{results[0].shape()};
         std::vector<Shape> nextIn{results[0].shape()};
         if (epi->residual)
           nextIn.push_back(epi->residual->shape());
@@ -203,9 +209,7 @@ Session::run(const std::string &name,
       double secs = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
-      std::vector<Shape> in, out;
-      for (const Tensor *t : operands)
-        in.push_back(t ? t->shape() : Shape());
+      std::vector<Shape> in = shapesOf(operands), out;
       for (const Tensor &t : results)
         out.push_back(t.shape());
       if (use) // the dense weight's slot holds nothing: its shape
