@@ -11,6 +11,8 @@
 #   scripts/fuzz.sh [SECONDS]
 #   FUZZ_TARGETS="npy artifact" scripts/fuzz.sh 600   # some targets
 #   FUZZ_CMAKE_ARGS: more configure arguments (e.g. the importer's target)
+#   FUZZ_RUNS=1000000 FUZZ_TARGETS=artifact scripts/fuzz.sh   # a campaign:
+#     stop after that many executions instead of SECONDS
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-60}
@@ -41,12 +43,15 @@ for name in $targets; do
   for d in "fuzz/corpus/$name" "test/fuzz-regressions/$name"; do
     [ -d "$d" ] && seeds+=("$d")
   done
+  limit=(-max_total_time="$SECONDS_PER_TARGET")
+  [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
+  start=$(date +%s)
   dict=()
   [ -f "fuzz/$name.dict" ] && dict=("-dict=fuzz/$name.dict")
   # New inputs go to the first directory only (the build's, not the repo's).
   set +e
   "$bin" "$corpus" "${seeds[@]}" "${dict[@]}" \
-    -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=4096 \
+    "${limit[@]}" -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$crashes/" -print_final_stats=1 > "$log" 2>&1
   set -e
   runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
@@ -60,7 +65,7 @@ for name in $targets; do
     rm "$f"
   done
   found=$((found + new))
-  echo "fuzz: $name: ${runs:-?} executions in ${SECONDS_PER_TARGET} s, ${cov:-cov: ?}, $new finding(s)$([ "$new" -gt 0 ] && echo " (log: $log)")"
+  echo "fuzz: $name: ${runs:-?} executions in $(( $(date +%s) - start )) s, ${cov:-cov: ?}, $new finding(s)$([ "$new" -gt 0 ] && echo " (log: $log)")"
   if [ "$new" -gt 0 ]; then
     grep -m1 -E 'ERROR: |runtime error:|terminate called|deadly signal' "$log" >&2 || true
   fi
