@@ -1995,6 +1995,135 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
             V + (j0 + c) * ldv, ldv, c == 0 ? 0.0f : 1.0f, O, ldo);
 }
 
+// The few-row attention's inner loops over one run of the cache, compiled
+// for AVX-512 and AVX2 besides the baseline (picked at load by the CPU).
+// int8 elements are dequantized as (float)q * s in the loop, the value
+// attendRows would read from a gathered buffer.
+namespace {
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runScores(const float *q, const float *k, int64_t count, int64_t D,
+          float scale, float *s) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float *kj = k + j * D;
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t d = 0; d < D; ++d)
+      dot += q[d] * kj[d];
+    s[j] = scale * dot;
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runScores(const float *q, const int8_t *k, float ks, int64_t count, int64_t D,
+          float scale, float *s) {
+  for (int64_t j = 0; j < count; ++j) {
+    const int8_t *kj = k + j * D;
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t d = 0; d < D; ++d)
+      dot += q[d] * ((float)kj[d] * ks);
+    s[j] = scale * dot;
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runWeightedSum(const float *p, const float *v, int64_t count, int64_t D,
+               float *o) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float *vj = v + j * D;
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d)
+      o[d] += p[j] * vj[d];
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runWeightedSum(const float *p, const int8_t *v, float vs, int64_t count,
+               int64_t D, float *o) {
+  for (int64_t j = 0; j < count; ++j) {
+    const int8_t *vj = v + j * D;
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d)
+      o[d] += p[j] * ((float)vj[d] * vs);
+  }
+}
+
+/// Calls fn(run, offset, n) for the part [offset, offset + n) of each run
+/// that lies inside positions [a, e).
+template <typename T, typename F>
+void forRunsIn(const std::vector<KvRun<T>> &runs, int64_t a, int64_t e,
+               F &&fn) {
+  for (const KvRun<T> &run : runs) {
+    int64_t from = std::max(a, run.first),
+            to = std::min(e, run.first + run.count);
+    if (from < to)
+      fn(run, from - run.first, to - from);
+  }
+}
+
+template <typename T>
+void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                           const std::vector<KvRun<T>> &keys,
+                           const std::vector<KvRun<T>> &values, float kScale,
+                           float vScale, float scale, float softcap,
+                           const int64_t *lo, const int64_t *hi, float *O,
+                           int64_t ldo, std::vector<float> &scratch) {
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t a = lo[r], e = std::max(lo[r], hi[r]);
+    float *o = O + r * ldo;
+    std::fill(o, o + D, 0.0f);
+    if (e == a)
+      continue; // nothing to attend: zeros, as attendRows
+    scratch.resize((size_t)(e - a));
+    float *row = scratch.data();
+    const float *q = Q + r * ldq;
+    forRunsIn(keys, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
+      float *s = row + (run.first + off - a);
+      if constexpr (std::is_same_v<T, int8_t>)
+        runScores(q, run.data + off * D, kScale, n, D, scale, s);
+      else
+        (void)kScale, runScores(q, run.data + off * D, n, D, scale, s);
+    });
+    if (softcap > 0.0f)
+      for (int64_t j = 0; j < e - a; ++j)
+        row[j] = qcc::numerics::softcap(row[j], softcap);
+    softmaxRow(row, e - a);
+    forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
+      const float *p = row + (run.first + off - a);
+      if constexpr (std::is_same_v<T, int8_t>)
+        runWeightedSum(p, run.data + off * D, vScale, n, D, o);
+      else
+        (void)vScale, runWeightedSum(p, run.data + off * D, n, D, o);
+    });
+  }
+}
+
+} // namespace
+
+void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
+                                int64_t ldq,
+                                const std::vector<KvRun<float>> &keys,
+                                const std::vector<KvRun<float>> &values,
+                                float scale, float softcap, const int64_t *lo,
+                                const int64_t *hi, float *O, int64_t ldo,
+                                std::vector<float> &scratch) {
+  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, 1.0f, 1.0f, scale,
+                        softcap, lo, hi, O, ldo, scratch);
+}
+
+void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
+                                int64_t ldq,
+                                const std::vector<KvRun<int8_t>> &keys,
+                                const std::vector<KvRun<int8_t>> &values,
+                                float kScale, float vScale, float scale,
+                                float softcap, const int64_t *lo,
+                                const int64_t *hi, float *O, int64_t ldo,
+                                std::vector<float> &scratch) {
+  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, kScale, vScale, scale,
+                        softcap, lo, hi, O, ldo, scratch);
+}
+
 std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
                                           const Operands &ops) {
   cpuThreads(); // sets up the pool and OpenBLAS's threads on first use

@@ -106,6 +106,31 @@ void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 int64_t maskCol, float *O, int64_t ldo,
                 std::vector<float> &scratch);
 
+/// `count` cached tokens from position `first`, D elements each, contiguous:
+/// how a KV cache holds a sequence (a paged cache in runs of its blocks).
+template <typename T> struct KvRun {
+  int64_t first;
+  const T *data;
+  int64_t count;
+};
+
+/// attendRows for a few rows (decode: R < 4) straight over the cache's runs,
+/// without gathering them into one buffer first (for decode the copy cost
+/// twice the attention). Row r attends positions [lo[r], hi[r]), which the
+/// runs cover; int8 elements read as q * kScale (keys) and q * vScale
+/// (values); no mask. Scores, softmax and sums in attendRows's few-row order.
+void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                       const std::vector<KvRun<float>> &keys,
+                       const std::vector<KvRun<float>> &values, float scale,
+                       float softcap, const int64_t *lo, const int64_t *hi,
+                       float *O, int64_t ldo, std::vector<float> &scratch);
+void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                       const std::vector<KvRun<int8_t>> &keys,
+                       const std::vector<KvRun<int8_t>> &values, float kScale,
+                       float vScale, float scale, float softcap,
+                       const int64_t *lo, const int64_t *hi, float *O,
+                       int64_t ldo, std::vector<float> &scratch);
+
 using format::OpKind;
 
 /// Operands in order; an omitted optional operand is nullptr.

@@ -307,7 +307,8 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
 /// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
 /// used in place), and attends every query head of the kv head's group to
 /// them at once (attendRows: the softmax of the reference path, float sums in
-/// another order). A decode step is one task per (row, kv head).
+/// another order). A decode step is one task per (row, kv head); its few rows
+/// (R < 4) read the cache's runs in place (attendRunsFewRows), not a copy.
 template <typename T>
 static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        int64_t S, int64_t H, int64_t Hkv, int64_t D,
@@ -335,6 +336,7 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
   {
     std::vector<float> keys, values, q, out, scratch;
     std::vector<int64_t> lo, hi;
+    std::vector<KvRun<T>> keyRuns, valueRuns;
 #pragma omp for schedule(dynamic)
     for (size_t i = 0; i < tasks.size(); ++i) {
       try {
@@ -369,9 +371,6 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
               });
           return inPlace ? inPlace : buf.data();
         };
-        const float *Kr = gather(0, keys, isI8 ? c.kScales[layer][g] : 1.0f);
-        const float *Vr =
-            gather(1, values, isI8 ? c.vScales[layer][g] : 1.0f);
         // Rows (head of the group, token): the queries packed, D apart.
         int64_t R = group * count;
         q.resize((size_t)(R * D));
@@ -387,8 +386,37 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
             lo[r] = first(t0 + t) - begin;
             hi[r] = cached + t0 + t + 1 - begin;
           }
-        attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap, lo.data(),
-                   hi.data(), nullptr, 0, 0, out.data(), D, scratch);
+        if (R < 4) { // decode: straight over the cache, nothing gathered
+          for (int64_t r = 0; r < R; ++r)
+            lo[r] += begin, hi[r] += begin;
+          auto runsOf = [&](int kvIndex, std::vector<KvRun<T>> &runs) {
+            runs.clear();
+            cache.template forEachRun<T>(
+                seq, layer, kvIndex, g, begin, end,
+                [&](int64_t pos, const T *run, int64_t n) {
+                  runs.push_back({pos, run, n});
+                });
+          };
+          runsOf(0, keyRuns);
+          runsOf(1, valueRuns);
+          if constexpr (isI8)
+            attendRunsFewRows(R, D, q.data(), D, keyRuns, valueRuns,
+                              c.kScales[layer][g], c.vScales[layer][g], scale,
+                              softcap, lo.data(), hi.data(), out.data(), D,
+                              scratch);
+          else
+            attendRunsFewRows(R, D, q.data(), D, keyRuns, valueRuns, scale,
+                              softcap, lo.data(), hi.data(), out.data(), D,
+                              scratch);
+        } else {
+          const float *Kr =
+              gather(0, keys, isI8 ? c.kScales[layer][g] : 1.0f);
+          const float *Vr =
+              gather(1, values, isI8 ? c.vScales[layer][g] : 1.0f);
+          attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
+                     lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
+                     scratch);
+        }
         for (int64_t hh = 0; hh < group; ++hh)
           for (int64_t t = 0; t < count; ++t)
             std::copy_n(out.data() + (hh * count + t) * D, D,

@@ -270,7 +270,7 @@ void checkFastAgainstReference(const std::string &layout,
                                const std::string &dtype, int64_t H,
                                int64_t Hkv, int64_t window, float softcap,
                                int64_t D = 16, int64_t S = 37) {
-  const int64_t steps = 5;
+  const int64_t steps = 5 + 3; // 5 decode steps, then one of 3 tokens
   json cfg = {{"layout", layout}, {"block_tokens", 4}, {"layers", 1},
               {"kv_heads", Hkv},  {"head_dim", D},     {"dtype", dtype}};
   if (dtype == "i8") {
@@ -320,8 +320,12 @@ void checkFastAgainstReference(const std::string &layout,
     }
   };
   call({S, 9, 0}, S);
-  for (int64_t t = 0; t < steps; ++t)
+  for (int64_t t = 0; t < 5; ++t)
     call({1, 1, 1}, 1);
+  // A verification step of speculative decoding: a few tokens per row, each
+  // seeing one more position than the last (the few-row path reads the
+  // cache's runs in place, one range per row), and an empty row.
+  call({3, 2, 0}, 3);
 }
 
 } // namespace
