@@ -25,7 +25,8 @@ if [ ! -f "$BUILD/build.ninja" ]; then
   # shellcheck disable=SC2086
   CC=$CC_FUZZ CXX=$CXX_FUZZ cmake -G Ninja -S . -B "$BUILD" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQCC_FUZZ=ON -DQCC_WITH_COMPILER=OFF \
-    -DQCC_BUILD_TESTS=OFF ${FUZZ_CMAKE_ARGS:-} > "$BUILD/configure.log" 2>&1 ||
+    -DQCC_BUILD_TESTS=OFF -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    ${FUZZ_CMAKE_ARGS:-} > "$BUILD/configure.log" 2>&1 ||
     { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
 cmake --build "$BUILD" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log" >&2; exit 1; }
