@@ -1,12 +1,14 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train qcc's bundled demo model: a small GPT-2-style decoder on five Jane Austen novels.
 
-Run from the repository root (needs Debian's torch, onnx and sentencepiece, i.e. /usr/bin/python3):
+Run from the repository root with the fixtures venv (scripts/setup_fixtures.sh: torch >= 2, onnx,
+sentencepiece):
 
-    /usr/bin/python3 examples/austen/train.py                 # default budget: 540 s of training
-    /usr/bin/python3 examples/austen/train.py --budget 60     # quick run
+    .venv-fixtures/bin/python examples/austen/train.py --max-steps 2500 \
+        --tokenizer examples/austen/tokenizer.model --eval-every 500   # the shipped model
+    .venv-fixtures/bin/python examples/austen/train.py --budget 60     # quick run on a time budget
 
-Outputs (next to this file): heldout.txt, tokenizer.model, model.onnx, model.json.
+Outputs (next to this file, or under --out): heldout.txt, tokenizer.model, model.onnx, model.json.
 Also writes, outside the repo, /tmp/austen_ref_ids.npy and /tmp/austen_ref_logits.npy
 (torch's float32 logits for a fixed prompt, used by verify_onnx.py).
 
@@ -213,6 +215,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=20)
     ap.add_argument("--out", default=HERE)
+    ap.add_argument("--tokenizer", default="",
+                    help="use this existing tokenizer.model (copied to --out) instead of training one; the draft "
+                         "model (train_draft.py) shares examples/austen/tokenizer.model, so a retrained main model "
+                         "must keep it byte-identical")
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="if > 0, also report held-out perplexity every this many steps (no effect on the weights: "
+                         "evaluation draws no random numbers)")
     args = ap.parse_args()
 
     t_start = time.time()
@@ -228,7 +237,19 @@ def main():
         fh.write("\n\n".join(held_texts))
     print(f"split: {len(files)} novels, train {sum(map(len, train_texts))} chars, "
           f"held-out {sum(map(len, held_texts))} chars -> {heldout_path}", flush=True)
-    sp = train_tokenizer(train_texts, args.vocab, os.path.join(args.out, "tokenizer"))
+    tok_out = os.path.join(args.out, "tokenizer.model")
+    if args.tokenizer:
+        import shutil
+
+        import sentencepiece as spm
+
+        if os.path.abspath(args.tokenizer) != os.path.abspath(tok_out):
+            shutil.copyfile(args.tokenizer, tok_out)
+        sp = spm.SentencePieceProcessor(model_file=tok_out)
+        if sp.get_piece_size() != args.vocab:
+            sys.exit(f"train.py: --tokenizer {args.tokenizer}: vocab {sp.get_piece_size()}, expected --vocab {args.vocab}")
+    else:
+        sp = train_tokenizer(train_texts, args.vocab, os.path.join(args.out, "tokenizer"))
     V = sp.get_piece_size()
     train_ids = torch.tensor([i for t in train_texts for i in sp.encode(t)], dtype=torch.long)
     with open(heldout_path, encoding="utf-8") as fh:
@@ -261,6 +282,7 @@ def main():
     step, tokens_seen = 0, 0
     t0 = time.time()
     t_log, tok_log = t0, 0
+    held_curve = {}  # step -> held-out perplexity, when --eval-every is set
     model.train()
     while True:
         elapsed = time.time() - t0
@@ -292,6 +314,15 @@ def main():
             print(f"step {step:5d} | loss {loss.item():.4f} | lr {lr:.2e} | "
                   f"{tok_log / max(now - t_log, 1e-9):7.0f} tok/s | elapsed {now - t0:6.1f}s", flush=True)
             t_log, tok_log = now, 0
+        if args.eval_every > 0 and step % args.eval_every == 0 and step != args.max_steps:  # the last: below
+            t_eval = time.time()
+            e_nll, e_n = nll_windows(model, held_ids, list(range(0, held_ids.numel() - 1, args.seq)), args.seq)
+            held_curve[step] = round(math.exp(e_nll / e_n), 3)
+            model.train()
+            t0 += time.time() - t_eval  # evaluation time is not training time
+            t_log = time.time()
+            print(f"step {step:5d} | held-out perplexity {held_curve[step]:.3f} "
+                  f"({time.time() - t_eval:.1f}s eval, not counted)", flush=True)
     train_seconds = time.time() - t0
     print(f"training done: {step} steps, {tokens_seen} tokens, {train_seconds:.1f}s "
           f"(last loss {loss.item():.4f})", flush=True)
@@ -329,7 +360,7 @@ def main():
         model, (dummy,), onnx_path,
         input_names=["input_ids"], output_names=["logits"],
         dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
-        opset_version=17, do_constant_folding=True,
+        opset_version=17, do_constant_folding=True, dynamo=False,  # the TorchScript exporter (torch >= 2.9 defaults to dynamo)
     )
     m = onnx.load(onnx_path)
     onnx.checker.check_model(m)
@@ -338,7 +369,6 @@ def main():
         op_counts[node.op_type] = op_counts.get(node.op_type, 0) + 1
     assert "Dropout" not in op_counts, op_counts
     print("onnx ops:", json.dumps(dict(sorted(op_counts.items()))), flush=True)
-    tok_path = os.path.join(args.out, "tokenizer.model")
     sizes = {p: os.path.getsize(os.path.join(args.out, p)) for p in ("model.onnx", "tokenizer.model")}
     total = sum(sizes.values())
     print(f"sizes: {sizes}, total {total / 1e6:.2f} MB", flush=True)
@@ -361,7 +391,8 @@ def main():
             "file": "tokenizer.model", "type": "sentencepiece bpe", "vocab_size": V,
             "character_coverage": 1.0, "byte_fallback": True, "normalization": "nmt_nfkc",
             "unk_id": 0, "bos_id": 1, "eos_id": 2, "pad_id": -1,
-            "trained_on": "train split only (non-empty lines)",
+            "trained_on": "train split only (non-empty lines)"
+                          + ("; passed in with --tokenizer, not retrained" if args.tokenizer else ""),
             "encoding": "sp.encode(whole text); no BOS/EOS added; newlines normalize to spaces",
         },
         "data": {
@@ -374,7 +405,7 @@ def main():
             "heldout_tokens": int(held_ids.numel()),
         },
         "training": {
-            "command": "/usr/bin/python3 examples/austen/train.py" + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""),
+            "command": " ".join([os.path.relpath(sys.executable), *sys.argv]),
             "budget_seconds": args.budget if args.max_steps <= 0 else None,
             "max_steps": args.max_steps if args.max_steps > 0 else None,
             "training_seconds": round(train_seconds, 1),
@@ -384,7 +415,8 @@ def main():
             "seq_len": args.seq,
             "optimizer": f"AdamW betas (0.9, 0.95), weight decay {args.wd} on >=2-D params, grad clip 1.0",
             "lr_schedule": f"linear warmup {args.warmup} steps to {args.lr}, then cosine to {args.min_lr} "
-                           "over the time budget (fraction of elapsed seconds)",
+                           + ("over --max-steps (fraction of steps done)" if args.max_steps > 0
+                              else "over the time budget (fraction of elapsed seconds)"),
             "threads": args.threads,
             "seed": args.seed,
             "seeds": {"torch.manual_seed": args.seed, "numpy.random.seed": args.seed,
@@ -392,6 +424,7 @@ def main():
             "final_train_loss": round(loss.item(), 4),
         },
         "heldout_perplexity": round(held_ppl, 3),
+        "heldout_perplexity_during_training": {str(k): v for k, v in held_curve.items()} or None,
         "heldout_mean_ce_nats": round(held_nll / held_n, 5),
         "heldout_predicted_tokens": held_n,
         "heldout_protocol": (

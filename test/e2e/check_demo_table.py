@@ -13,11 +13,12 @@ W8A8 + 2:4 SparseGPT, each with sane columns:
   artifact MB     > 0, and W8A8 <= 0.6 x float32: its linears are int8 (1/4 of
                   float32); the embedding table stays float32 (README measures 40%)
   held-out ppl    finite, 1 < ppl < 3000 (3000 = the vocabulary: a uniform guess),
-                  and W8A8 within 5% of float32 (README measures +0.01% on the
+                  and W8A8 within 5% of float32 (README measures +0.05% on the
                   demo model; 5% leaves room for the tiny calibration); W8A8 2:4
-                  within 15% of float32 (docs/SPARSITY.md measures +1.05% with 64 x
-                  128 calibration tokens; SparseGPT's Hessians from 4 x 32 tokens
-                  are far from full rank, hence the wider bound)
+                  within 15% of float32 (docs/SPARSITY.md measures +2.48% with 64 x
+                  128 calibration tokens, this test's run +4.9% with 4 x 32:
+                  SparseGPT's Hessians from so few tokens are far from full rank,
+                  hence the wider bound)
   size            W8A8 2:4 < W8A8: the blocks' int8 linears shrink to 5/8
   tokens/s        finite and > 0
 

@@ -614,9 +614,33 @@ TEST(SparseDemo, W8A8FastVsReference) {
   auto [worst, scale] = worstDifference(fast, ref);
   // The sparse int8 kernels are bit-exact (the SparseLinear kernel tests);
   // the float ops between them differ by rounding on the fast path (the
-  // rational erf's GELU, GEMM column blocks): 1.1e-7 of the logits' scale
-  // measured, far below a flipped int8 step.
-  EXPECT_LT(worst, 1e-5 * scale) << "worst " << worst << " of " << scale;
+  // rational erf's GELU, GEMM column blocks): 1.1e-7 to 2e-7 of the logits'
+  // scale where no int8 value changes. But an activation whose x / scale
+  // lands within that rounding of a .5 tie quantizes to the other int8
+  // neighbour on one path: its token's row, and the later rows of its
+  // sequence that attend to it, then move by about one int8 step (measured
+  // on the current demo model: rows 12 and 13 of 14 by 8.7e-3 of the scale,
+  // every other row within 1.6e-7; dense W8A8 on random [4, 32] ids flips
+  // too, 1.3e-3 with the previous demo model, 2.5e-3 with this one). So:
+  // every row within test/e2e/check_gpu.py's end-to-end W8A8 bound (2e-2 of
+  // the scale: one int8 neighbour), and rows beyond rounding (1e-5) only in
+  // one sequence. A kernel error shows in every row.
+  const int64_t vocab = fast.shape().back(), rows = fast.numel() / vocab;
+  const int64_t seq = 7; // demoInput(main, 2, 7) in bothWays
+  std::set<int64_t> seqsOff;
+  for (int64_t r = 0; r < rows; ++r) {
+    double w = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      w = std::max(w, (double)std::fabs(fast.data<float>()[r * vocab + v] -
+                                        ref.data<float>()[r * vocab + v]));
+    EXPECT_LT(w, 2e-2 * scale) << "row " << r << ": worst " << w << " of "
+                               << scale;
+    if (w >= 1e-5 * scale)
+      seqsOff.insert(r / seq);
+  }
+  EXPECT_LE(seqsOff.size(), 1u)
+      << "rows beyond rounding in " << seqsOff.size()
+      << " sequences (worst " << worst << " of " << scale << ")";
 }
 
 // Not a test: with QCC_SPARSE_DEMO_DIR set, writes the demo model (paged KV
