@@ -163,8 +163,10 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
     """Build and measure each (name, flags) of `chosen`; calibration stats are shared
     (and kept from an earlier run in `work` with reuse_stats)."""
     def calib_for(flags):
-        # The alpha search needs statistics with sampled rows: its own file.
-        rows = "-rows" if "--smoothquant-alpha=auto" in flags else ""
+        # The alpha search and the int8 fallback need statistics with sampled
+        # rows: their own file.
+        rows = "-rows" if ("--smoothquant-alpha=auto" in flags or
+                           "--int8-fallback=auto" in flags) else ""
         stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}{rows}.json")
         return [f"--calib={calib_text}", f"--calib-samples={samples}",
                 f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
