@@ -1,10 +1,10 @@
 //===- Int8Fallback.cpp - int8-fallback -----------------------------------===//
 //
 // LLM.int8()-style decomposition (Dettmers et al., 2022), chosen from
-// calibration: the input columns of a linear whose calibrated absmax stands
-// far above the median are kept in float when that lowers the linear's
-// W8A8 output error on the calibration rows (docs/QUANTIZATION.md, section
-// 3). This pass only chooses (`qcc.outlier_columns` on the qcc.linear);
+// calibration: the input columns of a linear whose calibrated activation
+// absmax, or whose weight column absmax, stands far above the median are
+// kept in float when that lowers the linear's W8A8 output error on the
+// calibration rows (docs/QUANTIZATION.md, section 3). This pass only chooses (`qcc.outlier_columns` on the qcc.linear);
 // quantize carries the choice out.
 //
 //===----------------------------------------------------------------------===//
@@ -56,7 +56,21 @@ struct Int8FallbackPass : qcc::impl::Int8FallbackBase<Int8FallbackPass> {
       choose(l);
       l->removeAttr(kInputSamplesAttr); // they go no further
     });
+    if (report && measured > 0) {
+      std::ostringstream os;
+      os << std::setprecision(3) << "int8-fallback: " << chosen << " of "
+         << measured << " linears keep float columns; the largest outlier "
+         << "ratio (max / median absmax, after smoothing) is " << worstRatio
+         << "x (" << worstName << ")";
+      llvm::errs() << os.str() << "\n";
+    }
   }
+
+  // For the report: linears with statistics, those that fall back, and the
+  // largest outlier ratio among them.
+  int measured = 0, chosen = 0;
+  double worstRatio = 0;
+  std::string worstName;
 
   void decline(LinearOp l, const llvm::Twine &why) {
     LLVM_DEBUG(llvm::dbgs() << "int8-fallback: " << l.getLoc() << ": " << why
@@ -64,19 +78,34 @@ struct Int8FallbackPass : qcc::impl::Int8FallbackBase<Int8FallbackPass> {
     l->emitRemark("int8-fallback: no outlier columns: ") << why;
   }
 
-  /// The candidate columns: absmax > outlierRatio * median, the largest
-  /// first, at most max(1, maxFraction * K); returned ascending.
-  std::vector<int64_t> candidates(const std::vector<float> &absmax) {
+  /// Each column's absmax over the median column's.
+  static std::vector<double> overMedian(const std::vector<float> &absmax) {
     std::vector<float> sorted(absmax);
     std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2,
                      sorted.end());
-    double limit = outlierRatio * sorted[sorted.size() / 2];
+    double med = std::max(sorted[sorted.size() / 2], 1e-30f);
+    std::vector<double> r;
+    for (float v : absmax)
+      r.push_back(v / med);
+    return r;
+  }
+
+  /// The candidate columns: those whose activation absmax or weight column
+  /// absmax (max_n |W[n, j]|) exceeds outlierRatio times the median column's
+  /// (smoothing moves an outlier between the two: at a high alpha it sits in
+  /// the weight, where it coarsens every output channel's scale), the
+  /// largest first, at most max(1, maxFraction * K); returned ascending.
+  std::vector<int64_t> candidates(const std::vector<float> &absmax,
+                                  const std::vector<float> &wmax) {
+    std::vector<double> xr = overMedian(absmax), wr = overMedian(wmax), score;
     std::vector<int64_t> cols;
-    for (size_t j = 0; j < absmax.size(); ++j)
-      if (absmax[j] > limit)
+    for (size_t j = 0; j < absmax.size(); ++j) {
+      score.push_back(std::max(xr[j], wr[j]));
+      if (score[j] > outlierRatio)
         cols.push_back((int64_t)j);
+    }
     std::stable_sort(cols.begin(), cols.end(), [&](int64_t a, int64_t b) {
-      return absmax[a] > absmax[b];
+      return score[a] > score[b];
     });
     size_t most = std::max<size_t>(1, (size_t)(maxFraction * absmax.size()));
     if (cols.size() > most)
@@ -98,9 +127,21 @@ struct Int8FallbackPass : qcc::impl::Int8FallbackBase<Int8FallbackPass> {
                               absmaxAttr.getValues<float>().end());
     if ((int64_t)absmax.size() != K || K == 0)
       return decline(l, "its statistics do not match the weight's K");
-    std::vector<int64_t> cols = candidates(absmax);
+    std::vector<float> wmax(K, 0.0f);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < K; ++j)
+        wmax[j] = std::max(wmax[j], std::abs((*w)[i * K + j]));
+    ++measured;
+    for (const std::vector<float> *v : {&absmax, &wmax})
+      if (double r = w8a8::outlierRatio(*v); r > worstRatio) {
+        worstRatio = r;
+        worstName = locationName(l.getLoc()) +
+                    (v == &absmax ? " activations" : " weight columns");
+      }
+    std::vector<int64_t> cols = candidates(absmax, wmax);
     if (cols.empty())
-      return decline(l, "no column's absmax exceeds the outlier ratio");
+      return decline(l, "no column's absmax (activation or weight) exceeds "
+                        "the outlier ratio");
     auto samples = l->getAttrOfType<ElementsAttr>(kInputSamplesAttr);
     auto sampleType =
         samples ? dyn_cast<RankedTensorType>(samples.getType()) : nullptr;
@@ -124,13 +165,15 @@ struct Int8FallbackPass : qcc::impl::Int8FallbackBase<Int8FallbackPass> {
       return decline(l, "float outlier columns do not lower its error");
     l->setAttr(kOutlierColumnsAttr,
                DenseI64ArrayAttr::get(l.getContext(), cols));
+    ++chosen;
     if (report) {
       std::ostringstream os;
       os << std::setprecision(3) << "int8-fallback: "
          << locationName(l.getLoc()) << ": " << cols.size() << " of " << K
-         << " columns in float (outliers " << w8a8::outlierRatio(absmax)
-         << "x), W8A8 error " << 100 * before << "% -> " << 100 * after
-         << "%";
+         << " columns in float (outliers: activations "
+         << w8a8::outlierRatio(absmax) << "x, weight columns "
+         << w8a8::outlierRatio(wmax) << "x), W8A8 error " << 100 * before
+         << "% -> " << 100 * after << "%";
       llvm::errs() << os.str() << "\n";
     }
   }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -325,9 +326,13 @@ static void checkOutliers(const Loader &l, const Artifact &a,
                                                           n.inputs.size() > 3
                                                       ? 3
                                                       : 0]);
-          if (!ref || ref->second.empty() || ref->second.back() < 0)
-            fail("outlier columns need an operand with a static K");
-          int64_t k = ref->second.back();
+          if (!ref || ref->second.empty())
+            fail("outlier columns on an operand without a last dimension");
+          // A quantize's K may be dynamic (the input of a reshape): then
+          // only the order is checked here, the range per call.
+          int64_t k = ref->second.back() < 0
+                          ? std::numeric_limits<int64_t>::max()
+                          : ref->second.back();
           std::string why = format::outlierColumnsError(cols, k);
           if (!why.empty())
             fail(why);
@@ -342,7 +347,7 @@ static void checkOutliers(const Loader &l, const Artifact &a,
                      *w = typeOf(n.inputs[n.inputs.size() - 1]);
           int64_t n0 = ref->second.size() == 2 ? ref->second[0] : -1;
           if (!x || x->first != DType::F32 || x->second.empty() ||
-              x->second.back() != k)
+              (x->second.back() != k && x->second.back() >= 0))
             fail("outlier_input must be f32 [..., " + std::to_string(k) + "]");
           if (!w || w->first != DType::F32 || w->second.size() != 2 ||
               w->second[0] != n0 || w->second[1] != (int64_t)cols.size())

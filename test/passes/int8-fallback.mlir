@@ -35,12 +35,24 @@ func.func @two_outliers(%x: tensor<?x8xf32>) -> tensor<?x2xf32> {
 
 // -----
 
+// An outlier in the weight (where a high smoothing alpha moves it): column 2
+// is 60x the median weight column and coarsens every output channel's scale.
+// CHECK-LABEL: func.func @weight_column(
+// CHECK: qcc.outlier_columns = array<i64: 2>
+func.func @weight_column(%x: tensor<?x8xf32>) -> tensor<?x2xf32> {
+  %w = qcc.constant dense<[[0.5, -0.25, 30.0, 1.0, -1.0, 0.5, 0.75, -0.5], [-0.3, 0.6, -24.0, -0.1, 0.2, -0.4, 0.4, 0.8]]> : tensor<2x8xf32>
+  %y = qcc.linear %x, %w {qcc.input_absmax = dense<[0.99, 0.94, 0.94, 0.96, 0.95, 0.7, 0.88, 0.63]> : tensor<8xf32>, qcc.input_samples = dense<[[-0.73, 0.69, 0.53, -0.49, -0.01, 0.7, 0.3, 0.58], [-0.81, -0.94, 0.67, -0.13, 0.52, -0.4, -0.11, 0.44], [-0.54, 0.89, 0.8, -0.94, -0.95, 0.12, 0.88, -0.24], [-0.57, -0.16, -0.94, -0.56, -0.12, -0.3, -0.53, -0.54], [-0.56, -0.08, -0.42, -0.96, 0.68, 0.5, 0.28, -0.63], [0.99, 0.72, -0.76, -0.33, 0.44, 0.08, 0.87, -0.16]]> : tensor<6x8xf32>} : (tensor<?x8xf32>, tensor<2x8xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
 // No column stands out (the largest is 1.6x the median): nothing to do.
 // CHECK-LABEL: func.func @no_outlier(
 // CHECK-NOT: qcc.outlier_columns
 func.func @no_outlier(%x: tensor<?x4xf32>) -> tensor<?x2xf32> {
   %w = qcc.constant dense<1.0> : tensor<2x4xf32>
-  // expected-remark @+1 {{int8-fallback: no outlier columns: no column's absmax exceeds the outlier ratio}}
+  // expected-remark @+1 {{int8-fallback: no outlier columns: no column's absmax (activation or weight) exceeds the outlier ratio}}
   %y = qcc.linear %x, %w {qcc.input_absmax = dense<[1.0, 1.6, 0.9, 1.2]> : tensor<4xf32>, qcc.input_samples = dense<[[1.0, 1.6, 0.9, 1.2]]> : tensor<1x4xf32>} : (tensor<?x4xf32>, tensor<2x4xf32>) -> tensor<?x2xf32>
   return %y : tensor<?x2xf32>
 }
