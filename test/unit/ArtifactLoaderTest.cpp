@@ -274,7 +274,7 @@ json outlierManifest(json columns) {
        {v("f32", {2, 4}), v("i8", {2, 4}), v("f32", {2, 1}), v("i32", {2, 1}),
         v("i8", {3, 4}), v("f32", {3}), v("i32", {3}), v("f32", {3, 1}),
         v("f32", {2, 3})}},
-      {"constants", {c(4, 0), c(5, 16), c(6, 32), c(7, 48)}},
+      {"constants", {c(4, 0), c(5, 64), c(6, 128), c(7, 192)}},
       {"functions",
        {{{"name", "main"},
          {"inputs",
@@ -297,7 +297,7 @@ json outlierManifest(json columns) {
 }
 
 TEST(ArtifactLoader, OutlierColumnsAreValidatedAtLoad) {
-  std::string data(64, '\0');
+  std::string data(256, '\0'); // four constants, 64-byte aligned
   auto refused = [&](const json &m) { return refusal(package(m.dump(), data)); };
   EXPECT_EQ(refused(outlierManifest({1})), "");
   EXPECT_REFUSED(refused(outlierManifest({4})),

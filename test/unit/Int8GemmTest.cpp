@@ -357,8 +357,9 @@ TEST(Int8Gemm, MixedGemmKeepsMassiveActivations) {
       errInt8 += std::pow(y8 - y, 2);
       norm += y * y;
     }
-  // Measured here: the mixed error is about 100x smaller (the step of the
-  // other columns shrinks 100x); 10x leaves room for the random data.
+  // The other columns' step shrinks about 100x, so the squared error of
+  // their part far more; the bound asks for 10x, loose enough for any seed
+  // (both sides share the weight quantization error).
   EXPECT_LT(errMixed * 10, errInt8) << errMixed / norm << " vs "
                                     << errInt8 / norm;
 }
