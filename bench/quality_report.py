@@ -4,7 +4,7 @@
     .venv/bin/python bench/quality_report.py [--model examples/austen/model.onnx]
         [--outliers] [--text examples/austen/heldout.txt] [--max-chars 60000]
         [--calib-text TRAIN.txt] [--calib-samples 64] [--calib-seq-len 128]
-        [--alpha 0.5] [--o1-sweep] [--qcc build/bin/qcc] [--qrun build/bin/qrun]
+        [--alpha 0.5] [--o1-sweep | --fallback] [--qcc build/bin/qcc] [--qrun build/bin/qrun]
         [--keep DIR]
 
 Builds each variant with qcc (docs/QUANTIZATION.md), measures
@@ -22,6 +22,9 @@ float32 artifact, and .qpkg size.
 --o1-sweep reports SmoothQuant O1 instead, alpha 0.5, 0.85 and auto (per group, chosen on the
 calibration rows), each smoothing only norm -> linear groups (--smoothquant-norms-only) and
 every group (also GLU up -> down and V -> O); docs/QUANTIZATION.md section 2.
+
+--fallback reports O1 with and without the LLM.int8()-style float outlier columns
+(--int8-fallback=auto, docs/QUANTIZATION.md section 3): naive, alpha 0.85 and auto.
 
 Calibration never sees the held-out text: by default the calibration file is the train
 split of the Austen corpus (per novel the first 90% of characters, int(len*0.9), as in
@@ -80,6 +83,18 @@ def o1_sweep():
             out.append((f"SmoothQuant a={alpha} O1, " + ("norms only" if norms_only else "all groups"),
                         ["--quant=w8a8", f"--smoothquant-alpha={alpha}"]
                         + (["--smoothquant-norms-only"] if norms_only else [])))
+    return out
+
+
+def fallback_sweep():
+    """(name, qcc flags): O1 without and with --int8-fallback=auto."""
+    out = [("float32", [])]
+    for name, flags in (("naive O1", ["--no-smoothquant"]),
+                        ("SmoothQuant a=0.85 O1", ["--smoothquant-alpha=0.85"]),
+                        ("SmoothQuant a=auto O1", ["--smoothquant-alpha=auto"])):
+        out.append((name, ["--quant=w8a8"] + flags))
+        out.append((name + " + int8 fallback",
+                    ["--quant=w8a8"] + flags + ["--int8-fallback=auto"]))
     return out
 
 
@@ -163,8 +178,10 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
     """Build and measure each (name, flags) of `chosen`; calibration stats are shared
     (and kept from an earlier run in `work` with reuse_stats)."""
     def calib_for(flags):
-        # The alpha search needs statistics with sampled rows: its own file.
-        rows = "-rows" if "--smoothquant-alpha=auto" in flags else ""
+        # The alpha search and the int8 fallback need statistics with sampled
+        # rows: their own file.
+        rows = "-rows" if ("--smoothquant-alpha=auto" in flags or
+                           "--int8-fallback=auto" in flags) else ""
         stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}{rows}.json")
         return [f"--calib={calib_text}", f"--calib-samples={samples}",
                 f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
@@ -272,6 +289,8 @@ def main():
     p.add_argument("--context", type=int, default=128)
     p.add_argument("--o1-sweep", action="store_true",
                    help="SmoothQuant O1 at alpha 0.5, 0.85, auto, norms only vs all groups")
+    p.add_argument("--fallback", action="store_true",
+                   help="O1 (naive, alpha 0.85, auto) without and with --int8-fallback=auto")
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
     args = check_common_args(p.parse_args())
 
@@ -289,7 +308,8 @@ def main():
         calib_text = args.calib_text or write_train_split(args.data_dir,
                                                           os.path.join(work, "calib-train.txt"))
         rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work,
-                       o1_sweep() if args.o1_sweep else variants(args.alpha),
+                       o1_sweep() if args.o1_sweep
+                       else fallback_sweep() if args.fallback else variants(args.alpha),
                        args.calib_samples, args.calib_seq_len,
                        args.context)
         name = os.path.relpath(args.model, ROOT)

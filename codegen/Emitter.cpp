@@ -216,11 +216,21 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
   return e;
 }
 
+/// The device type naming a linear's float outlier columns (common.cuh).
+std::string outlierColumnsType(ArrayRef<int64_t> columns) {
+  std::string s = "qcc::OutlierColumns<";
+  for (size_t i = 0; i < columns.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(columns[i]);
+  return s + ">";
+}
+
 Unit emitGemm(const Region &r) {
   auto q = r.find<qcc::QLinearOp>();
   auto f = r.find<qcc::LinearOp>();
   qcc::KernelKind kind = r.kernel.getKind();
-  bool i8 = kind == qcc::KernelKind::GemmI8 || kind == qcc::KernelKind::GemmI8Sp;
+  bool i8 = kind == qcc::KernelKind::GemmI8 ||
+            kind == qcc::KernelKind::GemmI8Sp ||
+            kind == qcc::KernelKind::GemmI8Mixed;
   // 2:4 sparse: the weight is a qcc.sparse_2_4 of the operands `values`
   // [N, K/2] and `meta` [N, K/32] (format/Sparse24.h), read as they are.
   bool sparse =
@@ -228,6 +238,12 @@ Unit emitGemm(const Region &r) {
   Operation *gemm = i8 ? q.getOperation() : f.getOperation();
   if (!gemm)
     return unsupported("GEMM region without its GEMM op");
+  // gemm_i8_mixed: a qlinear with float outlier columns; the int8 GEMM's
+  // epilogue adds the float product of the gathered columns.
+  bool mixed = kind == qcc::KernelKind::GemmI8Mixed;
+  if (i8 && !mixed && q.getOutlierColumns())
+    return unsupported("a qlinear with outlier columns outside a "
+                       "gemm_i8_mixed region");
   Value x = i8 ? q.getInput() : f.getInput();
   Value w = i8 ? q.getWeight() : f.getWeight();
   Value bias = i8 ? q.getBias() : f.getBias();
@@ -318,6 +334,17 @@ Unit emitGemm(const Region &r) {
     types += (types.empty() ? "" : ", ") + type;
     stages += (stages.empty() ? "" : ", ") + init;
   };
+  if (mixed) {
+    int xf = r.argIndex(q.getOutlierInput()),
+        wo = r.argIndex(q.getOutlierWeight());
+    if (xf < 0 || wo < 0)
+      return unsupported("GEMM operands computed inside the region");
+    params.push_back({"const float *xf", Param::operand("xf", xf)});
+    params.push_back({"const float *wo", Param::operand("wo", wo)});
+    std::string stage =
+        "qcc::AddOutliers<" + outlierColumnsType(*q.getOutlierColumns()) + ">";
+    addStage(stage, stage + "{xf, K, wo}");
+  }
   if (bias) {
     int bi = r.argIndex(bias);
     params.push_back({"const " + biasT + " *bias", Param::operand("bias", bi)});
@@ -367,6 +394,8 @@ Unit emitGemm(const Region &r) {
     body += "  x += (long long)m0 * K;\n";
     if (perToken)
       body += "  xs += m0;\n  xz += m0;\n";
+    if (mixed)
+      body += "  xf += (long long)m0 * K;\n";
     if (epi.residual >= 0)
       body += "  res += (long long)m0 * N;\n";
     body += "  y += (long long)m0 * N;\n";
@@ -427,7 +456,7 @@ Unit emitNorm(const Region &r, bool quantize) {
   qcc::QuantizeOp q = quantize ? r.find<qcc::QuantizeOp>() : nullptr;
   if (quantize) {
     if (!q || q.getGranularity() != "per_token" || q.getAsymmetric() ||
-        q->getAttr("scale"))
+        q->getAttr("scale") || q.getOutlierColumns())
       return unsupported("norm_quantize: only symmetric dynamic per-token "
                          "quantization is fused yet");
   }
@@ -487,6 +516,15 @@ Unit emitQuantize(const Region &r) {
   if (q->getAttr("scale"))
     return unsupported("no CUDA kernel for static quantize regions yet");
   bool perToken = q.getGranularity() == "per_token";
+  // Outlier columns are read as 0: a row's column is its index in the row,
+  // so only per-token rows know them.
+  std::string skip;
+  if (auto cols = q.getOutlierColumns()) {
+    if (!perToken)
+      return unsupported("no CUDA kernel for a per-tensor quantize with "
+                         "outlier columns");
+    skip = ", " + outlierColumnsType(*cols);
+  }
   constexpr int threads = 256;
   int xi = r.argIndex(q.getInput());
   if (xi < 0)
@@ -514,10 +552,10 @@ Unit emitQuantize(const Region &r) {
              llvm::formatv("extern \"C\" __global__ void "
                            "__launch_bounds__({0})\n{1}(const {2} *x, "
                            "qcc::int8_t *q, float *s, qcc::int32_t *z, int M, "
-                           "int K) {{\n  qcc::quantize_rows<{0}, {3}>(x, q, s, "
-                           "z, M, K);\n}\n",
+                           "int K) {{\n  qcc::quantize_rows<{0}, {3}{4}>(x, q, "
+                           "s, z, M, K);\n}\n",
                            threads, kEntry, inT,
-                           q.getAsymmetric() ? "true" : "false")
+                           q.getAsymmetric() ? "true" : "false", skip)
                  .str();
   LaunchStep s = step("", threads, M);
   s.params = std::move(params);
@@ -994,6 +1032,7 @@ EmitResult emitKernels(ModuleOp module) {
       case qcc::KernelKind::GemmF16:
       case qcc::KernelKind::GemmI8Sp:
       case qcc::KernelKind::GemmF16Sp:
+      case qcc::KernelKind::GemmI8Mixed:
         u = emitGemm(r);
         break;
       case qcc::KernelKind::NormQuantize:

@@ -31,6 +31,11 @@
 //                    first step converts x into workspace.x16
 //                    (CastF32ToF16Config, 256 threads) and the weight is
 //                    converted to f16 at upload;
+//   gemm_i8_mixed (a qlinear with float outlier columns): gemm_i8's tiles
+//                    and parameters plus xf (the f32 input) and wo (the f32
+//                    weight columns) after wsum; the epilogue's
+//                    AddOutliers<OutlierColumns<c...>> (the columns are in
+//                    the type) adds their product after the dequantization;
 //   gemm_i8_sp / gemm_f16_sp (2:4 sparse weight, gemm_sp.cuh): the same
 //                    families with GemmSpI8Config / GemmSpF16Config, BlockK
 //                    128: N >= 1024: <128, 128, 128, 64, 64, 3> (int8 92,160

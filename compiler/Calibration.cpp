@@ -64,7 +64,8 @@ constexpr Sidecar kGrams{
 constexpr Sidecar kSamples{
     "sample_sets", "sample_file", "activation sample",
     "no activation samples (saved by a compile without "
-    "--smoothquant-alpha=auto; delete it to recalibrate)",
+    "--smoothquant-alpha=auto or --int8-fallback=auto; delete it to "
+    "recalibrate)",
     true};
 
 /// The tensors of sidecar `kind` of `stats` (its file beside `statsPath`),

@@ -58,13 +58,21 @@ llvm::Error runPasses(PassManager &pm, ModuleOp module,
   return llvm::Error::success();
 }
 
-/// Calibration rows kept per linear input for SmoothQuant's alpha search:
-/// 128 rows of K floats per input (SmolLM2: 121 inputs, about 50 MB in all;
-/// its search took 16 minutes on 2 busy cores).
+/// Calibration rows kept per linear input for SmoothQuant's alpha search
+/// and int8-fallback's error: 128 rows of K floats per input (SmolLM2: 121
+/// inputs, about 50 MB in all; its alpha search took 16 minutes on 2 busy
+/// cores).
 constexpr int64_t kAlphaSearchRows = 128;
 
 bool quantizes(const qcc::CompileOptions &options) {
   return options.quant == qcc::QuantMode::W8A8;
+}
+
+/// Whether the quantize phase measures errors on calibration rows.
+bool needsActivationRows(const qcc::CompileOptions &options) {
+  return quantizes(options) &&
+         ((options.smoothQuant && options.smoothQuantAutoAlpha) ||
+          options.int8Fallback == qcc::Int8Fallback::Auto);
 }
 
 bool sparsifies(const qcc::CompileOptions &options) {
@@ -147,8 +155,7 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
     return llvm::Error::success(); // nothing uses the statistics
   CalibrationOptions calibration = options.calibration;
   calibration.pruningStats = pruningStats;
-  if (quantizes(options) && options.smoothQuant &&
-      options.smoothQuantAutoAlpha)
+  if (needsActivationRows(options))
     calibration.activationRows = kAlphaSearchRows;
   if (auto err = calibrate(module, calibration))
     return error(sourcePath + ": " + llvm::toString(std::move(err)));
@@ -167,6 +174,7 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     sq.autoAlpha = options.smoothQuantAutoAlpha;
     sq.reportAlpha = options.smoothQuantAutoAlpha && !options.quiet;
     sq.normsOnly = options.smoothQuantNormsOnly;
+    sq.keepSamples = options.int8Fallback == Int8Fallback::Auto;
     fn.addPass(createSmoothQuant(sq));
   }
   // Prune the smoothed weights; int8 scales then come from the kept ones.
@@ -176,6 +184,11 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     sp.exclude.assign(options.sparsityExclude.begin(),
                       options.sparsityExclude.end());
     fn.addPass(createSparsify24(sp));
+  }
+  if (quantizes(options) && options.int8Fallback == Int8Fallback::Auto) {
+    Int8FallbackOptions fb;
+    fb.report = !options.quiet;
+    fn.addPass(createInt8Fallback(fb));
   }
   if (quantizes(options)) {
     QuantizeOptions q;

@@ -76,6 +76,9 @@ struct CompileOptions {
   bool smoothQuantAutoAlpha = false;
   /// Smooth only norm -> linear groups (not up -> down, V -> O).
   bool smoothQuantNormsOnly = false;
+  /// LLM.int8()-style float outlier columns (int8-fallback; Auto needs
+  /// calibration activation rows, like auto alpha).
+  Int8Fallback int8Fallback = Int8Fallback::Off;
   CalibrationOptions calibration;
   /// 2:4 sparsity of the block linears (docs/SPARSITY.md); `prune` unset:
   /// sparsegpt with calibration data (--calib or existing --calib-stats),

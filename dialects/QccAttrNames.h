@@ -22,8 +22,12 @@ inline constexpr llvm::StringLiteral kInputGramAttr = "qcc.input_gram";
 inline constexpr llvm::StringLiteral kInputL2NormAttr = "qcc.input_l2norm";
 /// On a qcc.linear: sampled rows of its input over the calibration tokens
 /// (f32 [rows, K], dense_resource; calibration -> smooth-quant's alpha
-/// search, which drops them).
+/// search, which drops them or, for int8-fallback, rescales them).
 inline constexpr llvm::StringLiteral kInputSamplesAttr = "qcc.input_samples";
+/// On a qcc.linear: the input columns that stay in float, ascending
+/// (DenseI64ArrayAttr; int8-fallback -> quantize).
+inline constexpr llvm::StringLiteral kOutlierColumnsAttr =
+    "qcc.outlier_columns";
 /// On the module: the KV cache layout (kv-cache-layout -> emitter, artifact
 /// writer; docs/KV_CACHE.md).
 inline constexpr llvm::StringLiteral kKvCacheAttr = "qcc.kv_cache";

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
+#include "format/Quant.h"
 #include "dialects/QccConstants.h"
 #include "format/Sparse24.h"
 
@@ -13,6 +14,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace qcc;
@@ -619,6 +622,16 @@ LogicalResult QuantizeOp::verify() {
     if (!shapesAgree(tensorType(v).getShape(), expect))
       return emitOpError("scale and zero point must be [..., 1] per token "
                          "or [1] per tensor");
+  if (auto cols = getOutlierColumns()) {
+    // A dynamic K (a reshape's result) is checked where it is known: by the
+    // qlinear against its weight, and at run time.
+    int64_t k = in.getRank() ? in.getShape().back() : 0;
+    if (ShapedType::isDynamic(k))
+      k = std::numeric_limits<int64_t>::max();
+    std::string why = format::outlierColumnsError(*cols, k);
+    if (!why.empty())
+      return emitOpError(why);
+  }
   return success();
 }
 
@@ -675,6 +688,36 @@ LogicalResult QLinearOp::verify() {
       !shapesAgree(out.getShape().drop_back(), in.getShape().drop_back()) ||
       !sizesAgree(out.getShape().back(), w.getDimSize(0)))
     return emitOpError("result must be the input's leading dims followed by N");
+  return verifyOutliers();
+}
+
+LogicalResult QLinearOp::verifyOutliers() {
+  std::optional<ArrayRef<int64_t>> cols = getOutlierColumns();
+  if (!getOutlierInput() && !cols)
+    return success();
+  if (!getOutlierInput() || !cols)
+    return emitOpError("outlier_input, outlier_weight and outlier_columns "
+                       "come together");
+  auto in = getInput().getType();
+  auto w = getWeight().getType();
+  int64_t k = w.getDimSize(1);
+  if (ShapedType::isDynamic(k))
+    return emitOpError("outlier columns need a static K");
+  std::string why = format::outlierColumnsError(*cols, k);
+  if (!why.empty())
+    return emitOpError(why);
+  if (getWeight().getDefiningOp<Sparse24Op>())
+    return emitOpError("outlier columns and a 2:4 sparse weight do not mix");
+  if (!shapesAgree(tensorType(getOutlierInput()).getShape(), in.getShape()))
+    return emitOpError("outlier_input must have the input's shape");
+  auto ow = tensorType(getOutlierWeight());
+  if (ow.getRank() != 2 || !sizesAgree(ow.getDimSize(0), w.getDimSize(0)) ||
+      !sizesAgree(ow.getDimSize(1), (int64_t)cols->size()))
+    return emitOpError("outlier_weight must be [N, number of outlier columns]");
+  if (auto q = getInput().getDefiningOp<QuantizeOp>())
+    if (q.getOutlierColumns() != cols || q.getInput() != getOutlierInput())
+      return emitOpError("the quantize of the input must read outlier_input "
+                         "with the same outlier_columns");
   return success();
 }
 
@@ -746,6 +789,12 @@ LogicalResult KernelOp::verify() {
                 ? nullptr
                 : "a qcc.linear whose weight is a qcc.sparse_2_4 of block "
                   "arguments";
+    break;
+  case KernelKind::GemmI8Mixed:
+    needs = llvm::any_of(body.getOps<QLinearOp>(),
+                         [](QLinearOp q) { return q.getOutlierInput(); })
+                ? nullptr
+                : "a qcc.qlinear with outlier columns";
     break;
   }
   if (needs)

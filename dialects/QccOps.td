@@ -620,13 +620,19 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
     `q = clamp(round_half_even(x / scale) + zp, -128, 127)`. A zero range
     gives scale 1. (127, 255 and -128 are `#qcc.quant`'s range for 8 bits.)
 
+    `outlier_columns` (ascending, distinct, in [0, K)): those input columns
+    are read as 0. They take no part in the scale (and zero point) and
+    quantize to the zero point; the `qcc.qlinear` that reads the result
+    takes them in float (LLM.int8()-style fallback, docs/QUANTIZATION.md).
+
     ```mlir
     %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>}
         : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
     ```
   }];
   let arguments = (ins Qcc_FloatTensor:$input, Qcc_QuantAttr:$quant,
-                   OptionalAttr<F32Attr>:$scale);
+                   OptionalAttr<F32Attr>:$scale,
+                   OptionalAttr<DenseI64ArrayAttr>:$outlier_columns);
   let results = (outs RankedTensorOf<[I8]>:$result,
                   RankedTensorOf<[F32]>:$scale_out,
                   RankedTensorOf<[I32]>:$zero_point);
@@ -641,7 +647,7 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
   }];
 }
 
-def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
+def Qcc_QLinearOp : Qcc_Op<"qlinear", [AttrSizedOperandSegments]> {
   let summary = "int8 x int8 linear with int32 accumulation and a float epilogue";
   let description = [{
     `input` i8 [..., K] with its `input_scale` / `input_zero_point` from
@@ -652,6 +658,23 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
     acc[n] = sum_k input[k] * weight[n, k]                    (int32, exact)
     result[n] = float(acc[n] - zero_point * weight_sum[n]) * (input_scale * weight_scale[n]) + bias[n]
     ```
+
+    With outliers (LLM.int8()-style fallback, docs/QUANTIZATION.md): the
+    float input `outlier_input` f32 [..., K] (what the quantize read), the
+    float weight columns `outlier_weight` f32 [N, n] and `outlier_columns`
+    c_0 < ... < c_(n-1) in [0, K), whose int8 weight columns are zero (and
+    which the quantize read as 0). The float part is summed in the epilogue,
+    before the bias, each step rounded to f32 in this order:
+
+    ```
+    f[n] = sum_j outlier_input[c_j] * outlier_weight[n, j]   (f32, j = 0, 1, ...)
+    result[n] = (float(acc[n] - zero_point * weight_sum[n]) * (input_scale * weight_scale[n]) + f[n]) + bias[n]
+    ```
+
+    ```mlir
+    %y = qcc.qlinear %xq, %xs, %xz, %w, %ws, %wsum outliers(%x, %wo) {outlier_columns = array<i64: 3, 17>}
+        : (...) -> tensor<?x?x256xf32>
+    ```
   }];
   let arguments = (ins RankedTensorOf<[I8]>:$input,
                    RankedTensorOf<[F32]>:$input_scale,
@@ -659,10 +682,32 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear"> {
                    RankedTensorOf<[I8]>:$weight,
                    RankedTensorOf<[F32]>:$weight_scale,
                    RankedTensorOf<[I32]>:$weight_sum,
-                   Optional<Qcc_FloatTensor>:$bias);
+                   Optional<Qcc_FloatTensor>:$bias,
+                   Optional<RankedTensorOf<[F32]>>:$outlier_input,
+                   Optional<RankedTensorOf<[F32]>>:$outlier_weight,
+                   OptionalAttr<DenseI64ArrayAttr>:$outlier_columns);
   let results = (outs Qcc_FloatTensor:$result);
-  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input `,` $input_scale `,` $input_zero_point `,` $weight `,`
+    $weight_scale `,` $weight_sum (`,` $bias^)?
+    (`outliers` `(` $outlier_input^ `,` $outlier_weight `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  // Without outliers (the usual qlinear).
+  let builders = [OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+      "::mlir::Value":$input_scale, "::mlir::Value":$input_zero_point,
+      "::mlir::Value":$weight, "::mlir::Value":$weight_scale,
+      "::mlir::Value":$weight_sum, "::mlir::Value":$bias), [{
+    build($_builder, $_state, result, input, input_scale, input_zero_point,
+          weight, weight_scale, weight_sum, bias, ::mlir::Value(),
+          ::mlir::Value(), ::mlir::DenseI64ArrayAttr());
+  }]>];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The outlier operands and columns: all or none, in range, agreeing
+    /// with the weight and with the quantize that feeds `input`.
+    ::mlir::LogicalResult verifyOutliers();
+  }];
 }
 
 def Qcc_Sparse24Op : Qcc_Op<"sparse_2_4"> {
@@ -705,7 +750,8 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     The body computes the results from the block arguments (one per
     operand) with the ops it holds, in their usual semantics; `kind` names
     the device template family the emitter instantiates (`gemm_i8`,
-    `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `norm_quantize`, `norm`,
+    `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `gemm_i8_mixed` (a qlinear
+    with float outlier columns), `norm_quantize`, `norm`,
     `quantize`, `attention`, `embedding`, `elementwise`; the verifier checks
     the body holds the op the kind is built around: for the `_sp` kinds a
     qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments),

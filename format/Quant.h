@@ -16,6 +16,8 @@
 #define QCC_FORMAT_QUANT_H
 
 #include <cstdint>
+#include <span>
+#include <string>
 
 namespace qcc::format {
 
@@ -37,6 +39,28 @@ constexpr int32_t asymmetricQMax(int bits = kQuantBits) {
 /// (max - min) / steps.
 constexpr int32_t asymmetricSteps(int bits = kQuantBits) {
   return asymmetricQMax(bits) - asymmetricQMin(bits);
+}
+
+/// Why `columns` cannot be the outlier columns of a linear of depth k (the
+/// LLM.int8()-style fallback, docs/QUANTIZATION.md section 3): they must be
+/// ascending, distinct and in [0, k), at most k of them. "" when they can.
+/// The compiler's verifiers and the runtime's checks of an artifact both
+/// use this rule.
+inline std::string outlierColumnsError(std::span<const int64_t> columns,
+                                       int64_t k) {
+  if ((int64_t)columns.size() > k)
+    return std::to_string(columns.size()) + " outlier columns for K = " +
+           std::to_string(k);
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] < 0 || columns[i] >= k)
+      return "outlier column " + std::to_string(columns[i]) +
+             " is outside [0, " + std::to_string(k) + ")";
+    if (i > 0 && columns[i] <= columns[i - 1])
+      return "outlier columns must be ascending and distinct (" +
+             std::to_string(columns[i - 1]) + " then " +
+             std::to_string(columns[i]) + ")";
+  }
+  return "";
 }
 
 static_assert(symmetricQMax(8) == 127 && asymmetricQMin(8) == -128 &&

@@ -137,8 +137,10 @@ private:
       }
     }
     bool i8 = isa<QLinearOp>(gemm);
-    form(group, sparse ? (i8 ? KernelKind::GemmI8Sp : KernelKind::GemmF16Sp)
-                       : (i8 ? KernelKind::GemmI8 : KernelKind::GemmF16));
+    bool mixed = i8 && cast<QLinearOp>(gemm).getOutlierInput();
+    form(group, mixed    ? KernelKind::GemmI8Mixed
+                : sparse ? (i8 ? KernelKind::GemmI8Sp : KernelKind::GemmF16Sp)
+                         : (i8 ? KernelKind::GemmI8 : KernelKind::GemmF16));
   }
 
   /// norm + the per-token quantize of its output (scale computed in-kernel).

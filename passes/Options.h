@@ -27,6 +27,9 @@ enum class ActivationQuant { PerToken, PerTensor, Static };
 /// Whole-model quantization scheme (docs/QUANTIZATION.md).
 enum class QuantMode { None, W8A8 };
 
+/// LLM.int8()-style float outlier columns for W8A8 (docs/QUANTIZATION.md).
+enum class Int8Fallback { Off, Auto };
+
 /// Structured sparsity of the block linears (docs/SPARSITY.md).
 enum class Sparsity { None, TwoFour };
 /// How sparsify-2-4 chooses the two kept weights of each group of four.
@@ -53,6 +56,12 @@ inline constexpr llvm::cl::OptionEnumValue kActivationQuantNames[] = {
 inline constexpr llvm::cl::OptionEnumValue kQuantModeNames[] = {
     {"none", int(QuantMode::None), "float weights and activations"},
     {"w8a8", int(QuantMode::W8A8), "int8 weights and activations"},
+};
+
+inline constexpr llvm::cl::OptionEnumValue kInt8FallbackNames[] = {
+    {"off", int(Int8Fallback::Off), "every input column in int8"},
+    {"auto", int(Int8Fallback::Auto),
+     "outlier columns in float where calibration says it pays"},
 };
 
 inline constexpr llvm::cl::OptionEnumValue kSparsityNames[] = {

@@ -594,7 +594,9 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
     linears (`qcc.input_gram`, `qcc.input_l2norm`) are rescaled with their
     input: H_ij / (s_i s_j), ||X_j|| / s_j. A group that is skipped (another
     user, a linear without statistics, a computed gamma, beta or weight) gets
-    a remark saying why.
+    a remark saying why. The calibration rows (`qcc.input_samples`) are
+    dropped, or with `keep-samples` rescaled to X / s and kept for
+    `int8-fallback`.
 
     `auto-alpha` picks alpha per group instead: each alpha of 0.30, 0.35,
     ..., 0.95 is tried and the one with the least relative output error
@@ -623,6 +625,8 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
            "Pick alpha per group by W8A8 error on qcc.input_samples">,
     Option<"reportAlpha", "report-alpha", "bool", /*default=*/"false",
            "Print each group's alpha, error and outlier ratio to stderr">,
+    Option<"keepSamples", "keep-samples", "bool", /*default=*/"false",
+           "Keep qcc.input_samples, rescaled to X / s, for int8-fallback">,
   ];
 }
 
@@ -684,6 +688,45 @@ def Sparsify24 : Pass<"sparsify-2-4", "mlir::func::FuncOp"> {
   ];
 }
 
+def Int8Fallback : Pass<"int8-fallback", "mlir::func::FuncOp"> {
+  let summary = "Choose the input columns a W8A8 linear keeps in float (LLM.int8())";
+  let description = [{
+    LLM.int8()-style decomposition for the linears that smoothing leaves
+    with outliers (docs/QUANTIZATION.md, section 3). For each `qcc.linear`
+    with a constant (dense) weight and calibration statistics
+    (`qcc.input_absmax` A [K], after smooth-quant: of X / s), the candidate
+    columns are those with A_j > `outlier-ratio` * median(A), the largest
+    first, at most `max-fraction` * K of them (at least 1). With the
+    calibration rows `qcc.input_samples` X [R, K] the W8A8 output error
+    (passes/W8A8Error.h) is measured without and with the candidates in
+    float; the linear gets `qcc.outlier_columns` (ascending) when the error
+    without them is above `error-threshold` and they lower it. `quantize`
+    then keeps those columns in float: the int8 weight gets them zeroed,
+    the activation scale skips them, and the float weight slice travels
+    with the `qcc.qlinear`. The calibration rows are dropped afterwards.
+    A linear left alone gets a remark saying why (`qcc-opt` shows it).
+    With `report`, each chosen linear's columns and errors go to stderr.
+
+    ```mlir
+    // before
+    %y = qcc.linear %x, %w {qcc.input_absmax = dense<[1.0, 90.0, 1.0, ...]> : tensor<64xf32>,
+                            qcc.input_samples = ...} : ...
+    // after
+    %y = qcc.linear %x, %w {qcc.input_absmax = ..., qcc.outlier_columns = array<i64: 1>} : ...
+    ```
+  }];
+  let options = [
+    Option<"outlierRatio", "outlier-ratio", "double", /*default=*/"8.0",
+           "A column is a candidate when its absmax exceeds this times the median">,
+    Option<"maxFraction", "max-fraction", "double", /*default=*/"0.02",
+           "At most this fraction of K columns (at least one) stays in float">,
+    Option<"errorThreshold", "error-threshold", "double", /*default=*/"0.0",
+           "Relative W8A8 output error above which a linear falls back">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print each chosen linear's columns and errors to stderr">,
+  ];
+}
+
 def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
   let summary = "W8A8: int8 per-channel weights, int8 activations";
   let description = [{
@@ -698,7 +741,12 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     `activations` picks SmoothQuant's levels: `per-token` (O1, dynamic),
     `per-tensor` (O2, dynamic) or `static` (O3: one scale from calibration,
     max of `qcc.input_absmax` / 127; an error without statistics).
-    `asymmetric` uses zero-point activations (dynamic levels only). The
+    `asymmetric` uses zero-point activations (dynamic levels only). A
+    linear with `qcc.outlier_columns` (int8-fallback) keeps those input
+    columns in float: they are zeroed in the int8 weight (before its scales
+    and sums), the quantize reads them as 0 (`outlier_columns`; a static
+    scale is the max over the other columns), and the qlinear takes the
+    float input and the float weight columns [N, n] (`outliers(...)`). The
     quantize op stands alone after the producer so that kernel formation can
     fuse it into the producing norm or GEMM epilogue.
 
@@ -728,7 +776,8 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     * `gemm_i8` / `gemm_f16`: a `qcc.qlinear` (or float `qcc.linear`) with
       its epilogue: an activation (`gelu`, `silu`) that is its only user,
       then a residual `add` of the same shape that is the activation's (or
-      the GEMM's) only user; `gemm_i8_sp` / `gemm_f16_sp` when the weight is
+      the GEMM's) only user; `gemm_i8_mixed` for a qlinear with float
+      outlier columns (int8-fallback); `gemm_i8_sp` / `gemm_f16_sp` when the weight is
       a `qcc.sparse_2_4` used only there (it joins the region, so its values
       and metadata are the operands);
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the

@@ -658,3 +658,16 @@ LogicalResult qcc::applyPatternsTraced(Operation *op,
 #endif
   return applyPatternsGreedily(op, patterns, config);
 }
+
+std::string qcc::locationName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(l))
+        return name.getName().str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << loc;
+  return s;
+}

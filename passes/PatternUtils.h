@@ -155,6 +155,10 @@ applyPatternsTraced(mlir::Operation *op,
                     const mlir::FrozenRewritePatternSet &patterns,
                     const char *debugType);
 
+/// The name of `loc` for messages: the ONNX node name of a NameLoc (also
+/// inside a FusedLoc), else the location printed.
+std::string locationName(mlir::Location loc);
+
 } // namespace qcc
 
 #endif // QCC_PASSES_PATTERNUTILS_H

@@ -3,12 +3,14 @@
 // W8A8: every qcc.linear with a constant weight becomes qcc.quantize of its
 // input + qcc.qlinear with int8 per-output-channel weights quantized here at
 // compile time (docs/QUANTIZATION.md, section 3). A 2:4 sparse weight
-// (qcc.sparse_2_4 of constants) stays compressed, with int8 values.
+// (qcc.sparse_2_4 of constants) stays compressed, with int8 values. The
+// outlier columns int8-fallback chose stay in float.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccConstants.h"
 #include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
+#include "format/Quant.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
 
@@ -104,6 +106,23 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
     }
     auto wt = l.getWeight().getType();
     int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+    // Outlier columns (int8-fallback): they leave the int8 weight, zeroed
+    // before its scales and sums, for a float slice [n, columns].
+    std::vector<int64_t> outliers;
+    if (auto cols = l->getAttrOfType<DenseI64ArrayAttr>(kOutlierColumnsAttr))
+      outliers.assign(cols.asArrayRef().begin(), cols.asArrayRef().end());
+    if (!outliers.empty() && sparse)
+      return l.emitError("quantize: outlier columns and a 2:4 sparse weight "
+                         "do not mix");
+    if (std::string why = format::outlierColumnsError(outliers, k);
+        !why.empty())
+      return l.emitError("quantize: ") << why;
+    std::vector<float> outlierWeight;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c : outliers) {
+        outlierWeight.push_back((*w)[i * k + c]);
+        (*w)[i * k + c] = 0;
+      }
     OpBuilder b(l);
     Location loc = l.getLoc();
     auto inType = l.getInput().getType();
@@ -120,9 +139,12 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
       if (!absmax)
         return l.emitError("quantize: static activation scales need "
                            "calibration statistics (qcc.input_absmax)");
+      // The columns read as 0 take no part.
       float mx = 0;
+      int64_t c = 0;
       for (float v : absmax.getValues<float>())
-        mx = std::max(mx, v);
+        if (!llvm::is_contained(outliers, c++))
+          mx = std::max(mx, v);
       staticScale = b.getF32FloatAttr(mx > 0 ? mx / quant.getQMax() : 1.f);
       if (asymmetric)
         return l.emitError("quantize: static scales are symmetric; drop "
@@ -140,7 +162,9 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
         b, loc, RankedTensorType::get(inType.getShape(), i8),
         RankedTensorType::get(scaleShape, b.getF32Type()),
         RankedTensorType::get(scaleShape, i32), l.getInput(),
-        quant, staticScale);
+        quant, staticScale,
+        outliers.empty() ? DenseI64ArrayAttr()
+                         : b.getDenseI64ArrayAttr(outliers));
 
     // The quantized array: the dense weight [n, k] or the values [n, k/2].
     int64_t qk = sparse ? sparse.getValues().getType().getDimSize(1) : k;
@@ -158,9 +182,19 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
     Value ws = constantOf(b, loc, {n}, b.getF32Type(), qw.scale,
                           name + "_scale");
     Value wsum = constantOf(b, loc, {n}, i32, qw.sum, name + "_sum");
-    auto ql = QLinearOp::create(b, loc, l.getType(), q.getResult(),
-                                q.getScaleOut(), q.getZeroPoint(), wq, ws,
-                                wsum, l.getBias());
+    Value outlierInput, outlierSlice;
+    if (!outliers.empty()) {
+      outlierInput = l.getInput();
+      outlierSlice = constantOf(b, loc, {n, (int64_t)outliers.size()},
+                                b.getF32Type(), outlierWeight,
+                                name + "_outliers");
+    }
+    auto ql = QLinearOp::create(
+        b, loc, l.getType(), q.getResult(), q.getScaleOut(),
+        q.getZeroPoint(), wq, ws, wsum, l.getBias(), outlierInput,
+        outlierSlice,
+        outliers.empty() ? DenseI64ArrayAttr()
+                         : b.getDenseI64ArrayAttr(outliers));
     l.replaceAllUsesWith(ql.getResult());
     l.erase();
     if (sparse && sparse->use_empty())

@@ -5,12 +5,12 @@
 // that produces the activations (docs/QUANTIZATION.md, section 2).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/kernels/numerics.h"
 #include "dialects/QccConstants.h"
 #include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
+#include "passes/W8A8Error.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -129,8 +129,11 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
     eraseDeadConstants(getOperation());
   }
 
-  /// The sampled rows served the alpha search; they do not go further.
+  /// The sampled rows served the alpha search; they go further only to
+  /// int8-fallback (`keep-samples`), rescaled with their input.
   void dropSamples() {
+    if (keepSamples)
+      return;
     getOperation().walk([](LinearOp l) { l->removeAttr(kInputSamplesAttr); });
   }
 
@@ -373,6 +376,24 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       l->setAttr(kInputL2NormAttr,
                  DenseElementsAttr::get(norms.getType(), ArrayRef<float>(v)));
     }
+    // The calibration rows [R, K]: X / s, per column (q/k/v share theirs).
+    if (auto samples = l->getAttrOfType<ElementsAttr>(kInputSamplesAttr)) {
+      auto type = cast<RankedTensorType>(samples.getType());
+      Attribute &done = grams[samples];
+      if (!done && type.getRank() == 2 && type.getDimSize(1) == (int64_t)k) {
+        if (auto x = getF32Values(samples)) {
+          for (size_t i = 0; i < x->size(); ++i)
+            (*x)[i] /= s[i % k];
+          done = makeElements(
+              type,
+              ArrayRef<char>(reinterpret_cast<const char *>(x->data()),
+                             x->size() * sizeof(float)),
+              blobName(samples, "samples") + "_smoothed");
+        }
+      }
+      if (done)
+        l->setAttr(kInputSamplesAttr, done);
+    }
     auto gram = l->getAttrOfType<ElementsAttr>(kInputGramAttr);
     if (!gram)
       return;
@@ -470,73 +491,27 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
         m.w.insert(m.w.end(), w.begin() + row * p.k,
                    w.begin() + (row + 1) * p.k);
       }
-      m.y = matmulT(p.x, m.w, p.rows, m.n, p.k);
+      m.y = w8a8::matmulT(p.x, m.w, p.rows, m.n, p.k);
       p.linears.push_back(std::move(m));
     }
     return p;
   }
 
-  /// x [R, K] times w [n, K] transposed: [R, n] (the loop over n is
-  /// innermost so that it vectorizes).
-  static std::vector<float> matmulT(const std::vector<float> &x,
-                                    const std::vector<float> &w, int64_t R,
-                                    int64_t n, int64_t K) {
-    std::vector<float> wt((size_t)(K * n)), y((size_t)(R * n), 0.f);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 0; k < K; ++k)
-        wt[k * n + i] = w[i * K + k];
-    for (int64_t r = 0; r < R; ++r) {
-      float *yr = &y[r * n];
-      for (int64_t k = 0; k < K; ++k) {
-        float a = x[r * K + k];
-        if (a == 0.f)
-          continue;
-        const float *wk = &wt[k * n];
-        for (int64_t i = 0; i < n; ++i)
-          yr[i] += a * wk[i];
-      }
-    }
-    return y;
-  }
-
-  /// Symmetric int8 fake quantization of each row of m [rows, K] (one scale
-  /// per row: per-token activations, per-output-channel weights), with the
-  /// element rule of codegen/kernels/numerics.h.
-  static void fakeQuantizeRows(std::vector<float> &m, int64_t K) {
-    namespace num = qcc::numerics;
-    for (size_t r = 0; r * K < m.size(); ++r) {
-      float *v = &m[r * K];
-      float mx = 0;
-      for (int64_t k = 0; k < K; ++k)
-        mx = std::max(mx, std::abs(v[k]));
-      float scale = num::symmetricScale(mx);
-      for (int64_t k = 0; k < K; ++k)
-        v[k] = (float)num::quantizeSymmetric(v[k], scale) * scale;
-    }
-  }
-
   /// Per linear of `p`, ||Q(X / s) Q(W s)^T - X W^T||^2 and ||X W^T||^2
-  /// with s per input column.
+  /// with s per input column (passes/W8A8Error.h).
   static std::vector<std::pair<double, double>>
   errors(const Probe &p, const std::vector<float> &sc) {
-    std::vector<float> xq(p.x);
-    for (size_t i = 0; i < xq.size(); ++i)
-      xq[i] /= sc[i % p.k];
-    fakeQuantizeRows(xq, p.k);
+    std::vector<float> xs(p.x);
+    for (size_t i = 0; i < xs.size(); ++i)
+      xs[i] /= sc[i % p.k];
     std::vector<std::pair<double, double>> out;
     for (const Probe::Linear &m : p.linears) {
-      std::vector<float> wq(m.w);
-      for (size_t i = 0; i < wq.size(); ++i)
-        wq[i] *= sc[i % p.k];
-      fakeQuantizeRows(wq, p.k);
-      std::vector<float> yq = matmulT(xq, wq, p.rows, m.n, p.k);
-      double err = 0, ref = 0;
-      for (size_t i = 0; i < yq.size(); ++i) {
-        double d = (double)yq[i] - m.y[i];
-        err += d * d;
-        ref += (double)m.y[i] * m.y[i];
-      }
-      out.push_back({err, ref});
+      std::vector<float> ws(m.w);
+      for (size_t i = 0; i < ws.size(); ++i)
+        ws[i] *= sc[i % p.k];
+      w8a8::OutputError e =
+          w8a8::outputError(xs, ws, m.y, p.rows, m.n, p.k, /*floatColumns=*/{});
+      out.push_back({e.error, e.reference});
     }
     return out;
   }
@@ -585,29 +560,6 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
     llvm_unreachable("unknown producer");
   }
 
-  /// max / median of a channel absmax list.
-  static double outlierRatio(std::vector<float> v) {
-    if (v.empty())
-      return 0;
-    float mx = *llvm::max_element(v);
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    float med = v[v.size() / 2];
-    return med > 0 ? mx / med : INFINITY;
-  }
-
-  static std::string locName(Location loc) {
-    if (auto name = dyn_cast<NameLoc>(loc))
-      return name.getName().str();
-    if (auto fused = dyn_cast<FusedLoc>(loc))
-      for (Location l : fused.getLocations())
-        if (auto name = dyn_cast<NameLoc>(l))
-          return name.getName().str();
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    os << loc;
-    return s;
-  }
-
   /// One line per group on stderr: the alpha used, the group's error there
   /// and at the fixed alpha, and per linear its outlier ratio (before ->
   /// after smoothing) and error.
@@ -632,8 +584,9 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
       std::vector<float> after(x);
       for (size_t c = 0; c < after.size(); ++c)
         after[c] /= s[channelOf(g, c)];
-      os << " " << locName(l.getLoc()) << ": outliers " << outlierRatio(x)
-         << "x -> " << outlierRatio(after) << "x, error " << 100 * e << "%;";
+      os << " " << locationName(l.getLoc()) << ": outliers "
+         << w8a8::outlierRatio(x) << "x -> " << w8a8::outlierRatio(after)
+         << "x, error " << 100 * e << "%;";
     }
     llvm::errs() << os.str() << "\n";
   }

@@ -1,5 +1,7 @@
 //===- Artifact.cpp - reading and validating .qpkg files ------------------===//
 #include "runtime/Artifact.h"
+
+#include "format/Quant.h"
 #include "runtime/KvCacheConfig.h"
 
 #include "format/Checked.h"
@@ -9,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -126,6 +129,7 @@ constexpr AttrRule kAttrRules[] = {
     {"reverse", AttrType::Bool},    {"transA", AttrType::Bool},
     {"transB", AttrType::Bool},     {"upper", AttrType::Bool},
     {"axes", AttrType::Ints},       {"perm", AttrType::Ints},
+    {"outlier_columns", AttrType::Ints},
     {"sizes", AttrType::Ints},      {"steps", AttrType::Ints},
     {"approximate", AttrType::String}, {"granularity", AttrType::String},
     {"kind", AttrType::String},     {"to", AttrType::String},
@@ -287,6 +291,71 @@ static void checkSparse24(const Loader &l, const Artifact &a,
         }
       };
   walk(fn.nodes, [](int64_t id) { return id; });
+}
+
+/// Every quantize and qlinear node of `fn` (kernel bodies too) with
+/// outlier columns (the LLM.int8()-style fallback, docs/QUANTIZATION.md
+/// section 3) names valid columns of its K (format/Quant.h), and a qlinear's
+/// float operands fit them: outlier_input [..., K], outlier_weight
+/// [N, columns]. Checked here so that a hostile artifact fails at load with
+/// the node's name; the kernels check the operands they get again.
+static void checkOutliers(const Loader &l, const Artifact &a,
+                          const Function &fn) {
+  auto typeOf = [&](int64_t id) -> const std::pair<DType, Shape> * {
+    return id >= 0 && (size_t)id < a.numValues() ? &a.valueType(id) : nullptr;
+  };
+  std::function<void(const std::vector<Node> &)> walk =
+      [&](const std::vector<Node> &nodes) {
+        for (const Node &n : nodes) {
+          if (n.body)
+            walk(n.body->nodes);
+          auto it = n.attrs.find("outlier_columns");
+          if (it == n.attrs.end())
+            continue;
+          auto fail = [&](const std::string &why) {
+            l.fail("function '" + fn.name + "', node '" + n.name + "' (" +
+                   opKindName(n.kind) + "): " + why);
+          };
+          if (n.kind != OpKind::Quantize && n.kind != OpKind::QLinear)
+            fail("outlier_columns on an op that is no quantize or qlinear");
+          std::vector<int64_t> cols = it->get<std::vector<int64_t>>();
+          // The depth K: a qlinear's weight [N, K], a quantize's input.
+          const auto *ref = n.inputs.empty()
+                                ? nullptr
+                                : typeOf(n.inputs[n.kind == OpKind::QLinear &&
+                                                          n.inputs.size() > 3
+                                                      ? 3
+                                                      : 0]);
+          if (!ref || ref->second.empty())
+            fail("outlier columns on an operand without a last dimension");
+          // A quantize's K may be dynamic (the input of a reshape): then
+          // only the order is checked here, the range per call.
+          int64_t k = ref->second.back() < 0
+                          ? std::numeric_limits<int64_t>::max()
+                          : ref->second.back();
+          std::string why = format::outlierColumnsError(cols, k);
+          if (!why.empty())
+            fail(why);
+          if (n.kind != OpKind::QLinear)
+            continue;
+          // Operands: input, scale, zero point, weight, weight scale, sum,
+          // [bias], outlier_input, outlier_weight.
+          if (n.inputs.size() != 8 && n.inputs.size() != 9)
+            fail("with outlier columns a qlinear takes 8 or 9 operands, not " +
+                 std::to_string(n.inputs.size()));
+          const auto *x = typeOf(n.inputs[n.inputs.size() - 2]),
+                     *w = typeOf(n.inputs[n.inputs.size() - 1]);
+          int64_t n0 = ref->second.size() == 2 ? ref->second[0] : -1;
+          if (!x || x->first != DType::F32 || x->second.empty() ||
+              (x->second.back() != k && x->second.back() >= 0))
+            fail("outlier_input must be f32 [..., " + std::to_string(k) + "]");
+          if (!w || w->first != DType::F32 || w->second.size() != 2 ||
+              w->second[0] != n0 || w->second[1] != (int64_t)cols.size())
+            fail("outlier_weight must be f32 [" + std::to_string(n0) +
+                 ", " + std::to_string(cols.size()) + "]");
+        }
+      };
+  walk(fn.nodes);
 }
 
 Artifact Artifact::load(const std::string &path) {
@@ -476,8 +545,10 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
       parseFunctions(m.at("gpu_functions"), a.gpuFunctions_);
     std::set<int64_t> checkedMeta;
     for (const auto *list : {&a.functions_, &a.gpuFunctions_})
-      for (const Function &fn : *list)
+      for (const Function &fn : *list) {
         checkSparse24(l, a, fn, checkedMeta);
+        checkOutliers(l, a, fn);
+      }
     if (m.contains("kernels"))
       for (const json &k : m.at("kernels")) {
         KernelRecord r;

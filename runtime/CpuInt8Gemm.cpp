@@ -222,17 +222,50 @@ void qcc::rt::i8Gemm(const int8_t *x, int64_t M, const int8_t *w,
               [&](int64_t m, int64_t n, int32_t acc) { C[m * N + n] = acc; });
 }
 
-std::vector<Tensor> qcc::rt::fastQLinearKernel(const Operands &ops,
+/// The float part of a qlinear with outlier columns, F[m, n] = sum_j
+/// G[m, j] * Wf[n, j] (G: the gathered columns), vectorized over n: each
+/// element is summed from 0 in ascending j like the reference's, so the two
+/// agree bit for bit (this file is built with -ffp-contract=off).
+static std::vector<float> outlierProduct(const QLinearEpilogue &e) {
+  namespace num = qcc::numerics;
+  const int64_t M = e.M, N = e.N, n = (int64_t)e.outlierColumns.size();
+  std::vector<float> g = e.gatherOutliers(), wt((size_t)(n * N)),
+                     f((size_t)(M * N), 0.0f);
+  for (int64_t c = 0; c < N; ++c)
+    for (int64_t j = 0; j < n; ++j)
+      wt[j * N + c] = e.outlierWeight[c * n + j];
+#pragma omp parallel for schedule(static) if (M * N * n >= kI8GemmParallelWork)
+  for (int64_t m = 0; m < M; ++m) {
+    float *fr = f.data() + m * N;
+    for (int64_t j = 0; j < n; ++j) {
+      const float a = g[m * n + j], *wr = wt.data() + j * N;
+      for (int64_t c = 0; c < N; ++c)
+        fr[c] = num::fadd(fr[c], num::fmul(a, wr[c]));
+    }
+  }
+  return f;
+}
+
+std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
+                                               const Operands &ops,
                                                const PackedI8Weight *packed) {
   const Tensor *w = ops.size() > 3 ? ops[3] : nullptr;
   if (!w || w->dtype() != DType::I8 || w->rank() != 2)
-    return qlinearKernel(Attrs(nlohmann::json::object()), ops); // its errors
-  const QLinearEpilogue e = QLinearEpilogue::check(ops, w->dim(0), w->dim(1));
+    return qlinearKernel(attrs, ops); // its errors
+  const QLinearEpilogue e =
+      QLinearEpilogue::check(attrs, ops, w->dim(0), w->dim(1));
   if (packed && (packed->n != e.N || packed->k != e.K))
     throw std::logic_error("packed weight does not match the qlinear's");
   Tensor r(DType::F32, e.resultShape);
   float *Y = r.data<float>();
   const int64_t N = e.N;
+  // The mixed GEMM: the int8 GEMM and the small float GEMM on the outlier
+  // columns, summed in the epilogue.
+  const std::vector<float> f =
+      e.outlierWeight ? outlierProduct(e) : std::vector<float>();
+  auto outlier = [&](int64_t m, int64_t n) {
+    return f.empty() ? 0.0f : f[m * N + n];
+  };
   if (packed)
     runTiles(e.x, e.M, *packed,
              [&](int64_t m0, int rows, int64_t n0, int64_t cols,
@@ -240,12 +273,13 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Operands &ops,
                for (int i = 0; i < rows; ++i)
                  for (int64_t c = 0; c < cols; ++c)
                    Y[(m0 + i) * N + n0 + c] =
-                       e(acc[i * kTileCols + c], m0 + i, n0 + c);
+                       e(acc[i * kTileCols + c], m0 + i, n0 + c,
+                         outlier(m0 + i, n0 + c));
              });
   else
     runPortable(e.x, e.M, w->data<int8_t>(), N, e.K,
                 [&](int64_t m, int64_t n, int32_t acc) {
-                  Y[m * N + n] = e(acc, m, n);
+                  Y[m * N + n] = e(acc, m, n, outlier(m, n));
                 });
   return {std::move(r)};
 }

@@ -67,10 +67,12 @@ std::optional<PackedI8Weight> packForPath(const int8_t *w, int64_t n,
 void i8Gemm(const int8_t *x, int64_t M, const int8_t *w,
             const PackedI8Weight *packed, int64_t N, int64_t K, int32_t *C);
 
-/// qlinear(...) (operands as qlinearKernel's, CpuQuantKernels.h) on the
-/// fast or portable path: from `packed` (the packed ops[3]) when given, else
-/// the portable kernel. Equals qlinearKernel bit for bit.
-std::vector<Tensor> fastQLinearKernel(const Operands &ops,
+/// qlinear(...) (attributes and operands as qlinearKernel's,
+/// CpuQuantKernels.h) on the fast or portable path: from `packed` (the
+/// packed ops[3]) when given, else the portable kernel; with outlier columns
+/// the mixed GEMM (plus a float GEMM on the gathered columns, vectorized).
+/// Equals qlinearKernel bit for bit.
+std::vector<Tensor> fastQLinearKernel(const Attrs &attrs, const Operands &ops,
                                       const PackedI8Weight *packed);
 
 } // namespace qcc::rt

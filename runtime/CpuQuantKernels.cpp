@@ -139,6 +139,14 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
 
 } // namespace
 
+std::vector<int64_t> qcc::rt::outlierColumns(const Attrs &attrs, int64_t K) {
+  std::vector<int64_t> cols = attrs.ints("outlier_columns");
+  std::string why = format::outlierColumnsError(cols, K);
+  if (!why.empty())
+    fail(why);
+  return cols;
+}
+
 std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
                                             const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
@@ -170,6 +178,17 @@ std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
   }
   Tensor q(DType::I8, x.shape()), s(DType::F32, sshape), z(DType::I32, sshape);
   const float *X = x.data<float>();
+  // Outlier columns (the LLM.int8()-style fallback) are read as 0: quantize
+  // a copy with them zeroed.
+  std::vector<float> masked;
+  if (attrs.has("outlier_columns")) {
+    std::vector<int64_t> cols = outlierColumns(attrs, K);
+    masked.assign(X, X + x.numel());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c : cols)
+        masked[m * K + c] = 0.0f;
+    X = masked.data();
+  }
   int8_t *Q = q.data<int8_t>();
   float *S = s.data<float>();
   int32_t *Z = z.data<int32_t>();
@@ -184,13 +203,23 @@ std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
   return {std::move(q), std::move(s), std::move(z)};
 }
 
-QLinearEpilogue QLinearEpilogue::check(const Operands &ops, int64_t N,
+QLinearEpilogue QLinearEpilogue::check(const Attrs &attrs,
+                                       const Operands &ops, int64_t N,
                                        int64_t K) {
   const Tensor &x = need(ops, 0, "input"), &xs = need(ops, 1, "input_scale"),
                &xz = need(ops, 2, "input_zero_point"),
                &ws = need(ops, 4, "weight_scale"),
                &wsum = need(ops, 5, "weight_sum");
-  const Tensor *bias = ops.size() > 6 ? ops[6] : nullptr;
+  // Operands 6.. are [bias] and, with outlier columns, outlier_input and
+  // outlier_weight.
+  const bool outliers = attrs.has("outlier_columns");
+  const size_t fixed = outliers ? 8 : 6;
+  if (ops.size() != fixed && ops.size() != fixed + 1)
+    fail("qlinear takes " + std::to_string(fixed) + " or " +
+         std::to_string(fixed + 1) + " operands" +
+         (outliers ? " with outlier_columns" : "") + ", not " +
+         std::to_string(ops.size()));
+  const Tensor *bias = ops.size() == fixed + 1 ? ops[6] : nullptr;
   requireType(x, DType::I8, "input");
   requireType(xs, DType::F32, "input_scale");
   requireType(xz, DType::I32, "input_zero_point");
@@ -239,16 +268,44 @@ QLinearEpilogue QLinearEpilogue::check(const Operands &ops, int64_t N,
   e.wScale = ws.data<float>();
   e.xZero = xz.data<int32_t>();
   e.wSum = wsum.data<int32_t>();
+  if (outliers) {
+    const Tensor &xf = need(ops, ops.size() - 2, "outlier_input"),
+                 &wf = need(ops, ops.size() - 1, "outlier_weight");
+    requireType(xf, DType::F32, "outlier_input");
+    requireType(wf, DType::F32, "outlier_weight");
+    e.outlierColumns = qcc::rt::outlierColumns(attrs, K);
+    int64_t n = (int64_t)e.outlierColumns.size();
+    if (xf.shape() != x.shape())
+      fail("qlinear outlier_input " + shapeString(xf.shape()) +
+           " must have the input's shape " + shapeString(x.shape()));
+    if (wf.rank() != 2 || wf.dim(0) != N || wf.dim(1) != n)
+      fail("qlinear outlier_weight " + shapeString(wf.shape()) + " must be [" +
+           std::to_string(N) + ", " + std::to_string(n) + "]");
+    e.outlierInput = xf.data<float>();
+    e.outlierWeight = wf.data<float>();
+  }
   return e;
 }
 
-std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
+std::vector<float> QLinearEpilogue::gatherOutliers() const {
+  const int64_t n = (int64_t)outlierColumns.size();
+  std::vector<float> g((size_t)(M * n));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < n; ++j)
+      g[m * n + j] = outlierInput[m * K + outlierColumns[j]];
+  return g;
+}
+
+std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &attrs,
+                                           const Operands &ops) {
   const Tensor &w = need(ops, 3, "weight");
   requireType(w, DType::I8, "weight");
   if (w.rank() != 2)
     fail("qlinear weight " + shapeString(w.shape()) + " must be [N, K]");
-  const QLinearEpilogue e = QLinearEpilogue::check(ops, w.dim(0), w.dim(1));
+  const QLinearEpilogue e =
+      QLinearEpilogue::check(attrs, ops, w.dim(0), w.dim(1));
   const int64_t M = e.M, N = e.N, K = e.K;
+  const int64_t nOut = (int64_t)e.outlierColumns.size();
   Tensor r(DType::F32, e.resultShape);
   const int8_t *X = e.x, *W = w.data<int8_t>();
   float *Y = r.data<float>();
@@ -259,7 +316,14 @@ std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &, const Operands &ops) {
       int32_t acc = 0;
       for (int64_t k = 0; k < K; ++k)
         acc += (int32_t)xr[k] * (int32_t)wr[k];
-      Y[m * N + n] = e(acc, m, n);
+      // The float part: the outlier columns, one row by one column.
+      float f = 0.0f;
+      for (int64_t j = 0; j < nOut; ++j)
+        f = qcc::numerics::fadd(
+            f, qcc::numerics::fmul(
+                   e.outlierInput[m * K + e.outlierColumns[j]],
+                   e.outlierWeight[n * nOut + j]));
+      Y[m * N + n] = e(acc, m, n, f);
     }
   return {std::move(r)};
 }

@@ -49,18 +49,36 @@ struct QLinearEpilogue {
   const float *xScale = nullptr, *wScale = nullptr, *bias = nullptr;
   const int32_t *xZero = nullptr, *wSum = nullptr;
   bool rowScale = false, rowZero = false; ///< per token (else per tensor)
+  /// The LLM.int8()-style fallback (QccOps.td, qcc.qlinear): the outlier
+  /// columns c_j, the float input [M, K] and the float weight [N, columns];
+  /// empty / null without outliers.
+  std::vector<int64_t> outlierColumns;
+  const float *outlierInput = nullptr, *outlierWeight = nullptr;
 
   /// Checks `ops` (qlinear's operand order; ops[3], the weight, is not read)
-  /// for a weight of [n, k]; throws std::runtime_error naming the operand.
-  static QLinearEpilogue check(const Operands &ops, int64_t n, int64_t k);
+  /// for a weight of [n, k], with the outlier operands when `attrs` has
+  /// outlier_columns; throws std::runtime_error naming the operand.
+  static QLinearEpilogue check(const Attrs &attrs, const Operands &ops,
+                               int64_t n, int64_t k);
 
-  /// float(acc - zp * wsum[n]) * (xs * ws[n]) + bias[n] (numerics.h).
-  float operator()(int32_t acc, int64_t m, int64_t n) const {
+  /// The outlier columns of the float input, gathered: [M, columns].
+  std::vector<float> gatherOutliers() const;
+
+  /// (float(acc - zp * wsum[n]) * (xs * ws[n]) + f) + bias[n] (numerics.h),
+  /// with f = sum_j outlierInput[m, c_j] * outlierWeight[n, j] summed in
+  /// f32 from 0 in ascending j (0 without outliers).
+  float operator()(int32_t acc, int64_t m, int64_t n, float f = 0.0f) const {
     float y = numerics::dequantize(acc, xZero[rowZero ? m : 0], wSum[n],
                                    xScale[rowScale ? m : 0], wScale[n]);
+    if (outlierWeight)
+      y = numerics::fadd(y, f);
     return bias ? numerics::fadd(y, bias[n]) : y;
   }
 };
+
+/// The "outlier_columns" attribute of a quantize or qlinear of depth K,
+/// checked (format/Quant.h); throws std::runtime_error when invalid.
+std::vector<int64_t> outlierColumns(const Attrs &attrs, int64_t K);
 
 } // namespace qcc::rt
 

@@ -604,7 +604,8 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   std::string kind = format::spelling(k);
   bool gemm =
       k == format::KernelKind::GemmI8 || k == format::KernelKind::GemmF16 ||
-      k == format::KernelKind::GemmI8Sp || k == format::KernelKind::GemmF16Sp;
+      k == format::KernelKind::GemmI8Sp || k == format::KernelKind::GemmF16Sp ||
+      k == format::KernelKind::GemmI8Mixed;
   for (const Node &inner : node.body->nodes)
     if (gemm && (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
       kind += std::string("+") + opKindName(inner.kind);

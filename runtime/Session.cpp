@@ -394,7 +394,7 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
               return {kvAttention(attrs, ops, *kv)};
             if (node.kind == OpKind::QLinear && !sparse &&
                 cpuKernelPath() != CpuKernelPath::Reference)
-              return fastQLinearKernel(ops, packedWeight(node));
+              return fastQLinearKernel(attrs, ops, packedWeight(node));
             if (sparse)
               return node.kind == OpKind::QLinear
                          ? sparseQLinearKernel(ops, sparse->weight)

@@ -18,6 +18,7 @@
 //                      fromFloat<T> (float, __half), negInf
 //   reductions         warpSum / warpMax / warpMin, warpReduce<Op>,
 //                      blockReduce<Threads, Op>
+//   outlier columns    OutlierColumns<c...> (the LLM.int8()-style fallback)
 //
 // cp.async, ldmatrix and mma need sm_80+; on older targets the cp.async
 // helpers fall back to synchronous copies and the others are not defined, so
@@ -63,6 +64,27 @@ template <class A, class B> struct IsSame {
 };
 template <class A> struct IsSame<A, A> {
   static constexpr bool value = true;
+};
+
+/// The input columns c_0 < c_1 < ... of a linear that stay in float (the
+/// LLM.int8()-style fallback, docs/QUANTIZATION.md section 3), known when
+/// the kernel is generated: quantize.cuh reads them as 0, the GEMM
+/// epilogue's AddOutliers adds their float product.
+template <int... Cols> struct OutlierColumns {
+  static constexpr int kCount = sizeof...(Cols);
+  QCC_DEVICE static bool contains(int k) {
+    bool r = false;
+    ((r = r || k == Cols), ...);
+    return r;
+  }
+  /// sum_j x[c_j] * w[j], in f32 from 0 in ascending j (numerics.h steps:
+  /// the CPU's order, bit for bit).
+  QCC_DEVICE static float dot(const float *x, const float *w) {
+    float f = 0.0f;
+    int j = 0;
+    ((f = numerics::fadd(f, numerics::fmul(x[Cols], w[j++]))), ...);
+    return f;
+  }
 };
 
 constexpr int kWarpSize = 32;

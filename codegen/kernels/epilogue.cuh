@@ -14,6 +14,11 @@
 //       epi(qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws, wsum},
 //           qcc::AddBias<>{bias}, qcc::StoreF32{y, N});
 //
+// A qlinear with float outlier columns (kind gemm_i8_mixed) adds
+// qcc::AddOutliers<qcc::OutlierColumns<c...>>{x, K, w} after the
+// dequantization: the int8 GEMM and the small float GEMM on the gathered
+// columns, summed in the epilogue.
+//
 // Integer GEMMs deliver the int32 accumulator: the first stage must take it
 // (kIntInput: DequantPerTokenPerChannel, or StoreI32 alone); float GEMMs
 // deliver f32 and the chain must not start with an int stage. Both are
@@ -53,6 +58,22 @@ struct DequantPerTokenPerChannel {
 };
 
 //===--- float -> float ----------------------------------------------------===//
+
+/// The float part of a qlinear with outlier columns (qcc.qlinear, QccOps.td):
+/// v + sum_j x[m * K + c_j] * w[n * count + j], the sum from 0 in ascending
+/// j; x is the f32 input [M, K], w the f32 weight columns [N, count]. Between
+/// the dequantization and the bias, as on the CPU.
+template <class Columns> struct AddOutliers {
+  static constexpr bool kIntInput = false;
+  const float *x;
+  int K;
+  const float *w;
+  QCC_DEVICE float apply(float v, int m, int n) const {
+    return numerics::fadd(
+        v, Columns::dot(x + static_cast<int64_t>(m) * K,
+                        w + static_cast<int64_t>(n) * Columns::kCount));
+  }
+};
 
 /// v + bias[n]; bias is f32 (default), f16 or bf16.
 template <class T = float> struct AddBias {

@@ -47,20 +47,25 @@ template <int Threads, bool Max> QCC_DEVICE float block_minmax(float v) {
   return v;
 }
 
-template <int Threads, bool Asymmetric, class T>
+/// Skip (OutlierColumns<c...>): the columns of each row read as 0 (the
+/// LLM.int8()-style fallback); none by default.
+template <int Threads, bool Asymmetric, class Skip = OutlierColumns<>, class T>
 QCC_DEVICE void quantize_rows(const T *X, int8_t *Q, float *S, int32_t *Z,
                               int M, int K) {
+  auto at = [](const T *x, int k) {
+    return Skip::kCount > 0 && Skip::contains(k) ? 0.0f : toFloat(x[k]);
+  };
   for (int m = blockIdx.x; m < M; m += gridDim.x) {
     const T *x = X + static_cast<int64_t>(m) * K;
     int8_t *q = Q + static_cast<int64_t>(m) * K;
     if (!Asymmetric) {
       float amax = 0.0f;
       for (int k = threadIdx.x; k < K; k += Threads)
-        amax = fmaxf(amax, fabsf(toFloat(x[k])));
+        amax = fmaxf(amax, fabsf(at(x, k)));
       amax = block_minmax<Threads, true>(amax);
       const float scale = numerics::symmetricScale(amax);
       for (int k = threadIdx.x; k < K; k += Threads)
-        q[k] = numerics::quantizeSymmetric(toFloat(x[k]), scale);
+        q[k] = numerics::quantizeSymmetric(at(x, k), scale);
       if (threadIdx.x == 0) {
         S[m] = scale;
         if (Z)
@@ -69,7 +74,7 @@ QCC_DEVICE void quantize_rows(const T *X, int8_t *Q, float *S, int32_t *Z,
     } else {
       float mn = 0.0f, mx = 0.0f;
       for (int k = threadIdx.x; k < K; k += Threads) {
-        float v = toFloat(x[k]);
+        float v = at(x, k);
         mn = fminf(mn, v);
         mx = fmaxf(mx, v);
       }
@@ -78,7 +83,7 @@ QCC_DEVICE void quantize_rows(const T *X, int8_t *Q, float *S, int32_t *Z,
       const float scale = numerics::asymmetricScale(mn, mx);
       const int32_t zp = numerics::asymmetricZeroPoint(mn, scale);
       for (int k = threadIdx.x; k < K; k += Threads)
-        q[k] = numerics::quantizeAsymmetric(toFloat(x[k]), scale, zp);
+        q[k] = numerics::quantizeAsymmetric(at(x, k), scale, zp);
       if (threadIdx.x == 0) {
         S[m] = scale;
         if (Z)

@@ -215,3 +215,47 @@ func.func @sparse_2_4_meta(%v: tensor<2x16xi8>) -> tensor<2x32xi8> {
   %0 = qcc.sparse_2_4 %v, %m : (tensor<2x16xi8>, tensor<2x1xi32>) -> tensor<2x32xi8>
   return %0 : tensor<2x32xi8>
 }
+
+// -----
+
+func.func @quantize_outlier_order(%x: tensor<?x8xf32>) -> tensor<?x8xi8> {
+  // expected-error @+1 {{outlier columns must be ascending and distinct (5 then 2)}}
+  %q, %s, %z = qcc.quantize %x {outlier_columns = array<i64: 5, 2>, quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %q : tensor<?x8xi8>
+}
+
+// -----
+
+func.func @qlinear_outlier_range(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %ws: tensor<4xf32>, %wsum: tensor<4xi32>, %wo: tensor<4x1xf32>) -> tensor<?x4xf32> {
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  // expected-error @+1 {{outlier column 8 is outside [0, 8)}}
+  %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum outliers(%x, %wo) {outlier_columns = array<i64: 8>} : (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4x8xi8>, tensor<4xf32>, tensor<4xi32>, tensor<?x8xf32>, tensor<4x1xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @qlinear_outlier_weight(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %ws: tensor<4xf32>, %wsum: tensor<4xi32>, %wo: tensor<4x2xf32>) -> tensor<?x4xf32> {
+  %q, %s, %z = qcc.quantize %x {outlier_columns = array<i64: 3>, quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  // expected-error @+1 {{outlier_weight must be [N, number of outlier columns]}}
+  %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum outliers(%x, %wo) {outlier_columns = array<i64: 3>} : (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4x8xi8>, tensor<4xf32>, tensor<4xi32>, tensor<?x8xf32>, tensor<4x2xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @qlinear_outlier_quantize_disagrees(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %ws: tensor<4xf32>, %wsum: tensor<4xi32>, %wo: tensor<4x1xf32>) -> tensor<?x4xf32> {
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  // expected-error @+1 {{the quantize of the input must read outlier_input with the same outlier_columns}}
+  %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum outliers(%x, %wo) {outlier_columns = array<i64: 3>} : (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4x8xi8>, tensor<4xf32>, tensor<4xi32>, tensor<?x8xf32>, tensor<4x1xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @qlinear_outlier_no_columns(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %ws: tensor<4xf32>, %wsum: tensor<4xi32>, %wo: tensor<4x1xf32>) -> tensor<?x4xf32> {
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  // expected-error @+1 {{outlier_input, outlier_weight and outlier_columns come together}}
+  %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum outliers(%x, %wo) : (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4x8xi8>, tensor<4xf32>, tensor<4xi32>, tensor<?x8xf32>, tensor<4x1xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}

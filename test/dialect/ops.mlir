@@ -122,6 +122,18 @@ func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi
   return %q0, %q1, %q2 : tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>
 }
 
+// Float outlier columns (int8-fallback): the quantize reads them as 0, the
+// qlinear takes the float input and weight columns. A dynamic K (a
+// reshape's result) is checked against the qlinear's weight.
+// CHECK-LABEL: func @outlier_columns
+// CHECK: qcc.quantize %{{.*}} {outlier_columns = array<i64: 1, 60>, quant = #qcc.quant<bits = 8, symmetric, per_token>}
+// CHECK: qcc.qlinear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outliers(%{{.*}}, %{{.*}}) {outlier_columns = array<i64: 1, 60>}
+func.func @outlier_columns(%x: tensor<?x?xf32>, %w: tensor<8x64xi8>, %ws: tensor<8xf32>, %wsum: tensor<8xi32>, %b: tensor<8xf32>, %wo: tensor<8x2xf32>) -> tensor<?x8xf32> {
+  %q, %s, %z = qcc.quantize %x {outlier_columns = array<i64: 1, 60>, quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?xf32>) -> (tensor<?x?xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum, %b outliers(%x, %wo) {outlier_columns = array<i64: 1, 60>} : (tensor<?x?xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<8x64xi8>, tensor<8xf32>, tensor<8xi32>, tensor<8xf32>, tensor<?x?xf32>, tensor<8x2xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
 // A 2:4 weight in its compressed form feeds a linear as the dense weight.
 // CHECK-LABEL: func @sparse_2_4
 func.func @sparse_2_4(%x: tensor<?x64xf16>, %v: tensor<16x32xf16>, %m: tensor<16x2xi32>) -> tensor<?x16xf16> {

@@ -32,6 +32,9 @@ For each artifact:
       gemm_i8_sp    0     as gemm_i8: the 2:4 GEMM's int32 sums are exact
                           (the CPU: the same sums over the kept weights)
       gemm_i8_sp+gelu, gemm_i8_sp+silu  1e-5, as gemm_i8's
+      gemm_i8_mixed 0     as gemm_i8, plus the float outlier columns summed
+                          with the CPU's f32 steps in the CPU's order
+      gemm_i8_mixed+gelu, gemm_i8_mixed+silu  1e-5, as gemm_i8's
       gemm_f16_sp   1e-2  as gemm_f16 (f16 inputs, f32 accumulation); the
                           CPU multiplies the same kept weights in f32
       gemm_f16_sp+gelu, gemm_f16_sp+silu  1e-2
@@ -85,6 +88,8 @@ KIND_TOLERANCE = {"gemm_i8": 0.0, "gemm_i8+gelu": 1e-5, "gemm_i8+silu": 1e-5,
                   "gemm_f16": 1e-2, "gemm_f16+gelu": 1e-2,
                   "gemm_f16+silu": 1e-2, "gemm_i8_sp": 0.0,
                   "gemm_i8_sp+gelu": 1e-5, "gemm_i8_sp+silu": 1e-5,
+                  "gemm_i8_mixed": 0.0, "gemm_i8_mixed+gelu": 1e-5,
+                  "gemm_i8_mixed+silu": 1e-5,
                   "gemm_f16_sp": 1e-2, "gemm_f16_sp+gelu": 1e-2,
                   "gemm_f16_sp+silu": 1e-2, "embedding": 0.0,
                   "elementwise": 1e-5, "norm": 1e-4, "attention": 1e-4,

@@ -14,6 +14,8 @@ windows of 128) for:
   float32                        qcc MODEL
   SmoothQuant O1                 --quant=w8a8 --smoothquant-alpha=0.5 --act-quant=per-token
   naive O3                       --quant=w8a8 --no-smoothquant --act-quant=static
+  naive O1                       --quant=w8a8 --no-smoothquant --act-quant=per-token
+  naive O1 + int8 fallback       ... --int8-fallback=auto (LLM.int8()-style float columns)
 
 Claims (exit 1 when one fails):
   1. SmoothQuant O1 perplexity is within 1% of float32 (|ppl / float - 1| <= 0.01).
@@ -21,13 +23,22 @@ Claims (exit 1 when one fails):
      ppl >= 1.10 x float32 (at least 10% above float). The outliers make the
      per-tensor scale ~100x too coarse for every other channel; SmoothQuant moves
      them into the weights.
+  3. the int8 fallback alone (no smoothing) keeps the planted outlier columns in
+     float: naive O1 + --int8-fallback=auto is within 1% of float32, where naive
+     O1 is not (LLM.int8()'s decomposition, what the fallback is for).
+  4. with CUDA kernels compiled (qcc built with NVRTC), that artifact has
+     gemm_i8_mixed kernels, and its GPU plan run on the CPU backend region by
+     region (qrun --backend=cpu --plan=kernels) gives the op plan's perplexity
+     to the last digit. Skipped, saying so, without NVRTC.
 
 Exit 77 (skip) when the Austen model, its held-out text or the train data is absent.
 Prints the table it measured. Runs in about 20-60 s on 2 cores.
 """
 import argparse
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -37,6 +48,8 @@ import quality_report as qr  # noqa: E402
 
 SQ_O1_MAX_REL = 0.01     # claim 1: |SmoothQuant O1 / float - 1| <= 1%
 NAIVE_O3_MIN_REL = 0.10  # claim 2: naive O3 / float - 1 >= 10%
+# claim 3: |naive O1 + fallback / float - 1| <= 1% < naive O1 / float - 1
+FALLBACK_O1_MAX_REL = 0.01
 MAX_CHARS = 20000
 CALIB_SAMPLES = 16
 CALIB_SEQ_LEN = 128
@@ -72,9 +85,15 @@ def main():
              ["--quant=w8a8", f"--smoothquant-alpha={ALPHA:g}", "--act-quant=per-token"]),
             ("naive W8A8 O3 (static)",
              ["--quant=w8a8", "--no-smoothquant", "--act-quant=static"]),
+            ("naive W8A8 O1 (per-token)",
+             ["--quant=w8a8", "--no-smoothquant", "--act-quant=per-token"]),
+            ("naive W8A8 O1 + int8 fallback",
+             ["--quant=w8a8", "--no-smoothquant", "--act-quant=per-token",
+              "--int8-fallback=auto"]),
         ]
         rows = qr.measure(args.qcc, args.qrun, model, heldout, calib, work, chosen,
                           CALIB_SAMPLES, CALIB_SEQ_LEN, log=sys.stdout)
+        plan = check_mixed_plan(args, model, heldout, calib, work, chosen[-1][1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -86,7 +105,7 @@ def main():
     if any(r["error"] for r in rows):
         print("FAIL: a variant did not build or run")
         return 1
-    f, sq, naive = (r["ppl"] for r in rows)
+    f, sq, naive, naive_o1, fallback = (r["ppl"] for r in rows)
     ok = True
     rel = sq / f - 1
     good = abs(rel) <= SQ_O1_MAX_REL
@@ -98,7 +117,44 @@ def main():
     ok &= good
     print(f"{'PASS' if good else 'FAIL'}: naive O3 at least {NAIVE_O3_MIN_REL:.0%} above float32: "
           f"{naive:.3f} vs {f:.3f} ({rel:+.2%})")
+    rel, rel_o1 = fallback / f - 1, naive_o1 / f - 1
+    good = abs(rel) <= FALLBACK_O1_MAX_REL < rel_o1
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'}: naive O1 + int8 fallback within "
+          f"{FALLBACK_O1_MAX_REL:.0%} of float32 where naive O1 is not: "
+          f"{fallback:.3f} ({rel:+.2%}) vs naive O1 {naive_o1:.3f} ({rel_o1:+.2%})")
+    print(plan[1])
+    ok &= plan[0]
     return 0 if ok else 1
+
+
+def check_mixed_plan(args, model, heldout, calib, work, flags):
+    """Claim 4: (passed, message)."""
+    out = os.path.join(work, "fallback-kernels.qpkg")
+    stats = os.path.join(work, f"calib-stats-{CALIB_SAMPLES}x{CALIB_SEQ_LEN}-rows.json")
+    p = subprocess.run([args.qcc, model] + flags +
+                       [f"--calib={calib}", f"--calib-samples={CALIB_SAMPLES}",
+                        f"--calib-seq-len={CALIB_SEQ_LEN}", f"--calib-stats={stats}",
+                        "-o", out], capture_output=True, text=True, timeout=qr.TIMEOUT_S)
+    if p.returncode != 0:
+        return False, "FAIL: fallback variant with CUDA kernels: " + qr.first_error_line(p.stderr)
+    kernels = subprocess.run([args.qrun, out, "--list-kernels"], capture_output=True,
+                             text=True, timeout=qr.TIMEOUT_S).stdout
+    if "gemm_i8" not in kernels:
+        return True, "SKIP: no CUDA kernels in the artifact (qcc built without NVRTC)"
+    if "gemm_i8_mixed" not in kernels:
+        return False, "FAIL: the fallback artifact has no gemm_i8_mixed kernel"
+    ppl = []
+    for plan in ([], ["--plan=kernels"]):
+        r = subprocess.run([args.qrun, out, "--backend=cpu"] + plan +
+                           ["--perplexity", heldout, "--context", "128"],
+                           capture_output=True, text=True, timeout=qr.TIMEOUT_S)
+        m = re.search(r"perplexity (\S+) over", r.stdout)
+        ppl.append(m.group(1) if m else "(none: " + qr.first_error_line(r.stderr) + ")")
+    good = ppl[0] == ppl[1]
+    return good, (f"{'PASS' if good else 'FAIL'}: gemm_i8_mixed kernels "
+                  f"({kernels.count('gemm_i8_mixed')} regions); GPU plan on the CPU "
+                  f"{ppl[1]} vs op plan {ppl[0]}")
 
 
 if __name__ == "__main__":

@@ -114,3 +114,28 @@ func.func @rotary_used_twice(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v:
   %a = qcc.kv_attention %qr, %kr, %v {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32} : (tensor<?x?x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
   return %a, %kr : tensor<?x?x64xf32>, tensor<?x?x32xf32>
 }
+
+// -----
+
+// A qlinear with float outlier columns (int8-fallback) becomes gemm_i8_mixed:
+// the float input and the float weight columns enter as operands. The norm's
+// output is read in float too, so its quantize stays a kernel of its own.
+// CHECK-LABEL: func.func @outlier_columns(
+// CHECK: %[[N:.*]] = qcc.kernel norm "k{{[0-9]+}}"
+// CHECK: %[[Q:.*]]:3 = qcc.kernel quantize "k{{[0-9]+}}"(%[[N]])
+// CHECK: qcc.kernel gemm_i8_mixed "k{{[0-9]+}}"(%[[Q]]#0, %[[Q]]#1, %[[Q]]#2, %{{.*}}, %{{.*}}, %{{.*}}, %[[N]], %{{.*}})
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.qlinear {{.*}} outliers(
+// CHECK-NEXT: qcc.yield
+func.func @outlier_columns(%x: tensor<?x?x64xf32>) -> tensor<?x?x256xf32> {
+  %g = qcc.constant dense<1.0> : tensor<64xf32>
+  %w1 = qcc.constant dense<1> : tensor<256x64xi8>
+  %s1 = qcc.constant dense<0.1> : tensor<256xf32>
+  %n1 = qcc.constant dense<63> : tensor<256xi32>
+  %wo = qcc.constant dense<0.5> : tensor<256x1xf32>
+  %n = qcc.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.quantize not fused: the qcc.layer_norm it quantizes has other users}}
+  %q, %qs, %qz = qcc.quantize %n {outlier_columns = array<i64: 7>, quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x64xf32>) -> (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+  %h = qcc.qlinear %q, %qs, %qz, %w1, %s1, %n1 outliers(%n, %wo) {outlier_columns = array<i64: 7>} : (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x64xi8>, tensor<256xf32>, tensor<256xi32>, tensor<?x?x64xf32>, tensor<256x1xf32>) -> tensor<?x?x256xf32>
+  return %h : tensor<?x?x256xf32>
+}

@@ -57,3 +57,24 @@ func.func @sparse_2_4(%x: tensor<?x32xf32>) -> tensor<?x2xf32> {
   %y = qcc.linear %x, %w {qcc.input_absmax = dense<1.0> : tensor<32xf32>} : (tensor<?x32xf32>, tensor<2x32xf32>) -> tensor<?x2xf32>
   return %y : tensor<?x2xf32>
 }
+
+// -----
+
+// Outlier columns (int8-fallback's choice): column 1 leaves the int8 weight
+// for a float slice [2, 1]; the int8 rows [1, 0, 2, -3] and [4, 0, -5, 6]
+// have scales 3/127 and 6/127 -> [42, 0, 85, -127] and [85, 0, -106, 127]
+// (sums 0 and 106); the quantize reads column 1 as 0 and the qlinear takes
+// the float input. A static scale is the max absmax of the other columns.
+// O1-LABEL: func.func @outlier_columns(
+// O1: %[[Q:[^,]*]], %[[S:[^,]*]], %[[Z:[^ ]*]] = qcc.quantize %[[X:[^ ]*]] {outlier_columns = array<i64: 1>, quant = #qcc.quant<bits = 8, symmetric, per_token>}
+// O1-DAG: %[[WQ:.*]] = qcc.constant dense<{{\[\[}}42, 0, 85, -127], [85, 0, -106, 127]]> : tensor<2x4xi8>
+// O1-DAG: %[[SUM:.*]] = qcc.constant dense<[0, 106]> : tensor<2xi32>
+// O1-DAG: %[[WO:.*]] = qcc.constant dense<{{\[\[}}1.000000e+02], [5.000000e+01]]> : tensor<2x1xf32>
+// O1: qcc.qlinear %[[Q]], %[[S]], %[[Z]], %[[WQ]], %{{.*}}, %[[SUM]] outliers(%[[X]], %[[WO]]) {outlier_columns = array<i64: 1>}
+// O3-LABEL: func.func @outlier_columns(
+// O3: qcc.quantize %{{.*}} {outlier_columns = array<i64: 1>, quant = #qcc.quant<bits = 8, symmetric, per_tensor>, scale = 0.0236220472 : f32}
+func.func @outlier_columns(%x: tensor<?x4xf32>) -> tensor<?x2xf32> {
+  %w = qcc.constant dense<[[1.0, 100.0, 2.0, -3.0], [4.0, 50.0, -5.0, 6.0]]> : tensor<2x4xf32>
+  %y = qcc.linear %x, %w {qcc.input_absmax = dense<[2.0, 500.0, 1.0, 3.0]> : tensor<4xf32>, qcc.outlier_columns = array<i64: 1>} : (tensor<?x4xf32>, tensor<2x4xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}

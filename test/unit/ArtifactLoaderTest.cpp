@@ -259,6 +259,73 @@ TEST(ArtifactLoader, AttributeTypesAreChecked) {
   EXPECT_LT(longMsg.size(), 200u) << longMsg;
 }
 
+/// main(x: f32[2, 4]) = qlinear(quantize(x)) with float outlier column 1:
+/// int8 weight [3, 4], scales and sums [3], float slice [3, 1].
+json outlierManifest(json columns) {
+  auto v = [](const char *dtype, json shape) {
+    return json{{"dtype", dtype}, {"shape", std::move(shape)}};
+  };
+  auto c = [](int value, int offset) {
+    return json{{"value", value}, {"offset", offset}, {"size", 12}};
+  };
+  return json{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {v("f32", {2, 4}), v("i8", {2, 4}), v("f32", {2, 1}), v("i32", {2, 1}),
+        v("i8", {3, 4}), v("f32", {3}), v("i32", {3}), v("f32", {3, 1}),
+        v("f32", {2, 3})}},
+      {"constants", {c(4, 0), c(5, 64), c(6, 128), c(7, 192)}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "x"}, {"value", 0}, {"dtype", "f32"}, {"shape", {2, 4}}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 8}, {"dtype", "f32"}, {"shape", {2, 3}}}}},
+         {"nodes",
+          {{{"op", "quantize"},
+            {"name", "q0"},
+            {"in", {0}},
+            {"out", {1, 2, 3}},
+            {"attrs",
+             {{"granularity", "per_token"}, {"outlier_columns", columns}}}},
+           {{"op", "qlinear"},
+            {"name", "ql0"},
+            {"in", {1, 2, 3, 4, 5, 6, 0, 7}},
+            {"out", {8}},
+            {"attrs", {{"outlier_columns", columns}}}}}}}}},
+      {"sections", json::object()}};
+}
+
+TEST(ArtifactLoader, OutlierColumnsAreValidatedAtLoad) {
+  std::string data(256, '\0'); // four constants, 64-byte aligned
+  auto refused = [&](const json &m) { return refusal(package(m.dump(), data)); };
+  EXPECT_EQ(refused(outlierManifest({1})), "");
+  EXPECT_REFUSED(refused(outlierManifest({4})),
+                 "function 'main', node 'q0' (quantize): outlier column 4 is "
+                 "outside [0, 4)");
+  EXPECT_REFUSED(refused(outlierManifest({-1})), "outlier column -1 is outside");
+  EXPECT_REFUSED(refused(outlierManifest({1, 1})),
+                 "outlier columns must be ascending and distinct (1 then 1)");
+  EXPECT_REFUSED(refused(outlierManifest({0, 1, 2, 3, 3})),
+                 "5 outlier columns for K = 4");
+  EXPECT_REFUSED(refused(outlierManifest({"1"})),
+                 "attribute 'outlier_columns' is not a list of integers");
+  // Two columns, but the float slice is [3, 1].
+  EXPECT_REFUSED(refused(outlierManifest({1, 2})),
+                 "node 'ql0' (qlinear): outlier_weight must be f32 [3, 2]");
+  json m = outlierManifest({1});
+  m["functions"][0]["nodes"][1]["in"] = {1, 2, 3, 4, 5, 6, 0};
+  EXPECT_REFUSED(refused(m), "with outlier columns a qlinear takes 8 or 9 "
+                             "operands, not 7");
+  m = outlierManifest({1});
+  m["functions"][0]["nodes"][1]["in"] = {1, 2, 3, 4, 5, 6, 1, 7};
+  EXPECT_REFUSED(refused(m), "outlier_input must be f32 [..., 4]");
+  m = goodManifest();
+  m["functions"][0]["nodes"][0]["attrs"] = {{"outlier_columns", {0}}};
+  EXPECT_REFUSED(refusal(m), "outlier_columns on an op that is no quantize "
+                             "or qlinear");
+}
+
 TEST(ArtifactLoader, OnlyRegularFilesAreRead) {
   std::string dir = testing::TempDir();
   try {

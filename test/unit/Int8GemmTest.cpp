@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -20,6 +21,8 @@
 using namespace qcc::rt;
 
 namespace {
+
+const nlohmann::json kNoAttrs = nlohmann::json::object();
 
 struct Shape3 {
   int64_t M, N, K;
@@ -128,7 +131,7 @@ TEST(Int8Gemm, PackedQLinearMatchesReference) {
           packForPath(wv.data(), s.N, s.K, CpuKernelPath::Portable));
       const PackedI8Weight *packedOrNot[] = {p ? &*p : nullptr, nullptr};
       for (const PackedI8Weight *packed : packedOrNot) {
-        Tensor got = fastQLinearKernel(ops, packed)[0];
+        Tensor got = fastQLinearKernel(Attrs(kNoAttrs), ops, packed)[0];
         ASSERT_EQ(got.shape(), want.shape());
         EXPECT_EQ(0, std::memcmp(got.data<float>(), want.data<float>(),
                                  want.numel() * sizeof(float)))
@@ -147,12 +150,218 @@ TEST(Int8Gemm, PackedQLinearChecksOperands) {
   Tensor w(DType::I8, {4, 8});
   Operands ops = {&x, &xs, &xz, &w, &ws, &wsum};
   try {
-    fastQLinearKernel(ops, &p);
+    fastQLinearKernel(Attrs(kNoAttrs), ops, &p);
     FAIL() << "no error";
   } catch (const std::exception &e) {
     EXPECT_NE(std::string(e.what()).find("do not match"), std::string::npos)
         << e.what();
   }
+}
+
+/// A qlinear with float outlier columns (the LLM.int8()-style fallback) from
+/// float x [M, K] and w [N, K]: quantize (the columns read as 0), the int8
+/// weight with the columns zeroed, the float slice [N, columns].
+struct MixedCase {
+  Shape3 s;
+  std::vector<int64_t> cols;
+  Tensor x, w, ws, wsum, wo, bias;
+  std::vector<Tensor> q; // xq, xs, xz
+  nlohmann::json attrs;
+
+  MixedCase(Shape3 s, std::vector<int64_t> cols, uint32_t seed)
+      : s(s), cols(cols), x(DType::F32, {s.M, s.K}), w(DType::I8, {s.N, s.K}),
+        ws(DType::F32, {s.N}), wsum(DType::I32, {s.N}),
+        wo(DType::F32, {s.N, (int64_t)cols.size()}), bias(DType::F32, {s.N}) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = u(rng);
+    // The outlier columns are 100x the rest (massive activations).
+    for (int64_t m = 0; m < s.M; ++m)
+      for (int64_t c : cols)
+        x.data<float>()[m * s.K + c] *= 100.0f;
+    std::vector<int8_t> wv = values(s.N, s.K, seed + 1);
+    for (int64_t n = 0; n < s.N; ++n) {
+      int32_t sum = 0;
+      for (int64_t c : cols)
+        wv[n * s.K + c] = 0;
+      for (int64_t k = 0; k < s.K; ++k)
+        sum += wv[n * s.K + k];
+      wsum.data<int32_t>()[n] = sum;
+      ws.data<float>()[n] = 0.001f * (1 + n % 7);
+      bias.data<float>()[n] = u(rng);
+      for (size_t j = 0; j < cols.size(); ++j)
+        wo.data<float>()[n * cols.size() + j] = u(rng);
+    }
+    std::memcpy(w.data<int8_t>(), wv.data(), wv.size());
+    attrs = {{"granularity", "per_token"}, {"outlier_columns", cols}};
+    q = runCpuKernel(OpKind::Quantize, Attrs(attrs), {&x});
+  }
+
+  Operands ops(bool withBias) {
+    Operands o = {&q[0], &q[1], &q[2], &w, &ws, &wsum};
+    if (withBias)
+      o.push_back(&bias);
+    o.push_back(&x);
+    o.push_back(&wo);
+    return o;
+  }
+
+  /// The definition (QccOps.td, qcc.qlinear) written out: exact int sum,
+  /// (dequantize + f) + bias, f summed in f32 from 0 in ascending j.
+  std::vector<float> naive(bool withBias) const {
+    namespace num = qcc::numerics;
+    std::vector<float> y(s.M * s.N);
+    const int8_t *X = q[0].data<int8_t>(), *W = w.data<int8_t>();
+    for (int64_t m = 0; m < s.M; ++m)
+      for (int64_t n = 0; n < s.N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < s.K; ++k)
+          acc += (int64_t)X[m * s.K + k] * W[n * s.K + k];
+        float f = 0.0f;
+        for (size_t j = 0; j < cols.size(); ++j)
+          f = num::fadd(f, num::fmul(x.data<float>()[m * s.K + cols[j]],
+                                     wo.data<float>()[n * cols.size() + j]));
+        float v = num::dequantize((int32_t)acc, q[2].data<int32_t>()[m],
+                                  wsum.data<int32_t>()[n],
+                                  q[1].data<float>()[m], ws.data<float>()[n]);
+        v = num::fadd(v, f);
+        y[m * s.N + n] = withBias ? num::fadd(v, bias.data<float>()[n]) : v;
+      }
+    return y;
+  }
+};
+
+TEST(Int8Gemm, QuantizeReadsOutlierColumnsAsZero) {
+  MixedCase c({3, 4, 37}, {0, 17, 36}, 7);
+  namespace num = qcc::numerics;
+  for (int64_t m = 0; m < c.s.M; ++m) {
+    float mx = 0.0f;
+    for (int64_t k = 0; k < c.s.K; ++k)
+      if (k != 0 && k != 17 && k != 36)
+        mx = std::max(mx, std::fabs(c.x.data<float>()[m * c.s.K + k]));
+    // The scale comes from the other columns only (the outliers are 100x).
+    EXPECT_EQ(c.q[1].data<float>()[m], num::symmetricScale(mx));
+    for (int64_t k = 0; k < c.s.K; ++k) {
+      bool outlier = k == 0 || k == 17 || k == 36;
+      EXPECT_EQ(c.q[0].data<int8_t>()[m * c.s.K + k],
+                outlier ? 0
+                        : num::quantizeSymmetric(
+                              c.x.data<float>()[m * c.s.K + k], mx / 127.0f))
+          << "m=" << m << " k=" << k;
+    }
+  }
+}
+
+TEST(Int8Gemm, MixedGemmIsExactAgainstNaive) {
+  // Odd shapes; one column, a few, the first and the last.
+  const std::pair<Shape3, std::vector<int64_t>> cases[] = {
+      {{1, 1, 1}, {0}},           {{1, 17, 5}, {4}},
+      {{7, 33, 67}, {0, 3, 66}},  {{9, 50, 131}, {1, 2, 64, 100, 130}},
+      {{13, 31, 3}, {1}},         {{17, 64, 260}, {7, 255}}};
+  uint32_t seed = 11;
+  for (const auto &[s, cols] : cases)
+    for (bool withBias : {true, false}) {
+      MixedCase c(s, cols, seed++);
+      Operands ops = c.ops(withBias);
+      std::vector<float> want = c.naive(withBias);
+      Tensor ref = runCpuKernel(OpKind::QLinear, Attrs(c.attrs), ops)[0];
+      ASSERT_EQ(ref.numel(), (int64_t)want.size());
+      EXPECT_EQ(0, std::memcmp(ref.data<float>(), want.data(),
+                               want.size() * sizeof(float)))
+          << "reference M=" << s.M << " N=" << s.N << " K=" << s.K;
+      std::vector<int8_t> wv(c.w.data<int8_t>(),
+                             c.w.data<int8_t>() + c.w.numel());
+      std::optional<PackedI8Weight> p =
+          packForPath(wv.data(), s.N, s.K, CpuKernelPath::Fast);
+      const PackedI8Weight *packedOrNot[] = {p ? &*p : nullptr, nullptr};
+      for (const PackedI8Weight *packed : packedOrNot) {
+        Tensor got = fastQLinearKernel(Attrs(c.attrs), ops, packed)[0];
+        EXPECT_EQ(0, std::memcmp(got.data<float>(), want.data(),
+                                 want.size() * sizeof(float)))
+            << (packed ? "packed" : "portable") << " M=" << s.M
+            << " N=" << s.N << " K=" << s.K << " bias=" << withBias;
+      }
+    }
+}
+
+TEST(Int8Gemm, MixedGemmChecksOperands) {
+  MixedCase c({2, 3, 8}, {2}, 5);
+  auto error = [&](nlohmann::json attrs, Operands ops) {
+    try {
+      runCpuKernel(OpKind::QLinear, Attrs(attrs), ops);
+      return std::string("no error");
+    } catch (const std::exception &e) {
+      return std::string(e.what());
+    }
+  };
+  auto has = [](const std::string &msg, const char *text) {
+    return msg.find(text) != std::string::npos;
+  };
+  EXPECT_TRUE(has(error({{"outlier_columns", {8}}}, c.ops(true)),
+                  "outlier column 8 is outside [0, 8)"));
+  EXPECT_TRUE(has(error({{"outlier_columns", {3, 2}}}, c.ops(true)),
+                  "ascending and distinct"));
+  EXPECT_TRUE(has(error({{"outlier_columns", {2, 3}}}, c.ops(true)),
+                  "outlier_weight [3, 1] must be [3, 2]"));
+  Operands noFloat = {&c.q[0], &c.q[1], &c.q[2], &c.w, &c.ws, &c.wsum};
+  EXPECT_TRUE(has(error(c.attrs, noFloat), "qlinear takes 8 or 9 operands"));
+  // Without the attribute the float operands are not taken for a bias.
+  EXPECT_TRUE(has(error(kNoAttrs, c.ops(true)), "qlinear takes 6 or 7"));
+  Tensor small(DType::F32, {2, 7});
+  Operands wrongInput = c.ops(false);
+  wrongInput[6] = &small;
+  EXPECT_TRUE(has(error(c.attrs, wrongInput),
+                  "outlier_input [2, 7] must have the input's shape"));
+}
+
+TEST(Int8Gemm, MixedGemmKeepsMassiveActivations) {
+  // What the fallback is for: with a column 100x the others, per-token int8
+  // gives the other columns a step 100x coarser; keeping the column in
+  // float restores them. Relative output error against the float product
+  // of the same weights, mixed vs all-int8 (column 9 quantized too).
+  namespace num = qcc::numerics;
+  MixedCase c({4, 16, 256}, {9}, 21);
+  const int64_t M = c.s.M, N = c.s.N, K = c.s.K;
+  std::vector<float> mixed = c.naive(false);
+  std::vector<double> wf(N * K); // the float weight both approximate
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      wf[n * K + k] = k == 9 ? c.wo.data<float>()[n]
+                             : c.w.data<int8_t>()[n * K + k] *
+                                   (double)c.ws.data<float>()[n];
+  auto fq = [](const float *v, int64_t n, std::vector<double> &out) {
+    float mx = 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      mx = std::max(mx, std::fabs(v[i]));
+    float scale = num::symmetricScale(mx);
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(num::quantizeSymmetric(v[i], scale) * (double)scale);
+  };
+  std::vector<double> xq, wq;
+  for (int64_t m = 0; m < M; ++m)
+    fq(c.x.data<float>() + m * K, K, xq);
+  for (int64_t n = 0; n < N; ++n) {
+    std::vector<float> row(wf.begin() + n * K, wf.begin() + (n + 1) * K);
+    fq(row.data(), K, wq);
+  }
+  double errMixed = 0, errInt8 = 0, norm = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double y = 0, y8 = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        y += (double)c.x.data<float>()[m * K + k] * wf[n * K + k];
+        y8 += xq[m * K + k] * wq[n * K + k];
+      }
+      errMixed += std::pow(mixed[m * N + n] - y, 2);
+      errInt8 += std::pow(y8 - y, 2);
+      norm += y * y;
+    }
+  // The other columns' step shrinks about 100x, so the squared error of
+  // their part far more; the bound asks for 10x, loose enough for any seed
+  // (both sides share the weight quantization error).
+  EXPECT_LT(errMixed * 10, errInt8) << errMixed / norm << " vs "
+                                    << errInt8 / norm;
 }
 
 TEST(Int8Gemm, ReportsTheCpu) {

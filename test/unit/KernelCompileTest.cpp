@@ -307,6 +307,59 @@ QCC_SP_F16(gemv_f16_sp_8_a, gemv_f16_sp, H8, EpiF16A, MAKE_F16A)
 QCC_SP_F16(gemv_f16_sp_8_b, gemv_f16_sp, H8, EpiF16B, MAKE_F16B)
 )";
 
+/// gemm_i8_mixed: the int8 GEMM and GEMV with float outlier columns added
+/// in the epilogue (AddOutliers), as the emitter writes them; one column and
+/// several, the first and the last of K.
+const char *kGemmI8Mixed = R"(
+#include "qcc/gemm_i8.cuh"
+#include "qcc/gemv_i8.cuh"
+
+typedef qcc::GemmI8Config<64, 64, 64, 32, 32, 4> Cfg;
+typedef qcc::GemvI8Config<8, 4, 2> Gemv;
+typedef qcc::OutlierColumns<0, 17, 200, 575> Four;
+typedef qcc::OutlierColumns<3> One;
+static_assert(Four::kCount == 4 && One::kCount == 1, "");
+
+#define QCC_MIXED(NAME, COLS, CALL)                                            \
+  extern "C" __global__ void __launch_bounds__(128)                            \
+  NAME(const qcc::int8_t *x, const qcc::int8_t *w, const float *xs,            \
+       const qcc::int32_t *xz, const float *ws, const qcc::int32_t *wsum,      \
+       const float *xf, const float *wo, const float *bias, float *y, int M,   \
+       int N, int K) {                                                         \
+    qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddOutliers<COLS>,         \
+               qcc::AddBias<>, qcc::StoreF32>                                  \
+        epi(qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws, wsum},            \
+            qcc::AddOutliers<COLS>{xf, K, wo}, qcc::AddBias<>{bias},           \
+            qcc::StoreF32{y, N});                                              \
+    CALL;                                                                      \
+  }
+
+QCC_MIXED(gemm_i8_mixed_four, Four,
+          (qcc::gemm_i8_mainloop<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK,
+                                 Cfg::kWarpM, Cfg::kWarpN, Cfg::kStages>(
+              x, w, M, N, K, epi)))
+QCC_MIXED(gemm_i8_mixed_one, One,
+          (qcc::gemm_i8_mainloop<Cfg::kBlockM, Cfg::kBlockN, Cfg::kBlockK,
+                                 Cfg::kWarpM, Cfg::kWarpN, Cfg::kStages>(
+              x, w, M, N, K, epi)))
+QCC_MIXED(gemv_i8_mixed_four, Four,
+          (qcc::gemv_i8<Gemv::kMaxM, Gemv::kWarps, Gemv::kColsPerWarp>(
+              x, w, M, N, K, epi)))
+
+// The quantize that feeds it reads the outlier columns as 0.
+#include "qcc/quantize.cuh"
+extern "C" __global__ void __launch_bounds__(256)
+quantize_outliers(const float *x, qcc::int8_t *q, float *s, qcc::int32_t *z,
+                  int M, int K) {
+  qcc::quantize_rows<256, false, Four>(x, q, s, z, M, K);
+}
+extern "C" __global__ void __launch_bounds__(256)
+quantize_outliers_asym(const float *x, qcc::int8_t *q, float *s,
+                       qcc::int32_t *z, int M, int K) {
+  qcc::quantize_rows<256, true, One>(x, q, s, z, M, K);
+}
+)";
+
 /// Per-row dynamic quantization (the requantize half of a GEMM epilogue).
 const char *kQuantize = R"(
 #include "qcc/quantize.cuh"
@@ -327,6 +380,13 @@ TEST(KernelCompileTest, GemmI8) {
   expectCompiles(kGemmI8, {"gemm_i8_big_f32", "gemm_i8_big_f16",
                            "gemm_i8_small_f32", "gemm_i8_small_f16",
                            "gemm_i8_small_i32", "gemm_i8_small_q"});
+}
+
+TEST(KernelCompileTest, GemmI8Mixed) {
+  expectCompiles(kGemmI8Mixed,
+                 {"gemm_i8_mixed_four", "gemm_i8_mixed_one",
+                  "gemv_i8_mixed_four", "quantize_outliers",
+                  "quantize_outliers_asym"});
 }
 
 TEST(KernelCompileTest, GemvI8) {

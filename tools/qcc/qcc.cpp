@@ -146,6 +146,12 @@ cl::opt<bool> smoothNormsOnly(
     "smoothquant-norms-only",
     cl::desc("Smooth only norm -> linear groups (not up -> down, V -> O)"),
     cl::Hidden, cl::cat(quantCat));
+EnumOpt<qcc::Int8Fallback> int8Fallback(
+    "int8-fallback",
+    cl::desc("W8A8 linears keep their outlier input columns in float: off "
+             "(default) or auto (chosen from calibration)"),
+    cl::value_desc("mode"), qcc::optionValues(qcc::kInt8FallbackNames),
+    cl::init(qcc::Int8Fallback::Off), cl::cat(quantCat));
 cl::opt<bool> noSmooth("no-smoothquant",
                        cl::desc("Quantize without SmoothQuant smoothing"), cl::cat(quantCat));
 cl::opt<bool> asymmetric("asymmetric",
@@ -418,6 +424,7 @@ int main(int argc, char **argv) {
   options.smoothQuantAlpha = alpha;
   options.smoothQuantAutoAlpha = autoAlpha;
   options.smoothQuantNormsOnly = smoothNormsOnly;
+  options.int8Fallback = int8Fallback;
   options.sparsity = sparsity;
   if (prune.getNumOccurrences() > 0)
     options.prune = prune.getValue();
