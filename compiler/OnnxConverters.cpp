@@ -229,11 +229,12 @@ FailureOr<ElementsAttr> qcc::tensorToElements(MLIRContext *ctx,
                           raw->size(), bytes.size());
       return failure();
     }
-    std::memcpy(bytes.data(), raw->data(), bytes.size());
+    if (!bytes.empty()) // an empty tensor's buffers may be null: memcpy's UB
+      std::memcpy(bytes.data(), raw->data(), bytes.size());
   } else if (et.isF32()) {
     if (t.float_data_size() != n)
       ok = failure();
-    else
+    else if (!bytes.empty())
       std::memcpy(bytes.data(), t.float_data().data(), bytes.size());
   } else if (et.isInteger(64)) {
     ok = fromInts(t.int64_data().begin(), t.int64_data_size());

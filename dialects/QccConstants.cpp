@@ -90,7 +90,8 @@ std::optional<std::vector<float>> qcc::getF32Values(ElementsAttr attr) {
     return std::nullopt;
   if (et.isF32()) {
     std::vector<float> out(bytes->size() / sizeof(float));
-    std::memcpy(out.data(), bytes->data(), bytes->size());
+    if (!out.empty()) // an empty vector's data() may be null: memcpy's UB
+      std::memcpy(out.data(), bytes->data(), bytes->size());
     return out;
   }
   std::vector<float> out(bytes->size() / 2);

@@ -114,7 +114,8 @@ FailureOr<rt::Tensor> qcc::tensorFromElements(ElementsAttr e) {
   rt::Tensor t(dt, rt::Shape(shape.begin(), shape.end()));
   if (t.bytes() != bytes->size())
     return failure();
-  std::memcpy(t.data<char>(), bytes->data(), bytes->size());
+  if (!bytes->empty()) // an empty tensor's data may be null: memcpy's UB
+    std::memcpy(t.data<char>(), bytes->data(), bytes->size());
   return t;
 }
 
