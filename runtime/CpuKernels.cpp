@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuKernels.h"
+
+#include "format/Checked.h"
 #include "runtime/CpuQuantKernels.h"
 #include "runtime/HalfFloat.h"
 
@@ -813,7 +815,10 @@ std::vector<Tensor> reshapeK(const Attrs &attrs, const Operands &ops) {
       fail("reshape to " + str(spec) + " has a negative dimension");
     }
     out[i] = d;
-    known *= d;
+    std::optional<int64_t> product = qcc::format::checkedMul(known, d);
+    if (!product) // a hostile shape: its product cannot be an element count
+      fail("reshape to " + str(spec) + ": the dimensions' product overflows");
+    known = *product;
   }
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)

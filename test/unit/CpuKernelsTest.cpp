@@ -250,6 +250,11 @@ TEST(CpuKernels, ReshapeZeroAndInferred) {
   Tensor bad = i64({2}, {5, -1});
   EXPECT_KERNEL_ERROR("reshape", json::object(), Operands({&x, &bad}),
                       "cannot reshape [2, 3, 4] (24 elements) to [5, -1]");
+  // A hostile shape (an artifact's constant) whose product overflows int64:
+  // refused before it is multiplied out (the artifact-run fuzzer's finding).
+  Tensor huge = i64({3}, {3, 3184145241794769509, -1});
+  EXPECT_KERNEL_ERROR("reshape", json::object(), Operands({&x, &huge}),
+                      "the dimensions' product overflows");
 }
 
 TEST(CpuKernels, GatherNegativeIndex) {
