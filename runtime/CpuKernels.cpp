@@ -2006,52 +2006,57 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
 // attendRows would read from a gathered buffer.
 namespace {
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-runScores(const float *q, const float *k, int64_t count, int64_t D,
-          float scale, float *s) {
+/// s[j] = scale * sum_d q[d] * key(j, d) over the run's keys j.
+template <typename Key>
+inline void scoresOver(const float *q, int64_t count, int64_t D, float scale,
+                       float *s, Key key) {
   for (int64_t j = 0; j < count; ++j) {
-    const float *kj = k + j * D;
     float dot = 0;
 #pragma omp simd reduction(+ : dot)
     for (int64_t d = 0; d < D; ++d)
-      dot += q[d] * kj[d];
+      dot += q[d] * key(j, d);
     s[j] = scale * dot;
   }
+}
+
+/// o[d] += p[j] * value(j, d) over the run's keys j.
+template <typename Value>
+inline void weightedSumOver(const float *p, int64_t count, int64_t D, float *o,
+                            Value value) {
+  for (int64_t j = 0; j < count; ++j)
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d)
+      o[d] += p[j] * value(j, d);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runScores(const float *q, const float *k, int64_t count, int64_t D,
+          float scale, float *s) {
+  scoresOver(q, count, D, scale, s,
+             [&](int64_t j, int64_t d) { return k[j * D + d]; });
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 runScores(const float *q, const int8_t *k, float ks, int64_t count, int64_t D,
           float scale, float *s) {
-  for (int64_t j = 0; j < count; ++j) {
-    const int8_t *kj = k + j * D;
-    float dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t d = 0; d < D; ++d)
-      dot += q[d] * ((float)kj[d] * ks);
-    s[j] = scale * dot;
-  }
+  scoresOver(q, count, D, scale, s, [&](int64_t j, int64_t d) {
+    return (float)k[j * D + d] * ks;
+  });
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 runWeightedSum(const float *p, const float *v, int64_t count, int64_t D,
                float *o) {
-  for (int64_t j = 0; j < count; ++j) {
-    const float *vj = v + j * D;
-#pragma omp simd
-    for (int64_t d = 0; d < D; ++d)
-      o[d] += p[j] * vj[d];
-  }
+  weightedSumOver(p, count, D, o,
+                  [&](int64_t j, int64_t d) { return v[j * D + d]; });
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 runWeightedSum(const float *p, const int8_t *v, float vs, int64_t count,
                int64_t D, float *o) {
-  for (int64_t j = 0; j < count; ++j) {
-    const int8_t *vj = v + j * D;
-#pragma omp simd
-    for (int64_t d = 0; d < D; ++d)
-      o[d] += p[j] * ((float)vj[d] * vs);
-  }
+  weightedSumOver(p, count, D, o, [&](int64_t j, int64_t d) {
+    return (float)v[j * D + d] * vs;
+  });
 }
 
 /// Calls fn(run, offset, n) for the part [offset, offset + n) of each run
