@@ -848,11 +848,12 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   std::string cacheSig, cacheInit;
   std::vector<Param> cacheParams;
   if (kv) {
-    cacheSig = ", const float *k_scales, const float *v_scales, int layers, "
-               "int layer, " +
+    cacheSig = ", const float *k_scales, const float *v_scales, "
+               "float *v_token_scales, int layers, int layer, " +
                storage + " *cache, const int *table, int table_stride, int "
                          "tokens";
     cacheInit = "  p.cache.k_scales = k_scales; p.cache.v_scales = v_scales;\n"
+                "  p.cache.v_token_scales = v_token_scales;\n"
                 "  p.cache.layers = layers; p.cache.layer = layer;\n"
                 "  p.cache.kv_heads = p.num_kv_heads; p.cache.head_dim = " +
                 std::to_string(D) + ";\n";
@@ -865,6 +866,8 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
         Param::runtimeValue("k_scales", RuntimeValue::KvKScales));
     cacheParams.push_back(
         Param::runtimeValue("v_scales", RuntimeValue::KvVScales));
+    cacheParams.push_back(Param::runtimeValue("v_token_scales",
+                                              RuntimeValue::KvVTokenScales));
     cacheParams.push_back(Param::int32("layers", layers));
     cacheParams.push_back(Param::int32("layer", layer));
     cacheParams.push_back(Param::runtimeValue(

@@ -278,6 +278,9 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
         continue; // only an int8 KV cache needs these
       a->setAttr("qcc.k_absmax", f32Array(ctx, as[id].at("k_absmax")));
       a->setAttr("qcc.v_absmax", f32Array(ctx, as[id].at("v_absmax")));
+      if (as[id].contains("k_channel_absmax")) // --kv-scales=kivi
+        a->setAttr("qcc.k_channel_absmax",
+                   f32Array(ctx, as[id].at("k_channel_absmax")));
     }
   } catch (const json::exception &e) {
     return error(statsPath + ": malformed calibration statistics: " +

@@ -27,8 +27,8 @@ struct CalibrationOptions {
 
 /// Runs the float model (raised, no KV cache) over the calibration source with
 /// qcc-calib and attaches the statistics of docs/QUANTIZATION.md to the ops of
-/// `@main`: `qcc.input_absmax` on linears, `qcc.k_absmax` / `qcc.v_absmax` on
-/// attention; with `pruningStats`, also `qcc.input_gram` (f64 [K, K], a
+/// `@main`: `qcc.input_absmax` on linears, `qcc.k_absmax` / `qcc.v_absmax` (per
+/// kv head) and `qcc.k_channel_absmax` (per key channel) on attention; with `pruningStats`, also `qcc.input_gram` (f64 [K, K], a
 /// dense_resource shared by the linears that read one value) and
 /// `qcc.input_l2norm` (f32 [K]) on linears; with `activationRows`,
 /// `qcc.input_samples` (f32 [rows, K], shared like the Gram matrix).

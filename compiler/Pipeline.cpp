@@ -208,6 +208,7 @@ llvm::Error qcc::kvLayoutPhase(ModuleOp module, llvm::StringRef sourcePath,
   kv.layout = options.kvCache;
   kv.blockTokens = options.kvBlockTokens;
   kv.kvDtype = options.kvDtype;
+  kv.kvScales = options.kvScales;
   pm.addPass(createKvCacheLayout(kv));
   return runPasses(pm, module, sourcePath);
 }

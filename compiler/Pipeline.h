@@ -66,6 +66,7 @@ struct CompileOptions {
   KvLayout kvCache = KvLayout::Paged; ///< for decoders; None: no cache
   int64_t kvBlockTokens = 16;
   KvDtype kvDtype = KvDtype::F32; ///< I8 needs calibration
+  KvScales kvScales = KvScales::PerHead; ///< of an I8 cache
   QuantMode quant = QuantMode::None;
   ActivationQuant activations = ActivationQuant::PerToken;
   bool asymmetric = false;

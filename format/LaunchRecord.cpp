@@ -217,6 +217,8 @@ const char *spelling(RuntimeValue r) {
     return "kv_cache.max_blocks_per_seq";
   case RuntimeValue::KvMaxTokens:
     return "kv_cache.max_tokens";
+  case RuntimeValue::KvVTokenScales:
+    return "kv_cache.v_token_scales";
   }
   return "?";
 }
@@ -231,6 +233,7 @@ bool needsKvCache(RuntimeValue r) {
   case RuntimeValue::KvVScales:
   case RuntimeValue::KvMaxBlocksPerSeq:
   case RuntimeValue::KvMaxTokens:
+  case RuntimeValue::KvVTokenScales:
     return true;
   case RuntimeValue::CachedLens:
   case RuntimeValue::ValidLens:
@@ -248,7 +251,7 @@ std::optional<RuntimeSize> parseRuntimeSize(const std::string &s) {
 }
 
 std::optional<RuntimeValue> parseRuntimeValue(const std::string &s) {
-  for (int i = 0; i <= (int)RuntimeValue::KvMaxTokens; ++i)
+  for (int i = 0; i <= (int)RuntimeValue::KvVTokenScales; ++i)
     if (s == spelling((RuntimeValue)i))
       return (RuntimeValue)i;
   return std::nullopt;

@@ -118,13 +118,14 @@ enum class RuntimeValue {
   KvData,       ///< contiguous cache storage
   KvBlockTable, ///< paged: [batch, max_blocks_per_seq] block ids
   KvSlotOfRow,  ///< contiguous: [batch] slot ids
-  KvKScales,    ///< int8 cache: per layer and head
-  KvVScales,
+  KvKScales,    ///< int8 cache: per layer, kv head and channel
+  KvVScales,    ///< int8 per-head cache: per layer and kv head
   CachedLens,        ///< [batch] tokens already cached
   ValidLens,         ///< [batch] real tokens in this call
   ErrorFlag,         ///< int set by a kernel that saw bad input
   KvMaxBlocksPerSeq, ///< int: the block table's row stride
   KvMaxTokens,       ///< int: contiguous cache tokens per slot
+  KvVTokenScales,    ///< int8 kivi cache: a scale per cached V row (else null)
 };
 
 enum class ParamKind {

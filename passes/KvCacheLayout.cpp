@@ -637,7 +637,13 @@ struct KvCacheLayoutPass
              b.getNamedAttr("dtype",
                             b.getStringAttr(spelling(kKvDtypeNames,
                                                      kvDtype.getValue())))}));
-    if (kvDtype == KvDtype::I8 && failed(addKvScales(module, attentions)))
+    if (kvScales == KvScales::Kivi && kvDtype != KvDtype::I8) {
+      module.emitError("kv-cache-layout: kv-scales=kivi needs kv-dtype=i8");
+      return signalPassFailure();
+    }
+    if (kvDtype == KvDtype::I8 &&
+        failed(addKvScales(module, attentions,
+                           width == kDyn ? -1 : width / heads)))
       return signalPassFailure();
     if (maskContext > 0)
       maxPositions = maxPositions > 0 ? std::min(maxPositions, maskContext)
@@ -710,30 +716,42 @@ struct KvCacheLayoutPass
     return in;
   }
 
-  /// int8 KV: static per-layer, per-head scales = calibration absmax / qmax
-  /// (127, format/Quant.h).
-  LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions) {
+  /// int8 KV: static scales = calibration absmax / qmax (127,
+  /// format/Quant.h), per layer and kv head for K and V (per-head), or per
+  /// layer and key channel for K with V's computed per token by the runtime
+  /// (kivi).
+  LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions,
+                            int64_t headDim) {
     Builder b(module.getContext());
+    bool kivi = kvScales == KvScales::Kivi;
     SmallVector<Attribute> kScales, vScales;
     for (AttentionOp a : attentions) {
-      for (auto [name, out] : {std::pair{"qcc.k_absmax", &kScales},
-                               std::pair{"qcc.v_absmax", &vScales}}) {
+      SmallVector<std::pair<const char *, SmallVector<Attribute> *>> stats = {
+          {"qcc.k_absmax", &kScales}, {"qcc.v_absmax", &vScales}};
+      if (kivi)
+        stats = {{"qcc.k_channel_absmax", &kScales}};
+      for (auto [name, out] : stats) {
+        int64_t per = kivi ? headDim : 1;
         auto absmax = a->getAttrOfType<DenseElementsAttr>(name);
-        if (!absmax || absmax.getNumElements() != (int64_t)a.getNumKvHeads())
+        if (per <= 0 || !absmax ||
+            absmax.getNumElements() != (int64_t)a.getNumKvHeads() * per)
           return a.emitError("kv-cache-layout: an int8 KV cache needs "
                              "calibration statistics (")
-                 << name << " per kv head)";
-        SmallVector<Attribute> heads;
+                 << name << (kivi ? " per key channel)" : " per kv head)");
+        SmallVector<Attribute> scales;
         for (float m : absmax.getValues<float>())
-          heads.push_back(b.getF32FloatAttr(
+          scales.push_back(b.getF32FloatAttr(
               m > 0 ? m / (float)format::symmetricQMax() : 1.f));
-        out->push_back(b.getArrayAttr(heads));
+        out->push_back(b.getArrayAttr(scales));
       }
     }
     auto kv = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr);
     NamedAttrList attrs(kv);
     attrs.set("k_scales", b.getArrayAttr(kScales));
-    attrs.set("v_scales", b.getArrayAttr(vScales));
+    if (kivi)
+      attrs.set("scales", b.getStringAttr("kivi"));
+    else
+      attrs.set("v_scales", b.getArrayAttr(vScales));
     module->setAttr(qcc::kKvCacheAttr, attrs.getDictionary(module.getContext()));
     return success();
   }

@@ -22,6 +22,8 @@ namespace qcc {
 enum class KvLayout { None, Paged, Contiguous };
 /// KV cache element type.
 enum class KvDtype { F32, I8 };
+/// The scales of an int8 KV cache (docs/QUANTIZATION.md section 4).
+enum class KvScales { PerHead, Kivi };
 /// Activation quantization levels (SmoothQuant's O1, O2, O3).
 enum class ActivationQuant { PerToken, PerTensor, Static };
 /// Whole-model quantization scheme (docs/QUANTIZATION.md).
@@ -44,6 +46,13 @@ inline constexpr llvm::cl::OptionEnumValue kKvDtypeNames[] = {
     {"f32", int(KvDtype::F32), "float32"},
     {"i8", int(KvDtype::I8),
      "int8, per-layer, per-head K and V scales from calibration"},
+};
+inline constexpr llvm::cl::OptionEnumValue kKvScalesNames[] = {
+    {"per-head", int(KvScales::PerHead),
+     "static K and V scales per layer and kv head (calibration)"},
+    {"kivi", int(KvScales::Kivi),
+     "static K scales per channel (calibration), V scales per token "
+     "(computed on append)"},
 };
 inline constexpr llvm::cl::OptionEnumValue kActivationQuantNames[] = {
     {"per-token", int(ActivationQuant::PerToken),

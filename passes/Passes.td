@@ -515,7 +515,12 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
 
     `@main` stays for full-sequence runs. The layout is recorded in the
     module attribute `qcc.kv_cache` (layout, block_tokens, layers, kv_heads,
-    head_dim, dtype), which the artifact carries to the runtime.
+    head_dim, dtype), which the artifact carries to the runtime. An i8 cache
+    adds its scales (docs/QUANTIZATION.md section 4): `per-head`, k_scales and
+    v_scales [layers][kv_heads] = calibration absmax / 127; `kivi`,
+    `scales = "kivi"` and k_scales [layers][kv_heads * head_dim] from each
+    key channel's absmax (`qcc.k_channel_absmax`), the V scales being
+    computed per token when the runtime appends it.
 
     ```mlir
     // before (in @main)
@@ -546,6 +551,11 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
            "KV cache element type (i8 scales come from the attention ops' "
            "qcc.k_absmax / qcc.v_absmax statistics)",
            [{::qcc::optionValues(::qcc::kKvDtypeNames)}]>,
+    Option<"kvScales", "kv-scales", "::qcc::KvScales",
+           /*default=*/"::qcc::KvScales::PerHead",
+           "Scales of an i8 cache (kivi: K per channel from "
+           "qcc.k_channel_absmax, V per token computed on append)",
+           [{::qcc::optionValues(::qcc::kKvScalesNames)}]>,
   ];
 }
 

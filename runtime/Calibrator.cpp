@@ -93,6 +93,7 @@ struct Reservoir {
 struct Stats {
   std::map<int64_t, std::vector<float>> input;  // linears: [K]
   std::map<int64_t, std::vector<float>> k, v;   // attentions: [Hkv]
+  std::map<int64_t, std::vector<float>> kChannels; // attentions: [Hkv * D]
   bool gram = false;                            // accumulate `grams`?
   std::map<int64_t, std::vector<double>> grams; // [K, K], upper triangle
   int64_t sampleRows = 0;                       // rows kept per input
@@ -219,13 +220,22 @@ void observe(const Targets &targets, Stats &stats, const RowFilter &filter,
     int64_t D = C / Hkv;
     auto &acc = (which == 1 ? stats.k : stats.v)[it->second];
     maxInto(acc, (size_t)Hkv);
+    // Keys also per channel (--kv-scales=kivi: keys' outliers sit in fixed
+    // channels, KIVI section 3).
+    auto &channels = stats.kChannels[it->second];
+    if (which == 1)
+      maxInto(channels, (size_t)C);
     const float *X = t.data<float>();
     for (int64_t r = 0; r < rows; ++r) {
       if (!filter.observed(t, r))
         continue;
       for (int64_t g = 0; g < Hkv; ++g)
-        for (int64_t d = 0; d < D; ++d)
-          acc[g] = std::max(acc[g], std::fabs(X[r * C + g * D + d]));
+        for (int64_t d = 0; d < D; ++d) {
+          float x = std::fabs(X[r * C + g * D + d]);
+          acc[g] = std::max(acc[g], x);
+          if (which == 1)
+            channels[g * D + d] = std::max(channels[g * D + d], x);
+        }
     }
   }
 }
@@ -515,7 +525,8 @@ json Calibrator::statistics(int64_t samples, int64_t seqLen,
            std::to_string(id) + ") never ran");
     out["attentions"][std::to_string(id)] = {
         {"k_absmax", floats(stats.k.at(id))},
-        {"v_absmax", floats(stats.v.at(id))}};
+        {"v_absmax", floats(stats.v.at(id))},
+        {"k_channel_absmax", floats(stats.kChannels.at(id))}};
   }
   return out;
 }

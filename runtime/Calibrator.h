@@ -83,7 +83,8 @@ public:
   int64_t run(const CalibrationBatch &batch);
   /// The statistics as qcc-calib writes them: {"samples", "seq_len",
   /// "linears": {id: {"input_absmax": [...]}}, "attentions": {id:
-  /// {"k_absmax", "v_absmax"}}}. Throws if a node never ran. With pruning
+  /// {"k_absmax", "v_absmax" (per kv head), "k_channel_absmax" (per key
+  /// channel)}}}. Throws if a node never ran. With pruning
   /// statistics, also writes the Gram matrices to `gramPath` (row-major
   /// float64 K x K, one after another) and adds "gram_file" (its file name,
   /// beside the JSON), per linear "gram" (index into "grams") and

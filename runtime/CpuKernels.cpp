@@ -2037,10 +2037,10 @@ runScores(const float *q, const float *k, int64_t count, int64_t D,
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
-runScores(const float *q, const int8_t *k, float ks, int64_t count, int64_t D,
-          float scale, float *s) {
+runScores(const float *q, const int8_t *k, const float *ks, int64_t count,
+          int64_t D, float scale, float *s) {
   scoresOver(q, count, D, scale, s, [&](int64_t j, int64_t d) {
-    return (float)k[j * D + d] * ks;
+    return (float)k[j * D + d] * ks[d];
   });
 }
 
@@ -2052,10 +2052,10 @@ runWeightedSum(const float *p, const float *v, int64_t count, int64_t D,
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
-runWeightedSum(const float *p, const int8_t *v, float vs, int64_t count,
-               int64_t D, float *o) {
+runWeightedSum(const float *p, const int8_t *v, const float *vs,
+               int64_t vsStride, int64_t count, int64_t D, float *o) {
   weightedSumOver(p, count, D, o, [&](int64_t j, int64_t d) {
-    return (float)v[j * D + d] * vs;
+    return (float)v[j * D + d] * vs[j * vsStride];
   });
 }
 
@@ -2075,8 +2075,8 @@ void forRunsIn(const std::vector<KvRun<T>> &runs, int64_t a, int64_t e,
 template <typename T>
 void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                            const std::vector<KvRun<T>> &keys,
-                           const std::vector<KvRun<T>> &values, float kScale,
-                           float vScale, float scale, float softcap,
+                           const std::vector<KvRun<T>> &values,
+                           const float *kScales, float scale, float softcap,
                            const int64_t *lo, const int64_t *hi, float *O,
                            int64_t ldo, std::vector<float> &scratch) {
   for (int64_t r = 0; r < R; ++r) {
@@ -2091,9 +2091,9 @@ void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     forRunsIn(keys, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       float *s = row + (run.first + off - a);
       if constexpr (std::is_same_v<T, int8_t>)
-        runScores(q, run.data + off * D, kScale, n, D, scale, s);
+        runScores(q, run.data + off * D, kScales, n, D, scale, s);
       else
-        (void)kScale, runScores(q, run.data + off * D, n, D, scale, s);
+        (void)kScales, runScores(q, run.data + off * D, n, D, scale, s);
     });
     if (softcap > 0.0f)
       for (int64_t j = 0; j < e - a; ++j)
@@ -2102,9 +2102,11 @@ void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
       if constexpr (std::is_same_v<T, int8_t>)
-        runWeightedSum(p, run.data + off * D, vScale, n, D, o);
+        runWeightedSum(p, run.data + off * D,
+                       run.scales + off * run.scaleStride, run.scaleStride, n,
+                       D, o);
       else
-        (void)vScale, runWeightedSum(p, run.data + off * D, n, D, o);
+        runWeightedSum(p, run.data + off * D, n, D, o);
     });
   }
 }
@@ -2118,20 +2120,20 @@ void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
                                 float scale, float softcap, const int64_t *lo,
                                 const int64_t *hi, float *O, int64_t ldo,
                                 std::vector<float> &scratch) {
-  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, 1.0f, 1.0f, scale,
-                        softcap, lo, hi, O, ldo, scratch);
+  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, nullptr, scale, softcap,
+                        lo, hi, O, ldo, scratch);
 }
 
 void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
                                 int64_t ldq,
                                 const std::vector<KvRun<int8_t>> &keys,
                                 const std::vector<KvRun<int8_t>> &values,
-                                float kScale, float vScale, float scale,
+                                const float *kScales, float scale,
                                 float softcap, const int64_t *lo,
                                 const int64_t *hi, float *O, int64_t ldo,
                                 std::vector<float> &scratch) {
-  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, kScale, vScale, scale,
-                        softcap, lo, hi, O, ldo, scratch);
+  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, kScales, scale, softcap,
+                        lo, hi, O, ldo, scratch);
 }
 
 std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,

@@ -112,13 +112,18 @@ template <typename T> struct KvRun {
   int64_t first;
   const T *data;
   int64_t count;
+  /// int8 values: token j's scale is scales[j * scaleStride] (stride 0: one
+  /// scale per head; 1: kivi's per-token scales, stored beside the run).
+  const float *scales = nullptr;
+  int64_t scaleStride = 0;
 };
 
 /// attendRows for a few rows (decode: R < 4) straight over the cache's runs,
 /// without gathering them into one buffer first (for decode the copy cost
 /// twice the attention). Row r attends positions [lo[r], hi[r]), which the
-/// runs cover; int8 elements read as q * kScale (keys) and q * vScale
-/// (values); no mask. Scores, softmax and sums in attendRows's few-row order.
+/// runs cover; int8 elements read as q * kScales[d] (keys: D scales, one
+/// per channel) and q * the value run's scale of the token; no mask.
+/// Scores, softmax and sums in attendRows's few-row order.
 void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                        const std::vector<KvRun<float>> &keys,
                        const std::vector<KvRun<float>> &values, float scale,
@@ -126,8 +131,8 @@ void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                        float *O, int64_t ldo, std::vector<float> &scratch);
 void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                        const std::vector<KvRun<int8_t>> &keys,
-                       const std::vector<KvRun<int8_t>> &values, float kScale,
-                       float vScale, float scale, float softcap,
+                       const std::vector<KvRun<int8_t>> &values,
+                       const float *kScales, float scale, float softcap,
                        const int64_t *lo, const int64_t *hi, float *O,
                        int64_t ldo, std::vector<float> &scratch);
 

@@ -100,6 +100,7 @@ struct GpuSession::Run {
   bool capturing = false; // recording a graph: allocate, never copy
   int64_t maxContext = 0, tableStride = 0, maxTokens = 0;
   DevicePtr cachedLens = 0, validLens = 0, table = 0, kvData = 0;
+  DevicePtr kvValueScales = 0; // kivi: after the keys and values
   DevicePtr errorFlag = 0;
   std::vector<std::pair<DevicePtr, size_t>> scratch; // released at the end
   DevicePtr scratchAlloc(size_t bytes) {
@@ -300,8 +301,16 @@ Tensor GpuSession::hostOf(int64_t id, Run &r) {
   return v.host;
 }
 
-DevicePtr GpuSession::kvStorage(KvCache &cache) {
+/// Bytes of a cache's keys and values on the device, rounded up so that a
+/// kivi cache's V row scales, which follow them, are aligned.
+static size_t kvDataBytes(const KvCache &cache) {
   size_t bytes = cache.storageElements() * cache.config().elementBytes();
+  return (bytes + 255) / 256 * 256;
+}
+
+DevicePtr GpuSession::kvStorage(KvCache &cache) {
+  size_t bytes =
+      kvDataBytes(cache) + cache.valueScaleElements() * sizeof(float);
   auto it = kvPools.find(&cache);
   if (it != kvPools.end()) {
     if (it->second.second == bytes)
@@ -314,15 +323,17 @@ DevicePtr GpuSession::kvStorage(KvCache &cache) {
   ctx->memsetZero(p, bytes);
   kvPools[&cache] = {p, bytes};
   if (cache.config().isInt8() && !kScales) {
-    std::vector<float> k, v;
-    for (const auto &row : cache.config().kScales)
-      k.insert(k.end(), row.begin(), row.end());
+    // Keys per channel (kv_cache.cuh); values per head unless kivi.
+    const std::vector<float> &k = cache.config().kChannelScales;
+    std::vector<float> v;
     for (const auto &row : cache.config().vScales)
       v.insert(v.end(), row.begin(), row.end());
     kScales = ctx->alloc(k.size() * sizeof(float));
-    vScales = ctx->alloc(v.size() * sizeof(float));
     ctx->upload(kScales, k.data(), k.size() * sizeof(float));
-    ctx->upload(vScales, v.data(), v.size() * sizeof(float));
+    if (!v.empty()) {
+      vScales = ctx->alloc(v.size() * sizeof(float));
+      ctx->upload(vScales, v.data(), v.size() * sizeof(float));
+    }
   }
   return p;
 }
@@ -341,6 +352,8 @@ void GpuSession::kvArrays(KvBatch *kv, Run &r, std::vector<int32_t> &cached,
     r.maxContext = std::max<int64_t>(r.maxContext, cached[b] + valid[b]);
   }
   r.kvData = kvStorage(cache);
+  r.kvValueScales =
+      cache.valueScaleElements() > 0 ? r.kvData + kvDataBytes(cache) : 0;
   // A fixed table stride (every block) keeps captured graphs valid as
   // sequences grow.
   table.clear();
@@ -491,6 +504,9 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
           break;
         case RuntimeValue::KvVScales:
           kv(vScales);
+          break;
+        case RuntimeValue::KvVTokenScales:
+          kv(r.kvValueScales);
           break;
         case RuntimeValue::KvMaxBlocksPerSeq:
           kv((int32_t)r.tableStride);

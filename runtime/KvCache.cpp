@@ -46,6 +46,10 @@ size_t KvCache::checkCapacity(const KvCacheConfig &cfg,
       unit ? qcc::format::checkedBytes(std::vector<int64_t>{*unit, units},
                                        cfg.elementBytes())
            : std::nullopt;
+  // kivi: a float per cached V row besides (a fraction 2 / head_dim of
+  // the elements, so it cannot overflow where they did not).
+  if (total && cfg.valueScalePerToken())
+    *total += (*total / (uint64_t)(2 * cfg.headDim)) * sizeof(float);
   std::string what =
       str(units) +
       (paged ? " blocks of " + str(unitTokens) + " tokens (--kv-blocks)"
@@ -71,10 +75,15 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
           return false;
       return true;
     };
-    if (!ok(cfg.kScales) || !ok(cfg.vScales))
-      fail("dtype i8 needs k_scales and v_scales of [layers][kv_heads]");
+    if ((int64_t)cfg.kChannelScales.size() !=
+            cfg.layers * cfg.kvHeads * cfg.headDim ||
+        !(cfg.valueScalePerToken() ? cfg.vScales.empty() : ok(cfg.vScales)))
+      fail("dtype i8 needs key scales per channel and, per-head, v_scales of "
+           "[layers][kv_heads] (KvCacheConfig::fromJson makes them)");
     if (opts.hostStorage)
       storage8.assign(unitFloats * (size_t)units, 0);
+    if (opts.hostStorage && cfg.valueScalePerToken())
+      vTokenScales.assign(valueScaleElements(), 1.0f);
   } else if (opts.hostStorage) {
     storage.assign(unitFloats * (size_t)units, 0.0f);
   }
@@ -182,6 +191,18 @@ void KvCache::requireDType(bool int8) const {
          (int8 ? "i8" : "f32"));
 }
 
+float *KvCache::valueScales(int64_t seq, int64_t layer, int64_t head,
+                            int64_t pos) {
+  if (!cfg.valueScalePerToken() || vTokenScales.empty())
+    fail("the cache has no per-token value scales (kivi, host storage)");
+  // offset() checks the ranges and finds the unit (block or slot); the
+  // scales are [units][layers][kv_heads][unit tokens].
+  size_t unit = offset(seq, layer, 1, head, pos) / unitFloats;
+  return vTokenScales.data() + unit * (unitFloats / (size_t)(2 * cfg.headDim)) +
+         (size_t)((layer * cfg.kvHeads + head) * unitTokens +
+                  pos % unitTokens);
+}
+
 size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
                        int64_t pos) {
   Seq &s = get(seq);
@@ -203,8 +224,10 @@ size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
 
 /// Step 1 of kv_attention for batch row b, with the cache holding T: float
 /// stores the values as they are; int8_t stores
-/// clamp(round_half_even(x / s), -127, 127), with s the layer's k or v scale
-/// of the kv head (docs/QUANTIZATION.md section 4).
+/// clamp(round_half_even(x / s), -127, 127), with s the layer's key scale of
+/// the channel and the value scale of the kv head, or with kivi the V row's
+/// own, symmetricScale(its absmax), stored beside it (docs/QUANTIZATION.md
+/// section 4).
 template <typename T>
 static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t Hkv,
@@ -217,11 +240,21 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
       const float *kt = K + (b * S + t) * Hkv * D + g * D;
       const float *vt = V + (b * S + t) * Hkv * D + g * D;
       if constexpr (isI8) {
-        float ks = c.kScales[layer][g], vs = c.vScales[layer][g];
+        const float *ks = c.keyScales(layer, g);
+        float vs;
+        if (c.valueScalePerToken()) {
+          float absmax = 0.0f;
+          for (int64_t d = 0; d < D; ++d)
+            absmax = std::max(absmax, std::fabs(vt[d])); // NaN: ignored
+          vs = qcc::numerics::symmetricScale(absmax);
+          *cache.valueScales(seq, layer, g, cached + t) = vs;
+        } else {
+          vs = c.vScales[layer][g];
+        }
         int8_t *kc = cache.keyI8(seq, layer, g, cached + t);
         int8_t *vc = cache.valueI8(seq, layer, g, cached + t);
         for (int64_t d = 0; d < D; ++d) {
-          kc[d] = quantizeSymmetric(kt[d], ks);
+          kc[d] = quantizeSymmetric(kt[d], ks[d]);
           vc[d] = quantizeSymmetric(vt[d], vs);
         }
       } else {
@@ -248,17 +281,26 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
   P.resize((size_t)(cached + valid));
   for (int64_t h = 0; h < H; ++h) {
     int64_t g = h / group;
-    float ks = 1.0f, vs = 1.0f;
-    if constexpr (isI8) {
-      ks = c.kScales[layer][g];
-      vs = c.vScales[layer][g];
-    }
-    // The cached element as a float: itself, or q * s (dequantized).
+    // The cached element as a float: itself, or q * s (dequantized) with s
+    // the key channel's scale or the value row's.
     auto load = [](const T *p, int64_t d, float s) {
       if constexpr (isI8)
         return (float)p[d] * s;
       else
         return (void)s, p[d];
+    };
+    auto keyScale = [&](int64_t d) {
+      if constexpr (isI8)
+        return c.keyScales(layer, g)[d];
+      else
+        return (void)d, 1.0f;
+    };
+    auto valueScale = [&](int64_t pos) {
+      if constexpr (isI8)
+        return c.valueScalePerToken() ? *cache.valueScales(seq, layer, g, pos)
+                                      : c.vScales[layer][g];
+      else
+        return (void)pos, 1.0f;
     };
     for (int64_t t = 0; t < valid; ++t) {
       const float *qt = Q + (b * S + t) * H * D + h * D;
@@ -272,7 +314,7 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
               const T *kj = run + j * D;
               float dot = 0;
               for (int64_t d = 0; d < D; ++d)
-                dot += qt[d] * load(kj, d, ks);
+                dot += qt[d] * load(kj, d, keyScale(d));
               float x = scale * dot;
               P[first + j] =
                   softcap > 0.0f ? qcc::numerics::softcap(x, softcap) : x;
@@ -293,6 +335,7 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
             for (int64_t j = 0; j < count; ++j) {
               float p = (float)(P[first + j] / sum);
               const T *vj = run + j * D;
+              float vs = valueScale(first + j);
               for (int64_t d = 0; d < D; ++d)
                 ot[d] += p * load(vj, d, vs);
             }
@@ -351,23 +394,45 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                             : int64_t(0);
         };
         int64_t begin = first(t0), end = cached + t0 + count;
+        // A run of values with its scales (int8: per token or per head).
+        auto valueRun = [&](int64_t pos, const T *run, int64_t n) {
+          KvRun<T> r{pos, run, n};
+          if constexpr (isI8) {
+            if (c.valueScalePerToken())
+              r.scales = cache.valueScales(seq, layer, g, pos),
+              r.scaleStride = 1;
+            else
+              r.scales = &c.vScales[layer][g];
+          }
+          return r;
+        };
         // The keys or values of positions [begin, end) as n x D floats.
-        auto gather = [&](int kvIndex, std::vector<float> &buf,
-                          float s) -> const float * {
+        auto gather = [&](int kvIndex,
+                          std::vector<float> &buf) -> const float * {
           const float *inPlace = nullptr;
           buf.resize((size_t)((end - begin) * D));
           cache.template forEachRun<T>(
               seq, layer, kvIndex, g, begin, end,
               [&](int64_t pos, const T *run, int64_t n) {
+                float *dst = buf.data() + (pos - begin) * D;
                 if constexpr (!isI8) {
                   if (n == end - begin) {
                     inPlace = run;
                     return;
                   }
+                  std::copy_n(run, n * D, dst);
+                } else if (kvIndex == 0) {
+                  const float *ks = c.keyScales(layer, g);
+                  for (int64_t j = 0; j < n; ++j)
+                    for (int64_t d = 0; d < D; ++d)
+                      dst[j * D + d] = (float)run[j * D + d] * ks[d];
+                } else {
+                  KvRun<T> r = valueRun(pos, run, n);
+                  for (int64_t j = 0; j < n; ++j)
+                    for (int64_t d = 0; d < D; ++d)
+                      dst[j * D + d] =
+                          (float)run[j * D + d] * r.scales[j * r.scaleStride];
                 }
-                float *dst = buf.data() + (pos - begin) * D;
-                for (int64_t e = 0; e < n * D; ++e)
-                  dst[e] = isI8 ? (float)run[e] * s : (float)run[e];
               });
           return inPlace ? inPlace : buf.data();
         };
@@ -394,25 +459,23 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
             cache.template forEachRun<T>(
                 seq, layer, kvIndex, g, begin, end,
                 [&](int64_t pos, const T *run, int64_t n) {
-                  runs.push_back({pos, run, n});
+                  runs.push_back(kvIndex == 1 ? valueRun(pos, run, n)
+                                              : KvRun<T>{pos, run, n});
                 });
           };
           runsOf(0, keyRuns);
           runsOf(1, valueRuns);
           if constexpr (isI8)
             attendRunsFewRows(R, D, q.data(), D, keyRuns, valueRuns,
-                              c.kScales[layer][g], c.vScales[layer][g], scale,
-                              softcap, lo.data(), hi.data(), out.data(), D,
-                              scratch);
+                              c.keyScales(layer, g), scale, softcap, lo.data(),
+                              hi.data(), out.data(), D, scratch);
           else
             attendRunsFewRows(R, D, q.data(), D, keyRuns, valueRuns, scale,
                               softcap, lo.data(), hi.data(), out.data(), D,
                               scratch);
         } else {
-          const float *Kr =
-              gather(0, keys, isI8 ? c.kScales[layer][g] : 1.0f);
-          const float *Vr =
-              gather(1, values, isI8 ? c.vScales[layer][g] : 1.0f);
+          const float *Kr = gather(0, keys);
+          const float *Vr = gather(1, values);
           attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
                      lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
                      scratch);

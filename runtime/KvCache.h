@@ -91,6 +91,10 @@ public:
     return slot<int8_t>(seq, layer, 1, kvHead, pos);
   }
 
+  /// kivi: the scale of the V row of `pos`, in an array that continues
+  /// with the following positions of the same run (forEachRun's runs).
+  float *valueScales(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos);
+
   /// Positions [begin, n) of one layer's keys (kv = 0) or values (kv = 1)
   /// for one head, as runs of consecutive positions stored contiguously: calls
   /// fn(firstPos, data, count), `data` holding count x head_dim elements
@@ -107,12 +111,24 @@ public:
     }
   }
 
-  /// Bytes of cache memory allocated.
-  size_t bytes() const { return storageElements() * cfg.elementBytes(); }
-  /// Bytes one cached token takes (all layers, K and V).
+  /// Bytes of cache memory allocated (kivi: with the V rows' scales).
+  size_t bytes() const {
+    return storageElements() * cfg.elementBytes() +
+           valueScaleElements() * sizeof(float);
+  }
+  /// Bytes one cached token takes (all layers, K and V, kivi: V's scales).
   size_t bytesPerToken() const {
     return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) *
-           cfg.elementBytes();
+               cfg.elementBytes() +
+           (cfg.valueScalePerToken()
+                ? (size_t)(cfg.layers * cfg.kvHeads) * sizeof(float)
+                : 0);
+  }
+  /// kivi: the V rows' scales of the whole pool or all slots
+  /// ([units][layers][kv_heads][unit tokens]); 0 otherwise.
+  size_t valueScaleElements() const {
+    return cfg.valueScalePerToken() ? storageElements() / (2 * cfg.headDim)
+                                    : 0;
   }
   /// Paged: blocks not held by any sequence; contiguous: 0.
   int64_t freeBlocks() const { return (int64_t)freeList.size(); }
@@ -161,6 +177,7 @@ private:
   size_t unitFloats;   // elements per block / per slot
   std::vector<float> storage;   // f32 caches
   std::vector<int8_t> storage8; // i8 caches
+  std::vector<float> vTokenScales; // kivi: valueScaleElements()
   std::vector<Seq> seqs;
   std::vector<int64_t> freeList; // paged: free block ids (LIFO)
 };

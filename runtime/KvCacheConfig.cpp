@@ -44,22 +44,46 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   if (c.dtype != "f32" && c.dtype != "i8")
     fail("dtype '" + c.dtype + "' is not supported by the CPU backend "
          "(expected f32 or i8)");
-  // i8: "k_scales" / "v_scales", [layers][kv_heads] positive finite floats.
-  auto scales = [&](const char *name, std::vector<std::vector<float>> &out) {
+  if (j.contains("scales")) {
+    if (!j.at("scales").is_string())
+      fail("\"kv_cache\".\"scales\" must be a string");
+    c.scales = j.at("scales").get<std::string>();
+    if (!c.isInt8())
+      fail("\"scales\" is only valid with dtype i8");
+  }
+  if (c.scales != "per-head" && c.scales != "kivi")
+    fail("unknown scales '" + c.scales + "' (expected per-head or kivi)");
+  bool kivi = c.scales == "kivi";
+  // i8 expands the key scales per channel (kChannelScales): a bound on
+  // their number, far above any model's (80 x 8 x 128 = 81,920), checked
+  // factor by factor so that the product cannot overflow.
+  constexpr int64_t kMaxScales = int64_t(1) << 26;
+  if (c.isInt8() &&
+      (c.layers > kMaxScales || c.kvHeads > kMaxScales ||
+       c.headDim > kMaxScales || c.layers * c.kvHeads > kMaxScales ||
+       c.layers * c.kvHeads * c.headDim > kMaxScales))
+    fail("layers x kv_heads x head_dim is above 2^26: too many int8 scales");
+  // i8: "k_scales" / "v_scales", [layers][kv_heads] positive finite floats
+  // (kivi: "k_scales" [layers][kv_heads * head_dim], no "v_scales").
+  auto scales = [&](const char *name, std::vector<std::vector<float>> &out,
+                    int64_t perHead) {
+    std::string shape = "[" + str(c.layers) + "][" + str(c.kvHeads) +
+                        (perHead > 1 ? " * " + str(perHead) : "") + "]";
+    bool wanted = c.isInt8() && perHead > 0;
     if (!j.contains(name)) {
-      if (c.isInt8())
-        fail(std::string("dtype i8 needs \"") + name + "\" ([layers][kv_heads] "
-             "floats)");
+      if (wanted)
+        fail(std::string("dtype i8 needs \"") + name + "\" (" + shape +
+             " floats)");
       return;
     }
-    if (!c.isInt8())
-      fail(std::string("\"") + name + "\" is only valid with dtype i8");
+    if (!wanted)
+      fail(std::string("\"") + name + "\" is only valid with dtype i8" +
+           (c.isInt8() ? " and per-head scales" : ""));
     const nlohmann::json &a = j.at(name);
-    std::string shape = "[" + str(c.layers) + "][" + str(c.kvHeads) + "]";
     if (!a.is_array() || (int64_t)a.size() != c.layers)
       fail(std::string("\"") + name + "\" must be " + shape + " floats");
     for (const auto &row : a) {
-      if (!row.is_array() || (int64_t)row.size() != c.kvHeads)
+      if (!row.is_array() || (int64_t)row.size() != c.kvHeads * perHead)
         fail(std::string("\"") + name + "\" must be " + shape + " floats");
       out.emplace_back();
       for (const auto &v : row) {
@@ -71,8 +95,12 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
       }
     }
   };
-  scales("k_scales", c.kScales);
-  scales("v_scales", c.vScales);
+  scales("k_scales", c.kScales, kivi ? c.headDim : 1);
+  scales("v_scales", c.vScales, kivi ? 0 : 1);
+  for (const std::vector<float> &layer : c.kScales)
+    for (float s : layer)
+      c.kChannelScales.insert(c.kChannelScales.end(),
+                              kivi ? 1 : (size_t)c.headDim, s);
   // A block (or one token, contiguous) must have a size: the pool's size
   // is checked again, with the number of blocks, when it is allocated.
   if (!qcc::format::checkedBytes(

@@ -27,12 +27,26 @@ struct KvCacheConfig {
   /// Throws a clear error if a sequence of `tokens` does not fit.
   void checkContext(int64_t tokens, const std::string &what) const;
   std::string dtype = "f32"; // "f32" or "i8"
-  /// i8: dequantization scales, [layers][kv_heads] each (docs/QUANTIZATION.md
-  /// section 4): the cache stores clamp(round_half_even(x / s), -127, 127).
+  /// i8: how the scales go (docs/QUANTIZATION.md section 4): "per-head" or
+  /// "kivi" (K per channel, V per token, computed on append).
+  std::string scales = "per-head";
+  /// i8: dequantization scales as the manifest holds them: the cache stores
+  /// clamp(round_half_even(x / s), -127, 127). per-head: [layers][kv_heads]
+  /// each; kivi: kScales [layers][kv_heads * head_dim], no vScales.
   std::vector<std::vector<float>> kScales, vScales;
+  /// i8: the key scale of every (layer, kv head, channel), flattened (a
+  /// per-head scale repeated head_dim times), so that the kernels read keys
+  /// one way whatever `scales` is.
+  std::vector<float> kChannelScales;
 
   bool isInt8() const { return dtype == "i8"; }
+  /// kivi: each cached V row has its own scale (KvCache stores them).
+  bool valueScalePerToken() const { return isInt8() && scales == "kivi"; }
   size_t elementBytes() const { return isInt8() ? 1 : sizeof(float); }
+  /// The head_dim key scales of (layer, kv head); i8 only.
+  const float *keyScales(int64_t layer, int64_t kvHead) const {
+    return kChannelScales.data() + (layer * kvHeads + kvHead) * headDim;
+  }
 
   /// Parses and validates the manifest object; throws std::runtime_error.
   static KvCacheConfig fromJson(const nlohmann::json &j);

@@ -25,6 +25,7 @@ A="$STAGE/qcc-gpu/artifacts"
 echo "gpu_bundle: compiling the demo artifacts"
 "$BUILD/bin/qcc" $MODEL -o "$A/f32.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-dtype=i8 --calib-stats=$STATS -o "$A/w8a8.qpkg"
+"$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-dtype=i8 --kv-scales=kivi --calib-stats=$STATS -o "$A/w8a8-kivi.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-cache=contiguous --calib-stats=$STATS -o "$A/w8a8-contig.qpkg"
 # The 2:4 sparse kinds (check_gpu.py's SPARSE_ARTIFACTS).
 "$BUILD/bin/qcc-sparse-fixture" $MODEL "$A/f32-sparse.qpkg" > /dev/null

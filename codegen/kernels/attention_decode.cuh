@@ -94,17 +94,26 @@ attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
   const int chunk0 = splits == 1 ? 0 : imin(s * ChunkSize, len);
   const int end = splits == 1 ? len : imin(chunk0 + ChunkSize, len);
   const int begin = imax(chunk0, lo); // an empty range when the split is older
-  const float kScale = p.cache.scale(0, g), vScale = p.cache.scale(1, g);
   const T *kNew = p.k + ((long long)b * p.num_kv_heads + g) * HeadDim;
   const T *vNew = p.v + ((long long)b * p.num_kv_heads + g) * HeadDim;
+  // This lane's key scales (one per channel) and the new V row's scale
+  // (every warp reduces it for itself).
+  float ks[kVpl], vAbs = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kVpl; ++e) {
+    ks[e] = p.cache.keyScale(g, lane * kVpl + e);
+    vAbs = fmaxf(vAbs, fabsf(toFloat(vNew[lane * kVpl + e])));
+  }
+  const float vNewScale = newValueScale(p.cache, g, vAbs);
 
   // KV append of the new token.
   if (len > 0 && h % group == 0 && s == (splits == 1 ? 0 : past / ChunkSize)) {
     for (int d = tid; d < HeadDim; d += NumWarps * 32) {
       float kx = Rotary ? ropeElement<HeadDim>(kNew, d, p.rope, b, 0) : toFloat(kNew[d]);
-      p.cache.row(b, 0, g, past)[d] = KvElem<S>::store(kx, kScale);
-      p.cache.row(b, 1, g, past)[d] = KvElem<S>::store(toFloat(vNew[d]), vScale);
+      p.cache.row(b, 0, g, past)[d] = KvElem<S>::store(kx, p.cache.keyScale(g, d));
+      p.cache.row(b, 1, g, past)[d] = KvElem<S>::store(toFloat(vNew[d]), vNewScale);
     }
+    if (tid == 0 && p.cache.valueScalePerToken()) *p.cache.valueScaleAt(b, g, past) = vNewScale;
   }
 
   // Query slice of this lane.
@@ -123,18 +132,19 @@ attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
     if (pos < past) {
       const S *kr = p.cache.row(b, 0, g, pos);
       const S *vr = p.cache.row(b, 1, g, pos);
+      const float vs = p.cache.valueScale(b, g, pos);
 #pragma unroll
       for (int e = 0; e < kVpl; ++e) {
-        kx[e] = KvElem<S>::load(kr[lane * kVpl + e], kScale);
-        vx[e] = KvElem<S>::load(vr[lane * kVpl + e], vScale);
+        kx[e] = KvElem<S>::load(kr[lane * kVpl + e], ks[e]);
+        vx[e] = KvElem<S>::load(vr[lane * kVpl + e], vs);
       }
     } else { // pos == past: the new token, as the cache will hold it
 #pragma unroll
       for (int e = 0; e < kVpl; ++e) {
         const int d = lane * kVpl + e;
         float kk = Rotary ? ropeElement<HeadDim>(kNew, d, p.rope, b, 0) : toFloat(kNew[d]);
-        kx[e] = p.cache.roundTrip(kk, kScale);
-        vx[e] = p.cache.roundTrip(toFloat(vNew[d]), vScale);
+        kx[e] = p.cache.roundTrip(kk, ks[e]);
+        vx[e] = p.cache.roundTrip(toFloat(vNew[d]), vNewScale);
       }
     }
     float dot = 0.0f;

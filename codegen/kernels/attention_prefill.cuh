@@ -37,6 +37,7 @@
 //   block = NumWarps * 32
 //   dynamic shared memory = 4 * (BlockQ * HeadDim + BlockKV * (HeadDim + 1)
 //                                + BlockKV * HeadDim) bytes
+//   (and 4 * BlockKV static: a kivi cache's V scales of a tile)
 //   (> 48 KB needs cudaFuncAttributeMaxDynamicSharedMemorySize):
 //     <64, 64, 64, 4>:  49,408 B     <64, 32, 64, 4>:  41,216 B
 //     <128, 64, 64, 8>: 98,560 B     <128, 32, 64, 4>: 82,176 B
@@ -73,17 +74,41 @@ template <typename T, typename RopeT, typename Cache> struct AttnPrefillParams {
 };
 
 namespace detail {
+// Input token t's row of kv head g in k or v ([B, seq_kv, Hkv * D]).
+template <int HeadDim, typename T, typename RopeT, typename Cache>
+__device__ __forceinline__ const T *newKvRow(const AttnPrefillParams<T, RopeT, Cache> &p,
+                                             const T *base, int b, int t, int g,
+                                             int seq_kv) {
+  return base + ((long long)b * seq_kv + t) * p.num_kv_heads * HeadDim +
+         (long long)g * HeadDim;
+}
+
 // Value of key/value element d of input token t (rotated for K when Rotary),
-// rounded through the cache storage.
+// rounded through the cache storage: keys with their channel's scale, values
+// with `vScale`, the row's.
 template <int HeadDim, bool Rotary, typename T, typename RopeT, typename Cache>
 __device__ __forceinline__ float newKvElement(const AttnPrefillParams<T, RopeT, Cache> &p,
                                               const T *base, int b, int t, int g,
-                                              int d, int which, int seq_kv) {
-  const T *head = base + ((long long)b * seq_kv + t) * p.num_kv_heads * HeadDim +
-                  (long long)g * HeadDim;
+                                              int d, int which, int seq_kv,
+                                              float vScale) {
+  const T *head = newKvRow<HeadDim>(p, base, b, t, g, seq_kv);
   float x = (Rotary && which == 0) ? ropeElement<HeadDim>(head, d, p.rope, b, t)
                                    : toFloat(head[d]);
-  return p.cache.roundTrip(x, p.cache.scale(which, g));
+  return p.cache.roundTrip(x, which == 0 ? p.cache.keyScale(g, d) : vScale);
+}
+
+// The V scale of input token t's row, reduced by the calling warp (all 32
+// lanes call it): kivi, from the row's absmax; per-head, the head's.
+template <int HeadDim, typename T, typename RopeT, typename Cache>
+__device__ __forceinline__ float newRowValueScale(const AttnPrefillParams<T, RopeT, Cache> &p,
+                                                  int b, int t, int g, int seq_kv,
+                                                  int lane) {
+  float vAbs = 0.0f;
+  if (p.cache.valueScalePerToken()) {
+    const T *row = newKvRow<HeadDim>(p, p.v, b, t, g, seq_kv);
+    for (int d = lane; d < HeadDim; d += 32) vAbs = fmaxf(vAbs, fabsf(toFloat(row[d])));
+  }
+  return newValueScale(p.cache, g, vAbs);
 }
 } // namespace detail
 
@@ -114,20 +139,21 @@ attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
   const long long qStride = (long long)p.num_heads * HeadDim;
   const int qEnd = imin(q0 + BlockQ, nq); // valid rows are [q0, qEnd)
 
-  // 1. KV append for this query block's tokens (one CTA per kv head).
+  // 1. KV append for this query block's tokens (one CTA per kv head, a warp
+  //    per token: kivi reduces the row's V scale).
   if (Cache::kHasCache && h % group == 0 && q0 < qEnd) {
-    for (int i = tid; i < (qEnd - q0) * HeadDim; i += kThreads) {
-      const int t = q0 + i / HeadDim, d = i % HeadDim;
-#pragma unroll
-      for (int which = 0; which < 2; ++which) {
-        const T *src = which == 0 ? p.k : p.v;
-        const T *head = src + ((long long)b * seq_kv + t) * p.num_kv_heads * HeadDim +
-                        (long long)g * HeadDim;
-        float x = (Rotary && which == 0) ? ropeElement<HeadDim>(head, d, p.rope, b, t)
-                                         : toFloat(head[d]);
-        p.cache.row(b, which, g, past + t)[d] =
-            KvElem<typename Cache::Storage>::store(x, p.cache.scale(which, g));
+    using KvS = KvElem<typename Cache::Storage>;
+    for (int t = q0 + warp; t < qEnd; t += NumWarps) {
+      const T *kh = detail::newKvRow<HeadDim>(p, p.k, b, t, g, seq_kv);
+      const T *vh = detail::newKvRow<HeadDim>(p, p.v, b, t, g, seq_kv);
+      const float vs = detail::newRowValueScale<HeadDim>(p, b, t, g, seq_kv, lane);
+      for (int d = lane; d < HeadDim; d += 32) {
+        float kx = Rotary ? ropeElement<HeadDim>(kh, d, p.rope, b, t) : toFloat(kh[d]);
+        p.cache.row(b, 0, g, past + t)[d] = KvS::store(kx, p.cache.keyScale(g, d));
+        p.cache.row(b, 1, g, past + t)[d] = KvS::store(toFloat(vh[d]), vs);
       }
+      if (lane == 0 && p.cache.valueScalePerToken())
+        *p.cache.valueScaleAt(b, g, past + t) = vs;
     }
   }
 
@@ -161,20 +187,39 @@ attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
   }
 
   const int kvEnd = Causal ? imin(total, qEnd - 1 + offset + 1) : total;
-  const float kScale = p.cache.scale(0, g), vScale = p.cache.scale(1, g);
+  // kivi: the V scale of each row of the tile (cached rows' stored, new
+  // rows' reduced from the input as step 1 stored them).
+  __shared__ float vTileScale[BlockKV];
 
   for (int j0 = 0; j0 < kvEnd; j0 += BlockKV) {
     __syncthreads(); // previous tile fully consumed (and Qs written, first time)
+    if (p.cache.valueScalePerToken()) {
+      for (int jj = warp; jj < BlockKV; jj += NumWarps) {
+        const int pos = j0 + jj;
+        float vs = 1.0f;
+        if (pos < kvEnd)
+          vs = pos < past ? p.cache.valueScale(b, g, pos)
+                          : detail::newRowValueScale<HeadDim>(p, b, pos - past, g,
+                                                              seq_kv, lane);
+        if (lane == 0) vTileScale[jj] = vs;
+      }
+      __syncthreads();
+    }
     for (int i = tid; i < BlockKV * HeadDim; i += kThreads) {
       const int jj = i / HeadDim, d = i % HeadDim, pos = j0 + jj;
       float kx = 0.0f, vx = 0.0f;
       if (pos < kvEnd) {
+        const float vs =
+            p.cache.valueScalePerToken() ? vTileScale[jj] : p.cache.headValueScale(g);
         if (pos < past) {
-          kx = KvElem<typename Cache::Storage>::load(p.cache.row(b, 0, g, pos)[d], kScale);
-          vx = KvElem<typename Cache::Storage>::load(p.cache.row(b, 1, g, pos)[d], vScale);
+          using KvS = KvElem<typename Cache::Storage>;
+          kx = KvS::load(p.cache.row(b, 0, g, pos)[d], p.cache.keyScale(g, d));
+          vx = KvS::load(p.cache.row(b, 1, g, pos)[d], vs);
         } else {
-          kx = detail::newKvElement<HeadDim, Rotary>(p, p.k, b, pos - past, g, d, 0, seq_kv);
-          vx = detail::newKvElement<HeadDim, Rotary>(p, p.v, b, pos - past, g, d, 1, seq_kv);
+          kx = detail::newKvElement<HeadDim, Rotary>(p, p.k, b, pos - past, g, d, 0,
+                                                     seq_kv, vs);
+          vx = detail::newKvElement<HeadDim, Rotary>(p, p.v, b, pos - past, g, d, 1,
+                                                     seq_kv, vs);
         }
       }
       Ks[jj * L::kKStride + d] = kx;

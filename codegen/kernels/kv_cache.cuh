@@ -10,9 +10,13 @@
 //                       row p % block_tokens
 //   NoCache:            plain qcc.attention (keys/values only from the inputs)
 //
-// S (storage) is float, __half or signed char (int8). For int8, k_scales /
-// v_scales are [layers][kv_heads] floats (docs/QUANTIZATION.md section 4):
-// stored q = clamp(rhe(x / scale), -127, 127), read back q * scale
+// S (storage) is float, __half or signed char (int8). For int8
+// (docs/QUANTIZATION.md section 4) k_scales are [layers][kv_heads][head_dim]
+// (a per-head scale repeated per channel), and the V scales either
+// v_scales [layers][kv_heads] (per-head) or, kivi, one per cached row in
+// v_token_scales, laid out as the rows without the K/V and head_dim
+// dimensions and computed when the row is appended (symmetricScale of its
+// absmax): stored q = clamp(rhe(x / scale), -127, 127), read back q * scale
 // (numerics::quantizeSymmetric / dequantizeSymmetric, shared with the CPU).
 // `which` is 0 for K and 1 for V.
 //
@@ -49,16 +53,25 @@ template <> struct KvElem<signed char> {
 template <typename S> struct KvCacheBase {
   using Storage = S;
   static constexpr bool kHasCache = true;
-  const float *k_scales; // [layers][kv_heads], int8 only (may be null otherwise)
-  const float *v_scales;
+  const float *k_scales; // [layers][kv_heads][head_dim], int8 only (else null)
+  const float *v_scales; // [layers][kv_heads], int8 per-head only
+  float *v_token_scales; // int8 kivi only: one per cached V row
   int layers;
   int layer;
   int kv_heads;
   int head_dim;
-  __device__ __forceinline__ float scale(int which, int g) const {
+  __device__ __forceinline__ float keyScale(int g, int d) const {
     if (!KvElem<S>::kScaled) return 1.0f;
-    const float *s = which == 0 ? k_scales : v_scales;
-    return s[layer * kv_heads + g];
+    return k_scales[((long long)layer * kv_heads + g) * head_dim + d];
+  }
+  // Whether each V row has its own scale (kivi).
+  __device__ __forceinline__ bool valueScalePerToken() const {
+    return KvElem<S>::kScaled && v_token_scales != nullptr;
+  }
+  // The per-head V scale (valueScalePerToken() false).
+  __device__ __forceinline__ float headValueScale(int g) const {
+    if (!KvElem<S>::kScaled) return 1.0f;
+    return v_scales[layer * kv_heads + g];
   }
   // The value attention sees for x once it went through the cache.
   __device__ __forceinline__ float roundTrip(float x, float s) const {
@@ -77,6 +90,17 @@ template <typename S> struct ContiguousCache : KvCacheBase<S> {
             (long long)max_tokens + pos;
     return data + r * this->head_dim;
   }
+  // kivi: the scale of V row (b, g, pos), [slots][layers][kv_heads][max_tokens].
+  __device__ __forceinline__ float *valueScaleAt(int b, int g, int pos) const {
+    const long long slot = slot_of_row != nullptr ? slot_of_row[b] : b;
+    return this->v_token_scales +
+           ((slot * this->layers + this->layer) * this->kv_heads + g) *
+               (long long)max_tokens + pos;
+  }
+  __device__ __forceinline__ float valueScale(int b, int g, int pos) const {
+    return this->valueScalePerToken() ? *valueScaleAt(b, g, pos)
+                                      : this->headValueScale(g);
+  }
 };
 
 template <typename S> struct PagedCache : KvCacheBase<S> {
@@ -92,15 +116,40 @@ template <typename S> struct PagedCache : KvCacheBase<S> {
             (long long)block_tokens + pos % block_tokens;
     return pool + r * this->head_dim;
   }
+  // kivi: [blocks][layers][kv_heads][block_tokens].
+  __device__ __forceinline__ float *valueScaleAt(int b, int g, int pos) const {
+    const long long blk =
+        block_table[(long long)b * max_blocks_per_seq + pos / block_tokens];
+    return this->v_token_scales +
+           ((blk * this->layers + this->layer) * this->kv_heads + g) *
+               (long long)block_tokens + pos % block_tokens;
+  }
+  __device__ __forceinline__ float valueScale(int b, int g, int pos) const {
+    return this->valueScalePerToken() ? *valueScaleAt(b, g, pos)
+                                      : this->headValueScale(g);
+  }
 };
 
 struct NoCache {
   using Storage = float;
   static constexpr bool kHasCache = false;
-  __device__ __forceinline__ float scale(int, int) const { return 1.0f; }
+  __device__ __forceinline__ float keyScale(int, int) const { return 1.0f; }
+  __device__ __forceinline__ bool valueScalePerToken() const { return false; }
+  __device__ __forceinline__ float headValueScale(int) const { return 1.0f; }
+  __device__ __forceinline__ float valueScale(int, int, int) const { return 1.0f; }
+  __device__ __forceinline__ float *valueScaleAt(int, int, int) const { return nullptr; }
   __device__ __forceinline__ float roundTrip(float x, float) const { return x; }
   __device__ __forceinline__ float *row(int, int, int, int) const { return nullptr; }
 };
+
+// The V scale of a new row: kivi, symmetricScale of the row's absmax over
+// head_dim, reduced by a full warp whose lane holds `absmax` of its elements
+// (every lane gets it); per-head, the head's scale.
+template <typename Cache>
+__device__ __forceinline__ float newValueScale(const Cache &c, int g, float absmax) {
+  if (!c.valueScalePerToken()) return c.headValueScale(g);
+  return numerics::symmetricScale(warpMax(absmax));
+}
 
 } // namespace qcc
 

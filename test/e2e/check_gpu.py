@@ -74,6 +74,8 @@ STATS = os.path.join(ROOT, "test", "codegen", "Inputs", "austen-stats.json")
 ARTIFACTS = {
     "f32.qpkg": [],
     "w8a8.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--calib-stats=" + STATS],
+    "w8a8-kivi.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--kv-scales=kivi",
+                       "--calib-stats=" + STATS],
     "w8a8-contig.qpkg": ["--quant=w8a8", "--kv-cache=contiguous",
                          "--calib-stats=" + STATS],
 }

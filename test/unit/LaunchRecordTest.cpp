@@ -103,7 +103,7 @@ TEST(LaunchRecord, RoundTrip) {
   EXPECT_EQ(toJson(back), j);
   EXPECT_EQ(r.maxIndex(TensorRef::Side::Operand), 1);
   EXPECT_EQ(r.maxIndex(TensorRef::Side::Result), 0);
-  for (int i = 0; i <= (int)RuntimeValue::KvMaxTokens; ++i)
+  for (int i = 0; i <= (int)RuntimeValue::KvVTokenScales; ++i)
     EXPECT_EQ(parseRuntimeValue(spelling((RuntimeValue)i)), (RuntimeValue)i);
 }
 

@@ -20,6 +20,11 @@ KvCacheConfig config(const std::string &layout, const std::string &dtype,
   if (dtype == "i8") {
     c["k_scales"] = std::vector<std::vector<float>>(2, std::vector<float>(Hkv, 0.03f));
     c["v_scales"] = std::vector<std::vector<float>>(2, std::vector<float>(Hkv, 0.02f));
+  } else if (dtype == "kivi") { // V scales per token, stored beside the rows
+    c["dtype"] = "i8";
+    c["scales"] = "kivi";
+    c["k_scales"] =
+        std::vector<std::vector<float>>(2, std::vector<float>(Hkv * D, 0.03f));
   }
   return KvCacheConfig::fromJson(c);
 }
@@ -40,6 +45,10 @@ std::vector<char> contents(KvCache &c, int64_t seq) {
                   : (const char *)(kv ? c.value(seq, l, h, p)
                                       : c.key(seq, l, h, p));
           out.insert(out.end(), src, src + row);
+          if (kv && cfg.valueScalePerToken()) {
+            const char *scale = (const char *)c.valueScales(seq, l, h, p);
+            out.insert(out.end(), scale, scale + sizeof(float));
+          }
         }
   return out;
 }
@@ -55,7 +64,7 @@ std::vector<char> contents(KvCache &c, int64_t seq) {
 TEST(KvRollback, VerifyThenRollbackIsBitIdentical) {
   const int64_t H = 4, Hkv = 2, D = 8;
   for (std::string layout : {"paged", "contiguous"})
-    for (std::string dtype : {"f32", "i8"}) {
+    for (std::string dtype : {"f32", "i8", "kivi"}) {
       KvCacheOptions opts{/*maxSequences=*/2, /*maxTokens=*/32,
                           /*numBlocks=*/16};
       KvCache a(config(layout, dtype, Hkv, D), opts),

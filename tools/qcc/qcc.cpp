@@ -122,6 +122,12 @@ EnumOpt<qcc::KvDtype> kvDtype(
     cl::value_desc("type"), qcc::optionValues(qcc::kKvDtypeNames),
     cl::init(qcc::KvDtype::F32),
     cl::cat(kvCat));
+EnumOpt<qcc::KvScales> kvScales(
+    "kv-scales",
+    cl::desc("Scales of an i8 KV cache: per-head (default) or kivi (K per "
+             "channel, V per token)"),
+    cl::value_desc("scales"), qcc::optionValues(qcc::kKvScalesNames),
+    cl::init(qcc::KvScales::PerHead), cl::cat(kvCat));
 EnumOpt<qcc::QuantMode> quant("quant",
                               cl::desc("Quantization: none (default) or w8a8 "
                                        "(int8 weights and activations)"),
@@ -397,6 +403,10 @@ int main(int argc, char **argv) {
         << smoothAlpha << "\n";
     return 1;
   }
+  if (kvScales == qcc::KvScales::Kivi && kvDtype != qcc::KvDtype::I8) {
+    WithColor::error(errs(), "qcc") << "--kv-scales=kivi needs --kv-dtype=i8\n";
+    return 1;
+  }
   // -o may not overwrite an input (the model, the tokenizer, the
   // calibration data or statistics it reads).
   std::pair<const std::string *, const char *> inputs[] = {
@@ -417,6 +427,7 @@ int main(int argc, char **argv) {
   options.kvCache = kvCache;
   options.kvBlockTokens = kvBlockTokens;
   options.kvDtype = kvDtype;
+  options.kvScales = kvScales;
   options.quant = quant;
   options.activations = actQuant;
   options.asymmetric = asymmetric;
