@@ -676,6 +676,8 @@ void GpuSession::execute(const Function &fn, Run &r) {
       kvState.cached.push_back(r.kv->cache->length(r.kv->seqs[b]));
     kvState.valid = r.kv->valid;
     kvState.elementBytes = (double)r.kv->cache->config().elementBytes();
+    kvState.rowScaleBytes =
+        r.kv->cache->config().valueScalePerToken() ? sizeof(float) : 0;
   }
   auto shapesOf = [&](const std::vector<int64_t> &ids) {
     std::vector<Shape> shapes;

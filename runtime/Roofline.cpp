@@ -85,7 +85,9 @@ double kvBytes(const Node &n, const std::vector<Shape> &ops,
     auto [cached, valid] = kvRow(kv, b, k[1]);
     tokens += (double)(window > 0 ? std::min(cached, window) : cached) + valid;
   }
-  return 2.0 * tokens * (double)k[2] * kv->elementBytes;
+  double kvHeads = (double)n.attrs.value("num_kv_heads", int64_t(0));
+  return tokens * (2.0 * (double)k[2] * kv->elementBytes +
+                   kvHeads * kv->rowScaleBytes);
 }
 
 } // namespace

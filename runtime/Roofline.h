@@ -66,10 +66,11 @@ struct Cost {
 
 /// What a kv_attention op sees of the cache in one call: per row, the tokens
 /// already cached and the valid tokens of this call; the cache's bytes per
-/// element.
+/// element, and per V row and kv head of its scale (kivi: 4; else 0).
 struct KvState {
   std::vector<int64_t> cached, valid;
   double elementBytes = 4;
+  double rowScaleBytes = 0;
 };
 
 /// FLOPs of one op (not a kernel node) given its operands' and results'

@@ -153,6 +153,8 @@ Session::run(const std::string &name,
       kvState.cached.push_back(kv->cache->length(kv->seqs[b]));
     kvState.valid = kv->valid;
     kvState.elementBytes = (double)kv->cache->config().elementBytes();
+    kvState.rowScaleBytes =
+        kv->cache->config().valueScalePerToken() ? sizeof(float) : 0;
   }
   const std::vector<SparseUse> *sparse =
       cpuKernelPath() != CpuKernelPath::Reference ? &sparseUses(fn) : nullptr;

@@ -143,6 +143,10 @@ TEST_F(RooflineTest, KvAttention) {
   EXPECT_EQ(c.activationBytes, (16 + 8 + 8 + 16) * 4.0);
   KvState i8{{5}, {1}, 1};
   EXPECT_EQ(cost("kv_attention", false, 0, &i8).kvBytes, 2.0 * 6 * 8);
+  // kivi: a 4-byte scale per V row of each of the 2 kv heads besides.
+  KvState kivi{{5}, {1}, 1, 4};
+  EXPECT_EQ(cost("kv_attention", false, 0, &kivi).kvBytes,
+            2.0 * 6 * 8 + 6 * 2 * 4.0);
 }
 
 TEST_F(RooflineTest, EmbeddingCountsGatheredRows) {
