@@ -745,7 +745,7 @@ def Qcc_WeightInt4Op : Qcc_Op<"weight_int4"> {
     [N, K/G] (G = `group_size`) and, with GPTQ act-order, `perm` i32 [K]
     store: stored column j of row n is q[n, j] * scales[n, j / G] and is
     the weight's column perm[j] (j without `perm`). The layout is defined
-    once in format/Int4.h (docs/QUANTIZATION.md, section 5). A linear whose
+    once in format/Int4.h (docs/QUANTIZATION.md, section 7). A linear whose
     weight this op produces computes in float from the dequantized weight
     (A16: activations stay float).
 

@@ -2,7 +2,7 @@
 //
 // The one definition of how a W4A16 weight W [N, K] is stored, in the IR
 // (`qcc.weight_int4 %packed, %scales [, %perm]`), in the artifact and in
-// both backends' memory (docs/QUANTIZATION.md, section 5):
+// both backends' memory (docs/QUANTIZATION.md, section 7):
 //
 //   packed  i8 [N, K/2]  two int4 per byte along K: byte j of row n holds
 //                        k = 2j in its low nibble and k = 2j + 1 in its

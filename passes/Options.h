@@ -26,7 +26,7 @@ enum class KvDtype { F32, I8 };
 enum class ActivationQuant { PerToken, PerTensor, Static };
 /// Whole-model quantization scheme (docs/QUANTIZATION.md).
 enum class QuantMode { None, W8A8, W4A16 };
-/// How quantize-w4 rounds int4 weights (docs/QUANTIZATION.md, section 5).
+/// How quantize-w4 rounds int4 weights (docs/QUANTIZATION.md, section 7).
 enum class W4Method { Gptq, Rtn };
 
 /// LLM.int8()-style float outlier columns for W8A8 (docs/QUANTIZATION.md).

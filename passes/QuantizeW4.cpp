@@ -1,6 +1,6 @@
 //===- QuantizeW4.cpp - quantize-w4 ---------------------------------------===//
 //
-// W4A16 (docs/QUANTIZATION.md, section 5): the block linears' constant float
+// W4A16 (docs/QUANTIZATION.md, section 7): the block linears' constant float
 // weights get int4 values per group (passes/QuantizeW4Methods.h) and are
 // stored as qcc.weight_int4 of their packed form (format/Int4.h).
 //

@@ -1,6 +1,6 @@
 //===- QuantizeW4Methods.h - int4 weights per group: RTN, GPTQ --*- C++ -*-===//
 //
-// The numerics of the quantize-w4 pass (docs/QUANTIZATION.md, section 5),
+// The numerics of the quantize-w4 pass (docs/QUANTIZATION.md, section 7),
 // free of MLIR so that unit tests call them on plain arrays. Each takes a
 // row-major weight W [n, k] in double and returns its int4 form in the
 // layout of format/Int4.h before packing: q [n, k] in [-7, 7] (stored column
