@@ -6,6 +6,7 @@
 // reference path (weight_int4's dequantize, then the BLAS linear).
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/kernels/int4.h"
 #include "format/Int4.h"
 #include "runtime/CpuInt4Kernels.h"
 #include "runtime/CpuKernels.h"
@@ -76,6 +77,32 @@ TEST(Int4Format, RefusesBadGroupsAndPermutations) {
   EXPECT_NE(i4::permutationError(out, 3).find("outside"), std::string::npos);
   EXPECT_NE(i4::permutationError(neg, 3).find("outside"), std::string::npos);
   EXPECT_EQ(i4::permutationError(ok, 3), "");
+}
+
+// The device side (codegen/kernels/int4.h, what gemv_w4.cuh dequantizes in
+// registers) compiled for the host: every word of random rows gives the
+// values of format::int4::dequantize, bit for bit.
+TEST(Int4Format, DeviceDequantizationIsTheFormats) {
+  std::mt19937 rng(12);
+  const int64_t n = 3, k = 256, g = 32;
+  std::vector<int8_t> packed((size_t)(n * k / 2));
+  for (int8_t &b : packed)
+    b = (int8_t)(rng() & 0xFF);
+  std::vector<float> scales((size_t)(n * (k / g))), want((size_t)(n * k));
+  std::normal_distribution<float> lg(0.f, 2.f);
+  for (float &s : scales)
+    s = halfToFloat(floatToHalf(std::exp(lg(rng))));
+  i4::dequantize(packed.data(), scales.data(), nullptr, n, k, g, want.data());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t w = 0; w < k / qcc::nibbles::kPerWord; ++w) {
+      uint32_t word;
+      std::memcpy(&word, &packed[r * k / 2 + w * 4], 4); // little-endian
+      float got[8];
+      int64_t k0 = w * qcc::nibbles::kPerWord;
+      qcc::nibbles::dequant8(word, scales[r * (k / g) + k0 / g], got);
+      for (int i = 0; i < 8; ++i)
+        ASSERT_EQ(got[i], want[r * k + k0 + i]) << "row " << r << " k " << k0 + i;
+    }
 }
 
 /// A random W4A16 weight [n, k]: q in [-8, 7] (all 16 codes), f16 scales
