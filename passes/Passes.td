@@ -836,7 +836,10 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
       the GEMM's) only user; `gemm_i8_mixed` for a qlinear with float
       outlier columns (int8-fallback); `gemm_i8_sp` / `gemm_f16_sp` when the weight is
       a `qcc.sparse_2_4` used only there (it joins the region, so its values
-      and metadata are the operands);
+      and metadata are the operands); a `qcc.linear` whose weight is a
+      `qcc.weight_int4` (W4A16) stays out of every region, with a remark: no
+      kernel kind reads packed int4 weights yet, so the GPU plan runs it on
+      the host;
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
       `qcc.quantize` of its output (the scale is computed in the same kernel);
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`

@@ -139,3 +139,23 @@ func.func @outlier_columns(%x: tensor<?x?x64xf32>) -> tensor<?x?x256xf32> {
   %h = qcc.qlinear %q, %qs, %qz, %w1, %s1, %n1 outliers(%n, %wo) {outlier_columns = array<i64: 7>} : (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x64xi8>, tensor<256xf32>, tensor<256xi32>, tensor<?x?x64xf32>, tensor<256x1xf32>) -> tensor<?x?x256xf32>
   return %h : tensor<?x?x256xf32>
 }
+
+// -----
+
+// W4A16: a linear whose weight is a qcc.weight_int4 stays out of every
+// region (no kernel kind reads packed int4 weights yet) and runs on the
+// host; its gelu becomes an elementwise kernel of its own.
+// CHECK-LABEL: func.func @int4_weight(
+// CHECK: %[[W:.*]] = qcc.weight_int4
+// CHECK-NEXT: %[[Y:.*]] = qcc.linear %arg0, %[[W]]
+// CHECK-NEXT: qcc.kernel elementwise "k{{[0-9]+}}"(%[[Y]])
+// CHECK-NOT: gemm_f16
+func.func @int4_weight(%x: tensor<?x?x64xf32>) -> tensor<?x?x32xf32> {
+  %p = qcc.constant dense<17> : tensor<32x32xi8>
+  %s = qcc.constant dense<0.5> : tensor<32x2xf16>
+  %w = qcc.weight_int4 %p, %s group_size 32 : (tensor<32x32xi8>, tensor<32x2xf16>) -> tensor<32x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.linear not fused: its weight is a qcc.weight_int4 (no W4A16 kernel kind yet): it runs on the host}}
+  %y = qcc.linear %x, %w : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %g = qcc.gelu %y : tensor<?x?x32xf32>
+  return %g : tensor<?x?x32xf32>
+}
