@@ -833,6 +833,21 @@ LogicalResult KernelOp::verify() {
                 ? nullptr
                 : "a qcc.qlinear with outlier columns";
     break;
+  case KernelKind::GemmW4:
+    needs = llvm::any_of(body.getOps<LinearOp>(),
+                         [&](LinearOp l) {
+                           auto w = l.getWeight().getDefiningOp<WeightInt4Op>();
+                           auto isArg = [&](Value v) {
+                             auto a = dyn_cast<BlockArgument>(v);
+                             return a && a.getOwner() == &body;
+                           };
+                           return w && !w.getPerm() && isArg(w.getPacked()) &&
+                                  isArg(w.getScales());
+                         })
+                ? nullptr
+                : "a qcc.linear whose weight is a qcc.weight_int4 (without "
+                  "perm) of block arguments";
+    break;
   }
   if (needs)
     return emitOpError("of kind '") << stringifyKernelKind(getKind())

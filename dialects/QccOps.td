@@ -782,12 +782,15 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     operand) with the ops it holds, in their usual semantics; `kind` names
     the device template family the emitter instantiates (`gemm_i8`,
     `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `gemm_i8_mixed` (a qlinear
-    with float outlier columns), `norm_quantize`, `norm`,
+    with float outlier columns), `gemm_w4` (a linear of a packed int4
+    weight), `norm_quantize`, `norm`,
     `quantize`, `attention`, `embedding`, `elementwise`; the verifier checks
     the body holds the op the kind is built around: for the `_sp` kinds a
-    qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments),
-    `name` is unique in the function. The region is isolated from above:
-    weights enter as operands (a 2:4 weight as its values and metadata).
+    qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments,
+    for `gemm_w4` a linear whose weight is a `qcc.weight_int4` without
+    perm of block arguments), `name` is unique in the function. The region
+    is isolated from above: weights enter as operands (a 2:4 weight as its
+    values and metadata, an int4 weight as its packed bytes and scales).
 
     ```mlir
     %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)

@@ -836,10 +836,12 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
       the GEMM's) only user; `gemm_i8_mixed` for a qlinear with float
       outlier columns (int8-fallback); `gemm_i8_sp` / `gemm_f16_sp` when the weight is
       a `qcc.sparse_2_4` used only there (it joins the region, so its values
-      and metadata are the operands); a `qcc.linear` whose weight is a
-      `qcc.weight_int4` (W4A16) stays out of every region, with a remark: no
-      kernel kind reads packed int4 weights yet, so the GPU plan runs it on
-      the host;
+      and metadata are the operands); `gemm_w4` when the weight is a
+      `qcc.weight_int4` (W4A16) used only there (it joins the region: the
+      packed weight and the scales are the operands). A W4A16 linear that
+      gemm_w4 cannot run (act-order's permutation, K or the group size not
+      a multiple of 32, a shared weight) stays out of every region with a
+      remark, and the GPU plan runs it on the host;
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
       `qcc.quantize` of its output (the scale is computed in the same kernel);
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`

@@ -27,6 +27,7 @@
 #define QCC_KERNELS_GEMV_W4_CUH
 
 #include "qcc/gemm_core.cuh"
+#include "qcc/gemm_f16.cuh" // cast_f32_to_f16: f32 activations run as f16
 #include "qcc/int4.h"
 
 namespace qcc {
