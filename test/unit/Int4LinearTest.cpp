@@ -154,11 +154,13 @@ Tensor randomTensor(Shape shape, std::mt19937 &rng) {
 
 TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
   std::mt19937 rng(4);
-  // K = 52 (groups of 26): a tail of 4 after the blocks of 8; M up to 19
-  // covers the blocks of 8 input rows and their remainder.
+  // K = 52 (groups of 26): a tail of 4 after the blocks of 8, the portable
+  // dequantization; K = 256 (groups of 64): the AVX2 one where the CPU has
+  // it. M up to 19 covers the blocks of 8 input rows and their remainder.
+  for (auto [K, G] : {std::pair<int64_t, int64_t>{52, 26}, {256, 64}})
   for (bool permuted : {false, true})
     for (int64_t M : {1, 3, 8, 19}) {
-      const int64_t N = 5, K = 52, G = 26;
+      const int64_t N = 5;
       RandomWeight rw(N, K, G, permuted, rng);
       Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
       std::vector<Tensor> y = int4LinearKernel({&x, nullptr, &bias},
@@ -179,8 +181,8 @@ TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
               ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
           want += bias.data<float>()[n];
           ASSERT_EQ(y[0].data<float>()[m * N + n], want)
-              << "permuted " << permuted << " M " << M << " m " << m << " n "
-              << n;
+              << "K " << K << " permuted " << permuted << " M " << M << " m "
+              << m << " n " << n;
         }
     }
 }
