@@ -20,8 +20,8 @@ std::string groupSizeError(int64_t k, int64_t groupSize) {
     return "group size " + std::to_string(groupSize) +
            " must be positive and even";
   if (k <= 0 || k % groupSize != 0)
-    return "K = " + std::to_string(k) + " is not a multiple of the group size " +
-           std::to_string(groupSize);
+    return "K = " + std::to_string(k) +
+           " is not a multiple of the group size " + std::to_string(groupSize);
   return "";
 }
 
@@ -38,9 +38,8 @@ std::string permutationError(const int32_t *perm, int64_t k) {
   return "";
 }
 
-void dequantize(const int8_t *packed, const float *scales,
-                const int32_t *perm, int64_t n, int64_t k, int64_t groupSize,
-                float *dense) {
+void dequantize(const int8_t *packed, const float *scales, const int32_t *perm,
+                int64_t n, int64_t k, int64_t groupSize, float *dense) {
   // By group, through the group's 16 values (nibble -> q * s, the same
   // product as unpack(row, j) * s[j / groupSize] for every j): a lookup per
   // nibble instead of a conversion and a multiply.

@@ -66,9 +66,8 @@ std::string permutationError(const int32_t *perm, int64_t k);
 /// qcc.weight_int4): `scales` [n, k/groupSize] already widened to f32,
 /// `perm` [k] or null. Preconditions: groupSizeError and permutationError
 /// passed.
-void dequantize(const int8_t *packed, const float *scales,
-                const int32_t *perm, int64_t n, int64_t k, int64_t groupSize,
-                float *dense);
+void dequantize(const int8_t *packed, const float *scales, const int32_t *perm,
+                int64_t n, int64_t k, int64_t groupSize, float *dense);
 
 } // namespace qcc::format::int4
 

@@ -34,9 +34,10 @@ bool cholesky(std::vector<double> &a, int64_t k) {
 
 } // namespace
 
-std::optional<std::string>
-qcc::obs::factorInverseHessian(std::vector<double> H, int64_t k,
-                                      double dampening, InverseHessian &out) {
+std::optional<std::string> qcc::obs::factorInverseHessian(std::vector<double> H,
+                                                          int64_t k,
+                                                          double dampening,
+                                                          InverseHessian &out) {
   assert(H.size() == (size_t)(k * k));
   out.k = k;
   out.dead.assign((size_t)k, 0);
@@ -95,7 +96,7 @@ qcc::obs::factorInverseHessian(std::vector<double> H, int64_t k,
 }
 
 double qcc::obs::compensate(double *x, int64_t i, double q, int64_t end,
-                           const InverseHessian &hinv) {
+                            const InverseHessian &hinv) {
   const double *u = &hinv.U[i * hinv.k];
   double e = (x[i] - q) / u[i];
   x[i] = q;

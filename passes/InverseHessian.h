@@ -1,12 +1,14 @@
-//===- InverseHessian.h - the OBS inverse-Hessian factor ---------*- C++ -*-===//
+//===- InverseHessian.h - the OBS inverse-Hessian factor ---------*- C++
+//-*-===//
 //
-// What the optimal-brain-surgeon methods (SparseGPT, passes/Sparsify24Methods.h;
-// GPTQ, passes/QuantizeW4Methods.h) need of a linear input's calibration
-// Hessian H = X^T X, computed once per input (linears reading one value share
-// it), free of MLIR so that unit tests call it on plain arrays. Both methods
-// visit the columns of a weight row left to right; when column i is fixed to
-// q, its error e = (w_i - q) / U_ii is compensated on the later columns,
-// w_j -= e * U_ij (j > i): `compensate` is that one formula.
+// What the optimal-brain-surgeon methods (SparseGPT,
+// passes/Sparsify24Methods.h; GPTQ, passes/QuantizeW4Methods.h) need of a
+// linear input's calibration Hessian H = X^T X, computed once per input
+// (linears reading one value share it), free of MLIR so that unit tests call it
+// on plain arrays. Both methods visit the columns of a weight row left to
+// right; when column i is fixed to q, its error e = (w_i - q) / U_ii is
+// compensated on the later columns, w_j -= e * U_ij (j > i): `compensate` is
+// that one formula.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_PASSES_INVERSEHESSIAN_H
@@ -43,8 +45,8 @@ double compensate(double *x, int64_t i, double q, int64_t end,
 
 /// The lazy batch: the columns [end, k) of row `x` take the errors `err` of
 /// the batch's columns [begin, end) at once.
-void compensateBatch(double *x, int64_t begin, int64_t end,
-                     const double *err, const InverseHessian &hinv);
+void compensateBatch(double *x, int64_t begin, int64_t end, const double *err,
+                     const InverseHessian &hinv);
 
 /// (H[perm][:, perm]): the Hessian of the inputs reordered by `perm`
 /// (stored column j is input column perm[j]).

@@ -9,8 +9,8 @@
 #include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
 #include "format/Int4.h"
-#include "passes/PatternUtils.h"
 #include "passes/Passes.h"
+#include "passes/PatternUtils.h"
 #include "passes/QuantizeW4Methods.h"
 
 #include "mlir/IR/Builders.h"
@@ -115,8 +115,8 @@ struct QuantizeW4Pass : qcc::impl::QuantizeW4Base<QuantizeW4Pass> {
       break;
     }
     }
-    LLVM_DEBUG(llvm::dbgs() << "quantize-w4: " << label << " " << n << "x"
-                            << k << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "quantize-w4: " << label << " " << n << "x" << k << "\n");
     OpBuilder b(l);
     Location loc = l.getLoc();
     std::string base = blobName(getConstant(l.getWeight()), "weight");

@@ -48,7 +48,8 @@ Int4Weight qcc::w4::quantizeRtn(const std::vector<double> &w, int64_t n,
   assert(k % groupSize == 0 && w.size() == (size_t)(n * k));
   const int64_t groups = k / groupSize;
   Int4Weight r{std::vector<int8_t>(w.size()),
-               std::vector<uint16_t>((size_t)(n * groups)), {}};
+               std::vector<uint16_t>((size_t)(n * groups)),
+               {}};
   for (int64_t i = 0; i < n; ++i)
     for (int64_t g = 0; g < groups; ++g) {
       const double *x = &w[i * k + g * groupSize];
@@ -77,7 +78,8 @@ Int4Weight qcc::w4::quantizeGptq(const std::vector<double> &w, int64_t n,
                                  const std::vector<int32_t> &perm,
                                  int64_t blockSize) {
   assert(hinv.k == k && k % groupSize == 0 && blockSize > 0 &&
-         w.size() == (size_t)(n * k) && (perm.empty() || perm.size() == (size_t)k));
+         w.size() == (size_t)(n * k) &&
+         (perm.empty() || perm.size() == (size_t)k));
   const int64_t groups = k / groupSize;
   Int4Weight r{std::vector<int8_t>(w.size()),
                std::vector<uint16_t>((size_t)(n * groups)), perm};

@@ -36,8 +36,10 @@ int64_t qcc::rt::checkInt4Operands(const Tensor &packed, const Tensor &scales,
     fail("weight_int4: " + why);
   if (scales.dim(0) != n || scales.dim(1) != i4::scaleCols(k, groupSize))
     fail("weight_int4 packed " + shapeString(packed.shape()) + " and scales " +
-         shapeString(scales.shape()) + " do not describe an [N, K] weight in "
-         "groups of " + std::to_string(groupSize));
+         shapeString(scales.shape()) +
+         " do not describe an [N, K] weight in "
+         "groups of " +
+         std::to_string(groupSize));
   if (perm) {
     if (perm->dtype() != DType::I32 || perm->shape() != Shape{k})
       fail("weight_int4 perm must be i32 [" + std::to_string(k) + "], got " +
@@ -67,15 +69,17 @@ namespace {
 /// order, decoded by a 16-entry table (pshufb), widened to i32 and f32 and
 /// multiplied by the group's scale. The same exact products as the table of
 /// format/Int4.cpp, so the same bits (Int4LinearTest).
-__attribute__((target("avx2"))) void
-dequantizeRowAvx2(const int8_t *packed, const float *scale, int64_t K,
-                  int64_t G, float *out) {
+__attribute__((target("avx2"))) void dequantizeRowAvx2(const int8_t *packed,
+                                                       const float *scale,
+                                                       int64_t K, int64_t G,
+                                                       float *out) {
   const __m128i codes =
       _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
   const __m128i low = _mm_set1_epi8(0x0F);
   for (int64_t j = 0; j < K; j += 32) {
     __m256 s = _mm256_set1_ps(scale[j / G]);
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(packed + j / 2));
+    __m128i b =
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(packed + j / 2));
     __m128i lo = _mm_and_si128(b, low);
     __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low);
     __m128i q[2] = {_mm_shuffle_epi8(codes, _mm_unpacklo_epi8(lo, hi)),

@@ -20,7 +20,8 @@
 // one scale), G | K; M, N arbitrary.
 //
 //   typedef qcc::GemvW4Config<4, 4, 2> Cfg;   // MaxM, Warps, ColsPerWarp
-//   qcc::gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(x, w, s, M, N, K, G, epi);
+//   qcc::gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(x, w, s, M, N, K,
+//   G, epi);
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_KERNELS_GEMV_W4_CUH
@@ -69,11 +70,12 @@ QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
 #pragma unroll
     for (int c = 0; c < ColsPerWarp; ++c) {
       const bool in = n0 + c < N;
-      w[c] = in ? detail::ld_stream_16(gB + static_cast<int64_t>(n0 + c) * KB +
-                                       kb)
-                : make_int4(0, 0, 0, 0);
-      s[c] = in ? __half2float(S[static_cast<int64_t>(n0 + c) * groups + k0 / G])
-                : 0.f;
+      w[c] =
+          in ? detail::ld_stream_16(gB + static_cast<int64_t>(n0 + c) * KB + kb)
+             : make_int4(0, 0, 0, 0);
+      s[c] =
+          in ? __half2float(S[static_cast<int64_t>(n0 + c) * groups + k0 / G])
+             : 0.f;
     }
 #pragma unroll
     for (int m = 0; m < MaxM; ++m)
@@ -114,8 +116,7 @@ QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
                         int M, int N, int K, int G, Epilogue epi) {
-  gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(A, B, S, M, N, K, G,
-                                                      epi);
+  gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(A, B, S, M, N, K, G, epi);
 }
 
 } // namespace qcc

@@ -1,4 +1,5 @@
-//===- ArtifactTestUtil.h - IR text to artifacts, for the unit tests -*- C++ -*-===//
+//===- ArtifactTestUtil.h - IR text to artifacts, for the unit tests -*- C++
+//-*-===//
 //
 // Parses qcc IR, serializes it to artifact bytes (compiler/ArtifactWriter.h)
 // and finds nodes: shared by the tests that load artifacts of compressed
@@ -36,7 +37,7 @@ serialize(mlir::ModuleOp module, const qcc::ArtifactOptions &o = {}) {
 }
 
 inline mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &ctx,
-                                        const char *text) {
+                                               const char *text) {
   ctx.loadDialect<mlir::func::FuncDialect, qcc::QccDialect>();
   return mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
 }

@@ -62,7 +62,8 @@ TEST(Int4Artifact, SessionFastAndReference) {
   std::normal_distribution<float> normal;
   for (int64_t i = 0; i < x.numel(); ++i)
     x.data<float>()[i] = normal(rng);
-  std::map<std::string, Tensor> in = {{a.function("main").inputs.at(0).name, x}};
+  std::map<std::string, Tensor> in = {
+      {a.function("main").inputs.at(0).name, x}};
   std::map<CpuKernelPath, std::map<std::string, Tensor>> out;
   std::map<CpuKernelPath, std::vector<std::string>> ran;
   for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {

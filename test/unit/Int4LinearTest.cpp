@@ -101,7 +101,8 @@ TEST(Int4Format, DeviceDequantizationIsTheFormats) {
       int64_t k0 = w * qcc::nibbles::kPerWord;
       qcc::nibbles::dequant8(word, scales[r * (k / g) + k0 / g], got);
       for (int i = 0; i < 8; ++i)
-        ASSERT_EQ(got[i], want[r * k + k0 + i]) << "row " << r << " k " << k0 + i;
+        ASSERT_EQ(got[i], want[r * k + k0 + i])
+            << "row " << r << " k " << k0 + i;
     }
 }
 
@@ -158,33 +159,33 @@ TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
   // dequantization; K = 256 (groups of 64): the AVX2 one where the CPU has
   // it. M up to 19 covers the blocks of 8 input rows and their remainder.
   for (auto [K, G] : {std::pair<int64_t, int64_t>{52, 26}, {256, 64}})
-  for (bool permuted : {false, true})
-    for (int64_t M : {1, 3, 8, 19}) {
-      const int64_t N = 5;
-      RandomWeight rw(N, K, G, permuted, rng);
-      Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
-      std::vector<Tensor> y = int4LinearKernel({&x, nullptr, &bias},
-                                               rw.weight());
-      ASSERT_EQ(y[0].shape(), (Shape{M, N}));
-      std::vector<float> w = rw.dense();
-      const int32_t *perm = rw.perm.data<int32_t>();
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          // Lane l sums stored columns j = l (mod 8): the weight's column
-          // perm[j] times the input's column perm[j].
-          float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-          for (int64_t j = 0; j < K; ++j) {
-            int64_t c = permuted ? perm[j] : j;
-            l[j % 8] += w[n * K + c] * x.data<float>()[m * K + c];
+    for (bool permuted : {false, true})
+      for (int64_t M : {1, 3, 8, 19}) {
+        const int64_t N = 5;
+        RandomWeight rw(N, K, G, permuted, rng);
+        Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
+        std::vector<Tensor> y =
+            int4LinearKernel({&x, nullptr, &bias}, rw.weight());
+        ASSERT_EQ(y[0].shape(), (Shape{M, N}));
+        std::vector<float> w = rw.dense();
+        const int32_t *perm = rw.perm.data<int32_t>();
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            // Lane l sums stored columns j = l (mod 8): the weight's column
+            // perm[j] times the input's column perm[j].
+            float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (int64_t j = 0; j < K; ++j) {
+              int64_t c = permuted ? perm[j] : j;
+              l[j % 8] += w[n * K + c] * x.data<float>()[m * K + c];
+            }
+            float want = ((l[0] + l[1]) + (l[2] + l[3])) +
+                         ((l[4] + l[5]) + (l[6] + l[7]));
+            want += bias.data<float>()[n];
+            ASSERT_EQ(y[0].data<float>()[m * N + n], want)
+                << "K " << K << " permuted " << permuted << " M " << M << " m "
+                << m << " n " << n;
           }
-          float want =
-              ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-          want += bias.data<float>()[n];
-          ASSERT_EQ(y[0].data<float>()[m * N + n], want)
-              << "K " << K << " permuted " << permuted << " M " << M << " m "
-              << m << " n " << n;
-        }
-    }
+      }
 }
 
 TEST(Int4Linear, AgreesWithTheReferencePathWithinTheStatedBound) {
@@ -203,9 +204,9 @@ TEST(Int4Linear, AgreesWithTheReferencePathWithinTheStatedBound) {
       wops.push_back(&rw.perm);
     std::vector<Tensor> w =
         runCpuKernel(qcc::format::OpKind::WeightInt4, Attrs(attrs), wops);
-    std::vector<Tensor> ref = runCpuKernel(qcc::format::OpKind::Linear,
-                                           Attrs(nlohmann::json::object()),
-                                           {&x, &w[0], &bias});
+    std::vector<Tensor> ref =
+        runCpuKernel(qcc::format::OpKind::Linear,
+                     Attrs(nlohmann::json::object()), {&x, &w[0], &bias});
     ASSERT_EQ(fast[0].shape(), ref[0].shape());
     const double u = std::ldexp(1.0, -24), n1 = K + 1;
     const double gamma = n1 * u / (1 - n1 * u);
@@ -237,23 +238,27 @@ TEST(Int4Linear, RefusesInconsistentWeights) {
     return std::string();
   };
   EXPECT_EQ(message([&] { int4Weight(packed, scales, nullptr, 32); }), "");
-  EXPECT_NE(message([&] { int4Weight(packed, scales, nullptr, 0); })
-                .find("group size 0"),
+  EXPECT_NE(message([&] {
+              int4Weight(packed, scales, nullptr, 0);
+            }).find("group size 0"),
             std::string::npos);
-  EXPECT_NE(message([&] { int4Weight(packed, wrongScales, nullptr, 32); })
-                .find("do not describe"),
+  EXPECT_NE(message([&] {
+              int4Weight(packed, wrongScales, nullptr, 32);
+            }).find("do not describe"),
             std::string::npos);
-  EXPECT_NE(message([&] { int4Weight(packed, f32Scales, nullptr, 32); })
-                .find("f16 scales"),
+  EXPECT_NE(message([&] {
+              int4Weight(packed, f32Scales, nullptr, 32);
+            }).find("f16 scales"),
             std::string::npos);
   // An all-zero "permutation" names column 0 32 times.
-  EXPECT_NE(message([&] { int4Weight(packed, scales, &perm, 32); })
-                .find("twice"),
-            std::string::npos);
+  EXPECT_NE(
+      message([&] { int4Weight(packed, scales, &perm, 32); }).find("twice"),
+      std::string::npos);
   Tensor x(DType::F32, {2, 31});
   Int4Weight w = int4Weight(packed, scales, nullptr, 32);
-  EXPECT_NE(message([&] { int4LinearKernel({&x, nullptr, nullptr}, w); })
-                .find("do not match"),
+  EXPECT_NE(message([&] {
+              int4LinearKernel({&x, nullptr, nullptr}, w);
+            }).find("do not match"),
             std::string::npos);
 }
 

@@ -17,7 +17,8 @@ namespace qcc::obstest {
 /// X [t, k]: t tokens whose channels mix `k / 4` latent factors (strongly
 /// correlated channels, as in transformer activations) plus a little noise,
 /// with per-channel scales spread over two orders of magnitude.
-inline std::vector<double> correlatedInputs(int64_t t, int64_t k, std::mt19937 &rng) {
+inline std::vector<double> correlatedInputs(int64_t t, int64_t k,
+                                            std::mt19937 &rng) {
   std::normal_distribution<double> g(0.0, 1.0);
   int64_t f = k / 4;
   std::vector<double> mix((size_t)(f * k)), scale((size_t)k);
@@ -40,7 +41,8 @@ inline std::vector<double> correlatedInputs(int64_t t, int64_t k, std::mt19937 &
   return x;
 }
 
-inline std::vector<double> gram(const std::vector<double> &x, int64_t t, int64_t k) {
+inline std::vector<double> gram(const std::vector<double> &x, int64_t t,
+                                int64_t k) {
   std::vector<double> h((size_t)(k * k), 0.0);
   for (int64_t r = 0; r < t; ++r)
     for (int64_t i = 0; i < k; ++i)
@@ -51,9 +53,9 @@ inline std::vector<double> gram(const std::vector<double> &x, int64_t t, int64_t
 
 /// ||(W - P) X^T||_F^2 = sum over rows of d^T H d, d = w - p.
 inline double reconstructionError(const std::vector<double> &w,
-                           const std::vector<double> &p,
-                           const std::vector<double> &h, int64_t n,
-                           int64_t k) {
+                                  const std::vector<double> &p,
+                                  const std::vector<double> &h, int64_t n,
+                                  int64_t k) {
   double e = 0;
   for (int64_t r = 0; r < n; ++r)
     for (int64_t i = 0; i < k; ++i)

@@ -67,8 +67,7 @@ TEST(QuantizeW4, GptqBeatsRoundToNearestOnCorrelatedInputs) {
     ASSERT_GE(h[perm[j - 1] * k + perm[j - 1]], h[perm[j] * k + perm[j]]);
 
   double eRtn = reconstructionError(w, w4::dequantize(rtn, n, k, g), h, n, k);
-  double eGptq =
-      reconstructionError(w, w4::dequantize(gptq, n, k, g), h, n, k);
+  double eGptq = reconstructionError(w, w4::dequantize(gptq, n, k, g), h, n, k);
   double eAct = reconstructionError(w, w4::dequantize(act, n, k, g), h, n, k);
   // The margin asks for a clear win (a fifth less error), not a figure
   // tuned to this seed.
