@@ -164,12 +164,18 @@ constexpr GemmTile kGemmSpNarrow[2] = {
     QCC_GEMM_TILE(GemmSpF16Config<64, 64, 128, 32, 32, 3>)};
 constexpr GemmTile kGemvSp[2] = {QCC_GEMM_TILE(GemvSpI8Config<8, 4, 2>),
                                  QCC_GEMM_TILE(GemvSpF16Config<8, 4, 2>)};
+/// gemm_w4 (gemv_w4.cuh): decode, up to 4 rows per block; prefill, M tiled
+/// by 16 rows per block (one output channel per warp).
+constexpr GemmTile kGemmW4[2] = {QCC_GEMM_TILE(GemvW4Config<4, 4, 2>),
+                                 QCC_GEMM_TILE(GemvW4Config<16, 8, 1>)};
 #undef QCC_GEMM_TILE
 static_assert(kGemmWide[1].smem <= kMaxDynamicSmemSm80 &&
                   kGemmNarrow[1].smem <= kMaxDynamicSmemSm80 &&
                   kGemmSpWide[1].smem <= kMaxDynamicSmemSm80 &&
                   kGemmSpNarrow[1].smem <= kMaxDynamicSmemSm80,
               "GEMM tiles must fit sm_80");
+
+const GemmTile &gemmW4Tile(bool decode) { return kGemmW4[decode ? 0 : 1]; }
 
 const GemmTile &gemmTile(bool i8, bool sparse, bool decode, int64_t N) {
   const GemmTile *family =
@@ -235,6 +241,10 @@ Unit emitGemm(const Region &r) {
   // [N, K/2] and `meta` [N, K/32] (format/Sparse24.h), read as they are.
   bool sparse =
       kind == qcc::KernelKind::GemmI8Sp || kind == qcc::KernelKind::GemmF16Sp;
+  // W4A16: the weight is a qcc.weight_int4 of the operands `packed`
+  // [N, K/2] and f16 `scales` [N, K/G] (format/Int4.h), read as they are;
+  // gemv_w4.cuh dequantizes in registers.
+  bool w4 = kind == qcc::KernelKind::GemmW4;
   Operation *gemm = i8 ? q.getOperation() : f.getOperation();
   if (!gemm)
     return unsupported("GEMM region without its GEMM op");
@@ -250,9 +260,17 @@ Unit emitGemm(const Region &r) {
   auto sp = w.getDefiningOp<qcc::Sparse24Op>();
   if (sparse && !sp)
     return unsupported("sparse GEMM region without its qcc.sparse_2_4");
-  // wi: the dense weight, or the 2:4 values; mi: the 2:4 metadata.
-  int xi = r.argIndex(x), wi = r.argIndex(sparse ? sp.getValues() : w);
-  int mi = sparse ? r.argIndex(sp.getMeta()) : 0;
+  auto wq = w.getDefiningOp<qcc::WeightInt4Op>();
+  if (w4 && (!wq || wq.getPerm()))
+    return unsupported("gemm_w4 region without its qcc.weight_int4 (or with "
+                       "act-order's perm)");
+  // wi: the dense weight, the 2:4 values or the packed int4; mi: the 2:4
+  // metadata or the int4 scales.
+  int xi = r.argIndex(x),
+      wi = r.argIndex(sparse ? sp.getValues() : w4 ? wq.getPacked() : w);
+  int mi = sparse ? r.argIndex(sp.getMeta())
+           : w4   ? r.argIndex(wq.getScales())
+                  : 0;
   if (xi < 0 || wi < 0 || mi < 0)
     return unsupported("GEMM operands computed inside the region");
   auto wt = tensorOf(w);
@@ -267,12 +285,17 @@ Unit emitGemm(const Region &r) {
   bool fromF32 = false;
   if (!i8) {
     Type xt = tensorOf(x).getElementType(), wtE = wt.getElementType();
-    fromF32 = xt.isF32() && wtE.isF32();
-    if (!fromF32 && (!xt.isF16() || !wtE.isF16()))
+    // gemm_w4: the weight's float type is only its dequantized view.
+    fromF32 = xt.isF32() && (w4 || wtE.isF32());
+    if (!fromF32 && (!xt.isF16() || (!w4 && !wtE.isF16())))
       return unsupported("no CUDA kernel for bf16 or mixed-type linear yet");
     elem = "__half";
     elemBytes = 2;
   }
+  int64_t G = w4 ? (int64_t)wq.getGroupSize() : 0;
+  if (w4 && (K % qcc::GemvW4Config<1, 1, 1>::kKMultiple != 0 || G % 32 != 0))
+    return unsupported("gemm_w4 needs K and the group size to be multiples "
+                       "of 32");
   if ((K * elemBytes) % 16 != 0)
     return unsupported(llvm::formatv("GEMM with K = {0} (K * {1} bytes must "
                                      "be a multiple of 16)",
@@ -298,7 +321,14 @@ Unit emitGemm(const Region &r) {
   // Parameters and the matching C++ signature.
   std::vector<std::pair<std::string, Param>> params;
   const char *wName = sparse ? "wv" : "w";
-  if (fromF32) {
+  if (w4) {
+    params.push_back(fromF32 ? std::pair{std::string("const __half *x"),
+                                         Param::workspaceBuffer("x", x16)}
+                             : std::pair{std::string("const __half *x"),
+                                         Param::operand("x", xi)});
+    params.push_back({"const qcc::int8_t *w", Param::operand("w", wi)});
+    params.push_back({"const __half *wscale", Param::operand("wscale", mi)});
+  } else if (fromF32) {
     params.push_back({"const __half *x", Param::workspaceBuffer("x", x16)});
     params.push_back({std::string("const __half *") + wName,
                       Param::operandF16(wName, wi)});
@@ -368,6 +398,8 @@ Unit emitGemm(const Region &r) {
   params.push_back({"int M", Param::int32("M", M)});
   params.push_back({"int N", Param::int32("N", N)});
   params.push_back({"int K", Param::int32("K", K)});
+  if (w4)
+    params.push_back({"int G", Param::int32("G", G)});
 
   std::string sig;
   std::vector<Param> plist;
@@ -375,10 +407,11 @@ Unit emitGemm(const Region &r) {
     sig += (sig.empty() ? "" : ", ") + decl;
     plist.push_back(p);
   }
-  std::string src = header({sparse ? "gemm_sp.cuh"
-                            : i8  ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
-                                  : "gemm_f16.cuh"});
-  const GemmTile &tile = gemmTile(i8, sparse, decode, N);
+  std::string src = header({w4       ? "gemv_w4.cuh"
+                            : sparse ? "gemm_sp.cuh"
+                            : i8     ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
+                                     : "gemm_f16.cuh"});
+  const GemmTile &tile = w4 ? gemmW4Tile(decode) : gemmTile(i8, sparse, decode, N);
   src += "typedef " + std::string(tile.type) + " Cfg;\n";
   std::string gemmParams =
       sparse ? "  qcc::GemmSpParams<" + elem + "> p = {x, wv, wmeta, " +
@@ -387,7 +420,7 @@ Unit emitGemm(const Region &r) {
                    (decode ? "rows" : "M") + ", N, K};\n";
   std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
   std::string body;
-  if (decode) {
+  if (decode && !w4) { // gemv_w4 tiles M over blockIdx.y itself
     // Row chunk blockIdx.y: offset every per-row pointer by m0 rows.
     body += "  const int m0 = blockIdx.y * Cfg::kMaxM;\n";
     body += "  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;\n";
@@ -400,11 +433,14 @@ Unit emitGemm(const Region &r) {
       body += "  res += (long long)m0 * N;\n";
     body += "  y += (long long)m0 * N;\n";
   }
+  std::string call =
+      w4 ? chain + "  qcc::gemv_w4<Cfg>(x, w, wscale, M, N, K, G, epi);\n"
+         : body + gemmParams + chain + "  qcc::" + (decode ? "gemv" : "gemm") +
+               (i8 ? "_i8" : "_f16") + (sparse ? "_sp" : "") +
+               "<Cfg>(p, epi);\n";
   src += std::string("extern \"C\" __global__ void __launch_bounds__(Cfg::"
                      "kThreads)\n") +
-         kEntry + "(" + sig + ") {\n" + body + gemmParams + chain + "  qcc::" +
-         (decode ? "gemv" : "gemm") + (i8 ? "_i8" : "_f16") +
-         (sparse ? "_sp" : "") + "<Cfg>(p, epi);\n}\n";
+         kEntry + "(" + sig + ") {\n" + call + "}\n";
   LaunchStep main =
       step("", tile.threads, (N + tile.blockN - 1) / tile.blockN,
            Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
@@ -1036,6 +1072,7 @@ EmitResult emitKernels(ModuleOp module) {
       case qcc::KernelKind::GemmI8Sp:
       case qcc::KernelKind::GemmF16Sp:
       case qcc::KernelKind::GemmI8Mixed:
+      case qcc::KernelKind::GemmW4:
         u = emitGemm(r);
         break;
       case qcc::KernelKind::NormQuantize:

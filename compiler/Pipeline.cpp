@@ -75,6 +75,12 @@ bool needsActivationRows(const qcc::CompileOptions &options) {
           options.int8Fallback == qcc::Int8Fallback::Auto);
 }
 
+/// Whether quantize-w4 runs GPTQ (which needs the calibration Hessians).
+bool runsGptq(const qcc::CompileOptions &options) {
+  return options.quant == qcc::QuantMode::W4A16 &&
+         options.w4Method == qcc::W4Method::Gptq;
+}
+
 bool sparsifies(const qcc::CompileOptions &options) {
   return options.sparsity == qcc::Sparsity::TwoFour;
 }
@@ -139,12 +145,17 @@ qcc::PruneMethod qcc::pruneMethod(const CompileOptions &options) {
 
 llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
                                 const CompileOptions &options) {
-  bool pruningStats = sparsifies(options) &&
-                      pruneMethod(options) != PruneMethod::Magnitude;
+  bool pruningStats = (sparsifies(options) &&
+                       pruneMethod(options) != PruneMethod::Magnitude) ||
+                      runsGptq(options);
   if (sparsifies(options) && !options.prune && !pruningStats &&
       !options.quiet)
     llvm::errs() << "qcc: note: --sparsity=2:4 without calibration data "
                     "prunes by magnitude (--calib=TEXT for sparsegpt)\n";
+  if (runsGptq(options) && !hasCalibrationData(options))
+    return error(sourcePath + ": --quant=w4a16 rounds with GPTQ, which "
+                 "needs --calib=SOURCE (a text file or a folder of .npy "
+                 "inputs) or existing --calib-stats (or --w4-method=rtn)");
   if (pruningStats && !hasCalibrationData(options))
     return error(sourcePath + ": --prune=" +
                  spelling(kPruneMethodNames, pruneMethod(options)) +
@@ -164,7 +175,8 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
 
 llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
                                const CompileOptions &options) {
-  if (!quantizes(options) && !sparsifies(options))
+  if (!quantizes(options) && !sparsifies(options) &&
+      options.quant != QuantMode::W4A16)
     return llvm::Error::success();
   PassManager pm(module.getContext());
   OpPassManager &fn = pm.nest<func::FuncOp>();
@@ -184,6 +196,13 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     sp.exclude.assign(options.sparsityExclude.begin(),
                       options.sparsityExclude.end());
     fn.addPass(createSparsify24(sp));
+  }
+  if (options.quant == QuantMode::W4A16) {
+    QuantizeW4Options w4;
+    w4.method = options.w4Method;
+    w4.groupSize = options.w4GroupSize;
+    w4.actOrder = options.w4ActOrder;
+    fn.addPass(createQuantizeW4(w4));
   }
   if (quantizes(options) && options.int8Fallback == Int8Fallback::Auto) {
     Int8FallbackOptions fb;

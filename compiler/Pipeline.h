@@ -80,6 +80,11 @@ struct CompileOptions {
   /// LLM.int8()-style float outlier columns (int8-fallback; Auto needs
   /// calibration activation rows, like auto alpha).
   Int8Fallback int8Fallback = Int8Fallback::Off;
+  /// W4A16 (--quant=w4a16, docs/QUANTIZATION.md section 7): int4 weights
+  /// per group of w4GroupSize k; gptq needs calibration (the Gram matrices).
+  int64_t w4GroupSize = 128;
+  bool w4ActOrder = false;
+  W4Method w4Method = W4Method::Gptq;
   CalibrationOptions calibration;
   /// 2:4 sparsity of the block linears (docs/SPARSITY.md); `prune` unset:
   /// sparsegpt with calibration data (--calib or existing --calib-stats),

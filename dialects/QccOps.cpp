@@ -7,6 +7,7 @@
 #include "dialects/QccOps.h"
 #include "format/Quant.h"
 #include "dialects/QccConstants.h"
+#include "format/Int4.h"
 #include "format/Sparse24.h"
 
 #include "mlir/IR/Builders.h"
@@ -667,6 +668,42 @@ LogicalResult Sparse24Op::verify() {
   return success();
 }
 
+LogicalResult WeightInt4Op::verify() {
+  namespace i4 = format::int4;
+  auto packed = getPacked().getType();
+  auto scales = getScales().getType();
+  auto out = getResult().getType();
+  if (packed.getRank() != 2 || scales.getRank() != 2 || out.getRank() != 2)
+    return emitOpError("packed, scales and result must be 2-D");
+  int64_t n = out.getDimSize(0), k = out.getDimSize(1);
+  int64_t g = getGroupSize();
+  if (ShapedType::isDynamic(k))
+    return emitOpError("K must be static");
+  if (std::string why = i4::groupSizeError(k, g); !why.empty())
+    return emitOpError(why);
+  if (!sizesAgree(packed.getDimSize(0), n) ||
+      !sizesAgree(scales.getDimSize(0), n))
+    return emitOpError("packed, scales and result must have the same N");
+  if (!sizesAgree(packed.getDimSize(1), i4::packedCols(k)))
+    return emitOpError("packed must be [N, K/2] = [N, ")
+           << i4::packedCols(k) << "]";
+  if (!sizesAgree(scales.getDimSize(1), i4::scaleCols(k, g)))
+    return emitOpError("scales must be [N, K/group_size] = [N, ")
+           << i4::scaleCols(k, g) << "]";
+  if (Value p = getPerm()) {
+    auto pt = cast<RankedTensorType>(p.getType());
+    if (pt.getRank() != 1 || !sizesAgree(pt.getDimSize(0), k))
+      return emitOpError("perm must be [K] = [") << k << "]";
+    if (auto c = p.getDefiningOp<ConstantOp>())
+      if (auto bytes = getBytes(c.getValue()))
+        if (std::string why = i4::permutationError(
+                reinterpret_cast<const int32_t *>(bytes->data()), k);
+            !why.empty())
+          return emitOpError("invalid perm: ") << why;
+  }
+  return success();
+}
+
 LogicalResult QLinearOp::verify() {
   auto in = getInput().getType();
   auto w = getWeight().getType();
@@ -795,6 +832,21 @@ LogicalResult KernelOp::verify() {
                          [](QLinearOp q) { return q.getOutlierInput(); })
                 ? nullptr
                 : "a qcc.qlinear with outlier columns";
+    break;
+  case KernelKind::GemmW4:
+    needs = llvm::any_of(body.getOps<LinearOp>(),
+                         [&](LinearOp l) {
+                           auto w = l.getWeight().getDefiningOp<WeightInt4Op>();
+                           auto isArg = [&](Value v) {
+                             auto a = dyn_cast<BlockArgument>(v);
+                             return a && a.getOwner() == &body;
+                           };
+                           return w && !w.getPerm() && isArg(w.getPacked()) &&
+                                  isArg(w.getScales());
+                         })
+                ? nullptr
+                : "a qcc.linear whose weight is a qcc.weight_int4 (without "
+                  "perm) of block arguments";
     break;
   }
   if (needs)

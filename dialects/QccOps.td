@@ -737,6 +737,37 @@ def Qcc_Sparse24Op : Qcc_Op<"sparse_2_4"> {
   let hasVerifier = 1;
 }
 
+def Qcc_WeightInt4Op : Qcc_Op<"weight_int4"> {
+  let summary = "A W4A16 [N, K] weight from its packed int4 form";
+  let description = [{
+    The float weight `result` [N, K] that `packed` i8 [N, K/2] (two int4
+    per byte along K, low nibble = even k, two's complement), `scales` f16
+    [N, K/G] (G = `group_size`) and, with GPTQ act-order, `perm` i32 [K]
+    store: stored column j of row n is q[n, j] * scales[n, j / G] and is
+    the weight's column perm[j] (j without `perm`). The layout is defined
+    once in format/Int4.h (docs/QUANTIZATION.md, section 7). A linear whose
+    weight this op produces computes in float from the dequantized weight
+    (A16: activations stay float).
+
+    ```mlir
+    %w = qcc.weight_int4 %packed, %scales group_size 128
+        : (tensor<256x128xi8>, tensor<256x2xf16>) -> tensor<256x256xf32>
+    ```
+
+    K must be a static multiple of `group_size` (positive, even); a
+    constant `perm` must be a permutation of [0, K).
+  }];
+  let arguments = (ins RankedTensorOf<[I8]>:$packed,
+                   RankedTensorOf<[F16]>:$scales,
+                   Optional<RankedTensorOf<[I32]>>:$perm,
+                   I64Attr:$group_size);
+  let results = (outs RankedTensorOf<[F32, F16, BF16]>:$result);
+  let assemblyFormat = "$packed `,` $scales (`,` $perm^)? `group_size` "
+                       "$group_size attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel regions (form-kernels)
 //===----------------------------------------------------------------------===//
@@ -751,12 +782,15 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     operand) with the ops it holds, in their usual semantics; `kind` names
     the device template family the emitter instantiates (`gemm_i8`,
     `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `gemm_i8_mixed` (a qlinear
-    with float outlier columns), `norm_quantize`, `norm`,
+    with float outlier columns), `gemm_w4` (a linear of a packed int4
+    weight), `norm_quantize`, `norm`,
     `quantize`, `attention`, `embedding`, `elementwise`; the verifier checks
     the body holds the op the kind is built around: for the `_sp` kinds a
-    qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments),
-    `name` is unique in the function. The region is isolated from above:
-    weights enter as operands (a 2:4 weight as its values and metadata).
+    qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments,
+    for `gemm_w4` a linear whose weight is a `qcc.weight_int4` without
+    perm of block arguments), `name` is unique in the function. The region
+    is isolated from above: weights enter as operands (a 2:4 weight as its
+    values and metadata, an int4 weight as its packed bytes and scales).
 
     ```mlir
     %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)

@@ -107,8 +107,33 @@ private:
         decline(u, "the GEMM result it reads has other users");
   }
 
+  /// Why gemm_w4 (codegen/kernels/gemv_w4.cuh) cannot run linear `l` of the
+  /// packed int4 weight `w`, or "" when it can.
+  static std::string gemmW4Refusal(LinearOp l, WeightInt4Op w) {
+    if (w.getPerm())
+      return "its qcc.weight_int4 is act-ordered (gemm_w4 does not gather "
+             "the input's columns yet)";
+    int64_t k = w.getType().getDimSize(1);
+    if (k % 32 != 0 || w.getGroupSize() % 32 != 0)
+      return "gemm_w4 needs K and the group size to be multiples of 32";
+    Type xt = l.getInput().getType().getElementType();
+    if (!xt.isF32() && !xt.isF16())
+      return "gemm_w4 reads f32 or f16 activations";
+    if (soleUser(w) != l.getOperation())
+      return "its qcc.weight_int4 has other users";
+    return "";
+  }
+
   /// GEMM + activation + residual add.
   void formGemm(Operation *gemm) {
+    // W4A16: the weight_int4 joins the region (packed weight and scales
+    // enter as operands); a linear gemm_w4 cannot run stays out of every
+    // region and runs on the host.
+    WeightInt4Op int4;
+    if (auto l = dyn_cast<LinearOp>(gemm))
+      if ((int4 = l.getWeight().getDefiningOp<WeightInt4Op>()))
+        if (std::string why = gemmW4Refusal(l, int4); !why.empty())
+          return decline(gemm, why + ": it runs on the host");
     SmallVector<Operation *> group = {gemm};
     Operation *last = gemm;
     if (Operation *u = soleUser(last); u && isa<GeluOp, SiluOp>(u)) {
@@ -135,6 +160,10 @@ private:
       } else if (sharedSparse.insert(w).second) { // one remark per weight
         decline(w, "its dense weight has other users");
       }
+    }
+    if (int4) {
+      group.insert(group.begin(), int4);
+      return form(group, KernelKind::GemmW4);
     }
     bool i8 = isa<QLinearOp>(gemm);
     bool mixed = i8 && cast<QLinearOp>(gemm).getOutlierInput();

@@ -27,7 +27,9 @@ enum class KvScales { PerHead, Kivi };
 /// Activation quantization levels (SmoothQuant's O1, O2, O3).
 enum class ActivationQuant { PerToken, PerTensor, Static };
 /// Whole-model quantization scheme (docs/QUANTIZATION.md).
-enum class QuantMode { None, W8A8 };
+enum class QuantMode { None, W8A8, W4A16 };
+/// How quantize-w4 rounds int4 weights (docs/QUANTIZATION.md, section 7).
+enum class W4Method { Gptq, Rtn };
 
 /// LLM.int8()-style float outlier columns for W8A8 (docs/QUANTIZATION.md).
 enum class Int8Fallback { Off, Auto };
@@ -65,6 +67,13 @@ inline constexpr llvm::cl::OptionEnumValue kActivationQuantNames[] = {
 inline constexpr llvm::cl::OptionEnumValue kQuantModeNames[] = {
     {"none", int(QuantMode::None), "float weights and activations"},
     {"w8a8", int(QuantMode::W8A8), "int8 weights and activations"},
+    {"w4a16", int(QuantMode::W4A16),
+     "int4 weights per group, float activations"},
+};
+inline constexpr llvm::cl::OptionEnumValue kW4MethodNames[] = {
+    {"gptq", int(W4Method::Gptq),
+     "GPTQ: OBS with the calibration Hessian, compensating updates"},
+    {"rtn", int(W4Method::Rtn), "round to nearest per group"},
 };
 
 inline constexpr llvm::cl::OptionEnumValue kInt8FallbackNames[] = {

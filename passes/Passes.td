@@ -698,6 +698,63 @@ def Sparsify24 : Pass<"sparsify-2-4", "mlir::func::FuncOp"> {
   ];
 }
 
+def QuantizeW4 : Pass<"quantize-w4", "mlir::func::FuncOp"> {
+  let summary = "W4A16: int4 weights per group (GPTQ or round to nearest)";
+  let description = [{
+    Every `qcc.linear` inside a transformer block (as sparsify-2-4 places
+    them: never the LM head; `all-linears` includes it) whose weight W
+    [N, K] is a float constant gets an int4 weight: its weight becomes
+    `qcc.weight_int4` of constants (packed i8 [N, K/2], f16 scales
+    [N, K/G], with `act-order` an i32 permutation [K]: format/Int4.h).
+    Activations stay float. Symmetric: per output channel and group of
+    G = `group-size` consecutive k, s = f16(max|w| / 7), q =
+    clamp(round_half_even(w / s), -7, 7). `method`:
+
+    * `rtn`: round to nearest, each group from the float weight;
+    * `gptq`: GPTQ (Frantar et al., 2022) with the input's Gram matrix
+      H = X^T X (`qcc.input_gram`): damp 1% of mean(diag H), U = upper
+      Cholesky factor of (H + damp I)^-1 (passes/InverseHessian.h, shared
+      with sparsegpt); columns left to right in lazy batches of
+      `block-size`, each group's scale from the weights as updated so far
+      at its first column, each column's error (w - q s) / U_jj spread
+      over the later columns through row j of U. With `act-order` the
+      columns are visited (and stored, groups consecutive) by descending
+      H_jj. In double.
+
+    A linear whose K is not a multiple of the group size stays float with a
+    warning naming it. gptq needs the calibration statistics (an error
+    names the linear without them); the pass drops them from every linear.
+
+    ```mlir
+    // before
+    %w = qcc.constant dense<[[0.5, -1.75, ...]]> : tensor<8x64xf32>
+    %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<8x64xf32>) -> tensor<?x8xf32>
+    // after (rtn, group-size 32; 1.75 the first group's max): s = 0.25,
+    // q = 2 (nibble 0x2), -7 (0x9): byte 0x92
+    %p = qcc.constant dense<[[-110, ...]]> : tensor<8x32xi8>
+    %s = qcc.constant dense<[[2.500000e-01, ...]]> : tensor<8x2xf16>
+    %q = qcc.weight_int4 %p, %s group_size 32 : (tensor<8x32xi8>, tensor<8x2xf16>) -> tensor<8x64xf32>
+    %y = qcc.linear %x, %q : (tensor<?x64xf32>, tensor<8x64xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"method", "method", "::qcc::W4Method",
+           /*default=*/"::qcc::W4Method::Gptq",
+           "How the int4 weights are rounded",
+           [{::qcc::optionValues(::qcc::kW4MethodNames)}]>,
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
+           "Consecutive k per scale (positive, even, dividing K)">,
+    Option<"actOrder", "act-order", "bool", /*default=*/"false",
+           "gptq: visit and store columns by descending H_jj">,
+    Option<"allLinears", "all-linears", "bool", /*default=*/"false",
+           "Also linears outside the transformer blocks (the LM head)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
+           "gptq: columns per lazy batch">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.01",
+           "gptq: added to diag(H), as a fraction of its mean">,
+  ];
+}
+
 def Int8Fallback : Pass<"int8-fallback", "mlir::func::FuncOp"> {
   let summary = "Choose the input columns a W8A8 linear keeps in float (LLM.int8())";
   let description = [{
@@ -789,7 +846,12 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
       the GEMM's) only user; `gemm_i8_mixed` for a qlinear with float
       outlier columns (int8-fallback); `gemm_i8_sp` / `gemm_f16_sp` when the weight is
       a `qcc.sparse_2_4` used only there (it joins the region, so its values
-      and metadata are the operands);
+      and metadata are the operands); `gemm_w4` when the weight is a
+      `qcc.weight_int4` (W4A16) used only there (it joins the region: the
+      packed weight and the scales are the operands). A W4A16 linear that
+      gemm_w4 cannot run (act-order's permutation, K or the group size not
+      a multiple of 32, a shared weight) stays out of every region with a
+      remark, and the GPU plan runs it on the host;
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
       `qcc.quantize` of its output (the scale is computed in the same kernel);
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`

@@ -1,6 +1,7 @@
 //===- PatternUtils.cpp - matching helpers shared by the passes -----------===//
 #include "passes/PatternUtils.h"
 
+#include "dialects/QccAttrNames.h"
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 
@@ -9,7 +10,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
+
+#include <cstring>
 
 using namespace mlir;
 using namespace qcc;
@@ -670,4 +675,120 @@ std::string qcc::locationName(Location loc) {
   llvm::raw_string_ostream os(s);
   os << loc;
   return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Block linears and their calibration Hessians
+//===----------------------------------------------------------------------===//
+
+namespace {
+bool isBlockOp(Operation *op) {
+  return isa<AttentionOp, LayerNormOp, RmsNormOp>(op);
+}
+
+/// Whether `linear`'s result reaches an attention op through glue only (no
+/// other linear or norm on the way): a q/k/v projection of the next block.
+bool feedsAttention(LinearOp linear) {
+  SmallVector<Operation *> work(linear->getUsers().begin(),
+                                linear->getUsers().end());
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!seen.insert(op).second)
+      continue;
+    if (isa<AttentionOp>(op))
+      return true;
+    if (isa<LinearOp, LayerNormOp, RmsNormOp>(op))
+      continue;
+    for (Operation *u : op->getUsers())
+      work.push_back(u);
+  }
+  return false;
+}
+
+} // namespace
+
+std::string qcc::nodeName(Operation *op) {
+  std::string name;
+  op->getLoc()->walk([&](Location l) {
+    if (auto n = dyn_cast<NameLoc>(l)) {
+      name = n.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+llvm::DenseMap<Operation *, int64_t> qcc::blockLayers(func::FuncOp fn) {
+  // Ops from which an attention or a norm is reachable: the last block's
+  // down projection reaches the final norm, the LM head nothing.
+  llvm::DenseSet<Operation *> reachesBlock;
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : llvm::reverse(ops)) {
+    bool r = isBlockOp(op);
+    for (Operation *u : op->getUsers())
+      r = r || reachesBlock.contains(u);
+    if (r)
+      reachesBlock.insert(op);
+  }
+  llvm::DenseMap<Operation *, int64_t> out;
+  int64_t attentions = 0;
+  for (Operation *op : ops) {
+    if (isa<AttentionOp>(op))
+      ++attentions;
+    auto l = dyn_cast<LinearOp>(op);
+    if (!l)
+      continue;
+    int64_t layer = feedsAttention(l) ? attentions : attentions - 1;
+    out[op] = reachesBlock.contains(op) ? layer : -1;
+  }
+  return out;
+}
+
+
+std::optional<std::vector<double>> qcc::inputGram(LinearOp l, StringRef pass,
+                                                  StringRef method,
+                                                  StringRef label) {
+  int64_t k = l.getWeight().getType().getDimSize(1);
+  auto gram = l->getAttrOfType<ElementsAttr>(kInputGramAttr);
+  auto type = gram ? cast<ShapedType>(gram.getType()) : ShapedType();
+  auto bytes = gram ? getBytes(gram) : std::nullopt;
+  if (!gram || !type.getElementType().isF64() || type.getRank() != 2 ||
+      type.getDimSize(0) != k || type.getDimSize(1) != k) {
+    l.emitError(pass) << ": " << method
+                      << " needs the input's Gram matrix (qcc.input_gram, "
+                         "f64 ["
+                      << k << ", " << k << "]) on " << label << " (calibrate)";
+    return std::nullopt;
+  }
+  if (!bytes || bytes->size() != (size_t)(k * k) * sizeof(double)) {
+    l.emitError(pass) << ": the Gram matrix of " << label << " has no data";
+    return std::nullopt;
+  }
+  std::vector<double> H((size_t)(k * k));
+  std::memcpy(H.data(), bytes->data(), bytes->size());
+  return H;
+}
+
+std::shared_ptr<obs::InverseHessian>
+qcc::inverseHessianOf(LinearOp l, StringRef pass, StringRef method,
+                      StringRef label, double dampening,
+                      InverseHessianCache &cache) {
+  auto gram = l->getAttrOfType<ElementsAttr>(kInputGramAttr);
+  if (gram)
+    if (auto it = cache.find(gram); it != cache.end())
+      return it->second;
+  auto H = inputGram(l, pass, method, label);
+  if (!H)
+    return nullptr;
+  int64_t k = l.getWeight().getType().getDimSize(1);
+  auto f = std::make_shared<obs::InverseHessian>();
+  if (auto err = obs::factorInverseHessian(std::move(*H), k, dampening, *f)) {
+    l.emitError(pass) << ": " << label << ": " << *err;
+    return nullptr;
+  }
+  cache[gram] = f;
+  return f;
 }

@@ -2,7 +2,15 @@
 #ifndef QCC_PASSES_PATTERNUTILS_H
 #define QCC_PASSES_PATTERNUTILS_H
 
+#include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
+#include "passes/InverseHessian.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <memory>
 
 #include "mlir/IR/Value.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
@@ -12,6 +20,20 @@ namespace qcc {
 /// An additive attention-mask value at or below this is treated as -inf
 /// (exporters write -inf or finfo(float32).min).
 inline constexpr double kMaskedBelow = -1e30;
+
+/// A qcc.constant of `shape` and `elementType` holding `values`' bytes
+/// (row-major), named `name` (a dense_resource blob: dialects/QccConstants.h).
+template <typename T>
+mlir::Value constantOf(mlir::OpBuilder &b, mlir::Location loc,
+                       llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
+                       const std::vector<T> &values, llvm::StringRef name) {
+  llvm::ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
+                             values.size() * sizeof(T));
+  return ConstantOp::create(
+      b, loc,
+      makeElements(mlir::RankedTensorType::get(shape, elementType), bytes,
+                   name));
+}
 
 /// The attribute of a value produced by qcc.constant, or null.
 mlir::ElementsAttr getConstant(mlir::Value v);
@@ -158,6 +180,38 @@ applyPatternsTraced(mlir::Operation *op,
 /// The name of `loc` for messages: the ONNX node name of a NameLoc (also
 /// inside a FusedLoc), else the location printed.
 std::string locationName(mlir::Location loc);
+
+//===----------------------------------------------------------------------===//
+// Block linears and their calibration Hessians (sparsify-2-4, quantize-w4)
+//===----------------------------------------------------------------------===//
+
+/// The name a linear is known by: its location's name (the ONNX node), or "".
+std::string nodeName(mlir::Operation *op);
+
+/// Every qcc.linear of `fn` with its transformer block: the block index,
+/// counted by attention ops (the q/k/v projection feeding attention i is in
+/// block i), or -1 outside the blocks (a linear from which no attention or
+/// norm is reachable: the LM head).
+llvm::DenseMap<mlir::Operation *, int64_t> blockLayers(mlir::func::FuncOp fn);
+
+/// Inverse-Hessian factors by Gram attribute (linears of one input share one).
+using InverseHessianCache =
+    llvm::DenseMap<mlir::Attribute, std::shared_ptr<obs::InverseHessian>>;
+
+/// Linear `l`'s calibration Gram matrix (qcc.input_gram, f64 [K, K],
+/// row-major); nullopt after an error on `l` that names `pass`, `method` and
+/// `label`.
+std::optional<std::vector<double>> inputGram(LinearOp l, llvm::StringRef pass,
+                                             llvm::StringRef method,
+                                             llvm::StringRef label);
+
+/// The OBS factor (passes/InverseHessian.h) of linear `l`'s calibration Gram
+/// matrix (qcc.input_gram, f64 [K, K]), computed once per matrix in `cache`;
+/// null after an error on `l` that names `pass`, `method` and `label`.
+std::shared_ptr<obs::InverseHessian>
+inverseHessianOf(LinearOp l, llvm::StringRef pass, llvm::StringRef method,
+                 llvm::StringRef label, double dampening,
+                 InverseHessianCache &cache);
 
 } // namespace qcc
 

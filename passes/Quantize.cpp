@@ -65,17 +65,6 @@ QuantizedWeight quantizeWeight(const std::vector<float> &w, int64_t n,
   return r;
 }
 
-template <typename T>
-Value constantOf(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                 Type elementType, const std::vector<T> &values,
-                 StringRef name) {
-  ArrayRef<char> bytes(reinterpret_cast<const char *>(values.data()),
-                       values.size() * sizeof(T));
-  return ConstantOp::create(
-      b, loc,
-      makeElements(RankedTensorType::get(shape, elementType), bytes, name));
-}
-
 std::string weightName(Value w) { return blobName(getConstant(w), "weight"); }
 
 struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {

@@ -37,76 +37,6 @@ namespace s24 = qcc::format::sparse24;
 
 namespace {
 
-/// The name a linear is known by: its location's name (the ONNX node).
-std::string nodeName(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location l) {
-    if (auto n = dyn_cast<NameLoc>(l)) {
-      name = n.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
-
-/// Where each linear sits: its transformer block (counted by attention
-/// ops), or none (before the first block, or the LM head).
-struct Placement {
-  int64_t layer = -1; ///< -1: outside the blocks
-};
-
-bool isBlockOp(Operation *op) {
-  return isa<AttentionOp, LayerNormOp, RmsNormOp>(op);
-}
-
-/// Whether `linear`'s result reaches an attention op through glue only (no
-/// other linear or norm on the way): a q/k/v projection of the next block.
-bool feedsAttention(LinearOp linear) {
-  SmallVector<Operation *> work(linear->getUsers().begin(),
-                                linear->getUsers().end());
-  llvm::SmallPtrSet<Operation *, 16> seen;
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!seen.insert(op).second)
-      continue;
-    if (isa<AttentionOp>(op))
-      return true;
-    if (isa<LinearOp, LayerNormOp, RmsNormOp>(op))
-      continue;
-    for (Operation *u : op->getUsers())
-      work.push_back(u);
-  }
-  return false;
-}
-
-llvm::DenseMap<Operation *, Placement> placeLinears(func::FuncOp fn) {
-  // Ops from which an attention or a norm is reachable: the last block's
-  // down projection reaches the final norm, the LM head nothing.
-  llvm::DenseSet<Operation *> reachesBlock;
-  SmallVector<Operation *> ops;
-  fn.walk([&](Operation *op) { ops.push_back(op); });
-  for (Operation *op : llvm::reverse(ops)) {
-    bool r = isBlockOp(op);
-    for (Operation *u : op->getUsers())
-      r = r || reachesBlock.contains(u);
-    if (r)
-      reachesBlock.insert(op);
-  }
-  llvm::DenseMap<Operation *, Placement> out;
-  int64_t attentions = 0;
-  for (Operation *op : ops) {
-    if (isa<AttentionOp>(op))
-      ++attentions;
-    auto l = dyn_cast<LinearOp>(op);
-    if (!l)
-      continue;
-    int64_t layer = feedsAttention(l) ? attentions : attentions - 1;
-    out[op].layer = reachesBlock.contains(op) ? layer : -1;
-  }
-  return out;
-}
-
 std::vector<double> toDouble(const std::vector<float> &v) {
   return std::vector<double>(v.begin(), v.end());
 }
@@ -115,8 +45,7 @@ struct Sparsify24Pass : qcc::impl::Sparsify24Base<Sparsify24Pass> {
   using Sparsify24Base::Sparsify24Base;
 
   /// Inverse-Hessian factors by Gram attribute (q/k/v share one).
-  llvm::DenseMap<Attribute, std::shared_ptr<sparsify24::InverseHessian>>
-      factors;
+  InverseHessianCache factors;
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
@@ -146,11 +75,11 @@ struct Sparsify24Pass : qcc::impl::Sparsify24Base<Sparsify24Pass> {
       }
       globs.push_back(std::move(*g));
     }
-    auto placement = placeLinears(fn);
+    auto placement = blockLayers(fn);
     SmallVector<LinearOp> linears;
     fn.walk([&](LinearOp l) { linears.push_back(l); });
     for (LinearOp l : linears) {
-      int64_t layer = placement.lookup(l).layer;
+      int64_t layer = placement.lookup(l);
       if (layer < 0 && !allLinears)
         continue;
       std::string name = nodeName(l);
@@ -208,7 +137,8 @@ struct Sparsify24Pass : qcc::impl::Sparsify24Base<Sparsify24Pass> {
       break;
     }
     case PruneMethod::SparseGpt: {
-      auto hinv = factorFor(l, label, k);
+      auto hinv = inverseHessianOf(l, "sparsify-2-4", "sparsegpt", label,
+                                   dampening, factors);
       if (!hinv)
         return failure();
       pruned = sparsify24::pruneSparseGpt(std::move(wd), n, k, *hinv,
@@ -220,39 +150,6 @@ struct Sparsify24Pass : qcc::impl::Sparsify24Base<Sparsify24Pass> {
                             << k << "\n");
     return replaceWeight(l, std::vector<float>(pruned.begin(), pruned.end()),
                          label);
-  }
-
-  /// SparseGPT's factor of the linear's Gram matrix (computed once per
-  /// matrix); null after an error on `l`.
-  std::shared_ptr<sparsify24::InverseHessian>
-  factorFor(LinearOp l, StringRef label, int64_t k) {
-    auto gram = l->getAttrOfType<ElementsAttr>(kInputGramAttr);
-    auto type = gram ? cast<ShapedType>(gram.getType()) : ShapedType();
-    if (!gram || !type.getElementType().isF64() || type.getRank() != 2 ||
-        type.getDimSize(0) != k || type.getDimSize(1) != k) {
-      l.emitError("sparsify-2-4: sparsegpt needs the input's Gram matrix "
-                  "(qcc.input_gram, f64 [")
-          << k << ", " << k << "]) on " << label << " (calibrate)";
-      return nullptr;
-    }
-    if (auto it = factors.find(gram); it != factors.end())
-      return it->second;
-    auto bytes = getBytes(gram);
-    if (!bytes) {
-      l.emitError("sparsify-2-4: the Gram matrix of ")
-          << label << " has no data";
-      return nullptr;
-    }
-    std::vector<double> H((size_t)(k * k));
-    std::memcpy(H.data(), bytes->data(), H.size() * sizeof(double));
-    auto f = std::make_shared<sparsify24::InverseHessian>();
-    if (auto err = sparsify24::factorInverseHessian(std::move(H), k,
-                                                    dampening, *f)) {
-      l.emitError("sparsify-2-4: ") << label << ": " << *err;
-      return nullptr;
-    }
-    factors[gram] = f;
-    return f;
   }
 
   /// The weight of `l` becomes qcc.sparse_2_4 of the compressed `pruned`.

@@ -19,6 +19,8 @@
 #ifndef QCC_PASSES_SPARSIFY24METHODS_H
 #define QCC_PASSES_SPARSIFY24METHODS_H
 
+#include "passes/InverseHessian.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,21 +39,9 @@ std::vector<double> pruneMagnitude(std::vector<double> w, int64_t n,
 std::vector<double> pruneWanda(std::vector<double> w, int64_t n, int64_t k,
                                const std::vector<double> &norms);
 
-/// What SparseGPT needs of the Hessian, computed once per input (linears
-/// reading one value share it): U upper triangular [k, k] with
-/// U^T U = (H + damp I)^-1, damp = dampening * mean(diag H), and the dead
-/// input channels (H_jj == 0: never active; their weights are pruned first).
-struct InverseHessian {
-  int64_t k = 0;
-  std::vector<double> U;
-  std::vector<char> dead;
-};
-
-/// Factors `H` [k, k] (symmetric). Fails, saying why, if it is not positive
-/// definite even after dampening (a few tries with 10x more).
-std::optional<std::string> factorInverseHessian(std::vector<double> H,
-                                                int64_t k, double dampening,
-                                                InverseHessian &out);
+/// The OBS factor SparseGPT shares with GPTQ (passes/InverseHessian.h).
+using obs::factorInverseHessian;
+using obs::InverseHessian;
 
 /// SparseGPT 2:4 on w [n, k] with `hinv` (blockSize: columns per lazy
 /// batch, a multiple of 4).

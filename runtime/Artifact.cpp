@@ -5,6 +5,7 @@
 #include "runtime/KvCacheConfig.h"
 
 #include "format/Checked.h"
+#include "format/Int4.h"
 #include "format/Sparse24.h"
 
 #include <algorithm>
@@ -293,6 +294,63 @@ static void checkSparse24(const Loader &l, const Artifact &a,
   walk(fn.nodes, [](int64_t id) { return id; });
 }
 
+/// Every weight_int4 node of `fn` whose operands are constants stores a valid
+/// [N, K] weight (format/Int4.h): i8 packed [N, K/2], f16 scales [N, K/G], a
+/// group size G that is positive, even and divides K, an f32 / f16 / bf16
+/// result [N, K] and, with act-order, an i32 permutation of [0, K). Checked
+/// at load so that a hostile artifact fails with the node's name before it
+/// runs (the CPU kernel checks the shapes again per call).
+static void checkWeightInt4(const Loader &l, const Artifact &a,
+                            const Function &fn) {
+  namespace i4 = qcc::format::int4;
+  for (const Node &n : fn.nodes) {
+    if (n.kind != OpKind::WeightInt4)
+      continue;
+    auto fail = [&](const std::string &why) {
+      l.fail("function '" + fn.name + "', node '" + n.name +
+             "' (weight_int4): " + why);
+    };
+    if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.outputs.size() != 1)
+      fail("needs packed, scales and an optional perm, and one result");
+    const Tensor *packed = a.constant(n.inputs[0]),
+                 *scales = a.constant(n.inputs[1]),
+                 *perm = n.inputs.size() > 2 ? a.constant(n.inputs[2]) : nullptr;
+    if (!packed || !scales || (n.inputs.size() > 2 && !perm))
+      continue; // computed operands: the kernel checks them per call
+    auto g = n.attrs.find("group_size");
+    if (g == n.attrs.end() || !g->is_number_integer())
+      fail("needs an integer group_size");
+    int64_t groupSize = g->get<int64_t>();
+    const auto &[type, shape] = a.valueType(n.outputs[0]);
+    if (packed->rank() != 2 || packed->dtype() != DType::I8 ||
+        scales->rank() != 2 || scales->dtype() != DType::F16 ||
+        shape.size() != 2 || !(type == DType::F32 || type == DType::F16 ||
+                               type == DType::BF16))
+      fail("needs i8 packed [N, K/2], f16 scales [N, K/G] and a float [N, K] "
+           "result, got packed " + shapeString(packed->shape()) + " " +
+           dtypeName(packed->dtype()) + ", scales " +
+           shapeString(scales->shape()) + " " + dtypeName(scales->dtype()) +
+           ", result " + shapeString(shape) + " " + dtypeName(type));
+    int64_t rows = packed->dim(0), k = shape[1];
+    if (std::string why = i4::groupSizeError(k, groupSize); !why.empty())
+      fail(why);
+    if (shape[0] != rows || packed->dim(1) != i4::packedCols(k) ||
+        scales->dim(0) != rows || scales->dim(1) != i4::scaleCols(k, groupSize))
+      fail("packed " + shapeString(packed->shape()) + ", scales " +
+           shapeString(scales->shape()) + " and result " + shapeString(shape) +
+           " do not describe one [N, K] weight in groups of " +
+           std::to_string(groupSize));
+    if (perm) {
+      if (perm->dtype() != DType::I32 || perm->shape() != Shape{k})
+        fail("perm must be i32 [" + std::to_string(k) + "], got " +
+             shapeString(perm->shape()) + " " + dtypeName(perm->dtype()));
+      if (std::string why = i4::permutationError(perm->data<int32_t>(), k);
+          !why.empty())
+        fail(why);
+    }
+  }
+}
+
 /// Every quantize and qlinear node of `fn` (kernel bodies too) with
 /// outlier columns (the LLM.int8()-style fallback, docs/QUANTIZATION.md
 /// section 3) names valid columns of its K (format/Quant.h), and a qlinear's
@@ -548,6 +606,7 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
       for (const Function &fn : *list) {
         checkSparse24(l, a, fn, checkedMeta);
         checkOutliers(l, a, fn);
+        checkWeightInt4(l, a, fn);
       }
     if (m.contains("kernels"))
       for (const json &k : m.at("kernels")) {

@@ -21,6 +21,8 @@
 #include "runtime/CpuQuantKernels.h"
 #include "runtime/HalfFloat.h"
 
+#include "format/Int4.h"
+#include "runtime/CpuInt4Kernels.h"
 #include "format/Sparse24.h"
 
 #include <cblas.h>
@@ -1837,7 +1839,45 @@ std::vector<Tensor> sparse24K(const Attrs &, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// The float weight of a packed int4 one (format/Int4.h): the reference
+/// semantics of qcc.weight_int4 (scales widened to f32 by computeInF32).
+std::vector<Tensor> weightInt4K(const Attrs &attrs, const Operands &ops) {
+  namespace i4 = qcc::format::int4;
+  const Tensor &packed = need(ops, 0, "packed"), &scales = need(ops, 1, "scales");
+  const Tensor *perm = ops.size() > 2 ? ops[2] : nullptr;
+  int64_t g = attrs.i("group_size");
+  if (scales.dtype() != DType::F32) // f16 in the artifact, widened here
+    fail(std::string("weight_int4 scales must be f16, got ") +
+         dtypeName(scales.dtype()));
+  checkInt4Operands(packed, scales, perm, g);
+  int64_t n = packed.dim(0), k = packed.dim(1) * 2;
+  Tensor r(DType::F32, {n, k});
+  i4::dequantize(packed.data<int8_t>(), scales.data<float>(),
+                 perm ? perm->data<int32_t>() : nullptr, n, k, g,
+                 r.data<float>());
+  return {std::move(r)};
+}
+
 } // namespace
+
+std::pair<const Tensor *, const Tensor *>
+qcc::rt::compressedLinearOperands(const Operands &ops, int64_t N, int64_t K) {
+  if (ops.empty() || !ops[0])
+    fail("missing operand 'input'");
+  const Tensor &x = *ops[0];
+  const Tensor *bias = ops.size() > 2 ? ops[2] : nullptr;
+  if (x.dtype() != DType::F32)
+    fail(std::string("input must be f32, got ") + dtypeName(x.dtype()));
+  if (x.rank() < 1 || x.dim(-1) != K)
+    fail("linear input " + str(x.shape()) + " and weight [" +
+         std::to_string(N) + ", " + std::to_string(K) +
+         "] do not match (weight must be [N, K] with K the input's last dim)");
+  if (bias &&
+      (bias->dtype() != DType::F32 || bias->rank() != 1 || bias->dim(0) != N))
+    fail("linear bias " + str(bias->shape()) + " " + dtypeName(bias->dtype()) +
+         " must be f32 [" + std::to_string(N) + "]");
+  return {&x, bias};
+}
 
 std::vector<Tensor>
 qcc::rt::linearWithEpilogue(const Operands &ops,
@@ -2223,6 +2263,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Quantize: return quantizeKernel(attrs, ops);
   case OpKind::QLinear: return qlinearKernel(attrs, ops);
   case OpKind::Sparse24: return sparse24K(attrs, ops);
+  case OpKind::WeightInt4: return weightInt4K(attrs, ops);
   // The session runs kv_attention against its KV cache, and a kernel
   // region op by op.
   case OpKind::KvAttention:

@@ -159,6 +159,13 @@ std::vector<Tensor> linearWithEpilogue(const Operands &ops,
 /// that an op without a case is a compiler error (the runtime builds with
 /// -Werror=switch). kv_attention (the session runs it against its KV cache)
 /// and kernel (a region, run op by op) have none: they throw.
+/// The input and bias of a linear whose weight [N, K] runs from a compressed
+/// form (2:4, int4): `ops` are the linear's operands (ops[1], the weight, is
+/// not read); x f32 [..., K], bias f32 [N] or absent. Throws
+/// std::runtime_error naming the mismatch; returns x and the bias (or null).
+std::pair<const Tensor *, const Tensor *>
+compressedLinearOperands(const Operands &ops, int64_t N, int64_t K);
+
 std::vector<Tensor> runCpuKernel(OpKind op, const Attrs &attrs,
                                  const Operands &operands);
 

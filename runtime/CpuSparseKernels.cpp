@@ -170,21 +170,9 @@ Sparse24Weight qcc::rt::sparseWeight(const Tensor &values, const Tensor &meta,
 
 std::vector<Tensor> qcc::rt::sparseLinearKernel(const Operands &ops,
                                                 const Sparse24Weight &w) {
-  if (ops.empty() || !ops[0])
-    fail("missing operand 'input'");
-  const Tensor &x = *ops[0];
-  const Tensor *bias = ops.size() > 2 ? ops[2] : nullptr;
   const int64_t N = w.n();
-  if (x.dtype() != DType::F32)
-    fail(std::string("input must be f32, got ") + dtypeName(x.dtype()));
-  if (x.rank() < 1 || x.dim(-1) != w.k())
-    fail("linear input " + shapeString(x.shape()) + " and weight [" +
-         std::to_string(N) + ", " + std::to_string(w.k()) +
-         "] do not match (weight must be [N, K] with K the input's last dim)");
-  if (bias &&
-      (bias->dtype() != DType::F32 || bias->rank() != 1 || bias->dim(0) != N))
-    fail("linear bias " + shapeString(bias->shape()) + " " +
-         dtypeName(bias->dtype()) + " must be f32 [" + std::to_string(N) + "]");
+  auto [xp, bias] = compressedLinearOperands(ops, N, w.k());
+  const Tensor &x = *xp;
   Shape out = x.shape();
   out.back() = N;
   Tensor r(DType::F32, out);

@@ -621,7 +621,7 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   bool gemm =
       k == format::KernelKind::GemmI8 || k == format::KernelKind::GemmF16 ||
       k == format::KernelKind::GemmI8Sp || k == format::KernelKind::GemmF16Sp ||
-      k == format::KernelKind::GemmI8Mixed;
+      k == format::KernelKind::GemmI8Mixed || k == format::KernelKind::GemmW4;
   for (const Node &inner : node.body->nodes)
     if (gemm && (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
       kind += std::string("+") + opKindName(inner.kind);

@@ -188,6 +188,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::Or:
   case OpKind::Not:
   case OpKind::IsNaN:
+  case OpKind::WeightInt4: // one multiply per dequantized weight
     return perElement(1);
   // Embedding, casts and shape glue move data only; a kernel node's cost is
   // its body's (nodeCost).

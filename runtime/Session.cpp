@@ -156,16 +156,17 @@ Session::run(const std::string &name,
     kvState.rowScaleBytes =
         kv->cache->config().valueScalePerToken() ? sizeof(float) : 0;
   }
-  const std::vector<SparseUse> *sparse =
-      cpuKernelPath() != CpuKernelPath::Reference ? &sparseUses(fn) : nullptr;
+  const std::vector<CompressedUse> *sparse =
+      cpuKernelPath() != CpuKernelPath::Reference ? &compressedUses(fn)
+                                                  : nullptr;
   if (cpuKernelPath() != CpuKernelPath::Reference)
     packWeights(fn);
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
-    const SparseUse *use = sparse ? &(*sparse)[i] : nullptr;
-    if (use && use->role == SparseUse::Skip)
+    const CompressedUse *use = sparse ? &(*sparse)[i] : nullptr;
+    if (use && use->role == CompressedUse::Skip)
       continue;
-    if (use && use->role != SparseUse::Linear)
+    if (use && use->role != CompressedUse::Linear)
       use = nullptr;
     Operands operands = operandsOf(node, values);
     auto t0 = std::chrono::steady_clock::now();
@@ -215,9 +216,12 @@ Session::run(const std::string &name,
       for (const Tensor &t : results)
         out.push_back(t.shape());
       if (use) // the dense weight's slot holds nothing: its shape
-        in[use->compressed.operand] = {use->weight.n(), use->weight.k()};
+        in[use->weightOperand()] = use->denseShape();
+      // (A W4A16 linear is costed as the dense one: its bytes are not yet
+      // the packed ones.)
       Cost cost = nodeCost(artifact, node, in, out, kv ? &kvState : nullptr,
-                           use ? &use->compressed : nullptr);
+                           use && !use->isInt4() ? &use->compressed
+                                                 : nullptr);
       if (tracer)
         tracer({name, node, cost, secs});
       if (profiling)
@@ -268,31 +272,52 @@ std::vector<Tensor> Session::runOne(const Node &node,
   return runNode(node, operands, values, nullptr, "(host)");
 }
 
-const std::vector<Session::SparseUse> &
-Session::sparseUses(const Function &fn) {
-  auto [it, fresh] = sparseUses_.try_emplace(&fn);
-  std::vector<SparseUse> &uses = it->second;
+const std::vector<Session::CompressedUse> &
+Session::compressedUses(const Function &fn) {
+  auto [it, fresh] = compressedUses_.try_emplace(&fn);
+  std::vector<CompressedUse> &uses = it->second;
   if (!fresh)
     return uses;
   uses.resize(fn.nodes.size());
-  std::map<size_t, CompressedWeight> linears = compressedWeights(artifact, fn);
-  // The dense weights that those linears read: skip the sparse_2_4 nodes
-  // that make them unless another node (or an output) reads them.
+  // The dense weights that those linears read (value -> whether another
+  // node or an output needs it): skip the nodes that make them unless so.
   std::map<int64_t, bool> needDense;
-  for (auto &[i, w] : linears) {
-    uses[i].role = SparseUse::Linear;
+  for (auto &[i, w] : compressedWeights(artifact, fn)) {
+    uses[i].role = CompressedUse::Linear;
     uses[i].compressed = w;
     // The loader validated the constant metadata (runtime/Artifact.cpp).
     uses[i].weight = sparseWeight(*w.values, *w.meta, /*checkMeta=*/false);
     needDense[fn.nodes[i].inputs[w.operand]] = false;
   }
+  std::map<int64_t, const Node *> int4Producer; // dense weight -> weight_int4
+  for (const Node &n : fn.nodes)
+    if (n.kind == OpKind::WeightInt4 && n.outputs.size() == 1 &&
+        n.inputs.size() >= 2 &&
+        std::all_of(n.inputs.begin(), n.inputs.end(),
+                    [&](int64_t id) { return artifact.constant(id); }))
+      int4Producer[n.outputs[0]] = &n;
+  for (size_t i = 0; i < fn.nodes.size() && !int4Producer.empty(); ++i) {
+    const Node &n = fn.nodes[i];
+    if (n.kind != OpKind::Linear || n.inputs.size() < 2)
+      continue;
+    auto p = int4Producer.find(n.inputs[1]);
+    if (p == int4Producer.end())
+      continue;
+    const Node &w = *p->second;
+    uses[i].role = CompressedUse::Linear;
+    uses[i].int4 = int4Weight(
+        *artifact.constant(w.inputs[0]), *artifact.constant(w.inputs[1]),
+        w.inputs.size() > 2 ? artifact.constant(w.inputs[2]) : nullptr,
+        w.attrs.value("group_size", int64_t(0)));
+    needDense[n.inputs[1]] = false;
+  }
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &n = fn.nodes[i];
-    auto linear = linears.find(i);
+    int64_t operand =
+        uses[i].role == CompressedUse::Linear ? uses[i].weightOperand() : -1;
     for (size_t o = 0; o < n.inputs.size(); ++o)
       if (auto d = needDense.find(n.inputs[o]);
-          d != needDense.end() &&
-          (linear == linears.end() || (int)o != linear->second.operand))
+          d != needDense.end() && (int64_t)o != operand)
         d->second = true;
   }
   for (const Port &p : fn.outputs)
@@ -300,10 +325,11 @@ Session::sparseUses(const Function &fn) {
       d->second = true;
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &n = fn.nodes[i];
-    if (n.kind == OpKind::Sparse24 && n.outputs.size() == 1)
+    if ((n.kind == OpKind::Sparse24 || n.kind == OpKind::WeightInt4) &&
+        n.outputs.size() == 1)
       if (auto d = needDense.find(n.outputs[0]);
           d != needDense.end() && !d->second)
-        uses[i].role = SparseUse::Skip;
+        uses[i].role = CompressedUse::Skip;
   }
   return uses;
 }
@@ -339,7 +365,7 @@ const PackedI8Weight *Session::packedWeight(const Node &node) const {
 std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                                      std::vector<Tensor> &values, KvBatch *kv,
                                      const std::string &function,
-                                     const SparseUse *sparse) {
+                                     const CompressedUse *sparse) {
   std::vector<Tensor> results;
   if (node.body && shapeOnly) {
     std::vector<Shape> shapes;
@@ -397,6 +423,8 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
             if (node.kind == OpKind::QLinear && !sparse &&
                 cpuKernelPath() != CpuKernelPath::Reference)
               return fastQLinearKernel(attrs, ops, packedWeight(node));
+            if (sparse && sparse->isInt4())
+              return int4LinearKernel(ops, sparse->int4);
             if (sparse)
               return node.kind == OpKind::QLinear
                          ? sparseQLinearKernel(ops, sparse->weight)

@@ -3,6 +3,7 @@
 #define QCC_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/CpuInt4Kernels.h"
 #include "runtime/CpuInt8Gemm.h"
 #include "runtime/CpuSparseKernels.h"
 #include "runtime/KvCache.h"
@@ -114,16 +115,27 @@ public:
   const Peaks &profilePeaks() const override { return cpuPeaks(); }
 
 private:
-  /// How the 2:4 fast path (runtime/CpuSparseKernels.h) runs a top-level
-  /// node: a linear / qlinear whose weight a sparse_2_4 node of constants
-  /// produces runs from the compressed `weight`; that sparse_2_4 node is
+  /// How the fast paths for compressed weights run a top-level node: a
+  /// linear / qlinear whose weight a sparse_2_4 node of constants produces
+  /// runs from the compressed `weight` (runtime/CpuSparseKernels.h), a
+  /// linear whose weight a weight_int4 node of constants produces from the
+  /// packed `int4` (runtime/CpuInt4Kernels.h); that producing node is
   /// skipped when nothing else reads the dense weight.
-  struct SparseUse {
+  struct CompressedUse {
     enum Role : uint8_t { None, Linear, Skip } role = None;
-    CompressedWeight compressed; ///< Linear: the weight, for its cost
+    CompressedWeight compressed; ///< Linear: the 2:4 weight, for its cost
     Sparse24Weight weight;
+    Int4Weight int4; ///< int4.packed set: a W4A16 linear
+    bool isInt4() const { return int4.packed != nullptr; }
+    int64_t weightOperand() const {
+      return isInt4() ? 1 : compressed.operand;
+    }
+    Shape denseShape() const {
+      return isInt4() ? Shape{int4.n(), int4.k()}
+                      : Shape{weight.n(), weight.k()};
+    }
   };
-  const std::vector<SparseUse> &sparseUses(const Function &fn);
+  const std::vector<CompressedUse> &compressedUses(const Function &fn);
 
   /// Packs, once per constant, the int8 weight of every qlinear of `fn`
   /// (kernel region bodies included) for the fast path's GEMM
@@ -140,10 +152,10 @@ private:
   std::vector<Tensor> runNode(const Node &node, const Operands &operands,
                               std::vector<Tensor> &values, KvBatch *kv,
                               const std::string &function,
-                              const SparseUse *sparse = nullptr);
+                              const CompressedUse *sparse = nullptr);
 
   const Artifact &artifact;
-  std::map<const Function *, std::vector<SparseUse>> sparseUses_;
+  std::map<const Function *, std::vector<CompressedUse>> compressedUses_;
   std::set<const Function *> packedFunctions_;
   std::map<int64_t, std::optional<PackedI8Weight>> packed_; ///< by value id
   Plan plan = Plan::Ops;

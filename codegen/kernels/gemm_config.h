@@ -81,6 +81,13 @@ template <int MaxM, int Warps, int ColsPerWarp>
 struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp> {};
 template <int MaxM, int Warps, int ColsPerWarp>
 struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {};
+/// W4A16 (gemv_w4.cuh): f16 activations, packed int4 weights; prefill tiles
+/// M over gridDim.y = ceil(M / MaxM). A lane reads 32 stored columns per
+/// step, so K (and the group size) must be multiples of 32.
+template <int MaxM, int Warps, int ColsPerWarp>
+struct GemvW4Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {
+  static constexpr int kKMultiple = 32;
+};
 
 /// Tile configuration of the 2:4 sparse tensor-core GEMM (gemm_sp.cuh).
 /// Same roles as GemmTcConfig: BlockM rows of x (tokens), BlockN rows of the

@@ -218,6 +218,39 @@ func.func @sparse_2_4_meta(%v: tensor<2x16xi8>) -> tensor<2x32xi8> {
 
 // -----
 
+func.func @weight_int4_group(%p: tensor<8x32xi8>, %s: tensor<8x2xf16>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{K = 64 is not a multiple of the group size 48}}
+  %0 = qcc.weight_int4 %p, %s group_size 48 : (tensor<8x32xi8>, tensor<8x2xf16>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @weight_int4_packed(%p: tensor<8x64xi8>, %s: tensor<8x2xf16>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{packed must be [N, K/2] = [N, 32]}}
+  %0 = qcc.weight_int4 %p, %s group_size 32 : (tensor<8x64xi8>, tensor<8x2xf16>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @weight_int4_scales(%p: tensor<8x32xi8>, %s: tensor<8x4xf16>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{scales must be [N, K/group_size] = [N, 2]}}
+  %0 = qcc.weight_int4 %p, %s group_size 32 : (tensor<8x32xi8>, tensor<8x4xf16>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @weight_int4_perm(%p: tensor<1x2xi8>, %s: tensor<1x1xf16>) -> tensor<1x4xf32> {
+  %r = qcc.constant dense<[0, 2, 2, 1]> : tensor<4xi32>
+  // expected-error @+1 {{invalid perm: permutation names column 2 twice}}
+  %0 = qcc.weight_int4 %p, %s, %r group_size 4 : (tensor<1x2xi8>, tensor<1x1xf16>, tensor<4xi32>) -> tensor<1x4xf32>
+  return %0 : tensor<1x4xf32>
+}
+
+// -----
+
 func.func @quantize_outlier_order(%x: tensor<?x8xf32>) -> tensor<?x8xi8> {
   // expected-error @+1 {{outlier columns must be ascending and distinct (5 then 2)}}
   %q, %s, %z = qcc.quantize %x {outlier_columns = array<i64: 5, 2>, quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)

@@ -11,6 +11,7 @@ runs artifacts compiled elsewhere):
   f32.qpkg         float, paged cache (the main command's artifact)
   w8a8.qpkg        W8A8 SmoothQuant O1, int8 KV cache, paged
   w8a8-contig.qpkg W8A8 O1, f32 KV cache, contiguous
+  w4a16.qpkg       W4A16 round to nearest, groups of 128 (gemm_w4)
   f32-sparse.qpkg, w8a8-sparse.qpkg
                    the first two with every linear but the LM head 2:4
                    sparse (magnitude), compiled by qcc-sparse-fixture (next
@@ -38,6 +39,10 @@ For each artifact:
       gemm_f16_sp   1e-2  as gemm_f16 (f16 inputs, f32 accumulation); the
                           CPU multiplies the same kept weights in f32
       gemm_f16_sp+gelu, gemm_f16_sp+silu  1e-2
+      gemm_w4       1e-2  as gemm_f16: x rounded to f16 (the int4 weights
+                          are exact in f32 on both sides), f32 accumulation
+                          in another order (fma on the GPU)
+      gemm_w4+gelu, gemm_w4+silu  1e-2
       embedding     0     a copy
       elementwise   1e-5  same float ops; transcendental ulps
       norm          1e-4  float reductions in a different order
@@ -78,6 +83,7 @@ ARTIFACTS = {
                        "--calib-stats=" + STATS],
     "w8a8-contig.qpkg": ["--quant=w8a8", "--kv-cache=contiguous",
                          "--calib-stats=" + STATS],
+    "w4a16.qpkg": ["--quant=w4a16", "--w4-method=rtn"],
 }
 # Compiled by qcc-sparse-fixture (test/fake/SparseFixture.cpp) with these
 # options.
@@ -93,7 +99,8 @@ KIND_TOLERANCE = {"gemm_i8": 0.0, "gemm_i8+gelu": 1e-5, "gemm_i8+silu": 1e-5,
                   "gemm_i8_mixed": 0.0, "gemm_i8_mixed+gelu": 1e-5,
                   "gemm_i8_mixed+silu": 1e-5,
                   "gemm_f16_sp": 1e-2, "gemm_f16_sp+gelu": 1e-2,
-                  "gemm_f16_sp+silu": 1e-2, "embedding": 0.0,
+                  "gemm_f16_sp+silu": 1e-2, "gemm_w4": 1e-2,
+                  "gemm_w4+gelu": 1e-2, "gemm_w4+silu": 1e-2, "embedding": 0.0,
                   "elementwise": 1e-5, "norm": 1e-4, "attention": 1e-4,
                   "quantize": 1e-6, "norm_quantize": 1e-4}
 PROMPTS = ["It is a truth universally acknowledged, that",

@@ -139,3 +139,43 @@ func.func @outlier_columns(%x: tensor<?x?x64xf32>) -> tensor<?x?x256xf32> {
   %h = qcc.qlinear %q, %qs, %qz, %w1, %s1, %n1 outliers(%n, %wo) {outlier_columns = array<i64: 7>} : (tensor<?x?x64xi8>, tensor<?x?x1xf32>, tensor<?x?x1xi32>, tensor<256x64xi8>, tensor<256xf32>, tensor<256xi32>, tensor<?x?x64xf32>, tensor<256x1xf32>) -> tensor<?x?x256xf32>
   return %h : tensor<?x?x256xf32>
 }
+
+// -----
+
+// W4A16: the weight_int4 joins its linear's region (gemm_w4, with the gelu
+// epilogue): the packed weight and the scales are the operands.
+// CHECK-LABEL: func.func @int4_weight(
+// CHECK: qcc.kernel gemm_w4 "k{{[0-9]+}}"(%{{.*}}, %{{.*}}, %arg0)
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.weight_int4
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.gelu
+// CHECK-NEXT: qcc.yield
+func.func @int4_weight(%x: tensor<?x?x64xf32>) -> tensor<?x?x32xf32> {
+  %p = qcc.constant dense<17> : tensor<32x32xi8>
+  %s = qcc.constant dense<0.5> : tensor<32x2xf16>
+  %w = qcc.weight_int4 %p, %s group_size 32 : (tensor<32x32xi8>, tensor<32x2xf16>) -> tensor<32x64xf32>
+  %y = qcc.linear %x, %w : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %g = qcc.gelu %y : tensor<?x?x32xf32>
+  return %g : tensor<?x?x32xf32>
+}
+
+// -----
+
+// An act-ordered weight_int4 (gemm_w4 does not gather the input's columns
+// yet): the linear stays out of every region and runs on the host; its gelu
+// becomes an elementwise kernel of its own.
+// CHECK-LABEL: func.func @int4_weight_act_order(
+// CHECK: %[[W:.*]] = qcc.weight_int4
+// CHECK-NEXT: %[[Y:.*]] = qcc.linear %arg0, %[[W]]
+// CHECK-NEXT: qcc.kernel elementwise "k{{[0-9]+}}"(%[[Y]])
+// CHECK-NOT: gemm_w4
+func.func @int4_weight_act_order(%x: tensor<?x?x64xf32>, %r: tensor<64xi32>) -> tensor<?x?x32xf32> {
+  %p = qcc.constant dense<17> : tensor<32x32xi8>
+  %s = qcc.constant dense<0.5> : tensor<32x2xf16>
+  %w = qcc.weight_int4 %p, %s, %r group_size 32 : (tensor<32x32xi8>, tensor<32x2xf16>, tensor<64xi32>) -> tensor<32x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.linear not fused: its qcc.weight_int4 is act-ordered (gemm_w4 does not gather the input's columns yet): it runs on the host}}
+  %y = qcc.linear %x, %w : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %g = qcc.gelu %y : tensor<?x?x32xf32>
+  return %g : tensor<?x?x32xf32>
+}

@@ -326,6 +326,73 @@ TEST(ArtifactLoader, OutlierColumnsAreValidatedAtLoad) {
                              "or qlinear");
 }
 
+/// main(x: f32[2, 64]) = linear(x, weight_int4(packed i8[4, 32], scales
+/// f16[4, 2], perm i32[64]) group_size 32): constants at 0, 128 and 192.
+json int4Manifest(json groupSize) {
+  auto v = [](const char *dtype, json shape) {
+    return json{{"dtype", dtype}, {"shape", std::move(shape)}};
+  };
+  return json{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {v("f32", {2, 64}), v("i8", {4, 32}), v("f16", {4, 2}), v("i32", {64}),
+        v("f32", {4, 64}), v("f32", {2, 4})}},
+      {"constants",
+       {{{"value", 1}, {"offset", 0}, {"size", 128}},
+        {{"value", 2}, {"offset", 128}, {"size", 16}},
+        {{"value", 3}, {"offset", 192}, {"size", 256}}}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "x"}, {"value", 0}, {"dtype", "f32"}, {"shape", {2, 64}}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 5}, {"dtype", "f32"}, {"shape", {2, 4}}}}},
+         {"nodes",
+          {{{"op", "weight_int4"},
+            {"name", "w0"},
+            {"in", {1, 2, 3}},
+            {"out", {4}},
+            {"attrs", {{"group_size", groupSize}}}},
+           {{"op", "linear"}, {"name", "l0"}, {"in", {0, 4}}, {"out", {5}}}}}}}},
+      {"sections", json::object()}};
+}
+
+TEST(ArtifactLoader, Int4WeightsAreValidatedAtLoad) {
+  std::string data(448, '\0');
+  for (int32_t j = 0; j < 64; ++j) // the identity permutation
+    std::memcpy(&data[192 + 4 * j], &j, 4);
+  auto refused = [&](const json &m, const std::string &d) {
+    return refusal(package(m.dump(), d));
+  };
+  EXPECT_EQ(refused(int4Manifest(32), data), "");
+  EXPECT_REFUSED(refused(int4Manifest(0), data),
+                 "function 'main', node 'w0' (weight_int4): group size 0 must "
+                 "be positive and even");
+  EXPECT_REFUSED(refused(int4Manifest(48), data),
+                 "K = 64 is not a multiple of the group size 48");
+  EXPECT_REFUSED(refused(int4Manifest("32"), data), "group_size");
+  json m = int4Manifest(32);
+  m["functions"][0]["nodes"][0]["attrs"] = json::object();
+  EXPECT_REFUSED(refused(m, data), "needs an integer group_size");
+  // Scales stored as f32 (same bytes as f16 [4, 4]), a result of the wrong K.
+  m = int4Manifest(32);
+  m["values"][2]["dtype"] = "f32";
+  m["values"][2]["shape"] = {4, 1};
+  EXPECT_REFUSED(refused(m, data), "needs i8 packed [N, K/2], f16 scales");
+  m = int4Manifest(32);
+  m["values"][4]["shape"] = {4, 128};
+  m["values"][5]["shape"] = {2, 4};
+  EXPECT_REFUSED(refused(m, data), "do not describe one [N, K] weight");
+  std::string dup = data;
+  int32_t seven = 7;
+  std::memcpy(&dup[192 + 4 * 8], &seven, 4); // column 7 twice, 8 never
+  EXPECT_REFUSED(refused(int4Manifest(32), dup),
+                 "(weight_int4): permutation names column 7 twice");
+  m = int4Manifest(32);
+  m["functions"][0]["nodes"][0]["in"] = {1};
+  EXPECT_REFUSED(refused(m, data), "needs packed, scales and an optional perm");
+}
+
 TEST(ArtifactLoader, OnlyRegularFilesAreRead) {
   std::string dir = testing::TempDir();
   try {

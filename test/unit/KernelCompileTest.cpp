@@ -192,6 +192,38 @@ QCC_GEMV_I8(gemv_i8_one_a, One, EPI_A, MAKE_A)
 QCC_GEMV_I8(gemv_i8_one_b, One, EPI_B, MAKE_B)
 )";
 
+/// W4A16 (gemv_w4.cuh): the decode shape (one row of blocks) and a prefill
+/// tiling (M over gridDim.y), two epilogue chains each.
+const char *kGemvW4 = R"(
+#include "qcc/gemv_w4.cuh"
+
+typedef qcc::GemvW4Config<4, 4, 2> Decode;
+typedef qcc::GemvW4Config<16, 8, 1> Prefill;
+static_assert(Decode::kThreads == 128 && Decode::kBlockN == 8, "");
+static_assert(Prefill::kBlockM == 16 && Prefill::kKMultiple == 32, "");
+
+#define QCC_GEMV_W4(NAME, CFG, EPI, MAKE)                                      \
+  extern "C" __global__ void __launch_bounds__(CFG::kThreads)                  \
+  NAME(const __half *x, const qcc::int8_t *w, const __half *s,                 \
+       const float *bias, const float *res, void *y, int M, int N, int K,      \
+       int G) {                                                                \
+    qcc::EPI epi MAKE;                                                         \
+    qcc::gemv_w4<CFG>(x, w, s, M, N, K, G, epi);                               \
+  }
+
+#define EPI_A Chain<qcc::AddBias<>, qcc::AddResidual<>, qcc::StoreF32>
+#define MAKE_A                                                                 \
+  (qcc::AddBias<>{bias}, qcc::AddResidual<>{res, N},                           \
+   qcc::StoreF32{(float *)y, N})
+#define EPI_B Chain<qcc::GeluErf, qcc::StoreF16>
+#define MAKE_B (qcc::GeluErf{}, qcc::StoreF16{(__half *)y, N})
+
+QCC_GEMV_W4(gemv_w4_decode_a, Decode, EPI_A, MAKE_A)
+QCC_GEMV_W4(gemv_w4_decode_b, Decode, EPI_B, MAKE_B)
+QCC_GEMV_W4(gemv_w4_prefill_a, Prefill, EPI_A, MAKE_A)
+QCC_GEMV_W4(gemv_w4_prefill_b, Prefill, EPI_B, MAKE_B)
+)";
+
 /// The f16 / bf16 GEMMs and their skinny-M variants.
 const char *kGemmF16 = R"(
 #include "qcc/gemm_f16.cuh"
@@ -392,6 +424,11 @@ TEST(KernelCompileTest, GemmI8Mixed) {
 TEST(KernelCompileTest, GemvI8) {
   expectCompiles(kGemvI8, {"gemv_i8_wide_a", "gemv_i8_wide_b", "gemv_i8_one_a",
                            "gemv_i8_one_b"});
+}
+
+TEST(KernelCompileTest, GemvW4) {
+  expectCompiles(kGemvW4, {"gemv_w4_decode_a", "gemv_w4_decode_b",
+                           "gemv_w4_prefill_a", "gemv_w4_prefill_b"});
 }
 
 TEST(KernelCompileTest, GemmF16) {

@@ -20,6 +20,7 @@
 #include "runtime/CpuSparseKernels.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/Session.h"
+#include "test/unit/ArtifactTestUtil.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,6 +38,7 @@
 #include <set>
 
 using namespace qcc::rt;
+using namespace qcc::artifacttest;
 using nlohmann::json;
 namespace sp = qcc::format::sparse24;
 
@@ -247,26 +249,6 @@ func.func @main(%x: tensor<2x3x64xf32>) -> tensor<2x3x4xf32> {
 }
 )mlir";
 
-std::shared_ptr<std::vector<char>>
-serialize(mlir::ModuleOp module, const qcc::ArtifactOptions &o = {}) {
-  auto bytes = qcc::serializeArtifact(module, "test", o);
-  EXPECT_TRUE(!!bytes) << llvm::toString(bytes.takeError());
-  return std::make_shared<std::vector<char>>(std::move(*bytes));
-}
-
-mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &ctx,
-                                        const char *text) {
-  ctx.loadDialect<mlir::func::FuncDialect, qcc::QccDialect>();
-  return mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
-}
-
-/// The node of kind `op` in `fn`.
-const Node &nodeOf(const Function &fn, OpKind op) {
-  for (const Node &n : fn.nodes)
-    if (n.kind == op)
-      return n;
-  throw std::runtime_error("no such node");
-}
 
 } // namespace
 

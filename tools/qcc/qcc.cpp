@@ -40,7 +40,7 @@ namespace {
 // --help shows these groups only; LLVM's own options (hundreds) stay
 // reachable with --help-llvm.
 cl::OptionCategory inputCat("Input");
-cl::OptionCategory quantCat("Quantization (W8A8 SmoothQuant)");
+cl::OptionCategory quantCat("Quantization (W8A8 SmoothQuant, W4A16 GPTQ)");
 cl::OptionCategory sparsityCat("Sparsity (2:4, docs/SPARSITY.md)");
 cl::OptionCategory kvCat("KV cache");
 cl::OptionCategory outputCat("Output");
@@ -129,8 +129,11 @@ EnumOpt<qcc::KvScales> kvScales(
     cl::value_desc("scales"), qcc::optionValues(qcc::kKvScalesNames),
     cl::init(qcc::KvScales::PerHead), cl::cat(kvCat));
 EnumOpt<qcc::QuantMode> quant("quant",
-                              cl::desc("Quantization: none (default) or w8a8 "
-                                       "(int8 weights and activations)"),
+                              cl::desc("Quantization: none (default), w8a8 "
+                                       "(int8 weights and activations) or "
+                                       "w4a16 (int4 weights per group, GPTQ "
+                                       "with --calib; also --act-order, "
+                                       "--w4-method=rtn)"),
                               cl::value_desc("mode"),
                               qcc::optionValues(qcc::kQuantModeNames),
                               cl::init(qcc::QuantMode::None), cl::cat(quantCat));
@@ -158,6 +161,20 @@ EnumOpt<qcc::Int8Fallback> int8Fallback(
              "(default) or auto (chosen from calibration)"),
     cl::value_desc("mode"), qcc::optionValues(qcc::kInt8FallbackNames),
     cl::init(qcc::Int8Fallback::Off), cl::cat(quantCat));
+cl::opt<int64_t> groupSize("group-size",
+                            cl::desc("W4A16: weights per int4 scale along K "
+                                     "(default 128)"),
+                            cl::init(128), cl::cat(quantCat));
+// W4A16 choices named in --quant's help, kept out of the list (80 lines).
+cl::opt<bool> actOrder("act-order",
+                       cl::desc("W4A16 GPTQ: visit columns by descending "
+                                "Hessian diagonal"),
+                       cl::Hidden, cl::cat(quantCat));
+EnumOpt<qcc::W4Method> w4Method(
+    "w4-method",
+    cl::desc("W4A16 rounding: gptq (default; needs calibration) or rtn"),
+    cl::value_desc("method"), qcc::optionValues(qcc::kW4MethodNames),
+    cl::init(qcc::W4Method::Gptq), cl::Hidden, cl::cat(quantCat));
 cl::opt<bool> noSmooth("no-smoothquant",
                        cl::desc("Quantize without SmoothQuant smoothing"), cl::cat(quantCat));
 cl::opt<bool> asymmetric("asymmetric",
@@ -391,6 +408,7 @@ int main(int argc, char **argv) {
       !inRange("calib-samples", calibSamples, 1, 1 << 20) ||
       !inRange("calib-seq-len", calibSeqLen, 1, 1 << 20) ||
       !inRange("report-batch", reportBatch, 1, 4096) ||
+      !inRange("group-size", groupSize, 2, 1 << 20) ||
       !inRange("report-context", reportContext, 1, 1 << 20))
     return 1;
   bool autoAlpha = smoothAlpha == "auto";
@@ -445,6 +463,33 @@ int main(int argc, char **argv) {
       (prune.getNumOccurrences() > 0 || !sparsityExclude.empty())) {
     WithColor::error(errs(), "qcc")
         << "--prune and --sparsity-exclude need --sparsity=2:4\n";
+    return 1;
+  }
+  if (groupSize % 2 != 0) {
+    WithColor::error(errs(), "qcc")
+        << "--group-size must be even (two int4 per byte), not " << groupSize
+        << "\n";
+    return 1;
+  }
+  options.w4GroupSize = groupSize;
+  options.w4ActOrder = actOrder;
+  options.w4Method = w4Method;
+  bool w4Flags = groupSize.getNumOccurrences() > 0 || actOrder ||
+                 w4Method.getNumOccurrences() > 0;
+  if (w4Flags && quant != qcc::QuantMode::W4A16) {
+    WithColor::error(errs(), "qcc")
+        << "--group-size, --act-order and --w4-method need --quant=w4a16\n";
+    return 1;
+  }
+  if (actOrder && w4Method == qcc::W4Method::Rtn) {
+    WithColor::error(errs(), "qcc")
+        << "--act-order orders GPTQ's columns; it does not apply to "
+           "--w4-method=rtn\n";
+    return 1;
+  }
+  if (quant == qcc::QuantMode::W4A16 && sparsity != qcc::Sparsity::None) {
+    WithColor::error(errs(), "qcc")
+        << "--quant=w4a16 and --sparsity=2:4 do not combine (yet)\n";
     return 1;
   }
   options.calibration.source = calib;

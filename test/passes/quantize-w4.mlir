@@ -1,0 +1,76 @@
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2 method=rtn" --split-input-file | FileCheck %s --check-prefix=RTN
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2" --split-input-file | FileCheck %s --check-prefix=GPTQ
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2 act-order=true" --split-input-file | FileCheck %s --check-prefix=ACT
+// RUN: qcc-opt %s --quantize-w4="group-size=2" --split-input-file | FileCheck %s --check-prefix=BLOCKS
+// The K % group-size warning (and nothing else) with all-linears:
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2 method=rtn" --split-input-file --verify-diagnostics -o /dev/null
+
+// One row W = [1.4, -0.5, 0.3, 0.1], groups of 2, H = X^T X with inputs 1
+// and 2 correlated (H_12 = 0.9) and diag H = [0.5, 1, 2, 0.8]. Each value
+// below was also computed by an independent numpy GPTQ (the structure of
+// the paper's reference code, symmetric int4 in [-7, 7], f16 scales).
+//  - rtn: group 0 s = f16(1.4 / 7) = 0.19995, q = [7, -3] (-0.5 / 0.19995
+//    = -2.5006 rounds to -3): byte 0x7 | 0xD << 4 = 0xD7 = -41; group 1
+//    s = f16(0.3 / 7) = 0.042847, q = [7, 2]: byte 0x27 = 39.
+//  - gptq: the same q, but w_1's rounding error (-0.5 + 0.59985) / U_11
+//    moves onto w_2 through H_12 (0.3 -> 0.345), so group 1's scale is
+//    computed from the updated weight: 0.049255. The error
+//    (w - w')^T H (w - w') is 0.0059 against rtn's 0.0101.
+//  - act-order: columns by descending H_jj: perm [2, 1, 3, 0]; stored
+//    groups {2, 1} and {3, 0}: q = [4, -7] and [1, 7] (bytes 0x94 = -108,
+//    0x71 = 113), scales 0.071411, 0.19995.
+// RTN-LABEL: func.func @methods(
+// RTN-DAG: %[[P:.*]] = qcc.constant dense<{{\[\[}}-41, 39]]> : tensor<1x2xi8>
+// RTN-DAG: %[[S:.*]] = qcc.constant dense<{{\[\[}}1.999510e-01, 4.284670e-02]]> : tensor<1x2xf16>
+// RTN: %[[W:.*]] = qcc.weight_int4 %[[P]], %[[S]] group_size 2 : (tensor<1x2xi8>, tensor<1x2xf16>) -> tensor<1x4xf32>
+// RTN: qcc.linear %arg0, %[[W]] : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x1xf32>
+// RTN-NOT: qcc.input_gram
+// GPTQ-LABEL: func.func @methods(
+// GPTQ-DAG: qcc.constant dense<{{\[\[}}-41, 39]]> : tensor<1x2xi8>
+// GPTQ-DAG: qcc.constant dense<{{\[\[}}1.999510e-01, 4.925540e-02]]> : tensor<1x2xf16>
+// GPTQ-NOT: qcc.input_gram
+// ACT-LABEL: func.func @methods(
+// ACT-DAG: %[[P:.*]] = qcc.constant dense<{{\[\[}}-108, 113]]> : tensor<1x2xi8>
+// ACT-DAG: %[[S:.*]] = qcc.constant dense<{{\[\[}}7.141110e-02, 1.999510e-01]]> : tensor<1x2xf16>
+// ACT-DAG: %[[R:.*]] = qcc.constant dense<[2, 1, 3, 0]> : tensor<4xi32>
+// ACT: qcc.weight_int4 %[[P]], %[[S]], %[[R]] group_size 2 : (tensor<1x2xi8>, tensor<1x2xf16>, tensor<4xi32>) -> tensor<1x4xf32>
+// Outside a transformer block (no attention or norm after it: an LM head)
+// the linear stays float unless all-linears.
+// BLOCKS-LABEL: func.func @methods(
+// BLOCKS-NOT: qcc.weight_int4
+// BLOCKS: qcc.linear %arg0, %{{.*}} : (tensor<?x4xf32>, tensor<1x4xf32>)
+func.func @methods(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+  %w = qcc.constant dense<[[1.4, -0.5, 0.3, 0.1]]> : tensor<1x4xf32>
+  %y = qcc.linear %x, %w {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x1xf32>
+  return %y : tensor<?x1xf32>
+}
+
+// -----
+
+// Inside a block (the q/k/v projection feeding an attention; its output
+// projection) the default quantizes the linear; a K that the group size does
+// not divide stays float with a warning; the LM head stays float.
+// BLOCKS-LABEL: func.func @block(
+// BLOCKS: %[[QKV:.*]] = qcc.weight_int4 %{{.*}}, %{{.*}} group_size 2 : (tensor<4x2xi8>, tensor<4x2xf16>) -> tensor<4x4xf32>
+// BLOCKS: qcc.linear %{{.*}}, %[[QKV]]
+// BLOCKS: %[[O:.*]] = qcc.weight_int4
+// BLOCKS: qcc.linear %{{.*}}, %[[O]]
+// BLOCKS-NOT: qcc.weight_int4
+// BLOCKS: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x3xf32>, tensor<4x3xf32>)
+// BLOCKS-NOT: qcc.weight_int4
+// BLOCKS: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<8x4xf32>)
+func.func @block(%x: tensor<?x?x4xf32>, %x3: tensor<?x?x3xf32>, %g: tensor<4xf32>) -> tensor<?x?x8xf32> {
+  %wq = qcc.constant dense<0.5> : tensor<4x4xf32>
+  %q = qcc.linear %x, %wq {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+  %a = qcc.attention %q, %q, %q {num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 0.5 : f32, causal = true} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  %wo = qcc.constant dense<0.25> : tensor<4x4xf32>
+  %o = qcc.linear %a, %wo {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+  %w3 = qcc.constant dense<0.125> : tensor<4x3xf32>
+  // expected-warning @+1 {{quantize-w4: a linear stays float: K = 3 is not a multiple of the group size 2}}
+  %y3 = qcc.linear %x3, %w3 : (tensor<?x?x3xf32>, tensor<4x3xf32>) -> tensor<?x?x4xf32>
+  %r = qcc.add %o, %y3 : (tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  %n = qcc.rms_norm %r, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x4xf32>, tensor<4xf32>) -> tensor<?x?x4xf32>
+  %wh = qcc.constant dense<1.0> : tensor<8x4xf32>
+  %h = qcc.linear %n, %wh {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x?x4xf32>, tensor<8x4xf32>) -> tensor<?x?x8xf32>
+  return %h : tensor<?x?x8xf32>
+}
