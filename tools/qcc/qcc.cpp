@@ -221,10 +221,12 @@ cl::opt<int64_t> reportContext(
     cl::desc("Tokens per sequence for main and prefill; cached tokens for "
              "decode (default 512)"),
     cl::init(512), cl::cat(reportCat));
+// Hidden (--help-hidden, docs/ROOFLINE.md): --help stays under 80 lines.
 cl::opt<bool> reportCpu("report-cpu",
                         cl::desc("Measure this CPU's peaks (about a second) "
-                                 "and predict for it (default true)"),
-                        cl::init(true), cl::cat(reportCat));
+                                 "and predict for it (default true; "
+                                 "--report-cpu=false skips it)"),
+                        cl::init(true), cl::Hidden, cl::cat(reportCat));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"), cl::cat(inputCat));
 /// Writes -o (default stdout) with `print`, through a temporary file renamed
