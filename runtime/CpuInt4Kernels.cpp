@@ -117,10 +117,12 @@ inline float addLanes(const float *l) {
 /// int4RowDot of one weight row with R input rows at once (the row's loads
 /// shared): out[r] = int4RowDot(w, x + r * ldx, K). The lanes of each input
 /// row are those of int4RowDot, so the results are the same bits. Compiled
-/// for AVX2 too (8 lanes = one register; no FMA, so the same roundings).
+/// for AVX2 too (8 lanes = one register; no FMA, so the same roundings)
+/// through the wrappers below: clang 14 (the fuzz build) takes target_clones
+/// on plain functions only, not on templates.
 template <int R>
-__attribute__((target_clones("avx2", "default"))) void
-rowDots(const float *w, const float *x, int64_t ldx, int64_t K, float *out) {
+inline void rowDots(const float *w, const float *x, int64_t ldx, int64_t K,
+                    float *out) {
   float l[R][8] = {};
   int64_t k = 0;
   for (; k + 8 <= K; k += 8)
@@ -134,11 +136,23 @@ rowDots(const float *w, const float *x, int64_t ldx, int64_t K, float *out) {
     out[r] = addLanes(l[r]);
 }
 
+constexpr int64_t kRows = 8; // input rows per rowDots8 call
+
+__attribute__((target_clones("avx2", "default"))) void
+rowDots1(const float *w, const float *x, int64_t K, float *out) {
+  rowDots<1>(w, x, 0, K, out);
+}
+
+__attribute__((target_clones("avx2", "default"))) void
+rowDots8(const float *w, const float *x, int64_t ldx, int64_t K, float *out) {
+  rowDots<kRows>(w, x, ldx, K, out);
+}
+
 } // namespace
 
 float qcc::rt::int4RowDot(const float *w, const float *x, int64_t K) {
   float out;
-  rowDots<1>(w, x, 0, K, &out);
+  rowDots1(w, x, K, &out);
   return out;
 }
 
@@ -179,15 +193,14 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
         scale[g] = halfToFloat(S[n * groups + g]);
       // The row in its stored order (no perm).
       dequantizeRow(P + n * pc, scale.data(), K, G, row.data());
-      constexpr int64_t kRows = 8;
       float acc[kRows];
       for (int64_t m = 0; m < M; m += kRows) {
         int64_t rows = std::min(kRows, M - m);
         if (rows == kRows)
-          rowDots<kRows>(row.data(), X + m * K, K, K, acc);
+          rowDots8(row.data(), X + m * K, K, K, acc);
         else
           for (int64_t r = 0; r < rows; ++r)
-            rowDots<1>(row.data(), X + (m + r) * K, 0, K, &acc[r]);
+            rowDots1(row.data(), X + (m + r) * K, K, &acc[r]);
         for (int64_t r = 0; r < rows; ++r)
           Y[(m + r) * N + n] = B ? acc[r] + B[n] : acc[r];
       }
