@@ -1341,12 +1341,29 @@ std::vector<Tensor> rangeK(const Attrs &, const Operands &ops) {
       T start = s.data<T>()[0], limit = l.data<T>()[0], delta = d.data<T>()[0];
       if (delta == 0)
         fail("range delta must not be 0");
+      // Hostile constants (artifact-run fuzzer): the count is checked before
+      // it is converted or allocated; 2^31 elements is far above any
+      // position range.
+      constexpr int64_t kMaxRange = int64_t(1) << 31;
+      auto tooLarge = [&] {
+        fail("range from " + std::to_string(start) + " to " +
+             std::to_string(limit) + " by " + std::to_string(delta) +
+             " has more than 2^31 elements");
+      };
       int64_t n;
-      if constexpr (std::is_floating_point_v<T>)
-        n = (int64_t)std::ceil(((double)limit - start) / delta);
-      else { // exact integer ceil division
-        int64_t num = (int64_t)limit - start, den = delta;
+      if constexpr (std::is_floating_point_v<T>) {
+        double c = std::ceil(((double)limit - start) / delta);
+        if (!(c <= (double)kMaxRange)) // also NaN
+          tooLarge();
+        n = c > 0 ? (int64_t)c : 0;
+      } else { // exact integer ceil division
+        int64_t num, den = delta;
+        if (__builtin_sub_overflow((int64_t)limit, (int64_t)start, &num) ||
+            (num == std::numeric_limits<int64_t>::min() && den == -1))
+          tooLarge();
         n = num / den + ((num % den != 0) && ((num < 0) == (den < 0)));
+        if (n > kMaxRange)
+          tooLarge();
       }
       n = std::max<int64_t>(n, 0);
       Tensor r(s.dtype(), {n});

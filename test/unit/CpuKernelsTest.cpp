@@ -308,6 +308,24 @@ TEST(CpuKernels, ShapeRangeConstantOfShape) {
   Tensor s = i64({}, {1}), l = i64({}, {8}), d = i64({}, {3});
   EXPECT_EQ(ivalues(run1("range", json::object(), {&s, &l, &d})),
             (std::vector<int64_t>{1, 4, 7}));
+  // Counts beyond 2^31, out of int64 or NaN are refused, not converted
+  // (the artifact-run fuzzer's range-count-overflow: UB before the check).
+  Tensor fs = f32({}, {0}), fl = f32({}, {-1.66e19f}), fd = f32({}, {1}),
+         fn = f32({}, {std::nanf("")});
+  EXPECT_EQ(run1("range", json::object(), {&fs, &fl, &fd}).numel(), 0);
+  Tensor fbig = f32({}, {1e19f});
+  const char *tooMany = "has more than 2^31 elements";
+  EXPECT_KERNEL_ERROR("range", json::object(), (Operands{&fs, &fbig, &fd}),
+                      tooMany);
+  EXPECT_KERNEL_ERROR("range", json::object(), (Operands{&fs, &fn, &fd}),
+                      tooMany);
+  Tensor lo = i64({}, {std::numeric_limits<int64_t>::min()}),
+         hi = i64({}, {std::numeric_limits<int64_t>::max()}), one = i64({}, {1}),
+         minus = i64({}, {-1}), zero = i64({}, {0});
+  EXPECT_KERNEL_ERROR("range", json::object(), (Operands{&lo, &hi, &one}),
+                      tooMany);
+  EXPECT_KERNEL_ERROR("range", json::object(), (Operands{&zero, &lo, &minus}),
+                      tooMany);
   Tensor shp = i64({2}, {2, 2});
   Tensor c = run1("constant_of_shape",
                   {{"value", {{"dtype", "i64"}, {"values", {7}}}}}, {&shp});
