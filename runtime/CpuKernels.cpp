@@ -195,7 +195,10 @@ std::vector<int64_t> stridesOf(const Shape &s) {
   int64_t acc = 1;
   for (int64_t d = (int64_t)s.size() - 1; d >= 0; --d) {
     st[d] = acc;
-    acc *= s[d];
+    // The outermost dimension's product is not a stride; the others must
+    // fit (a hostile shape of an op's result, artifact-run fuzzer).
+    if (d > 0 && __builtin_mul_overflow(acc, s[d], &acc))
+      fail("shape " + str(s) + " has more than 2^63 elements");
   }
   return st;
 }
