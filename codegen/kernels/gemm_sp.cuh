@@ -192,12 +192,9 @@ QCC_DEVICE void gemm_sp_mainloop(const GemmSpParams<typename Mma::Element> &p,
   const int a_col = (lane >> 4) * 16;
   const int b_row = warp_m * Cfg::kWarpM + (lane & 7) + (lane >> 4) * 8;
   const int b_col = ((lane >> 3) & 1) * 16;
-  // Metadata: rows g and g+8 of each 16-row tile; the lane's word and half.
+  // Metadata: rows g and g+8 of each 16-row tile.
   const int g = lane >> 2;
   const int e_row = warp_n * Cfg::kWarpN + g;
-  const int e_word =
-      sparse_fragment::metaWordOfLane<Cfg::kMetaWordsPerMma>(lane);
-  const int e_half = sparse_fragment::metaHalfOfLane(lane);
 
   for (int kt = 0; kt < kTiles; ++kt) {
     cp_async_wait<Cfg::kStages - 2>();
@@ -218,12 +215,12 @@ QCC_DEVICE void gemm_sp_mainloop(const GemmSpParams<typename Mma::Element> &p,
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
         ldmatrix_x4(af[i], sV + (a_row + i * 16) * kVRow + ks * 32 + a_col);
-        const int word = ks * Cfg::kMetaWordsPerMma + e_word;
         const uint32_t *rowG = reinterpret_cast<const uint32_t *>(
             sE + (e_row + i * 16) * kERow);
         const uint32_t *rowG8 = reinterpret_cast<const uint32_t *>(
             sE + (e_row + i * 16 + 8) * kERow);
-        ef[i] = sparse_fragment::metaRegister(rowG[word], rowG8[word], e_half);
+        ef[i] = sparse_fragment::metaRegister<Cfg::kMetaWordsPerMma>(
+            rowG, rowG8, ks, lane);
       }
 #pragma unroll
       for (int j = 0; j < kMT / 2; ++j) {

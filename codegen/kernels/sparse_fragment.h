@@ -13,20 +13,21 @@
 // 8c .. 8c+7 of that row (k = 32c .. 32c+31), group 8c+j in bits 4j..4j+3
 // (bits 0-1 the first kept index, 2-3 the second, first < second).
 //
-// mma.sp's metadata register (PTX ISA, "Matrix fragments for sparse mma",
-// metadata layouts; g = lane / 4, t = lane % 4): a thread holds the nibbles
-// of four consecutive groups of row g in bits 0-15 and of the same groups of
-// row g+8 in bits 16-31.
+// mma.sp's metadata register (g = lane / 4, t = lane % 4). The PTX ISA
+// gives these as figures only; both were read off an H100 (sm_90) by
+// test/e2e/mma_sp_layout.cu (docs/GPU_NOTES.md):
 //   m16n8k32 f16 (sparsity selector 0: threads t = 0, 1 of each quad give
-//     the metadata): t holds groups 4t .. 4t+3 of the instruction's 32 k,
-//     i.e. half t of the row's metadata word (t = 2, 3: ignored, computed
-//     alike).
-//   m16n8k64 s8 (selector 0, all four threads): t holds groups 4t .. 4t+3
-//     of the 64 k: half (t % 2) of word (t / 2) of the two words the
-//     instruction covers.
-// So a thread's register is two half-words of the row-major metadata (rows g
-// and g+8, same word, same half) put side by side: no reordering of the
-// stored layout (unlike CUTLASS's, whose iterators want a permuted one).
+//     the metadata): t holds groups 4t .. 4t+3 of the instruction's 32 k of
+//     row g in bits 0-15 and of row g+8 in bits 16-31, i.e. half t of the
+//     row's metadata word (t = 2, 3: ignored, computed alike).
+//   m16n8k64 s8 (selector 0, all four threads): t holds the whole metadata
+//     word (t / 2) of the two the instruction covers, of row g (t even) or
+//     g+8 (t odd): groups 8 (t / 2) .. 8 (t / 2) + 7, nibble i = group
+//     8 (t / 2) + i. (The first version assumed the f16 arrangement here; the
+//     first GPU run found gemm_i8_sp wrong by 70%.)
+// Either way a thread's register is made of the row-major metadata as
+// stored: no reordering (unlike CUTLASS's, whose iterators want a permuted
+// one).
 //
 // A metadata word that was zero-filled (rows n >= N, or k >= K in the K tile
 // past the end: cp.async src-size 0) names positions (0, 0), which
@@ -53,21 +54,26 @@ typedef unsigned int u32;
 /// The nibble pattern standing in for a zero-filled metadata word.
 constexpr u32 kZeroFillMeta = 0x44444444u;
 
-/// Which of the metadata words one mma.sp reads per row a lane takes: the
-/// word (0 .. MetaWordsPerMma-1) and its half (0: bits 0-15, 1: 16-31).
-template <int MetaWordsPerMma>
-QCC_HOST_DEVICE inline int metaWordOfLane(int lane) {
-  return ((lane & 3) >> 1) % MetaWordsPerMma;
+/// A metadata word as mma.sp may see it: a zero-filled one replaced.
+QCC_HOST_DEVICE inline u32 validMeta(u32 word) {
+  return word ? word : kZeroFillMeta;
 }
-QCC_HOST_DEVICE inline int metaHalfOfLane(int lane) { return lane & 1; }
 
-/// The mma.sp metadata register from the lane's word of row g (`rowG`) and
-/// of row g+8 (`rowG8`).
-QCC_HOST_DEVICE inline u32 metaRegister(u32 rowG, u32 rowG8, int half) {
-  rowG = rowG ? rowG : kZeroFillMeta;
-  rowG8 = rowG8 ? rowG8 : kZeroFillMeta;
-  const int shift = 16 * half;
-  return ((rowG >> shift) & 0xFFFFu) | (((rowG8 >> shift) & 0xFFFFu) << 16);
+/// The metadata register of `lane` for the `step`-th mma.sp of a K tile,
+/// from the tile's row-major metadata words of rows g (`rowG`) and g+8
+/// (`rowG8`); MetaWordsPerMma = 1: m16n8k32 f16, 2: m16n8k64 s8.
+template <int MetaWordsPerMma>
+QCC_HOST_DEVICE inline u32 metaRegister(const u32 *rowG, const u32 *rowG8,
+                                        int step, int lane) {
+  static_assert(MetaWordsPerMma == 1 || MetaWordsPerMma == 2,
+                "mma.sp shapes: m16n8k32 f16 or m16n8k64 s8");
+  const int t = lane & 3;
+  if (MetaWordsPerMma == 1) {
+    const int shift = 16 * (t & 1);
+    return ((validMeta(rowG[step]) >> shift) & 0xFFFFu) |
+           (((validMeta(rowG8[step]) >> shift) & 0xFFFFu) << 16);
+  }
+  return validMeta((t & 1 ? rowG8 : rowG)[MetaWordsPerMma * step + (t >> 1)]);
 }
 
 //===--- the sparse GEMV ---------------------------------------------------===//

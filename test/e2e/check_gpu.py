@@ -19,7 +19,9 @@ runs artifacts compiled elsewhere):
 
 For each artifact:
  1. every kernel region against the CPU backend on the same operands
-    (qrun --check-gpu, through `main` on a [3, 37] batch of random ids);
+    (qrun --check-gpu, through `main` on a [3, 37] batch of random ids, then
+    through prefill and 4 decode steps of the 3 prompts below: the decode
+    kernels, skinny-M GEMVs and split-K attention, run only there);
     tolerances per kind, as max |gpu - cpu| / max(1, max |cpu|):
       gemm_f16      1e-2  f32 linears run as f16 GEMMs: x and W rounded to
                           f16 (relative 2^-11 each), f32 accumulation
@@ -61,7 +63,13 @@ For each artifact:
     the scale; an estimate, to be confirmed by the first GPU run);
  3. generation: greedy text of a ragged batch of 3 prompts, 32 new tokens,
     through prefill and decode (paged/contiguous cache on the device, decode
-    in CUDA graphs) equals the CPU backend's.
+    in CUDA graphs) equals the CPU backend's (on failure it says whether the
+    graph-less checked run of step 1 gave the GPU's text or the CPU's). For
+    artifacts with f16 GEMMs, whose inputs the GPU rounds to f16, a text that
+    parts at a near-tie passes when the graph replay's text equals the
+    graph-less run's (step 4 then bounds the numerics);
+ 4. perplexity of the first 16,000 characters of examples/austen/
+    heldout.txt within 1% of the CPU backend's.
 Prints a table; exit status 1 on any failure.
 """
 import argparse
@@ -76,6 +84,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "examples", "austen", "model.onnx")
 STATS = os.path.join(ROOT, "test", "codegen", "Inputs", "austen-stats.json")
+HELDOUT = os.path.join(ROOT, "examples", "austen", "heldout.txt")
+PPL_CHARS = 16000
 ARTIFACTS = {
     "f32.qpkg": [],
     "w8a8.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--calib-stats=" + STATS],
@@ -141,6 +151,13 @@ def main():
     ids_path = os.path.join(work, "ids.npy")
     np.save(ids_path, ids)
 
+    # Held-out text for the perplexity check (the bundle carries a slice).
+    with open(HELDOUT, encoding="utf-8") as f:
+        text = f.read(PPL_CHARS)
+    text_path = os.path.join(work, "heldout.txt")
+    with open(text_path, "w", encoding="utf-8") as f:
+        f.write(text)
+
     failures = []
     rows = []
     for name in list(ARTIFACTS) + list(SPARSE_ARTIFACTS):
@@ -148,12 +165,27 @@ def main():
         if not os.path.exists(art):
             failures.append(name + ": missing (pass --qcc)")
             continue
-        # 1. Kernel regions against the CPU.
-        p = run([args.qrun, art, "--backend=cuda", "--check-gpu", "--input",
-                 "input_ids=" + ids_path, "--output-dir",
-                 os.path.join(work, name + ".gpu")])
-        sys.stderr.write(p.stderr)
-        for line in p.stdout.splitlines():
+        # 1. Kernel regions against the CPU: `main` on the [3, 37] batch,
+        # then prefill and decode while generating (the skinny-M GEMVs, the
+        # split-K decode attention and the cache appends run only there).
+        gen = [args.qrun, art, "--backend=cuda", "--check-gpu",
+               "--max-new-tokens", "32"]
+        for prompt in PROMPTS:
+            gen += ["--prompt", prompt]
+        checks = [("", [args.qrun, art, "--backend=cuda", "--check-gpu",
+                        "--input", "input_ids=" + ids_path, "--output-dir",
+                        os.path.join(work, name + ".gpu")]),
+                  (" (generate)", gen)]
+        lines = []
+        for label, cmd in checks:
+            p = run(cmd)
+            sys.stderr.write(p.stderr)
+            lines += [(label, line) for line in p.stdout.splitlines()]
+        # The checked generation runs without CUDA graphs: its text tells a
+        # graph replay bug from a numerical near-tie (step 3).
+        checked_text = "".join(line + "\n" for label, line in lines
+                               if label and re.match(r"\[\d+\] ", line))
+        for label, line in lines:
             m = re.match(r"check ([\w+]+): worst region (\S+) max abs error (\S+) "
                          r"\(max \|cpu\| (\S+)\), integer elements off by 1: "
                          r"(\d+) of (\d+), off by more: (\d+)", line)
@@ -170,13 +202,14 @@ def main():
                 continue
             tol = KIND_TOLERANCE[kind]
             ok = rel <= tol and offMore == 0 and off1 <= 0.001 * ints
-            rows.append((name, "kernel " + kind, region, "%.2e" % rel,
+            rows.append((name, "kernel " + kind + label, region, "%.2e" % rel,
                          "%.0e" % tol, "int8 off by 1: %d of %d" % (off1, ints),
                          "PASS" if ok else "FAIL"))
             if not ok:
-                failures.append("%s: kernel %s (%s) error %.3g > %.3g or "
+                failures.append("%s: kernel %s%s (%s) error %.3g > %.3g or "
                                 "integer mismatches %d/%d" %
-                                (name, kind, region, rel, tol, off1, offMore))
+                                (name, kind, label, region, rel, tol, off1,
+                                 offMore))
         # 2. Logits end to end.
         run([args.qrun, art, "--backend=cpu", "--input", "input_ids=" + ids_path,
              "--output-dir", os.path.join(work, name + ".cpu")])
@@ -200,12 +233,49 @@ def main():
             if backend == "cuda":
                 sys.stderr.write(p.stderr)
         same = texts["cpu"] == texts["cuda"]
+        # f16 GEMMs (float and W4A16 artifacts) round x and W to f16 where
+        # the CPU multiplies in f32: a greedy text may part where two logits
+        # lie within that rounding (seen once: f32-sparse, prompt 0, token 6,
+        # with every kernel within tolerance and perplexity equal to 4e-6).
+        # There the check asks that the graph replay's text equal the
+        # graph-less checked run's and that step 4's perplexity agree.
+        f16_gemms = name.startswith("f32") or name.startswith("w4a16")
+        near_tie = not same and f16_gemms and checked_text == texts["cuda"]
         rows.append((name, "greedy 32 tokens", "3 prompts", "", "",
-                     "identical" if same else "differs",
-                     "PASS" if same else "FAIL"))
-        if not same:
-            failures.append("%s: greedy text differs:\n--- cpu\n%s--- cuda\n%s" %
-                            (name, texts["cpu"], texts["cuda"]))
+                     "identical" if same else
+                     "differs at an f16 near-tie; graphs = no graphs"
+                     if near_tie else "differs",
+                     "PASS" if same or near_tie else "FAIL"))
+        if near_tie:
+            sys.stderr.write("%s: greedy text parts from the CPU's:\n--- cpu\n"
+                             "%s--- cuda\n%s" % (name, texts["cpu"],
+                                                 texts["cuda"]))
+        elif not same:
+            failures.append("%s: greedy text differs:\n--- cpu\n%s--- cuda\n%s"
+                            "--- cuda without graphs: %s" %
+                            (name, texts["cpu"], texts["cuda"],
+                             "the same as cuda" if checked_text == texts["cuda"]
+                             else "the same as cpu" if checked_text == texts["cpu"]
+                             else "\n" + checked_text))
+        # 4. Perplexity of held-out text on both backends: a greedy text can
+        # part at a near-tie; the mean NLL cannot move much. Tolerance 1%:
+        # per-token NLL moves by at most the logit error (|logit| ~ 10 times
+        # the 1e-3 relative f16 / int8-rounding error above, ~0.01 nats), so
+        # the perplexity ratio stays under e^0.01.
+        ppl = {}
+        for backend in ("cpu", "cuda"):
+            p = run([args.qrun, art, "--backend=" + backend, "--perplexity",
+                     text_path])
+            m = re.search(r"perplexity[^0-9]*([0-9.]+)", p.stdout + p.stderr)
+            ppl[backend] = float(m.group(1)) if m else float("nan")
+        rel = abs(ppl["cuda"] / ppl["cpu"] - 1)
+        ok = rel <= 1e-2
+        rows.append((name, "perplexity", "%d chars" % len(text), "%.2e" % rel,
+                     "1e-02", "cpu %.4f cuda %.4f" % (ppl["cpu"], ppl["cuda"]),
+                     "PASS" if ok else "FAIL"))
+        if not ok:
+            failures.append("%s: perplexity cpu %.4f cuda %.4f" %
+                            (name, ppl["cpu"], ppl["cuda"]))
 
     print("| artifact | check | where | error | tolerance | note | result |")
     print("|---|---|---|---|---|---|---|")

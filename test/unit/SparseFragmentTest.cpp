@@ -7,8 +7,9 @@
 // compressed with format/Sparse24.h; for every lane the test gathers the
 // values / x fragments the mainloop's loads give (PTX ISA fragment layouts)
 // and the metadata register from sparse_fragment.h, then runs an emulation
-// of mma.sp written from the PTX ISA's description of the instruction
-// (which lane's which bits name which group's kept positions) and compares
+// of mma.sp written from the PTX ISA's fragment layouts and, for which
+// lane's which bits name which group's kept positions, the layout measured
+// on an H100 (test/e2e/mma_sp_layout.cu), and compares
 // the accumulators with the dense GEMM on the decompressed weight. Edge
 // shapes: N and M not multiples of the tile (zero-filled rows), K an odd
 // multiple of 32 (the int8 m16n8k64 step reading a zero-filled half).
@@ -97,14 +98,22 @@ void emulateMmaSp(const Problem &p, int64_t n0, int64_t m0, int64_t k0,
         int k = (16 / ElemBytes) * r + kPerReg * t + i;
         b[lane][r][i] = p.xAt(m0 + g, k0 + k);
       }
-    int word = (int)(k0 / 32) + sf::metaWordOfLane<kWordsPerMma>(lane);
-    e[lane] = sf::metaRegister(p.metaWordAt(n0 + g, word),
-                               p.metaWordAt(n0 + g + 8, word),
-                               sf::metaHalfOfLane(lane));
+    // The tile's metadata rows g and g+8 from this instruction's words on
+    // (the kernel's shared-memory rows, read at step 0 here).
+    uint32_t rowG[kWordsPerMma], rowG8[kWordsPerMma];
+    for (int w = 0; w < kWordsPerMma; ++w) {
+      rowG[w] = p.metaWordAt(n0 + g, k0 / 32 + w);
+      rowG8[w] = p.metaWordAt(n0 + g + 8, k0 / 32 + w);
+    }
+    e[lane] = sf::metaRegister<kWordsPerMma>(rowG, rowG8, 0, lane);
   }
-  // The instruction (PTX ISA): compressed column c of row r is slot c % 2 of
-  // group c / 2; that group's nibble is in lane 4 * (r % 8) + group / 4,
-  // bits 4 * (group % 4) (+16 for rows 8-15); slot s is its bits 2s, 2s+1.
+  // The instruction: compressed column c of row r is slot c % 2 of group
+  // c / 2; slot s is bits 2s, 2s+1 of the group's nibble, which lies (as
+  // measured on an H100 by test/e2e/mma_sp_layout.cu, docs/GPU_NOTES.md):
+  //   f16 m16n8k32: in lane 4 (r % 8) + group / 4, bits 4 (group % 4), +16
+  //     for rows 8-15;
+  //   s8 m16n8k64: in lane 4 (r % 8) + 2 (group / 8) + r / 8, bits
+  //     4 (group % 8).
   for (int col = 0; col < 8; ++col)
     for (int row = 0; row < 16; ++row) {
       int64_t sum = 0;
@@ -114,8 +123,12 @@ void emulateMmaSp(const Problem &p, int64_t n0, int64_t m0, int64_t k0,
         int aLane = 4 * (row % 8) + within / kPerReg;
         int av = a[aLane][(row / 8) + 2 * blk][within % kPerReg];
         int group = c / 2, slot = c % 2;
-        uint32_t reg = e[4 * (row % 8) + group / 4];
-        uint32_t nib = (reg >> (4 * (group % 4) + 16 * (row / 8))) & 0xF;
+        uint32_t nib =
+            ElemBytes == 2
+                ? (e[4 * (row % 8) + group / 4] >>
+                   (4 * (group % 4) + 16 * (row / 8))) & 0xF
+                : (e[4 * (row % 8) + 2 * (group / 8) + row / 8] >>
+                   (4 * (group % 8))) & 0xF;
         EXPECT_LT(nib & 3, (nib >> 2) & 3) << "invalid metadata reaches mma.sp";
         int k = 4 * group + (int)((nib >> (2 * slot)) & 3);
         // Who holds B[k][col].
@@ -143,8 +156,9 @@ template <int ElemBytes> void checkGemm(int64_t M, int64_t N, int64_t K) {
       for (int lane = 0; lane < 32; ++lane)
         for (int q = 0; q < 4; ++q) {
           int64_t n = n0 + lane / 4 + 8 * (q / 2), m = m0 + 2 * (lane % 4) + q % 2;
-          if (n < N && m < M)
+          if (n < N && m < M) {
             ASSERT_EQ(d[lane][q], p.reference(m, n)) << "m " << m << " n " << n;
+          }
         }
     }
 }
@@ -164,12 +178,23 @@ TEST(SparseFragmentTest, MmaSpF16MatchesDense) {
 
 TEST(SparseFragmentTest, ZeroFilledMetadataIsValid) {
   // Rows past N and words past K are zero-filled; mma.sp sees 0x4 (0, 1).
-  uint32_t r = sf::metaRegister(0, 0, 1);
-  EXPECT_EQ(r, 0x44444444u);
-  for (int i = 0; i < 8; ++i)
-    EXPECT_TRUE(sp::validNibble((r >> (4 * i)) & 0xF));
-  EXPECT_EQ(sf::metaRegister(0x9D8E4CE9u, 0u, 0), 0x44444CE9u);
-  EXPECT_EQ(sf::metaRegister(0x9D8E4CE9u, 0x8888CCCCu, 1), 0x88889D8Eu);
+  const uint32_t zero[2] = {0, 0};
+  for (int lane = 0; lane < 4; ++lane) {
+    for (uint32_t r : {sf::metaRegister<1>(zero, zero, 0, lane),
+                       sf::metaRegister<2>(zero, zero, 0, lane)}) {
+      EXPECT_EQ(r, 0x44444444u);
+      for (int i = 0; i < 8; ++i)
+        EXPECT_TRUE(sp::validNibble((r >> (4 * i)) & 0xF));
+    }
+  }
+  // f16: halves of rows g, g+8; s8: whole words, the zero one replaced.
+  const uint32_t g[2] = {0x9D8E4CE9u, 0u}, g8[2] = {0u, 0x8888CCCCu};
+  EXPECT_EQ(sf::metaRegister<1>(g, g8, 0, 0), 0x44444CE9u);
+  EXPECT_EQ(sf::metaRegister<1>(g, g8, 0, 1), 0x44449D8Eu);
+  EXPECT_EQ(sf::metaRegister<2>(g, g8, 0, 0), 0x9D8E4CE9u);
+  EXPECT_EQ(sf::metaRegister<2>(g, g8, 0, 1), 0x44444444u);
+  EXPECT_EQ(sf::metaRegister<2>(g, g8, 0, 2), 0x44444444u);
+  EXPECT_EQ(sf::metaRegister<2>(g, g8, 0, 3), 0x8888CCCCu);
 }
 
 TEST(SparseFragmentTest, BytePermMatchesPtx) {
