@@ -8,6 +8,8 @@
 #include "format/ArtifactFormat.h"
 #include "format/OpKind.h"
 #include "passes/ConstEval.h"
+#include "runtime/SyntheticWeights.h"
+#include "runtime/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -32,9 +34,33 @@ json shapeOf(RankedTensorType t) {
   return s;
 }
 
+/// Whether `use` is a weight operand: a linear's or qlinear's weight, an
+/// embedding or gather table, a 2:4 weight's values or metadata, packed
+/// int4. Only constants used this way become synthetic.
+bool isWeightOperand(OpOperand &use) {
+  Operation *op = use.getOwner();
+  if (isa<qcc::LinearOp>(op))
+    return use.get() == cast<qcc::LinearOp>(op).getWeight();
+  if (auto q = dyn_cast<qcc::QLinearOp>(op))
+    return use.get() == q.getWeight();
+  if (isa<qcc::EmbeddingOp, qcc::GatherOp>(op))
+    return use.getOperandNumber() == 0;
+  if (isa<qcc::Sparse24Op>(op))
+    return true;
+  if (auto w = dyn_cast<qcc::WeightInt4Op>(op))
+    return use.get() == w.getPacked();
+  return false;
+}
+
 struct Writer {
   json values = json::array();
   json constants = json::array();
+  /// --synthetic-weights: the weights (keyed by value, as blobs) of at least
+  /// synthetic::kMinBytes that become records, and the records written.
+  llvm::DenseSet<Attribute> syntheticWeights;
+  llvm::DenseMap<Attribute, int64_t> syntheticRecords;
+  json synthetic = json::array();
+  uint64_t syntheticBytes = 0;
   std::string data;
   llvm::DenseMap<Value, int64_t> ids;
   /// Entry points are clones of one graph: each weight is stored once.
@@ -79,6 +105,55 @@ struct Writer {
     return p;
   }
 
+  /// Marks the weights of `module` that become synthetic records.
+  void findSyntheticWeights(ModuleOp module) {
+    module.walk([&](qcc::ConstantOp c) {
+      auto bytes = qcc::getBytes(c.getValue());
+      if (c->use_empty() || !bytes ||
+          bytes->size() < qcc::rt::synthetic::kMinBytes ||
+          !llvm::all_of(c->getUses(), isWeightOperand))
+        return;
+      syntheticWeights.insert(c.getValue());
+    });
+  }
+
+  /// The record standing for weight `c` (one per distinct value): 2:4
+  /// metadata as valid random patterns, anything else normal with the
+  /// weight's own RMS.
+  llvm::Expected<int64_t> syntheticRecord(qcc::ConstantOp c) {
+    auto [it, fresh] = syntheticRecords.try_emplace(c.getValue(), 0);
+    if (!fresh)
+      return it->second;
+    auto t = cast<RankedTensorType>(c.getType());
+    qcc::rt::DType dtype;
+    if (!qcc::rt::parseDType(qcc::runtimeDType(t.getElementType()), dtype))
+      return error("no runtime dtype");
+    bool meta = llvm::any_of(c->getUses(), [](OpOperand &u) {
+      auto s = dyn_cast<qcc::Sparse24Op>(u.getOwner());
+      return s && u.get() == s.getMeta();
+    });
+    auto dist = meta ? qcc::rt::synthetic::Dist::Sparse24Meta
+                     : qcc::rt::synthetic::Dist::Normal;
+    if (!qcc::rt::synthetic::fills(dist, dtype))
+      return error(std::string("a ") + qcc::rt::dtypeName(dtype) +
+                   " weight cannot be synthetic");
+    auto bytes = qcc::getBytes(c.getValue());
+    double stddev =
+        meta ? 0.0
+             : qcc::rt::synthetic::rms(dtype, bytes->data(),
+                                       (uint64_t)t.getNumElements());
+    it->second = synthetic.size();
+    // One seed per record: weights differ from each other, and the same
+    // compile writes the same artifact.
+    synthetic.push_back({{"dist", qcc::rt::synthetic::distName(dist)},
+                         {"stddev", stddev},
+                         {"seed", 0x5EED0000ull + synthetic.size()},
+                         {"dtype", qcc::runtimeDType(t.getElementType())},
+                         {"shape", shapeOf(t)}});
+    syntheticBytes += bytes->size();
+    return it->second;
+  }
+
   /// The index of the compiled kernel for region `region` of `function` in
   /// ArtifactOptions::kernels (-1: none).
   std::map<std::pair<std::string, std::string>, int64_t> kernelIndex;
@@ -112,6 +187,14 @@ struct Writer {
       if (auto c = dyn_cast<qcc::ConstantOp>(op)) {
         if (c->use_empty())
           continue; // e.g. a float weight replaced by its int8 form
+        if (syntheticWeights.contains(c.getValue())) {
+          auto id = syntheticRecord(c);
+          if (!id)
+            return error("constant '" + where + "': " +
+                         llvm::toString(id.takeError()));
+          constants.push_back({{"value", outIds[0]}, {"synthetic", *id}});
+          continue;
+        }
         auto [it, fresh] = blobs.try_emplace(c.getValue());
         if (fresh) {
           auto bytes = qcc::getBytes(c.getValue());
@@ -206,6 +289,8 @@ llvm::Expected<std::vector<char>>
 qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
                        const ArtifactOptions &options) {
   Writer w;
+  if (options.syntheticWeights)
+    w.findSyntheticWeights(module);
   json functions = json::array();
   for (auto fn : module.getOps<func::FuncOp>()) {
     auto f = w.function(fn);
@@ -274,6 +359,8 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
                 {"sections", sections}};
   if (!kvCache.is_null())
     manifest["kv_cache"] = kvCache;
+  if (options.syntheticWeights)
+    manifest["synthetic"] = w.synthetic;
   if (!options.kernels.empty()) {
     manifest["kernels"] = kernels;
   }

@@ -29,6 +29,10 @@ struct ArtifactOptions {
   /// region is a node {op: "kernel", attrs: {kind, kernel: index into
   /// "kernels" or -1}, body: {args, nodes, yield}}.
   mlir::ModuleOp gpuPlan;
+  /// Benchmark artifacts (--synthetic-weights, runtime/SyntheticWeights.h):
+  /// weights of at least 64 KiB are written as seeded records that the
+  /// loader expands, not as data.
+  bool syntheticWeights = false;
 };
 
 /// Serializes every func.func of `module` (made of qcc ops) into the .qpkg

@@ -86,6 +86,7 @@ Error qcc::packagePhase(const Compilation &c) {
   ArtifactOptions artifact;
   artifact.sourceName = sys::path::filename(c.sourcePath).str();
   artifact.tokenizerPath = c.options.tokenizerPath;
+  artifact.syntheticWeights = c.options.syntheticWeights;
   // With GPU kernels (compile ran): every region's launch record, with the
   // binaries of its unit; the GPU plan launches them.
   if (c.gpuPlan) {

@@ -102,6 +102,8 @@ struct CompileOptions {
   /// package: where the artifact goes, and the tokenizer to embed ("" none).
   std::string artifactPath;
   std::string tokenizerPath;
+  /// package: weights written as seeded records (qcc --synthetic-weights).
+  bool syntheticWeights = false;
 };
 
 /// The pruning method a compile with `options` uses (its default resolved).

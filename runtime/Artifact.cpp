@@ -7,6 +7,7 @@
 #include "format/Checked.h"
 #include "format/Int4.h"
 #include "format/Sparse24.h"
+#include "runtime/SyntheticWeights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <unistd.h>
 
 using namespace qcc::rt;
 using nlohmann::json;
@@ -421,6 +423,85 @@ Artifact Artifact::load(const std::string &path) {
   return fromBytes(std::make_shared<std::vector<char>>(std::move(file)), path);
 }
 
+/// The manifest's "synthetic" records (qcc --synthetic-weights), each
+/// expanded into a tensor of its dtype and shape: {"dist", "stddev", "seed",
+/// "dtype", "shape"}. The storage goes to `storage`; `total` counts it. All
+/// of it must fit in half this machine's memory (a record may claim any
+/// size; it is refused, not allocated).
+static std::vector<Tensor>
+expandSynthetic(const Loader &l, const json &m,
+                std::vector<std::shared_ptr<void>> &storage, uint64_t &total) {
+  std::vector<Tensor> out;
+  if (!m.contains("synthetic"))
+    return out;
+  const json &records = m.at("synthetic");
+  if (!records.is_array())
+    l.fail("manifest: \"synthetic\" is not a list");
+  struct Record {
+    synthetic::Dist dist;
+    double stddev;
+    uint64_t seed, bytes;
+    DType dtype;
+    Shape shape;
+  };
+  std::vector<Record> parsed;
+  total = 0;
+  for (const json &r : records) {
+    std::string where = "synthetic record " + std::to_string(parsed.size());
+    Record rec{};
+    const json &dist = r.at("dist");
+    std::optional<synthetic::Dist> d =
+        dist.is_string() ? synthetic::parseDist(dist.get<std::string>())
+                         : std::nullopt;
+    if (!d)
+      l.fail("manifest: " + where + ": unknown distribution " + dist.dump());
+    rec.dist = *d;
+    const json &sd = r.at("stddev");
+    if (!sd.is_number() || !std::isfinite(sd.get<double>()) ||
+        sd.get<double>() < 0 || sd.get<double>() > 1e30)
+      l.fail("manifest: " + where + ": \"stddev\" is not a finite number "
+             "in [0, 1e30]");
+    rec.stddev = sd.get<double>();
+    rec.seed = unsignedField(l, r, "seed", where);
+    const json &dt = r.at("dtype");
+    if (!dt.is_string() || !parseDType(dt.get<std::string>(), rec.dtype) ||
+        !synthetic::fills(rec.dist, rec.dtype))
+      l.fail("manifest: " + where + ": distribution " +
+             synthetic::distName(rec.dist) + " cannot fill dtype " +
+             dt.dump());
+    rec.shape = parseShape(l, r.at("shape"), /*allowDynamic=*/false, where);
+    std::optional<uint64_t> bytes =
+        format::checkedBytes(rec.shape, dtypeSize(rec.dtype));
+    std::optional<uint64_t> sum =
+        bytes ? format::checkedAdd(total, *bytes) : std::nullopt;
+    if (!sum)
+      l.fail("manifest: " + where + ": sizes overflow 64 bits");
+    rec.bytes = *bytes;
+    total = *sum;
+    parsed.push_back(std::move(rec));
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  uint64_t memory =
+      pages > 0 && pageSize > 0 ? (uint64_t)pages * (uint64_t)pageSize : 0;
+  if (memory && total > memory / 2)
+    l.fail("synthetic weights of " + std::to_string(total) +
+           " bytes exceed half of this machine's memory (" +
+           std::to_string(memory) + " bytes)");
+  for (const Record &rec : parsed) {
+    // 64-byte aligned, as the data section's blobs are.
+    uint64_t rounded = (std::max<uint64_t>(rec.bytes, 1) + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded);
+    if (!p)
+      l.fail("cannot allocate " + std::to_string(rec.bytes) +
+             " bytes of synthetic weights");
+    storage.emplace_back(p, std::free);
+    synthetic::generate(rec.dist, rec.stddev, rec.seed, rec.dtype, p,
+                        (uint64_t)format::checkedNumElements(rec.shape).value());
+    out.push_back(Tensor::view(rec.dtype, rec.shape, p));
+  }
+  return out;
+}
+
 Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
                              const std::string &path) {
   Loader l{path};
@@ -474,15 +555,30 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
           t, parseShape(l, v.at("shape"), /*allowDynamic=*/true, where));
     }
     a.constants_.resize(a.valueTypes_.size());
+    std::vector<Tensor> synthetic =
+        expandSynthetic(l, m, a.synthetic_, a.syntheticBytes_);
     const char *data = bytes->data() + h.dataOffset;
     for (const json &c : m.at("constants")) {
       int64_t id = valueId(l, c.at("value"), a.numValues(), "constant");
       std::string what = "manifest: constant " + std::to_string(id);
-      uint64_t off = unsignedField(l, c, "offset", "constant"),
-               sz = unsignedField(l, c, "size", "constant");
       if (a.constants_[id])
         l.fail(what + " is defined twice");
       auto &[t, shape] = a.valueTypes_[id];
+      if (c.contains("synthetic")) {
+        uint64_t k = unsignedField(l, c, "synthetic", "constant");
+        if (k >= synthetic.size())
+          l.fail(what + ": synthetic record " + std::to_string(k) +
+                 " does not exist");
+        if (synthetic[k].dtype() != t || synthetic[k].shape() != shape)
+          l.fail(what + ": synthetic record " + std::to_string(k) + " is " +
+                 dtypeName(synthetic[k].dtype()) +
+                 shapeString(synthetic[k].shape()) + ", the value " +
+                 dtypeName(t) + shapeString(shape));
+        a.constants_[id] = synthetic[k];
+        continue;
+      }
+      uint64_t off = unsignedField(l, c, "offset", "constant"),
+               sz = unsignedField(l, c, "size", "constant");
       std::optional<uint64_t> need;
       if (std::find(shape.begin(), shape.end(), -1) == shape.end())
         need = format::checkedBytes(shape, dtypeSize(t));

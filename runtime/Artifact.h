@@ -125,6 +125,10 @@ public:
   }
   /// The constant tensor held by value `id`, if it is one.
   const Tensor *constant(int64_t id) const;
+  /// Bytes of weights expanded from synthetic records at load (qcc
+  /// --synthetic-weights: a benchmark artifact whose outputs mean nothing;
+  /// 0 for an ordinary one).
+  uint64_t syntheticBytes() const { return syntheticBytes_; }
   /// The bytes of a named section (e.g. "tokenizer"), if present.
   std::optional<std::string_view> section(const std::string &name) const;
 
@@ -136,6 +140,9 @@ private:
   std::vector<KernelRecord> kernels_;
   std::vector<std::pair<DType, Shape>> valueTypes_;
   std::vector<std::optional<Tensor>> constants_;
+  /// The expanded synthetic weights the constants above may view.
+  std::vector<std::shared_ptr<void>> synthetic_;
+  uint64_t syntheticBytes_ = 0;
   /// "sections": name -> (offset, size) in the data, validated at load.
   std::map<std::string, std::pair<uint64_t, uint64_t>> sections_;
   uint64_t dataOffset_ = 0;

@@ -12,6 +12,7 @@
 #include "format/ArtifactFormat.h"
 #include "format/Checked.h"
 #include "runtime/Artifact.h"
+#include "runtime/SyntheticWeights.h"
 
 #include <gtest/gtest.h>
 
@@ -404,6 +405,83 @@ TEST(ArtifactLoader, OnlyRegularFilesAreRead) {
         << e.what();
   }
 }
+
+// qcc --synthetic-weights (runtime/SyntheticWeights.h): records the loader
+// expands, and refuses when it cannot.
+/// main(x: f32[4, 32]) = x + w, w a synthetic f32[4, 32] (record 0).
+json syntheticManifest() {
+  json shape = {4, 32};
+  json f32 = {{"dtype", "f32"}, {"shape", shape}};
+  return json{
+      {"format_version", format::kFormatVersion},
+      {"values", {f32, f32, f32}},
+      {"synthetic",
+       {{{"dist", "normal"},
+         {"stddev", 0.25},
+         {"seed", 99},
+         {"dtype", "f32"},
+         {"shape", shape}}}},
+      {"constants", {{{"value", 1}, {"synthetic", 0}}}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "x"}, {"value", 0}, {"dtype", "f32"}, {"shape", shape}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 2}, {"dtype", "f32"}, {"shape", shape}}}},
+         {"nodes",
+          {{{"op", "add"}, {"name", "add0"}, {"in", {0, 1}}, {"out", {2}}}}}}}},
+      {"sections", json::object()}};
+}
+
+TEST(ArtifactLoader, SyntheticRecordsAreExpanded) {
+  rt::Artifact a = rt::Artifact::fromBytes(
+      std::make_shared<std::vector<char>>(
+          format::packageFile(syntheticManifest().dump(), "")),
+      "synthetic.qpkg");
+  EXPECT_EQ(a.syntheticBytes(), 4u * 32 * 4);
+  const rt::Tensor *w = a.constant(1);
+  ASSERT_NE(w, nullptr);
+  std::vector<float> expected(4 * 32);
+  rt::synthetic::generate(rt::synthetic::Dist::Normal, 0.25, 99, rt::DType::F32,
+                      expected.data(), expected.size());
+  EXPECT_EQ(std::memcmp(w->data<float>(), expected.data(),
+                        expected.size() * sizeof(float)),
+            0);
+}
+
+TEST(ArtifactLoader, SyntheticRecordsAreValidated) {
+  json m = syntheticManifest();
+  m["synthetic"][0]["dist"] = "uniform";
+  EXPECT_REFUSED(refusal(m), "synthetic record 0: unknown distribution");
+  m = syntheticManifest();
+  m["synthetic"][0]["stddev"] = -1;
+  EXPECT_REFUSED(refusal(m), "\"stddev\" is not a finite number");
+  m["synthetic"][0]["stddev"] = "big";
+  EXPECT_REFUSED(refusal(m), "\"stddev\" is not a finite number");
+  m = syntheticManifest();
+  m["synthetic"][0]["dtype"] = "i32"; // normal cannot fill i32
+  EXPECT_REFUSED(refusal(m), "cannot fill dtype \"i32\"");
+  m = syntheticManifest();
+  m["synthetic"][0]["seed"] = -3;
+  EXPECT_REFUSED(refusal(m), "\"seed\" is not a non-negative integer");
+  m = syntheticManifest();
+  m["synthetic"][0]["shape"] = {4, 16}; // not the value's shape
+  EXPECT_REFUSED(refusal(m), "synthetic record 0 is f32[4, 16], the value "
+                             "f32[4, 32]");
+  m = syntheticManifest();
+  m["constants"][0]["synthetic"] = 1;
+  EXPECT_REFUSED(refusal(m), "synthetic record 1 does not exist");
+  m = syntheticManifest();
+  m["synthetic"][0]["shape"] = {int64_t(1) << 40, 1 << 22}; // 2^64 bytes of f32
+  EXPECT_REFUSED(refusal(m), "synthetic record 0: sizes overflow 64 bits");
+  m = syntheticManifest();
+  m["synthetic"][0]["shape"] = {int64_t(1) << 40, 1 << 10}; // 4 PiB of f32
+  EXPECT_REFUSED(refusal(m), "exceed half of this machine's memory");
+  m = syntheticManifest();
+  m["synthetic"] = json::object();
+  EXPECT_REFUSED(refusal(m), "\"synthetic\" is not a list");
+}
+
 
 TEST(Checked, Arithmetic) {
   EXPECT_EQ(format::checkedAdd<uint64_t>(UINT64_MAX, 1), std::nullopt);

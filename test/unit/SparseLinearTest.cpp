@@ -19,6 +19,7 @@
 #include "runtime/CpuQuantKernels.h"
 #include "runtime/CpuSparseKernels.h"
 #include "runtime/HalfFloat.h"
+#include "runtime/SyntheticWeights.h"
 #include "runtime/Session.h"
 #include "test/unit/ArtifactTestUtil.h"
 
@@ -277,6 +278,50 @@ TEST(SparseArtifact, LoaderRefusesInvalidMetadata) {
               std::string::npos)
         << m;
   }
+}
+
+// qcc --synthetic-weights (runtime/SyntheticWeights.h): a 2:4 weight's
+// values and metadata of 64 KiB or more become records; the loader expands
+// them into valid metadata (its check of every group passes) and values of
+// the weight's RMS; the small bias stays real.
+TEST(SparseArtifact, SyntheticWeights) {
+  mlir::MLIRContext ctx;
+  auto module = parse(ctx, R"mlir(
+func.func @main(%x: tensor<1x2048xf32>) -> tensor<1x512xf32> {
+  %v = qcc.constant dense<0.5> : tensor<512x1024xf32>
+  %m = qcc.constant dense<1145324612> : tensor<512x64xi32>
+  %w = qcc.sparse_2_4 %v, %m : (tensor<512x1024xf32>, tensor<512x64xi32>)
+       -> tensor<512x2048xf32>
+  %b = qcc.constant dense<0.25> : tensor<512xf32>
+  %y = qcc.linear %x, %w, %b : (tensor<1x2048xf32>, tensor<512x2048xf32>,
+       tensor<512xf32>) -> tensor<1x512xf32>
+  return %y : tensor<1x512xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  qcc::ArtifactOptions o;
+  o.syntheticWeights = true;
+  auto bytes = serialize(*module, o);
+  EXPECT_LT(bytes->size(), 64u << 10); // no weight data travels
+  Artifact a = Artifact::fromBytes(bytes, "synthetic.qpkg");
+  EXPECT_EQ(a.syntheticBytes(), 512u * 1024 * 4 + 512 * 64 * 4);
+  const Node &s = nodeOf(a.function("main"), OpKind::Sparse24);
+  const Tensor *values = a.constant(s.inputs[0]);
+  const Tensor *meta = a.constant(s.inputs[1]);
+  ASSERT_TRUE(values && meta);
+  // The RMS of 512K draws is within 1% of the splat's 0.5 (standard error
+  // 0.1%).
+  EXPECT_NEAR(qcc::rt::synthetic::rms(DType::F32, values->raw(),
+                                      values->numel()),
+              0.5, 0.005);
+  int kept01 = 0;
+  for (int64_t i = 0; i < meta->numel(); ++i)
+    kept01 += meta->data<int32_t>()[i] == 0x44444444;
+  EXPECT_LT(kept01, 10); // random patterns, not the compiled ones
+  const Node &lin = nodeOf(a.function("main"), OpKind::Linear);
+  const Tensor *bias = a.constant(lin.inputs[2]);
+  ASSERT_TRUE(bias);
+  EXPECT_EQ(bias->data<float>()[7], 0.25f);
 }
 
 // The session skips the sparse_2_4 node, runs the linear from the compressed

@@ -227,6 +227,14 @@ cl::opt<bool> reportCpu("report-cpu",
                                  "and predict for it (default true; "
                                  "--report-cpu=false skips it)"),
                         cl::init(true), cl::Hidden, cl::cat(reportCat));
+// Hidden (docs/CUDA_BACKEND.md, "Benchmark artifacts").
+cl::opt<bool> syntheticWeights(
+    "synthetic-weights",
+    cl::desc("Benchmark artifacts: write every weight of 64 KiB or more as a "
+             "seeded record (its RMS, a seed) that qrun expands at load, so "
+             "a 1B model's artifact is a few MB; its outputs are "
+             "meaningless, its speed is the real one's"),
+    cl::init(false), cl::Hidden, cl::cat(outputCat));
 cl::opt<bool> listOps("list-ops",
                       cl::desc("List the supported ONNX ops and exit"), cl::cat(inputCat));
 /// Writes -o (default stdout) with `print`, through a temporary file renamed
@@ -501,6 +509,7 @@ int main(int argc, char **argv) {
   options.gpuKernels = !noCuda;
   options.quiet = quiet;
   options.artifactPath = outputPath;
+  options.syntheticWeights = syntheticWeights;
   options.tokenizerPath = qcc::findTokenizer(tokenizerPath, inputPath);
   if (!options.tokenizerPath.empty() &&
       (emit == Phase::Package || quant != qcc::QuantMode::None ||

@@ -695,6 +695,11 @@ int main(int argc, char **argv) {
 
   try {
     Artifact a = Artifact::load(o.model);
+    if (a.syntheticBytes() && !o.quiet)
+      std::cerr << "[qrun] synthetic weights (qcc --synthetic-weights): "
+                << a.syntheticBytes() / (1 << 20)
+                << " MiB generated from seeds; outputs are meaningless, "
+                   "speed is the real model's\n";
     if (o.listKernels) {
       listKernels(a, std::cout);
       return 0;
