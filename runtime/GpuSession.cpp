@@ -102,6 +102,14 @@ struct GpuSession::Run {
   DevicePtr cachedLens = 0, validLens = 0, table = 0, kvData = 0;
   DevicePtr kvValueScales = 0; // kivi: after the keys and values
   DevicePtr errorFlag = 0;
+  /// While capturing: host values a kernel reads (allocated, not copied;
+  /// the replay uploads them).
+  std::map<int64_t, DevicePtr> *hostUploads = nullptr;
+  /// While capturing: the host nodes whose results are the same on every
+  /// replay (shapes and what follows from them and constants alone), and
+  /// where their results go.
+  const std::vector<char> *staticNodes = nullptr;
+  std::map<int64_t, Tensor> *staticResults = nullptr;
   std::vector<std::pair<DevicePtr, size_t>> scratch; // released at the end
   DevicePtr scratchAlloc(size_t bytes) {
     DevicePtr p = pool->get(bytes);
@@ -114,6 +122,14 @@ struct GpuSession::Graph {
   std::unique_ptr<DevicePool> pool;
   CudaContext::Graph exec = nullptr;
   std::map<int64_t, DevicePtr> inputs; // value id -> buffer
+  /// The host prologue: the Placement::Host nodes that depend on the
+  /// inputs' data (e.g. rotary cos/sin from the positions), in order, rerun
+  /// before each replay; the results of the other host nodes (shape
+  /// arithmetic: the same on every replay of this key); and the host values
+  /// the graph reads, with the buffers they are uploaded into.
+  std::vector<const Node *> prologue;
+  std::map<int64_t, Tensor> staticResults;
+  std::map<int64_t, DevicePtr> hostUploads;
   DevicePtr cachedLens = 0, validLens = 0, table = 0, errorFlag = 0;
   std::vector<std::tuple<std::string, DevicePtr, DType, Shape>> outputs;
 };
@@ -283,6 +299,8 @@ DevicePtr GpuSession::deviceOf(int64_t id, Run &r) {
   v.ownsDevice = v.onDevice = true;
   if (!r.capturing)
     ctx->upload(v.dev, v.host.raw(), v.bytes());
+  else if (r.hostUploads)
+    (*r.hostUploads)[id] = v.dev;
   return v.dev;
 }
 
@@ -580,6 +598,85 @@ void GpuSession::splitOnDevice(const Node &node, Run &r) {
   }
 }
 
+std::vector<GpuSession::Placement>
+GpuSession::placements(const Function &fn) const {
+  std::vector<bool> hostKnown(artifact.numValues(), false);
+  for (const Port &p : fn.inputs)
+    hostKnown[p.value] = true;
+  auto known = [&](int64_t id) {
+    return id < 0 || artifact.constant(id) || hostKnown[id];
+  };
+  std::vector<Placement> out;
+  for (const Node &n : fn.nodes) {
+    bool allKnown = std::all_of(n.inputs.begin(), n.inputs.end(), known);
+    Placement p;
+    // An elementwise region of host-known values (e.g. positions times the
+    // rotary frequencies) stays with the host nodes around it: a handful of
+    // elements, and no download in between.
+    if (loaded.count(kernelIndex(n)) &&
+        !(allKnown && n.attrs.value("kind", std::string()) == "elementwise"))
+      p = Placement::Kernel;
+    else if (n.kind == OpKind::Split)
+      p = Placement::Split;
+    else if (n.kind == OpKind::Shape)
+      p = Placement::Host;
+    else if (n.kind == OpKind::Reshape && n.inputs.size() == 2 &&
+             !known(n.inputs[0]) && known(n.inputs[1]))
+      p = Placement::View;
+    else
+      p = allKnown ? Placement::Host : Placement::Blocking;
+    if (p == Placement::Host)
+      for (int64_t id : n.outputs)
+        hostKnown[id] = true;
+    out.push_back(p);
+  }
+  return out;
+}
+
+void GpuSession::viewOnDevice(const Node &node, Run &r, bool operandLivesOn) {
+  Value &x = r.values[node.inputs[0]];
+  // The reshape's rule (0 keeps a dim, -1 is inferred) on a data-less view
+  // of the operand: only its shape is read.
+  static const char dummy[1] = {0};
+  Operands ops = {nullptr, nullptr};
+  Tensor xv = Tensor::view(x.dtype, x.shape, dummy);
+  Tensor shape = hostOf(node.inputs[1], r);
+  ops[0] = &xv;
+  ops[1] = &shape;
+  Shape out = cpu.runOne(node, ops).at(0).shape();
+  Value &y = r.values[node.outputs[0]];
+  Value base = x; // x may be y's slot's neighbour; copy before assigning
+  y = Value();
+  y.dtype = base.dtype;
+  y.shape = std::move(out);
+  y.onDevice = true;
+  if (operandLivesOn) {
+    // Both stay live: a copy, so that each buffer has one owner.
+    y.dev = r.pool->get(y.bytes());
+    y.ownsDevice = true;
+    ctx->copy2D(y.dev, y.bytes(), base.dev, y.bytes(), y.bytes(), 1);
+  } else {
+    // The operand ends here: the view takes its buffer over.
+    y.dev = base.dev;
+    y.ownsDevice = base.ownsDevice;
+    r.values[node.inputs[0]].ownsDevice = false;
+  }
+}
+
+void GpuSession::shapeOnHost(const Node &node, Run &r) {
+  const Value &x = r.values[node.inputs[0]];
+  static const char dummy[1] = {0};
+  Tensor xv = Tensor::view(x.dtype, x.shape, dummy);
+  Operands ops = {&xv};
+  std::vector<Tensor> out = cpu.runOne(node, ops);
+  Value &y = r.values[node.outputs[0]];
+  y = Value();
+  y.dtype = out[0].dtype();
+  y.shape = out[0].shape();
+  y.host = out[0];
+  y.onHost = true;
+}
+
 std::vector<Tensor> GpuSession::runOnCpu(const Node &node, Run &r) {
   std::vector<Tensor> in;
   for (int64_t id : node.inputs)
@@ -663,6 +760,7 @@ void GpuSession::checkRegion(const Node &node, Run &r,
 
 void GpuSession::execute(const Function &fn, Run &r) {
   std::vector<size_t> lastUse = lastUses(fn, r.values.size());
+  std::vector<Placement> where = placements(fn);
   // Profiling: each node's cost now, its time from events after the run.
   struct Timed {
     const Node *node;
@@ -694,7 +792,8 @@ void GpuSession::execute(const Function &fn, Run &r) {
     if (profiling)
       operandShapes = shapesOf(node.inputs);
     int64_t k = kernelIndex(node);
-    auto l = k >= 0 ? loaded.find(k) : loaded.end();
+    auto l = k >= 0 && where[i] == Placement::Kernel ? loaded.find(k)
+                                                     : loaded.end();
     if (l != loaded.end()) {
       try {
         launchKernel(node, artifact.kernels()[k], l->second, r);
@@ -707,12 +806,20 @@ void GpuSession::execute(const Function &fn, Run &r) {
       }
     } else if (onDevice(node, r)) {
       splitOnDevice(node, r);
+    } else if (where[i] == Placement::View &&
+               r.values[node.inputs[0]].onDevice) {
+      viewOnDevice(node, r, lastUse[node.inputs[0]] != i);
+    } else if (node.kind == OpKind::Shape && !artifact.constant(node.inputs[0])) {
+      shapeOnHost(node, r);
     } else {
-      if (r.capturing)
+      if (r.capturing && where[i] != Placement::Host)
         throw std::runtime_error("node '" + node.name +
                                  "' cannot be captured in a CUDA graph");
       runOnHost(node, r);
     }
+    if (r.staticNodes && (*r.staticNodes)[i])
+      for (int64_t id : node.outputs)
+        (*r.staticResults)[id] = r.values[id].host;
     if (profiling)
       timed.push_back({&node,
                        nodeCost(artifact, node, operandShapes,
@@ -762,15 +869,14 @@ const Peaks &GpuSession::profilePeaks() const {
   return *peaks;
 }
 
-bool GpuSession::runsOnGpu(const Node &n) const {
-  return n.kind == OpKind::Split || loaded.count(kernelIndex(n));
-}
-
 bool GpuSession::graphable(const Function &fn) const {
   if (fn.name != "decode")
     return false;
-  for (const Node &n : fn.nodes)
-    if (!runsOnGpu(n))
+  // Host nodes from host-known values become a prologue rerun before each
+  // replay (e.g. rotary cos/sin from the positions, shape arithmetic); a
+  // node that needs device data on the host cannot be replayed.
+  for (Placement p : placements(fn))
+    if (p == Placement::Blocking)
       return false;
   return true;
 }
@@ -901,6 +1007,27 @@ GpuSession::run(const std::string &name,
     g->validLens = c.validLens;
     g->table = c.table;
     g->errorFlag = c.errorFlag;
+    // The host nodes that read the inputs' data, directly or through each
+    // other, rerun on every replay; the rest (shape arithmetic) are kept.
+    std::vector<Placement> where = placements(*fn);
+    std::vector<char> dynamic(artifact.numValues(), 0), isStatic;
+    for (const Port &p : fn->inputs)
+      dynamic[p.value] = 1;
+    for (size_t i = 0; i < fn->nodes.size(); ++i) {
+      const Node &n = fn->nodes[i];
+      bool dyn = where[i] == Placement::Host && n.kind != OpKind::Shape &&
+                 std::any_of(n.inputs.begin(), n.inputs.end(),
+                             [&](int64_t id) { return id >= 0 && dynamic[id]; });
+      isStatic.push_back(where[i] == Placement::Host && !dyn);
+      if (dyn) {
+        g->prologue.push_back(&n);
+        for (int64_t id : n.outputs)
+          dynamic[id] = 1;
+      }
+    }
+    c.hostUploads = &g->hostUploads;
+    c.staticNodes = &isStatic;
+    c.staticResults = &g->staticResults;
     ctx->beginCapture();
     try {
       ctx->memsetZero(c.errorFlag, sizeof(int32_t));
@@ -928,6 +1055,28 @@ GpuSession::run(const std::string &name,
     const Tensor &t = inputs.at(p.name);
     ctx->upload(g.inputs.at(p.value), t.raw(), t.bytes());
   }
+  // The host prologue from the new inputs, and what the graph reads of it.
+  if (!g.hostUploads.empty()) {
+    std::map<int64_t, Tensor> host = g.staticResults;
+    for (const Port &p : fn->inputs)
+      host[p.value] = inputs.at(p.name);
+    for (const Node *n : g.prologue) {
+      Operands ops;
+      for (int64_t id : n->inputs)
+        ops.push_back(id < 0 ? nullptr
+                      : artifact.constant(id) ? artifact.constant(id)
+                                              : &host.at(id));
+      std::vector<Tensor> out = cpu.runOne(*n, ops);
+      for (size_t i = 0; i < n->outputs.size(); ++i)
+        host[n->outputs[i]] = std::move(out[i]);
+      ++counters.hostNodes;
+      ++counters.hostOps[hostLabel(*n)];
+    }
+    for (auto &[id, dev] : g.hostUploads) {
+      const Tensor &t = host.at(id);
+      ctx->upload(dev, t.raw(), t.bytes());
+    }
+  }
   Run r;
   std::vector<int32_t> cached, valid, table;
   kvArrays(kv, r, cached, valid, table);
@@ -954,11 +1103,13 @@ std::string GpuSession::planSummary() const {
       continue;
     int64_t onGpu = 0;
     std::map<std::string, int64_t> host;
-    for (const Node &n : fn->nodes) {
-      if (runsOnGpu(n))
+    std::vector<Placement> where = placements(*fn);
+    for (size_t i = 0; i < fn->nodes.size(); ++i) {
+      if (where[i] == Placement::Kernel || where[i] == Placement::Split ||
+          where[i] == Placement::View)
         ++onGpu;
       else
-        ++host[hostLabel(n)];
+        ++host[hostLabel(fn->nodes[i])];
     }
     out += (out.empty() ? "" : "; ") + fn->name + ": " +
            std::to_string(onGpu) + " of " + std::to_string(fn->nodes.size()) +

@@ -108,12 +108,26 @@ private:
   void runOnHost(const Node &node, Run &r);
   /// `node` on the CPU backend from its operands' host copies.
   std::vector<Tensor> runOnCpu(const Node &node, Run &r);
-  /// Has a loaded kernel, or is glue the device does without one (split).
-  bool runsOnGpu(const Node &n) const;
   /// Glue ops the device does without a kernel: split (strided copies) of a
   /// value already on the device.
   bool onDevice(const Node &node, const Run &r) const;
   void splitOnDevice(const Node &node, Run &r);
+  /// Where each node of a GPU plan runs, from the plan alone.
+  enum class Placement : uint8_t {
+    Kernel, ///< a loaded kernel
+    Split,  ///< split glue on the device (strided copies)
+    View,   ///< reshape of device data by a host-known shape: a view
+    Host,   ///< on the host from host-known values only: function inputs,
+            ///< constants, other Host nodes, and shapes (a Shape node needs
+            ///< its operand's shape, not its data)
+    Blocking, ///< on the host from device data: a download mid-run
+  };
+  std::vector<Placement> placements(const Function &fn) const;
+  /// Reshape of a device value by a host shape (Placement::View): the same
+  /// buffer under the new shape, or a copy when the operand lives on.
+  void viewOnDevice(const Node &node, Run &r, bool operandLivesOn);
+  /// A Shape node from its operand's recorded shape (no download).
+  void shapeOnHost(const Node &node, Run &r);
   void checkRegion(const Node &node, Run &r, const std::string &function);
   DevicePtr deviceOf(int64_t id, Run &r);
   Tensor hostOf(int64_t id, Run &r);
