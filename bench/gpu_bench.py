@@ -42,7 +42,8 @@ Formulas (stated once; the JSON holds every input):
                      QK/PV FLOPs not counted), i.e. dense-equivalent model FLOPs, against the
                      datasheet's dense peak of the row's GEMM precision (H100 SXM: f16 989
                      TFLOP/s, int8 1979 TOP/s) and against gpu_reference.py's measured 8192^3
-                     matmul rate of that precision.
+                     f16 torch.matmul rate (for every row: torch._int_mm's int8 rate is no
+                     ceiling, docs/GPU_NOTES.md).
   GEMM MFU           from the prefill profile: the GEMM kernels' dense-equivalent FLOPs (a 2:4
                      kernel's MNK multiply-adds counted as the dense 2MNK) over their summed time,
                      over the dense peak (issue 12's target: int8 >= 60%).
@@ -255,12 +256,12 @@ def table(rows, ref, p_lin, prefill, batches):
     graph_b1 = by_name.get(GRAPH_ROW, {}).get("decode", {}).get(1, {}).get("tokps")
     head = (["row"] + ["decode tok/s b%d" % b for b in batches] + ["MBU b%d" % b for b in batches]
             + ["prefill tok/s %d (wall)" % prefill, "prefill tok/s (kernels)",
-               "prefill MFU (peak)", "prefill MFU (measured)", "GEMM MFU prefill",
+               "prefill MFU (dense peak)", "prefill MFU (vs f16 matmul)", "GEMM MFU prefill",
                "x HF eager b1", "x lean+graph b1"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in rows:
         d, p = r["decode"], r.get("prefill", {})
-        measured = ref["f16_TFLOPs"] * 1e12 if r["precision"] == "f16" else ref["i8_TOPs"] * 1e12
+        measured = ref["f16_TFLOPs"] * 1e12  # torch.matmul's (_int_mm's int8 is no peak: GPU_NOTES.md)
         mfu_peak = mfu_meas = None
         wall = p.get("wall_tokps")
         if wall:

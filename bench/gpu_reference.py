@@ -176,7 +176,7 @@ class LeanLlama:
                 vc.index_copy_(2, positions, v)
                 a = F.scaled_dot_product_attention(
                     q.reshape(B, KV, rep * T, D), kc, vc, attn_mask=mask)
-                a = a.view(B, KV, rep, T, D).reshape(B, H, T, D)
+                a = a.reshape(B, KV, rep, T, D).reshape(B, H, T, D)
             else:
                 try:
                     a = F.scaled_dot_product_attention(q, k, v, is_causal=True,
