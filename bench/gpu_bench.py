@@ -32,7 +32,8 @@ Formulas (stated once; the JSON holds every input):
                      (+ the per-layer, per-head scales of an int8 cache: layers x 2 x kv_heads x 4),
                      ctx = the mean number of cached tokens a timed step attends to:
                      CONTEXT + (S1 + S2 + 1) / 2 for qrun (steps S1+1..S2), and for PyTorch's
-                     runs CONTEXT + warm-up + (steps + 1) / 2 (gpu_reference.py's counts);
+                     runs CONTEXT + warm-up + (steps + 1) / 2 (gpu_reference.py's counts; its
+                     CUDA graph row warms up twice);
                      PyTorch's cache is f16, the float artifact's f32, W8A8's int8.
   MBU(B)             (W(B) + KV(B)) / step_s / copy bandwidth, the copy bandwidth being
                      gpu_reference.py's 2 GiB device-to-device copy (bytes read + bytes written)
@@ -185,11 +186,15 @@ def qrun_row(args, art, ref, dtype):
         else:
             t1, t2 = b * s1 / short["decode_tokps"], b * s2 / long_["decode_tokps"]
             step = (t2 - t1) / (s2 - s1)
+            if step <= 0:  # noise larger than S2 - S1 steps: no figure rather than a wrong one
+                row["decode"][b] = {"error": "the %d-step run took no longer than the %d-step one "
+                                             "(noise; raise --steps)" % (s2, s1)}
+                continue
             w, parts = decode_weight_bytes(m, b)
             k = kv_bytes(kv, b, ctx)
             d.update({"step_s": step, "tokps": b / step, "single_run_tokps": long_["decode_tokps"],
                       "weight_bytes": w, "kv_bytes": k, "mean_ctx": ctx, "weight_parts": parts,
-                      "mbu": (w + k) / step / (ref["copy_GBps"] * 1e9) if step > 0 else None})
+                      "mbu": (w + k) / step / (ref["copy_GBps"] * 1e9)})
         row["decode"][b] = d
     with tempfile.TemporaryDirectory() as tmp:
         pj = os.path.join(args.profile_dir or tmp, "profile-%s-prefill.json"
@@ -220,12 +225,12 @@ def torch_rows(ref, context, width, vocab):
     """The PyTorch rows from gpu_reference.py's JSON (f16 weights and KV cache)."""
     kv = {"dtype": "f16", "layers": ref["layers"], "kv_heads": ref["kv_heads"],
           "head_dim": ref["head_dim"]}
-    ctx = context + ref["warmup_steps"] + (ref["decode_steps"] + 1) / 2.0
     rows = []
-    for name, prefix, prefill_key in (
-            (HF_ROW, "decode", "prefill_2048_tokps"),
-            ("PyTorch f16 lean eager", "lean_decode", "lean_prefill_2048_tokps"),
-            (GRAPH_ROW, "lean_graph_decode", None)):
+    for name, prefix, prefill_key, warmups in (
+            (HF_ROW, "decode", "prefill_2048_tokps", 1),
+            ("PyTorch f16 lean eager", "lean_decode", "lean_prefill_2048_tokps", 1),
+            (GRAPH_ROW, "lean_graph_decode", None, 2)):  # warm-up before and after the capture
+        ctx = context + warmups * ref["warmup_steps"] + (ref["decode_steps"] + 1) / 2.0
         row = {"precision": "f16", "decode": {}, "prefill": {}}
         for b in (1, 8, 32):
             tps = ref.get("%s_b%d_tokps" % (prefix, b))
