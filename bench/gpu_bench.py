@@ -229,7 +229,9 @@ def torch_rows(ref, context, width, vocab):
     for name, prefix, prefill_key, warmups in (
             (HF_ROW, "decode", "prefill_2048_tokps", 1),
             ("PyTorch f16 lean eager", "lean_decode", "lean_prefill_2048_tokps", 1),
-            (GRAPH_ROW, "lean_graph_decode", None, 2)):  # warm-up before and after the capture
+            (GRAPH_ROW, "lean_graph_decode", None, 2),  # warm-up before and after the capture
+            # gpu_reference.py --compile only (HF model, mode="reduce-overhead", batch 1).
+            ("PyTorch f16 torch.compile (HF)", "compile_decode", None, 1)):
         ctx = context + warmups * ref["warmup_steps"] + (ref["decode_steps"] + 1) / 2.0
         row = {"precision": "f16", "decode": {}, "prefill": {}}
         for b in (1, 8, 32):
@@ -243,7 +245,8 @@ def torch_rows(ref, context, width, vocab):
                                 "mean_ctx": ctx, "mbu": (w + k) / step / (ref["copy_GBps"] * 1e9)}
         if prefill_key and prefill_key in ref:
             row["prefill"] = {"wall_tokps": ref[prefill_key]}
-        rows.append((name, row))
+        if row["decode"] or row["prefill"]:
+            rows.append((name, row))
     return rows
 
 
