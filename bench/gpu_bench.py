@@ -148,12 +148,15 @@ CUDA = re.compile(r"\[qrun\] CUDA: (\d+) runs, (\d+) kernel launches, (\d+) grap
                   r"(\d+) replayed, (\d+) nodes on the host(.*)")
 
 
-def run_qrun(qrun, art, batch, context, steps, profile_json=None, backend="cuda", timeout=600):
+def run_qrun(qrun, art, batch, context, steps, profile_json=None, backend="cuda", timeout=120):
     cmd = [qrun, art, "--backend=" + backend, "--bench-generate", str(batch), str(context), str(steps)]
     if profile_json:
         cmd += ["--profile", "--profile-json", profile_json]
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"cmd": " ".join(cmd), "error": "no result in %d s" % timeout}
     res = {"cmd": " ".join(cmd), "seconds": round(time.time() - t0, 2), "rc": p.returncode}
     g = GEN.search(p.stdout)
     if p.returncode != 0 or not g:
