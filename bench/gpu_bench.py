@@ -113,8 +113,10 @@ def decode_weight_bytes(m, batch):
     for node in plan["nodes"]:
         k = node.get("attrs", {}).get("kernel", -1) if node["op"] == "kernel" else -1
         if k < 0 or "launch" not in m["kernels"][k]:
-            if node["op"] != "split":
-                host_nodes.append(node.get("name", node["op"]))
+            if node["op"] != "split":  # split runs on the device without a kernel
+                host_nodes.append(node["op"] if k < 0 else
+                                  "%s kernel without CUDA code (%s)"
+                                  % (m["kernels"][k]["kind"], m["kernels"][k].get("unsupported", "?")))
             continue
         rec = m["kernels"][k]
         for step in rec["launch"]["steps"]:
@@ -334,9 +336,14 @@ def main():
             if "error" in d:
                 notes.append("%s decode b%d: %s" % (name, b, d["error"]))
             parts = d.get("weight_parts", {})
-            if parts.get("host_nodes_in_decode_plan") and b == args.batches[0]:
-                notes.append("%s: decode plan nodes on the host (no CUDA graph for decode): %s"
-                             % (name, ", ".join(parts["host_nodes_in_decode_plan"])))
+            host = parts.get("host_nodes_in_decode_plan")
+            if host and b == args.batches[0]:
+                counts = {}
+                for h in host:
+                    counts[h] = counts.get(h, 0) + 1
+                notes.append("%s: %d nodes of each decode step run on the host, so decode is not "
+                             "captured in a CUDA graph: %s" % (name, len(host), "; ".join(
+                                 "%s x%d" % (h, n) for h, n in sorted(counts.items()))))
         if "error" in row["prefill"]:
             notes.append("%s prefill: %s" % (name, row["prefill"]["error"]))
         rows.append((name, row))
