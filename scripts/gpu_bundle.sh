@@ -134,6 +134,7 @@ fi
 # PyTorch's f16 figures and the machine's ceilings (issue 12's reference
 # column), unless --no-reference.
 REF="${OUT:-/tmp}/torch-reference.json"
+rm -f "$REF" # never an older run's figures
 if [ $REFERENCE = 1 ]; then
   "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_reference.py" --json "$REF" || echo "gpu_reference.py failed"
 fi
