@@ -5,13 +5,34 @@
 # (test/e2e/check_gpu.py's set) and that script. Writes .gpu-bundle/
 # (git-ignored), one compressed archive plus run.sh.
 #
-#   ./scripts/gpu_bundle.sh               # here, after ./scripts/build.sh
-#   .gpu-bundle/run.sh [--no-reference]   # there: check_gpu.py's table, profiles,
-#                                         # then bench/gpu_reference.py
+#   ./scripts/gpu_bundle.sh [--bench]     # here, after ./scripts/build.sh
+#   .gpu-bundle/run.sh [--no-reference] [--bench-only]
+#                                         # there: check_gpu.py's table, profiles,
+#                                         # then bench/gpu_reference.py (and with
+#                                         # --bench, bench/gpu_bench.py's table)
+#
+# --bench also packs issue 12's 1B LLaMA (bench/llama_1b.py; reused from
+# $LLAMA_DIR, default build/llama1b, else written there with .venv-real)
+# compiled three ways with qcc --synthetic-weights (weights expanded by qrun
+# at load, so each artifact is a few MB): f16, W8A8 (SmoothQuant O1, int8 KV)
+# and 2:4 W8A8; run.sh then runs bench/gpu_bench.py after gpu_reference.py
+# (docs/GPU_BENCH.md). run.sh --bench-only skips check_gpu.py and the profiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${BUILD_DIR:-build}"
 OUT=.gpu-bundle
+BENCH=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) BENCH=1 ;;
+    *) echo "gpu_bundle.sh: unknown option '$arg' (--bench)" >&2; exit 1 ;;
+  esac
+done
+# (qcc --help-hidden does not list hidden options: ask whether the flag parses.)
+if [ $BENCH = 1 ] && "$BUILD/bin/qcc" --synthetic-weights 2>&1 | grep -q 'Unknown command line argument'; then
+  echo "gpu_bundle.sh: --bench needs qcc --synthetic-weights, which $BUILD/bin/qcc lacks (rebuild it)" >&2
+  exit 1
+fi
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/qcc-gpu/lib" "$STAGE/qcc-gpu/artifacts" "$STAGE/qcc-gpu/test/e2e"
@@ -54,6 +75,26 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
   "$NVCC" -std=c++17 -O2 -arch=sm_90 -I. test/e2e/mma_sp_layout.cu -o "$STAGE/qcc-gpu/mma_sp_layout"
 fi
+if [ $BENCH = 1 ]; then
+  # Issue 12's 1B LLaMA, compiled one at a time (each takes ~13 GB of memory).
+  LLAMA="${LLAMA_DIR:-build/llama1b}"
+  if [ ! -f "$LLAMA/model.onnx" ] || [ ! -f "$LLAMA/model.onnx.data" ] || [ ! -d "$LLAMA/calib" ]; then
+    echo "gpu_bundle: writing the 1B LLaMA into $LLAMA (bench/llama_1b.py)"
+    "${PYTHON_REAL:-.venv-real/bin/python}" bench/llama_1b.py --out "$LLAMA"
+  fi
+  B="$STAGE/qcc-gpu/bench"
+  mkdir -p "$B"
+  # The calibration statistics are saved on the first W8A8 compile and reused.
+  W8A8="--quant=w8a8 --kv-dtype=i8 --calib=$LLAMA/calib --calib-samples=8 --calib-stats=$LLAMA/stats.json"
+  for spec in "f16:" "w8a8:$W8A8" "w8a8-sparse:$W8A8 --sparsity=2:4 --prune=magnitude"; do
+    name=${spec%%:*}
+    echo "gpu_bundle: compiling the 1B LLaMA: $name"
+    # shellcheck disable=SC2086 # the flags are words
+    "$BUILD/bin/qcc" "$LLAMA/model.onnx" --quiet --synthetic-weights ${spec#*:} -o "$B/$name.qpkg"
+  done
+  cp bench/gpu_bench.py "$STAGE/qcc-gpu/"
+  ls -l "$B"
+fi
 # check_gpu.py finds the model and stats relative to the repo root; it only
 # reads them when it compiles (--qcc), which it does not do there.
 rm -rf "$OUT"
@@ -69,24 +110,47 @@ rm -rf "$DEST" && mkdir -p "$DEST"
 tar -C "$DEST" -xJf "$HERE/qcc-gpu.tar.xz"
 export LD_LIBRARY_PATH="$DEST/qcc-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 Q="$DEST/qcc-gpu/qrun"
+REFERENCE=1
+CHECKS=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-reference) REFERENCE=0 ;;
+    --bench-only) CHECKS=0 ;;
+    *) echo "run.sh: unknown option '$arg' (--no-reference, --bench-only)" >&2; exit 1 ;;
+  esac
+done
 "$Q" --devices
 status=0
-if [ -x "$DEST/qcc-gpu/mma_sp_layout" ]; then
-  "$DEST/qcc-gpu/mma_sp_layout" || status=1
+if [ $CHECKS = 1 ]; then
+  if [ -x "$DEST/qcc-gpu/mma_sp_layout" ]; then
+    "$DEST/qcc-gpu/mma_sp_layout" || status=1
+  fi
+  "${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" || status=$?
+  # Per-kernel timings (CUDA events) of each artifact, whatever the checks
+  # said: the table on stdout, JSON under $OUT when the device tool gives one.
+  for a in "$DEST"/qcc-gpu/artifacts/*.qpkg; do
+    name=$(basename "$a" .qpkg)
+    echo "== profile: $name (--bench-generate 8 128 32)"
+    "$Q" "$a" --backend=cuda --bench-generate 8 128 32 --profile \
+      --profile-json "${OUT:-/tmp}/profile-$name.json" || echo "profile of $name failed"
+  done
 fi
-"${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" || status=$?
-# Per-kernel timings (CUDA events) of each artifact, whatever the checks
-# said: the table on stdout, JSON under $OUT when the device tool gives one.
-for a in "$DEST"/qcc-gpu/artifacts/*.qpkg; do
-  name=$(basename "$a" .qpkg)
-  echo "== profile: $name (--bench-generate 8 128 32)"
-  "$Q" "$a" --backend=cuda --bench-generate 8 128 32 --profile \
-    --profile-json "${OUT:-/tmp}/profile-$name.json" || echo "profile of $name failed"
-done
 # PyTorch's f16 figures and the machine's ceilings (issue 12's reference
 # column), unless --no-reference.
-if [ "${1:-}" != --no-reference ]; then
-  "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_reference.py" --json "${OUT:-/tmp}/torch-reference.json" || echo "gpu_reference.py failed"
+REF="${OUT:-/tmp}/torch-reference.json"
+rm -f "$REF" # never an older run's figures
+if [ $REFERENCE = 1 ]; then
+  "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_reference.py" --json "$REF" || echo "gpu_reference.py failed"
+fi
+# Issue 12's table (a bundle made with gpu_bundle.sh --bench): it needs the
+# reference JSON of this run.
+if [ -d "$DEST/qcc-gpu/bench" ]; then
+  if [ $REFERENCE = 1 ] && [ -f "$REF" ]; then
+    "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_bench.py" --qrun "$Q" --artifacts "$DEST/qcc-gpu/bench" \
+      --reference "$REF" --json "${OUT:-/tmp}/gpu-bench.json" --profile-dir "${OUT:-/tmp}" || status=1
+  else
+    echo "gpu_bench.py skipped: it needs gpu_reference.py's JSON of this run"
+  fi
 fi
 exit $status
 RUN
