@@ -88,6 +88,9 @@ struct GpuSession::Value {
   Shape shape;
   DevicePtr dev = 0;
   bool onDevice = false, ownsDevice = false;
+  /// Uploaded from the host in a graph's run: its buffer is the one a
+  /// replay uploads into, so no other value of the run may reuse it.
+  bool pinned = false;
   Tensor host;
   bool onHost = false;
   size_t bytes() const { return (size_t)numElements(shape) * dtypeSize(dtype); }
@@ -98,6 +101,7 @@ struct GpuSession::Run {
   std::vector<Value> values;
   KvBatch *kv = nullptr;
   bool capturing = false; // recording a graph: allocate, never copy
+  bool pinUploads = false; // a graph's runs: see Value::pinned
   int64_t maxContext = 0, tableStride = 0, maxTokens = 0;
   DevicePtr cachedLens = 0, validLens = 0, table = 0, kvData = 0;
   DevicePtr kvValueScales = 0; // kivi: after the keys and values
@@ -297,6 +301,7 @@ DevicePtr GpuSession::deviceOf(int64_t id, Run &r) {
                              " is read before it is computed");
   v.dev = r.pool->get(v.bytes());
   v.ownsDevice = v.onDevice = true;
+  v.pinned = r.pinUploads;
   if (!r.capturing)
     ctx->upload(v.dev, v.host.raw(), v.bytes());
   else if (r.hostUploads)
@@ -827,7 +832,8 @@ void GpuSession::execute(const Function &fn, Run &r) {
                                 r.kv ? &kvState : nullptr),
                        from, ctx->mark()});
     for (int64_t id : node.inputs)
-      if (id >= 0 && lastUse[id] == i && !artifact.constant(id)) {
+      if (id >= 0 && lastUse[id] == i && !artifact.constant(id) &&
+          !r.values[id].pinned) {
         Value &v = r.values[id];
         if (v.ownsDevice)
           r.pool->put(v.dev, v.bytes());
@@ -941,6 +947,7 @@ GpuSession::run(const std::string &name,
   auto begin = [&](Run &r, DevicePool *p, bool capturing) {
     r.pool = p;
     r.capturing = capturing;
+    r.pinUploads = p != pool.get(); // a graph's pool: its first run and capture
     r.values.assign(artifact.numValues(), Value());
     r.errorFlag = r.scratchAlloc(sizeof(int32_t));
     prepareKv(kv, r);
@@ -1037,6 +1044,17 @@ GpuSession::run(const std::string &name,
       throw;
     }
     g->exec = ctx->endCapture();
+    // A replay uploads inputs and host values before it starts: no two of
+    // them may share a buffer (Value::pinned).
+    std::set<DevicePtr> uploaded;
+    for (auto &[id, dev] : g->inputs)
+      if (!uploaded.insert(dev).second)
+        throw std::runtime_error("graph capture: two inputs share a buffer");
+    for (auto &[id, dev] : g->hostUploads)
+      if (!uploaded.insert(dev).second)
+        throw std::runtime_error("graph capture: host value " +
+                                 std::to_string(id) +
+                                 " shares a buffer with another upload");
     for (const Port &p : fn->outputs) {
       const Value &v = c.values[p.value];
       g->outputs.emplace_back(p.name, v.dev, v.dtype, v.shape);

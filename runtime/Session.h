@@ -42,6 +42,8 @@ public:
   /// per entry point and node kind, summed over runs.
   virtual void enableProfile(bool on) { profiling = on; }
   const NodeProfile &profile() const { return nodeProfile; }
+  /// Forgets what was profiled so far (e.g. a benchmark's warm-up).
+  void clearProfile() { nodeProfile = NodeProfile(); }
   /// Where the profile runs ("the CPU", the GPU's name) and the roofline its
   /// MBU and MFU are read against.
   virtual std::string profileDevice() const = 0;

@@ -140,6 +140,127 @@ def run(cmd, **kw):
     return p
 
 
+def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
+                   failures):
+    """Steps 1-4 for artifact `name`: rows and failures appended."""
+    art = os.path.join(work, name)
+    if not os.path.exists(art):
+        failures.append(name + ": missing (pass --qcc)")
+        return
+    # 1. Kernel regions against the CPU: `main` on the [3, 37] batch,
+    # then prefill and decode while generating (the skinny-M GEMVs, the
+    # split-K decode attention and the cache appends run only there).
+    gen = [args.qrun, art, "--backend=cuda", "--check-gpu",
+           "--max-new-tokens", "32"]
+    for prompt in PROMPTS:
+        gen += ["--prompt", prompt]
+    checks = [("", [args.qrun, art, "--backend=cuda", "--check-gpu",
+                    "--input", "input_ids=" + ids_path, *mask, "--output-dir",
+                    os.path.join(work, name + ".gpu")]),
+              (" (generate)", gen)]
+    lines = []
+    for label, cmd in checks:
+        p = run(cmd)
+        sys.stderr.write(p.stderr)
+        lines += [(label, line) for line in p.stdout.splitlines()]
+    # The checked generation runs without CUDA graphs: its text tells a
+    # graph replay bug from a numerical near-tie (step 3).
+    checked_text = "".join(line + "\n" for label, line in lines
+                           if label and re.match(r"\[\d+\] ", line))
+    for label, line in lines:
+        m = re.match(r"check ([\w+]+): worst region (\S+) max abs error (\S+) "
+                     r"\(max \|cpu\| (\S+)\), integer elements off by 1: "
+                     r"(\d+) of (\d+), off by more: (\d+)", line)
+        if not m:
+            continue
+        kind, region = m.group(1), m.group(2)
+        err, ref = float(m.group(3)), float(m.group(4))
+        off1, ints, offMore = (int(m.group(5)), int(m.group(6)),
+                               int(m.group(7)))
+        rel = err / max(1.0, ref)
+        if kind not in KIND_TOLERANCE:
+            failures.append("%s: kernel kind %s has no stated tolerance"
+                            % (name, kind))
+            continue
+        tol = KIND_TOLERANCE[kind]
+        ok = rel <= tol and offMore == 0 and off1 <= 0.001 * ints
+        rows.append((name, "kernel " + kind + label, region, "%.2e" % rel,
+                     "%.0e" % tol, "int8 off by 1: %d of %d" % (off1, ints),
+                     "PASS" if ok else "FAIL"))
+        if not ok:
+            failures.append("%s: kernel %s%s (%s) error %.3g > %.3g or "
+                            "integer mismatches %d/%d" %
+                            (name, kind, label, region, rel, tol, off1,
+                             offMore))
+    # 2. Logits end to end.
+    run([args.qrun, art, "--backend=cpu", "--input", "input_ids=" + ids_path, *mask,
+         "--output-dir", os.path.join(work, name + ".cpu")])
+    gpu = np.load(os.path.join(work, name + ".gpu", "logits.npy"))
+    cpu = np.load(os.path.join(work, name + ".cpu", "logits.npy"))
+    rel = float(np.abs(gpu - cpu).max() / np.abs(cpu).max())
+    tol = 1e-2 if "f32" in name else 2e-2
+    ok = rel <= tol
+    rows.append((name, "logits main", "[3, 37]", "%.2e" % rel, "%.0e" % tol,
+                 "", "PASS" if ok else "FAIL"))
+    if not ok:
+        failures.append("%s: logits error %.3g > %.3g" % (name, rel, tol))
+    # 3. Greedy generation.
+    texts = {}
+    for backend in ("cpu", "cuda"):
+        cmd = [args.qrun, art, "--backend=" + backend, "--max-new-tokens", "32"]
+        for prompt in PROMPTS:
+            cmd += ["--prompt", prompt]
+        p = run(cmd)
+        texts[backend] = p.stdout
+        if backend == "cuda":
+            sys.stderr.write(p.stderr)
+    same = texts["cpu"] == texts["cuda"]
+    # f16 GEMMs (float and W4A16 artifacts) round x and W to f16 where
+    # the CPU multiplies in f32: a greedy text may part where two logits
+    # lie within that rounding (seen once: f32-sparse, prompt 0, token 6,
+    # with every kernel within tolerance and perplexity equal to 4e-6).
+    # There the check asks that the graph replay's text equal the
+    # graph-less checked run's and that step 4's perplexity agree.
+    f16_gemms = (name.startswith("f32") or name.startswith("w4a16") or
+                 name.startswith("llama-f32"))
+    near_tie = not same and f16_gemms and checked_text == texts["cuda"]
+    rows.append((name, "greedy 32 tokens", "3 prompts", "", "",
+                 "identical" if same else
+                 "differs at an f16 near-tie; graphs = no graphs"
+                 if near_tie else "differs",
+                 "PASS" if same or near_tie else "FAIL"))
+    if near_tie:
+        sys.stderr.write("%s: greedy text parts from the CPU's:\n--- cpu\n"
+                         "%s--- cuda\n%s" % (name, texts["cpu"],
+                                             texts["cuda"]))
+    elif not same:
+        failures.append("%s: greedy text differs:\n--- cpu\n%s--- cuda\n%s"
+                        "--- cuda without graphs: %s" %
+                        (name, texts["cpu"], texts["cuda"],
+                         "the same as cuda" if checked_text == texts["cuda"]
+                         else "the same as cpu" if checked_text == texts["cpu"]
+                         else "\n" + checked_text))
+    # 4. Perplexity of held-out text on both backends: a greedy text can
+    # part at a near-tie; the mean NLL cannot move much. Tolerance 1%:
+    # per-token NLL moves by at most the logit error (|logit| ~ 10 times
+    # the 1e-3 relative f16 / int8-rounding error above, ~0.01 nats), so
+    # the perplexity ratio stays under e^0.01.
+    ppl = {}
+    for backend in ("cpu", "cuda"):
+        p = run([args.qrun, art, "--backend=" + backend, "--perplexity",
+                 text_path])
+        m = re.search(r"perplexity[^0-9]*([0-9.]+)", p.stdout + p.stderr)
+        ppl[backend] = float(m.group(1)) if m else float("nan")
+    rel = abs(ppl["cuda"] / ppl["cpu"] - 1)
+    ok = rel <= 1e-2
+    rows.append((name, "perplexity", "%d chars" % len(text), "%.2e" % rel,
+                 "1e-02", "cpu %.4f cuda %.4f" % (ppl["cpu"], ppl["cuda"]),
+                 "PASS" if ok else "FAIL"))
+    if not ok:
+        failures.append("%s: perplexity cpu %.4f cuda %.4f" %
+                        (name, ppl["cpu"], ppl["cuda"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--qrun", required=True)
@@ -167,6 +288,9 @@ def main():
     ids = rng.integers(0, 3000, size=(3, 37), dtype=np.int64)
     ids_path = os.path.join(work, "ids.npy")
     np.save(ids_path, ids)
+    # A Hugging Face export's main also takes the attention mask.
+    mask_path = os.path.join(work, "attention_mask.npy")
+    np.save(mask_path, np.ones_like(ids))
 
     # Held-out text for the perplexity check (the bundle carries a slice).
     with open(HELDOUT, encoding="utf-8") as f:
@@ -178,122 +302,17 @@ def main():
     failures = []
     rows = []
     for name in list(ARTIFACTS) + list(SPARSE_ARTIFACTS):
-        art = os.path.join(work, name)
-        if not os.path.exists(art):
-            failures.append(name + ": missing (pass --qcc)")
-            continue
-        # 1. Kernel regions against the CPU: `main` on the [3, 37] batch,
-        # then prefill and decode while generating (the skinny-M GEMVs, the
-        # split-K decode attention and the cache appends run only there).
-        gen = [args.qrun, art, "--backend=cuda", "--check-gpu",
-               "--max-new-tokens", "32"]
-        for prompt in PROMPTS:
-            gen += ["--prompt", prompt]
-        checks = [("", [args.qrun, art, "--backend=cuda", "--check-gpu",
-                        "--input", "input_ids=" + ids_path, "--output-dir",
-                        os.path.join(work, name + ".gpu")]),
-                  (" (generate)", gen)]
-        lines = []
-        for label, cmd in checks:
-            p = run(cmd)
-            sys.stderr.write(p.stderr)
-            lines += [(label, line) for line in p.stdout.splitlines()]
-        # The checked generation runs without CUDA graphs: its text tells a
-        # graph replay bug from a numerical near-tie (step 3).
-        checked_text = "".join(line + "\n" for label, line in lines
-                               if label and re.match(r"\[\d+\] ", line))
-        for label, line in lines:
-            m = re.match(r"check ([\w+]+): worst region (\S+) max abs error (\S+) "
-                         r"\(max \|cpu\| (\S+)\), integer elements off by 1: "
-                         r"(\d+) of (\d+), off by more: (\d+)", line)
-            if not m:
-                continue
-            kind, region = m.group(1), m.group(2)
-            err, ref = float(m.group(3)), float(m.group(4))
-            off1, ints, offMore = (int(m.group(5)), int(m.group(6)),
-                                   int(m.group(7)))
-            rel = err / max(1.0, ref)
-            if kind not in KIND_TOLERANCE:
-                failures.append("%s: kernel kind %s has no stated tolerance"
-                                % (name, kind))
-                continue
-            tol = KIND_TOLERANCE[kind]
-            ok = rel <= tol and offMore == 0 and off1 <= 0.001 * ints
-            rows.append((name, "kernel " + kind + label, region, "%.2e" % rel,
-                         "%.0e" % tol, "int8 off by 1: %d of %d" % (off1, ints),
-                         "PASS" if ok else "FAIL"))
-            if not ok:
-                failures.append("%s: kernel %s%s (%s) error %.3g > %.3g or "
-                                "integer mismatches %d/%d" %
-                                (name, kind, label, region, rel, tol, off1,
-                                 offMore))
-        # 2. Logits end to end.
-        run([args.qrun, art, "--backend=cpu", "--input", "input_ids=" + ids_path,
-             "--output-dir", os.path.join(work, name + ".cpu")])
-        gpu = np.load(os.path.join(work, name + ".gpu", "logits.npy"))
-        cpu = np.load(os.path.join(work, name + ".cpu", "logits.npy"))
-        rel = float(np.abs(gpu - cpu).max() / np.abs(cpu).max())
-        tol = 1e-2 if "f32" in name else 2e-2
-        ok = rel <= tol
-        rows.append((name, "logits main", "[3, 37]", "%.2e" % rel, "%.0e" % tol,
-                     "", "PASS" if ok else "FAIL"))
-        if not ok:
-            failures.append("%s: logits error %.3g > %.3g" % (name, rel, tol))
-        # 3. Greedy generation.
-        texts = {}
-        for backend in ("cpu", "cuda"):
-            cmd = [args.qrun, art, "--backend=" + backend, "--max-new-tokens", "32"]
-            for prompt in PROMPTS:
-                cmd += ["--prompt", prompt]
-            p = run(cmd)
-            texts[backend] = p.stdout
-            if backend == "cuda":
-                sys.stderr.write(p.stderr)
-        same = texts["cpu"] == texts["cuda"]
-        # f16 GEMMs (float and W4A16 artifacts) round x and W to f16 where
-        # the CPU multiplies in f32: a greedy text may part where two logits
-        # lie within that rounding (seen once: f32-sparse, prompt 0, token 6,
-        # with every kernel within tolerance and perplexity equal to 4e-6).
-        # There the check asks that the graph replay's text equal the
-        # graph-less checked run's and that step 4's perplexity agree.
-        f16_gemms = (name.startswith("f32") or name.startswith("w4a16") or
-                     name.startswith("llama-f32"))
-        near_tie = not same and f16_gemms and checked_text == texts["cuda"]
-        rows.append((name, "greedy 32 tokens", "3 prompts", "", "",
-                     "identical" if same else
-                     "differs at an f16 near-tie; graphs = no graphs"
-                     if near_tie else "differs",
-                     "PASS" if same or near_tie else "FAIL"))
-        if near_tie:
-            sys.stderr.write("%s: greedy text parts from the CPU's:\n--- cpu\n"
-                             "%s--- cuda\n%s" % (name, texts["cpu"],
-                                                 texts["cuda"]))
-        elif not same:
-            failures.append("%s: greedy text differs:\n--- cpu\n%s--- cuda\n%s"
-                            "--- cuda without graphs: %s" %
-                            (name, texts["cpu"], texts["cuda"],
-                             "the same as cuda" if checked_text == texts["cuda"]
-                             else "the same as cpu" if checked_text == texts["cpu"]
-                             else "\n" + checked_text))
-        # 4. Perplexity of held-out text on both backends: a greedy text can
-        # part at a near-tie; the mean NLL cannot move much. Tolerance 1%:
-        # per-token NLL moves by at most the logit error (|logit| ~ 10 times
-        # the 1e-3 relative f16 / int8-rounding error above, ~0.01 nats), so
-        # the perplexity ratio stays under e^0.01.
-        ppl = {}
-        for backend in ("cpu", "cuda"):
-            p = run([args.qrun, art, "--backend=" + backend, "--perplexity",
-                     text_path])
-            m = re.search(r"perplexity[^0-9]*([0-9.]+)", p.stdout + p.stderr)
-            ppl[backend] = float(m.group(1)) if m else float("nan")
-        rel = abs(ppl["cuda"] / ppl["cpu"] - 1)
-        ok = rel <= 1e-2
-        rows.append((name, "perplexity", "%d chars" % len(text), "%.2e" % rel,
-                     "1e-02", "cpu %.4f cuda %.4f" % (ppl["cpu"], ppl["cuda"]),
-                     "PASS" if ok else "FAIL"))
-        if not ok:
-            failures.append("%s: perplexity cpu %.4f cuda %.4f" %
-                            (name, ppl["cpu"], ppl["cuda"]))
+        mask = (["--input", "attention_mask=" + mask_path]
+                if name in MODELS else [])
+        # One artifact's error (a qrun failure) is its failure, not the
+        # end of the others' checks.
+        try:
+            check_artifact(args, work, name, mask, ids_path, text, text_path,
+                           rows, failures)
+        except RuntimeError as e:
+            rows.append((name, "run", "", "", "", str(e).splitlines()[0][:120],
+                         "FAIL"))
+            failures.append("%s: %s" % (name, e))
 
     print("| artifact | check | where | error | tolerance | note | result |")
     print("|---|---|---|---|---|---|---|")
