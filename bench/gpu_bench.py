@@ -10,15 +10,15 @@ f16.qpkg (float model: f16 GEMMs, f32 KV cache), w8a8.qpkg (SmoothQuant O1, int8
 w8a8-sparse.qpkg (the same with 2:4 sparse linears); a missing one is left out.
 
 Measurements, per artifact (each a separate qrun process):
-  decode   `qrun ART --backend=cuda --bench-generate B CONTEXT S` for S = S1 and S2 and
-           B in --batches. qrun's decode time runs from the first decode step to the last (host
-           sampling included, no warm-up step), so the step time is taken from the difference:
-             step_s = (B*S2/tokps(S2) - B*S1/tokps(S1)) / (S2 - S1)
-           which cancels what happens once (the first step's graph capture, pool growth).
-           decode tok/s = B / step_s.
+  decode   `qrun ART --backend=cuda --bench-generate B CONTEXT STEPS` for B in --batches.
+           qrun runs the same generation once as a warm-up on the same cache (weights
+           uploaded, kernels loaded, decode graphs captured), then times it: its decode time
+           runs from the first decode step to the last, host sampling included.
+           decode tok/s = qrun's; step_s = B / decode tok/s.
   prefill  `qrun ART --backend=cuda --bench-generate 1 PREFILL 1 --profile --profile-json F`:
-           "wall" = qrun's prefill tokens/s: one cold call, including uploading the ids, the host
-           nodes, and copying the [1, PREFILL, vocab] f32 logits of every position to the host;
+           "wall" = qrun's prefill tokens/s of the timed call (after the warm-up), including
+           uploading the ids, the host nodes, and copying the [1, PREFILL, vocab] f32 logits of
+           every position to the host;
            "kernels" = PREFILL / the summed CUDA-event times of the prefill's kernels and host
            nodes (the profile), i.e. without the launch gaps and the logits copy.
 Formulas (stated once; the JSON holds every input):
@@ -31,7 +31,8 @@ Formulas (stated once; the JSON holds every input):
   KV bytes   KV(B)   B x layers x 2 (K, V) x kv_heads x head_dim x ctx x element size
                      (+ the per-layer, per-head scales of an int8 cache: layers x 2 x kv_heads x 4),
                      ctx = the mean number of cached tokens a timed step attends to:
-                     CONTEXT + (S1 + S2 + 1) / 2 for qrun (steps S1+1..S2), and for PyTorch's
+                     CONTEXT + (STEPS + 1) / 2 for qrun (its timed run, after an identical
+                     warm-up run on the same cache), and for PyTorch's
                      runs CONTEXT + warm-up + (steps + 1) / 2 (gpu_reference.py's counts; its
                      CUDA graph row warms up twice);
                      PyTorch's cache is f16, the float artifact's f32, W8A8's int8.
@@ -179,25 +180,22 @@ def qrun_row(args, art, ref, dtype):
     row = {"artifact": os.path.basename(art), "artifact_bytes": os.path.getsize(art),
            "kv_cache": {k: kv[k] for k in ("dtype", "layers", "kv_heads", "head_dim", "layout")},
            "precision": dtype, "decode": {}, "runs": []}
-    s1, s2 = args.steps
-    ctx = args.context + (s1 + s2 + 1) / 2.0
+    # qrun --bench-generate warms up with the same generation before the timed
+    # one (weights uploaded, kernels loaded, decode graphs captured), so one
+    # run's decode time per step is the steady state's.
+    steps = args.steps
+    ctx = args.context + (steps + 1) / 2.0
     for b in args.batches:
-        short = run_qrun(args.qrun, art, b, args.context, s1, backend=args.backend)
-        long_ = run_qrun(args.qrun, art, b, args.context, s2, backend=args.backend)
-        row["runs"] += [short, long_]
+        run = run_qrun(args.qrun, art, b, args.context, steps, backend=args.backend)
+        row["runs"].append(run)
         d = {}
-        if "error" in short or "error" in long_:
-            d["error"] = short.get("error") or long_.get("error")
+        if "error" in run:
+            d["error"] = run["error"]
         else:
-            t1, t2 = b * s1 / short["decode_tokps"], b * s2 / long_["decode_tokps"]
-            step = (t2 - t1) / (s2 - s1)
-            if step <= 0:  # noise larger than S2 - S1 steps: no figure rather than a wrong one
-                row["decode"][b] = {"error": "the %d-step run took no longer than the %d-step one "
-                                             "(noise; raise --steps)" % (s2, s1)}
-                continue
+            step = b / run["decode_tokps"]
             w, parts = decode_weight_bytes(m, b)
             k = kv_bytes(kv, b, ctx)
-            d.update({"step_s": step, "tokps": b / step, "single_run_tokps": long_["decode_tokps"],
+            d.update({"step_s": step, "tokps": run["decode_tokps"],
                       "weight_bytes": w, "kv_bytes": k, "mean_ctx": ctx, "weight_parts": parts,
                       "mbu": (w + k) / step / (ref["copy_GBps"] * 1e9)})
         row["decode"][b] = d
@@ -302,14 +300,14 @@ def main():
     ap.add_argument("--profile-dir", help="keep the prefill profiles (qrun --profile-json) here")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--context", type=int, default=512)
-    ap.add_argument("--steps", type=int, nargs=2, default=[8, 72], metavar=("S1", "S2"),
-                    help="decode steps of the short and the long run (default 8 72)")
+    ap.add_argument("--steps", type=int, default=64,
+                    help="decode steps of each timed run (default 64; qrun warms up first)")
     ap.add_argument("--prefill", type=int, default=2048)
     ap.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
                     help="qrun's backend (cpu: only to test this script)")
     args = ap.parse_args()
-    if not (0 < args.steps[0] < args.steps[1]):
-        sys.exit("gpu_bench.py: --steps S1 S2 needs 0 < S1 < S2")
+    if args.steps <= 0:
+        sys.exit("gpu_bench.py: --steps needs a positive number")
     try:
         ref = json.load(open(args.reference))
     except (OSError, ValueError) as e:
@@ -361,9 +359,9 @@ def main():
     ]
     out = [text, "",
            "%s, %s; copy %.0f GB/s (read + write), f16 matmul %.0f TFLOP/s, int8 %.0f TOP/s measured; "
-           "decode: %d tokens of context, step time from %d and %d steps; prefill: one %d-token prompt."
+           "decode: %d tokens of context, %d timed steps after a warm-up run; prefill: one %d-token prompt."
            % (ref.get("device", "?"), ref.get("date", "?"), ref["copy_GBps"], ref["f16_TFLOPs"],
-              ref["i8_TOPs"], args.context, args.steps[0], args.steps[1], args.prefill),
+              ref["i8_TOPs"], args.context, args.steps, args.prefill),
            "Targets (issue 12): " + "; ".join(status)] + ["Note: " + n for n in notes]
     print("\n".join(out))
     if args.json:

@@ -16,7 +16,7 @@ random-id .npy inputs as bench/llama_1b.py writes them), then checks:
              [K, N] MatMul), the 1-D
              parameters and the embedding rows, + 1 KiB;
   - KV bytes of the int8 cache: B x layers x 2 x kv_heads x head_dim x ctx + the scales;
-  - gpu_bench.py --backend=cpu (tiny counts; 32 steps between the two runs, ~20 ms here, well
+  - gpu_bench.py --backend=cpu (tiny counts; 32 timed steps after qrun's warm-up, ~20 ms here, well
     above this machine's run-to-run noise) with a made-up reference JSON runs, prints one
     table with the qrun rows and the three PyTorch rows, every qrun decode rate finite and > 0,
     and a PyTorch row's MBU equal to the formula's value from the made-up numbers.
@@ -118,7 +118,7 @@ def main():
         out = os.path.join(tmp, "bench.json")
         p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gpu_bench.py"), "--qrun", args.qrun,
                             "--artifacts", tmp, "--reference", refp, "--json", out, "--backend=cpu",
-                            "--batches", "1", "2", "--context", "16", "--steps", "4", "36", "--prefill", "32"],
+                            "--batches", "1", "2", "--context", "16", "--steps", "32", "--prefill", "32"],
                            capture_output=True, text=True)
         print(p.stdout)
         if p.returncode != 0:

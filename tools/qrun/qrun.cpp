@@ -592,7 +592,8 @@ int main(int argc, char **argv) {
       ->group(kBench);
   app.add_option("--bench-generate", o.benchGenerate,
                  "BATCH CONTEXT STEPS: time prefill and decode (through the "
-                 "KV cache, or by recompute with --no-cache)")
+                 "KV cache, after the same run as a warm-up; or by recompute "
+                 "with --no-cache)")
       ->expected(3)
       ->group(kBench);
   app.add_flag("--devices", o.devices,
