@@ -49,6 +49,14 @@ public:
     return p;
   }
   void put(DevicePtr p, size_t bytes) { freeLists[bucket(bytes)].push_back(p); }
+  /// A new buffer, never one that another value used: a graph's host
+  /// uploads (freed with the pool).
+  DevicePtr fresh(size_t bytes) {
+    size_t b = bucket(bytes);
+    DevicePtr p = ctx.alloc(b);
+    all.emplace_back(p, b);
+    return p;
+  }
   size_t held() const {
     size_t n = 0;
     for (auto &[p, b] : all)
@@ -109,6 +117,12 @@ struct GpuSession::Run {
   /// While capturing: host values a kernel reads (allocated, not copied;
   /// the replay uploads them).
   std::map<int64_t, DevicePtr> *hostUploads = nullptr;
+  /// A graph's first run: the host values it uploads mid-run (id -> bytes).
+  std::map<int64_t, size_t> *uploadSizes = nullptr;
+  /// Its capture: a buffer of their own for those values.
+  const std::map<int64_t, DevicePtr> *uploadBuffers = nullptr;
+  /// While capturing: every buffer a launch or device copy writes.
+  std::set<DevicePtr> *written = nullptr;
   /// While capturing: the host nodes whose results are the same on every
   /// replay (shapes and what follows from them and constants alone), and
   /// where their results go.
@@ -134,6 +148,10 @@ struct GpuSession::Graph {
   std::vector<const Node *> prologue;
   std::map<int64_t, Tensor> staticResults;
   std::map<int64_t, DevicePtr> hostUploads;
+  /// The buffers of those uploads: allocated for them alone, so that no
+  /// value the graph computes before or after shares one (a replay uploads
+  /// them all before it starts).
+  std::map<int64_t, DevicePtr> uploadBuffers;
   DevicePtr cachedLens = 0, validLens = 0, table = 0, errorFlag = 0;
   std::vector<std::tuple<std::string, DevicePtr, DType, Shape>> outputs;
 };
@@ -299,8 +317,18 @@ DevicePtr GpuSession::deviceOf(int64_t id, Run &r) {
   if (!v.onHost)
     throw std::runtime_error("value " + std::to_string(id) +
                              " is read before it is computed");
-  v.dev = r.pool->get(v.bytes());
-  v.ownsDevice = v.onDevice = true;
+  auto own = r.uploadBuffers ? r.uploadBuffers->find(id)
+                             : std::map<int64_t, DevicePtr>::const_iterator();
+  if (r.uploadBuffers && own != r.uploadBuffers->end()) {
+    v.dev = own->second; // the graph's, not the pool's
+    v.ownsDevice = false;
+  } else {
+    v.dev = r.pool->get(v.bytes());
+    v.ownsDevice = true;
+    if (r.uploadSizes)
+      (*r.uploadSizes)[id] = v.bytes();
+  }
+  v.onDevice = true;
   v.pinned = r.pinUploads;
   if (!r.capturing)
     ctx->upload(v.dev, v.host.raw(), v.bytes());
@@ -496,6 +524,8 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
         break;
       case ParamKind::Result:
         put(r.values[node.outputs[p.tensor.index]].dev);
+        if (r.written)
+          r.written->insert(r.values[node.outputs[p.tensor.index]].dev);
         break;
       case ParamKind::Int32:
         put((int32_t)eval(p.expr));
@@ -511,6 +541,8 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
         break;
       case ParamKind::Workspace:
         put(workspace[p.workspace].first);
+        if (r.written)
+          r.written->insert(workspace[p.workspace].first);
         break;
       case ParamKind::Runtime:
         switch (p.runtime) {
@@ -597,6 +629,8 @@ void GpuSession::splitOnDevice(const Node &node, Run &r) {
     out.shape[axis] = sizes[i];
     out.dev = r.pool->get(out.bytes());
     out.onDevice = out.ownsDevice = true;
+    if (r.written)
+      r.written->insert(out.dev);
     size_t chunk = (size_t)(sizes[i] * inner) * es;
     ctx->copy2D(out.dev, chunk, src + at, rowIn, chunk, (size_t)outer);
     at += chunk;
@@ -659,6 +693,8 @@ void GpuSession::viewOnDevice(const Node &node, Run &r, bool operandLivesOn) {
     // Both stay live: a copy, so that each buffer has one owner.
     y.dev = r.pool->get(y.bytes());
     y.ownsDevice = true;
+    if (r.written)
+      r.written->insert(y.dev);
     ctx->copy2D(y.dev, y.bytes(), base.dev, y.bytes(), y.bytes(), 1);
   } else {
     // The operand ends here: the view takes its buffer over.
@@ -1003,11 +1039,21 @@ GpuSession::run(const std::string &name,
     auto g = std::make_unique<Graph>();
     g->pool = std::make_unique<DevicePool>(*ctx);
     Run r;
+    std::map<int64_t, size_t> uploadSizes;
     begin(r, g->pool.get(), false);
+    r.uploadSizes = &uploadSizes; // after the inputs' uploads
     execute(*fn, r);
     auto out = finish(r, false); // the capture must see this step's state
+    // The host values uploaded mid-run get buffers of their own: taken from
+    // the pool they could be one that a kernel writes earlier in the graph
+    // (the pool reuses a value's buffer after its last use), and the replay
+    // uploads them before the graph starts. New ones, so that the pool still
+    // holds every buffer the first run used and the capture allocates none.
+    for (auto &[id, bytes] : uploadSizes)
+      g->uploadBuffers[id] = g->pool->fresh(bytes);
     Run c;
     begin(c, g->pool.get(), true);
+    c.uploadBuffers = &g->uploadBuffers;
     for (const Port &p : fn->inputs)
       g->inputs[p.value] = c.values[p.value].dev;
     g->cachedLens = c.cachedLens;
@@ -1032,6 +1078,8 @@ GpuSession::run(const std::string &name,
           dynamic[id] = 1;
       }
     }
+    std::set<DevicePtr> written;
+    c.written = &written;
     c.hostUploads = &g->hostUploads;
     c.staticNodes = &isStatic;
     c.staticResults = &g->staticResults;
@@ -1055,6 +1103,12 @@ GpuSession::run(const std::string &name,
         throw std::runtime_error("graph capture: host value " +
                                  std::to_string(id) +
                                  " shares a buffer with another upload");
+    // ... nor may the graph write one of them: it would overwrite what the
+    // replay uploaded before a later kernel reads it.
+    for (DevicePtr dev : uploaded)
+      if (written.count(dev))
+        throw std::runtime_error("graph capture: a kernel writes a buffer "
+                                 "that the replay uploads into");
     for (const Port &p : fn->outputs) {
       const Value &v = c.values[p.value];
       g->outputs.emplace_back(p.name, v.dev, v.dtype, v.shape);
