@@ -60,7 +60,6 @@ struct Writer {
   llvm::DenseSet<Attribute> syntheticWeights;
   llvm::DenseMap<Attribute, int64_t> syntheticRecords;
   json synthetic = json::array();
-  uint64_t syntheticBytes = 0;
   std::string data;
   llvm::DenseMap<Value, int64_t> ids;
   /// Entry points are clones of one graph: each weight is stored once.
@@ -108,9 +107,13 @@ struct Writer {
   /// Marks the weights of `module` that become synthetic records.
   void findSyntheticWeights(ModuleOp module) {
     module.walk([&](qcc::ConstantOp c) {
-      auto bytes = qcc::getBytes(c.getValue());
-      if (c->use_empty() || !bytes ||
-          bytes->size() < qcc::rt::synthetic::kMinBytes ||
+      // The size from the type: no copy of the data to measure it.
+      auto t = cast<RankedTensorType>(c.getType());
+      qcc::rt::DType dtype;
+      if (c->use_empty() || !t.hasStaticShape() ||
+          !qcc::rt::parseDType(qcc::runtimeDType(t.getElementType()), dtype) ||
+          (uint64_t)t.getNumElements() * qcc::rt::dtypeSize(dtype) <
+              qcc::rt::synthetic::kMinBytes ||
           !llvm::all_of(c->getUses(), isWeightOperand))
         return;
       syntheticWeights.insert(c.getValue());
@@ -137,11 +140,14 @@ struct Writer {
     if (!qcc::rt::synthetic::fills(dist, dtype))
       return error(std::string("a ") + qcc::rt::dtypeName(dtype) +
                    " weight cannot be synthetic");
-    auto bytes = qcc::getBytes(c.getValue());
-    double stddev =
-        meta ? 0.0
-             : qcc::rt::synthetic::rms(dtype, bytes->data(),
+    double stddev = 0.0;
+    if (!meta) {
+      auto bytes = qcc::getBytes(c.getValue());
+      if (!bytes)
+        return error("the weight has no data");
+      stddev = qcc::rt::synthetic::rms(dtype, bytes->data(),
                                        (uint64_t)t.getNumElements());
+    }
     it->second = synthetic.size();
     // One seed per record: weights differ from each other, and the same
     // compile writes the same artifact.
@@ -150,7 +156,6 @@ struct Writer {
                          {"seed", 0x5EED0000ull + synthetic.size()},
                          {"dtype", qcc::runtimeDType(t.getElementType())},
                          {"shape", shapeOf(t)}});
-    syntheticBytes += bytes->size();
     return it->second;
   }
 
