@@ -637,8 +637,13 @@ void GpuSession::splitOnDevice(const Node &node, Run &r) {
   }
 }
 
-std::vector<GpuSession::Placement>
+const std::vector<GpuSession::Placement> &
 GpuSession::placements(const Function &fn) const {
+  // Fixed once the constructor has loaded the kernels: computed once per
+  // entry point, not on every call.
+  auto [it, fresh] = placementsOf.try_emplace(&fn);
+  if (!fresh)
+    return it->second;
   std::vector<bool> hostKnown(artifact.numValues(), false);
   for (const Port &p : fn.inputs)
     hostKnown[p.value] = true;
@@ -669,16 +674,23 @@ GpuSession::placements(const Function &fn) const {
         hostKnown[id] = true;
     out.push_back(p);
   }
-  return out;
+  it->second = std::move(out);
+  return it->second;
+}
+
+/// A tensor of this dtype and shape over no data, for the CPU kernels that
+/// read only an operand's shape (shape, reshape).
+static Tensor shapeOnly(DType dtype, const Shape &shape) {
+  static const char none[1] = {0};
+  return Tensor::view(dtype, shape, none);
 }
 
 void GpuSession::viewOnDevice(const Node &node, Run &r, bool operandLivesOn) {
   Value &x = r.values[node.inputs[0]];
-  // The reshape's rule (0 keeps a dim, -1 is inferred) on a data-less view
-  // of the operand: only its shape is read.
-  static const char dummy[1] = {0};
+  // The reshape's rule (0 keeps a dim, -1 is inferred) from the operand's
+  // shape alone.
   Operands ops = {nullptr, nullptr};
-  Tensor xv = Tensor::view(x.dtype, x.shape, dummy);
+  Tensor xv = shapeOnly(x.dtype, x.shape);
   Tensor shape = hostOf(node.inputs[1], r);
   ops[0] = &xv;
   ops[1] = &shape;
@@ -706,8 +718,7 @@ void GpuSession::viewOnDevice(const Node &node, Run &r, bool operandLivesOn) {
 
 void GpuSession::shapeOnHost(const Node &node, Run &r) {
   const Value &x = r.values[node.inputs[0]];
-  static const char dummy[1] = {0};
-  Tensor xv = Tensor::view(x.dtype, x.shape, dummy);
+  Tensor xv = shapeOnly(x.dtype, x.shape);
   Operands ops = {&xv};
   std::vector<Tensor> out = cpu.runOne(node, ops);
   Value &y = r.values[node.outputs[0]];
@@ -801,7 +812,7 @@ void GpuSession::checkRegion(const Node &node, Run &r,
 
 void GpuSession::execute(const Function &fn, Run &r) {
   std::vector<size_t> lastUse = lastUses(fn, r.values.size());
-  std::vector<Placement> where = placements(fn);
+  const std::vector<Placement> &where = placements(fn);
   // Profiling: each node's cost now, its time from events after the run.
   struct Timed {
     const Node *node;
@@ -1062,7 +1073,7 @@ GpuSession::run(const std::string &name,
     g->errorFlag = c.errorFlag;
     // The host nodes that read the inputs' data, directly or through each
     // other, rerun on every replay; the rest (shape arithmetic) are kept.
-    std::vector<Placement> where = placements(*fn);
+    const std::vector<Placement> &where = placements(*fn);
     std::vector<char> dynamic(artifact.numValues(), 0), isStatic;
     for (const Port &p : fn->inputs)
       dynamic[p.value] = 1;
@@ -1175,7 +1186,7 @@ std::string GpuSession::planSummary() const {
       continue;
     int64_t onGpu = 0;
     std::map<std::string, int64_t> host;
-    std::vector<Placement> where = placements(*fn);
+    const std::vector<Placement> &where = placements(*fn);
     for (size_t i = 0; i < fn->nodes.size(); ++i) {
       if (where[i] == Placement::Kernel || where[i] == Placement::Split ||
           where[i] == Placement::View)

@@ -122,7 +122,8 @@ private:
             ///< its operand's shape, not its data)
     Blocking, ///< on the host from device data: a download mid-run
   };
-  std::vector<Placement> placements(const Function &fn) const;
+  const std::vector<Placement> &placements(const Function &fn) const;
+  mutable std::map<const Function *, std::vector<Placement>> placementsOf;
   /// Reshape of a device value by a host shape (Placement::View): the same
   /// buffer under the new shape, or a copy when the operand lives on.
   void viewOnDevice(const Node &node, Run &r, bool operandLivesOn);
