@@ -59,9 +59,9 @@ echo "gpu_bundle: compiling the demo artifacts"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-cache=contiguous --calib-stats=$STATS -o "$A/w8a8-contig.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w4a16 --w4-method=rtn -o "$A/w4a16.qpkg" 2> /dev/null
 # A Hugging Face LLaMA export (check_gpu.py's MODELS).
-LLAMA=test/models/llama-gpu
-"$BUILD/bin/qcc" $LLAMA/model.onnx --tokenizer=examples/austen/tokenizer.model -o "$A/llama-f32.qpkg"
-"$BUILD/bin/qcc" $LLAMA/model.onnx --tokenizer=examples/austen/tokenizer.model --quant=w8a8 --kv-dtype=i8 --calib-stats=$LLAMA/stats.json -o "$A/llama-w8a8.qpkg"
+FIXTURE=test/models/llama-gpu
+"$BUILD/bin/qcc" $FIXTURE/model.onnx --tokenizer=examples/austen/tokenizer.model -o "$A/llama-f32.qpkg"
+"$BUILD/bin/qcc" $FIXTURE/model.onnx --tokenizer=examples/austen/tokenizer.model --quant=w8a8 --kv-dtype=i8 --calib-stats=$FIXTURE/stats.json -o "$A/llama-w8a8.qpkg"
 # The 2:4 sparse kinds (check_gpu.py's SPARSE_ARTIFACTS).
 "$BUILD/bin/qcc-sparse-fixture" $MODEL "$A/f32-sparse.qpkg" > /dev/null
 "$BUILD/bin/qcc-sparse-fixture" $MODEL "$A/w8a8-sparse.qpkg" --quant=w8a8 --kv-dtype=i8 --calib-stats=$STATS > /dev/null
