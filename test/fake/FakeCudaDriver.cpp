@@ -35,7 +35,18 @@
 
 namespace {
 
-using CUdeviceptr = unsigned long long;
+// The runtime's declarations of the driver's types (runtime/CudaDriver.h):
+// the runtime calls these functions through pointers of exactly those types
+// (UBSan's -fsanitize=function checks it in the sanitizer build).
+using Api = qcc::rt::CudaApi;
+using CUdeviceptr = Api::CUdeviceptr;
+using CUcontext = Api::CUcontext;
+using CUmodule = Api::CUmodule;
+using CUfunction = Api::CUfunction;
+using CUstream = Api::CUstream;
+using CUevent = Api::CUevent;
+using CUgraph = Api::CUgraph;
+using CUgraphExec = Api::CUgraphExec;
 
 struct Module {
   std::string image;
@@ -183,20 +194,20 @@ int cuGetErrorName(int e, const char **s) {
                                                       : "CUDA_ERROR_INVALID_VALUE";
   return 0;
 }
-int cuDevicePrimaryCtxRetain(void **c, int) {
+int cuDevicePrimaryCtxRetain(CUcontext *c, int) {
   static int ctx;
-  *c = &ctx;
+  *c = reinterpret_cast<CUcontext>(&ctx);
   return 0;
 }
 int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
-int cuCtxSetCurrent(void *) { return 0; }
-int cuStreamCreate(void **s, unsigned) {
+int cuCtxSetCurrent(CUcontext) { return 0; }
+int cuStreamCreate(CUstream *s, unsigned) {
   static int stream;
-  *s = &stream;
+  *s = reinterpret_cast<CUstream>(&stream);
   return 0;
 }
-int cuStreamDestroy_v2(void *) { return 0; }
-int cuStreamSynchronize(void *) {
+int cuStreamDestroy_v2(CUstream) { return 0; }
+int cuStreamSynchronize(CUstream) {
   if (state().capturing)
     return violation("stream synchronized during graph capture");
   return 0;
@@ -233,7 +244,7 @@ int cuMemGetInfo_v2(size_t *free, size_t *total) {
   *free = *total - state().bytes;
   return 0;
 }
-int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *) {
+int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream) {
   if (state().capturing)
     return violation("host-to-device copy during graph capture");
   if (int r = checkRange(d, n, "cuMemcpyHtoD"))
@@ -241,7 +252,7 @@ int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *) {
   std::memcpy((void *)(uintptr_t)d, h, n);
   return 0;
 }
-int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *) {
+int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream) {
   if (state().capturing)
     return violation("device-to-host copy during graph capture");
   if (int r = checkRange(d, n, "cuMemcpyDtoH"))
@@ -249,7 +260,7 @@ int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *) {
   std::memcpy(h, (void *)(uintptr_t)d, n);
   return 0;
 }
-int cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *) {
+int cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream) {
   if (int r = checkRange(d, n, "cuMemcpyDtoD destination"))
     return r;
   if (int r = checkRange(s, n, "cuMemcpyDtoD source"))
@@ -258,15 +269,15 @@ int cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *) {
     std::memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
   return 0;
 }
-int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *) {
+int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) {
   if (int r = checkRange(d, n, "cuMemsetD8"))
     return r;
   if (!state().capturing)
     std::memset((void *)(uintptr_t)d, v, n);
   return 0;
 }
-using Memcpy2D = qcc::rt::CudaApi::Memcpy2D; // the runtime's copy of the ABI
-int cuMemcpy2DAsync_v2(const Memcpy2D *c, void *) {
+using Memcpy2D = Api::Memcpy2D; // the runtime's copy of the ABI
+int cuMemcpy2DAsync_v2(const Memcpy2D *c, CUstream) {
   if (c->srcMemoryType != 2 || c->dstMemoryType != 2)
     return violation("cuMemcpy2D other than device to device");
   if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch)
@@ -285,7 +296,7 @@ int cuMemcpy2DAsync_v2(const Memcpy2D *c, void *) {
   return 0;
 }
 
-int cuModuleLoadDataEx(void **m, const void *image, unsigned, int *, void **) {
+int cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned, int *, void **) {
   const char *p = static_cast<const char *>(image);
   std::string bytes;
   bool elf = false;
@@ -303,42 +314,43 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned, int *, void **) {
   } else {
     return violation("module image is neither a cubin nor PTX");
   }
-  *m = new Module{bytes, elf};
+  *m = reinterpret_cast<CUmodule>(new Module{bytes, elf});
   ++state().modules;
   return 0;
 }
-int cuModuleUnload(void *m) {
-  delete static_cast<Module *>(m);
+int cuModuleUnload(CUmodule m) {
+  delete reinterpret_cast<Module *>(m);
   --state().modules;
   return 0;
 }
-int cuModuleGetFunction(void **f, void *m, const char *name) {
-  const std::string &img = static_cast<Module *>(m)->image;
+int cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  const std::string &img = reinterpret_cast<Module *>(m)->image;
   std::string sym = std::string(name);
   // A defined kernel's name appears NUL-terminated (cubin string tables) or
   // as ".entry name" (PTX).
   if (img.find(sym + '\0') == std::string::npos &&
       img.find(".entry " + sym) == std::string::npos)
     return 500; // CUDA_ERROR_NOT_FOUND
-  Module *mod = static_cast<Module *>(m);
-  *f = new Function{sym, 48 * 1024,
-                    mod->elf ? paramSizes(img, sym) : std::vector<int>()};
+  Module *mod = reinterpret_cast<Module *>(m);
+  *f = reinterpret_cast<CUfunction>(
+      new Function{sym, 48 * 1024,
+                   mod->elf ? paramSizes(img, sym) : std::vector<int>()});
   return 0;
 }
-int cuFuncSetAttribute(void *f, int attr, int value) {
+int cuFuncSetAttribute(CUfunction f, int attr, int value) {
   if (attr == 8) {
     if (value > 227 * 1024)
-      return violation("kernel " + static_cast<Function *>(f)->name +
+      return violation("kernel " + reinterpret_cast<Function *>(f)->name +
                        " asks for " + std::to_string(value) +
                        " bytes of shared memory");
-    static_cast<Function *>(f)->maxDynamicShared = value;
+    reinterpret_cast<Function *>(f)->maxDynamicShared = value;
   }
   return 0;
 }
-int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                   unsigned by, unsigned bz, unsigned smem, void *, void **args,
+int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned smem, CUstream, void **args,
                    void **extra) {
-  Function *fn = static_cast<Function *>(f);
+  Function *fn = reinterpret_cast<Function *>(f);
   if (!fn || !args || extra)
     return violation("launch without a function or arguments");
   if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 ||
@@ -389,54 +401,55 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   return 0;
 }
 
-int cuStreamBeginCapture_v2(void *, int) {
+int cuStreamBeginCapture_v2(CUstream, int) {
   if (state().capturing)
     return violation("nested graph capture");
   state().capturing = true;
   state().capturedLaunches = 0;
   return 0;
 }
-int cuStreamEndCapture(void *, void **g) {
+int cuStreamEndCapture(CUstream, CUgraph *g) {
   if (!state().capturing)
     return violation("end of a capture that did not begin");
   state().capturing = false;
-  *g = new long(state().capturedLaunches);
+  *g = reinterpret_cast<CUgraph>(new long(state().capturedLaunches));
   state().captured += state().capturedLaunches;
   ++state().graphs;
   return 0;
 }
-int cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long) {
-  *exec = new long(*static_cast<long *>(g));
+int cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
+                                unsigned long long) {
+  *exec = reinterpret_cast<CUgraphExec>(new long(*reinterpret_cast<long *>(g)));
   return 0;
 }
-int cuGraphLaunch(void *exec, void *) {
+int cuGraphLaunch(CUgraphExec exec, CUstream) {
   if (!exec)
     return violation("launch of a null graph");
   ++state().replays;
   return 0;
 }
-int cuGraphExecDestroy(void *exec) {
-  delete static_cast<long *>(exec);
+int cuGraphExecDestroy(CUgraphExec exec) {
+  delete reinterpret_cast<long *>(exec);
   return 0;
 }
-int cuGraphDestroy(void *g) {
-  delete static_cast<long *>(g);
+int cuGraphDestroy(CUgraph g) {
+  delete reinterpret_cast<long *>(g);
   return 0;
 }
-int cuEventCreate(void **e, unsigned) {
-  *e = new int(0);
+int cuEventCreate(CUevent *e, unsigned) {
+  *e = reinterpret_cast<CUevent>(new int(0));
   return 0;
 }
-int cuEventRecord(void *, void *) { return 0; }
-int cuEventSynchronize(void *) { return 0; }
+int cuEventRecord(CUevent, CUstream) { return 0; }
+int cuEventSynchronize(CUevent) { return 0; }
 // Every event pair is 0.25 ms apart, so that timings built on events
 // (qrun --profile) are predictable: a row's time is 0.25 ms per call.
-int cuEventElapsedTime_v2(float *ms, void *, void *) {
+int cuEventElapsedTime_v2(float *ms, CUevent, CUevent) {
   *ms = 0.25f;
   return 0;
 }
-int cuEventDestroy_v2(void *e) {
-  delete static_cast<int *>(e);
+int cuEventDestroy_v2(CUevent e) {
+  delete reinterpret_cast<int *>(e);
   return 0;
 }
 
