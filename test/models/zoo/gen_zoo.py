@@ -3,6 +3,7 @@
 
     .venv-fixtures/bin/python test/models/zoo/gen_zoo.py [--only FAMILY[,FAMILY...]]
                                                           [--exports legacy,dynamo,past,genai,genai-int4]
+                                                          [--seeds DIR]
 
 (scripts/setup_fixtures.sh creates .venv-fixtures.) For every family, builds a
 tiny model from its transformers config class with fixed-seed random weights,
@@ -20,6 +21,11 @@ builder, fp32 CPU, the families it supports), genai-int4 (the same builder with
 int4 weights: MatMulNBits). A failed export is written to
 _failures.json (and left out of the zoo); the other cases go on. Deterministic:
 the same package versions give the same files.
+
+--seeds DIR writes only the ONNX files, DIR/<family>-<export>.onnx, at the
+smaller sizes of SEED_SIZES (a few KB of weights each): the onnx-import fuzz
+target's seeds (fuzz/corpus/onnx-import), whose size sets the fuzzer's rate.
+No references, meta.json or summary are written.
 """
 import argparse
 import contextlib
@@ -47,6 +53,9 @@ REL_TOL = 1e-4
 
 # Shared tiny sizes.
 H, L, NH, KVH, HD, FF, V, P = 64, 2, 4, 2, 16, 128, 128, 64
+# --seeds: the same graphs at a fraction of the bytes (two layers still: Gemma-3's
+# layer_types name two; GQA still: 2 query heads over 1 KV head).
+SEED_SIZES = dict(H=16, L=2, NH=2, KVH=1, HD=8, FF=32, V=48, P=16)
 
 DECODERS = ["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
             "opt", "gpt_neox", "falcon", "granite", "stablelm"]
@@ -636,7 +645,7 @@ def save_tokenizer(hf_dir):
     fast.save_pretrained(hf_dir)
 
 
-def run_family(family, exports, failures):
+def run_family(family, exports, failures, seeds_dir=None):
     is_dec = family in DECODERS
     model = build_model(family)
     attn_impl = getattr(model.config, "_attn_implementation", None)
@@ -652,7 +661,7 @@ def run_family(family, exports, failures):
             kinds.remove("genai-int4")
         for kind in kinds:
             case = f"{family}-{kind}"
-            case_dir = os.path.join(HERE, case)
+            case_dir = os.path.join(seeds_dir or HERE, case)
             shutil.rmtree(case_dir, ignore_errors=True)
             os.makedirs(case_dir)
             path = os.path.join(case_dir, "model.onnx")
@@ -671,6 +680,12 @@ def run_family(family, exports, failures):
                     elif kind == "genai-int4":
                         r = export_genai(model, family, path, hf_dir, "int4",
                                          GENAI_INT4_FAMILIES[family])
+                if seeds_dir:
+                    dst = os.path.join(seeds_dir, case + ".onnx")
+                    shutil.move(path, dst)
+                    shutil.rmtree(case_dir)
+                    print(f"{case}: {os.path.getsize(dst)} bytes", flush=True)
+                    continue
                 meta = write_case(case_dir, family, kind, model, path, *r, attn_impl)
                 failures.pop(case, None)
                 flag = " DISAGREES" if meta["disagrees"] else ""
@@ -757,6 +772,8 @@ def main():
                     help="comma-separated export kinds (default: %(default)s)")
     ap.add_argument("--summary", action="store_true",
                     help="only rewrite the tables in README.md from the cases' meta.json")
+    ap.add_argument("--seeds", metavar="DIR",
+                    help="write only DIR/<case>.onnx at SEED_SIZES (the fuzz seeds)")
     args = ap.parse_args()
     if args.summary:
         write_summary()
@@ -772,6 +789,12 @@ def main():
     if os.path.exists(fail_path):
         with open(fail_path) as f:
             failures = json.load(f)
+    if args.seeds:
+        globals().update(SEED_SIZES)
+        os.makedirs(args.seeds, exist_ok=True)
+        for fam in fams:
+            run_family(fam, exports, {}, args.seeds)
+        return
     for fam in fams:
         run_family(fam, exports, failures)
     with open(fail_path, "w") as f:
