@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ (clang, -fsanitize=fuzzer,address,
-# undefined; build dir build-fuzz/) and runs each for SECONDS (default 60),
+# undefined; build dir build-fuzz/, configured with the compiler so that the
+# ONNX importer's target is there too, and with the lit suite, which
+# scripts/sanitize.sh runs in the same build) and runs each for SECONDS (default 60),
 # one after the other. Each target keeps its growing corpus in
 # build-fuzz/corpus/NAME (seeded from fuzz/corpus/NAME and the regressions).
 # An input that crashes, hangs or trips a sanitizer is copied to
@@ -10,7 +12,7 @@
 #
 #   scripts/fuzz.sh [SECONDS]
 #   FUZZ_TARGETS="npy artifact" scripts/fuzz.sh 600   # some targets
-#   FUZZ_CMAKE_ARGS: more configure arguments (e.g. the importer's target)
+#   FUZZ_CMAKE_ARGS: more configure arguments
 #   FUZZ_RUNS=1000000 FUZZ_TARGETS=artifact scripts/fuzz.sh   # a campaign:
 #     stop after that many executions instead of SECONDS
 set -euo pipefail
@@ -20,17 +22,24 @@ BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 CC_FUZZ=${FUZZ_CC:-clang}
 CXX_FUZZ=${FUZZ_CXX:-clang++}
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  mkdir -p "$BUILD"
-  # shellcheck disable=SC2086
-  CC=$CC_FUZZ CXX=$CXX_FUZZ cmake -G Ninja -S . -B "$BUILD" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQCC_FUZZ=ON -DQCC_WITH_COMPILER=OFF \
-    -DQCC_BUILD_TESTS=OFF -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    ${FUZZ_CMAKE_ARGS:-} > "$BUILD/configure.log" 2>&1 ||
-    { cat "$BUILD/configure.log" >&2; exit 1; }
-fi
-cmake --build "$BUILD" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log" >&2; exit 1; }
+# Configured every time (quick once done), so an older build dir gets the
+# current options. FUZZ_CMAKE_ARGS=-DQCC_WITH_COMPILER=OFF leaves the
+# importer out (no LLVM/MLIR needed).
+mkdir -p "$BUILD"
+# shellcheck disable=SC2086
+CC=$CC_FUZZ CXX=$CXX_FUZZ cmake -G Ninja -S . -B "$BUILD" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQCC_FUZZ=ON -DQCC_WITH_COMPILER=ON \
+  -DQCC_BUILD_TESTS=ON -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+  ${FUZZ_CMAKE_ARGS:-} > "$BUILD/configure.log" 2>&1 ||
+  { cat "$BUILD/configure.log" >&2; exit 1; }
+cmake --build "$BUILD" --target qcc-fuzzers > "$BUILD/build.log" 2>&1 ||
+  { tail -40 "$BUILD/build.log" >&2; exit 1; }
 
+# Debian's LLVM is not instrumented: the allocator poisoning that LLVM's
+# headers compile into our files would flag its own uninstrumented
+# allocations (fuzz/README.md).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allow_user_poisoning=0"
 targets=${FUZZ_TARGETS:-$(cd "$BUILD/bin" && ls qcc-fuzz-* | sed 's/^qcc-fuzz-//')}
 found=0
 for name in $targets; do

@@ -4,23 +4,21 @@
 #     with gcc's -fsanitize=address,undefined (any report is fatal), then
 #     ctest there: the runtime's unit tests (qcc-runtime-tests) and the fuzz
 #     replays (fuzz-replay-*: seeds and test/fuzz-regressions/);
-#  2. scripts/fuzz.sh: every libFuzzer target for FUZZ_SECONDS (default 30)
-#     each, when clang is there.
-# SANITIZE_COMPILER=1 also builds the compiler, qcc and the lit suite with
-# the sanitizers and runs the whole ctest suite there (an hour or more cold on
-# 2 cores: not part of scripts/test.sh).
+#  2. when clang is there, build-fuzz/ (clang, ASan+UBSan, the compiler
+#     included): scripts/fuzz.sh runs every libFuzzer target for FUZZ_SECONDS
+#     (default 30) each, the ONNX importer's among them, after replaying its
+#     seeds and regressions; then the lit suite runs there, so qcc, qcc-opt,
+#     qrun and qcc-calib run every lit test under the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${ASAN_BUILD_DIR:-build-asan}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
-WITH_COMPILER=OFF
-if [ "${SANITIZE_COMPILER:-0}" = 1 ]; then WITH_COMPILER=ON; fi
 FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 if [ ! -f "$BUILD/build.ninja" ]; then
   mkdir -p "$BUILD"
   cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DQCC_WITH_COMPILER=$WITH_COMPILER \
+    -DQCC_WITH_COMPILER=OFF \
     -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_C_FLAGS="$FLAGS" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
@@ -39,8 +37,18 @@ if [ $status -ne 0 ]; then
   grep -E "Failed|\*\*\*" "$BUILD/ctest.out" >&2 || true
   exit $status
 fi
-if command -v "${FUZZ_CXX:-clang++}" > /dev/null; then
-  ./scripts/fuzz.sh "$FUZZ_SECONDS"
-else
-  echo "sanitize: no clang: the libFuzzer targets were not run" >&2
+if ! command -v "${FUZZ_CXX:-clang++}" > /dev/null; then
+  echo "sanitize: no clang: the libFuzzer targets and the lit suite under the sanitizers were not run" >&2
+  exit 0
 fi
+./scripts/fuzz.sh "$FUZZ_SECONDS" || status=$?
+# Leaks are off here too (qcc's MLIRContext and NVRTC's state live until
+# exit); allow_user_poisoning=0 as in scripts/fuzz.sh.
+FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+ASAN_OPTIONS="$ASAN_OPTIONS:allow_user_poisoning=0" cmake --build "$FUZZ_BUILD" --target check-qcc-lit > "$FUZZ_BUILD/lit.out" 2>&1 || {
+  status=1
+  grep -E "^(FAIL|UNRESOLVED|TIMEOUT)|ERROR: AddressSanitizer|runtime error:" "$FUZZ_BUILD/lit.out" | head -20 >&2
+}
+grep -E "^ *(Passed|Failed|Unsupported|Expectedly Failed|Unresolved|Timed Out) *:" "$FUZZ_BUILD/lit.out" |
+  sed 's/^ */lit under ASan+UBSan: /' || true
+exit $status
