@@ -26,6 +26,14 @@ every group (also GLU up -> down and V -> O); docs/QUANTIZATION.md section 2.
 --fallback reports O1 with and without the LLM.int8()-style float outlier columns
 (--int8-fallback=auto, docs/QUANTIZATION.md section 3): naive, alpha 0.85 and auto.
 
+--methods reports every method of docs/QUANTIZATION.md in one table, on one build: float32;
+SmoothQuant W8A8 O1 at alpha 0.5, 0.85 and auto, and auto + int8 fallback; W4A16 at
+--group-size (default 128) by round to nearest, GPTQ and GPTQ act-order (and each again with
+the asymmetric grid, --w4-asym, where qcc has it); the float model with an int8 KV cache,
+per-head and kivi scales. Beside each perplexity: the artifact's bytes and the bytes one decode
+step reads at --context cached tokens (weights + activations + KV, `qcc --report=json`'s
+decode total for the same flags).
+
 Calibration never sees the held-out text: by default the calibration file is the train
 split of the Austen corpus (per novel the first 90% of characters, int(len*0.9), as in
 examples/austen/train.py), written to a temporary folder; --calib-text uses a given file
@@ -96,6 +104,46 @@ def fallback_sweep():
         out.append((name + " + int8 fallback",
                     ["--quant=w8a8"] + flags + ["--int8-fallback=auto"]))
     return out
+
+
+def methods_sweep(group_size, asym):
+    """(name, qcc flags): every method, one row each (--methods)."""
+    w8 = ["--quant=w8a8"]
+    w4 = ["--quant=w4a16", f"--group-size={group_size}"]
+    out = [("float32", []),
+           ("W8A8 O1, SmoothQuant a=0.5", w8 + ["--smoothquant-alpha=0.5"]),
+           ("W8A8 O1, SmoothQuant a=0.85", w8 + ["--smoothquant-alpha=0.85"]),
+           ("W8A8 O1, SmoothQuant a=auto", w8 + ["--smoothquant-alpha=auto"]),
+           ("W8A8 O1, a=auto + int8 fallback",
+            w8 + ["--smoothquant-alpha=auto", "--int8-fallback=auto"])]
+    for grid in ([], ["--w4-asym"]) if asym else ([],):
+        tag = ", asymmetric" if grid else ""
+        out += [(f"W4A16 RTN, G={group_size}{tag}", w4 + ["--w4-method=rtn"] + grid),
+                (f"W4A16 GPTQ, G={group_size}{tag}", w4 + grid),
+                (f"W4A16 GPTQ act-order, G={group_size}{tag}", w4 + ["--act-order"] + grid)]
+    out += [("float32 + int8 KV, per-head scales", ["--kv-dtype=i8"]),
+            ("float32 + int8 KV, kivi scales", ["--kv-dtype=i8", "--kv-scales=kivi"])]
+    return out
+
+
+def qcc_has_flag(qcc, flag):
+    """Whether this qcc takes `flag` (hidden flags included)."""
+    p = subprocess.run([qcc, "--help-hidden"], capture_output=True, text=True, timeout=60)
+    return flag in p.stdout
+
+
+def decode_step_bytes(qcc, model, flags, calib, context, timeout=TIMEOUT_S):
+    """Bytes one decode step reads at `context` cached tokens (qcc --report=json, the
+    decode function's total; main's where the model has no decode), or None."""
+    import json
+    cmd = [qcc, model] + flags + (calib if flags else []) + [
+        "--report=json", f"--report-context={context}"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        return None
+    fns = {f["name"]: f for f in json.loads(p.stdout)["functions"]}
+    fn = fns.get("decode") or fns.get("main")
+    return int(fn["total"]["bytes"]) if fn else None
 
 
 def write_train_split(data_dir, path):
@@ -174,7 +222,8 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
 
 
 def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_len,
-            context=128, log=sys.stderr, reuse_stats=False, timeout=TIMEOUT_S):
+            context=128, log=sys.stderr, reuse_stats=False, timeout=TIMEOUT_S,
+            step_bytes=False):
     """Build and measure each (name, flags) of `chosen`; calibration stats are shared
     (and kept from an earlier run in `work` with reuse_stats)."""
     def calib_for(flags):
@@ -182,6 +231,9 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
         # rows: their own file.
         rows = "-rows" if ("--smoothquant-alpha=auto" in flags or
                            "--int8-fallback=auto" in flags) else ""
+        # GPTQ reads the Gram matrices (a sidecar only it asks for).
+        if "--quant=w4a16" in flags and "--w4-method=rtn" not in flags:
+            rows += "-gram"
         stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}{rows}.json")
         return [f"--calib={calib_text}", f"--calib-samples={samples}",
                 f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
@@ -197,6 +249,8 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
               file=log, flush=True)
         r = run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout)
         r["name"] = name
+        if step_bytes and not r["error"]:
+            r["step_bytes"] = decode_step_bytes(qcc, model, flags, calib, context, timeout)
         if r["error"]:
             print(f"    FAILED: {r['error']}", file=log, flush=True)
         else:
@@ -211,15 +265,23 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
 
 def table(rows):
     base = rows[0]["ppl"] if rows and rows[0]["ppl"] else None
-    lines = ["| variant | qcc flags | perplexity | vs float32 | .qpkg bytes |",
-             "|---|---|---:|---:|---:|"]
+    steps = any("step_bytes" in r for r in rows)
+    lines = ["| variant | qcc flags | perplexity | vs float32 | .qpkg bytes |"
+             + (" bytes / decode step |" if steps else ""),
+             "|---|---|---:|---:|---:|" + ("---:|" if steps else "")]
     for r in rows:
         flags = " ".join(f"`{f}`" for f in r["flags"]) or "(none)"
         if r["error"]:
-            lines.append(f"| {r['name']} | {flags} | failed: {r['error']} | | |")
+            lines.append(f"| {r['name']} | {flags} | failed: {r['error']} | | |"
+                         + (" |" if steps else ""))
             continue
         delta = f"{(r['ppl'] / base - 1) * 100:+.2f}%" if base else "n/a"
-        lines.append(f"| {r['name']} | {flags} | {r['ppl']:.2f} | {delta} | {r['size']:,} |")
+        step = ""
+        if steps:
+            b = r.get("step_bytes")
+            step = f" {b:,} |" if b else " n/a |"
+        lines.append(f"| {r['name']} | {flags} | {r['ppl']:.4f} | {delta} | {r['size']:,} |"
+                     + step)
     return "\n".join(lines)
 
 
@@ -291,6 +353,10 @@ def main():
                    help="SmoothQuant O1 at alpha 0.5, 0.85, auto, norms only vs all groups")
     p.add_argument("--fallback", action="store_true",
                    help="O1 (naive, alpha 0.85, auto) without and with --int8-fallback=auto")
+    p.add_argument("--methods", action="store_true",
+                   help="every method in one table (W8A8 O1, fallback, W4A16, int8 KV), "
+                        "with bytes per decode step")
+    p.add_argument("--group-size", type=int, default=128, help="W4A16 group size (--methods)")
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
     args = check_common_args(p.parse_args())
 
@@ -307,11 +373,17 @@ def main():
         heldout = write_slice(args.text, args.max_chars, os.path.join(work, "heldout-slice.txt"))
         calib_text = args.calib_text or write_train_split(args.data_dir,
                                                           os.path.join(work, "calib-train.txt"))
-        rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work,
-                       o1_sweep() if args.o1_sweep
-                       else fallback_sweep() if args.fallback else variants(args.alpha),
-                       args.calib_samples, args.calib_seq_len,
-                       args.context)
+        if args.methods:
+            chosen = methods_sweep(args.group_size, qcc_has_flag(args.qcc, "--w4-asym"))
+        elif args.o1_sweep:
+            chosen = o1_sweep()
+        elif args.fallback:
+            chosen = fallback_sweep()
+        else:
+            chosen = variants(args.alpha)
+        rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work, chosen,
+                       args.calib_samples, args.calib_seq_len, args.context,
+                       step_bytes=args.methods)
         name = os.path.relpath(args.model, ROOT)
         print()
         print(f"Model: {name}" + (" + planted outliers (examples/austen-outliers/make_outliers.py)"
