@@ -65,8 +65,12 @@ static std::atomic<uint64_t> memoryLimit{UINT64_MAX};
 
 void qcc::format::limitMemoryForFuzzing(uint64_t bytes) { memoryLimit = bytes; }
 
+uint64_t qcc::format::usableMemoryBytes() {
+  return std::min(physicalMemoryBytes(), memoryLimit.load());
+}
+
 void qcc::format::requireMemory(uint64_t bytes, const std::string &what) {
-  uint64_t have = std::min(physicalMemoryBytes(), memoryLimit.load());
+  uint64_t have = usableMemoryBytes();
   if (bytes > have)
     throw std::runtime_error(what + " needs " + byteString(bytes) +
                              "; this machine has " + byteString(have) +

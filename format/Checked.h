@@ -52,6 +52,10 @@ std::optional<uint64_t> checkedBytes(std::span<const int64_t> shape,
 /// This machine's physical memory in bytes (sysconf), read once.
 uint64_t physicalMemoryBytes();
 
+/// The memory inputs may ask for: physicalMemoryBytes(), or less under
+/// limitMemoryForFuzzing().
+uint64_t usableMemoryBytes();
+
 /// "1.5 GiB"-style text for messages.
 std::string byteString(uint64_t bytes);
 

@@ -16,7 +16,6 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
-#include <unistd.h>
 
 using namespace qcc::rt;
 using nlohmann::json;
@@ -480,10 +479,8 @@ expandSynthetic(const Loader &l, const json &m,
     total = *sum;
     parsed.push_back(std::move(rec));
   }
-  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-  uint64_t memory =
-      pages > 0 && pageSize > 0 ? (uint64_t)pages * (uint64_t)pageSize : 0;
-  if (memory && total > memory / 2)
+  uint64_t memory = format::usableMemoryBytes();
+  if (total > memory / 2)
     l.fail("synthetic weights of " + std::to_string(total) +
            " bytes exceed half of this machine's memory (" +
            std::to_string(memory) + " bytes)");

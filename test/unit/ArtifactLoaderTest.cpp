@@ -477,6 +477,12 @@ TEST(ArtifactLoader, SyntheticRecordsAreValidated) {
   m = syntheticManifest();
   m["synthetic"][0]["shape"] = {int64_t(1) << 40, 1 << 10}; // 4 PiB of f32
   EXPECT_REFUSED(refusal(m), "exceed half of this machine's memory");
+  // The fuzz targets' memory bound applies too: 4 x 32 f32 = 512 bytes is
+  // more than half of 1 KiB.
+  format::limitMemoryForFuzzing(1000);
+  std::string underFuzzLimit = refusal(syntheticManifest());
+  format::limitMemoryForFuzzing(UINT64_MAX);
+  EXPECT_REFUSED(underFuzzLimit, "exceed half of this machine's memory");
   m = syntheticManifest();
   m["synthetic"] = json::object();
   EXPECT_REFUSED(refusal(m), "\"synthetic\" is not a list");
