@@ -68,7 +68,8 @@ inline int32_t unpack(const int8_t *row, int64_t j) {
 /// The integer a nibble stands for: two's complement (symmetric) or
 /// unsigned (with offsets).
 inline int32_t nibbleValue(uint32_t nib, bool withOffsets) {
-  return withOffsets ? (int32_t)nib : (nib < 8 ? (int32_t)nib : (int32_t)nib - 16);
+  return withOffsets ? (int32_t)nib
+                     : (nib < 8 ? (int32_t)nib : (int32_t)nib - 16);
 }
 
 /// Packs q [n, k] (each in [-8, 7], or u in [0, 15]: the low 4 bits are

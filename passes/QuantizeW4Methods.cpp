@@ -60,7 +60,9 @@ struct Grid {
   int8_t code(double w) const {
     return asymmetric ? quantizeAsymValue(w, s, m) : quantizeValue(w, s);
   }
-  double value(int8_t q) const { return asymmetric ? asymValue(q, s, m) : q * s; }
+  double value(int8_t q) const {
+    return asymmetric ? asymValue(q, s, m) : q * s;
+  }
 };
 
 Int4Weight emptyWeight(int64_t n, int64_t k, int64_t groups, bool asymmetric,
@@ -90,7 +92,9 @@ int8_t qcc::w4::quantizeAsymValue(double w, double s, double m) {
   // nearbyint rounds half to even in the default rounding mode; a NaN
   // weight gives code 0 (std::clamp would keep the NaN).
   double u = std::nearbyint((w - m) / s);
-  return std::isnan(u) ? 0 : (int8_t)std::clamp(u, 0.0, (double)format::int4::kUMax);
+  return std::isnan(u)
+             ? 0
+             : (int8_t)std::clamp(u, 0.0, (double)format::int4::kUMax);
 }
 
 double qcc::w4::asymValue(int8_t u, double s, double m) {
@@ -107,8 +111,7 @@ int8_t qcc::w4::quantizeValue(double w, double s) {
 }
 
 Int4Weight qcc::w4::quantizeRtn(const std::vector<double> &w, int64_t n,
-                                int64_t k, int64_t groupSize,
-                                bool asymmetric) {
+                                int64_t k, int64_t groupSize, bool asymmetric) {
   assert(k % groupSize == 0 && w.size() == (size_t)(n * k));
   const int64_t groups = k / groupSize;
   Int4Weight r = emptyWeight(n, k, groups, asymmetric, {});

@@ -313,8 +313,8 @@ static void checkWeightInt4(const Loader &l, const Artifact &a,
       l.fail("function '" + fn.name + "', node '" + n.name +
              "' (weight_int4): " + why);
     };
-    i4::OperandSlots slots = i4::operandSlots(
-        n.inputs.size(), n.attrs.value("asymmetric", false));
+    i4::OperandSlots slots =
+        i4::operandSlots(n.inputs.size(), n.attrs.value("asymmetric", false));
     if (!slots.error.empty() || n.outputs.size() != 1)
       fail((slots.error.empty() ? std::string("needs") : slots.error + ",") +
            " one result");

@@ -79,13 +79,12 @@ namespace {
 /// format/Int4.cpp: the products are exact, so the same bits
 /// (Int4LinearTest).
 __attribute__((target("avx2"))) void
-dequantizeRowAvx2(const int8_t *packed, const float *scale,
-                  const float *offset, int64_t K, int64_t G, float *out) {
-  const __m128i codes =
-      offset ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-                             14, 15)
-             : _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3,
-                             -2, -1);
+dequantizeRowAvx2(const int8_t *packed, const float *scale, const float *offset,
+                  int64_t K, int64_t G, float *out) {
+  const __m128i codes = offset ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                               11, 12, 13, 14, 15)
+                               : _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7,
+                                               -6, -5, -4, -3, -2, -1);
   const __m128i low = _mm_set1_epi8(0x0F);
   for (int64_t j = 0; j < K; j += 32) {
     __m256 s = _mm256_set1_ps(scale[j / G]);

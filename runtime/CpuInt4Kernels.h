@@ -3,10 +3,11 @@
 // A linear whose weight is `qcc.weight_int4 %packed, %scales [, %perm]
 // [offsets %offsets]` of constants (format/Int4.h) runs from the packed
 // form: per output row n the row's groups are dequantized to f32 (q * s,
-// exact, or u * s + m, one rounding, in the stored column order), then the row is dotted with every input row (with act-order, the
-// input's columns taken in the stored order, x'[j] = x[perm[j]], once per
-// call), so the weight bytes
-// read are the packed ones (K/2 bytes + 2 K/G bytes of scales per row) and a
+// exact, or u * s + m, one rounding, in the stored column order), then the row
+// is dotted with every input row (with act-order, the input's columns taken in
+// the stored order, x'[j] = x[perm[j]], once per call), so the weight bytes
+// read are the packed ones (K/2 bytes + 2 K/G bytes of scales per row, and
+// as many of offsets) and a
 // dequantized row is reused by all M input rows (prefill) or read once
 // (decode, M = 1: the GEMV).
 //

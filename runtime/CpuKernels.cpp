@@ -1870,7 +1870,8 @@ std::vector<Tensor> weightInt4K(const Attrs &attrs, const Operands &ops) {
   if (!slots.error.empty())
     fail("weight_int4 " + slots.error);
   const Tensor &packed = need(ops, 0, "packed"), &scales = need(ops, 1, "scales");
-  const Tensor *perm = slots.perm >= 0 ? &need(ops, slots.perm, "perm") : nullptr;
+  const Tensor *perm =
+      slots.perm >= 0 ? &need(ops, slots.perm, "perm") : nullptr;
   const Tensor *offsets =
       slots.offsets >= 0 ? &need(ops, slots.offsets, "offsets") : nullptr;
   int64_t g = attrs.i("group_size");

@@ -312,10 +312,10 @@ Session::compressedUses(const Function &fn) {
       return index >= 0 ? artifact.constant(w.inputs[index]) : nullptr;
     };
     uses[i].role = CompressedUse::Linear;
-    uses[i].int4 = int4Weight(
-        *artifact.constant(w.inputs[0]), *artifact.constant(w.inputs[1]),
-        slot(slots.perm), slot(slots.offsets),
-        w.attrs.value("group_size", int64_t(0)));
+    uses[i].int4 = int4Weight(*artifact.constant(w.inputs[0]),
+                              *artifact.constant(w.inputs[1]), slot(slots.perm),
+                              slot(slots.offsets),
+                              w.attrs.value("group_size", int64_t(0)));
     needDense[n.inputs[1]] = false;
   }
   for (size_t i = 0; i < fn.nodes.size(); ++i) {

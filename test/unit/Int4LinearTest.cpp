@@ -150,8 +150,7 @@ TEST(Int4Format, DeviceDequantizationIsTheFormats) {
           qcc::nibbles::dequant8(word, scales[gi], got);
         for (int i = 0; i < 8; ++i)
           ASSERT_EQ(got[i], want[r * k + k0 + i])
-              << "asymmetric " << asymmetric << " row " << r << " k "
-              << k0 + i;
+              << "asymmetric " << asymmetric << " row " << r << " k " << k0 + i;
       }
   }
 }
@@ -178,7 +177,8 @@ TEST(Int4Format, RowDequantizationIsTheFormula) {
       std::vector<float> got((size_t)k);
       dequantizeInt4Row(packed.data(), scales.data(), m, k, g, got.data());
       for (int64_t j = 0; j < k; ++j) {
-        int32_t v = i4::nibbleValue(i4::nibbleAt(packed.data(), j), m != nullptr);
+        int32_t v =
+            i4::nibbleValue(i4::nibbleAt(packed.data(), j), m != nullptr);
         float want = (float)v * scales[j / g];
         if (m)
           want += m[j / g];
@@ -227,10 +227,9 @@ struct RandomWeight {
       s[i] = halfToFloat(scales.data<uint16_t>()[i]);
       o[i] = halfToFloat(offsets.data<uint16_t>()[i]);
     }
-    i4::dequantize(packed.data<int8_t>(), s.data(),
-                   asymmetric ? o.data() : nullptr,
-                   permuted ? perm.data<int32_t>() : nullptr, n, k, g,
-                   w.data());
+    i4::dequantize(
+        packed.data<int8_t>(), s.data(), asymmetric ? o.data() : nullptr,
+        permuted ? perm.data<int32_t>() : nullptr, n, k, g, w.data());
     return w;
   }
 };
@@ -251,77 +250,76 @@ TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
   for (auto [K, G] : {std::pair<int64_t, int64_t>{52, 26}, {256, 64}})
     for (bool permuted : {false, true})
       for (bool asymmetric : {false, true})
-      for (int64_t M : {1, 3, 8, 19}) {
-        const int64_t N = 5;
-        RandomWeight rw(N, K, G, permuted, rng, asymmetric);
-        Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
-        std::vector<Tensor> y =
-            int4LinearKernel({&x, nullptr, &bias}, rw.weight());
-        ASSERT_EQ(y[0].shape(), (Shape{M, N}));
-        std::vector<float> w = rw.dense();
-        const int32_t *perm = rw.perm.data<int32_t>();
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            // Lane l sums stored columns j = l (mod 8): the weight's column
-            // perm[j] times the input's column perm[j].
-            float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (int64_t j = 0; j < K; ++j) {
-              int64_t c = permuted ? perm[j] : j;
-              l[j % 8] += w[n * K + c] * x.data<float>()[m * K + c];
+        for (int64_t M : {1, 3, 8, 19}) {
+          const int64_t N = 5;
+          RandomWeight rw(N, K, G, permuted, rng, asymmetric);
+          Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
+          std::vector<Tensor> y =
+              int4LinearKernel({&x, nullptr, &bias}, rw.weight());
+          ASSERT_EQ(y[0].shape(), (Shape{M, N}));
+          std::vector<float> w = rw.dense();
+          const int32_t *perm = rw.perm.data<int32_t>();
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              // Lane l sums stored columns j = l (mod 8): the weight's column
+              // perm[j] times the input's column perm[j].
+              float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+              for (int64_t j = 0; j < K; ++j) {
+                int64_t c = permuted ? perm[j] : j;
+                l[j % 8] += w[n * K + c] * x.data<float>()[m * K + c];
+              }
+              float want = ((l[0] + l[1]) + (l[2] + l[3])) +
+                           ((l[4] + l[5]) + (l[6] + l[7]));
+              want += bias.data<float>()[n];
+              ASSERT_EQ(y[0].data<float>()[m * N + n], want)
+                  << "K " << K << " permuted " << permuted << " asymmetric "
+                  << asymmetric << " M " << M << " m " << m << " n " << n;
             }
-            float want = ((l[0] + l[1]) + (l[2] + l[3])) +
-                         ((l[4] + l[5]) + (l[6] + l[7]));
-            want += bias.data<float>()[n];
-            ASSERT_EQ(y[0].data<float>()[m * N + n], want)
-                << "K " << K << " permuted " << permuted << " asymmetric "
-                << asymmetric << " M " << M << " m "
-                << m << " n " << n;
-          }
-      }
+        }
 }
 
 TEST(Int4Linear, AgreesWithTheReferencePathWithinTheStatedBound) {
   std::mt19937 rng(9);
   for (bool permuted : {false, true})
-  for (bool asymmetric : {false, true}) {
-    const int64_t M = 6, N = 12, K = 256, G = 128;
-    RandomWeight rw(N, K, G, permuted, rng, asymmetric);
-    Tensor x = randomTensor({2, 3, K}, rng), bias = randomTensor({N}, rng);
-    std::vector<Tensor> fast =
-        int4LinearKernel({&x, nullptr, &bias}, rw.weight());
-    // The op-by-op reference: weight_int4 (f16 scales widened), then linear.
-    nlohmann::json attrs = {{"group_size", G}};
-    Tensor scales32 = convertFloat(rw.scales, DType::F32),
-           offsets32 = convertFloat(rw.offsets, DType::F32);
-    Operands wops = {&rw.packed, &scales32};
-    if (permuted)
-      wops.push_back(&rw.perm);
-    if (asymmetric) {
-      attrs["asymmetric"] = true;
-      wops.push_back(&offsets32);
-    }
-    std::vector<Tensor> w =
-        runCpuKernel(qcc::format::OpKind::WeightInt4, Attrs(attrs), wops);
-    std::vector<Tensor> ref =
-        runCpuKernel(qcc::format::OpKind::Linear,
-                     Attrs(nlohmann::json::object()), {&x, &w[0], &bias});
-    ASSERT_EQ(fast[0].shape(), ref[0].shape());
-    const double u = std::ldexp(1.0, -24), n1 = K + 1;
-    const double gamma = n1 * u / (1 - n1 * u);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        double absSum = std::abs(bias.data<float>()[n]);
-        for (int64_t c = 0; c < K; ++c)
-          absSum += std::abs((double)w[0].data<float>()[n * K + c] *
-                             x.data<float>()[m * K + c]);
-        // Both sums are within gamma(K + 1) * sum |terms| of the exact one.
-        EXPECT_LE(std::abs((double)fast[0].data<float>()[m * N + n] -
-                           ref[0].data<float>()[m * N + n]),
-                  2 * gamma * absSum)
-            << "permuted " << permuted << " asymmetric " << asymmetric
-            << " m " << m << " n " << n;
+    for (bool asymmetric : {false, true}) {
+      const int64_t M = 6, N = 12, K = 256, G = 128;
+      RandomWeight rw(N, K, G, permuted, rng, asymmetric);
+      Tensor x = randomTensor({2, 3, K}, rng), bias = randomTensor({N}, rng);
+      std::vector<Tensor> fast =
+          int4LinearKernel({&x, nullptr, &bias}, rw.weight());
+      // The op-by-op reference: weight_int4 (f16 scales widened), then linear.
+      nlohmann::json attrs = {{"group_size", G}};
+      Tensor scales32 = convertFloat(rw.scales, DType::F32),
+             offsets32 = convertFloat(rw.offsets, DType::F32);
+      Operands wops = {&rw.packed, &scales32};
+      if (permuted)
+        wops.push_back(&rw.perm);
+      if (asymmetric) {
+        attrs["asymmetric"] = true;
+        wops.push_back(&offsets32);
       }
-  }
+      std::vector<Tensor> w =
+          runCpuKernel(qcc::format::OpKind::WeightInt4, Attrs(attrs), wops);
+      std::vector<Tensor> ref =
+          runCpuKernel(qcc::format::OpKind::Linear,
+                       Attrs(nlohmann::json::object()), {&x, &w[0], &bias});
+      ASSERT_EQ(fast[0].shape(), ref[0].shape());
+      const double u = std::ldexp(1.0, -24), n1 = K + 1;
+      const double gamma = n1 * u / (1 - n1 * u);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double absSum = std::abs(bias.data<float>()[n]);
+          for (int64_t c = 0; c < K; ++c)
+            absSum += std::abs((double)w[0].data<float>()[n * K + c] *
+                               x.data<float>()[m * K + c]);
+          // Both sums are within gamma(K + 1) * sum |terms| of the exact one.
+          EXPECT_LE(std::abs((double)fast[0].data<float>()[m * N + n] -
+                             ref[0].data<float>()[m * N + n]),
+                    2 * gamma * absSum)
+              << "permuted " << permuted << " asymmetric " << asymmetric
+              << " m " << m << " n " << n;
+        }
+    }
 }
 
 TEST(Int4Linear, RefusesInconsistentWeights) {
@@ -362,9 +360,10 @@ TEST(Int4Linear, RefusesInconsistentWeights) {
             }).find("f16 scales"),
             std::string::npos);
   // An all-zero "permutation" names column 0 32 times.
-  EXPECT_NE(
-      message([&] { int4Weight(packed, scales, &perm, nullptr, 32); }).find("twice"),
-      std::string::npos);
+  EXPECT_NE(message([&] {
+              int4Weight(packed, scales, &perm, nullptr, 32);
+            }).find("twice"),
+            std::string::npos);
   Tensor x(DType::F32, {2, 31});
   Int4Weight w = int4Weight(packed, scales, nullptr, nullptr, 32);
   EXPECT_NE(message([&] {

@@ -136,7 +136,8 @@ EnumOpt<qcc::QuantMode> quant("quant",
                                        "--w4-method=rtn, --w4-asym)"),
                               cl::value_desc("mode"),
                               qcc::optionValues(qcc::kQuantModeNames),
-                              cl::init(qcc::QuantMode::None), cl::cat(quantCat));
+                              cl::init(qcc::QuantMode::None),
+                              cl::cat(quantCat));
 cl::opt<std::string> calib("calib",
                            cl::desc("Calibration data: a text file, or a "
                                     "folder with one .npy per model input"),
