@@ -710,8 +710,9 @@ def QuantizeW4 : Pass<"quantize-w4", "mlir::func::FuncOp"> {
     output channel and group of G = `group-size` consecutive k, symmetric:
     s = f16(max|w| / 7), q = clamp(round_half_even(w / s), -7, 7);
     `asymmetric` (GGUF Q4_1's scale + min): m = f16(min w),
-    s = f16((max w - m) / 15), u = clamp(round_half_even((w - m) / s), 0,
-    15), the weight u s + m. `method`:
+    s = f16(max(0, max w - m) / 15) (1 when 0), u =
+    clamp(round_half_even((w - m) / s), 0, 15), the weight u s + m.
+    `method`:
 
     * `rtn`: round to nearest, each group from the float weight;
     * `gptq`: GPTQ (Frantar et al., 2022) with the input's Gram matrix

@@ -85,7 +85,10 @@ AsymGrid qcc::w4::asymGroupGrid(double lo, double hi) {
     m = 0;
   else if ((m & 0x7fff) == 0x7c00) // beyond f16: the largest finite, signed
     m = (uint16_t)((m & 0x8000) | kLargestHalf);
-  return {m, halfScale((hi - scaleValue(m)) / format::int4::kUMax)};
+  // f16(lo) may round above hi (a constant group): the step is then 0, the
+  // scale 1, never negative.
+  return {m, halfScale(std::max(0.0, hi - scaleValue(m)) /
+                       format::int4::kUMax)};
 }
 
 int8_t qcc::w4::quantizeAsymValue(double w, double s, double m) {

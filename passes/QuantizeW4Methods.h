@@ -10,8 +10,9 @@
 //   grid  per group, symmetric: s = f16(max|w| / 7),
 //         q = clamp(round_half_even(w / s), -7, 7), w' = q s;
 //         asymmetric (GGUF Q4_1's "scale + min"): m = f16(min w),
-//         s = f16((max w - m) / 15), u = clamp(round_half_even((w - m) / s),
-//         0, 15), w' = u s + m (rounded once to f32, as every backend)
+//         s = f16(max(0, max w - m) / 15) (1 when 0),
+//         u = clamp(round_half_even((w - m) / s), 0, 15), w' = u s + m
+//         (rounded once to f32, as every backend)
 //   rtn   round to nearest per group on the grid of the float weights
 //   gptq  GPTQ (Frantar et al., 2022): columns left to right (act-order:
 //         by descending diag H), each group's grid from the weights as
@@ -50,7 +51,7 @@ int8_t quantizeValue(double w, double s);
 
 /// The asymmetric grid of a group with smallest and largest weight `lo`,
 /// `hi`: the f16 offset m = f16(lo) (clamped to the finite f16 range; 0 for
-/// NaN) and the f16 scale f16((hi - m) / 15) (1 when that is zero,
+/// NaN) and the f16 scale f16(max(0, hi - m) / 15) (1 when that is zero,
 /// clamped as groupScale).
 struct AsymGrid {
   uint16_t offset, scale;

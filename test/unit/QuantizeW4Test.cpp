@@ -152,6 +152,8 @@ TEST(QuantizeW4, AsymmetricRoundToNearestIsTheDocumentedRule) {
   std::vector<double> w = randomWeight(n, k, rng);
   for (int64_t j = 16; j < 32; ++j)
     w[j] = 0.25; // a constant group: scale 1, offset 0.25, codes 0
+  for (int64_t j = k + 16; j < k + 32; ++j)
+    w[j] = 0.10002; // f16 rounds it up to 0.1000366: above every weight
   w4::Int4Weight q = w4::quantizeRtn(w, n, k, g, /*asymmetric=*/true);
   expectValidCodes(q, n, k, g, "rtn asym", true);
   EXPECT_TRUE(q.perm.empty());
@@ -160,7 +162,8 @@ TEST(QuantizeW4, AsymmetricRoundToNearestIsTheDocumentedRule) {
       const double *x = &w[i * k + gi * g];
       double lo = *std::min_element(x, x + g), hi = *std::max_element(x, x + g);
       float m = rt::halfToFloat(rt::floatToHalf((float)lo));
-      float step = rt::halfToFloat(rt::floatToHalf((float)((hi - m) / 15)));
+      float step = rt::halfToFloat(
+          rt::floatToHalf((float)(std::max(0.0, hi - m) / 15)));
       float s = step == 0 ? 1.0f : step;
       EXPECT_EQ(rt::halfToFloat(q.offsets[i * (k / g) + gi]), m);
       EXPECT_EQ(rt::halfToFloat(q.scales[i * (k / g) + gi]), s);
@@ -171,6 +174,8 @@ TEST(QuantizeW4, AsymmetricRoundToNearestIsTheDocumentedRule) {
     }
   EXPECT_EQ(rt::halfToFloat(q.scales[1]), 1.0f);
   EXPECT_EQ(rt::halfToFloat(q.offsets[1]), 0.25f);
+  EXPECT_EQ(rt::halfToFloat(q.scales[k / g + 1]), 1.0f); // not negative
+  EXPECT_GT(rt::halfToFloat(q.offsets[k / g + 1]), 0.10002f);
 }
 
 // A weight that is a dequantized GGUF Q4_1 tensor (w = f32(u d + m), f16 d
