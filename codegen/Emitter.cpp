@@ -242,8 +242,9 @@ Unit emitGemm(const Region &r) {
   bool sparse =
       kind == qcc::KernelKind::GemmI8Sp || kind == qcc::KernelKind::GemmF16Sp;
   // W4A16: the weight is a qcc.weight_int4 of the operands `packed`
-  // [N, K/2] and f16 `scales` [N, K/G] (format/Int4.h), read as they are;
-  // gemv_w4.cuh dequantizes in registers.
+  // [N, K/2], f16 `scales` [N, K/G] and, asymmetric, f16 `offsets` [N, K/G]
+  // (format/Int4.h), read as they are; gemv_w4.cuh dequantizes in
+  // registers.
   bool w4 = kind == qcc::KernelKind::GemmW4;
   Operation *gemm = i8 ? q.getOperation() : f.getOperation();
   if (!gemm)
@@ -271,8 +272,10 @@ Unit emitGemm(const Region &r) {
   int mi = sparse ? r.argIndex(sp.getMeta())
            : w4   ? r.argIndex(wq.getScales())
                   : 0;
-  if (xi < 0 || wi < 0 || mi < 0)
+  int oi = w4 && wq.getOffsets() ? r.argIndex(wq.getOffsets()) : 0;
+  if (xi < 0 || wi < 0 || mi < 0 || oi < 0)
     return unsupported("GEMM operands computed inside the region");
+  bool w4Offsets = w4 && wq.getOffsets();
   auto wt = tensorOf(w);
   if (!wt || !wt.hasStaticShape() || wt.getRank() != 2)
     return unsupported("GEMM with a dynamic weight shape");
@@ -328,6 +331,9 @@ Unit emitGemm(const Region &r) {
                                          Param::operand("x", xi)});
     params.push_back({"const qcc::int8_t *w", Param::operand("w", wi)});
     params.push_back({"const __half *wscale", Param::operand("wscale", mi)});
+    if (w4Offsets)
+      params.push_back(
+          {"const __half *woffset", Param::operand("woffset", oi)});
   } else if (fromF32) {
     params.push_back({"const __half *x", Param::workspaceBuffer("x", x16)});
     params.push_back({std::string("const __half *") + wName,
@@ -434,7 +440,8 @@ Unit emitGemm(const Region &r) {
     body += "  y += (long long)m0 * N;\n";
   }
   std::string call =
-      w4 ? chain + "  qcc::gemv_w4<Cfg>(x, w, wscale, M, N, K, G, epi);\n"
+      w4 ? chain + "  qcc::gemv_w4<Cfg>(x, w, wscale, " +
+               (w4Offsets ? "woffset" : "nullptr") + ", M, N, K, G, epi);\n"
          : body + gemmParams + chain + "  qcc::" + (decode ? "gemv" : "gemm") +
                (i8 ? "_i8" : "_f16") + (sparse ? "_sp" : "") +
                "<Cfg>(p, epi);\n";

@@ -202,6 +202,7 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     w4.method = options.w4Method;
     w4.groupSize = options.w4GroupSize;
     w4.actOrder = options.w4ActOrder;
+    w4.asymmetric = options.w4Asymmetric;
     fn.addPass(createQuantizeW4(w4));
   }
   if (quantizes(options) && options.int8Fallback == Int8Fallback::Auto) {

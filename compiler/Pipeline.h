@@ -84,6 +84,8 @@ struct CompileOptions {
   /// per group of w4GroupSize k; gptq needs calibration (the Gram matrices).
   int64_t w4GroupSize = 128;
   bool w4ActOrder = false;
+  /// Asymmetric int4 (an f16 offset per group, GGUF Q4_1's scale + min).
+  bool w4Asymmetric = false;
   W4Method w4Method = W4Method::Gptq;
   CalibrationOptions calibration;
   /// 2:4 sparsity of the block linears (docs/SPARSITY.md); `prune` unset:

@@ -690,6 +690,10 @@ LogicalResult WeightInt4Op::verify() {
   if (!sizesAgree(scales.getDimSize(1), i4::scaleCols(k, g)))
     return emitOpError("scales must be [N, K/group_size] = [N, ")
            << i4::scaleCols(k, g) << "]";
+  if (Value o = getOffsets())
+    if (!shapesAgree(cast<RankedTensorType>(o.getType()).getShape(),
+                     scales.getShape()))
+      return emitOpError("offsets must have the shape of scales");
   if (Value p = getPerm()) {
     auto pt = cast<RankedTensorType>(p.getType());
     if (pt.getRank() != 1 || !sizesAgree(pt.getDimSize(0), k))
@@ -842,7 +846,8 @@ LogicalResult KernelOp::verify() {
                              return a && a.getOwner() == &body;
                            };
                            return w && !w.getPerm() && isArg(w.getPacked()) &&
-                                  isArg(w.getScales());
+                                  isArg(w.getScales()) &&
+                                  (!w.getOffsets() || isArg(w.getOffsets()));
                          })
                 ? nullptr
                 : "a qcc.linear whose weight is a qcc.weight_int4 (without "

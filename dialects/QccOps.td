@@ -737,32 +737,40 @@ def Qcc_Sparse24Op : Qcc_Op<"sparse_2_4"> {
   let hasVerifier = 1;
 }
 
-def Qcc_WeightInt4Op : Qcc_Op<"weight_int4"> {
+def Qcc_WeightInt4Op : Qcc_Op<"weight_int4", [AttrSizedOperandSegments]> {
   let summary = "A W4A16 [N, K] weight from its packed int4 form";
   let description = [{
     The float weight `result` [N, K] that `packed` i8 [N, K/2] (two int4
-    per byte along K, low nibble = even k, two's complement), `scales` f16
-    [N, K/G] (G = `group_size`) and, with GPTQ act-order, `perm` i32 [K]
-    store: stored column j of row n is q[n, j] * scales[n, j / G] and is
-    the weight's column perm[j] (j without `perm`). The layout is defined
-    once in format/Int4.h (docs/QUANTIZATION.md, section 7). A linear whose
-    weight this op produces computes in float from the dequantized weight
-    (A16: activations stay float).
+    per byte along K, low nibble = even k), `scales` f16 [N, K/G]
+    (G = `group_size`), with GPTQ act-order `perm` i32 [K] and, for the
+    asymmetric form, `offsets` f16 [N, K/G] store: stored column j of row n
+    is q[n, j] * scales[n, j / G] (q the two's-complement nibble) or, with
+    offsets, u[n, j] * scales[n, j / G] + offsets[n, j / G] (u the unsigned
+    nibble, 0..15: GGUF Q4_1's "scale + min"), and is the weight's column
+    perm[j] (j without `perm`). The layout is defined once in
+    format/Int4.h (docs/QUANTIZATION.md, section 7). A linear whose weight
+    this op produces computes in float from the dequantized weight (A16:
+    activations stay float).
 
     ```mlir
     %w = qcc.weight_int4 %packed, %scales group_size 128
         : (tensor<256x128xi8>, tensor<256x2xf16>) -> tensor<256x256xf32>
+    %a = qcc.weight_int4 %packed, %scales offsets %mins group_size 128
+        : (tensor<256x128xi8>, tensor<256x2xf16>, tensor<256x2xf16>) -> tensor<256x256xf32>
     ```
 
     K must be a static multiple of `group_size` (positive, even); a
-    constant `perm` must be a permutation of [0, K).
+    constant `perm` must be a permutation of [0, K); `offsets` has the
+    shape of `scales`.
   }];
   let arguments = (ins RankedTensorOf<[I8]>:$packed,
                    RankedTensorOf<[F16]>:$scales,
                    Optional<RankedTensorOf<[I32]>>:$perm,
+                   Optional<RankedTensorOf<[F16]>>:$offsets,
                    I64Attr:$group_size);
   let results = (outs RankedTensorOf<[F32, F16, BF16]>:$result);
-  let assemblyFormat = "$packed `,` $scales (`,` $perm^)? `group_size` "
+  let assemblyFormat = "$packed `,` $scales (`,` $perm^)? "
+                       "(`offsets` $offsets^)? `group_size` "
                        "$group_size attr-dict `:` "
                        "functional-type(operands, results)";
   let hasVerifier = 1;
@@ -790,7 +798,8 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     for `gemm_w4` a linear whose weight is a `qcc.weight_int4` without
     perm of block arguments), `name` is unique in the function. The region
     is isolated from above: weights enter as operands (a 2:4 weight as its
-    values and metadata, an int4 weight as its packed bytes and scales).
+    values and metadata, an int4 weight as its packed bytes, scales and
+    offsets).
 
     ```mlir
     %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)

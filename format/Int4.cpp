@@ -15,6 +15,21 @@ void pack(const int8_t *q, int64_t n, int64_t k, int8_t *out) {
     }
 }
 
+OperandSlots operandSlots(size_t count, bool asymmetric) {
+  OperandSlots s;
+  size_t fixed = asymmetric ? 3 : 2; // packed, scales[, offsets]
+  if (count < fixed || count > fixed + 1) {
+    s.error = asymmetric ? "needs packed, scales, an optional perm and offsets"
+                         : "needs packed, scales and an optional perm";
+    return s;
+  }
+  if (count == fixed + 1)
+    s.perm = 2;
+  if (asymmetric)
+    s.offsets = (int)count - 1;
+  return s;
+}
+
 std::string groupSizeError(int64_t k, int64_t groupSize) {
   if (groupSize <= 0 || groupSize % 2 != 0)
     return "group size " + std::to_string(groupSize) +
@@ -38,20 +53,26 @@ std::string permutationError(const int32_t *perm, int64_t k) {
   return "";
 }
 
-void dequantize(const int8_t *packed, const float *scales, const int32_t *perm,
-                int64_t n, int64_t k, int64_t groupSize, float *dense) {
-  // By group, through the group's 16 values (nibble -> q * s, the same
-  // product as unpack(row, j) * s[j / groupSize] for every j): a lookup per
-  // nibble instead of a conversion and a multiply.
+void dequantize(const int8_t *packed, const float *scales, const float *offsets,
+                const int32_t *perm, int64_t n, int64_t k, int64_t groupSize,
+                float *dense) {
+  // By group, through the group's 16 values (nibble -> q * s, or u * s + m
+  // with offsets: the same as nibbleValue(nibbleAt(row, j)) * s[j / G]
+  // (+ m[j / G]) for every j): a lookup per nibble instead of a conversion,
+  // a multiply and an add.
   const int64_t groups = scaleCols(k, groupSize), pc = packedCols(k);
   float value[16];
   for (int64_t r = 0; r < n; ++r) {
     const uint8_t *row = reinterpret_cast<const uint8_t *>(packed + r * pc);
     const float *s = scales + r * groups;
+    const float *m = offsets ? offsets + r * groups : nullptr;
     float *out = dense + r * k;
     for (int64_t g = 0; g < groups; ++g) {
-      for (int nib = 0; nib < 16; ++nib)
-        value[nib] = (float)(nib < 8 ? nib : nib - 16) * s[g];
+      for (uint32_t nib = 0; nib < 16; ++nib) {
+        // u * s is exact in f32, so this rounds once (FMA or not).
+        float scaled = (float)nibbleValue(nib, m != nullptr) * s[g];
+        value[nib] = m ? scaled + m[g] : scaled;
+      }
       const int64_t j0 = g * groupSize;
       if (perm)
         for (int64_t j = j0; j < j0 + groupSize; j += 2) {

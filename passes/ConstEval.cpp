@@ -97,6 +97,10 @@ llvm::Expected<json> qcc::runtimeAttrs(Operation *op) {
                    "': " + llvm::toString(j.takeError()));
     attrs[a.getName().str()] = *j;
   }
+  // The artifact has no operand segments: a weight_int4's offsets (its last
+  // operand when present) are announced by `asymmetric` (format/Int4.h).
+  if (auto w = dyn_cast<WeightInt4Op>(op); w && w.getOffsets())
+    attrs["asymmetric"] = true;
   // The runtime has no IR types: a cast's target comes as an attribute.
   if (auto cast = dyn_cast<CastOp>(op))
     attrs["to"] = runtimeDType(cast.getType().getElementType());

@@ -126,9 +126,9 @@ private:
 
   /// GEMM + activation + residual add.
   void formGemm(Operation *gemm) {
-    // W4A16: the weight_int4 joins the region (packed weight and scales
-    // enter as operands); a linear gemm_w4 cannot run stays out of every
-    // region and runs on the host.
+    // W4A16: the weight_int4 joins the region (packed weight, scales and
+    // offsets enter as operands); a linear gemm_w4 cannot run stays out of
+    // every region and runs on the host.
     WeightInt4Op int4;
     if (auto l = dyn_cast<LinearOp>(gemm))
       if ((int4 = l.getWeight().getDefiningOp<WeightInt4Op>()))

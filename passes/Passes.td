@@ -705,19 +705,24 @@ def QuantizeW4 : Pass<"quantize-w4", "mlir::func::FuncOp"> {
     them: never the LM head; `all-linears` includes it) whose weight W
     [N, K] is a float constant gets an int4 weight: its weight becomes
     `qcc.weight_int4` of constants (packed i8 [N, K/2], f16 scales
-    [N, K/G], with `act-order` an i32 permutation [K]: format/Int4.h).
-    Activations stay float. Symmetric: per output channel and group of
-    G = `group-size` consecutive k, s = f16(max|w| / 7), q =
-    clamp(round_half_even(w / s), -7, 7). `method`:
+    [N, K/G], with `act-order` an i32 permutation [K], with `asymmetric`
+    f16 offsets [N, K/G]: format/Int4.h). Activations stay float. Per
+    output channel and group of G = `group-size` consecutive k, symmetric:
+    s = f16(max|w| / 7), q = clamp(round_half_even(w / s), -7, 7);
+    `asymmetric` (GGUF Q4_1's scale + min): m = f16(min w),
+    s = f16(max(0, max w - m) / 15) (1 when 0), u =
+    clamp(round_half_even((w - m) / s), 0, 15), the weight u s + m.
+    `method`:
 
     * `rtn`: round to nearest, each group from the float weight;
     * `gptq`: GPTQ (Frantar et al., 2022) with the input's Gram matrix
       H = X^T X (`qcc.input_gram`): damp 1% of mean(diag H), U = upper
       Cholesky factor of (H + damp I)^-1 (passes/InverseHessian.h, shared
       with sparsegpt); columns left to right in lazy batches of
-      `block-size`, each group's scale from the weights as updated so far
-      at its first column, each column's error (w - q s) / U_jj spread
-      over the later columns through row j of U. With `act-order` the
+      `block-size`, each group's grid (scale, offset) from the weights as
+      updated so far at its first column, each column's error
+      (w - w') / U_jj (w' = q s or u s + m) spread over the later columns
+      through row j of U. With `act-order` the
       columns are visited (and stored, groups consecutive) by descending
       H_jj. In double.
 
@@ -746,6 +751,8 @@ def QuantizeW4 : Pass<"quantize-w4", "mlir::func::FuncOp"> {
            "Consecutive k per scale (positive, even, dividing K)">,
     Option<"actOrder", "act-order", "bool", /*default=*/"false",
            "gptq: visit and store columns by descending H_jj">,
+    Option<"asymmetric", "asymmetric", "bool", /*default=*/"false",
+           "Unsigned codes with an f16 offset (min) per group">,
     Option<"allLinears", "all-linears", "bool", /*default=*/"false",
            "Also linears outside the transformer blocks (the LM head)">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"128",

@@ -90,7 +90,7 @@ struct QuantizeW4Pass : qcc::impl::QuantizeW4Base<QuantizeW4Pass> {
     w4::Int4Weight q;
     switch (method) {
     case W4Method::Rtn:
-      q = w4::quantizeRtn(wd, n, k, groupSize);
+      q = w4::quantizeRtn(wd, n, k, groupSize, asymmetric);
       break;
     case W4Method::Gptq: {
       std::shared_ptr<obs::InverseHessian> hinv;
@@ -111,7 +111,8 @@ struct QuantizeW4Pass : qcc::impl::QuantizeW4Base<QuantizeW4Pass> {
         if (!hinv)
           return failure();
       }
-      q = w4::quantizeGptq(wd, n, k, groupSize, *hinv, perm, blockSize);
+      q = w4::quantizeGptq(wd, n, k, groupSize, *hinv, perm, blockSize,
+                           asymmetric);
       break;
     }
     }
@@ -129,7 +130,11 @@ struct QuantizeW4Pass : qcc::impl::QuantizeW4Base<QuantizeW4Pass> {
     Value perm;
     if (!q.perm.empty())
       perm = constantOf(b, loc, {k}, b.getI32Type(), q.perm, base + "_perm");
-    Value wq = WeightInt4Op::create(b, loc, wt, p, s, perm,
+    Value offsets;
+    if (!q.offsets.empty())
+      offsets = constantOf(b, loc, {n, i4::scaleCols(k, groupSize)},
+                           b.getF16Type(), q.offsets, base + "_offsets");
+    Value wq = WeightInt4Op::create(b, loc, wt, p, s, perm, offsets,
                                     b.getI64IntegerAttr(groupSize));
     l.getWeightMutable().assign(wq);
     return success();

@@ -298,7 +298,8 @@ static void checkSparse24(const Loader &l, const Artifact &a,
 /// Every weight_int4 node of `fn` whose operands are constants stores a valid
 /// [N, K] weight (format/Int4.h): i8 packed [N, K/2], f16 scales [N, K/G], a
 /// group size G that is positive, even and divides K, an f32 / f16 / bf16
-/// result [N, K] and, with act-order, an i32 permutation of [0, K). Checked
+/// result [N, K], with act-order an i32 permutation of [0, K) and, when
+/// `asymmetric`, f16 offsets of the scales' shape (its last operand). Checked
 /// at load so that a hostile artifact fails with the node's name before it
 /// runs (the CPU kernel checks the shapes again per call).
 static void checkWeightInt4(const Loader &l, const Artifact &a,
@@ -311,12 +312,19 @@ static void checkWeightInt4(const Loader &l, const Artifact &a,
       l.fail("function '" + fn.name + "', node '" + n.name +
              "' (weight_int4): " + why);
     };
-    if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.outputs.size() != 1)
-      fail("needs packed, scales and an optional perm, and one result");
+    i4::OperandSlots slots =
+        i4::operandSlots(n.inputs.size(), n.attrs.value("asymmetric", false));
+    if (!slots.error.empty() || n.outputs.size() != 1)
+      fail((slots.error.empty() ? std::string("needs") : slots.error + ",") +
+           " one result");
+    auto slot = [&](int index) {
+      return index >= 0 ? a.constant(n.inputs[index]) : nullptr;
+    };
     const Tensor *packed = a.constant(n.inputs[0]),
-                 *scales = a.constant(n.inputs[1]),
-                 *perm = n.inputs.size() > 2 ? a.constant(n.inputs[2]) : nullptr;
-    if (!packed || !scales || (n.inputs.size() > 2 && !perm))
+                 *scales = a.constant(n.inputs[1]), *perm = slot(slots.perm),
+                 *offsets = slot(slots.offsets);
+    if (!packed || !scales || (slots.perm >= 0 && !perm) ||
+        (slots.offsets >= 0 && !offsets))
       continue; // computed operands: the kernel checks them per call
     auto g = n.attrs.find("group_size");
     if (g == n.attrs.end() || !g->is_number_integer())
@@ -341,6 +349,11 @@ static void checkWeightInt4(const Loader &l, const Artifact &a,
            shapeString(scales->shape()) + " and result " + shapeString(shape) +
            " do not describe one [N, K] weight in groups of " +
            std::to_string(groupSize));
+    if (offsets &&
+        (offsets->dtype() != DType::F16 || offsets->shape() != scales->shape()))
+      fail("offsets must be f16 " + shapeString(scales->shape()) +
+           " as the scales, got " + shapeString(offsets->shape()) + " " +
+           dtypeName(offsets->dtype()));
     if (perm) {
       if (perm->dtype() != DType::I32 || perm->shape() != Shape{k})
         fail("perm must be i32 [" + std::to_string(k) + "], got " +

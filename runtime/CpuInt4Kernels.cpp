@@ -26,7 +26,8 @@ namespace {
 } // namespace
 
 int64_t qcc::rt::checkInt4Operands(const Tensor &packed, const Tensor &scales,
-                                   const Tensor *perm, int64_t groupSize) {
+                                   const Tensor *perm, const Tensor *offsets,
+                                   int64_t groupSize) {
   if (packed.rank() != 2 || packed.dtype() != DType::I8 || scales.rank() != 2)
     fail("weight_int4 needs i8 packed [N, K/2] and scales [N, K/G], got " +
          shapeString(packed.shape()) + " " + dtypeName(packed.dtype()) +
@@ -40,6 +41,11 @@ int64_t qcc::rt::checkInt4Operands(const Tensor &packed, const Tensor &scales,
          " do not describe an [N, K] weight in "
          "groups of " +
          std::to_string(groupSize));
+  if (offsets && (offsets->shape() != scales.shape() ||
+                  offsets->dtype() != scales.dtype()))
+    fail("weight_int4 offsets must be " + shapeString(scales.shape()) + " " +
+         dtypeName(scales.dtype()) + " as the scales, got " +
+         shapeString(offsets->shape()) + " " + dtypeName(offsets->dtype()));
   if (perm) {
     if (perm->dtype() != DType::I32 || perm->shape() != Shape{k})
       fail("weight_int4 perm must be i32 [" + std::to_string(k) + "], got " +
@@ -52,12 +58,13 @@ int64_t qcc::rt::checkInt4Operands(const Tensor &packed, const Tensor &scales,
 }
 
 Int4Weight qcc::rt::int4Weight(const Tensor &packed, const Tensor &scales,
-                               const Tensor *perm, int64_t groupSize) {
+                               const Tensor *perm, const Tensor *offsets,
+                               int64_t groupSize) {
   if (scales.dtype() != DType::F16)
     fail(std::string("weight_int4 needs f16 scales, got ") +
          dtypeName(scales.dtype()));
-  checkInt4Operands(packed, scales, perm, groupSize);
-  return {&packed, &scales, perm, groupSize};
+  checkInt4Operands(packed, scales, perm, offsets, groupSize);
+  return {&packed, &scales, perm, offsets, groupSize};
 }
 
 namespace {
@@ -66,18 +73,22 @@ namespace {
 /// format::int4::dequantize of one row in its stored order (no perm) with
 /// AVX2, for group sizes that are multiples of 32: 16 packed bytes (32
 /// columns) at a time, nibbles split and interleaved back into column
-/// order, decoded by a 16-entry table (pshufb), widened to i32 and f32 and
-/// multiplied by the group's scale. The same exact products as the table of
-/// format/Int4.cpp, so the same bits (Int4LinearTest).
-__attribute__((target("avx2"))) void dequantizeRowAvx2(const int8_t *packed,
-                                                       const float *scale,
-                                                       int64_t K, int64_t G,
-                                                       float *out) {
-  const __m128i codes =
-      _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+/// order, decoded by a 16-entry table (pshufb: two's complement, or the
+/// nibble itself with offsets), widened to i32 and f32, multiplied by the
+/// group's scale and (with offsets) added to its offset, mul then add as
+/// format/Int4.cpp: the products are exact, so the same bits
+/// (Int4LinearTest).
+__attribute__((target("avx2"))) void
+dequantizeRowAvx2(const int8_t *packed, const float *scale, const float *offset,
+                  int64_t K, int64_t G, float *out) {
+  const __m128i codes = offset ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                               11, 12, 13, 14, 15)
+                               : _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7,
+                                               -6, -5, -4, -3, -2, -1);
   const __m128i low = _mm_set1_epi8(0x0F);
   for (int64_t j = 0; j < K; j += 32) {
     __m256 s = _mm256_set1_ps(scale[j / G]);
+    __m256 m = _mm256_set1_ps(offset ? offset[j / G] : 0.0f);
     __m128i b =
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(packed + j / 2));
     __m128i lo = _mm_and_si128(b, low);
@@ -88,7 +99,10 @@ __attribute__((target("avx2"))) void dequantizeRowAvx2(const int8_t *packed,
       for (int e = 0; e < 2; ++e) {
         __m128i eight = e ? _mm_srli_si128(q[h], 8) : q[h];
         __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight));
-        _mm256_storeu_ps(out + j + 16 * h + 8 * e, _mm256_mul_ps(f, s));
+        __m256 w = _mm256_mul_ps(f, s);
+        if (offset)
+          w = _mm256_add_ps(w, m);
+        _mm256_storeu_ps(out + j + 16 * h + 8 * e, w);
       }
   }
 }
@@ -98,16 +112,6 @@ bool haveAvx2() {
   return have;
 }
 #endif
-
-/// One row of the packed weight in its stored order, f32.
-void dequantizeRow(const int8_t *packed, const float *scale, int64_t K,
-                   int64_t G, float *out) {
-#if defined(__x86_64__)
-  if (G % 32 == 0 && haveAvx2())
-    return dequantizeRowAvx2(packed, scale, K, G, out);
-#endif
-  i4::dequantize(packed, scale, nullptr, 1, K, G, out);
-}
 
 /// The lanes' fixed sum (CpuInt4Kernels.h).
 inline float addLanes(const float *l) {
@@ -150,6 +154,16 @@ rowDots8(const float *w, const float *x, int64_t ldx, int64_t K, float *out) {
 
 } // namespace
 
+void qcc::rt::dequantizeInt4Row(const int8_t *packed, const float *scale,
+                                const float *offset, int64_t K, int64_t G,
+                                float *out) {
+#if defined(__x86_64__)
+  if (G % 32 == 0 && haveAvx2())
+    return dequantizeRowAvx2(packed, scale, offset, K, G, out);
+#endif
+  i4::dequantize(packed, scale, offset, nullptr, 1, K, G, out);
+}
+
 float qcc::rt::int4RowDot(const float *w, const float *x, int64_t K) {
   float out;
   rowDots1(w, x, K, &out);
@@ -170,7 +184,8 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
   float *Y = r.data<float>();
   const float *X = x.data<float>(), *B = bias ? bias->data<float>() : nullptr;
   const int8_t *P = w.packed->data<int8_t>();
-  const uint16_t *S = w.scales->data<uint16_t>();
+  const uint16_t *S = w.scales->data<uint16_t>(),
+                 *O = w.offsets ? w.offsets->data<uint16_t>() : nullptr;
   const int64_t groups = i4::scaleCols(K, G), pc = i4::packedCols(K);
   // Act-order: the input's columns in the stored order, x'[j] = x[perm[j]],
   // once per call, so that every row is dotted in its stored order.
@@ -186,13 +201,17 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
   // Threads as the dense qlinear of the same MACs (setCpuThreads' pool).
 #pragma omp parallel if (M * N * K > kQLinearParallelWork)
   {
-    std::vector<float> row((size_t)K), scale((size_t)groups);
+    std::vector<float> row((size_t)K), scale((size_t)groups),
+        offset(O ? (size_t)groups : 0);
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t g = 0; g < groups; ++g)
         scale[g] = halfToFloat(S[n * groups + g]);
+      for (int64_t g = 0; O && g < groups; ++g)
+        offset[g] = halfToFloat(O[n * groups + g]);
       // The row in its stored order (no perm).
-      dequantizeRow(P + n * pc, scale.data(), K, G, row.data());
+      dequantizeInt4Row(P + n * pc, scale.data(), O ? offset.data() : nullptr,
+                        K, G, row.data());
       float acc[kRows];
       for (int64_t m = 0; m < M; m += kRows) {
         int64_t rows = std::min(kRows, M - m);

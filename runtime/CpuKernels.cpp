@@ -1860,19 +1860,29 @@ std::vector<Tensor> sparse24K(const Attrs &, const Operands &ops) {
 }
 
 /// The float weight of a packed int4 one (format/Int4.h): the reference
-/// semantics of qcc.weight_int4 (scales widened to f32 by computeInF32).
+/// semantics of qcc.weight_int4 (scales and offsets widened to f32 by
+/// computeInF32). Operands packed, scales, [perm], [offsets]: `asymmetric`
+/// says the last is offsets (format::int4::operandSlots).
 std::vector<Tensor> weightInt4K(const Attrs &attrs, const Operands &ops) {
   namespace i4 = qcc::format::int4;
+  i4::OperandSlots slots = i4::operandSlots(
+      ops.size(), attrs.has("asymmetric") && attrs.b("asymmetric"));
+  if (!slots.error.empty())
+    fail("weight_int4 " + slots.error);
   const Tensor &packed = need(ops, 0, "packed"), &scales = need(ops, 1, "scales");
-  const Tensor *perm = ops.size() > 2 ? ops[2] : nullptr;
+  const Tensor *perm =
+      slots.perm >= 0 ? &need(ops, slots.perm, "perm") : nullptr;
+  const Tensor *offsets =
+      slots.offsets >= 0 ? &need(ops, slots.offsets, "offsets") : nullptr;
   int64_t g = attrs.i("group_size");
   if (scales.dtype() != DType::F32) // f16 in the artifact, widened here
     fail(std::string("weight_int4 scales must be f16, got ") +
          dtypeName(scales.dtype()));
-  checkInt4Operands(packed, scales, perm, g);
+  checkInt4Operands(packed, scales, perm, offsets, g);
   int64_t n = packed.dim(0), k = packed.dim(1) * 2;
   Tensor r(DType::F32, {n, k});
   i4::dequantize(packed.data<int8_t>(), scales.data<float>(),
+                 offsets ? offsets->data<float>() : nullptr,
                  perm ? perm->data<int32_t>() : nullptr, n, k, g,
                  r.data<float>());
   return {std::move(r)};

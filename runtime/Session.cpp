@@ -1,6 +1,7 @@
 //===- Session.cpp - running an artifact's entry points -------------------===//
 #include "runtime/Session.h"
 
+#include "format/Int4.h"
 #include "runtime/CpuKernels.h"
 #include "runtime/ShapeInference.h"
 
@@ -304,11 +305,17 @@ Session::compressedUses(const Function &fn) {
     if (p == int4Producer.end())
       continue;
     const Node &w = *p->second;
+    // The loader checked the operand count (runtime/Artifact.cpp).
+    qcc::format::int4::OperandSlots slots = qcc::format::int4::operandSlots(
+        w.inputs.size(), w.attrs.value("asymmetric", false));
+    auto slot = [&](int index) {
+      return index >= 0 ? artifact.constant(w.inputs[index]) : nullptr;
+    };
     uses[i].role = CompressedUse::Linear;
-    uses[i].int4 = int4Weight(
-        *artifact.constant(w.inputs[0]), *artifact.constant(w.inputs[1]),
-        w.inputs.size() > 2 ? artifact.constant(w.inputs[2]) : nullptr,
-        w.attrs.value("group_size", int64_t(0)));
+    uses[i].int4 = int4Weight(*artifact.constant(w.inputs[0]),
+                              *artifact.constant(w.inputs[1]), slot(slots.perm),
+                              slot(slots.offsets),
+                              w.attrs.value("group_size", int64_t(0)));
     needDense[n.inputs[1]] = false;
   }
   for (size_t i = 0; i < fn.nodes.size(); ++i) {

@@ -58,6 +58,7 @@ echo "gpu_bundle: compiling the demo artifacts"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-dtype=i8 --kv-scales=kivi --calib-stats=$STATS -o "$A/w8a8-kivi.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w8a8 --kv-cache=contiguous --calib-stats=$STATS -o "$A/w8a8-contig.qpkg"
 "$BUILD/bin/qcc" $MODEL --quant=w4a16 --w4-method=rtn -o "$A/w4a16.qpkg" 2> /dev/null
+"$BUILD/bin/qcc" $MODEL --quant=w4a16 --w4-method=rtn --w4-asym -o "$A/w4a16-asym.qpkg" 2> /dev/null
 # A Hugging Face LLaMA export (check_gpu.py's MODELS).
 FIXTURE=test/models/llama-gpu
 "$BUILD/bin/qcc" $FIXTURE/model.onnx --tokenizer=examples/austen/tokenizer.model -o "$A/llama-f32.qpkg"

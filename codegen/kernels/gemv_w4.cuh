@@ -1,11 +1,15 @@
 //===- gemv_w4.cuh - W4A16: f16 activations x packed int4 weights --------===//
 //
-//   acc[m, n] = sum_j A[m, j] * q[n, j] * s[n, j / G]     f32 accumulation
+//   acc[m, n] = sum_j A[m, j] * w[n, j]                   f32 accumulation
+//   w[n, j] = q[n, j] * s[n, j / G], or with offsets u[n, j] * s[n, j / G] +
+//   o[n, j / G]
 //   A: f16 activations [M, K] row-major in the weight's stored column order
 //      (act-order: the caller passes x[:, perm]); B: the packed int4 weight
-//      [N, K/2] bytes (format/Int4.h: low nibble = even k); S: f16 scales
-//      [N, K/G]. The int4 are dequantized in registers (qcc/int4.h) and never
-//      stored; the epilogue chain takes the f32 accumulator, e.g.
+//      [N, K/2] bytes (format/Int4.h: low nibble = even k; two's complement
+//      q, or unsigned u with offsets); S: f16 scales [N, K/G]; O: f16
+//      offsets [N, K/G] (the asymmetric form) or null (symmetric). The int4
+//      are dequantized in registers (qcc/int4.h) and never stored; the
+//      epilogue chain takes the f32 accumulator, e.g.
 //      qcc::Chain<qcc::AddBias<>, qcc::StoreF16>.
 //
 // Each warp computes ColsPerWarp output channels for MaxM rows of A; a lane
@@ -20,8 +24,7 @@
 // one scale), G | K; M, N arbitrary.
 //
 //   typedef qcc::GemvW4Config<4, 4, 2> Cfg;   // MaxM, Warps, ColsPerWarp
-//   qcc::gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(x, w, s, M, N, K,
-//   G, epi);
+//   qcc::gemv_w4<Cfg>(x, w, s, o_or_nullptr, M, N, K, G, epi);
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_KERNELS_GEMV_W4_CUH
@@ -45,7 +48,8 @@ template <class Epilogue> struct RowOffset {
 
 template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
 QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
-                        int M, int N, int K, int G, Epilogue epi) {
+                        const __half *O, int M, int N, int K, int G,
+                        Epilogue epi) {
   static_assert(!Epilogue::kIntInput,
                 "gemv_w4: the epilogue takes the f32 accumulator");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -66,16 +70,16 @@ QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
   for (int kb = lane * 16; kb < KB; kb += 32 * 16) {
     const int k0 = kb * 2;
     int4 w[ColsPerWarp];
-    float s[ColsPerWarp];
+    float s[ColsPerWarp], o[ColsPerWarp];
 #pragma unroll
     for (int c = 0; c < ColsPerWarp; ++c) {
       const bool in = n0 + c < N;
+      const int64_t g = static_cast<int64_t>(n0 + c) * groups + k0 / G;
       w[c] =
           in ? detail::ld_stream_16(gB + static_cast<int64_t>(n0 + c) * KB + kb)
              : make_int4(0, 0, 0, 0);
-      s[c] =
-          in ? __half2float(S[static_cast<int64_t>(n0 + c) * groups + k0 / G])
-             : 0.f;
+      s[c] = in ? __half2float(S[g]) : 0.f;
+      o[c] = in && O ? __half2float(O[g]) : 0.f;
     }
 #pragma unroll
     for (int m = 0; m < MaxM; ++m)
@@ -100,7 +104,10 @@ QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
 #pragma unroll
           for (int v = 0; v < 4; ++v) {
             float q[nibbles::kPerWord];
-            nibbles::dequant8(words[v], s[c], q);
+            if (O) // uniform over the grid
+              nibbles::dequant8Offset(words[v], s[c], o[c], q);
+            else
+              nibbles::dequant8(words[v], s[c], q);
 #pragma unroll
             for (int i = 0; i < nibbles::kPerWord; ++i)
               acc[c][m] = fmaf(x[8 * v + i], q[i], acc[c][m]);
@@ -112,11 +119,14 @@ QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
                                        RowOffset<Epilogue>{epi, m0});
 }
 
-/// `Cfg` (a GemvW4Config) over x, the packed weight and its scales.
+/// `Cfg` (a GemvW4Config) over x, the packed weight, its scales and its
+/// offsets (null: symmetric).
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_w4(const __half *A, const int8_t *B, const __half *S,
-                        int M, int N, int K, int G, Epilogue epi) {
-  gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(A, B, S, M, N, K, G, epi);
+                        const __half *O, int M, int N, int K, int G,
+                        Epilogue epi) {
+  gemv_w4<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(A, B, S, O, M, N, K, G,
+                                                      epi);
 }
 
 } // namespace qcc

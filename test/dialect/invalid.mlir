@@ -251,6 +251,22 @@ func.func @weight_int4_perm(%p: tensor<1x2xi8>, %s: tensor<1x1xf16>) -> tensor<1
 
 // -----
 
+func.func @weight_int4_offsets(%p: tensor<8x32xi8>, %s: tensor<8x2xf16>, %o: tensor<8x1xf16>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{offsets must have the shape of scales}}
+  %0 = qcc.weight_int4 %p, %s offsets %o group_size 32 : (tensor<8x32xi8>, tensor<8x2xf16>, tensor<8x1xf16>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @weight_int4_offsets_type(%p: tensor<8x32xi8>, %s: tensor<8x2xf16>, %o: tensor<8x2xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{operand #2 must be ranked tensor of 16-bit float values}}
+  %0 = qcc.weight_int4 %p, %s offsets %o group_size 32 : (tensor<8x32xi8>, tensor<8x2xf16>, tensor<8x2xf32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
 func.func @quantize_outlier_order(%x: tensor<?x8xf32>) -> tensor<?x8xi8> {
   // expected-error @+1 {{outlier columns must be ascending and distinct (5 then 2)}}
   %q, %s, %z = qcc.quantize %x {outlier_columns = array<i64: 5, 2>, quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x8xf32>) -> (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>)

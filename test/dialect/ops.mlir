@@ -145,13 +145,17 @@ func.func @sparse_2_4(%x: tensor<?x64xf16>, %v: tensor<16x32xf16>, %m: tensor<16
 }
 
 // A W4A16 weight in its packed int4 form (with and without act-order's
-// permutation) feeds a linear as the float weight.
+// permutation, with and without offsets) feeds a linear as the float weight.
 // CHECK-LABEL: func @weight_int4
-func.func @weight_int4(%x: tensor<?x64xf32>, %p: tensor<16x32xi8>, %s: tensor<16x2xf16>, %r: tensor<64xi32>) -> (tensor<?x16xf32>, tensor<16x64xf16>) {
+func.func @weight_int4(%x: tensor<?x64xf32>, %p: tensor<16x32xi8>, %s: tensor<16x2xf16>, %r: tensor<64xi32>, %o: tensor<16x2xf16>) -> (tensor<?x16xf32>, tensor<16x64xf16>) {
   // CHECK: %[[W:.*]] = qcc.weight_int4 %{{.*}}, %{{.*}} group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>) -> tensor<16x64xf32>
   %w = qcc.weight_int4 %p, %s group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>) -> tensor<16x64xf32>
   // CHECK: qcc.weight_int4 %{{.*}}, %{{.*}}, %{{.*}} group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>, tensor<64xi32>) -> tensor<16x64xf16>
   %h = qcc.weight_int4 %p, %s, %r group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>, tensor<64xi32>) -> tensor<16x64xf16>
+  // CHECK: qcc.weight_int4 %{{.*}}, %{{.*}} offsets %{{.*}} group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>, tensor<16x2xf16>) -> tensor<16x64xf32>
+  %a = qcc.weight_int4 %p, %s offsets %o group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>, tensor<16x2xf16>) -> tensor<16x64xf32>
+  // CHECK: qcc.weight_int4 %{{.*}}, %{{.*}}, %{{.*}} offsets %{{.*}} group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>, tensor<64xi32>, tensor<16x2xf16>) -> tensor<16x64xf32>
+  %ap = qcc.weight_int4 %p, %s, %r offsets %o group_size 32 : (tensor<16x32xi8>, tensor<16x2xf16>, tensor<64xi32>, tensor<16x2xf16>) -> tensor<16x64xf32>
   // CHECK: qcc.linear %{{.*}}, %[[W]]
   %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
   return %y, %h : tensor<?x16xf32>, tensor<16x64xf16>

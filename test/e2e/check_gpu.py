@@ -12,6 +12,7 @@ runs artifacts compiled elsewhere):
   w8a8.qpkg        W8A8 SmoothQuant O1, int8 KV cache, paged
   w8a8-contig.qpkg W8A8 O1, f32 KV cache, contiguous
   w4a16.qpkg       W4A16 round to nearest, groups of 128 (gemm_w4)
+  w4a16-asym.qpkg  the same with --w4-asym (gemm_w4 reading the offsets)
   llama-f32.qpkg, llama-w8a8.qpkg
                    test/models/llama-gpu (a Hugging Face LLaMA export,
                    random weights): rotary cos/sin and shape arithmetic run
@@ -107,6 +108,7 @@ ARTIFACTS = {
     "w8a8-contig.qpkg": ["--quant=w8a8", "--kv-cache=contiguous",
                          "--calib-stats=" + STATS],
     "w4a16.qpkg": ["--quant=w4a16", "--w4-method=rtn"],
+    "w4a16-asym.qpkg": ["--quant=w4a16", "--w4-method=rtn", "--w4-asym"],
     "llama-f32.qpkg": LLAMA_FLAGS,
     "llama-w8a8.qpkg": LLAMA_FLAGS + ["--quant=w8a8", "--kv-dtype=i8",
                                       "--calib-stats=" + LLAMA_STATS],

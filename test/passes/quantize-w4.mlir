@@ -2,6 +2,9 @@
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2" --split-input-file | FileCheck %s --check-prefix=GPTQ
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2 act-order=true" --split-input-file | FileCheck %s --check-prefix=ACT
 // RUN: qcc-opt %s --quantize-w4="group-size=2" --split-input-file | FileCheck %s --check-prefix=BLOCKS
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=4 method=rtn asymmetric=true" --split-input-file | FileCheck %s --check-prefix=ARTN
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=4 asymmetric=true" --split-input-file | FileCheck %s --check-prefix=AGPTQ
+// RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=4 act-order=true asymmetric=true" --split-input-file | FileCheck %s --check-prefix=AACT
 // The K % group-size warning (and nothing else) with all-linears:
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2 method=rtn" --split-input-file --verify-diagnostics -o /dev/null
 
@@ -73,4 +76,38 @@ func.func @block(%x: tensor<?x?x4xf32>, %x3: tensor<?x?x3xf32>, %g: tensor<4xf32
   %wh = qcc.constant dense<1.0> : tensor<8x4xf32>
   %h = qcc.linear %n, %wh {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x?x4xf32>, tensor<8x4xf32>) -> tensor<?x?x8xf32>
   return %h : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Asymmetric (scale + min), one group of 4: W = [1.4, 0.43, 0.3, -0.5] with
+// the H above; values checked by the same independent numpy GPTQ.
+//  - rtn: m = f16(-0.5) = -0.5, s = f16(1.9 / 15) = 0.126709, u =
+//    round((w - m) / s) = [15, 7, 6, 0]: bytes 0x7F = 127, 0x06 = 6.
+//  - gptq: the same codes (w_1's error moves w_2 by too little to change
+//    its code).
+//  - act-order: perm [2, 1, 3, 0]; w_2 = 0.3 -> u = 6 first, its error
+//    moves w_1 up (H_12) from 0.43 to a code of 8: u = [6, 8, 0, 15] in the
+//    stored order (bytes 0x86 = -122, 0xF0 = -16); the error
+//    (w - w')^T H (w - w') is 0.0042 against rtn's 0.0081.
+// ARTN-LABEL: func.func @asymmetric(
+// ARTN-DAG: %[[P:.*]] = qcc.constant dense<{{\[\[}}127, 6]]> : tensor<1x2xi8>
+// ARTN-DAG: %[[S:.*]] = qcc.constant dense<1.267090e-01> : tensor<1x1xf16>
+// ARTN-DAG: %[[O:.*]] = qcc.constant dense<-5.000000e-01> : tensor<1x1xf16>
+// ARTN: %[[W:.*]] = qcc.weight_int4 %[[P]], %[[S]] offsets %[[O]] group_size 4 : (tensor<1x2xi8>, tensor<1x1xf16>, tensor<1x1xf16>) -> tensor<1x4xf32>
+// ARTN: qcc.linear %arg0, %[[W]]
+// AGPTQ-LABEL: func.func @asymmetric(
+// AGPTQ-DAG: qcc.constant dense<{{\[\[}}127, 6]]> : tensor<1x2xi8>
+// AGPTQ-DAG: qcc.constant dense<-5.000000e-01> : tensor<1x1xf16>
+// AGPTQ: qcc.weight_int4 %{{.*}}, %{{.*}} offsets %{{.*}} group_size 4
+// AACT-LABEL: func.func @asymmetric(
+// AACT-DAG: %[[P:.*]] = qcc.constant dense<{{\[\[}}-122, -16]]> : tensor<1x2xi8>
+// AACT-DAG: %[[S:.*]] = qcc.constant dense<1.267090e-01> : tensor<1x1xf16>
+// AACT-DAG: %[[O:.*]] = qcc.constant dense<-5.000000e-01> : tensor<1x1xf16>
+// AACT-DAG: %[[R:.*]] = qcc.constant dense<[2, 1, 3, 0]> : tensor<4xi32>
+// AACT: qcc.weight_int4 %[[P]], %[[S]], %[[R]] offsets %[[O]] group_size 4 : (tensor<1x2xi8>, tensor<1x1xf16>, tensor<4xi32>, tensor<1x1xf16>) -> tensor<1x4xf32>
+func.func @asymmetric(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+  %w = qcc.constant dense<[[1.4, 0.43, 0.3, -0.5]]> : tensor<1x4xf32>
+  %y = qcc.linear %x, %w {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x1xf32>
+  return %y : tensor<?x1xf32>
 }

@@ -392,6 +392,30 @@ TEST(ArtifactLoader, Int4WeightsAreValidatedAtLoad) {
   m = int4Manifest(32);
   m["functions"][0]["nodes"][0]["in"] = {1};
   EXPECT_REFUSED(refused(m, data), "needs packed, scales and an optional perm");
+  // Asymmetric: `asymmetric` makes the last operand the offsets (f16, the
+  // scales' shape; the scales' own constant serves here).
+  m = int4Manifest(32);
+  m["functions"][0]["nodes"][0]["attrs"]["asymmetric"] = true;
+  m["functions"][0]["nodes"][0]["in"] = {1, 2, 3, 2};
+  EXPECT_EQ(refused(m, data), "");
+  m["functions"][0]["nodes"][0]["in"] = {1, 2, 2};
+  EXPECT_EQ(refused(m, data), "");
+  // Without perm the third operand is the offsets: an i32 [64] is refused.
+  m["functions"][0]["nodes"][0]["in"] = {1, 2, 3};
+  EXPECT_REFUSED(refused(m, data),
+                 "function 'main', node 'w0' (weight_int4): offsets must be "
+                 "f16 [4, 2] as the scales, got [64] i32");
+  m["functions"][0]["nodes"][0]["in"] = {1, 2, 3, 1};
+  EXPECT_REFUSED(refused(m, data), "offsets must be f16 [4, 2] as the scales, "
+                                   "got [4, 32] i8");
+  m["functions"][0]["nodes"][0]["in"] = {1, 2, 3, 2, 2};
+  EXPECT_REFUSED(refused(m, data),
+                 "needs packed, scales, an optional perm and offsets");
+  m["functions"][0]["nodes"][0]["in"] = {1, 2};
+  EXPECT_REFUSED(refused(m, data),
+                 "needs packed, scales, an optional perm and offsets");
+  m["functions"][0]["nodes"][0]["attrs"]["asymmetric"] = 1;
+  EXPECT_REFUSED(refused(m, data), "asymmetric");
 }
 
 TEST(ArtifactLoader, OnlyRegularFilesAreRead) {

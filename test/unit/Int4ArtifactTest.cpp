@@ -1,10 +1,10 @@
 //===- Int4ArtifactTest.cpp - W4A16 weights in artifacts ------------------===//
 //
 // An artifact with a qcc.weight_int4 of constants (act-order permutation
-// included): the session runs the linear from the packed form (the
-// weight_int4 node skipped) and agrees with the reference path, which
-// dequantizes; the loader refuses a permutation that is not one, naming the
-// file, function and node.
+// included, symmetric and with offsets): the session runs the linear from
+// the packed form (the weight_int4 node skipped) and agrees with the
+// reference path, which dequantizes; the loader refuses a permutation that
+// is not one, naming the file, function and node.
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
@@ -25,9 +25,10 @@ using namespace qcc::artifacttest;
 namespace {
 
 /// x [2, 3, 64] f32; linear to N = 4 through weight_int4 with groups of 32,
-/// every byte 0x2F (q = -1 at even k, 2 at odd k), scales 0.5 and 0.25, and
-/// the reversing permutation (stored column j is column 63 - j).
-std::string int4Module() {
+/// every byte 0x2F (q = -1 at even k, 2 at odd k; with `offsets` u = 15 and
+/// 2 and offsets -4 and 1), scales 0.5 and 0.25, and the reversing
+/// permutation (stored column j is column 63 - j).
+std::string int4Module(bool offsets = false) {
   std::string perm;
   for (int j = 0; j < 64; ++j)
     perm += (j ? ", " : "") + std::to_string(63 - j);
@@ -37,8 +38,14 @@ func.func @main(%x: tensor<2x3x64xf32>) -> tensor<2x3x4xf32> {
   %s = qcc.constant dense<[[0.5, 0.25], [0.5, 0.25], [0.5, 0.25], [0.5, 0.25]]> : tensor<4x2xf16>
   %r = qcc.constant dense<[)mlir" +
          perm + R"mlir(]> : tensor<64xi32>
+)mlir" +
+         (offsets ? R"mlir(
+  %o = qcc.constant dense<[[-4.0, 1.0], [-4.0, 1.0], [-4.0, 1.0], [-4.0, 1.0]]> : tensor<4x2xf16>
+  %w = qcc.weight_int4 %p, %s, %r offsets %o group_size 32 : (tensor<4x32xi8>, tensor<4x2xf16>, tensor<64xi32>, tensor<4x2xf16>) -> tensor<4x64xf32>
+)mlir"
+                  : R"mlir(
   %w = qcc.weight_int4 %p, %s, %r group_size 32 : (tensor<4x32xi8>, tensor<4x2xf16>, tensor<64xi32>) -> tensor<4x64xf32>
-  %b = qcc.constant dense<0.5> : tensor<4xf32>
+)mlir") + R"mlir(  %b = qcc.constant dense<0.5> : tensor<4xf32>
   %y = qcc.linear %x, %w, %b : (tensor<2x3x64xf32>, tensor<4x64xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
@@ -51,47 +58,53 @@ struct PathGuard {
 };
 
 TEST(Int4Artifact, SessionFastAndReference) {
-  PathGuard guard;
-  mlir::MLIRContext ctx;
-  std::string text = int4Module();
-  auto module = parse(ctx, text.c_str());
-  ASSERT_TRUE(module);
-  Artifact a = Artifact::fromBytes(serialize(*module), "test");
-  Tensor x(DType::F32, {2, 3, 64});
-  std::mt19937 rng(2);
-  std::normal_distribution<float> normal;
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.data<float>()[i] = normal(rng);
-  std::map<std::string, Tensor> in = {
-      {a.function("main").inputs.at(0).name, x}};
-  std::map<CpuKernelPath, std::map<std::string, Tensor>> out;
-  std::map<CpuKernelPath, std::vector<std::string>> ran;
-  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
-    setCpuKernelPath(p);
-    Session s(a);
-    s.setTracer([&](const Session::NodeRun &r) {
-      ran[p].push_back(opKindName(r.node.kind));
-    });
-    out[p] = s.run("main", in);
-  }
-  EXPECT_EQ(ran[CpuKernelPath::Fast], std::vector<std::string>{"linear"});
-  EXPECT_EQ(ran[CpuKernelPath::Reference],
-            (std::vector<std::string>{"weight_int4", "linear"}));
-  const Tensor &f = out[CpuKernelPath::Fast].begin()->second,
-               &r = out[CpuKernelPath::Reference].begin()->second;
-  ASSERT_EQ(f.shape(), (Shape{2, 3, 4}));
-  ASSERT_EQ(f.shape(), r.shape());
-  for (int64_t m = 0; m < 6; ++m) {
-    // Stored column j (weight column 63 - j): q = -1 (even j) or 2 (odd j)
-    // times 0.5 (j < 32) or 0.25: the exact sum in double.
-    double want = 0.5;
-    for (int j = 0; j < 64; ++j)
-      want += (j % 2 ? 2.0 : -1.0) * (j < 32 ? 0.5 : 0.25) *
-              x.data<float>()[m * 64 + 63 - j];
-    for (int64_t n = 0; n < 4; ++n) {
-      // f32 sums of 65 terms of magnitude about 1: well within 1e-4.
-      EXPECT_NEAR(f.data<float>()[m * 4 + n], want, 1e-4);
-      EXPECT_NEAR(r.data<float>()[m * 4 + n], want, 1e-4);
+  for (bool offsets : {false, true}) {
+    PathGuard guard;
+    mlir::MLIRContext ctx;
+    std::string text = int4Module(offsets);
+    auto module = parse(ctx, text.c_str());
+    ASSERT_TRUE(module);
+    Artifact a = Artifact::fromBytes(serialize(*module), "test");
+    Tensor x(DType::F32, {2, 3, 64});
+    std::mt19937 rng(2);
+    std::normal_distribution<float> normal;
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = normal(rng);
+    std::map<std::string, Tensor> in = {
+        {a.function("main").inputs.at(0).name, x}};
+    std::map<CpuKernelPath, std::map<std::string, Tensor>> out;
+    std::map<CpuKernelPath, std::vector<std::string>> ran;
+    for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
+      setCpuKernelPath(p);
+      Session s(a);
+      s.setTracer([&](const Session::NodeRun &r) {
+        ran[p].push_back(opKindName(r.node.kind));
+      });
+      out[p] = s.run("main", in);
+    }
+    EXPECT_EQ(ran[CpuKernelPath::Fast], std::vector<std::string>{"linear"});
+    EXPECT_EQ(ran[CpuKernelPath::Reference],
+              (std::vector<std::string>{"weight_int4", "linear"}));
+    const Tensor &f = out[CpuKernelPath::Fast].begin()->second,
+                 &r = out[CpuKernelPath::Reference].begin()->second;
+    ASSERT_EQ(f.shape(), (Shape{2, 3, 4}));
+    ASSERT_EQ(f.shape(), r.shape());
+    for (int64_t m = 0; m < 6; ++m) {
+      // Stored column j (weight column 63 - j): q = -1 (even j) or 2 (odd j)
+      // times 0.5 (j < 32) or 0.25; with offsets u = 15 or 2, plus -4 or 1:
+      // the exact sum in double.
+      double want = 0.5;
+      for (int j = 0; j < 64; ++j) {
+        double s = j < 32 ? 0.5 : 0.25;
+        double w = offsets ? (j % 2 ? 2.0 : 15.0) * s + (j < 32 ? -4.0 : 1.0)
+                           : (j % 2 ? 2.0 : -1.0) * s;
+        want += w * x.data<float>()[m * 64 + 63 - j];
+      }
+      for (int64_t n = 0; n < 4; ++n) {
+        // f32 sums of 65 terms of magnitude up to 4: well within 1e-4.
+        EXPECT_NEAR(f.data<float>()[m * 4 + n], want, 1e-4) << offsets;
+        EXPECT_NEAR(r.data<float>()[m * 4 + n], want, 1e-4) << offsets;
+      }
     }
   }
 }

@@ -3,7 +3,8 @@
 // format/Int4.h (packing, the dequantized weight, validation) and the CPU's
 // W4A16 linear (runtime/CpuInt4Kernels.h): bit for bit equal to a naive loop
 // in the documented summation order, and within the stated bound of the
-// reference path (weight_int4's dequantize, then the BLAS linear).
+// reference path (weight_int4's dequantize, then the BLAS linear); each for
+// the symmetric and the asymmetric (offsets) form.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/int4.h"
@@ -55,14 +56,52 @@ TEST(Int4Format, DequantizeScattersThroughThePermutation) {
   float scales[4] = {0.5f, 0.25f, 2.0f, 1.0f};
   int32_t perm[4] = {2, 0, 3, 1};
   float dense[8];
-  i4::dequantize(packed, scales, perm, 2, 4, 2, dense);
+  i4::dequantize(packed, scales, nullptr, perm, 2, 4, 2, dense);
   float want[8] = {-0.5f, 1.75f, 0.5f, 0.75f, 4.0f, 5.0f, -14.0f, 0.0f};
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(dense[i], want[i]) << i;
-  i4::dequantize(packed, scales, nullptr, 2, 4, 2, dense);
+  i4::dequantize(packed, scales, nullptr, nullptr, 2, 4, 2, dense);
   float plain[8] = {0.5f, -0.5f, 0.75f, 1.75f, -14.0f, 4.0f, 0.0f, 5.0f};
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(dense[i], plain[i]) << i;
+}
+
+TEST(Int4Format, OffsetsMakeTheNibblesUnsigned) {
+  // The same bytes with offsets: nibbles 0x1, 0xF, 0x3, 0x7 / 0x9, 0x2, 0x0,
+  // 0x5 read as u = 1, 15, 3, 7 / 9, 2, 0, 5; W = u * s + m.
+  int8_t q[8] = {1, -1, 3, 7, -7, 2, 0, 5}, packed[4];
+  i4::pack(q, 2, 4, packed);
+  float scales[4] = {0.5f, 0.25f, 2.0f, 1.0f};
+  float offsets[4] = {-1.0f, 0.125f, -9.0f, 3.0f};
+  float dense[8];
+  i4::dequantize(packed, scales, offsets, nullptr, 2, 4, 2, dense);
+  float want[8] = {-0.5f, 6.5f, 0.875f, 1.875f, 9.0f, -5.0f, 3.0f, 8.0f};
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(dense[i], want[i]) << i;
+  int32_t perm[4] = {2, 0, 3, 1};
+  i4::dequantize(packed, scales, offsets, perm, 2, 4, 2, dense);
+  float permuted[8] = {6.5f, 1.875f, -0.5f, 0.875f, -5.0f, 8.0f, 9.0f, 3.0f};
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(dense[i], permuted[i]) << i;
+}
+
+TEST(Int4Format, OperandSlotsFollowTheAsymmetricFlag) {
+  i4::OperandSlots s = i4::operandSlots(2, false);
+  EXPECT_EQ(s.error, "");
+  EXPECT_EQ(s.perm, -1);
+  EXPECT_EQ(s.offsets, -1);
+  s = i4::operandSlots(3, false);
+  EXPECT_EQ(s.perm, 2);
+  EXPECT_EQ(s.offsets, -1);
+  s = i4::operandSlots(3, true);
+  EXPECT_EQ(s.perm, -1);
+  EXPECT_EQ(s.offsets, 2);
+  s = i4::operandSlots(4, true);
+  EXPECT_EQ(s.perm, 2);
+  EXPECT_EQ(s.offsets, 3);
+  EXPECT_NE(i4::operandSlots(4, false).error, "");
+  EXPECT_NE(i4::operandSlots(2, true).error, "");
+  EXPECT_NE(i4::operandSlots(1, false).error, "");
 }
 
 TEST(Int4Format, RefusesBadGroupsAndPermutations) {
@@ -81,42 +120,86 @@ TEST(Int4Format, RefusesBadGroupsAndPermutations) {
 
 // The device side (codegen/kernels/int4.h, what gemv_w4.cuh dequantizes in
 // registers) compiled for the host: every word of random rows gives the
-// values of format::int4::dequantize, bit for bit.
+// values of format::int4::dequantize, bit for bit, with and without offsets.
 TEST(Int4Format, DeviceDequantizationIsTheFormats) {
   std::mt19937 rng(12);
   const int64_t n = 3, k = 256, g = 32;
   std::vector<int8_t> packed((size_t)(n * k / 2));
   for (int8_t &b : packed)
     b = (int8_t)(rng() & 0xFF);
-  std::vector<float> scales((size_t)(n * (k / g))), want((size_t)(n * k));
-  std::normal_distribution<float> lg(0.f, 2.f);
+  std::vector<float> scales((size_t)(n * (k / g))), offsets(scales.size()),
+      want((size_t)(n * k));
+  std::normal_distribution<float> lg(0.f, 2.f), o(0.f, 4.f);
   for (float &s : scales)
     s = halfToFloat(floatToHalf(std::exp(lg(rng))));
-  i4::dequantize(packed.data(), scales.data(), nullptr, n, k, g, want.data());
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t w = 0; w < k / qcc::nibbles::kPerWord; ++w) {
-      uint32_t word;
-      std::memcpy(&word, &packed[r * k / 2 + w * 4], 4); // little-endian
-      float got[8];
-      int64_t k0 = w * qcc::nibbles::kPerWord;
-      qcc::nibbles::dequant8(word, scales[r * (k / g) + k0 / g], got);
-      for (int i = 0; i < 8; ++i)
-        ASSERT_EQ(got[i], want[r * k + k0 + i])
-            << "row " << r << " k " << k0 + i;
+  for (float &m : offsets)
+    m = halfToFloat(floatToHalf(o(rng)));
+  for (bool asymmetric : {false, true}) {
+    i4::dequantize(packed.data(), scales.data(),
+                   asymmetric ? offsets.data() : nullptr, nullptr, n, k, g,
+                   want.data());
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t w = 0; w < k / qcc::nibbles::kPerWord; ++w) {
+        uint32_t word;
+        std::memcpy(&word, &packed[r * k / 2 + w * 4], 4); // little-endian
+        float got[8];
+        int64_t k0 = w * qcc::nibbles::kPerWord, gi = r * (k / g) + k0 / g;
+        if (asymmetric)
+          qcc::nibbles::dequant8Offset(word, scales[gi], offsets[gi], got);
+        else
+          qcc::nibbles::dequant8(word, scales[gi], got);
+        for (int i = 0; i < 8; ++i)
+          ASSERT_EQ(got[i], want[r * k + k0 + i])
+              << "asymmetric " << asymmetric << " row " << r << " k " << k0 + i;
+      }
+  }
+}
+
+// The CPU's row dequantization (AVX2 where the CPU has it and G % 32 == 0,
+// else the table of format/Int4.cpp) against a per-element evaluation of the
+// layout's formula, bit for bit: every nibble, f16 scales and offsets of
+// both signs over several orders of magnitude.
+TEST(Int4Format, RowDequantizationIsTheFormula) {
+  std::mt19937 rng(21);
+  for (int64_t g : {32, 64, 26})
+    for (bool asymmetric : {false, true}) {
+      const int64_t k = g * 6;
+      std::vector<int8_t> packed((size_t)(k / 2));
+      for (int8_t &b : packed)
+        b = (int8_t)(rng() & 0xFF);
+      std::vector<float> scales((size_t)(k / g)), offsets(scales.size());
+      std::normal_distribution<float> lg(0.f, 3.f), o(0.f, 2.f);
+      for (size_t i = 0; i < scales.size(); ++i) {
+        scales[i] = halfToFloat(floatToHalf(std::exp(lg(rng))));
+        offsets[i] = halfToFloat(floatToHalf(o(rng) * scales[i] * 8));
+      }
+      const float *m = asymmetric ? offsets.data() : nullptr;
+      std::vector<float> got((size_t)k);
+      dequantizeInt4Row(packed.data(), scales.data(), m, k, g, got.data());
+      for (int64_t j = 0; j < k; ++j) {
+        int32_t v =
+            i4::nibbleValue(i4::nibbleAt(packed.data(), j), m != nullptr);
+        float want = (float)v * scales[j / g];
+        if (m)
+          want += m[j / g];
+        ASSERT_EQ(got[j], want)
+            << "G " << g << " asymmetric " << asymmetric << " j " << j;
+      }
     }
 }
 
-/// A random W4A16 weight [n, k]: q in [-8, 7] (all 16 codes), f16 scales
-/// spread over two orders of magnitude, and with `permuted` a random
-/// permutation.
+/// A random W4A16 weight [n, k]: all 16 codes, f16 scales spread over two
+/// orders of magnitude, with `permuted` a random permutation and with
+/// `asymmetric` f16 offsets of either sign.
 struct RandomWeight {
-  Tensor packed, scales, perm;
-  bool permuted;
+  Tensor packed, scales, perm, offsets;
+  bool permuted, asymmetric;
   int64_t n, k, g;
   RandomWeight(int64_t n, int64_t k, int64_t g, bool permuted,
-               std::mt19937 &rng)
+               std::mt19937 &rng, bool asymmetric = false)
       : packed(DType::I8, {n, k / 2}), scales(DType::F16, {n, k / g}),
-        perm(DType::I32, {k}), permuted(permuted), n(n), k(k), g(g) {
+        perm(DType::I32, {k}), offsets(DType::F16, {n, k / g}),
+        permuted(permuted), asymmetric(asymmetric), n(n), k(k), g(g) {
     std::uniform_int_distribution<int> code(-8, 7);
     std::vector<int8_t> q((size_t)(n * k));
     for (int8_t &v : q)
@@ -125,22 +208,28 @@ struct RandomWeight {
     std::normal_distribution<float> lg(0.f, 1.f);
     for (int64_t i = 0; i < n * (k / g); ++i)
       scales.data<uint16_t>()[i] = floatToHalf(0.01f * std::exp(lg(rng)));
+    for (int64_t i = 0; i < n * (k / g); ++i)
+      offsets.data<uint16_t>()[i] = floatToHalf(-0.08f * lg(rng));
     int32_t *p = perm.data<int32_t>();
     std::iota(p, p + k, 0);
     if (permuted)
       std::shuffle(p, p + k, rng);
   }
   Int4Weight weight() const {
-    return int4Weight(packed, scales, permuted ? &perm : nullptr, g);
+    return int4Weight(packed, scales, permuted ? &perm : nullptr,
+                      asymmetric ? &offsets : nullptr, g);
   }
   /// The dense weight [n, k] f32 (format/Int4.h's definition).
   std::vector<float> dense() const {
-    std::vector<float> s((size_t)(n * (k / g))), w((size_t)(n * k));
-    for (size_t i = 0; i < s.size(); ++i)
+    std::vector<float> s((size_t)(n * (k / g))), o(s.size()),
+        w((size_t)(n * k));
+    for (size_t i = 0; i < s.size(); ++i) {
       s[i] = halfToFloat(scales.data<uint16_t>()[i]);
-    i4::dequantize(packed.data<int8_t>(), s.data(),
-                   permuted ? perm.data<int32_t>() : nullptr, n, k, g,
-                   w.data());
+      o[i] = halfToFloat(offsets.data<uint16_t>()[i]);
+    }
+    i4::dequantize(
+        packed.data<int8_t>(), s.data(), asymmetric ? o.data() : nullptr,
+        permuted ? perm.data<int32_t>() : nullptr, n, k, g, w.data());
     return w;
   }
 };
@@ -160,75 +249,84 @@ TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
   // it. M up to 19 covers the blocks of 8 input rows and their remainder.
   for (auto [K, G] : {std::pair<int64_t, int64_t>{52, 26}, {256, 64}})
     for (bool permuted : {false, true})
-      for (int64_t M : {1, 3, 8, 19}) {
-        const int64_t N = 5;
-        RandomWeight rw(N, K, G, permuted, rng);
-        Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
-        std::vector<Tensor> y =
-            int4LinearKernel({&x, nullptr, &bias}, rw.weight());
-        ASSERT_EQ(y[0].shape(), (Shape{M, N}));
-        std::vector<float> w = rw.dense();
-        const int32_t *perm = rw.perm.data<int32_t>();
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            // Lane l sums stored columns j = l (mod 8): the weight's column
-            // perm[j] times the input's column perm[j].
-            float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (int64_t j = 0; j < K; ++j) {
-              int64_t c = permuted ? perm[j] : j;
-              l[j % 8] += w[n * K + c] * x.data<float>()[m * K + c];
+      for (bool asymmetric : {false, true})
+        for (int64_t M : {1, 3, 8, 19}) {
+          const int64_t N = 5;
+          RandomWeight rw(N, K, G, permuted, rng, asymmetric);
+          Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
+          std::vector<Tensor> y =
+              int4LinearKernel({&x, nullptr, &bias}, rw.weight());
+          ASSERT_EQ(y[0].shape(), (Shape{M, N}));
+          std::vector<float> w = rw.dense();
+          const int32_t *perm = rw.perm.data<int32_t>();
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              // Lane l sums stored columns j = l (mod 8): the weight's column
+              // perm[j] times the input's column perm[j].
+              float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+              for (int64_t j = 0; j < K; ++j) {
+                int64_t c = permuted ? perm[j] : j;
+                l[j % 8] += w[n * K + c] * x.data<float>()[m * K + c];
+              }
+              float want = ((l[0] + l[1]) + (l[2] + l[3])) +
+                           ((l[4] + l[5]) + (l[6] + l[7]));
+              want += bias.data<float>()[n];
+              ASSERT_EQ(y[0].data<float>()[m * N + n], want)
+                  << "K " << K << " permuted " << permuted << " asymmetric "
+                  << asymmetric << " M " << M << " m " << m << " n " << n;
             }
-            float want = ((l[0] + l[1]) + (l[2] + l[3])) +
-                         ((l[4] + l[5]) + (l[6] + l[7]));
-            want += bias.data<float>()[n];
-            ASSERT_EQ(y[0].data<float>()[m * N + n], want)
-                << "K " << K << " permuted " << permuted << " M " << M << " m "
-                << m << " n " << n;
-          }
-      }
+        }
 }
 
 TEST(Int4Linear, AgreesWithTheReferencePathWithinTheStatedBound) {
   std::mt19937 rng(9);
-  for (bool permuted : {false, true}) {
-    const int64_t M = 6, N = 12, K = 256, G = 128;
-    RandomWeight rw(N, K, G, permuted, rng);
-    Tensor x = randomTensor({2, 3, K}, rng), bias = randomTensor({N}, rng);
-    std::vector<Tensor> fast =
-        int4LinearKernel({&x, nullptr, &bias}, rw.weight());
-    // The op-by-op reference: weight_int4 (f16 scales widened), then linear.
-    nlohmann::json attrs = {{"group_size", G}};
-    Tensor scales32 = convertFloat(rw.scales, DType::F32);
-    Operands wops = {&rw.packed, &scales32};
-    if (permuted)
-      wops.push_back(&rw.perm);
-    std::vector<Tensor> w =
-        runCpuKernel(qcc::format::OpKind::WeightInt4, Attrs(attrs), wops);
-    std::vector<Tensor> ref =
-        runCpuKernel(qcc::format::OpKind::Linear,
-                     Attrs(nlohmann::json::object()), {&x, &w[0], &bias});
-    ASSERT_EQ(fast[0].shape(), ref[0].shape());
-    const double u = std::ldexp(1.0, -24), n1 = K + 1;
-    const double gamma = n1 * u / (1 - n1 * u);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        double absSum = std::abs(bias.data<float>()[n]);
-        for (int64_t c = 0; c < K; ++c)
-          absSum += std::abs((double)w[0].data<float>()[n * K + c] *
-                             x.data<float>()[m * K + c]);
-        // Both sums are within gamma(K + 1) * sum |terms| of the exact one.
-        EXPECT_LE(std::abs((double)fast[0].data<float>()[m * N + n] -
-                           ref[0].data<float>()[m * N + n]),
-                  2 * gamma * absSum)
-            << "permuted " << permuted << " m " << m << " n " << n;
+  for (bool permuted : {false, true})
+    for (bool asymmetric : {false, true}) {
+      const int64_t M = 6, N = 12, K = 256, G = 128;
+      RandomWeight rw(N, K, G, permuted, rng, asymmetric);
+      Tensor x = randomTensor({2, 3, K}, rng), bias = randomTensor({N}, rng);
+      std::vector<Tensor> fast =
+          int4LinearKernel({&x, nullptr, &bias}, rw.weight());
+      // The op-by-op reference: weight_int4 (f16 scales widened), then linear.
+      nlohmann::json attrs = {{"group_size", G}};
+      Tensor scales32 = convertFloat(rw.scales, DType::F32),
+             offsets32 = convertFloat(rw.offsets, DType::F32);
+      Operands wops = {&rw.packed, &scales32};
+      if (permuted)
+        wops.push_back(&rw.perm);
+      if (asymmetric) {
+        attrs["asymmetric"] = true;
+        wops.push_back(&offsets32);
       }
-  }
+      std::vector<Tensor> w =
+          runCpuKernel(qcc::format::OpKind::WeightInt4, Attrs(attrs), wops);
+      std::vector<Tensor> ref =
+          runCpuKernel(qcc::format::OpKind::Linear,
+                       Attrs(nlohmann::json::object()), {&x, &w[0], &bias});
+      ASSERT_EQ(fast[0].shape(), ref[0].shape());
+      const double u = std::ldexp(1.0, -24), n1 = K + 1;
+      const double gamma = n1 * u / (1 - n1 * u);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double absSum = std::abs(bias.data<float>()[n]);
+          for (int64_t c = 0; c < K; ++c)
+            absSum += std::abs((double)w[0].data<float>()[n * K + c] *
+                               x.data<float>()[m * K + c]);
+          // Both sums are within gamma(K + 1) * sum |terms| of the exact one.
+          EXPECT_LE(std::abs((double)fast[0].data<float>()[m * N + n] -
+                             ref[0].data<float>()[m * N + n]),
+                    2 * gamma * absSum)
+              << "permuted " << permuted << " asymmetric " << asymmetric
+              << " m " << m << " n " << n;
+        }
+    }
 }
 
 TEST(Int4Linear, RefusesInconsistentWeights) {
   Tensor packed(DType::I8, {4, 16}), scales(DType::F16, {4, 1}),
       wrongScales(DType::F16, {4, 2}), f32Scales(DType::F32, {4, 1}),
-      perm(DType::I32, {32});
+      perm(DType::I32, {32}), offsets(DType::F16, {4, 1}),
+      wrongOffsets(DType::F16, {4, 2}), f32Offsets(DType::F32, {4, 1});
   auto message = [](auto &&f) {
     try {
       f();
@@ -237,25 +335,37 @@ TEST(Int4Linear, RefusesInconsistentWeights) {
     }
     return std::string();
   };
-  EXPECT_EQ(message([&] { int4Weight(packed, scales, nullptr, 32); }), "");
+  EXPECT_EQ(message([&] { int4Weight(packed, scales, nullptr, nullptr, 32); }),
+            "");
+  EXPECT_EQ(message([&] { int4Weight(packed, scales, nullptr, &offsets, 32); }),
+            "");
   EXPECT_NE(message([&] {
-              int4Weight(packed, scales, nullptr, 0);
+              int4Weight(packed, scales, nullptr, &wrongOffsets, 32);
+            }).find("offsets must be [4, 1] f16"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              int4Weight(packed, scales, nullptr, &f32Offsets, 32);
+            }).find("offsets must be"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              int4Weight(packed, scales, nullptr, nullptr, 0);
             }).find("group size 0"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              int4Weight(packed, wrongScales, nullptr, 32);
+              int4Weight(packed, wrongScales, nullptr, nullptr, 32);
             }).find("do not describe"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              int4Weight(packed, f32Scales, nullptr, 32);
+              int4Weight(packed, f32Scales, nullptr, nullptr, 32);
             }).find("f16 scales"),
             std::string::npos);
   // An all-zero "permutation" names column 0 32 times.
-  EXPECT_NE(
-      message([&] { int4Weight(packed, scales, &perm, 32); }).find("twice"),
-      std::string::npos);
+  EXPECT_NE(message([&] {
+              int4Weight(packed, scales, &perm, nullptr, 32);
+            }).find("twice"),
+            std::string::npos);
   Tensor x(DType::F32, {2, 31});
-  Int4Weight w = int4Weight(packed, scales, nullptr, 32);
+  Int4Weight w = int4Weight(packed, scales, nullptr, nullptr, 32);
   EXPECT_NE(message([&] {
               int4LinearKernel({&x, nullptr, nullptr}, w);
             }).find("do not match"),

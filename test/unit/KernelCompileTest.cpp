@@ -193,7 +193,8 @@ QCC_GEMV_I8(gemv_i8_one_b, One, EPI_B, MAKE_B)
 )";
 
 /// W4A16 (gemv_w4.cuh): the decode shape (one row of blocks) and a prefill
-/// tiling (M over gridDim.y), two epilogue chains each.
+/// tiling (M over gridDim.y), two epilogue chains each; the `o` (offsets)
+/// pointer null or not is a run-time choice of the same code.
 const char *kGemvW4 = R"(
 #include "qcc/gemv_w4.cuh"
 
@@ -205,10 +206,10 @@ static_assert(Prefill::kBlockM == 16 && Prefill::kKMultiple == 32, "");
 #define QCC_GEMV_W4(NAME, CFG, EPI, MAKE)                                      \
   extern "C" __global__ void __launch_bounds__(CFG::kThreads)                  \
   NAME(const __half *x, const qcc::int8_t *w, const __half *s,                 \
-       const float *bias, const float *res, void *y, int M, int N, int K,      \
-       int G) {                                                                \
+       const __half *o, const float *bias, const float *res, void *y, int M,   \
+       int N, int K, int G) {                                                  \
     qcc::EPI epi MAKE;                                                         \
-    qcc::gemv_w4<CFG>(x, w, s, M, N, K, G, epi);                               \
+    qcc::gemv_w4<CFG>(x, w, s, o, M, N, K, G, epi);                            \
   }
 
 #define EPI_A Chain<qcc::AddBias<>, qcc::AddResidual<>, qcc::StoreF32>

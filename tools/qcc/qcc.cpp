@@ -133,10 +133,11 @@ EnumOpt<qcc::QuantMode> quant("quant",
                                        "(int8 weights and activations) or "
                                        "w4a16 (int4 weights per group, GPTQ "
                                        "with --calib; also --act-order, "
-                                       "--w4-method=rtn)"),
+                                       "--w4-method=rtn, --w4-asym)"),
                               cl::value_desc("mode"),
                               qcc::optionValues(qcc::kQuantModeNames),
-                              cl::init(qcc::QuantMode::None), cl::cat(quantCat));
+                              cl::init(qcc::QuantMode::None),
+                              cl::cat(quantCat));
 cl::opt<std::string> calib("calib",
                            cl::desc("Calibration data: a text file, or a "
                                     "folder with one .npy per model input"),
@@ -170,6 +171,10 @@ cl::opt<bool> actOrder("act-order",
                        cl::desc("W4A16 GPTQ: visit columns by descending "
                                 "Hessian diagonal"),
                        cl::Hidden, cl::cat(quantCat));
+cl::opt<bool> w4Asym("w4-asym",
+                     cl::desc("W4A16: unsigned int4 with an f16 offset (min) "
+                              "per group, as GGUF Q4_1"),
+                     cl::Hidden, cl::cat(quantCat));
 EnumOpt<qcc::W4Method> w4Method(
     "w4-method",
     cl::desc("W4A16 rounding: gptq (default; needs calibration) or rtn"),
@@ -484,11 +489,13 @@ int main(int argc, char **argv) {
   options.w4GroupSize = groupSize;
   options.w4ActOrder = actOrder;
   options.w4Method = w4Method;
-  bool w4Flags = groupSize.getNumOccurrences() > 0 || actOrder ||
+  options.w4Asymmetric = w4Asym;
+  bool w4Flags = groupSize.getNumOccurrences() > 0 || actOrder || w4Asym ||
                  w4Method.getNumOccurrences() > 0;
   if (w4Flags && quant != qcc::QuantMode::W4A16) {
     WithColor::error(errs(), "qcc")
-        << "--group-size, --act-order and --w4-method need --quant=w4a16\n";
+        << "--group-size, --act-order, --w4-method and --w4-asym need "
+           "--quant=w4a16\n";
     return 1;
   }
   if (actOrder && w4Method == qcc::W4Method::Rtn) {
