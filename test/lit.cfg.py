@@ -26,6 +26,11 @@ if os.path.isdir(onnx_node_data):
 if getattr(config, "qcc_have_nvrtc", "").upper() in ("TRUE", "ON", "1", "YES"):
     config.available_features.add("nvrtc")
 
+# The sanitizer build (QCC_FUZZ: clang ASan+UBSan at -O1, scripts/sanitize.sh):
+# tests too slow there say UNSUPPORTED: sanitizers.
+if getattr(config, "qcc_fuzz_build", "").upper() in ("TRUE", "ON", "1", "YES"):
+    config.available_features.add("sanitizers")
+
 llvm_config.with_system_environment(["QCC_CACHE_DIR", "XDG_CACHE_HOME"])
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
