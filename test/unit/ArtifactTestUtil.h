@@ -2,8 +2,9 @@
 //-*-===//
 //
 // Parses qcc IR, serializes it to artifact bytes (compiler/ArtifactWriter.h)
-// and finds nodes: shared by the tests that load artifacts of compressed
-// weights (SparseLinearTest, Int4LinearTest's artifact cases).
+// and finds nodes, and runs an entry point on both CPU kernel paths: shared
+// by the tests that load artifacts of compressed weights (SparseLinearTest,
+// Int4ArtifactTest).
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_TEST_UNIT_ARTIFACTTESTUTIL_H
@@ -12,6 +13,8 @@
 #include "compiler/ArtifactWriter.h"
 #include "dialects/QccDialect.h"
 #include "runtime/Artifact.h"
+#include "runtime/CpuKernels.h"
+#include "runtime/Session.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -19,8 +22,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace qcc::artifacttest {
@@ -48,6 +54,41 @@ inline const Node &nodeOf(const Function &fn, OpKind op) {
     if (n.kind == op)
       return n;
   throw std::runtime_error("no such node");
+}
+
+/// Restores the process's CPU kernel path when the scope ends.
+struct PathGuard {
+  qcc::rt::CpuKernelPath saved = qcc::rt::cpuKernelPath();
+  ~PathGuard() { qcc::rt::setCpuKernelPath(saved); }
+};
+
+/// What one CPU kernel path did with an entry point.
+struct PathRun {
+  std::map<std::string, qcc::rt::Tensor> out;
+  std::vector<std::string> ran; ///< op kinds of the nodes run, in order
+};
+
+/// Runs `fn` of `a` on `in` with the fast and the reference kernel path
+/// (the path is restored after); `onNode` also sees every node run.
+inline std::map<qcc::rt::CpuKernelPath, PathRun> runFastAndReference(
+    const qcc::rt::Artifact &a, const std::string &fn,
+    const std::map<std::string, qcc::rt::Tensor> &in,
+    const std::function<void(qcc::rt::CpuKernelPath,
+                             const qcc::rt::Session::NodeRun &)> &onNode = {}) {
+  using qcc::rt::CpuKernelPath;
+  PathGuard guard;
+  std::map<CpuKernelPath, PathRun> runs;
+  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
+    qcc::rt::setCpuKernelPath(p);
+    qcc::rt::Session s(a);
+    s.setTracer([&](const qcc::rt::Session::NodeRun &r) {
+      runs[p].ran.push_back(qcc::rt::opKindName(r.node.kind));
+      if (onNode)
+        onNode(p, r);
+    });
+    runs[p].out = s.run(fn, in);
+  }
+  return runs;
 }
 
 } // namespace qcc::artifacttest

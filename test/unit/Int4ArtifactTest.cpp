@@ -52,14 +52,8 @@ func.func @main(%x: tensor<2x3x64xf32>) -> tensor<2x3x4xf32> {
 )mlir";
 }
 
-struct PathGuard {
-  CpuKernelPath saved = cpuKernelPath();
-  ~PathGuard() { setCpuKernelPath(saved); }
-};
-
 TEST(Int4Artifact, SessionFastAndReference) {
   for (bool offsets : {false, true}) {
-    PathGuard guard;
     mlir::MLIRContext ctx;
     std::string text = int4Module(offsets);
     auto module = parse(ctx, text.c_str());
@@ -70,23 +64,13 @@ TEST(Int4Artifact, SessionFastAndReference) {
     std::normal_distribution<float> normal;
     for (int64_t i = 0; i < x.numel(); ++i)
       x.data<float>()[i] = normal(rng);
-    std::map<std::string, Tensor> in = {
-        {a.function("main").inputs.at(0).name, x}};
-    std::map<CpuKernelPath, std::map<std::string, Tensor>> out;
-    std::map<CpuKernelPath, std::vector<std::string>> ran;
-    for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
-      setCpuKernelPath(p);
-      Session s(a);
-      s.setTracer([&](const Session::NodeRun &r) {
-        ran[p].push_back(opKindName(r.node.kind));
-      });
-      out[p] = s.run("main", in);
-    }
-    EXPECT_EQ(ran[CpuKernelPath::Fast], std::vector<std::string>{"linear"});
-    EXPECT_EQ(ran[CpuKernelPath::Reference],
+    auto runs = runFastAndReference(
+        a, "main", {{a.function("main").inputs.at(0).name, x}});
+    EXPECT_EQ(runs[CpuKernelPath::Fast].ran, std::vector<std::string>{"linear"});
+    EXPECT_EQ(runs[CpuKernelPath::Reference].ran,
               (std::vector<std::string>{"weight_int4", "linear"}));
-    const Tensor &f = out[CpuKernelPath::Fast].begin()->second,
-                 &r = out[CpuKernelPath::Reference].begin()->second;
+    const Tensor &f = runs[CpuKernelPath::Fast].out.begin()->second,
+                 &r = runs[CpuKernelPath::Reference].out.begin()->second;
     ASSERT_EQ(f.shape(), (Shape{2, 3, 4}));
     ASSERT_EQ(f.shape(), r.shape());
     for (int64_t m = 0; m < 6; ++m) {

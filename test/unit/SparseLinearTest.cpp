@@ -46,11 +46,6 @@ namespace sp = qcc::format::sparse24;
 namespace {
 
 /// Restores the sparse path when a test ends.
-struct PathGuard {
-  CpuKernelPath saved = cpuKernelPath();
-  ~PathGuard() { setCpuKernelPath(saved); }
-};
-
 /// A random [n, k] weight of `t` with at most two nonzeros per group of four
 /// (some groups one or none), compressed.
 struct SparseWeight {
@@ -327,32 +322,24 @@ func.func @main(%x: tensor<1x2048xf32>) -> tensor<1x512xf32> {
 // The session skips the sparse_2_4 node, runs the linear from the compressed
 // weight and costs it as such; the reference path decompresses.
 TEST(SparseArtifact, SessionFastAndReference) {
-  PathGuard guard;
   mlir::MLIRContext ctx;
   auto module = parse(ctx, kSparseModule);
   ASSERT_TRUE(module);
   Artifact a = Artifact::fromBytes(serialize(*module), "test");
   std::mt19937 rng(4);
-  std::map<std::string, Tensor> in = {
-      {a.function("main").inputs.at(0).name, randomF32(rng, {2, 3, 64})}};
-  std::map<CpuKernelPath, std::map<std::string, Tensor>> out;
-  std::map<CpuKernelPath, std::vector<std::string>> ran;
   std::map<CpuKernelPath, Cost> linearCost;
-  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
-    setCpuKernelPath(p);
-    Session s(a);
-    s.setTracer([&](const Session::NodeRun &r) {
-      ran[p].push_back(opKindName(r.node.kind));
-      if (r.node.kind == OpKind::Linear)
-        linearCost[p] = r.cost;
-    });
-    out[p] = s.run("main", in);
-  }
-  EXPECT_EQ(ran[CpuKernelPath::Fast], std::vector<std::string>{"linear"});
-  EXPECT_EQ(ran[CpuKernelPath::Reference],
+  auto runs = runFastAndReference(
+      a, "main",
+      {{a.function("main").inputs.at(0).name, randomF32(rng, {2, 3, 64})}},
+      [&](CpuKernelPath p, const Session::NodeRun &r) {
+        if (r.node.kind == OpKind::Linear)
+          linearCost[p] = r.cost;
+      });
+  EXPECT_EQ(runs[CpuKernelPath::Fast].ran, std::vector<std::string>{"linear"});
+  EXPECT_EQ(runs[CpuKernelPath::Reference].ran,
             (std::vector<std::string>{"sparse_2_4", "linear"}));
-  const Tensor &f = out[CpuKernelPath::Fast].begin()->second,
-               &r = out[CpuKernelPath::Reference].begin()->second;
+  const Tensor &f = runs[CpuKernelPath::Fast].out.begin()->second,
+               &r = runs[CpuKernelPath::Reference].out.begin()->second;
   ASSERT_EQ(f.shape(), r.shape());
   for (int64_t i = 0; i < f.numel(); ++i)
     EXPECT_NEAR(f.data<float>()[i], r.data<float>()[i],
@@ -601,20 +588,16 @@ std::pair<double, double> worstDifference(const Tensor &fast,
 /// Runs main both ways; returns {fast, reference} logits and checks that
 /// only the reference runs sparse_2_4 nodes.
 std::pair<Tensor, Tensor> bothWays(const Artifact &a) {
-  PathGuard guard;
-  std::pair<Tensor, Tensor> out;
-  for (CpuKernelPath p : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
-    setCpuKernelPath(p);
-    Session s(a);
-    int decompressed = 0;
-    s.setTracer([&](const Session::NodeRun &r) {
-      decompressed += r.node.kind == OpKind::Sparse24;
-    });
-    auto result = s.run("main", demoInput(a.function("main"), 2, 7));
-    EXPECT_EQ(decompressed > 0, p == CpuKernelPath::Reference);
-    (p == CpuKernelPath::Fast ? out.first : out.second) = result.begin()->second;
-  }
-  return out;
+  std::map<CpuKernelPath, int> decompressed;
+  auto runs = runFastAndReference(
+      a, "main", demoInput(a.function("main"), 2, 7),
+      [&](CpuKernelPath p, const Session::NodeRun &r) {
+        decompressed[p] += r.node.kind == OpKind::Sparse24;
+      });
+  EXPECT_EQ(decompressed[CpuKernelPath::Fast], 0);
+  EXPECT_GT(decompressed[CpuKernelPath::Reference], 0);
+  return {runs[CpuKernelPath::Fast].out.begin()->second,
+          runs[CpuKernelPath::Reference].out.begin()->second};
 }
 
 } // namespace
