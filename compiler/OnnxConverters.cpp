@@ -9,6 +9,7 @@
 #include "compiler/OnnxConverter.h"
 
 #include "dialects/QccConstants.h"
+#include "format/Checked.h"
 #include "passes/PatternUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -884,24 +885,8 @@ static Results convertSlice(ConvertContext &c) {
       shape[axis] = kDyn;
       continue;
     }
-    int64_t lo = s[i].constant, hi = e[i].constant, st = steps[i];
-    lo = lo < 0 ? lo + dim : lo;
-    hi = hi < 0 ? hi + dim : hi;
-    // ceil(span / |step|) as (span - 1) / |step| + 1: no overflow for any
-    // step (a fuzzer's step of 2^63 - 1 overflowed span + step - 1).
-    if (st > 0) {
-      lo = std::clamp<int64_t>(lo, 0, dim);
-      hi = std::clamp<int64_t>(hi, 0, dim);
-      shape[axis] = hi > lo ? (hi - lo - 1) / st + 1 : 0;
-    } else {
-      lo = std::clamp<int64_t>(lo, 0, dim - 1);
-      hi = std::clamp<int64_t>(hi, -1, dim - 1);
-      int64_t span = lo - hi; // in [0, dim]
-      shape[axis] = span <= 0 ? 0
-                    : st == std::numeric_limits<int64_t>::min()
-                        ? 1
-                        : (span - 1) / -st + 1;
-    }
+    shape[axis] =
+        format::sliceAxis(s[i].constant, e[i].constant, steps[i], dim).count;
   }
   return one(c.create<SliceOp>(c.resultType(0, shape, in.getElementType()),
                                c.input(0), starts, ends,

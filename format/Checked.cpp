@@ -34,6 +34,29 @@ qcc::format::checkedBytes(std::span<const int64_t> shape,
   return checkedMul((uint64_t)*n, elementSize);
 }
 
+qcc::format::SliceAxis qcc::format::sliceAxis(int64_t start, int64_t end,
+                                              int64_t step, int64_t dim) {
+  if (dim <= 0)
+    return {};
+  // Indices below -dim become -1 (then clamped), so start + dim cannot wrap.
+  if (start < 0)
+    start = start < -dim ? -1 : start + dim;
+  if (end < 0)
+    end = end < -dim ? -1 : end + dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    // ceil(span / step) as (span - 1) / step + 1: no span + step - 1.
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  // |step| in unsigned arithmetic: -INT64_MIN does not fit int64.
+  uint64_t span = start > end ? (uint64_t)(start - end) : 0, // <= dim
+      magnitude = 0 - (uint64_t)step;
+  return {start, span ? (int64_t)((span - 1) / magnitude + 1) : 0};
+}
+
 uint64_t qcc::format::physicalMemoryBytes() {
   static const uint64_t bytes = [] {
     long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);

@@ -49,6 +49,17 @@ std::optional<int64_t> checkedNumElements(std::span<const int64_t> shape);
 std::optional<uint64_t> checkedBytes(std::span<const int64_t> shape,
                                      uint64_t elementSize);
 
+/// One axis of ONNX Slice on a dimension of size `dim` (>= 0): negative
+/// `start` / `end` count from the end, then both are clamped; the result is
+/// the first index read and the number of elements. `step` must not be 0.
+/// Exact for every int64 input (no intermediate overflows, steps of 2^63 - 1
+/// and INT64_MIN included): the compiler's static shapes and the CPU slice
+/// kernel both use it.
+struct SliceAxis {
+  int64_t first = 0, count = 0;
+};
+SliceAxis sliceAxis(int64_t start, int64_t end, int64_t step, int64_t dim);
+
 /// This machine's physical memory in bytes (sysconf), read once.
 uint64_t physicalMemoryBytes();
 

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
+#include "format/Checked.h"
 #include "passes/Passes.h"
 #include "passes/ConstEval.h"
 #include "passes/PatternUtils.h"
@@ -495,13 +496,9 @@ struct FoldHeadSliceIntoPacked : OpRewritePattern<SliceOp> {
     if (!a || !b)
       return rewriter.notifyMatchFailure(op, "bounds not constant");
     // ONNX Slice clamping, on the static head count.
-    auto clamp = [&](int64_t v) {
-      if (v < 0)
-        v += heads;
-      return std::clamp<int64_t>(v, 0, heads);
-    };
-    int64_t lo = clamp(*a), hi = clamp(*b);
-    if (hi <= lo || out.getDimSize(2) != hi - lo)
+    format::SliceAxis range = format::sliceAxis(*a, *b, 1, heads);
+    int64_t lo = range.first, hi = lo + range.count;
+    if (range.count == 0 || out.getDimSize(2) != hi - lo)
       return rewriter.notifyMatchFailure(op, "empty or mistyped slice");
     Location loc = op.getLoc();
     auto i64 = rewriter.getI64Type();

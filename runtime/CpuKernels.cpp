@@ -1007,28 +1007,13 @@ std::vector<Tensor> sliceK(const Attrs &attrs, const Operands &ops) {
     if (seen[a])
       fail("slice axis " + std::to_string(axes[i]) + " is repeated");
     seen[a] = true;
-    int64_t dim = x.dim(a), s = starts[i], e = ends[i], st = steps[i];
-    if (st == 0)
+    if (steps[i] == 0)
       fail("slice step must not be 0");
-    // ONNX: negative indices count from the end, then clamp. Guard the
-    // addition against INT64_MIN.
-    if (s < 0)
-      s = s < -dim ? -1 : s + dim;
-    if (e < 0)
-      e = e < -dim ? -1 : e + dim;
-    int64_t len;
-    if (st > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      len = e > s ? (e - s + st - 1) / st : 0;
-    } else {
-      s = std::clamp<int64_t>(s, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      len = s > e ? (s - e + (-st) - 1) / (-st) : 0;
-    }
-    out[a] = std::max<int64_t>(len, 0);
-    first[a] = s;
-    step[a] = st;
+    qcc::format::SliceAxis r =
+        qcc::format::sliceAxis(starts[i], ends[i], steps[i], x.dim(a));
+    out[a] = r.count;
+    first[a] = r.first;
+    step[a] = steps[i];
   }
   std::vector<int64_t> inSt = stridesOf(x.shape()), st(rank);
   int64_t base = 0;

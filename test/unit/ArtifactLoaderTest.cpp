@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
@@ -527,6 +529,28 @@ TEST(Checked, Arithmetic) {
             std::nullopt);
   EXPECT_GT(format::physicalMemoryBytes(), 0u);
   EXPECT_THROW(format::requireMemory(UINT64_MAX, "x"), std::runtime_error);
+}
+
+// ONNX Slice on one axis (the compiler's static shapes, the CPU kernel).
+TEST(Checked, SliceAxis) {
+  auto eq = [](format::SliceAxis r, int64_t first, int64_t count) {
+    EXPECT_EQ(r.first, first);
+    EXPECT_EQ(r.count, count);
+  };
+  const int64_t kMax = std::numeric_limits<int64_t>::max(),
+                kMin = std::numeric_limits<int64_t>::min();
+  eq(format::sliceAxis(1, 7, 2, 10), 1, 3);       // 1, 3, 5
+  eq(format::sliceAxis(-3, kMax, 1, 10), 7, 3);   // 7, 8, 9
+  eq(format::sliceAxis(kMin, 4, 1, 10), 0, 4);    // clamped to 0
+  eq(format::sliceAxis(8, 2, -3, 10), 8, 2);      // 8, 5
+  eq(format::sliceAxis(-1, kMin, -1, 10), 9, 10); // reversed
+  eq(format::sliceAxis(5, 5, 1, 10), 5, 0);
+  eq(format::sliceAxis(0, 3, 1, 0), 0, 0);        // empty axis
+  eq(format::sliceAxis(0, -1, -1, 0), 0, 0);
+  // Steps whose ceil(span / step) overflowed span + step - 1 (fuzzed).
+  eq(format::sliceAxis(0, kMax, kMax, 8), 0, 1);
+  eq(format::sliceAxis(kMax, kMin, kMin, 8), 7, 1);
+  eq(format::sliceAxis(kMax, kMin, -kMax, 8), 7, 1);
 }
 
 } // namespace
