@@ -68,11 +68,9 @@ void dequantize(const int8_t *packed, const float *scales, const float *offsets,
     const float *m = offsets ? offsets + r * groups : nullptr;
     float *out = dense + r * k;
     for (int64_t g = 0; g < groups; ++g) {
-      for (uint32_t nib = 0; nib < 16; ++nib) {
-        // u * s is exact in f32, so this rounds once (FMA or not).
-        float scaled = (float)nibbleValue(nib, m != nullptr) * s[g];
-        value[nib] = m ? scaled + m[g] : scaled;
-      }
+      for (uint32_t nib = 0; nib < 16; ++nib)
+        value[nib] = weightValue(nibbleValue(nib, m != nullptr), s[g],
+                                 m ? &m[g] : nullptr);
       const int64_t j0 = g * groupSize;
       if (perm)
         for (int64_t j = j0; j < j0 + groupSize; j += 2) {

@@ -72,6 +72,14 @@ inline int32_t nibbleValue(uint32_t nib, bool withOffsets) {
                      : (nib < 8 ? (int32_t)nib : (int32_t)nib - 16);
 }
 
+/// The weight a code stands for: q * s, or with an offset u * s + m. The
+/// product is exact in f32, so the sum rounds once (FMA or not): every host
+/// path computes it here (the device's qcc/int4.h is held to it by test).
+inline float weightValue(int32_t code, float scale, const float *offset) {
+  float scaled = (float)code * scale;
+  return offset ? scaled + *offset : scaled;
+}
+
 /// Packs q [n, k] (each in [-8, 7], or u in [0, 15]: the low 4 bits are
 /// stored) into out [n, k/2]. k must be even.
 void pack(const int8_t *q, int64_t n, int64_t k, int8_t *out);

@@ -101,8 +101,9 @@ int8_t qcc::w4::quantizeAsymValue(double w, double s, double m) {
 }
 
 double qcc::w4::asymValue(int8_t u, double s, double m) {
-  // As format::int4::dequantize: u * s exact in f32, then one rounding.
-  return (double)((float)u * (float)s + (float)m);
+  // The backends' value (format::int4::weightValue), f32.
+  float offset = (float)m;
+  return format::int4::weightValue(u, (float)s, &offset);
 }
 
 double qcc::w4::scaleValue(uint16_t h) { return rt::halfToFloat(h); }
