@@ -51,6 +51,7 @@ failures). Python is only the driver; qcc and qrun do the work.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -135,7 +136,6 @@ def qcc_has_flag(qcc, flag):
 def decode_step_bytes(qcc, model, flags, calib, context, timeout=TIMEOUT_S):
     """Bytes one decode step reads at `context` cached tokens (qcc --report=json, the
     decode function's total; main's where the model has no decode), or None."""
-    import json
     cmd = [qcc, model] + flags + (calib if flags else []) + [
         "--report=json", f"--report-context={context}"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
