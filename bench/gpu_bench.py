@@ -339,9 +339,16 @@ def main():
                 counts = {}
                 for h in host:
                     counts[h] = counts.get(h, 0) + 1
-                notes.append("%s: %d nodes of each decode step run on the host, so decode is not "
-                             "captured in a CUDA graph: %s" % (name, len(host), "; ".join(
-                                 "%s x%d" % (h, n) for h, n in sorted(counts.items()))))
+                # Host nodes need not stop a graph: they become its prologue
+                # (GpuSession::placements); qrun's counters say what happened.
+                run = next((r for r in row["runs"] if "--bench-generate %d %d " % (b, args.context)
+                            in r.get("cmd", "")), {})
+                graphs = run.get("cuda", {}).get("graphs_captured")
+                how = ("qrun captured %d CUDA graph(s); these run before each replay" % graphs if graphs
+                       else "qrun captured no CUDA graph" if graphs == 0 else "graphs unknown")
+                notes.append("%s: %d nodes of each decode step run on the host (%s): %s" % (
+                    name, len(host), how, "; ".join(
+                        "%s x%d" % (h, n) for h, n in sorted(counts.items()))))
         if "error" in row["prefill"]:
             notes.append("%s prefill: %s" % (name, row["prefill"]["error"]))
         rows.append((name, row))

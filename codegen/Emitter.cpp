@@ -152,8 +152,8 @@ constexpr GemmTile kGemmWide[2] = {
 constexpr GemmTile kGemmNarrow[2] = {
     QCC_GEMM_TILE(GemmI8Config<64, 64, 64, 32, 32, 4>),
     QCC_GEMM_TILE(GemmF16Config<64, 64, 64, 32, 32, 4>)};
-constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 2>),
-                               QCC_GEMM_TILE(GemvF16Config<8, 4, 2>)};
+constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 1, 4>),
+                               QCC_GEMM_TILE(GemvF16Config<8, 4, 1, 4>)};
 /// The 2:4 sparse GEMM (gemm_sp.cuh): same families, BlockK 128 (a row's
 /// metadata for one K tile is one 16-byte cp.async).
 constexpr GemmTile kGemmSpWide[2] = {

@@ -24,7 +24,9 @@
 //                    (128 threads, 81,920 B smem); else <64, 64, 64, 32, 32,
 //                    4> (128 threads, 40,960 B);
 //   gemm_i8 in a function with qcc.tokens_per_row = 1 (kv-cache-layout's
-//                    decode entry point): GemvI8Config<8, 4, 2> with grid.y =
+//                    decode entry point): GemvI8Config<8, 4, 1, 4> (one column
+//                    per warp, 4 K chunks in flight per lane: the faster
+//                    of 7 configs on an H200, docs/GPU_NOTES.md) with grid.y =
 //                    ceil(M / 8) row chunks (the wrapper offsets pointers by
 //                    8 rows per y);
 //   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors a

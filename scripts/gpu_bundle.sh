@@ -3,7 +3,9 @@
 # tool's) needs to run the CUDA backend's checks: qrun and the shared
 # libraries it uses beyond the base system, the demo artifacts compiled here
 # (test/e2e/check_gpu.py's set) and that script. Writes .gpu-bundle/
-# (git-ignored), one compressed archive plus run.sh.
+# (git-ignored), one compressed archive plus run.sh. With nvcc here it also
+# builds the mma.sp layout probe and the GEMV benchmark (bench/gemv_bench.cu),
+# which run.sh runs before check_gpu.py.
 #
 #   ./scripts/gpu_bundle.sh [--bench]     # here, after ./scripts/build.sh
 #   .gpu-bundle/run.sh [--no-reference] [--bench-only]
@@ -75,6 +77,11 @@ cp bench/gpu_reference.py "$STAGE/qcc-gpu/"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
   "$NVCC" -std=c++17 -O2 -arch=sm_90 -I. test/e2e/mma_sp_layout.cu -o "$STAGE/qcc-gpu/mma_sp_layout"
+  # The decode GEMV's configs side by side (bench/gemv_bench.cu); the kernel
+  # headers include each other as qcc/<name>.
+  mkdir -p "$STAGE/include"
+  ln -s "$PWD/codegen/kernels" "$STAGE/include/qcc"
+  "$NVCC" -std=c++17 -O3 -arch=sm_90 -I"$STAGE/include" -I. bench/gemv_bench.cu -o "$STAGE/qcc-gpu/gemv_bench"
 fi
 if [ $BENCH = 1 ]; then
   # Issue 12's 1B LLaMA, compiled one at a time (each takes ~13 GB of memory).
@@ -126,6 +133,9 @@ if [ $CHECKS = 1 ]; then
   if [ -x "$DEST/qcc-gpu/mma_sp_layout" ]; then
     "$DEST/qcc-gpu/mma_sp_layout" || status=1
   fi
+  if [ -x "$DEST/qcc-gpu/gemv_bench" ]; then
+    "$DEST/qcc-gpu/gemv_bench" || status=1
+  fi
   "${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" || status=$?
   # Per-kernel timings (CUDA events) of each artifact, whatever the checks
   # said: the table on stdout, JSON under $OUT when the device tool gives one.
@@ -151,6 +161,12 @@ if [ -d "$DEST/qcc-gpu/bench" ]; then
       --reference "$REF" --json "${OUT:-/tmp}/gpu-bench.json" --profile-dir "${OUT:-/tmp}" || status=1
   else
     echo "gpu_bench.py skipped: it needs gpu_reference.py's JSON of this run"
+  fi
+  # Where a W8A8 decode step's time goes (eager, an event per node).
+  if [ -f "$DEST/qcc-gpu/bench/w8a8.qpkg" ]; then
+    echo "== profile: 1B w8a8 decode (--bench-generate 1 512 16)"
+    "$Q" "$DEST/qcc-gpu/bench/w8a8.qpkg" --backend=cuda --bench-generate 1 512 16 --profile \
+      --profile-json "${OUT:-/tmp}/profile-1b-w8a8-decode.json" || echo "profile failed"
   fi
 fi
 exit $status

@@ -60,10 +60,12 @@ struct GemmF16Config
     : GemmTcConfig<2, BlockM, BlockN, BlockK, WarpM, WarpN, Stages> {};
 
 /// The skinny GEMV (M <= MaxM rows): each warp computes ColsPerWarp output
-/// columns for all rows.
-template <int ElemBytes, int MaxM, int Warps, int ColsPerWarp>
+/// columns for all rows; each lane keeps KSteps * ColsPerWarp 16-byte weight
+/// loads in flight (gemv_mainloop; the 2:4 and int4 GEMVs load one step).
+template <int ElemBytes, int MaxM, int Warps, int ColsPerWarp, int KSteps = 1>
 struct GemvConfig {
   static constexpr int kMaxM = MaxM, kWarps = Warps, kColsPerWarp = ColsPerWarp;
+  static constexpr int kKSteps = KSteps;
   /// blockDim.x.
   static constexpr int kThreads = 32 * Warps;
   static constexpr int kColsPerBlock = Warps * ColsPerWarp;
@@ -75,12 +77,13 @@ struct GemvConfig {
   static constexpr int kKMultiple = 16 / ElemBytes;
   static_assert(MaxM >= 1 && MaxM <= 32, "skinny path: 1 <= MaxM <= 32");
   static_assert(Warps >= 1 && Warps <= 32 && ColsPerWarp >= 1, "");
+  static_assert(KSteps >= 1 && KSteps <= 8, "");
 };
 
-template <int MaxM, int Warps, int ColsPerWarp>
-struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp> {};
-template <int MaxM, int Warps, int ColsPerWarp>
-struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp> {};
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1>
+struct GemvI8Config : GemvConfig<1, MaxM, Warps, ColsPerWarp, KSteps> {};
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1>
+struct GemvF16Config : GemvConfig<2, MaxM, Warps, ColsPerWarp, KSteps> {};
 /// W4A16 (gemv_w4.cuh): f16 activations, packed int4 weights; prefill tiles
 /// M over gridDim.y = ceil(M / MaxM). A lane reads 32 stored columns per
 /// step, so K (and the group size) must be multiples of 32.

@@ -311,16 +311,23 @@ QCC_DEVICE void gemv_reduce_visit(Acc (&acc)[ColsPerWarp][MaxM], int lane,
         epi.visit(acc[c][m], m, n0 + c);
 }
 
-template <class Dot, int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+/// KSteps: how many 512-byte K chunks (32 lanes x 16 bytes) of each weight
+/// row a lane loads before it uses the first, so that KSteps * ColsPerWarp
+/// 16-byte loads per lane are in flight: decode is a stream of weight bytes,
+/// and with one chunk at a time a warp waits a full memory latency per 1 KB.
+template <class Dot, int MaxM, int Warps, int ColsPerWarp, int KSteps,
+          class Epilogue>
 QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
                               const typename Dot::Element *B, int M, int N,
                               int K, const Epilogue &epi) {
+  static_assert(KSteps >= 1, "");
   typedef typename Dot::Acc Acc;
   const char *gA = reinterpret_cast<const char *>(A);
   const char *gB = reinterpret_cast<const char *>(B);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * Warps + warp) * ColsPerWarp;
   const int KB = K * Dot::kElemBytes;
+  constexpr int kChunk = 32 * 16;
 
   Acc acc[ColsPerWarp][MaxM];
 #pragma unroll
@@ -329,22 +336,31 @@ QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
     for (int m = 0; m < MaxM; ++m)
       acc[c][m] = Acc(0);
 
-  for (int kb = lane * 16; kb < KB; kb += 32 * 16) {
-    int4 w[ColsPerWarp];
+  for (int kb0 = lane * 16; kb0 < KB; kb0 += KSteps * kChunk) {
+    int4 w[KSteps][ColsPerWarp];
 #pragma unroll
-    for (int c = 0; c < ColsPerWarp; ++c)
-      w[c] = n0 + c < N
-                 ? detail::ld_stream_16(gB + static_cast<int64_t>(n0 + c) * KB + kb)
-                 : make_int4(0, 0, 0, 0);
+    for (int s = 0; s < KSteps; ++s)
 #pragma unroll
-    for (int m = 0; m < MaxM; ++m)
-      if (m < M) {
-        int4 a = __ldg(reinterpret_cast<const int4 *>(
-            gA + static_cast<int64_t>(m) * KB + kb));
+      for (int c = 0; c < ColsPerWarp; ++c)
+        w[s][c] = n0 + c < N && kb0 + s * kChunk < KB
+                      ? detail::ld_stream_16(gB + static_cast<int64_t>(n0 + c) * KB +
+                                             kb0 + s * kChunk)
+                      : make_int4(0, 0, 0, 0);
 #pragma unroll
-        for (int c = 0; c < ColsPerWarp; ++c)
-          acc[c][m] = Dot::dot(a, w[c], acc[c][m]);
-      }
+    for (int s = 0; s < KSteps; ++s) {
+      const int kb = kb0 + s * kChunk;
+      if (kb >= KB) // past K: the activation row is not there to read
+        break;
+#pragma unroll
+      for (int m = 0; m < MaxM; ++m)
+        if (m < M) {
+          int4 a = __ldg(reinterpret_cast<const int4 *>(
+              gA + static_cast<int64_t>(m) * KB + kb));
+#pragma unroll
+          for (int c = 0; c < ColsPerWarp; ++c)
+            acc[c][m] = Dot::dot(a, w[s][c], acc[c][m]);
+        }
+    }
   }
 
   gemv_reduce_visit<ColsPerWarp, MaxM>(acc, lane, M, N, n0, epi);

@@ -57,19 +57,20 @@ QCC_DEVICE void gemm_bf16_mainloop(const __nv_bfloat16 *A,
 }
 #endif
 
-template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue>
 QCC_DEVICE void gemv_f16(const __half *A, const __half *B, int M, int N, int K,
                          Epilogue epi) {
   static_assert(!Epilogue::kIntInput,
                 "gemv_f16: the epilogue takes the f32 accumulator");
-  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N,
+                                                                   K, epi);
 }
 
 /// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM).
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_f16(const GemmParams<__half> &p, Epilogue epi) {
-  gemv_f16<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(p.A, p.B, p.M, p.N,
-                                                       p.K, epi);
+  gemv_f16<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
+      p.A, p.B, p.M, p.N, p.K, epi);
 }
 
 /// The f32 GEMM's first step, x (f32) -> x16 (f16, round to nearest even):
@@ -86,12 +87,13 @@ QCC_DEVICE void cast_f32_to_f16(const CastF32ToF16Params &p) {
     p.x16[i] = __float2half_rn(p.x[i]);
 }
 
-template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue>
 QCC_DEVICE void gemv_bf16(const __nv_bfloat16 *A, const __nv_bfloat16 *B,
                           int M, int N, int K, Epilogue epi) {
   static_assert(!Epilogue::kIntInput,
                 "gemv_bf16: the epilogue takes the f32 accumulator");
-  gemv_mainloop<detail::DotBF16, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+  gemv_mainloop<detail::DotBF16, MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N,
+                                                                    K, epi);
 }
 
 } // namespace qcc

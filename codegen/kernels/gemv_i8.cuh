@@ -4,7 +4,7 @@
 // via __dp4a), for M <= MaxM rows (decode). Each warp computes ColsPerWarp
 // output columns for all M rows with 16-byte loads of weight rows.
 //
-//   typedef qcc::GemvI8Config<8, 4, 2> Cfg;   // MaxM, Warps, ColsPerWarp
+//   typedef qcc::GemvI8Config<8, 4, 2, 4> Cfg; // MaxM, Warps, ColsPerWarp, KSteps
 //   extern "C" __global__ void __launch_bounds__(Cfg::kThreads)
 //   qcc_k8(...) {
 //     qcc::GemmParams<qcc::int8_t> p = {x, w, M, N, K};
@@ -23,20 +23,21 @@
 
 namespace qcc {
 
-template <int MaxM, int Warps, int ColsPerWarp, class Epilogue>
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue>
 QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
                         Epilogue epi) {
   static_assert(Epilogue::kIntInput,
                 "gemv_i8: the epilogue must start with an int32 stage "
                 "(DequantPerTokenPerChannel or StoreI32)");
-  gemv_mainloop<detail::DotS8, MaxM, Warps, ColsPerWarp>(A, B, M, N, K, epi);
+  gemv_mainloop<detail::DotS8, MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N, K,
+                                                                  epi);
 }
 
 /// `Cfg` (a GemvI8Config) over `p` (p.M <= Cfg::kMaxM).
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_i8(const GemmParams<int8_t> &p, Epilogue epi) {
-  gemv_i8<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp>(p.A, p.B, p.M, p.N, p.K,
-                                                      epi);
+  gemv_i8<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
+      p.A, p.B, p.M, p.N, p.K, epi);
 }
 
 } // namespace qcc

@@ -25,7 +25,7 @@ func.func @prefill(%q: tensor<?x?x256xf32>, %k: tensor<?x?x256xf32>, %v: tensor<
 }
 
 // CHECK-LABEL: ===== unit qcc_decode_k0 (regions: decode/k0) kind gemm_i8
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_decode_k0","grid":{"x":96,"y":{"ceil_div":["M",8]},"z":1},"params":[{"name":"x","operand":0},{"name":"w","operand":3},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"ws","operand":4},{"name":"wsum","operand":5},{"name":"bias","operand":6},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}]}]
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_decode_k0","grid":{"x":192,"y":{"ceil_div":["M",8]},"z":1},"params":[{"name":"x","operand":0},{"name":"w","operand":3},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"ws","operand":4},{"name":"wsum","operand":5},{"name":"bias","operand":6},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}]}]
 // CHECK: #include "qcc/gemv_i8.cuh"
 // CHECK: GemvI8Config
 // CHECK: qcc_decode_k0(

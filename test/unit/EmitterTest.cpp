@@ -112,7 +112,8 @@ TEST(EmitterTest, HeuristicTilesFitSm80) {
   EXPECT_LE((qcc::GemmF16Config<128, 128, 64, 64, 64, 4>::kSmemBytes),
             kMaxDynamicSmemSm80);
   EXPECT_EQ((qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kThreads), 128);
-  EXPECT_EQ((qcc::GemvI8Config<8, 4, 2>::kThreads), 128);
+  EXPECT_EQ((qcc::GemvI8Config<8, 4, 1, 4>::kThreads), 128);
+  EXPECT_EQ((qcc::GemvI8Config<8, 4, 1, 4>::kBlockN), 4);
   EXPECT_EQ((qcc::AttnPrefillLaunch<64, 64, 64, 4>::kDynamicSmemBytes), 49408);
   EXPECT_EQ((qcc::AttnPrefillLaunch<128, 32, 64, 4>::kDynamicSmemBytes),
             82176);
@@ -223,8 +224,8 @@ TEST(EmitterTest, ConfigHeadersCompileOnTheDevice) {
         qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kSmemBytes);
   check("qcc::GemmF16Config<64, 64, 64, 32, 32, 4>::kThreads",
         qcc::GemmF16Config<64, 64, 64, 32, 32, 4>::kThreads);
-  check("qcc::GemvF16Config<8, 4, 2>::kBlockN",
-        qcc::GemvF16Config<8, 4, 2>::kBlockN);
+  check("qcc::GemvF16Config<8, 4, 1, 4>::kBlockN",
+        qcc::GemvF16Config<8, 4, 1, 4>::kBlockN);
   check("qcc::AttnPrefillLaunch<96, 32, 64, 4>::kDynamicSmemBytes",
         qcc::AttnPrefillLaunch<96, 32, 64, 4>::kDynamicSmemBytes);
   check("qcc::normBlockThreads(8192)", qcc::normBlockThreads(8192));

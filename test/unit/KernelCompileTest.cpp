@@ -161,7 +161,9 @@ const char *kGemvI8 = R"(
 
 typedef qcc::GemvI8Config<8, 4, 2> Wide;
 typedef qcc::GemvI8Config<1, 8, 1> One;
+typedef qcc::GemvI8Config<8, 4, 2, 4> Deep; // 4 K chunks in flight per column
 static_assert(Wide::kThreads == 128 && Wide::kBlockN == 8, "");
+static_assert(Wide::kKSteps == 1 && Deep::kKSteps == 4, "");
 static_assert(One::kThreads == 256 && One::kSmemBytes == 0, "");
 
 #define QCC_GEMV_I8(NAME, CFG, EPI, MAKE)                                      \
@@ -170,8 +172,8 @@ static_assert(One::kThreads == 256 && One::kSmemBytes == 0, "");
        const qcc::int32_t *xz, const float *ws, const qcc::int32_t *wsum,      \
        const __half *bias, const float *res, void *y, int M, int N, int K) {   \
     qcc::EPI epi MAKE;                                                         \
-    qcc::gemv_i8<CFG::kMaxM, CFG::kWarps, CFG::kColsPerWarp>(x, w, M, N, K,    \
-                                                             epi);             \
+    qcc::gemv_i8<CFG::kMaxM, CFG::kWarps, CFG::kColsPerWarp, CFG::kKSteps>(    \
+        x, w, M, N, K, epi);                                                   \
   }
 
 #define EPI_A Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<__half>,      \
@@ -190,6 +192,8 @@ QCC_GEMV_I8(gemv_i8_wide_a, Wide, EPI_A, MAKE_A)
 QCC_GEMV_I8(gemv_i8_wide_b, Wide, EPI_B, MAKE_B)
 QCC_GEMV_I8(gemv_i8_one_a, One, EPI_A, MAKE_A)
 QCC_GEMV_I8(gemv_i8_one_b, One, EPI_B, MAKE_B)
+QCC_GEMV_I8(gemv_i8_deep_a, Deep, EPI_A, MAKE_A)
+QCC_GEMV_I8(gemv_i8_deep_b, Deep, EPI_B, MAKE_B)
 )";
 
 /// W4A16 (gemv_w4.cuh): the decode shape (one row of blocks) and a prefill
@@ -261,18 +265,20 @@ QCC_GEMM_F16(gemm_bf16_big_a, gemm_bf16_mainloop, __nv_bfloat16, Big, EpiA,
 
 typedef qcc::GemvF16Config<8, 4, 2> V8;
 typedef qcc::GemvF16Config<2, 8, 1> V2;
+typedef qcc::GemvF16Config<8, 4, 2, 4> V8Deep;
 #define QCC_GEMV_F16(NAME, ENTRY, T, CFG, EPI, MAKE)                           \
   extern "C" __global__ void __launch_bounds__(CFG::kThreads)                  \
   NAME(const T *x, const T *w, const __half *bias, const __half *res,          \
        void *y, int M, int N, int K) {                                         \
     EPI epi MAKE;                                                              \
-    qcc::ENTRY<CFG::kMaxM, CFG::kWarps, CFG::kColsPerWarp>(x, w, M, N, K,      \
-                                                           epi);               \
+    qcc::ENTRY<CFG::kMaxM, CFG::kWarps, CFG::kColsPerWarp, CFG::kKSteps>(      \
+        x, w, M, N, K, epi);                                                   \
   }
 QCC_GEMV_F16(gemv_f16_8_a, gemv_f16, __half, V8, EpiA, MAKE_A)
 QCC_GEMV_F16(gemv_f16_8_b, gemv_f16, __half, V8, EpiB, MAKE_B)
 QCC_GEMV_F16(gemv_f16_2_a, gemv_f16, __half, V2, EpiA, MAKE_A)
 QCC_GEMV_F16(gemv_f16_2_b, gemv_f16, __half, V2, EpiB, MAKE_B)
+QCC_GEMV_F16(gemv_f16_8deep_a, gemv_f16, __half, V8Deep, EpiA, MAKE_A)
 QCC_GEMV_F16(gemv_bf16_8_a, gemv_bf16, __nv_bfloat16, V8, EpiA, MAKE_A)
 )";
 
@@ -424,7 +430,7 @@ TEST(KernelCompileTest, GemmI8Mixed) {
 
 TEST(KernelCompileTest, GemvI8) {
   expectCompiles(kGemvI8, {"gemv_i8_wide_a", "gemv_i8_wide_b", "gemv_i8_one_a",
-                           "gemv_i8_one_b"});
+                           "gemv_i8_one_b", "gemv_i8_deep_a", "gemv_i8_deep_b"});
 }
 
 TEST(KernelCompileTest, GemvW4) {
@@ -437,7 +443,7 @@ TEST(KernelCompileTest, GemmF16) {
                  {"gemm_f16_big_a", "gemm_f16_big_b", "gemm_f16_wide_a",
                   "gemm_f16_wide_b", "gemm_bf16_big_a", "gemv_f16_8_a",
                   "gemv_f16_8_b", "gemv_f16_2_a", "gemv_f16_2_b",
-                  "gemv_bf16_8_a"});
+                  "gemv_f16_8deep_a", "gemv_bf16_8_a"});
 }
 
 TEST(KernelCompileTest, GemmSp) {
