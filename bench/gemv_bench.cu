@@ -9,8 +9,9 @@
 // 1. Correctness of every config: int32 outputs (StoreI32) equal the CPU's
 //    exactly, f16 within 1e-3 relative (f32 accumulation of f16 products in
 //    a different order), at a K with a partial last chunk and an N that is
-//    not a multiple of the block, with M = 1 and M = 8.
-// 2. Speed: each (config, shape, M) as a CUDA graph of 64 launches over
+//    not a multiple of the block, with M = 1, 8 and 20 (M > MaxM: row
+//    chunks over grid.y, as the emitter's wrapper launches them).
+// 2. Speed (M = 1, 8, 32): each (config, shape, M) as a CUDA graph of 64 launches over
 //    distinct weights (256 MB and more, so L2 holds none of it), median of 7
 //    replays; and one whole decode step's GEMVs (16 layers of q, k, v, o,
 //    gate, up, down plus the LM head) in one graph. GB/s counts weight bytes
@@ -46,25 +47,39 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     gemvI8Dequant(const qcc::int8_t *x, const qcc::int8_t *w, const float *xs,
                   const float *ws, const qcc::int32_t *wsum, float *y, int M,
                   int N, int K) {
+  // Row chunk blockIdx.y, as the emitter's wrapper does (codegen/Emitter.cpp).
+  const int m0 = blockIdx.y * Cfg::kMaxM;
+  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;
+  x += (long long)m0 * K;
+  xs += m0;
+  y += (long long)m0 * N;
   qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::StoreF32> epi(
       qcc::DequantPerTokenPerChannel{xs, 1, nullptr, 0, ws, wsum},
       qcc::StoreF32{y, N});
-  qcc::GemmParams<qcc::int8_t> p = {x, w, M, N, K};
+  qcc::GemmParams<qcc::int8_t> p = {x, w, rows, N, K};
   qcc::gemv_i8<Cfg>(p, epi);
 }
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads)
     gemvI8Exact(const qcc::int8_t *x, const qcc::int8_t *w, qcc::int32_t *y,
                 int M, int N, int K) {
+  const int m0 = blockIdx.y * Cfg::kMaxM;
+  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;
+  x += (long long)m0 * K;
+  y += (long long)m0 * N;
   qcc::Chain<qcc::StoreI32> epi(qcc::StoreI32{y, N});
-  qcc::GemmParams<qcc::int8_t> p = {x, w, M, N, K};
+  qcc::GemmParams<qcc::int8_t> p = {x, w, rows, N, K};
   qcc::gemv_i8<Cfg>(p, epi);
 }
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads)
     gemvF16(const __half *x, const __half *w, float *y, int M, int N, int K) {
+  const int m0 = blockIdx.y * Cfg::kMaxM;
+  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;
+  x += (long long)m0 * K;
+  y += (long long)m0 * N;
   qcc::Chain<qcc::StoreF32> epi(qcc::StoreF32{y, N});
-  qcc::GemmParams<__half> p = {x, w, M, N, K};
+  qcc::GemmParams<__half> p = {x, w, rows, N, K};
   qcc::gemv_f16<Cfg>(p, epi);
 }
 
@@ -131,7 +146,7 @@ int failures = 0;
 template <class Cfg> void checkI8(const char *name, cudaStream_t st) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> d(-127, 127);
-  for (int M : {1, 8}) {
+  for (int M : {1, 8, 20}) {
     const int N = 1000, K = 2064; // N % kBlockN != 0; K ends in a partial chunk
     std::vector<int8_t> x(size_t(M) * K), w(size_t(N) * K);
     for (auto &v : x) v = int8_t(d(rng));
@@ -168,7 +183,7 @@ template <class Cfg> void checkI8(const char *name, cudaStream_t st) {
 template <class Cfg> void checkF16(const char *name, cudaStream_t st) {
   std::mt19937 rng(11);
   std::normal_distribution<float> d(0.f, 1.f);
-  for (int M : {1, 8}) {
+  for (int M : {1, 8, 20}) {
     const int N = 1000, K = 2056;
     std::vector<__half> x(size_t(M) * K), w(size_t(N) * K);
     for (auto &v : x) v = __float2half(d(rng));
@@ -222,7 +237,7 @@ void timeConfig(const char *name, Bufs &b, cudaStream_t st, double copyGBs) {
           (const qcc::int8_t *)b.x, (const qcc::int8_t *)(b.w + off), b.xs,
           b.ws, b.wsum, b.y, M, N, K);
   };
-  for (int M : {1, 8}) {
+  for (int M : {1, 8, 32}) {
     std::string line;
     std::vector<Shape> shapes(std::begin(kLayer), std::end(kLayer));
     shapes.push_back(kHead);
@@ -281,6 +296,10 @@ int main() {
   CHECK_I8(8, 8, 1, 4);
   CHECK_I8(8, 4, 4, 2);
   CHECK_I8(8, 4, 2, 8);
+  CHECK_I8(8, 4, 4, 1);
+  CHECK_I8(16, 4, 2, 2);
+  CHECK_I8(32, 4, 2, 1);
+  CHECK_I8(32, 4, 1, 2);
   CHECK_F16(8, 4, 2, 1);
   CHECK_F16(8, 4, 2, 4);
   CHECK_F16(8, 4, 1, 4);
@@ -306,13 +325,13 @@ int main() {
   std::printf("copy (1 GiB device to device, read + write): %.0f GB/s\n", copyGBs);
   CHECK(cudaFree(c0));
 
-  CHECK(cudaMalloc(&b.x, 8 * 32000 * 2));
-  CHECK(cudaMemset(b.x, 0x21, 8 * 32000 * 2));
-  CHECK(cudaMalloc(&b.xs, 8 * 4));
+  CHECK(cudaMalloc(&b.x, 32 * 5632 * 2));
+  CHECK(cudaMemset(b.x, 0x21, 32 * 5632 * 2));
+  CHECK(cudaMalloc(&b.xs, 32 * 4));
   CHECK(cudaMalloc(&b.ws, 32000 * 4));
   CHECK(cudaMalloc(&b.wsum, 32000 * 4));
-  CHECK(cudaMalloc(&b.y, size_t(8) * 32000 * 4));
-  CHECK(cudaMemset(b.xs, 0, 8 * 4));
+  CHECK(cudaMalloc(&b.y, size_t(32) * 32000 * 4));
+  CHECK(cudaMemset(b.xs, 0, 32 * 4));
   CHECK(cudaMemset(b.ws, 0, 32000 * 4));
   CHECK(cudaMemset(b.wsum, 0, 32000 * 4));
 
@@ -326,6 +345,10 @@ int main() {
   TIME_I8(8, 8, 1, 4);
   TIME_I8(8, 4, 4, 2);
   TIME_I8(8, 4, 2, 8);
+  TIME_I8(8, 4, 4, 1);
+  TIME_I8(16, 4, 2, 2);
+  TIME_I8(32, 4, 2, 1);
+  TIME_I8(32, 4, 1, 2);
   TIME_F16(8, 4, 2, 1);
   TIME_F16(8, 4, 2, 4);
   TIME_F16(8, 4, 1, 4);

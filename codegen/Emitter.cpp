@@ -58,6 +58,13 @@ LaunchStep step(std::string suffix, unsigned threads, Expr gx, Expr gy = 1,
   return s;
 }
 
+void replaceAll(std::string &s, const std::string &from,
+                const std::string &to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;
+       pos += to.size())
+    s.replace(pos, from.size(), to);
+}
+
 RankedTensorType tensorOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
@@ -152,8 +159,15 @@ constexpr GemmTile kGemmWide[2] = {
 constexpr GemmTile kGemmNarrow[2] = {
     QCC_GEMM_TILE(GemmI8Config<64, 64, 64, 32, 32, 4>),
     QCC_GEMM_TILE(GemmF16Config<64, 64, 64, 32, 32, 4>)};
+/// Decode GEMVs, picked at run time by the rows of the call (bench/gemv_bench.cu
+/// on an H200, docs/GPU_NOTES.md): up to 8 rows, one column per warp with 4 K
+/// chunks in flight per lane; more rows (row chunks over grid.y), two columns
+/// per warp, one chunk: its fewer, lighter blocks keep the chunks that share a
+/// weight row resident together, so the weight comes from L2 after the first.
 constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 1, 4>),
                                QCC_GEMM_TILE(GemvF16Config<8, 4, 1, 4>)};
+constexpr GemmTile kGemvRows[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 2>),
+                                   QCC_GEMM_TILE(GemvF16Config<8, 4, 2>)};
 /// The 2:4 sparse GEMM (gemm_sp.cuh): same families, BlockK 128 (a row's
 /// metadata for one K tile is one 16-byte cp.async).
 constexpr GemmTile kGemmSpWide[2] = {
@@ -418,6 +432,10 @@ Unit emitGemm(const Region &r) {
                             : i8     ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
                                      : "gemm_f16.cuh"});
   const GemmTile &tile = w4 ? gemmW4Tile(decode) : gemmTile(i8, sparse, decode, N);
+  // A dense decode GEMV has a second entry for calls of more than one row
+  // chunk (kGemvRows); each launches only when its rows are given.
+  const GemmTile *rowsTile =
+      decode && !w4 && !sparse ? &kGemvRows[i8 ? 0 : 1] : nullptr;
   src += "typedef " + std::string(tile.type) + " Cfg;\n";
   std::string gemmParams =
       sparse ? "  qcc::GemmSpParams<" + elem + "> p = {x, wv, wmeta, " +
@@ -451,7 +469,25 @@ Unit emitGemm(const Region &r) {
   LaunchStep main =
       step("", tile.threads, (N + tile.blockN - 1) / tile.blockN,
            Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
-  main.params = std::move(plist);
+  main.params = plist;
+  std::optional<LaunchStep> rowsStep;
+  if (rowsTile) {
+    assert(rowsTile->blockM == tile.blockM && "one row chunk means the same in both");
+    // The same body over the other configuration.
+    std::string rowsCall = call;
+    replaceAll(rowsCall, "Cfg::", "CfgRows::");
+    replaceAll(rowsCall, "<Cfg>", "<CfgRows>");
+    src += "typedef " + std::string(rowsTile->type) + " CfgRows;\n" +
+           "extern \"C\" __global__ void __launch_bounds__(CfgRows::kThreads)\n" +
+           kEntry + "_rows(" + sig + ") {\n" + rowsCall + "}\n";
+    rowsStep = step("_rows", rowsTile->threads,
+                    (N + rowsTile->blockN - 1) / rowsTile->blockN,
+                    Expr::ceilDiv(M, rowsTile->blockM), 1, rowsTile->smem);
+    rowsStep->name = "rows";
+    rowsStep->params = std::move(plist);
+    rowsStep->when = Expr::gt(M, tile.blockM);
+    main.when = Expr::gt(tile.blockM + 1, M);
+  }
   if (fromF32) {
     // Step 1: x (f32) -> workspace x16 (f16, round to nearest even).
     using Cast = qcc::CastF32ToF16Config;
@@ -471,6 +507,8 @@ Unit emitGemm(const Region &r) {
   }
   u.source = src;
   u.launch.steps.push_back(std::move(main));
+  if (rowsStep)
+    u.launch.steps.push_back(std::move(*rowsStep));
   return u;
 }
 
@@ -1055,12 +1093,6 @@ bool takesOneTokenPerRow(func::FuncOp fn) {
   return tokens && tokens.getInt() == 1;
 }
 
-void replaceAll(std::string &s, const std::string &from,
-                const std::string &to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;
-       pos += to.size())
-    s.replace(pos, from.size(), to);
-}
 
 } // namespace
 

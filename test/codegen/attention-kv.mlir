@@ -25,11 +25,15 @@ func.func @prefill(%q: tensor<?x?x256xf32>, %k: tensor<?x?x256xf32>, %v: tensor<
 }
 
 // CHECK-LABEL: ===== unit qcc_decode_k0 (regions: decode/k0) kind gemm_i8
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_decode_k0","grid":{"x":192,"y":{"ceil_div":["M",8]},"z":1},"params":[{"name":"x","operand":0},{"name":"w","operand":3},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"ws","operand":4},{"name":"wsum","operand":5},{"name":"bias","operand":6},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}]}]
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_decode_k0","grid":{"x":192,"y":{"ceil_div":["M",8]},"z":1},"params":[{"name":"x","operand":0},{"name":"w","operand":3},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"ws","operand":4},{"name":"wsum","operand":5},{"name":"bias","operand":6},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}],"when":{"gt":[9,"M"]}},{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_decode_k0_rows","grid":{"x":96,"y":{"ceil_div":["M",8]},"z":1},"name":"rows",
 // CHECK: #include "qcc/gemv_i8.cuh"
-// CHECK: GemvI8Config
+// CHECK: typedef qcc::GemvI8Config<8, 4, 1, 4> Cfg;
 // CHECK: qcc_decode_k0(
-// CHECK: qcc::gemv_i8<
+// CHECK: qcc::gemv_i8<Cfg>(p, epi);
+// CHECK: typedef qcc::GemvI8Config<8, 4, 2> CfgRows;
+// CHECK: qcc_decode_k0_rows(
+// CHECK: const int m0 = blockIdx.y * CfgRows::kMaxM;
+// CHECK: qcc::gemv_i8<CfgRows>(p, epi);
 
 // CHECK-LABEL: ===== unit qcc_decode_k1 (regions: decode/k1) kind attention
 // CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_decode_k1","grid":{"x":"splits","y":4,"z":"batch"},"name":"split","params":[{"name":"q","operand":0},{"name":"k","operand":1},{"name":"v","operand":2},{"name":"out","result":0},{"name":"ws_ml","workspace":"ml"},{"name":"ws_acc","workspace":"acc"},{"int":"batch","name":"batch"},{"int":4,"name":"num_heads"},{"int":4,"name":"num_kv_heads"},{"float":0.125,"name":"scale"},{"name":"cached_lens","runtime":"cached_lens"},{"name":"valid_lens","runtime":"valid_lens"},{"name":"k_scales","runtime":"kv_cache.k_scales"},{"name":"v_scales","runtime":"kv_cache.v_scales"},{"name":"v_token_scales","runtime":"kv_cache.v_token_scales"},{"int":4,"name":"layers"},{"int":3,"name":"layer"},{"name":"cache","runtime":"kv_cache.pool"},{"name":"table","runtime":"kv_cache.block_table"},{"name":"table_stride","runtime":"kv_cache.max_blocks_per_seq"},{"int":16,"name":"tokens"}]}

@@ -104,6 +104,37 @@ TEST(EmitterTest, DemoLaunchesFitSm80) {
   EXPECT_GT(steps, r.kernels.size()); // decode attention: split + combine
 }
 
+/// A dense decode GEMV launches exactly one of its two entries: the
+/// one-chunk configuration up to 8 rows, the row-chunk one above
+/// (kGemv / kGemvRows, measured on an H200: docs/GPU_NOTES.md).
+TEST(EmitterTest, DecodeGemvPicksItsConfigByRows) {
+  mlir::MLIRContext ctx;
+  EmitResult r = emitDemo(ctx);
+  int gemvs = 0;
+  for (const EmittedKernel &k : r.kernels) {
+    if (k.function != "decode" || k.kind != qcc::format::KernelKind::GemmI8)
+      continue;
+    ++gemvs;
+    ASSERT_EQ(k.launch.steps.size(), 2u) << k.name;
+    for (int64_t M : {1, 2, 8, 9, 17, 32}) {
+      std::vector<int64_t> shape{M, 1, 64};
+      qcc::format::ExprEvaluator eval(
+          k.launch, {[&](qcc::format::TensorRef) -> const std::vector<int64_t> & {
+                       return shape;
+                     },
+                     [](qcc::format::RuntimeSize) -> int64_t { return 0; }});
+      std::vector<std::string> launched;
+      for (const auto &step : k.launch.steps)
+        if (!step.when || eval(*step.when) != 0)
+          launched.push_back(step.entry);
+      ASSERT_EQ(launched.size(), 1u) << k.name << " M=" << M;
+      EXPECT_EQ(launched[0], M <= 8 ? k.entry : k.entry + "_rows")
+          << k.name << " M=" << M;
+    }
+  }
+  EXPECT_GT(gemvs, 0);
+}
+
 TEST(EmitterTest, HeuristicTilesFitSm80) {
   // The tiles the heuristics can choose (Emitter.h); AttnPrefillLaunch
   // static_asserts its own sm_80 limit.
