@@ -171,8 +171,8 @@ struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
 std::optional<int64_t> getIntSplat(Value v) {
   if (!v || !isa<IntegerType>(getElementTypeOrSelf(v.getType())))
     return std::nullopt;
-  if (auto s = getSplatValue(v))
-    return (int64_t)*s;
+  if (auto s = getIntSplatValue(v))
+    return *s;
   if (auto cos = v.getDefiningOp<ConstantOfShapeOp>()) {
     auto dense = dyn_cast<DenseIntElementsAttr>(cos.getValue());
     if (dense && dense.getNumElements() == 1)
@@ -181,8 +181,8 @@ std::optional<int64_t> getIntSplat(Value v) {
   }
   if (auto mul = v.getDefiningOp<MulOp>()) {
     auto a = getIntSplat(mul.getLhs()), b = getIntSplat(mul.getRhs());
-    if (a && b)
-      return *a * *b;
+    if (a && b) // a product that overflows is no splat we can fold
+      return format::checkedMul(*a, *b);
   }
   return std::nullopt;
 }

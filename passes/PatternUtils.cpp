@@ -39,6 +39,18 @@ std::optional<double> qcc::getSplatValue(Value v) {
   return std::nullopt;
 }
 
+std::optional<int64_t> qcc::getIntSplatValue(Value v) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(getConstant(v));
+  if (!dense || !dense.isSplat() || !isa<IntegerType>(dense.getElementType()))
+    return std::nullopt;
+  if (dense.getElementType().isInteger(1))
+    return dense.getSplatValue<bool>() ? 1 : 0;
+  APInt value = dense.getSplatValue<APInt>();
+  if (value.getBitWidth() > 64)
+    return std::nullopt;
+  return value.getSExtValue();
+}
+
 bool qcc::isSplatNear(Value v, double expected, double rtol) {
   auto value = getSplatValue(v);
   return value && std::abs(*value - expected) <=

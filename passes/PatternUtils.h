@@ -42,6 +42,11 @@ mlir::ElementsAttr getConstant(mlir::Value v);
 /// integer), as a double; std::nullopt otherwise.
 std::optional<double> getSplatValue(mlir::Value v);
 
+/// The value of an integer constant whose elements are all equal, exactly
+/// (getSplatValue's double cannot hold every int64); std::nullopt for floats
+/// and integers wider than 64 bits.
+std::optional<int64_t> getIntSplatValue(mlir::Value v);
+
 /// True if `v` is a constant splat equal to `expected` within a relative
 /// tolerance `rtol` (exporters print constants such as 1/sqrt(2) in float32).
 bool isSplatNear(mlir::Value v, double expected, double rtol = 1e-5);
