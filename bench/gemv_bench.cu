@@ -39,6 +39,15 @@
     }                                                                          \
   } while (0)
 
+// Row chunk blockIdx.y of M rows, as the emitter's wrapper launches a decode
+// GEMV (codegen/Emitter.cpp): its first row and how many rows it has.
+template <class Cfg> struct RowChunk {
+  int m0, rows;
+  __device__ RowChunk(int M)
+      : m0(blockIdx.y * Cfg::kMaxM),
+        rows(M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM) {}
+};
+
 // The epilogues the artifacts use for these GEMVs (per-token x per-channel
 // dequantization into f32; f16 straight to f32), and StoreI32 for the exact
 // check.
@@ -47,39 +56,28 @@ __global__ void __launch_bounds__(Cfg::kThreads)
     gemvI8Dequant(const qcc::int8_t *x, const qcc::int8_t *w, const float *xs,
                   const float *ws, const qcc::int32_t *wsum, float *y, int M,
                   int N, int K) {
-  // Row chunk blockIdx.y, as the emitter's wrapper does (codegen/Emitter.cpp).
-  const int m0 = blockIdx.y * Cfg::kMaxM;
-  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;
-  x += (long long)m0 * K;
-  xs += m0;
-  y += (long long)m0 * N;
+  RowChunk<Cfg> r(M);
   qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::StoreF32> epi(
-      qcc::DequantPerTokenPerChannel{xs, 1, nullptr, 0, ws, wsum},
-      qcc::StoreF32{y, N});
-  qcc::GemmParams<qcc::int8_t> p = {x, w, rows, N, K};
+      qcc::DequantPerTokenPerChannel{xs + r.m0, 1, nullptr, 0, ws, wsum},
+      qcc::StoreF32{y + (long long)r.m0 * N, N});
+  qcc::GemmParams<qcc::int8_t> p = {x + (long long)r.m0 * K, w, r.rows, N, K};
   qcc::gemv_i8<Cfg>(p, epi);
 }
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads)
     gemvI8Exact(const qcc::int8_t *x, const qcc::int8_t *w, qcc::int32_t *y,
                 int M, int N, int K) {
-  const int m0 = blockIdx.y * Cfg::kMaxM;
-  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;
-  x += (long long)m0 * K;
-  y += (long long)m0 * N;
-  qcc::Chain<qcc::StoreI32> epi(qcc::StoreI32{y, N});
-  qcc::GemmParams<qcc::int8_t> p = {x, w, rows, N, K};
+  RowChunk<Cfg> r(M);
+  qcc::Chain<qcc::StoreI32> epi(qcc::StoreI32{y + (long long)r.m0 * N, N});
+  qcc::GemmParams<qcc::int8_t> p = {x + (long long)r.m0 * K, w, r.rows, N, K};
   qcc::gemv_i8<Cfg>(p, epi);
 }
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads)
     gemvF16(const __half *x, const __half *w, float *y, int M, int N, int K) {
-  const int m0 = blockIdx.y * Cfg::kMaxM;
-  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;
-  x += (long long)m0 * K;
-  y += (long long)m0 * N;
-  qcc::Chain<qcc::StoreF32> epi(qcc::StoreF32{y, N});
-  qcc::GemmParams<__half> p = {x, w, rows, N, K};
+  RowChunk<Cfg> r(M);
+  qcc::Chain<qcc::StoreF32> epi(qcc::StoreF32{y + (long long)r.m0 * N, N});
+  qcc::GemmParams<__half> p = {x + (long long)r.m0 * K, w, r.rows, N, K};
   qcc::gemv_f16<Cfg>(p, epi);
 }
 

@@ -1093,7 +1093,6 @@ bool takesOneTokenPerRow(func::FuncOp fn) {
   return tokens && tokens.getInt() == 1;
 }
 
-
 } // namespace
 
 EmitResult emitKernels(ModuleOp module) {

@@ -24,11 +24,13 @@
 //                    (128 threads, 81,920 B smem); else <64, 64, 64, 32, 32,
 //                    4> (128 threads, 40,960 B);
 //   gemm_i8 in a function with qcc.tokens_per_row = 1 (kv-cache-layout's
-//                    decode entry point): GemvI8Config<8, 4, 1, 4> (one column
-//                    per warp, 4 K chunks in flight per lane: the faster
-//                    of 7 configs on an H200, docs/GPU_NOTES.md) with grid.y =
-//                    ceil(M / 8) row chunks (the wrapper offsets pointers by
-//                    8 rows per y);
+//                    decode entry point): two entries, one launched per call
+//                    by the launch record's `when`: up to 8 rows
+//                    GemvI8Config<8, 4, 1, 4> (one column per warp, 4 K
+//                    chunks in flight per lane), more rows <8, 4, 2> (entry
+//                    suffix _rows), both with grid.y = ceil(M / 8) row chunks
+//                    (the wrapper offsets pointers by 8 rows per y); measured
+//                    on an H200, docs/GPU_NOTES.md;
 //   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors a
 //                    first step converts x into workspace.x16
 //                    (CastF32ToF16Config, 256 threads) and the weight is
