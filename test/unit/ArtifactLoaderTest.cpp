@@ -16,11 +16,10 @@
 
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 using namespace qcc;
 using nlohmann::json;

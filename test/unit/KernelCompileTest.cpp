@@ -161,7 +161,7 @@ const char *kGemvI8 = R"(
 
 typedef qcc::GemvI8Config<8, 4, 2> Wide;
 typedef qcc::GemvI8Config<1, 8, 1> One;
-typedef qcc::GemvI8Config<8, 4, 2, 4> Deep; // 4 K chunks in flight per column
+typedef qcc::GemvI8Config<8, 4, 1, 4> Deep; // the decode entry up to 8 rows
 static_assert(Wide::kThreads == 128 && Wide::kBlockN == 8, "");
 static_assert(Wide::kKSteps == 1 && Deep::kKSteps == 4, "");
 static_assert(One::kThreads == 256 && One::kSmemBytes == 0, "");
@@ -265,7 +265,7 @@ QCC_GEMM_F16(gemm_bf16_big_a, gemm_bf16_mainloop, __nv_bfloat16, Big, EpiA,
 
 typedef qcc::GemvF16Config<8, 4, 2> V8;
 typedef qcc::GemvF16Config<2, 8, 1> V2;
-typedef qcc::GemvF16Config<8, 4, 2, 4> V8Deep;
+typedef qcc::GemvF16Config<8, 4, 1, 4> V8Deep; // the decode entry up to 8 rows
 #define QCC_GEMV_F16(NAME, ENTRY, T, CFG, EPI, MAKE)                           \
   extern "C" __global__ void __launch_bounds__(CFG::kThreads)                  \
   NAME(const T *x, const T *w, const __half *bias, const __half *res,          \
