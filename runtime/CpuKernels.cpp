@@ -337,11 +337,25 @@ template <typename T> T intDiv(T a, T b) {
   return a / b; // C++ truncates toward zero
 }
 
+/// Integer Add / Sub / Mul wrap like two's complement (as onnxruntime's
+/// do): computed in uint64_t, where signed overflow would be undefined (and
+/// int16 * int16 promotes to an int that can overflow).
 template <typename T> T applyBin(BinOp op, T a, T b) {
+  constexpr bool kInt = std::is_integral_v<T>;
+  using U = uint64_t;
   switch (op) {
-  case BinOp::Add: return (T)(a + b);
-  case BinOp::Sub: return (T)(a - b);
-  case BinOp::Mul: return (T)(a * b);
+  case BinOp::Add:
+    if constexpr (kInt)
+      return (T)((U)a + (U)b);
+    return a + b;
+  case BinOp::Sub:
+    if constexpr (kInt)
+      return (T)((U)a - (U)b);
+    return a - b;
+  case BinOp::Mul:
+    if constexpr (kInt)
+      return (T)((U)a * (U)b);
+    return a * b;
   case BinOp::Div:
     if constexpr (std::is_floating_point_v<T>)
       return a / b;

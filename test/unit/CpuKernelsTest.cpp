@@ -131,6 +131,22 @@ TEST(CpuKernels, IntegerDivTruncates) {
                       "integer division by zero");
 }
 
+// Integer add / sub / mul wrap like two's complement (onnxruntime's result)
+// instead of overflowing a signed type (UBSan found 3 * 6148914691236517205
+// when fold-shapes evaluated a constant Mul).
+TEST(CpuKernels, IntegerArithmeticWraps) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max(),
+                kMin = std::numeric_limits<int64_t>::min();
+  Tensor a = i64({3}, {3, kMax, kMin});
+  Tensor b = i64({3}, {6148914691236517205, 1, 1});
+  EXPECT_EQ(ivalues(run1("mul", json::object(), {&a, &b})),
+            (std::vector<int64_t>{-1, kMax, kMin}));
+  EXPECT_EQ(ivalues(run1("add", json::object(), {&a, &b})),
+            (std::vector<int64_t>{6148914691236517208, kMin, kMin + 1}));
+  EXPECT_EQ(ivalues(run1("sub", json::object(), {&a, &b})),
+            (std::vector<int64_t>{-6148914691236517202, kMax - 1, kMax}));
+}
+
 TEST(CpuKernels, EqualAndWhere) {
   Tensor a = i64({3}, {1, 2, 3});
   Tensor b = i64({1}, {2});
