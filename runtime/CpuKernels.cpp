@@ -337,6 +337,15 @@ template <typename T> T intDiv(T a, T b) {
   return a / b; // C++ truncates toward zero
 }
 
+/// -x; for integers wrapping like two's complement (-INT64_MIN is itself, as
+/// in onnxruntime), where negating the minimum would be undefined.
+template <typename T> T negate(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return (T)(0 - (uint64_t)x);
+  else
+    return -x;
+}
+
 /// Integer Add / Sub / Mul wrap like two's complement (as onnxruntime's
 /// do): computed in uint64_t, where signed overflow would be undefined (and
 /// int16 * int16 promotes to an int that can overflow).
@@ -2245,10 +2254,10 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Relu:
     return unaryF32(op, ops, [](float x) { return qcc::numerics::relu(x); });
   case OpKind::Neg:
-    return unaryNumeric(op, ops, [](auto x) { return decltype(x)(-x); });
+    return unaryNumeric(op, ops, [](auto x) { return negate(x); });
   case OpKind::Abs:
     return unaryNumeric(op, ops, [](auto x) {
-      return x < decltype(x)(0) ? decltype(x)(-x) : x;
+      return x < decltype(x)(0) ? negate(x) : x;
     });
   case OpKind::Log:
     return unaryF32(op, ops, [](float x) { return std::log(x); });

@@ -145,6 +145,11 @@ TEST(CpuKernels, IntegerArithmeticWraps) {
             (std::vector<int64_t>{6148914691236517208, kMin, kMin + 1}));
   EXPECT_EQ(ivalues(run1("sub", json::object(), {&a, &b})),
             (std::vector<int64_t>{-6148914691236517202, kMax - 1, kMax}));
+  // Negating the minimum gives the minimum (neg, and abs of it).
+  EXPECT_EQ(ivalues(run1("neg", json::object(), {&a})),
+            (std::vector<int64_t>{-3, -kMax, kMin}));
+  EXPECT_EQ(ivalues(run1("abs", json::object(), {&a})),
+            (std::vector<int64_t>{3, kMax, kMin}));
 }
 
 TEST(CpuKernels, EqualAndWhere) {
