@@ -26,6 +26,10 @@
 #include "format/Sparse24.h"
 
 #include <cblas.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define QCC_HAVE_AVX512_ATTENTION 1
+#endif
 #include <omp.h>
 #include <sched.h>
 
@@ -581,6 +585,12 @@ void blasSgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
         C[m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[m * ldc + n];
+    return;
+  }
+  if (M == 1) { // a GEMV (batch-1 decode): BLAS's gemm would pack B first
+    cblas_sgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans,
+                (blasint)(transB ? N : K), (blasint)(transB ? K : N), alpha, B,
+                (blasint)ldb, A, (blasint)(transA ? lda : 1), beta, C, 1);
     return;
   }
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
@@ -2137,6 +2147,81 @@ runWeightedSum(const float *p, const int8_t *v, const float *vs,
   });
 }
 
+#ifdef QCC_HAVE_AVX512_ATTENTION
+// The same loops with AVX-512F intrinsics for head sizes that are multiples
+// of 16 (the fast path): one horizontal sum per key instead of the serial
+// one the compiler emits for the loops above, and the output row held in
+// registers over the keys. The int8 scales are applied to the other factor
+// ((q * ks) . k, (p * vs) v): float products in another order, as the fast
+// path's sums already are.
+#define QCC_AVX512_ATTENTION_TARGET __attribute__((target("avx512f")))
+
+QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const float *p) {
+  return _mm512_loadu_ps(p);
+}
+QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const int8_t *p) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+
+/// s[j] = scale * sum_d q[d] * k[j * D + d], D % 16 == 0.
+template <typename T>
+QCC_AVX512_ATTENTION_TARGET void scoresAvx512(const float *q, const T *k,
+                                              int64_t count, int64_t D,
+                                              float scale, float *s) {
+  for (int64_t j = 0; j < count; ++j) {
+    const T *kj = k + j * D;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t d = 0;
+    for (; d + 32 <= D; d += 32) {
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), load16(kj + d), a0);
+      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16), load16(kj + d + 16),
+                           a1);
+    }
+    if (d < D)
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), load16(kj + d), a0);
+    s[j] = scale * _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  }
+}
+
+/// o[0, 16 NC) += sum_j p[j] (vs ? vs[j * vsStride] : 1) v[j * D + (0, 16 NC)].
+template <int NC, typename T>
+QCC_AVX512_ATTENTION_TARGET void
+weightedSumAvx512(const float *p, const T *v, const float *vs,
+                  int64_t vsStride, int64_t count, int64_t D, float *o) {
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c)
+    acc[c] = _mm512_loadu_ps(o + 16 * c);
+  for (int64_t j = 0; j < count; ++j) {
+    __m512 pj = _mm512_set1_ps(vs ? p[j] * vs[j * vsStride] : p[j]);
+    for (int c = 0; c < NC; ++c)
+      acc[c] = _mm512_fmadd_ps(pj, load16(v + j * D + 16 * c), acc[c]);
+  }
+  for (int c = 0; c < NC; ++c)
+    _mm512_storeu_ps(o + 16 * c, acc[c]);
+}
+
+/// weightedSumAvx512 over all D columns, 64 at a time.
+template <typename T>
+void weightedSumAvx512(const float *p, const T *v, const float *vs,
+                       int64_t vsStride, int64_t count, int64_t D, float *o) {
+  for (int64_t d = 0; d < D; d += 64) {
+    const T *vd = v + d;
+    switch (std::min<int64_t>(D - d, 64) / 16) {
+    case 4: weightedSumAvx512<4>(p, vd, vs, vsStride, count, D, o + d); break;
+    case 3: weightedSumAvx512<3>(p, vd, vs, vsStride, count, D, o + d); break;
+    case 2: weightedSumAvx512<2>(p, vd, vs, vsStride, count, D, o + d); break;
+    default: weightedSumAvx512<1>(p, vd, vs, vsStride, count, D, o + d);
+    }
+  }
+}
+
+bool haveAvx512Attention(int64_t D) {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has && D % 16 == 0 && cpuKernelPath() == CpuKernelPath::Fast;
+}
+#endif
+
 /// Calls fn(run, offset, n) for the part [offset, offset + n) of each run
 /// that lies inside positions [a, e).
 template <typename T, typename F>
@@ -2157,18 +2242,35 @@ void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                            const float *kScales, float scale, float softcap,
                            const int64_t *lo, const int64_t *hi, float *O,
                            int64_t ldo, std::vector<float> &scratch) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+#ifdef QCC_HAVE_AVX512_ATTENTION
+  const bool avx512 = haveAvx512Attention(D);
+#endif
   for (int64_t r = 0; r < R; ++r) {
     int64_t a = lo[r], e = std::max(lo[r], hi[r]);
     float *o = O + r * ldo;
     std::fill(o, o + D, 0.0f);
     if (e == a)
       continue; // nothing to attend: zeros, as attendRows
-    scratch.resize((size_t)(e - a));
+    // The scores, then (AVX-512, int8) the query times the key scales.
+    scratch.resize((size_t)(e - a + D));
     float *row = scratch.data();
     const float *q = Q + r * ldq;
+#ifdef QCC_HAVE_AVX512_ATTENTION
+    if (avx512 && isI8) {
+      float *qk = row + (e - a);
+      for (int64_t d = 0; d < D; ++d)
+        qk[d] = q[d] * kScales[d];
+      q = qk;
+    }
+#endif
     forRunsIn(keys, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       float *s = row + (run.first + off - a);
-      if constexpr (std::is_same_v<T, int8_t>)
+#ifdef QCC_HAVE_AVX512_ATTENTION
+      if (avx512)
+        return scoresAvx512(q, run.data + off * D, n, D, scale, s);
+#endif
+      if constexpr (isI8)
         runScores(q, run.data + off * D, kScales, n, D, scale, s);
       else
         (void)kScales, runScores(q, run.data + off * D, n, D, scale, s);
@@ -2179,12 +2281,18 @@ void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     softmaxRow(row, e - a);
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
-      if constexpr (std::is_same_v<T, int8_t>)
-        runWeightedSum(p, run.data + off * D,
-                       run.scales + off * run.scaleStride, run.scaleStride, n,
-                       D, o);
+      const float *vs = nullptr;
+      if constexpr (isI8)
+        vs = run.scales + off * run.scaleStride;
+#ifdef QCC_HAVE_AVX512_ATTENTION
+      if (avx512)
+        return weightedSumAvx512(p, run.data + off * D, vs, run.scaleStride,
+                                 n, D, o);
+#endif
+      if constexpr (isI8)
+        runWeightedSum(p, run.data + off * D, vs, run.scaleStride, n, D, o);
       else
-        runWeightedSum(p, run.data + off * D, n, D, o);
+        (void)vs, runWeightedSum(p, run.data + off * D, n, D, o);
     });
   }
 }

@@ -57,6 +57,30 @@ int64_t rowsOf(const Tensor &x) {
 }
 
 #ifdef QCC_HAVE_AVX512_QUANTIZE
+/// out[i] = quantizeSymmetric(in[i], scales ? scales[i] : scale), 16 values
+/// at a time, bit for bit: an IEEE division, roundscale to nearest even
+/// (integral and NaN values pass through, as roundHalfEven), the clamp, and
+/// NaN quantized as 0.
+__attribute__((target("avx512f"))) void
+quantizeWithScalesAvx512(const float *in, int64_t n, const float *scales,
+                         float scale, int8_t *out) {
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+    // Masked-off lanes divide 0 by 1, not by a scale past the end.
+    __m512 s = scales ? _mm512_mask_loadu_ps(_mm512_set1_ps(1.0f), m,
+                                             scales + i)
+                      : _mm512_set1_ps(scale);
+    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, in + i), s);
+    __m512 r = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT |
+                                           _MM_FROUND_NO_EXC);
+    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                           _mm512_setzero_ps());
+    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_cvtps_epi32(r));
+  }
+}
+
 /// The symmetric rule of quantizeGroup with AVX-512F, 16 values at a time,
 /// bit for bit (Int8GemmTest checks NaN, infinities, ties and huge values):
 /// the same abs-max (max_ps returns its second operand when one is NaN, as
@@ -79,18 +103,7 @@ quantizeSymmetricAvx512(const float *in, int64_t n, bool isStatic,
     }
     scale = qcc::numerics::symmetricScale(_mm512_reduce_max_ps(mx));
   }
-  const __m512 s = _mm512_set1_ps(scale), lo = _mm512_set1_ps(-127.0f),
-               hi = _mm512_set1_ps(127.0f);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tail(i);
-    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, in + i), s);
-    __m512 r = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT |
-                                           _MM_FROUND_NO_EXC);
-    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
-                           _mm512_setzero_ps());
-    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_cvtps_epi32(r));
-  }
+  quantizeWithScalesAvx512(in, n, nullptr, scale, out);
 }
 
 bool haveAvx512Quantize() {
@@ -138,6 +151,17 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
 }
 
 } // namespace
+
+void qcc::rt::quantizeSymmetricRow(const float *in, int64_t n,
+                                   const float *scales, float scale,
+                                   int8_t *out) {
+#ifdef QCC_HAVE_AVX512_QUANTIZE
+  if (haveAvx512Quantize())
+    return quantizeWithScalesAvx512(in, n, scales, scale, out);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = quantizeSymmetric(in[i], scales ? scales[i] : scale);
+}
 
 std::vector<int64_t> qcc::rt::outlierColumns(const Attrs &attrs, int64_t K) {
   std::vector<int64_t> cols = attrs.ints("outlier_columns");

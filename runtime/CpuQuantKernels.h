@@ -29,6 +29,12 @@ static_assert(numerics::kQMax == (float)format::symmetricQMax() &&
               numerics::kQMinAsym == (float)format::asymmetricQMin() &&
               numerics::kQSteps == (float)format::asymmetricSteps());
 
+/// out[i] = quantizeSymmetric(in[i], scales ? scales[i] : scale) for i < n:
+/// a row of the int8 KV cache (per-channel key scales, or one value scale).
+/// 16 values at a time with AVX-512F on the fast path, bit for bit.
+void quantizeSymmetricRow(const float *in, int64_t n, const float *scales,
+                          float scale, int8_t *out);
+
 /// The kernels behind "quantize" and "qlinear" (see QccOps.td).
 std::vector<Tensor> quantizeKernel(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> qlinearKernel(const Attrs &attrs, const Operands &ops);

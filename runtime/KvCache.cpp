@@ -253,10 +253,8 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
         }
         int8_t *kc = cache.keyI8(seq, layer, g, cached + t);
         int8_t *vc = cache.valueI8(seq, layer, g, cached + t);
-        for (int64_t d = 0; d < D; ++d) {
-          kc[d] = quantizeSymmetric(kt[d], ks[d]);
-          vc[d] = quantizeSymmetric(vt[d], vs);
-        }
+        quantizeSymmetricRow(kt, D, ks, 0.0f, kc);
+        quantizeSymmetricRow(vt, D, nullptr, vs, vc);
       } else {
         std::copy(kt, kt + D, cache.key(seq, layer, g, cached + t));
         std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));

@@ -412,3 +412,36 @@ TEST(Int8Gemm, VectorQuantizeMatchesScalar) {
     }
   }
 }
+
+TEST(Int8Gemm, KvRowQuantizeMatchesScalar) {
+  // The int8 KV cache's row rule (quantizeSymmetricRow: AVX-512 on the fast
+  // path) against numerics' scalar quantizeSymmetric, bit for bit: per-channel
+  // scales (keys) and one scale (values), rows of odd lengths (the masked
+  // tail) with ties, NaN, infinities, huge and tiny values.
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  const float specials[] = {nan, -0.0f, 1e30f, -1e-30f, 0.5f, -2.5f, inf,
+                            -inf, 126.5f, -127.5f, 1.5f};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f), s(0.005f, 0.05f);
+  const CpuKernelPath before = cpuKernelPath();
+  setCpuKernelPath(CpuKernelPath::Fast);
+  for (int64_t n : {1, 15, 16, 17, 64, 80, 100}) {
+    std::vector<float> x(n), scales(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = i % 3 == 0 ? specials[i % 11] : u(rng);
+      scales[i] = i % 4 == 0 ? 1.0f : s(rng); // scale 1: the ties stay ties
+    }
+    for (bool perChannel : {true, false}) {
+      std::vector<int8_t> got(n);
+      quantizeSymmetricRow(x.data(), n, perChannel ? scales.data() : nullptr,
+                           0.02f, got.data());
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(got[i], quantizeSymmetric(x[i], perChannel ? scales[i]
+                                                             : 0.02f))
+            << "n=" << n << " i=" << i << " x=" << x[i]
+            << (perChannel ? " per channel" : " one scale");
+    }
+  }
+  setCpuKernelPath(before);
+}

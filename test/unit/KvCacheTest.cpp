@@ -346,6 +346,10 @@ TEST(KvAttention, FastMatchesReference) {
       checkFastAgainstReference(layout, dtype, 4, 1, /*window=*/5, 0.5f);
       // A prefill large enough to run on several threads (kParallelWork).
       checkFastAgainstReference(layout, dtype, 8, 2, 0, 0.0f, 64, 100);
+      // Head sizes around the AVX-512 decode loops' 16-, 32- and 64-wide
+      // steps, and one they leave to the portable loops.
+      for (int64_t D : {48, 80, 20})
+        checkFastAgainstReference(layout, dtype, 4, 2, 0, 0.0f, D);
     }
 }
 
