@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuInt8Gemm.h"
+#include "runtime/CpuChunkPool.h"
 #include "runtime/CpuQuantKernels.h"
 
 #include <algorithm>
@@ -28,11 +29,10 @@ constexpr int64_t kGroup = PackedI8Weight::kGroup;
 constexpr int kTileRows = 8, kTileBlocks = 2;
 constexpr int64_t kTileCols = kTileBlocks * kCols;
 
-/// Multiply-adds (M N K) from which the GEMM threads over its tiles: the
-/// dense qlinear's bound. Lower (2^17, threading batch-1 decode) measured
-/// 4 tokens/s instead of 280 on the demo model under load: OpenMP's
-/// spinning workers and OpenBLAS's threads fight over the 2 cores (see
-/// kParallelWork in CpuKernels.h; the process-wide pool will fix it).
+/// Multiply-adds (M N K) from which a GEMM of more than a decode's rows
+/// threads over its tiles in an OpenMP region: the dense qlinear's bound.
+/// Decode-sized GEMMs split over parallelChunks instead (chunkPoolFits),
+/// which neither wakes a sleeping worker nor waits at a barrier for one.
 constexpr int64_t kI8GemmParallelWork = kQLinearParallelWork;
 
 /// One tile's operands: rows [x, x + MR * ldx) of the padded activations,
@@ -122,20 +122,37 @@ void runTiles(const int8_t *x, int64_t M, const PackedI8Weight &w,
   const int64_t strips = (blocks + kTileBlocks - 1) / kTileBlocks;
   const int64_t rowTiles = (M + kTileRows - 1) / kTileRows;
   const uint8_t *X = xs.data();
-#pragma omp parallel for collapse(2) schedule(static) if (M * w.n * K >= kI8GemmParallelWork)
-  for (int64_t s = 0; s < strips; ++s)
-    for (int64_t r = 0; r < rowTiles; ++r) {
-      const int64_t b0 = s * kTileBlocks, m0 = r * kTileRows;
-      const int nb = (int)std::min<int64_t>(kTileBlocks, blocks - b0);
-      const int mr = (int)std::min<int64_t>(kTileRows, M - m0);
-      alignas(64) int32_t acc[kTileRows * kTileCols];
-      Tile t{X + m0 * ldx,          ldx,
-             w.blocks.data() + b0 * w.groups, w.groups,
-             w.colSum.data() + b0 * kCols,    acc};
-      tileFor(mr, nb)(t);
-      const int64_t n0 = b0 * kCols;
-      sink(m0, mr, n0, std::min<int64_t>(nb * kCols, w.n - n0), acc);
-    }
+  auto tile = [&](int64_t s, int64_t r) {
+    const int64_t b0 = s * kTileBlocks, m0 = r * kTileRows;
+    const int nb = (int)std::min<int64_t>(kTileBlocks, blocks - b0);
+    const int mr = (int)std::min<int64_t>(kTileRows, M - m0);
+    alignas(64) int32_t acc[kTileRows * kTileCols];
+    Tile t{X + m0 * ldx,          ldx,
+           w.blocks.data() + b0 * w.groups, w.groups,
+           w.colSum.data() + b0 * kCols,    acc};
+    tileFor(mr, nb)(t);
+    const int64_t n0 = b0 * kCols;
+    sink(m0, mr, n0, std::min<int64_t>(nb * kCols, w.n - n0), acc);
+  };
+  const int64_t work = M * w.n * K;
+  if (chunkPoolFits(M, work)) {
+    // Decode: column strips in about four chunks per thread.
+    const int64_t per = std::max<int64_t>(1, strips / (4 * cpuThreads()));
+    parallelChunks((strips + per - 1) / per, [&](int64_t c) {
+      for (int64_t s = c * per; s < std::min(strips, (c + 1) * per); ++s)
+        for (int64_t r = 0; r < rowTiles; ++r)
+          tile(s, r);
+    });
+  } else if (work >= kI8GemmParallelWork) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t s = 0; s < strips; ++s)
+      for (int64_t r = 0; r < rowTiles; ++r)
+        tile(s, r);
+  } else {
+    for (int64_t s = 0; s < strips; ++s)
+      for (int64_t r = 0; r < rowTiles; ++r)
+        tile(s, r);
+  }
 #else
   (void)x, (void)M, (void)w, (void)sink;
   throw std::logic_error("the packed int8 GEMM needs AVX-512 VNNI");

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuKernels.h"
+#include "runtime/CpuChunkPool.h"
 
 #include "format/Checked.h"
 #include "runtime/CpuQuantKernels.h"
@@ -607,7 +608,20 @@ void sgemmThen(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
                int64_t ldb, float beta, float *C, int64_t ldc,
                Epilogue epilogue) {
   int threads = omp_in_parallel() ? 1 : cpuThreads();
-  if (threads <= 1 || M * N * std::max<int64_t>(K, 1) < kParallelWork) {
+  const int64_t work = M * N * std::max<int64_t>(K, 1);
+  if (threads > 1 && N >= 32 * threads && chunkPoolFits(M, work)) {
+    // Decode: column blocks of 16-float multiples, about four per thread.
+    int64_t per = (N + 4 * threads - 1) / (4 * threads);
+    per = (per + 15) / 16 * 16;
+    parallelChunks((N + per - 1) / per, [&](int64_t c) {
+      int64_t n0 = c * per, n1 = std::min(N, n0 + per);
+      blasSgemm(transA, transB, M, n1 - n0, K, alpha, A, lda,
+                B + (transB ? n0 * ldb : n0), ldb, beta, C + n0, ldc);
+      epilogue(int64_t(0), M, n0, n1);
+    });
+    return;
+  }
+  if (threads <= 1 || work < kParallelWork) {
     blasSgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     epilogue(int64_t(0), M, int64_t(0), N);
     return;
