@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuKernels.h"
 #include "runtime/CpuChunkPool.h"
+#include "runtime/CpuDnnl.h"
 
 #include "format/Checked.h"
 #include "runtime/CpuQuantKernels.h"
@@ -594,6 +595,8 @@ void blasSgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
                 (blasint)ldb, A, (blasint)(transA ? lda : 1), beta, C, 1);
     return;
   }
+  if (dnnlSgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    return;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
               (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
@@ -1556,16 +1559,30 @@ std::vector<Tensor> layerNormK(const Attrs &attrs, const Operands &ops) {
   // the same arithmetic per row.
   bool threaded = cpuKernelPath() != CpuKernelPath::Reference &&
                   rows > 1 && rows * D >= (1 << 20);
+  bool simd = cpuKernelPath() != CpuKernelPath::Reference;
 #pragma omp parallel for schedule(static) if (threaded)
   for (int64_t row = 0; row < rows; ++row) {
     const float *v = in + row * D;
-    double mean = 0;
-    for (int64_t d = 0; d < D; ++d)
-      mean += v[d];
+    // The fast path sums in vector lanes (double sums in another order);
+    // the reference path one value after another.
+    double mean = 0, var = 0;
+    if (simd) {
+#pragma omp simd reduction(+ : mean)
+      for (int64_t d = 0; d < D; ++d)
+        mean += v[d];
+    } else {
+      for (int64_t d = 0; d < D; ++d)
+        mean += v[d];
+    }
     mean /= (double)D;
-    double var = 0; // two-pass: no cancellation
-    for (int64_t d = 0; d < D; ++d)
-      var += (v[d] - mean) * (v[d] - mean);
+    if (simd) { // two-pass: no cancellation
+#pragma omp simd reduction(+ : var)
+      for (int64_t d = 0; d < D; ++d)
+        var += (v[d] - mean) * (v[d] - mean);
+    } else {
+      for (int64_t d = 0; d < D; ++d)
+        var += (v[d] - mean) * (v[d] - mean);
+    }
     var /= (double)D;
     double inv = 1.0 / std::sqrt(var + eps);
     for (int64_t d = 0; d < D; ++d)
@@ -1587,11 +1604,18 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
   const float *in = x.data<float>(), *gm = g.data<float>();
   float *out = r.data<float>();
   int64_t rows = D ? x.numel() / D : 0;
+  bool simd = cpuKernelPath() != CpuKernelPath::Reference;
   for (int64_t row = 0; row < rows; ++row) {
     const float *v = in + row * D;
-    double ss = 0;
-    for (int64_t d = 0; d < D; ++d)
-      ss += (double)v[d] * v[d];
+    double ss = 0; // fast path: in vector lanes, as layer_norm
+    if (simd) {
+#pragma omp simd reduction(+ : ss)
+      for (int64_t d = 0; d < D; ++d)
+        ss += (double)v[d] * v[d];
+    } else {
+      for (int64_t d = 0; d < D; ++d)
+        ss += (double)v[d] * v[d];
+    }
     double inv = 1.0 / std::sqrt(ss / (double)D + eps);
     for (int64_t d = 0; d < D; ++d)
       out[row * D + d] = (float)(v[d] * inv * gm[d]);

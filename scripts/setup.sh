@@ -12,7 +12,7 @@ APT_PACKAGES=(
   cmake ninja-build ccache g++ pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
-  libfmt-dev libgtest-dev libsentencepiece-dev libicu-dev libopenblas-dev
+  libfmt-dev libgtest-dev libsentencepiece-dev libicu-dev libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   clang libclang-rt-14-dev
 )

@@ -4,6 +4,7 @@
 // independent of the kernels' code paths (BLAS, broadcast strides).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/CpuDnnl.h"
 #include "runtime/CpuKernels.h"
 
 #include <gtest/gtest.h>
@@ -876,4 +877,55 @@ TEST(CpuKernels, ThreadsFromTheAffinityMask) {
   EXPECT_EQ(cpuThreads(), 1);
   setCpuThreads(0);
   EXPECT_EQ(cpuThreads(), affinityCpus());
+}
+
+TEST(CpuKernels, DnnlSgemmMatchesNaive) {
+  // oneDNN's sgemm behind the fast path's float GEMMs (CpuDnnl.h), against
+  // a double-precision loop: every transpose, leading dimensions wider than
+  // the operands, beta 0 and 1. Tolerance 1e-5 relative to the sum of
+  // |products|: float sums of up to 300 terms in another order.
+  const CpuKernelPath before = cpuKernelPath();
+  setCpuKernelPath(CpuKernelPath::Fast);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  bool ran = false;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (float beta : {0.0f, 1.0f}) {
+        const int64_t M = 19, N = 37, K = 300, pad = 3;
+        const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad,
+                      ldc = N + pad;
+        std::vector<float> A((ta ? K : M) * lda), B((tb ? N : K) * ldb),
+            C(M * ldc);
+        for (float &v : A)
+          v = u(rng);
+        for (float &v : B)
+          v = u(rng);
+        for (float &v : C)
+          v = u(rng);
+        std::vector<float> C0 = C;
+        if (!dnnlSgemm(ta, tb, M, N, K, 0.5f, A.data(), lda, B.data(), ldb,
+                       beta, C.data(), ldc))
+          continue; // not built with oneDNN
+        ran = true;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double s = 0, mag = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              double p = (double)A[ta ? k * lda + m : m * lda + k] *
+                         B[tb ? n * ldb + k : k * ldb + n];
+              s += p;
+              mag += std::fabs(p);
+            }
+            double want = 0.5 * s + beta * C0[m * ldc + n];
+            EXPECT_NEAR(C[m * ldc + n], want, 1e-5 * (mag + 1.0))
+                << ta << tb << " beta " << beta << " at " << m << "," << n;
+          }
+        for (int64_t m = 0; m < M; ++m) // the padding is not written
+          for (int64_t n = N; n < ldc; ++n)
+            EXPECT_EQ(C[m * ldc + n], C0[m * ldc + n]);
+      }
+  setCpuKernelPath(before);
+  if (!ran)
+    GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
 }
