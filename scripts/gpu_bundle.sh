@@ -39,9 +39,10 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/qcc-gpu/lib" "$STAGE/qcc-gpu/artifacts" "$STAGE/qcc-gpu/test/e2e"
 cp "$BUILD/bin/qrun" "$STAGE/qcc-gpu/"
-# Libraries a CUDA/PyTorch image may lack; glibc and libstdc++ are there.
+# Libraries a CUDA/PyTorch image may lack; glibc (libmvec included) and
+# libstdc++ are there.
 ldd "$BUILD/bin/qrun" | awk '/=> \//{print $3}' |
-  grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so' |
+  grep -Ev '/(libc|libm|libmvec|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so' |
   while read -r lib; do cp -L "$lib" "$STAGE/qcc-gpu/lib/"; done
 # ICU's 31 MB data library would push the bundle past the device tool's
 # 64 MiB: a stub with the same soname stands in. Only HfTokenizer

@@ -849,8 +849,36 @@ TEST(CpuKernels, GeluFastVsReference) {
   });
 }
 
+TEST(CpuKernels, SoftmaxFastVsReference) {
+  // The fast path's contiguous softmax (libmvec's exp, 16 lanes) against the
+  // reference's std::exp: rows of lengths around the vector width, a wide
+  // range, -inf entries and a fully masked row. Tolerance 1e-6 relative:
+  // libmvec's expf is within 2.6 ulp (3.1e-7), plus the division.
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::mt19937 rng(21);
+  for (int64_t n : {1, 15, 16, 17, 40, 257}) {
+    Tensor x = randomF32({3, n}, rng, -40, 40);
+    float *v = x.data<float>();
+    for (int64_t i = 0; i < n; i += 3)
+      v[i] = ninf; // row 0: masked entries
+    for (int64_t i = 0; i < n; ++i)
+      v[2 * n + i] = ninf; // row 2: fully masked
+    json attrs = {{"axis", -1}};
+    std::vector<float> fast = values(run1("softmax", attrs, {&x})),
+                       ref = values(onReferencePath(
+                           [&] { return run1("softmax", attrs, {&x}); }));
+    for (int64_t i = 0; i < 3 * n; ++i)
+      EXPECT_NEAR(fast[i], ref[i], 1e-6 * std::fabs(ref[i]) + 1e-30)
+          << "n=" << n << " at " << i;
+    for (int64_t i = 2 * n; i < 3 * n; ++i)
+      EXPECT_EQ(fast[i], 0.0f);
+  }
+}
+
 // layer_norm and same-shape add: the fast path threads rows / elements with
-// the same arithmetic per element, so bit for bit (1 row, an odd width, and
+// the same arithmetic per element, so add is bit for bit; layer_norm sums a
+// row's mean and variance in double vector lanes, another order, so within
+// one float rounding: 2.4e-7 of max(1, |value|) (1 row, an odd width, and
 // enough rows to be split).
 TEST(CpuKernels, LayerNormAndAddFastVsReference) {
   std::mt19937 rng(13);
@@ -859,9 +887,14 @@ TEST(CpuKernels, LayerNormAndAddFastVsReference) {
       Tensor x = randomF32(s, rng, -3, 3), y = randomF32(s, rng);
       Tensor g = randomF32({s.back()}, rng), b = randomF32({s.back()}, rng);
       json attrs = {{"epsilon", 1e-5}};
-      EXPECT_EQ(values(run1("layer_norm", attrs, {&x, &g, &b})),
-                values(onReferencePath(
-                    [&] { return run1("layer_norm", attrs, {&x, &g, &b}); })));
+      std::vector<float> fast = values(run1("layer_norm", attrs, {&x, &g, &b})),
+                         ref = values(onReferencePath([&] {
+                           return run1("layer_norm", attrs, {&x, &g, &b});
+                         }));
+      ASSERT_EQ(fast.size(), ref.size());
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(fast[i], ref[i], 2.4e-7 * std::max(1.0f, std::fabs(ref[i])))
+            << "layer_norm at " << i;
       for (const char *op : {"add", "sub", "mul", "div"})
         EXPECT_EQ(values(run1(op, json::object(), {&x, &y})),
                   values(onReferencePath(
