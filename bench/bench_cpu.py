@@ -160,6 +160,8 @@ class LlamaCpp:
         ll.llama_log_set(self._quiet, ctypes.c_void_p())
         ll.llama_backend_init()
         mp = ll.llama_model_default_params()
+        # --llama-repack (main() passes it on to the worker processes).
+        mp.use_extra_bufts = os.environ.get("QCC_BENCH_LLAMA_REPACK", "1") == "1"
         self.model = ll.llama_model_load_from_file(gguf.encode(), mp)
         if not self.model:
             raise SystemExit(f"bench_cpu: llama.cpp cannot load {gguf}")
@@ -464,6 +466,14 @@ def check_gguf(a, info, gguf, work):
             "(tolerance 1% of the range, argmax >= 95%)")
 
 
+def cpu_has_amx():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " amx_int8" in f.read()
+    except OSError:
+        return False
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -490,12 +500,18 @@ def main():
     p.add_argument("--qcc", default=os.path.join(ROOT, "build", "bin", "qcc"))
     p.add_argument("--qrun", default=os.path.join(ROOT, "build", "bin", "qrun"))
     p.add_argument("--work-dir", help="artifacts and peer models (default build/bench/MODEL)")
+    p.add_argument("--llama-repack", choices=["auto", "on", "off"], default="auto",
+                   help="llama.cpp's extra buffer types (weight repacking, AMX; its "
+                   "--no-repack is off). auto: off on CPUs with AMX-INT8, where "
+                   "llama-cpp-python 0.3.36's AMX matmul segfaults (ggml_backend_amx_mul_mat)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         job = json.loads(a.worker)
         print(json.dumps(WORKERS[job["kind"]](job)))
         return
+    repack = a.llama_repack == "on" or (a.llama_repack == "auto" and not cpu_has_amx())
+    os.environ["QCC_BENCH_LLAMA_REPACK"] = "1" if repack else "0"
     if a.quick:  # shorter defaults; flags given explicitly win
         for name, value in (("repeats", 1), ("steps", 8), ("iterations", 2)):
             if getattr(a, name) == p.get_default(name):
@@ -518,6 +534,10 @@ def main():
     qpkgs = compile_qrun_variants(a, info, work)
     past, ggufs, peer_notes = prepare_peers(a, info, work)
     notes += peer_notes
+    if ggufs and os.environ["QCC_BENCH_LLAMA_REPACK"] == "0":
+        notes.append("llama.cpp runs without its extra buffer types (use_extra_bufts = false, "
+                     "its --no-repack; --llama-repack " + a.llama_repack + "): on this AMX CPU "
+                     "its AMX matmul segfaults in ggml_backend_amx_mul_mat")
 
     # Cells, clamped to the model's positions.
     prompts = []
