@@ -374,7 +374,15 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                                      const std::string &function,
                                      const CompressedUse *sparse) {
   std::vector<Tensor> results;
-  if (node.body && shapeOnly) {
+  // Shape-only runs skip a region's arithmetic unless it yields integers:
+  // those are shape computations (a mask's broadcast shape in a LLaMA
+  // export) that the host's shape glue, Expand or Reshape, reads.
+  bool yieldsIntegers = false;
+  for (int64_t id : node.outputs) {
+    DType t = artifact.valueType(id).first;
+    yieldsIntegers |= t == DType::I64 || t == DType::I32;
+  }
+  if (node.body && shapeOnly && !yieldsIntegers) {
     std::vector<Shape> shapes;
     for (const Tensor *t : operands)
       shapes.push_back(t ? t->shape() : Shape());
