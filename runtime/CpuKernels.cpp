@@ -1652,7 +1652,8 @@ std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
 #ifdef QCC_HAVE_AVX512_ATTENTION
 /// glibc's libmvec expf, 16 lanes (AVX-512): within 2.6 ulp of exp over
 /// [-104, 0] (measured on every 7th float; std::exp's expf: 0.5).
-extern "C" __m512 _ZGVeN16v_expf(__m512);
+/// (Declared with its target: clang refuses a 512-bit argument otherwise.)
+extern "C" __attribute__((target("avx512f"))) __m512 _ZGVeN16v_expf(__m512);
 
 /// softmaxRow (below) of a contiguous row on the fast path: the same max,
 /// all-masked convention and double sums, with exp 16 values at a time.
