@@ -44,10 +44,12 @@ TEST(CpuChunkPool, UsesTheHelpers) {
   ThreadsGuard guard;
   setCpuThreads(2);
   // Chunks long enough for a helper to claim some (it spins or wakes
-  // within microseconds): some job of 20 runs a chunk off this thread.
+  // within microseconds): some job runs a chunk off this thread. Up to 200
+  // jobs (0.64 s), so that a loaded machine's scheduler has time to run the
+  // helper at all; the loop ends at the first such chunk.
   std::thread::id self = std::this_thread::get_id();
   std::atomic<int> elsewhere{0};
-  for (int job = 0; job < 20 && elsewhere == 0; ++job)
+  for (int job = 0; job < 200 && elsewhere == 0; ++job)
     parallelChunks(16, [&](int64_t) {
       auto until = std::chrono::steady_clock::now() +
                    std::chrono::microseconds(200);
