@@ -19,7 +19,6 @@
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 using namespace qcc::rt;
 

@@ -6,8 +6,6 @@
 #ifdef QCC_HAVE_DNNL
 #include <dnnl.h>
 #include <omp.h>
-
-#include <limits>
 #endif
 
 bool qcc::rt::dnnlSgemm(bool transA, bool transB, int64_t M, int64_t N,

@@ -1657,6 +1657,15 @@ extern "C" __attribute__((target("avx512f"))) __m512 _ZGVeN16v_expf(__m512);
 
 /// softmaxRow (below) of a contiguous row on the fast path: the same max,
 /// all-masked convention and double sums, with exp 16 values at a time.
+/// The low and high 8 lanes of x as doubles.
+__attribute__((target("avx512f"))) inline __m512d lowHalfPd(__m512 x) {
+  return _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+}
+__attribute__((target("avx512f"))) inline __m512d highHalfPd(__m512 x) {
+  return _mm512_cvtps_pd(
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+}
+
 __attribute__((target("avx512f"))) void softmaxRowAvx512(float *v,
                                                           int64_t n) {
   const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -1677,19 +1686,15 @@ __attribute__((target("avx512f"))) void softmaxRowAvx512(float *v,
     __m512 e = _ZGVeN16v_expf(
         _mm512_sub_ps(_mm512_mask_loadu_ps(ninf, tail(i), v + i), mv));
     _mm512_mask_storeu_ps(v + i, tail(i), e);
-    s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(
-                               _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    s0 = _mm512_add_pd(s0, lowHalfPd(e));
+    s1 = _mm512_add_pd(s1, highHalfPd(e));
   }
-  const __m512d sum = _mm512_set1_pd(_mm512_reduce_add_pd(_mm512_add_pd(s0, s1)));
+  const __m512d sum =
+      _mm512_set1_pd(_mm512_reduce_add_pd(_mm512_add_pd(s0, s1)));
   for (int64_t i = 0; i < n; i += 16) {
     __m512 e = _mm512_maskz_loadu_ps(tail(i), v + i);
-    __m256 lo = _mm512_cvtpd_ps(_mm512_div_pd(
-               _mm512_cvtps_pd(_mm512_castps512_ps256(e)), sum)),
-           hi = _mm512_cvtpd_ps(_mm512_div_pd(
-               _mm512_cvtps_pd(_mm256_castpd_ps(
-                   _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))),
-               sum));
+    __m256 lo = _mm512_cvtpd_ps(_mm512_div_pd(lowHalfPd(e), sum)),
+           hi = _mm512_cvtpd_ps(_mm512_div_pd(highHalfPd(e), sum));
     __m512 r = _mm512_castpd_ps(_mm512_insertf64x4(
         _mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi),
         1));
