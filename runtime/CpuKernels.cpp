@@ -18,6 +18,7 @@
 #include "runtime/CpuKernels.h"
 #include "runtime/CpuChunkPool.h"
 #include "runtime/CpuDnnl.h"
+#include "runtime/CpuF32Gemm.h"
 
 #include "format/Checked.h"
 #include "runtime/CpuQuantKernels.h"
@@ -31,6 +32,9 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define QCC_HAVE_AVX512_ATTENTION 1
+#endif
+#if defined(__GLIBC__)
+#include <malloc.h>
 #endif
 #include <omp.h>
 #include <sched.h>
@@ -1461,7 +1465,8 @@ geluRationalInPlace(float *v, int64_t n, int64_t ld, int64_t rows) {
   }
 }
 
-std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi) {
+std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
+                            const PackedF32Weight *packed = nullptr) {
   const Tensor &x = need(ops, 0, "input"), &w = need(ops, 1, "weight");
   const Tensor *bias = opt(ops, 2);
   requireF32(x, "input");
@@ -1513,20 +1518,23 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi) {
   // Fast: bias, GELU and residual in one pass over each block of the output
   // as its thread finishes it (the kernel plan's GEMM + epilogue region).
   const float *b = bias ? bias->data<float>() : nullptr;
-  sgemmThen(false, true, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(),
-            K, 0.0f, y, N,
-            [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-              if (b)
-                for (int64_t m = m0; m < m1; ++m)
-                  for (int64_t n = n0; n < n1; ++n)
-                    y[m * N + n] += b[n];
-              if (epi.gelu)
-                geluRationalInPlace(y + m0 * N + n0, n1 - n0, N, m1 - m0);
-              if (res)
-                for (int64_t m = m0; m < m1; ++m)
-                  for (int64_t n = n0; n < n1; ++n)
-                    y[m * N + n] += res[m * N + n];
-            });
+  auto epilogue = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    if (b)
+      for (int64_t m = m0; m < m1; ++m)
+        for (int64_t n = n0; n < n1; ++n)
+          y[m * N + n] += b[n];
+    if (epi.gelu)
+      geluRationalInPlace(y + m0 * N + n0, n1 - n0, N, m1 - m0);
+    if (res)
+      for (int64_t m = m0; m < m1; ++m)
+        for (int64_t n = n0; n < n1; ++n)
+          y[m * N + n] += res[m * N + n];
+  };
+  if (packed && packed->n == N && packed->k == K)
+    f32GemmThen(x.data<float>(), K, M, *packed, y, N, epilogue);
+  else
+    sgemmThen(false, true, M, N, K, 1.0f, x.data<float>(), K,
+              w.data<float>(), K, 0.0f, y, N, epilogue);
   return {std::move(r)};
 }
 
@@ -1655,6 +1663,17 @@ std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
 /// (Declared with its target: clang refuses a 512-bit argument otherwise.)
 extern "C" __attribute__((target("avx512f"))) __m512 _ZGVeN16v_expf(__m512);
 
+/// exp of 16 floats by libmvec, 0 where x < -87.3 (exp(x) < FLT_MIN: a
+/// subnormal or 0; -inf: a masked key or a row's tail lanes). libmvec
+/// computes such lanes again one at a time with the scalar expf: 4% of
+/// SmolLM2's prefill at 512 tokens, whose causal rows all end in a tail.
+__attribute__((target("avx512f"))) inline __m512 expNormal(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.3f);
+  // NaN compares "not less" and stays NaN through max(lo, x).
+  __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);
+  return _mm512_maskz_mov_ps(keep, _ZGVeN16v_expf(_mm512_max_ps(lo, x)));
+}
+
 /// softmaxRow (below) of a contiguous row on the fast path: the same max,
 /// all-masked convention and double sums, with exp 16 values at a time.
 /// The low and high 8 lanes of x as doubles.
@@ -1683,8 +1702,8 @@ __attribute__((target("avx512f"))) void softmaxRowAvx512(float *v,
   const __m512 mv = _mm512_set1_ps(m);
   __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) { // lanes past n: exp(-inf) = 0
-    __m512 e = _ZGVeN16v_expf(
-        _mm512_sub_ps(_mm512_mask_loadu_ps(ninf, tail(i), v + i), mv));
+    __m512 e =
+        expNormal(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, tail(i), v + i), mv));
     _mm512_mask_storeu_ps(v + i, tail(i), e);
     s0 = _mm512_add_pd(s0, lowHalfPd(e));
     s1 = _mm512_add_pd(s1, highHalfPd(e));
@@ -1702,6 +1721,41 @@ __attribute__((target("avx512f"))) void softmaxRowAvx512(float *v,
   }
 }
 #endif
+
+#ifdef QCC_HAVE_AVX512_ATTENTION
+/// silu (numerics::silu: x / (1 + exp(-x)), one division) of n floats on
+/// the fast path, exp 16 at a time by libmvec: the scalar loop's libm expf
+/// was 5% of SmolLM2's float prefill.
+__attribute__((target("avx512f"))) void siluAvx512(const float *x, float *y,
+                                                   int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m512 e = expNormal(_mm512_sub_ps(_mm512_setzero_ps(), v));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(v, _mm512_add_ps(one, e)));
+  }
+}
+#endif
+
+std::vector<Tensor> siluK(const Operands &ops) {
+#ifdef QCC_HAVE_AVX512_ATTENTION
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const Tensor &x = need(ops, 0, "input");
+  if (avx512 && x.dtype() == DType::F32 &&
+      cpuKernelPath() == CpuKernelPath::Fast) {
+    Tensor r(DType::F32, x.shape());
+    const int64_t n = x.numel(), chunk = 1 << 14; // 16 floats at a time
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t c = 0; c < n; c += chunk)
+      siluAvx512(x.data<float>() + c, r.data<float>() + c,
+                 std::min(chunk, n - c));
+    return {std::move(r)};
+  }
+#endif
+  return unaryF32(OpKind::Silu, ops,
+                  [](float x) { return qcc::numerics::silu(x); });
+}
 
 /// In-place softmax of n values. Convention (both for `softmax` and inside
 /// `attention`): a row whose every value is -inf (fully masked) becomes all
@@ -2027,8 +2081,9 @@ qcc::rt::compressedLinearOperands(const Operands &ops, int64_t N, int64_t K) {
 
 std::vector<Tensor>
 qcc::rt::linearWithEpilogue(const Operands &ops,
-                            const LinearEpilogue &epilogue) {
-  return linearK(ops, epilogue);
+                            const LinearEpilogue &epilogue,
+                            const PackedF32Weight *packed) {
+  return linearK(ops, epilogue, packed);
 }
 
 void qcc::rt::sgemm(bool transA, bool transB, int64_t M, int64_t N,
@@ -2053,6 +2108,14 @@ static std::once_flag gCpuThreadsOnce;
 void qcc::rt::setCpuThreads(int threads) {
   if (threads <= 0)
     threads = affinityCpus();
+  // Activations up to 64 MiB from the heap, and freed memory kept up to
+  // 256 MiB: glibc's defaults return them to the kernel, and each forward
+  // pass then paid page faults and kernel zeroing for every fresh tensor
+  // (measured: 18-22% of SmolLM2's float prefill at 512 tokens).
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
   openblas_set_num_threads(1);
   omp_set_num_threads(threads);
   gCpuThreads = threads;
@@ -2497,9 +2560,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::LayerNorm: return layerNormK(attrs, ops);
   case OpKind::RmsNorm: return rmsNormK(attrs, ops);
   case OpKind::Gelu: return geluK(attrs, ops);
-  case OpKind::Silu:
-    return unaryF32(op, ops,
-                    [](float x) { return qcc::numerics::silu(x); });
+  case OpKind::Silu: return siluK(ops);
   case OpKind::Softmax: return softmaxK(attrs, ops);
   case OpKind::Attention: return attentionK(attrs, ops);
   case OpKind::Rotary: return rotaryK(attrs, ops);

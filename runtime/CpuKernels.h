@@ -72,7 +72,9 @@ const char *cpuKernelPathName(CpuKernelPath path);
 /// pool itself, so that OpenBLAS's own pthread pool and OpenMP's spinning
 /// workers never compete for the cores (on 2 cores that fight cost more
 /// than either pool gained). The first kernel call sets it up; setting it
-/// again resizes the pool.
+/// again resizes the pool. It also tunes glibc's malloc for the process:
+/// tensors up to 64 MiB from the heap and freed memory kept (up to 256 MiB)
+/// for the next pass, instead of page faults on every fresh tensor.
 void setCpuThreads(int threads); // <= 0: from the affinity mask
 int cpuThreads();
 /// The CPUs this process may run on (its affinity mask), at least 1.
@@ -151,9 +153,13 @@ struct LinearEpilogue {
   bool gelu = false;                 // then gelu (approximate = "none")
   const Tensor *residual = nullptr;  // then + residual (the output's shape)
 };
-/// linear (operands input, weight, optional bias), then `epilogue`.
+struct PackedF32Weight;
+/// linear (operands input, weight, optional bias), then `epilogue`; on the
+/// fast path from `packed` (the weight packed at load, CpuF32Gemm.h) when
+/// given, else from the weight through BLAS.
 std::vector<Tensor> linearWithEpilogue(const Operands &ops,
-                                       const LinearEpilogue &epilogue);
+                                       const LinearEpilogue &epilogue,
+                                       const PackedF32Weight *packed = nullptr);
 
 /// Runs the kernel of `op`: a switch over every OpKind without a default, so
 /// that an op without a case is a compiler error (the runtime builds with

@@ -181,7 +181,7 @@ Session::run(const std::string &name,
       const Node &next = fn.nodes[i + 1];
       std::vector<Tensor> results;
       try {
-        results = linearWithEpilogue(operands, *epi);
+        results = linearWithEpilogue(operands, *epi, packedF32Weight(node));
       } catch (const std::exception &e) {
         throw std::runtime_error("node '" + node.name + "' (linear, with '" +
                                  next.name + "' fused): " + e.what());
@@ -341,17 +341,38 @@ Session::compressedUses(const Function &fn) {
   return uses;
 }
 
+/// The constant weight that `node`, of kind `kind`, reads as operand
+/// `operand`, or nullptr.
+static const Tensor *constantWeight(const Artifact &artifact, const Node &node,
+                                    OpKind kind, size_t operand) {
+  if (node.kind != kind || node.inputs.size() <= operand ||
+      node.inputs[operand] < 0)
+    return nullptr;
+  return artifact.constant(node.inputs[operand]);
+}
+
+/// The packed form of `w` in `packed`, or nullptr.
+template <class P>
+static const P *findPacked(const std::map<const void *, std::optional<P>> &packed,
+                           const Tensor *w) {
+  auto it = w ? packed.find(w->raw()) : packed.end();
+  return it == packed.end() || !it->second ? nullptr : &*it->second;
+}
+
 void Session::packWeights(const Function &fn) {
   if (!packedFunctions_.insert(&fn).second)
     return;
   auto pack = [&](const Node &n) {
-    if (n.kind != OpKind::QLinear || n.inputs.size() < 4)
-      return;
-    int64_t id = n.inputs[3];
-    const Tensor *w = id >= 0 ? artifact.constant(id) : nullptr;
-    if (w && w->dtype() == DType::I8 && w->rank() == 2 && !packed_.count(id))
-      packed_[id] = packForPath(w->data<int8_t>(), w->dim(0), w->dim(1),
-                                CpuKernelPath::Fast);
+    if (const Tensor *w = constantWeight(artifact, n, OpKind::Linear, 1);
+        w && w->dtype() == DType::F32 && w->rank() == 2 &&
+        !packedF32_.count(w->raw()))
+      packedF32_[w->raw()] =
+          packF32Weight(w->data<float>(), w->dim(0), w->dim(1));
+    if (const Tensor *w = constantWeight(artifact, n, OpKind::QLinear, 3);
+        w && w->dtype() == DType::I8 && w->rank() == 2 &&
+        !packed_.count(w->raw()))
+      packed_[w->raw()] = packForPath(w->data<int8_t>(), w->dim(0),
+                                      w->dim(1), CpuKernelPath::Fast);
   };
   for (const Node &n : fn.nodes) {
     pack(n);
@@ -362,11 +383,17 @@ void Session::packWeights(const Function &fn) {
 }
 
 const PackedI8Weight *Session::packedWeight(const Node &node) const {
-  if (node.kind != OpKind::QLinear || node.inputs.size() < 4 ||
-      cpuKernelPath() != CpuKernelPath::Fast)
+  if (cpuKernelPath() != CpuKernelPath::Fast)
     return nullptr;
-  auto it = packed_.find(node.inputs[3]);
-  return it == packed_.end() || !it->second ? nullptr : &*it->second;
+  return findPacked(packed_,
+                    constantWeight(artifact, node, OpKind::QLinear, 3));
+}
+
+const PackedF32Weight *Session::packedF32Weight(const Node &node) const {
+  if (cpuKernelPath() != CpuKernelPath::Fast)
+    return nullptr;
+  return findPacked(packedF32_,
+                    constantWeight(artifact, node, OpKind::Linear, 1));
 }
 
 std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
@@ -438,6 +465,9 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
             if (node.kind == OpKind::QLinear && !sparse &&
                 cpuKernelPath() != CpuKernelPath::Reference)
               return fastQLinearKernel(attrs, ops, packedWeight(node));
+            if (const PackedF32Weight *p = sparse ? nullptr
+                                                  : packedF32Weight(node))
+              return linearWithEpilogue(ops, {}, p);
             if (sparse && sparse->isInt4())
               return int4LinearKernel(ops, sparse->int4);
             if (sparse)

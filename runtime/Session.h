@@ -3,6 +3,7 @@
 #define QCC_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/CpuF32Gemm.h"
 #include "runtime/CpuInt4Kernels.h"
 #include "runtime/CpuInt8Gemm.h"
 #include "runtime/CpuSparseKernels.h"
@@ -139,14 +140,18 @@ private:
   };
   const std::vector<CompressedUse> &compressedUses(const Function &fn);
 
-  /// Packs, once per constant, the int8 weight of every qlinear of `fn`
-  /// (kernel region bodies included) for the fast path's GEMM
-  /// (runtime/CpuInt8Gemm.h: on CPUs with AVX-512 VNNI; elsewhere nothing is
-  /// packed and the portable kernel runs).
+  /// Packs, once per constant, the int8 weight of every qlinear and the
+  /// float32 weight of every linear of `fn` (kernel region bodies included)
+  /// for the fast path's GEMMs (runtime/CpuInt8Gemm.h, on CPUs with AVX-512
+  /// VNNI; runtime/CpuF32Gemm.h, with AVX-512F; elsewhere nothing is packed
+  /// and the portable kernel or BLAS runs).
   void packWeights(const Function &fn);
   /// On the fast path, the packed form of node's weight (a qlinear's), or
   /// nullptr.
   const PackedI8Weight *packedWeight(const Node &node) const;
+  /// On the fast path, the packed form of node's weight (a float32
+  /// linear's), or nullptr.
+  const PackedF32Weight *packedF32Weight(const Node &node) const;
 
   /// Runs one node (a kernel node through its body); `values` is the
   /// function's value table (body values live there too).
@@ -159,7 +164,10 @@ private:
   const Artifact &artifact;
   std::map<const Function *, std::vector<CompressedUse>> compressedUses_;
   std::set<const Function *> packedFunctions_;
-  std::map<int64_t, std::optional<PackedI8Weight>> packed_; ///< by value id
+  // By the constant's bytes: entry points share weights under other value
+  // ids (keyed by id, SmolLM2's float weights were packed twice: +1 GB).
+  std::map<const void *, std::optional<PackedI8Weight>> packed_;
+  std::map<const void *, std::optional<PackedF32Weight>> packedF32_;
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
   Observer observer;

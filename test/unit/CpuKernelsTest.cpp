@@ -875,6 +875,45 @@ TEST(CpuKernels, SoftmaxFastVsReference) {
   }
 }
 
+TEST(CpuKernels, SoftmaxFastFlushesBelowFltMin) {
+  // exp of x - max < -87.3 is below FLT_MIN (subnormal or 0): the fast path
+  // gives 0 there (libmvec would redo those lanes with the scalar expf), so
+  // within FLT_MIN of the reference; the rest as SoftmaxFastVsReference.
+  Tensor x(DType::F32, {1, 9});
+  const float in[] = {0.0f,   -80.0f,  -87.0f,  -87.5f, -95.0f,
+                      -103.0f, -110.0f, -1.0f, -std::numeric_limits<float>::infinity()};
+  std::copy(std::begin(in), std::end(in), x.data<float>());
+  json attrs = {{"axis", -1}};
+  std::vector<float> fast = values(run1("softmax", attrs, {&x})),
+                     ref = values(onReferencePath(
+                         [&] { return run1("softmax", attrs, {&x}); }));
+  for (int i = 0; i < 9; ++i) {
+    if (in[i] < -87.3f)
+      EXPECT_EQ(fast[i], 0.0f) << i;
+    EXPECT_NEAR(fast[i], ref[i],
+                1e-6 * std::fabs(ref[i]) + std::numeric_limits<float>::min())
+        << i;
+  }
+}
+
+TEST(CpuKernels, SiluFastVsReference) {
+  // The fast path's silu (libmvec's exp, 16 lanes, x / (1 + exp(-x))) against
+  // numerics::silu: lengths around the vector width, a range where exp(-x)
+  // overflows and flushes. Tolerance 1e-6 relative (+ FLT_MIN): expf within
+  // 2.6 ulp, then one add and one division.
+  std::mt19937 rng(23);
+  for (int64_t n : {1, 15, 16, 17, 100, 70000}) {
+    Tensor x = randomF32({n}, rng, -120, 120);
+    std::vector<float> fast = values(run1("silu", json::object(), {&x})),
+                       ref = values(onReferencePath(
+                           [&] { return run1("silu", json::object(), {&x}); }));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(fast[i], ref[i],
+                  1e-6 * std::fabs(ref[i]) + std::numeric_limits<float>::min())
+          << "n=" << n << " x=" << x.data<float>()[i];
+  }
+}
+
 // layer_norm and same-shape add: the fast path threads rows / elements with
 // the same arithmetic per element, so add is bit for bit; layer_norm sums a
 // row's mean and variance in double vector lanes, another order, so within
