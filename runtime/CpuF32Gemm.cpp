@@ -32,8 +32,8 @@ constexpr int64_t kCols = PackedF32Weight::kCols;
 constexpr int64_t kMaxSliceK = 1024;
 
 /// One tile: MR rows of x from `x` (row stride lda), kLen k from k0 on, NB
-/// column blocks from `w` (block b at w + b * blockStride, already offset to
-/// k0), into C (row stride ldc) for the first `cols` columns; adds to C
+/// column blocks from `w` (block b's 16 values of k at w + b * blockStride +
+/// k * kStride, already offset to k0), into C (row stride ldc) for the first `cols` columns; adds to C
 /// unless `first`. `prefetch`, when set, is the same slice of the next
 /// strip, pulled into L2 while this tile computes (measured: 240 to 270
 /// GFLOP/s on SmolLM2's prefill GEMMs, whose weights come from memory).
@@ -41,7 +41,7 @@ struct Tile {
   const float *x;
   int64_t lda;
   const float *w;
-  int64_t blockStride, kLen;
+  int64_t blockStride, kStride, kLen;
   float *c;
   int64_t ldc, cols;
   bool first;
@@ -58,10 +58,10 @@ template <int MR, int NB> QCC_AVX512F_TARGET void tileAvx512(const Tile &t) {
     __m512 w[NB];
 #pragma GCC unroll 4
     for (int b = 0; b < NB; ++b) {
-      w[b] = _mm512_load_ps(t.w + b * t.blockStride + k * kCols);
+      w[b] = _mm512_loadu_ps(t.w + b * t.blockStride + k * t.kStride);
       if (t.prefetch)
         _mm_prefetch((const char *)(t.prefetch + b * t.blockStride +
-                                    k * kCols),
+                                    k * t.kStride),
                      _MM_HINT_T1);
     }
     // Unrolled so that the accumulators live in registers (-O2 kept them
@@ -142,7 +142,8 @@ bool qcc::rt::cpuHasAvx512F() {
 }
 
 std::optional<PackedF32Weight> qcc::rt::packF32Weight(const float *w,
-                                                      int64_t n, int64_t k) {
+                                                      int64_t n, int64_t k,
+                                                      int64_t ldw) {
   if (!cpuHasAvx512F() || n <= 0 || k <= 0)
     return std::nullopt;
   PackedF32Weight p;
@@ -159,13 +160,77 @@ std::optional<PackedF32Weight> qcc::rt::packF32Weight(const float *w,
   for (int64_t b = 0; b < blocks; ++b) {
     float *dst = p.data.get() + b * k * kCols;
     for (int64_t c = b * kCols; c < std::min(n, (b + 1) * kCols); ++c) {
-      const float *row = w + c * k;
+      const float *row = w + c * ldw;
       for (int64_t i = 0; i < k; ++i)
         dst[i * kCols + c % kCols] = row[i];
     }
   }
   return p;
 }
+
+#ifdef QCC_HAVE_F32_KERNEL
+namespace {
+
+/// B(k, n) = b[(n / 16) * blockStride + k * kStride + n % 16] for n < N,
+/// k < K, every block's 16 values readable: a packed weight (blockStride
+/// K * 16, kStride 16) or a row-major [K, N] matrix with N a multiple of 16
+/// (blockStride 16, kStride its row stride).
+struct BlockedB {
+  const float *b;
+  int64_t blockStride, kStride, n, k;
+  int64_t columnBlocks() const { return (n + kCols - 1) / kCols; }
+};
+
+/// The strips of C = x B: `blocksPerStrip` column blocks each, all M rows.
+struct Strips {
+  const float *x;
+  int64_t lda, M;
+  BlockedB B;
+  float *C;
+  int64_t ldc;
+  int rowsPerTile, blocksPerStrip;
+  int64_t sliceK;
+
+  Strips(const float *x, int64_t lda, int64_t M, BlockedB B, float *C,
+         int64_t ldc)
+      : x(x), lda(lda), M(M), B(B), C(C), ldc(ldc) {
+    // Decode's few rows: 64-column strips (a row's 4 accumulators hide the
+    // FMA latency); else 32 columns by 12 rows.
+    rowsPerTile = M <= 4 ? 4 : 12;
+    blocksPerStrip = M <= 4 ? 4 : 2;
+    const int64_t slices = (B.k + kMaxSliceK - 1) / kMaxSliceK;
+    sliceK = slices ? (B.k + slices - 1) / slices : 0;
+  }
+  int64_t count() const {
+    return (B.columnBlocks() + blocksPerStrip - 1) / blocksPerStrip;
+  }
+  /// Computes strip s; returns its columns [n0, n1).
+  std::pair<int64_t, int64_t> run(int64_t s, bool prefetchNext) const {
+    const int64_t b0 = s * blocksPerStrip;
+    const int nb = (int)std::min<int64_t>(blocksPerStrip, B.columnBlocks() - b0);
+    const int64_t n0 = b0 * kCols, cols = std::min(B.n, n0 + nb * kCols) - n0;
+    const float *strip = B.b + b0 * B.blockStride;
+    for (int64_t k0 = 0; k0 < B.k; k0 += sliceK) {
+      const int64_t kLen = std::min(sliceK, B.k - k0);
+      for (int64_t m0 = 0; m0 < M; m0 += rowsPerTile) {
+        const int mr = (int)std::min<int64_t>(rowsPerTile, M - m0);
+        const float *next =
+            prefetchNext && m0 == 0 && s + 1 < count()
+                ? strip + blocksPerStrip * B.blockStride + k0 * B.kStride
+                : nullptr;
+        Tile t{x + m0 * lda + k0, lda,    strip + k0 * B.kStride,
+               B.blockStride,     B.kStride, kLen,
+               C + m0 * ldc + n0, ldc,    cols,
+               k0 == 0,           next};
+        tileFor(mr, nb)(t);
+      }
+    }
+    return {n0, n0 + cols};
+  }
+};
+
+} // namespace
+#endif
 
 void qcc::rt::f32GemmThen(
     const float *x, int64_t lda, int64_t M, const PackedF32Weight &w,
@@ -174,49 +239,73 @@ void qcc::rt::f32GemmThen(
 #ifdef QCC_HAVE_F32_KERNEL
   if (M <= 0)
     return;
-  const int64_t K = w.k, N = w.n, blocks = w.columnBlocks();
-  // Decode's few rows: 64-column strips (a row's 4 accumulators hide the
-  // FMA latency); else 32 columns by 12 rows.
-  const int rowsPerTile = M <= 4 ? 4 : 12, blocksPerStrip = M <= 4 ? 4 : 2;
-  const int64_t strips = (blocks + blocksPerStrip - 1) / blocksPerStrip;
-  const int64_t slices = (K + kMaxSliceK - 1) / kMaxSliceK,
-                sliceK = (K + slices - 1) / slices;
+  const Strips strips(x, lda, M, {w.block(0), w.k * kCols, kCols, w.n, w.k},
+                      C, ldc);
   auto strip = [&](int64_t s) {
-    const int64_t b0 = s * blocksPerStrip;
-    const int nb = (int)std::min<int64_t>(blocksPerStrip, blocks - b0);
-    const int64_t n0 = b0 * kCols, cols = std::min(N, n0 + nb * kCols) - n0;
-    for (int64_t k0 = 0; k0 < K; k0 += sliceK) {
-      const int64_t kLen = std::min(sliceK, K - k0);
-      for (int64_t m0 = 0; m0 < M; m0 += rowsPerTile) {
-        const int mr = (int)std::min<int64_t>(rowsPerTile, M - m0);
-        const float *next = m0 == 0 && s + 1 < strips
-                                ? w.block(b0 + blocksPerStrip) + k0 * kCols
-                                : nullptr;
-        Tile t{x + m0 * lda + k0, lda, w.block(b0) + k0 * kCols, K * kCols,
-               kLen, C + m0 * ldc + n0, ldc, cols, k0 == 0, next};
-        tileFor(mr, nb)(t);
-      }
-    }
-    epilogue(0, M, n0, n0 + cols);
+    auto [n0, n1] = strips.run(s, /*prefetchNext=*/true);
+    epilogue(0, M, n0, n1);
   };
-  const int64_t work = M * N * K;
+  const int64_t work = M * w.n * w.k, count = strips.count();
   const int threads = cpuThreads();
   if (threads > 1 && chunkPoolFits(M, work)) {
-    const int64_t per = std::max<int64_t>(1, strips / (4 * threads));
-    parallelChunks((strips + per - 1) / per, [&](int64_t c) {
-      for (int64_t s = c * per; s < std::min(strips, (c + 1) * per); ++s)
+    const int64_t per = std::max<int64_t>(1, count / (4 * threads));
+    parallelChunks((count + per - 1) / per, [&](int64_t c) {
+      for (int64_t s = c * per; s < std::min(count, (c + 1) * per); ++s)
         strip(s);
     });
   } else if (threads > 1 && work >= kParallelWork && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t s = 0; s < strips; ++s)
+    for (int64_t s = 0; s < count; ++s)
       strip(s);
   } else {
-    for (int64_t s = 0; s < strips; ++s)
+    for (int64_t s = 0; s < count; ++s)
       strip(s);
   }
 #else
   (void)x, (void)lda, (void)M, (void)w, (void)C, (void)ldc, (void)epilogue;
+  throw std::logic_error("the packed float32 GEMM needs AVX-512F");
+#endif
+}
+
+void qcc::rt::f32GemmRowMajorB(const float *x, int64_t lda, int64_t M,
+                               const float *b, int64_t ldb, int64_t N,
+                               int64_t K, float *C, int64_t ldc) {
+#ifdef QCC_HAVE_F32_KERNEL
+  if (N % kCols != 0)
+    throw std::logic_error("f32GemmRowMajorB: N must be a multiple of 16");
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    for (int64_t m = 0; m < M; ++m)
+      std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    return;
+  }
+  const Strips strips(x, lda, M, {b, kCols, ldb, N, K}, C, ldc);
+  for (int64_t s = 0; s < strips.count(); ++s)
+    strips.run(s, /*prefetchNext=*/false);
+#else
+  (void)x, (void)lda, (void)M, (void)b, (void)ldb, (void)N, (void)K,
+      (void)C, (void)ldc;
+  throw std::logic_error("the packed float32 GEMM needs AVX-512F");
+#endif
+}
+
+void qcc::rt::f32GemmPackedOnThread(const float *x, int64_t lda, int64_t M,
+                                    const PackedF32Weight &w, int64_t n0,
+                                    int64_t n1, float *C, int64_t ldc) {
+#ifdef QCC_HAVE_F32_KERNEL
+  if (n0 % kCols != 0 || n0 < 0 || n1 > w.n)
+    throw std::logic_error("f32GemmPackedOnThread: bad column range");
+  if (M <= 0 || n1 <= n0)
+    return;
+  const Strips strips(x, lda, M,
+                      {w.block(n0 / kCols), w.k * kCols, kCols, n1 - n0, w.k},
+                      C, ldc);
+  for (int64_t s = 0; s < strips.count(); ++s)
+    strips.run(s, /*prefetchNext=*/true);
+#else
+  (void)x, (void)lda, (void)M, (void)w, (void)n0, (void)n1, (void)C,
+      (void)ldc;
   throw std::logic_error("the packed float32 GEMM needs AVX-512F");
 #endif
 }

@@ -48,10 +48,14 @@ struct PackedF32Weight {
 /// Whether this CPU runs the packed kernel (AVX-512F).
 bool cpuHasAvx512F();
 
-/// The packed form of w [n, k] (row-major); nullopt on CPUs without
-/// AVX-512F, where the linear keeps BLAS.
+/// The packed form of w [n, k] (row-major, row n at w + n * ldw); nullopt
+/// on CPUs without AVX-512F, where the linear keeps BLAS.
 std::optional<PackedF32Weight> packF32Weight(const float *w, int64_t n,
-                                             int64_t k);
+                                             int64_t k, int64_t ldw);
+inline std::optional<PackedF32Weight> packF32Weight(const float *w, int64_t n,
+                                                    int64_t k) {
+  return packF32Weight(w, n, k, k);
+}
 
 /// C[m, n] (row stride ldc) = sum_k x[m * lda + k] * w[n, k] for m < M,
 /// then epilogue(m0, m1, n0, n1) on each block of C by the thread that
@@ -60,6 +64,21 @@ void f32GemmThen(const float *x, int64_t lda, int64_t M,
                  const PackedF32Weight &w, float *C, int64_t ldc,
                  const std::function<void(int64_t, int64_t, int64_t,
                                           int64_t)> &epilogue);
+
+/// f32GemmThen's product for columns [n0, n1) of w (n0 a multiple of 16)
+/// into C[m, n - n0], on the calling thread and without an epilogue: for a
+/// caller that threads its own tasks (attention's scores over packed keys).
+void f32GemmPackedOnThread(const float *x, int64_t lda, int64_t M,
+                           const PackedF32Weight &w, int64_t n0, int64_t n1,
+                           float *C, int64_t ldc);
+
+/// C[m, n] = sum_k x[m * lda + k] * b[k * ldb + n] for m < M, n < N (a
+/// multiple of 16), k < K, on the calling thread: the same tiles reading a
+/// row-major B in place, 16 columns being contiguous already (attention's
+/// values). Needs AVX-512F (cpuHasAvx512F).
+void f32GemmRowMajorB(const float *x, int64_t lda, int64_t M, const float *b,
+                      int64_t ldb, int64_t N, int64_t K, float *C,
+                      int64_t ldc);
 
 } // namespace qcc::rt
 

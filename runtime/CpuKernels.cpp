@@ -1861,10 +1861,18 @@ void attentionFast(int64_t B, int64_t H, int64_t Hkv, int64_t Sq, int64_t Skv,
   constexpr int64_t kQueryBlock = 32;
   int64_t blocks = (Sq + kQueryBlock - 1) / kQueryBlock, group = H / Hkv;
   int64_t tasks = B * H * blocks, off = Skv - Sq;
+  // Each (batch, kv head)'s keys packed once for the score tiles, as a
+  // linear's weight (every head of the group and query block reads them).
+  std::vector<std::optional<PackedF32Weight>> packedK(
+      Sq >= 4 && cpuHasAvx512F() ? B * Hkv : 0);
 #pragma omp parallel if (tasks > 1 && B * H * Sq * Skv * D >= kParallelWork)
   {
     std::vector<float> scratch;
     std::array<int64_t, kQueryBlock> lo, hi;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < (int64_t)packedK.size(); ++p)
+      packedK[p] = packF32Weight(K + (p / Hkv) * Skv * Hkv * D + p % Hkv * D,
+                                 Skv, D, Hkv * D);
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
       int64_t b = task / (H * blocks), h = task / blocks % H;
@@ -1882,7 +1890,10 @@ void attentionFast(int64_t B, int64_t H, int64_t Hkv, int64_t Sq, int64_t Skv,
                  lo.data(), hi.data(),
                  M ? M + b * mst[0] + h * mst[1] + i0 * mst[2] : nullptr,
                  M ? mst[2] : 0, M ? mst[3] : 0,
-                 O + (b * Sq + i0) * H * D + h * D, H * D, scratch);
+                 O + (b * Sq + i0) * H * D + h * D, H * D, scratch,
+                 packedK.empty() || !packedK[b * Hkv + g]
+                     ? nullptr
+                     : &*packedK[b * Hkv + g]);
     }
   }
 }
@@ -2167,7 +2178,8 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                          int64_t ldv, float scale, float softcap,
                          const int64_t *lo, const int64_t *hi,
                          const float *mask, int64_t maskRow, int64_t maskCol,
-                         float *O, int64_t ldo, std::vector<float> &scratch) {
+                         float *O, int64_t ldo, std::vector<float> &scratch,
+                         const PackedF32Weight *packedK) {
   // Each row's range without the keys its mask sets to -inf at either end
   // (a causal or padding mask given as a tensor): exp(-inf) adds nothing.
   std::vector<int64_t> range(2 * (size_t)R);
@@ -2194,6 +2206,14 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
       std::fill(O + r * ldo, O + r * ldo + D, 0.0f);
     return;
   }
+  bool few = R < 4;
+  // The packed keys' tiles start at multiples of 16: the keys before j0
+  // become part of S, outside every row's range (zeros below).
+  const bool tiles = !few && packedK;
+  if (tiles)
+    j0 -= j0 % 16;
+  // Values through the same tiles where D is whole 16-float blocks.
+  const bool valueTiles = !few && D % 16 == 0 && cpuHasAvx512F();
   int64_t n = j1 - j0;
   scratch.resize((size_t)(R * n));
   float *S = scratch.data();
@@ -2202,8 +2222,11 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
   // cores, rather than each call also spreading over OpenBLAS's pool.
   // A few rows (decode): plain loops, which beat a BLAS call per row.
   int64_t chunk = std::max<int64_t>(16, (int64_t(1) << 18) / (R * D));
-  bool few = R < 4;
-  if (few)
+  if (tiles) {
+    f32GemmPackedOnThread(Q, ldq, R, *packedK, j0, j1, S, n);
+    for (int64_t i = 0; i < R * n; ++i)
+      S[i] *= scale;
+  } else if (few)
     for (int64_t r = 0; r < R; ++r)
       for (int64_t j = 0; j < n; ++j) {
         const float *q = Q + r * ldq, *k = K + (j0 + j) * ldk;
@@ -2243,6 +2266,8 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
           o[d] += p * v[d];
       }
     }
+  else if (valueTiles)
+    f32GemmRowMajorB(S, n, R, V + j0 * ldv, ldv, D, n, O, ldo);
   else
     for (int64_t c = 0; c < n; c += chunk) // O = P V
       sgemm(false, false, R, D, std::min(chunk, n - c), 1.0f, S + c, n,

@@ -26,6 +26,8 @@
 
 namespace qcc::rt {
 
+struct PackedF32Weight; // CpuF32Gemm.h
+
 /// Read access to a node's attributes, with errors that name the attribute.
 class Attrs {
 public:
@@ -101,12 +103,15 @@ constexpr int64_t kParallelWork = int64_t(1) << 18;
 /// softmax over the range as `softmax` does (an empty or fully masked range
 /// gives zeros), then O + r * ldo = sum_j p_j V_j (V + j * ldv). Keys outside
 /// every row's range are not read. `scratch` is reused between calls.
+/// `packedK`, when given, is K packed as a linear's weight (CpuF32Gemm.h:
+/// keys as the output columns, from key 0): the scores come from it.
 void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 const float *K, int64_t ldk, const float *V, int64_t ldv,
                 float scale, float softcap, const int64_t *lo,
                 const int64_t *hi, const float *mask, int64_t maskRow,
                 int64_t maskCol, float *O, int64_t ldo,
-                std::vector<float> &scratch);
+                std::vector<float> &scratch,
+                const PackedF32Weight *packedK = nullptr);
 
 /// `count` cached tokens from position `first`, D elements each, contiguous:
 /// how a KV cache holds a sequence (a paged cache in runs of its blocks).
@@ -153,7 +158,6 @@ struct LinearEpilogue {
   bool gelu = false;                 // then gelu (approximate = "none")
   const Tensor *residual = nullptr;  // then + residual (the output's shape)
 };
-struct PackedF32Weight;
 /// linear (operands input, weight, optional bias), then `epilogue`; on the
 /// fast path from `packed` (the weight packed at load, CpuF32Gemm.h) when
 /// given, else from the weight through BLAS.

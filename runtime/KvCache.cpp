@@ -2,6 +2,7 @@
 #include "runtime/KvCache.h"
 
 #include "runtime/CpuChunkPool.h"
+#include "runtime/CpuF32Gemm.h"
 #include "runtime/CpuQuantKernels.h"
 
 #include "format/Checked.h"
@@ -478,9 +479,13 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
       } else {
         const float *Kr = gather(0, keys);
         const float *Vr = gather(1, values);
+        // The keys packed for the score tiles (CpuF32Gemm.h), once for
+        // every head of the group.
+        std::optional<PackedF32Weight> packedK =
+            packF32Weight(Kr, end - begin, D);
         attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
                    lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
-                   scratch);
+                   scratch, packedK ? &*packedK : nullptr);
       }
       for (int64_t hh = 0; hh < group; ++hh)
         for (int64_t t = 0; t < count; ++t)
