@@ -273,7 +273,7 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
       QLinearEpilogue::check(attrs, ops, w->dim(0), w->dim(1));
   if (packed && (packed->n != e.N || packed->k != e.K))
     throw std::logic_error("packed weight does not match the qlinear's");
-  Tensor r(DType::F32, e.resultShape);
+  Tensor r = Tensor::uninitialized(DType::F32, e.resultShape); // all set
   float *Y = r.data<float>();
   const int64_t N = e.N;
   // The mixed GEMM: the int8 GEMM and the small float GEMM on the outlier

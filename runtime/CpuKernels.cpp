@@ -437,7 +437,7 @@ std::vector<Tensor> binary(OpKind kind, BinOp op, const Operands &ops) {
   }
   if (a.dtype() == DType::Bool)
     unsupported(a.dtype(), name);
-  Tensor r(a.dtype(), out);
+  Tensor r = Tensor::uninitialized(a.dtype(), out); // every element set
   if (a.dtype() == DType::F32 && a.shape() == b.shape() &&
       (op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul ||
        op == BinOp::Div) &&
@@ -494,7 +494,7 @@ std::vector<Tensor> unaryF32(OpKind op, const Operands &ops, F fn) {
   const Tensor &x = need(ops, 0, "input");
   if (x.dtype() != DType::F32)
     unsupported(x.dtype(), opKindName(op));
-  Tensor r(DType::F32, x.shape());
+  Tensor r = Tensor::uninitialized(DType::F32, x.shape()); // every element set
   const float *in = x.data<float>();
   float *out = r.data<float>();
   // Elementwise math (erf, tanh, exp) is the costly part of small models
@@ -1496,7 +1496,7 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
            str(out));
     res = epi.residual->data<float>();
   }
-  Tensor r(DType::F32, out);
+  Tensor r = Tensor::uninitialized(DType::F32, out); // every element set
   float *y = r.data<float>();
   if (cpuKernelPath() == CpuKernelPath::Reference) {
     float beta = 0.0f;
@@ -1744,7 +1744,7 @@ std::vector<Tensor> siluK(const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   if (avx512 && x.dtype() == DType::F32 &&
       cpuKernelPath() == CpuKernelPath::Fast) {
-    Tensor r(DType::F32, x.shape());
+    Tensor r = Tensor::uninitialized(DType::F32, x.shape());
     const int64_t n = x.numel(), chunk = 1 << 14; // 16 floats at a time
 #pragma omp parallel for schedule(static) if (n >= (1 << 16))
     for (int64_t c = 0; c < n; c += chunk)

@@ -61,7 +61,15 @@ std::string qcc::rt::shapeString(const Shape &shape) {
   return s + "]";
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape)
+    : Tensor(dtype, std::move(shape), /*zero=*/true) {}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  return Tensor(dtype, std::move(shape), /*zero=*/false);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, bool zero)
+    : dtype_(dtype), shape_(std::move(shape)) {
   for (int64_t d : shape_)
     if (d < 0)
       throw std::invalid_argument("negative dimension in " +
@@ -76,8 +84,9 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     throw std::runtime_error(what() + " has more elements than fit in 64 bits");
   if (*size > format::physicalMemoryBytes())
     format::requireMemory(*size, what());
-  storage_ = std::make_shared<std::vector<std::byte>>(*size);
-  data_ = storage_->data();
+  storage_ = zero ? std::make_shared<std::byte[]>(*size)
+                  : std::make_shared_for_overwrite<std::byte[]>(*size);
+  data_ = storage_.get();
   owned_ = true;
 }
 
