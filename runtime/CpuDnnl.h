@@ -2,7 +2,8 @@
 //
 // Where the build found oneDNN (Debian's libdnnl-dev: QCC_HAVE_DNNL), the
 // fast path's float GEMMs of more than one row call oneDNN's sgemm instead
-// of OpenBLAS's. Chosen by measurement on this project's shapes
+// of OpenBLAS's: those that do not run from weights packed at load
+// (CpuF32Gemm.h: linears on AVX-512F CPUs), such as matmul ops. Chosen by measurement on this project's shapes
 // (docs/CPU_BACKEND.md, "GEMM libraries"): single-threaded, on the demo's
 // and SmolLM2's prefill blocks, 1.07-1.33x OpenBLAS 0.3.21. oneDNN's matmul
 // primitive with AMX was faster still on int8 in isolation, but lost its
