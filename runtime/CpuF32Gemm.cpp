@@ -33,10 +33,11 @@ constexpr int64_t kMaxSliceK = 1024;
 
 /// One tile: MR rows of x from `x` (row stride lda), kLen k from k0 on, NB
 /// column blocks from `w` (block b's 16 values of k at w + b * blockStride +
-/// k * kStride, already offset to k0), into C (row stride ldc) for the first `cols` columns; adds to C
-/// unless `first`. `prefetch`, when set, is the same slice of the next
-/// strip, pulled into L2 while this tile computes (measured: 240 to 270
-/// GFLOP/s on SmolLM2's prefill GEMMs, whose weights come from memory).
+/// k * kStride, already offset to k0), into C (row stride ldc) for the
+/// first `cols` columns; adds to C unless `first`. `prefetch`, when set, is
+/// the same slice of the next strip, pulled into L2 while this tile
+/// computes (measured: 240 to 270 GFLOP/s on SmolLM2's prefill GEMMs, whose
+/// weights come from memory).
 struct Tile {
   const float *x;
   int64_t lda;
@@ -207,7 +208,8 @@ struct Strips {
   /// Computes strip s; returns its columns [n0, n1).
   std::pair<int64_t, int64_t> run(int64_t s, bool prefetchNext) const {
     const int64_t b0 = s * blocksPerStrip;
-    const int nb = (int)std::min<int64_t>(blocksPerStrip, B.columnBlocks() - b0);
+    const int nb =
+        (int)std::min<int64_t>(blocksPerStrip, B.columnBlocks() - b0);
     const int64_t n0 = b0 * kCols, cols = std::min(B.n, n0 + nb * kCols) - n0;
     const float *strip = B.b + b0 * B.blockStride;
     for (int64_t k0 = 0; k0 < B.k; k0 += sliceK) {

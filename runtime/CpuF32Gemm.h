@@ -1,4 +1,4 @@
-//===- CpuF32Gemm.h - float32 linears from weights packed at load -*- C++ -*-===//
+//===- CpuF32Gemm.h - float32 linears from packed weights -------*- C++ -*-===//
 //
 // y[m, n] = sum_k x[m, k] * w[n, k] for a constant float32 weight [N, K],
 // packed once when the session first runs an entry point (Session.cpp), as

@@ -353,8 +353,9 @@ static const Tensor *constantWeight(const Artifact &artifact, const Node &node,
 
 /// The packed form of `w` in `packed`, or nullptr.
 template <class P>
-static const P *findPacked(const std::map<const void *, std::optional<P>> &packed,
-                           const Tensor *w) {
+static const P *
+findPacked(const std::map<const void *, std::optional<P>> &packed,
+           const Tensor *w) {
   auto it = w ? packed.find(w->raw()) : packed.end();
   return it == packed.end() || !it->second ? nullptr : &*it->second;
 }

@@ -48,7 +48,8 @@ TEST(F32Gemm, SessionLinearsFastAndReference) {
     std::string text =
         "func.func @main(%x: " + X + " {qcc.name = \"x\"}, %r: " + Y +
         " {qcc.name = \"r\"}) -> (" + Y + " {qcc.name = \"y1\"}, " + Y +
-        " {qcc.name = \"y2\"}, " + Y + " {qcc.name = \"y3\"}) {\n  %w1 = qcc.constant " + dense(20, 40) + " : " + W +
+        " {qcc.name = \"y2\"}, " + Y + " {qcc.name = \"y3\"}) {\n" +
+        "  %w1 = qcc.constant " + dense(20, 40) + " : " + W +
         "\n  %w2 = qcc.constant " + dense(20, 40) + " : " + W +
         "\n  %b = qcc.constant dense<0.5> : tensor<20xf32>\n"
         "  %l1 = qcc.linear %x, %w1, %b : (" + X + ", " + W +
@@ -72,7 +73,8 @@ TEST(F32Gemm, SessionLinearsFastAndReference) {
     std::map<CpuKernelPath, std::map<std::string, Tensor>> runs;
     {
       PathGuard guard;
-      for (CpuKernelPath path : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
+      for (CpuKernelPath path :
+           {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
         setCpuKernelPath(path);
         Session s(a);
         runs[path] = s.run("main", {{"x", x}, {"r", r}});
