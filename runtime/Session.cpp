@@ -351,12 +351,16 @@ static const Tensor *constantWeight(const Artifact &artifact, const Node &node,
   return artifact.constant(node.inputs[operand]);
 }
 
+/// The packed forms' key of a rank-2 weight `w`.
+static std::tuple<const void *, int64_t, int64_t> packKey(const Tensor &w) {
+  return {w.raw(), w.dim(0), w.dim(1)};
+}
+
 /// The packed form of `w` in `packed`, or nullptr.
-template <class P>
-static const P *
-findPacked(const std::map<const void *, std::optional<P>> &packed,
-           const Tensor *w) {
-  auto it = w ? packed.find(w->raw()) : packed.end();
+template <class Map>
+static const typename Map::mapped_type::value_type *
+findPacked(const Map &packed, const Tensor *w) {
+  auto it = w && w->rank() == 2 ? packed.find(packKey(*w)) : packed.end();
   return it == packed.end() || !it->second ? nullptr : &*it->second;
 }
 
@@ -366,14 +370,14 @@ void Session::packWeights(const Function &fn) {
   auto pack = [&](const Node &n) {
     if (const Tensor *w = constantWeight(artifact, n, OpKind::Linear, 1);
         w && w->dtype() == DType::F32 && w->rank() == 2 &&
-        !packedF32_.count(w->raw()))
-      packedF32_[w->raw()] =
+        !packedF32_.count(packKey(*w)))
+      packedF32_[packKey(*w)] =
           packF32Weight(w->data<float>(), w->dim(0), w->dim(1));
     if (const Tensor *w = constantWeight(artifact, n, OpKind::QLinear, 3);
         w && w->dtype() == DType::I8 && w->rank() == 2 &&
-        !packed_.count(w->raw()))
-      packed_[w->raw()] = packForPath(w->data<int8_t>(), w->dim(0),
-                                      w->dim(1), CpuKernelPath::Fast);
+        !packed_.count(packKey(*w)))
+      packed_[packKey(*w)] = packForPath(w->data<int8_t>(), w->dim(0),
+                                         w->dim(1), CpuKernelPath::Fast);
   };
   for (const Node &n : fn.nodes) {
     pack(n);

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace qcc::rt {
 
@@ -164,10 +165,13 @@ private:
   const Artifact &artifact;
   std::map<const Function *, std::vector<CompressedUse>> compressedUses_;
   std::set<const Function *> packedFunctions_;
-  // By the constant's bytes: entry points share weights under other value
-  // ids (keyed by id, SmolLM2's float weights were packed twice: +1 GB).
-  std::map<const void *, std::optional<PackedI8Weight>> packed_;
-  std::map<const void *, std::optional<PackedF32Weight>> packedF32_;
+  // By the constant's bytes and shape: entry points share weights under
+  // other value ids (keyed by id, SmolLM2's float weights were packed
+  // twice: +1 GB), and an artifact may lay two constants of other shapes
+  // over the same bytes.
+  using PackKey = std::tuple<const void *, int64_t, int64_t>;
+  std::map<PackKey, std::optional<PackedI8Weight>> packed_;
+  std::map<PackKey, std::optional<PackedF32Weight>> packedF32_;
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
   Observer observer;

@@ -12,6 +12,8 @@
 #include "format/ArtifactFormat.h"
 #include "format/Checked.h"
 #include "runtime/Artifact.h"
+#include "runtime/CpuKernels.h"
+#include "runtime/Session.h"
 #include "runtime/SyntheticWeights.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 using namespace qcc;
 using nlohmann::json;
@@ -326,6 +329,85 @@ TEST(ArtifactLoader, OutlierColumnsAreValidatedAtLoad) {
   m["functions"][0]["nodes"][0]["attrs"] = {{"outlier_columns", {0}}};
   EXPECT_REFUSED(refusal(m), "outlier_columns on an op that is no quantize "
                              "or qlinear");
+}
+
+/// A hostile artifact may lay two constants over the same bytes: here the
+/// int8 weights of two qlinears, [3, 4] and [4, 3], at offset 0. The
+/// session packs weights once per bytes and shape (runtime/Session.h): keyed
+/// by the bytes alone, the second qlinear got the first one's packed form
+/// and threw "packed weight does not match". Both CPU paths run it and agree
+/// bit for bit (the packed qlinear equals the reference's). On CPUs without
+/// VNNI nothing is packed, and the test checks only that.
+TEST(ArtifactLoader, AliasedWeightsArePackedPerShape) {
+  auto v = [](const char *dtype, json shape) {
+    return json{{"dtype", dtype}, {"shape", std::move(shape)}};
+  };
+  auto c = [](int value, int offset, int size) {
+    return json{{"value", value}, {"offset", offset}, {"size", size}};
+  };
+  auto quantize = [](const char *name, int x, int q) {
+    return json{{"op", "quantize"},
+                {"name", name},
+                {"in", {x}},
+                {"out", {q, q + 1, q + 2}},
+                {"attrs", {{"granularity", "per_token"}}}};
+  };
+  auto qlinear = [](const char *name, int q, int w, int y) {
+    return json{{"op", "qlinear"},
+                {"name", name},
+                {"in", {q, q + 1, q + 2, w, w + 1, w + 2}},
+                {"out", {y}}};
+  };
+  json m{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {v("f32", {2, 4}), v("i8", {2, 4}), v("f32", {2, 1}), v("i32", {2, 1}),
+        v("i8", {3, 4}), v("f32", {3}), v("i32", {3}), v("f32", {2, 3}),
+        v("i8", {2, 3}), v("f32", {2, 1}), v("i32", {2, 1}), v("i8", {4, 3}),
+        v("f32", {4}), v("i32", {4}), v("f32", {2, 4})}},
+      {"constants",
+       {c(4, 0, 12), c(5, 64, 12), c(6, 128, 12), c(11, 0, 12),
+        c(12, 192, 16), c(13, 256, 16)}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "x"}, {"value", 0}, {"dtype", "f32"}, {"shape", {2, 4}}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 14}, {"dtype", "f32"}, {"shape", {2, 4}}}}},
+         {"nodes",
+          {quantize("q0", 0, 1), qlinear("ql0", 1, 4, 7), quantize("q1", 7, 8),
+           qlinear("ql1", 8, 11, 14)}}}}},
+      {"sections", json::object()}};
+  std::string data(320, '\0');
+  const int8_t w[12] = {3, -1, 4, 1, -5, 9, 2, -6, 5, 3, -5, 8};
+  std::memcpy(data.data(), w, sizeof w);
+  auto put = [&](int offset, const auto &values) {
+    std::memcpy(data.data() + offset, values.data(),
+                values.size() * sizeof(values[0]));
+  };
+  // Scales, and each weight row's sum (the zero-point correction's).
+  put(64, std::vector<float>{0.02f, 0.03f, 0.05f});
+  put(128, std::vector<int32_t>{7, 0, 8});
+  put(192, std::vector<float>{0.01f, 0.02f, 0.04f, 0.03f});
+  put(256, std::vector<int32_t>{6, 17, -9, 6});
+  rt::Artifact a = rt::Artifact::fromBytes(package(m.dump(), data), "a.qpkg");
+  rt::Tensor x(rt::DType::F32, {2, 4});
+  const float xs[8] = {0.5f, -1.25f, 2.0f, 0.75f, -0.3f, 1.1f, -2.2f, 0.9f};
+  std::copy(xs, xs + 8, x.data<float>());
+  std::map<rt::CpuKernelPath, rt::Tensor> y;
+  rt::CpuKernelPath saved = rt::cpuKernelPath();
+  for (rt::CpuKernelPath path :
+       {rt::CpuKernelPath::Fast, rt::CpuKernelPath::Reference}) {
+    rt::setCpuKernelPath(path);
+    rt::Session s(a);
+    y[path] = s.run("main", {{"x", x}}).at("y");
+  }
+  rt::setCpuKernelPath(saved);
+  const rt::Tensor &f = y[rt::CpuKernelPath::Fast],
+                   &r = y[rt::CpuKernelPath::Reference];
+  ASSERT_EQ(f.shape(), (rt::Shape{2, 4}));
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(f.data<float>()[i], r.data<float>()[i]) << i;
 }
 
 /// main(x: f32[2, 64]) = linear(x, weight_int4(packed i8[4, 32], scales
