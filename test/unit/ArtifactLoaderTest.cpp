@@ -29,6 +29,15 @@ using nlohmann::json;
 
 namespace {
 
+/// A manifest's value entry.
+json v(const char *dtype, json shape) {
+  return json{{"dtype", dtype}, {"shape", std::move(shape)}};
+}
+/// A manifest's constant entry: `size` bytes at `offset` of the data.
+json c(int value, int offset, int size) {
+  return json{{"value", value}, {"offset", offset}, {"size", size}};
+}
+
 /// main(x: f32[4]) = x + c, c a constant f32[4] at offset 0 of the data.
 json goodManifest() {
   return json{
@@ -267,19 +276,13 @@ TEST(ArtifactLoader, AttributeTypesAreChecked) {
 /// main(x: f32[2, 4]) = qlinear(quantize(x)) with float outlier column 1:
 /// int8 weight [3, 4], scales and sums [3], float slice [3, 1].
 json outlierManifest(json columns) {
-  auto v = [](const char *dtype, json shape) {
-    return json{{"dtype", dtype}, {"shape", std::move(shape)}};
-  };
-  auto c = [](int value, int offset) {
-    return json{{"value", value}, {"offset", offset}, {"size", 12}};
-  };
   return json{
       {"format_version", format::kFormatVersion},
       {"values",
        {v("f32", {2, 4}), v("i8", {2, 4}), v("f32", {2, 1}), v("i32", {2, 1}),
         v("i8", {3, 4}), v("f32", {3}), v("i32", {3}), v("f32", {3, 1}),
         v("f32", {2, 3})}},
-      {"constants", {c(4, 0), c(5, 64), c(6, 128), c(7, 192)}},
+      {"constants", {c(4, 0, 12), c(5, 64, 12), c(6, 128, 12), c(7, 192, 12)}},
       {"functions",
        {{{"name", "main"},
          {"inputs",
@@ -339,12 +342,6 @@ TEST(ArtifactLoader, OutlierColumnsAreValidatedAtLoad) {
 /// bit for bit (the packed qlinear equals the reference's). On CPUs without
 /// VNNI nothing is packed, and the test checks only that.
 TEST(ArtifactLoader, AliasedWeightsArePackedPerShape) {
-  auto v = [](const char *dtype, json shape) {
-    return json{{"dtype", dtype}, {"shape", std::move(shape)}};
-  };
-  auto c = [](int value, int offset, int size) {
-    return json{{"value", value}, {"offset", offset}, {"size", size}};
-  };
   auto quantize = [](const char *name, int x, int q) {
     return json{{"op", "quantize"},
                 {"name", name},
@@ -413,9 +410,6 @@ TEST(ArtifactLoader, AliasedWeightsArePackedPerShape) {
 /// main(x: f32[2, 64]) = linear(x, weight_int4(packed i8[4, 32], scales
 /// f16[4, 2], perm i32[64]) group_size 32): constants at 0, 128 and 192.
 json int4Manifest(json groupSize) {
-  auto v = [](const char *dtype, json shape) {
-    return json{{"dtype", dtype}, {"shape", std::move(shape)}};
-  };
   return json{
       {"format_version", format::kFormatVersion},
       {"values",
