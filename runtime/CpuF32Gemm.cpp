@@ -79,7 +79,7 @@ template <int MR, int NB> QCC_AVX512F_TARGET void tileAvx512(const Tile &t) {
     int64_t left = t.cols - b * kCols;
     if (left <= 0)
       break;
-    __mmask16 mask = left >= kCols ? 0xFFFF : (__mmask16)((1u << left) - 1);
+    __mmask16 mask = firstLanes(left);
     for (int m = 0; m < MR; ++m) {
       float *c = t.c + m * t.ldc + b * kCols;
       __m512 v = acc[m][b];

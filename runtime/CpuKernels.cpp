@@ -1688,9 +1688,7 @@ __attribute__((target("avx512f"))) inline __m512d highHalfPd(__m512 x) {
 __attribute__((target("avx512f"))) void softmaxRowAvx512(float *v,
                                                           int64_t n) {
   const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  auto tail = [&](int64_t i) {
-    return (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-  };
+  auto tail = [&](int64_t i) { return firstLanes(n - i); };
   __m512 mx = ninf;
   for (int64_t i = 0; i < n; i += 16)
     mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(ninf, tail(i), v + i));
@@ -1730,7 +1728,7 @@ __attribute__((target("avx512f"))) void siluAvx512(const float *x, float *y,
                                                    int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+    __mmask16 m = firstLanes(n - i);
     __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     __m512 e = expNormal(_mm512_sub_ps(_mm512_setzero_ps(), v));
     _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(v, _mm512_add_ps(one, e)));

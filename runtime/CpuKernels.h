@@ -97,6 +97,12 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
 /// the pool costs more than it saves.
 constexpr int64_t kParallelWork = int64_t(1) << 18;
 
+/// The mask of the first min(count, 16) of 16 lanes (count >= 1): what an
+/// AVX-512 loop's last, partial vector of a row covers.
+inline uint16_t firstLanes(int64_t count) {
+  return count >= 16 ? 0xffff : (uint16_t)((1u << count) - 1);
+}
+
 /// The fast path's core. Row r of Q (Q + r * ldq, D floats) attends keys
 /// [lo[r], hi[r]) of K (key j at K + j * ldk): scores scale * q.k, softcapped
 /// when softcap > 0, plus mask[r * maskRow + j * maskCol] when mask is set,

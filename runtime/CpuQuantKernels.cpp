@@ -57,11 +57,6 @@ int64_t rowsOf(const Tensor &x) {
 }
 
 #ifdef QCC_HAVE_AVX512_QUANTIZE
-/// The lanes of values [i, min(i + 16, n)).
-inline __mmask16 tailMask(int64_t n, int64_t i) {
-  return (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-}
-
 /// out[i] = quantizeSymmetric(in[i], scales ? scales[i] : scale), 16 values
 /// at a time, bit for bit: an IEEE division, roundscale to nearest even
 /// (integral and NaN values pass through, as roundHalfEven), the clamp, and
@@ -71,7 +66,7 @@ quantizeWithScalesAvx512(const float *in, int64_t n, const float *scales,
                          float scale, int8_t *out) {
   const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
   for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 m = tailMask(n, i);
+    __mmask16 m = firstLanes(n - i);
     // Masked-off lanes divide 0 by 1, not by a scale past the end.
     __m512 s = scales ? _mm512_mask_loadu_ps(_mm512_set1_ps(1.0f), m,
                                              scales + i)
@@ -100,7 +95,7 @@ quantizeSymmetricAvx512(const float *in, int64_t n, bool isStatic,
   } else {
     __m512 mx = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
-      __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(tailMask(n, i), in + i));
+      __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(firstLanes(n - i), in + i));
       mx = _mm512_max_ps(v, mx);
     }
     scale = qcc::numerics::symmetricScale(_mm512_reduce_max_ps(mx));
