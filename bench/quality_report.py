@@ -63,7 +63,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL = os.path.join(ROOT, "examples", "austen", "model.onnx")
 DEFAULT_TEXT = os.path.join(ROOT, "examples", "austen", "heldout.txt")
-DEFAULT_DATA = "/work/shared/data/austen"
+DEFAULT_DATA = os.path.join(ROOT, "data", "austen")
 MAKE_OUTLIERS = os.path.join(ROOT, "examples", "austen-outliers", "make_outliers.py")
 TIMEOUT_S = 900
 

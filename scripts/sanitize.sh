@@ -11,6 +11,7 @@
 #     qrun and qcc-calib run every lit test under the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"  # cache hits across clones
 BUILD=${ASAN_BUILD_DIR:-build-asan}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"

@@ -32,7 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA_DIR = "/work/shared/data/austen"
+DATA_DIR = os.path.join(HERE, "..", "..", "data", "austen")
 
 
 # ----------------------------------------------------------------------------- model

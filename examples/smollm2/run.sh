@@ -27,7 +27,7 @@ import glob, os, sys
 from tokenizers import Tokenizer
 out = sys.argv[1]
 parts = []
-for f in sorted(glob.glob("../shared/data/austen/*.txt")):
+for f in sorted(glob.glob("data/austen/*.txt")):
     t = open(f, encoding="utf-8").read()
     parts.append(t[: int(len(t) * 0.9)])
 open(os.path.join(out, "train.txt"), "w", encoding="utf-8").write("\n\n".join(parts))

@@ -2,7 +2,7 @@
 Hugging Face `tokenizers` library gives for a multilingual test text (test/unit/HfTokenizerTest.cpp).
 
 Nothing can be downloaded from a model hub here, so each tokenizer is trained (BPE, vocab
-300-1500) on Jane Austen (/work/shared/data/austen, or --data) with the `tokenizers` library,
+300-1500) on Jane Austen (data/austen of the repository, or --data) with the `tokenizers` library,
 with the normalizer / pre-tokenizer / post-processor / decoder / added tokens that the named
 model's published tokenizer.json has:
 
@@ -286,7 +286,7 @@ MAKERS = {"gpt2": make_gpt2, "llama3": make_llama3, "qwen2": make_qwen2, "smollm
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="/work/shared/data/austen")
+    ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "..", "data", "austen"))
     ap.add_argument("--out", default=HERE)
     args = ap.parse_args()
     corpus = austen_paragraphs(args.data, 1_500_000)
