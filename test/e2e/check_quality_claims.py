@@ -31,7 +31,8 @@ Claims (exit 1 when one fails):
      region (qrun --backend=cpu --plan=kernels) gives the op plan's perplexity
      to the last digit. Skipped, saying so, without NVRTC.
 
-Exit 77 (skip) when the Austen model, its held-out text or the train data is absent.
+A missing input (the Austen model, its held-out text, the novels in data/austen) is a
+failure (exit 1), never a skip: the claims are checked wherever the repository is.
 Prints the table it measured. Runs in about 20-60 s on 2 cores.
 """
 import argparse
@@ -69,8 +70,8 @@ def main():
 
     for path in (args.model, args.text, args.data_dir):
         if not os.path.exists(path):
-            print(f"SKIP: {path} missing")
-            return 77
+            print(f"FAIL: {path} missing (the repository ships it)")
+            return 1
 
     work = tempfile.mkdtemp(prefix="qcc-quality-claims-")
     try:
@@ -144,14 +145,16 @@ def check_mixed_plan(args, model, heldout, calib, work, flags):
         return True, "SKIP: no CUDA kernels in the artifact (qcc built without NVRTC)"
     if "gemm_i8_mixed" not in kernels:
         return False, "FAIL: the fallback artifact has no gemm_i8_mixed kernel"
-    ppl = []
+    ppl, measured = [], True
     for plan in ([], ["--plan=kernels"]):
         r = subprocess.run([args.qrun, out, "--backend=cpu"] + plan +
                            ["--perplexity", heldout, "--context", "128"],
                            capture_output=True, text=True, timeout=qr.TIMEOUT_S)
         m = re.search(r"perplexity (\S+) over", r.stdout)
+        measured &= m is not None and r.returncode == 0
         ppl.append(m.group(1) if m else "(none: " + qr.first_error_line(r.stderr) + ")")
-    good = ppl[0] == ppl[1]
+    # Two failed runs print the same nothing: equal only counts when both measured.
+    good = measured and ppl[0] == ppl[1]
     return good, (f"{'PASS' if good else 'FAIL'}: gemm_i8_mixed kernels "
                   f"({kernels.count('gemm_i8_mixed')} regions); GPU plan on the CPU "
                   f"{ppl[1]} vs op plan {ppl[0]}")
