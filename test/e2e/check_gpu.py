@@ -2,12 +2,15 @@
 """The CUDA backend against the CPU reference backend (needs a GPU).
 
     python3 test/e2e/check_gpu.py --qrun build/bin/qrun [--qcc build/bin/qcc]
-        [--work DIR]
+        [--work DIR] [--compile-only]
 
-Exits 77 (ctest: skipped) with a message when `qrun --devices` finds no GPU.
-Artifacts of the demo model (examples/austen) are compiled with qcc into
---work when --qcc is given, else taken from there (a GPU machine without LLVM
-runs artifacts compiled elsewhere):
+Exits 77 (ctest: skipped) with a message when `qrun --devices` finds no GPU
+and the machine has no GPU device either (/dev/nvidia0 or
+/proc/driver/nvidia/gpus/); where a device is present, a driver that fails to
+load is a FAIL. Artifacts of the demo model (examples/austen) are compiled with
+qcc into --work when --qcc is given, else taken from there (a GPU machine
+without LLVM runs artifacts compiled elsewhere: scripts/gpu_bundle.sh runs
+this script with --compile-only):
   f32.qpkg         float, paged cache (the main command's artifact)
   w8a8.qpkg        W8A8 SmoothQuant O1, int8 KV cache, paged
   w8a8-contig.qpkg W8A8 O1, f32 KV cache, contiguous
@@ -17,12 +20,20 @@ runs artifacts compiled elsewhere):
                    test/models/llama-gpu (a Hugging Face LLaMA export,
                    random weights): rotary cos/sin and shape arithmetic run
                    as the decode graph's host prologue
+  w8a8-fallback.qpkg
+                   the demo model with planted outliers (examples/austen-
+                   outliers/make_outliers.py), naive W8A8 O1 with
+                   --int8-fallback=auto, calibrated on 16 x 128 tokens of the
+                   train split (data/austen): its outlier columns stay in
+                   float, so gemm_i8_mixed runs
   f32-sparse.qpkg, w8a8-sparse.qpkg
                    the first two with every linear but the LM head 2:4
                    sparse (magnitude), compiled by qcc-sparse-fixture (next
                    to --qcc): the sparse GEMM kinds (mma.sp) and GEMVs
 
-For each artifact:
+Each artifact's kernel kinds are read from its own `qrun --list-kernels`: a
+kind the artifact holds that no `check` line of step 1 covers fails (a kernel
+that never ran was not checked). For each artifact:
  1. every kernel region against the CPU backend on the same operands
     (qrun --check-gpu, through `main` on a [3, 37] batch of random ids, then
     through prefill and 4 decode steps of the 3 prompts below: the decode
@@ -98,8 +109,14 @@ LLAMA = os.path.join(ROOT, "test", "models", "llama-gpu", "model.onnx")
 LLAMA_FLAGS = ["--tokenizer=" + os.path.join(ROOT, "examples", "austen",
                                               "tokenizer.model")]
 LLAMA_STATS = os.path.join(ROOT, "test", "models", "llama-gpu", "stats.json")
-# Artifacts compiled from another model than the demo: name -> model.
-MODELS = {"llama-f32.qpkg": LLAMA, "llama-w8a8.qpkg": LLAMA}
+# The demo model with planted activation outliers, written into --work when
+# compiling (examples/austen-outliers/make_outliers.py).
+OUTLIERS = "outliers/model.onnx"
+CALIB_TRAIN = "calib-train.txt"  # the train split of data/austen, written too
+# Artifacts compiled from another model than the demo: name -> model (a
+# relative path is under --work).
+MODELS = {"llama-f32.qpkg": LLAMA, "llama-w8a8.qpkg": LLAMA,
+          "w8a8-fallback.qpkg": OUTLIERS}
 ARTIFACTS = {
     "f32.qpkg": [],
     "w8a8.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--calib-stats=" + STATS],
@@ -112,6 +129,12 @@ ARTIFACTS = {
     "llama-f32.qpkg": LLAMA_FLAGS,
     "llama-w8a8.qpkg": LLAMA_FLAGS + ["--quant=w8a8", "--kv-dtype=i8",
                                       "--calib-stats=" + LLAMA_STATS],
+    # {work} is --work (the calibration text and its statistics live there).
+    "w8a8-fallback.qpkg": ["--quant=w8a8", "--no-smoothquant",
+                           "--act-quant=per-token", "--int8-fallback=auto",
+                           "--calib={work}/" + CALIB_TRAIN, "--calib-samples=16",
+                           "--calib-seq-len=128",
+                           "--calib-stats={work}/fallback-stats.json"],
 }
 # Compiled by qcc-sparse-fixture (test/fake/SparseFixture.cpp) with these
 # options.
@@ -142,6 +165,33 @@ def run(cmd, **kw):
     return p
 
 
+def compile_artifacts(args, work):
+    """Every artifact into `work` (the outlier model and calibration text too)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import quality_report as qr  # only when compiling: it reads data/austen
+    qr.make_outlier_model(MODEL, os.path.join(work, os.path.dirname(OUTLIERS)))
+    qr.write_train_split(qr.DEFAULT_DATA, os.path.join(work, CALIB_TRAIN))
+    for name, flags in ARTIFACTS.items():
+        model = os.path.join(work, MODELS.get(name, MODEL))
+        run([args.qcc, model, *[f.replace("{work}", work) for f in flags], "-o",
+             os.path.join(work, name)])
+    fixture = os.path.join(os.path.dirname(args.qcc), "qcc-sparse-fixture")
+    for name, flags in SPARSE_ARTIFACTS.items():
+        run([fixture, MODEL, os.path.join(work, name), *flags])
+
+
+def kernel_kinds(args, art):
+    """The kernel kinds `qrun --list-kernels` lists for an artifact."""
+    out = run([args.qrun, art, "--list-kernels"]).stdout
+    return {m.group(1) for m in re.finditer(r"^  \S+ (\w+) ", out, re.M)}
+
+
+def gpu_device_present():
+    """A GPU device node or the NVIDIA kernel driver's list, whatever libcuda says."""
+    gpus = "/proc/driver/nvidia/gpus"
+    return os.path.exists("/dev/nvidia0") or (os.path.isdir(gpus) and bool(os.listdir(gpus)))
+
+
 def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
                    failures):
     """Steps 1-4 for artifact `name`: rows and failures appended."""
@@ -149,6 +199,9 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
     if not os.path.exists(art):
         failures.append(name + ": missing (pass --qcc)")
         return
+    declared = kernel_kinds(args, art)
+    if not declared:
+        failures.append(name + ": no GPU kernels (qrun --list-kernels)")
     # 1. Kernel regions against the CPU: `main` on the [3, 37] batch,
     # then prefill and decode while generating (the skinny-M GEMVs, the
     # split-K decode attention and the cache appends run only there).
@@ -169,6 +222,7 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
     # graph replay bug from a numerical near-tie (step 3).
     checked_text = "".join(line + "\n" for label, line in lines
                            if label and re.match(r"\[\d+\] ", line))
+    checked = set()
     for label, line in lines:
         m = re.match(r"check ([\w+]+): worst region (\S+) max abs error (\S+) "
                      r"\(max \|cpu\| (\S+)\), integer elements off by 1: "
@@ -176,6 +230,7 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
         if not m:
             continue
         kind, region = m.group(1), m.group(2)
+        checked.add(kind.split("+")[0])
         err, ref = float(m.group(3)), float(m.group(4))
         off1, ints, offMore = (int(m.group(5)), int(m.group(6)),
                                int(m.group(7)))
@@ -194,6 +249,10 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
                             "integer mismatches %d/%d" %
                             (name, kind, label, region, rel, tol, off1,
                              offMore))
+    for kind in sorted(declared - checked):
+        rows.append((name, "kernel " + kind, "", "", "", "no check line", "FAIL"))
+        failures.append("%s: kernel kind %s is in the artifact (--list-kernels) "
+                        "but no check covered it" % (name, kind))
     # 2. Logits end to end.
     run([args.qrun, art, "--backend=cpu", "--input", "input_ids=" + ids_path, *mask,
          "--output-dir", os.path.join(work, name + ".cpu")])
@@ -268,23 +327,31 @@ def main():
     ap.add_argument("--qrun", required=True)
     ap.add_argument("--qcc")
     ap.add_argument("--work", default=None)
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile the artifacts into --work and stop (needs --qcc)")
     args = ap.parse_args()
+    if args.compile_only and not (args.qcc and args.work):
+        ap.error("--compile-only needs --qcc and --work")
 
+    work = args.work or tempfile.mkdtemp(prefix="qcc-gpu-")
+    if args.compile_only:
+        os.makedirs(work, exist_ok=True)
+        compile_artifacts(args, work)
+        return 0
     devices = subprocess.run([args.qrun, "--devices"], capture_output=True,
                              text=True).stdout
     if not devices.startswith("CUDA driver"):
+        if gpu_device_present():
+            print("FAIL: the machine has a GPU device but qrun --devices says: "
+                  + devices.strip())
+            print("gpu-vs-cpu: 1 checks, 1 failed")
+            return 1
         print("SKIP: no GPU: " + devices.strip())
         return 77
     print(devices.strip())
-    work = args.work or tempfile.mkdtemp(prefix="qcc-gpu-")
     os.makedirs(work, exist_ok=True)
     if args.qcc:
-        for name, flags in ARTIFACTS.items():
-            run([args.qcc, MODELS.get(name, MODEL), *flags, "-o",
-                 os.path.join(work, name)])
-        fixture = os.path.join(os.path.dirname(args.qcc), "qcc-sparse-fixture")
-        for name, flags in SPARSE_ARTIFACTS.items():
-            run([fixture, MODEL, os.path.join(work, name), *flags])
+        compile_artifacts(args, work)
 
     rng = np.random.default_rng(20261122)
     ids = rng.integers(0, 3000, size=(3, 37), dtype=np.int64)
@@ -305,7 +372,7 @@ def main():
     rows = []
     for name in list(ARTIFACTS) + list(SPARSE_ARTIFACTS):
         mask = (["--input", "attention_mask=" + mask_path]
-                if name in MODELS else [])
+                if MODELS.get(name) == LLAMA else [])
         # One artifact's error (a qrun failure) is its failure, not the
         # end of the others' checks.
         try:
