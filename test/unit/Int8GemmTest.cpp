@@ -364,11 +364,6 @@ TEST(Int8Gemm, MixedGemmKeepsMassiveActivations) {
                                     << errInt8 / norm;
 }
 
-TEST(Int8Gemm, ReportsTheCpu) {
-  // Not an assertion: the log says which kernel "fast" ran here.
-  std::printf("AVX-512 VNNI: %s\n", cpuHasVnni() ? "yes" : "no");
-}
-
 TEST(Int8Gemm, VectorQuantizeMatchesScalar) {
   // Per-token symmetric quantize on the fast path (AVX-512 where the CPU has
   // it) against the reference path's scalar rule: rows of odd lengths with

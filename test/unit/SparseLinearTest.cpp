@@ -34,7 +34,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <set>
 
@@ -651,24 +650,4 @@ TEST(SparseDemo, W8A8FastVsReference) {
   EXPECT_LE(seqsOff.size(), 1u)
       << "rows beyond rounding in " << seqsOff.size()
       << " sequences (worst " << worst << " of " << scale << ")";
-}
-
-// Not a test: with QCC_SPARSE_DEMO_DIR set, writes the demo model (paged KV
-// cache, no GPU kernels) dense and pruned, float and W8A8, for timing with
-// qrun --bench-generate (the numbers in the issue 15 notes).
-TEST(SparseDemo, WriteBenchArtifacts) {
-  const char *dir = std::getenv("QCC_SPARSE_DEMO_DIR");
-  if (!dir)
-    GTEST_SKIP() << "QCC_SPARSE_DEMO_DIR not set";
-  for (auto [quant, name] :
-       {std::pair{qcc::QuantMode::None, "f32"}, {qcc::QuantMode::W8A8, "w8a8"}})
-    for (bool prune : {false, true}) {
-      PrunedDemo d = prunedDemo(quant, qcc::KvLayout::Paged, prune);
-      ASSERT_TRUE(d.artifact);
-      std::string path = std::string(dir) + "/demo-" + name +
-                         (prune ? "-sparse" : "-dense") + ".qpkg";
-      std::ofstream out(path, std::ios::binary);
-      out.write(d.bytes->data(), (std::streamsize)d.bytes->size());
-      ASSERT_TRUE(out.good()) << path;
-    }
 }
