@@ -359,7 +359,7 @@ const std::vector<Peaks> &qcc::rt::gpuPeaks() {
   // column: HBM3 3.35 TB/s, FP32 67 TFLOPS, FP16/BF16 tensor 1,979 TFLOPS
   // and INT8 tensor 3,958 TOPS "with sparsity" (dense: half). NVIDIA H200
   // Tensor Core GPU datasheet, SXM: HBM3e 4.8 TB/s, the same compute. The
-  // dense figures and bandwidths are those of ../shared/REFERENCES.md
+  // dense figures and bandwidths are those of docs/REFERENCES.md
   // ("Hardware ceilings") and docs/ROOFLINE.md.
   static const std::vector<Peaks> peaks = {
       {"H100", 3.35e12, 67e12, 989e12, 1979e12,
