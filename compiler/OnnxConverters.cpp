@@ -61,7 +61,7 @@ std::string ConvertContext::describeConflict(size_t i,
     std::vector<std::string> dims;
     for (int64_t d : t.getShape())
       dims.push_back(ShapedType::isDynamic(d) ? "?" : std::to_string(d));
-    return "[" + llvm::join(dims, ", ") + "]";
+    return fmt::format("[{}]", llvm::join(dims, ", "));
   };
   std::string name = (int)i < node.output_size() ? node.output(i) : "?";
   return fmt::format("output '{}' is declared {}, but the node computes {}",

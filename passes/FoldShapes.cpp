@@ -395,8 +395,9 @@ struct FoldGatherOfOneIndex : OpRewritePattern<GatherOp> {
     auto index = getFoldedIndex(op.getIndices());
     if (!index)
       return rewriter.notifyMatchFailure(op, "index not constant");
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + in.getRank()
-                                    : (int64_t)op.getAxis();
+    int64_t axis = (int64_t)op.getAxis();
+    if (axis < 0)
+      axis += in.getRank();
     int64_t i = *index, n = in.getDimSize(axis);
     // Out of range is the model's error at run time: leave it to Gather.
     if (i >= 0 ? (ShapedType::isDynamic(n) || i >= n)

@@ -228,7 +228,7 @@ private:
           outputs.push_back(r);
     }
     OpBuilder b(group.back());
-    std::string name = "k" + std::to_string(counter++);
+    std::string name = ("k" + Twine(counter++)).str();
     auto kernel = KernelOp::create(
         b, group.back()->getLoc(), ValueRange(outputs).getTypes(),
         inputs.getArrayRef(), kind, b.getStringAttr(name));

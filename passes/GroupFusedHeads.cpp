@@ -147,7 +147,8 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     for (Operation *user : heads4.getUsers()) {
       partOps.push_back(user);
       if (auto split = dyn_cast<SplitOp>(user)) {
-        if (split.getAxis() != 3 && split.getAxis() != -1)
+        int64_t axis = (int64_t)split.getAxis();
+        if (axis != 3 && axis != -1)
           return rewriter.notifyMatchFailure(reshape,
                                              "a split of another axis");
         int64_t lo = 0;

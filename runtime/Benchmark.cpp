@@ -1,5 +1,6 @@
 //===- Benchmark.cpp - timing forward passes and generation ---------------===//
 #include "runtime/Benchmark.h"
+#include "runtime/Generator.h"
 #include "runtime/KvCache.h"
 #include "runtime/Roofline.h"
 
@@ -13,13 +14,6 @@
 #include <stdexcept>
 
 using namespace qcc::rt;
-
-namespace {
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-      .count();
-}
-} // namespace
 
 void qcc::rt::requireBenchMemory(const std::string &label, int64_t rows,
                                  int64_t tokens, int64_t vocab) {

@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "runtime/X86Intrinsics.h"
 #define QCC_HAVE_F32_KERNEL 1
 #define QCC_AVX512F_TARGET __attribute__((target("avx512f")))
 #endif

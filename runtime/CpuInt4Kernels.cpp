@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "runtime/X86Intrinsics.h"
 #endif
 #include <string>
 #include <vector>

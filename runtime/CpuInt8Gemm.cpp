@@ -14,7 +14,7 @@
 #include <stdexcept>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "runtime/X86Intrinsics.h"
 #define QCC_HAVE_VNNI_KERNEL 1
 #endif
 

@@ -30,7 +30,7 @@
 
 #include <cblas.h>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "runtime/X86Intrinsics.h"
 #define QCC_HAVE_AVX512_ATTENTION 1
 #endif
 #if defined(__GLIBC__)

@@ -24,7 +24,7 @@
 #include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "runtime/X86Intrinsics.h"
 #define QCC_HAVE_AVX512_QUANTIZE 1
 #endif
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "runtime/X86Intrinsics.h"
 #endif
 
 using namespace qcc::rt;

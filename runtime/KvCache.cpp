@@ -44,22 +44,23 @@ size_t KvCache::checkCapacity(const KvCacheConfig &cfg,
   // --kv-block-tokens at compile time): checked before the allocation.
   std::optional<int64_t> unit = qcc::format::checkedNumElements(
       std::vector<int64_t>{cfg.layers, 2, cfg.kvHeads, unitTokens, cfg.headDim});
-  std::optional<uint64_t> total =
+  std::optional<uint64_t> checked =
       unit ? qcc::format::checkedBytes(std::vector<int64_t>{*unit, units},
                                        cfg.elementBytes())
            : std::nullopt;
-  // kivi: a float per cached V row besides (a fraction 2 / head_dim of
-  // the elements, so it cannot overflow where they did not).
-  if (total && cfg.valueScalePerToken())
-    *total += (*total / (uint64_t)(2 * cfg.headDim)) * sizeof(float);
   std::string what =
       str(units) +
       (paged ? " blocks of " + str(unitTokens) + " tokens (--kv-blocks)"
              : " sequences of " + str(unitTokens) + " tokens (--max-tokens)");
-  if (!total)
+  if (!checked)
     fail(what + ": the size is beyond 64 bits");
+  uint64_t total = *checked;
+  // kivi: a float per cached V row besides (a fraction 2 / head_dim of
+  // the elements, so it cannot overflow where they did not).
+  if (cfg.valueScalePerToken())
+    total += (total / (uint64_t)(2 * cfg.headDim)) * sizeof(float);
   if (opts.hostStorage)
-    qcc::format::requireMemory(*total, "KV cache: " + what);
+    qcc::format::requireMemory(total, "KV cache: " + what);
   return (size_t)*unit;
 }
 

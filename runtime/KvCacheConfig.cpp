@@ -67,8 +67,17 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   // (kivi: "k_scales" [layers][kv_heads * head_dim], no "v_scales").
   auto scales = [&](const char *name, std::vector<std::vector<float>> &out,
                     int64_t perHead) {
-    std::string shape = "[" + str(c.layers) + "][" + str(c.kvHeads) +
-                        (perHead > 1 ? " * " + str(perHead) : "") + "]";
+    // Appended piece by piece: gcc 12's -Wrestrict misreads
+    // "literal" + std::string&& here (GCC bug 105329).
+    std::string shape = "[";
+    shape += str(c.layers);
+    shape += "][";
+    shape += str(c.kvHeads);
+    if (perHead > 1) {
+      shape += " * ";
+      shape += str(perHead);
+    }
+    shape += "]";
     bool wanted = c.isInt8() && perHead > 0;
     if (!j.contains(name)) {
       if (wanted)

@@ -31,7 +31,7 @@ void Progress::update(int64_t done, std::string_view detail) {
   std::string line = label + ": " + std::to_string(done) + "/" +
                      std::to_string(total);
   if (!detail.empty())
-    line += " " + std::string(detail);
+    (line += ' ') += detail;
   line += " (" + formatSeconds(elapsed);
   // The mean step time so far predicts the rest.
   if (done > 0 && done < total)

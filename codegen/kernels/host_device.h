@@ -8,10 +8,14 @@
 #ifndef QCC_KERNELS_HOST_DEVICE_H
 #define QCC_KERNELS_HOST_DEVICE_H
 
+// QCC_UNROLL: `#pragma unroll` for the CUDA compilers; the host compiler
+// does not know the pragma (-Wunknown-pragmas) and unrolls by itself.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define QCC_HOST_DEVICE __host__ __device__
+#define QCC_UNROLL _Pragma("unroll")
 #else
 #define QCC_HOST_DEVICE
+#define QCC_UNROLL
 #endif
 
 #endif // QCC_KERNELS_HOST_DEVICE_H

@@ -33,7 +33,7 @@ QCC_HOST_DEVICE inline int nibble(unsigned word, int i) {
 
 /// The eight weights of `word` with scale `s`: out[i] = nibble(word, i) * s.
 QCC_HOST_DEVICE inline void dequant8(unsigned word, float s, float out[8]) {
-#pragma unroll
+  QCC_UNROLL
   for (int i = 0; i < kPerWord; ++i)
     out[i] = static_cast<float>(nibble(word, i)) * s;
 }
@@ -47,7 +47,7 @@ QCC_HOST_DEVICE inline unsigned unsignedNibble(unsigned word, int i) {
 /// out[i] = unsignedNibble(word, i) * s + m.
 QCC_HOST_DEVICE inline void dequant8Offset(unsigned word, float s, float m,
                                            float out[8]) {
-#pragma unroll
+  QCC_UNROLL
   for (int i = 0; i < kPerWord; ++i)
     out[i] = static_cast<float>(unsignedNibble(word, i)) * s + m;
 }
