@@ -55,7 +55,7 @@ private:
 /// VNNI, symmetric quantize with AVX-512F: CpuInt8Gemm.h). Portable: the same algorithms without ISA-specific
 /// intrinsics (the fallback on CPUs without them, selected by the tests).
 /// Reference: the straightforward op-by-op kernels that the others are
-/// tested against (DESIGN.md, "Semantics, twice"); they differ only in the
+/// tested against (docs/ARCHITECTURE.md, "Semantics, twice"); they differ only in the
 /// order of float sums and in the fast GELU's erf (numerics::rationalErf,
 /// within 4.7e-7), never in integer kernels' results. QCC_CPU_KERNELS=fast|
 /// portable|reference in the environment selects the path at startup,

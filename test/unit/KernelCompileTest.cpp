@@ -1,6 +1,7 @@
 //===- KernelCompileTest.cpp - the GEMM device templates compile (NVRTC) --===//
 //
-// DESIGN.md: "each template has a unit test that compiles it with NVRTC".
+// docs/ARCHITECTURE.md (house style): each template has a unit test that
+// compiles it with NVRTC.
 // For every GEMM template of codegen/kernels: an extern "C" __global__ wrapper
 // as the emitter would write it, instantiated with two tile configurations
 // and two epilogue chains, compiled to CUBIN for sm_80 and sm_90 and to PTX
