@@ -136,13 +136,23 @@ private:
           return decline(gemm, why + ": it runs on the host");
     SmallVector<Operation *> group = {gemm};
     Operation *last = gemm;
-    if (Operation *u = soleUser(last); u && isa<GeluOp, SiluOp>(u)) {
+    // An epilogue op joins one region: two GEMMs summed by one add (parallel
+    // attention + MLP blocks) give it to the first, the second declines.
+    auto joins = [&](Operation *u) {
+      if (!claimed.contains(u))
+        return true;
+      decline(u, "it joined another GEMM's region");
+      return false;
+    };
+    if (Operation *u = soleUser(last);
+        u && isa<GeluOp, SiluOp>(u) && joins(u)) {
       group.push_back(u);
       last = u;
     }
-    if (Operation *u = soleUser(last); u && isa<AddOp>(u) &&
-                                       u->getResult(0).getType() ==
-                                           last->getResult(0).getType()) {
+    if (Operation *u = soleUser(last);
+        u && isa<AddOp>(u) &&
+        u->getResult(0).getType() == last->getResult(0).getType() &&
+        joins(u)) {
       group.push_back(u); // residual: the other operand has the same shape
       last = u;
     }

@@ -375,17 +375,22 @@ int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
                        " points into no live allocation");
   }
   if (const char *trace = std::getenv("FAKE_CUDA_TRACE")) {
-    std::string line = fn->name + " grid " + std::to_string(gx) + "," +
-                       std::to_string(gy) + "," + std::to_string(gz) +
-                       " block " + std::to_string(bx) + "," +
-                       std::to_string(by) + "," + std::to_string(bz) +
-                       " smem " + std::to_string(smem) + " params";
+    // Built with snprintf and appends: gcc 12's -Wrestrict misreads a
+    // chain of std::string operator+ here (GCC bug 105329).
+    char head[160];
+    std::snprintf(head, sizeof head,
+                  " grid %u,%u,%u block %u,%u,%u smem %u params", gx, gy, gz,
+                  bx, by, bz, smem);
+    std::string line = fn->name;
+    line += head;
     for (size_t i = 0; i < fn->paramSizes.size(); ++i) {
       uint64_t v = 0;
       std::memcpy(&v, args[i], fn->paramSizes[i] == 8 ? 8 : 4);
-      line += fn->paramSizes[i] == 8 && v >= (uint64_t(1) << 32) && inside(v, 1)
-                  ? " p"
-                  : " " + std::to_string(v);
+      line += ' ';
+      if (fn->paramSizes[i] == 8 && v >= (uint64_t(1) << 32) && inside(v, 1))
+        line += 'p';
+      else
+        line += std::to_string(v);
     }
     if (FILE *f = std::fopen(trace, "a")) {
       std::fprintf(f, "%s%s\n", state().capturing ? "[captured] " : "",

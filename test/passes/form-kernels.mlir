@@ -84,6 +84,32 @@ func.func @gemm_result_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, te
 
 // -----
 
+// Two GEMMs summed by one add (phi's parallel attention + MLP block): the add
+// joins the first GEMM's region as its residual and the second GEMM's region
+// holds the GEMM alone, its result an input of the first's (it used to be
+// claimed twice and erased under the second region: a crash).
+// CHECK-LABEL: func.func @gemms_summed(
+// CHECK: %[[B:.*]] = qcc.kernel gemm_f16 {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.kernel gemm_f16 {{.*}}%[[B]]{{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.add
+// CHECK-NEXT: qcc.yield
+func.func @gemms_summed(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %w1 = qcc.constant dense<0.5> : tensor<64x64xf32>
+  %w2 = qcc.constant dense<0.25> : tensor<64x64xf32>
+  %a = qcc.linear %x, %w1 : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  %b = qcc.linear %x, %w2 : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  // expected-remark @+1 {{form-kernels: qcc.add not fused: it joined another GEMM's region}}
+  %y = qcc.add %a, %b : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
 // Near miss: a norm whose output is also returned is not fused with its
 // quantize (the fused kernel writes only the int8 values and scales).
 // CHECK-LABEL: func.func @norm_used_twice(

@@ -631,8 +631,9 @@ TEST(CpuKernels, AttentionFastVsReference) {
             expectClose(got, std::vector<double>(want.begin(), want.end()),
                         1e-5);
             for (size_t i = 0; i < got.size(); ++i)
-              if (want[i] == 0.0f) // fully masked rows: zeros in both
+              if (want[i] == 0.0f) { // fully masked rows: zeros in both
                 EXPECT_EQ(got[i], 0.0f) << "at " << i;
+              }
           }
   }
 }
@@ -888,8 +889,9 @@ TEST(CpuKernels, SoftmaxFastFlushesBelowFltMin) {
                      ref = values(onReferencePath(
                          [&] { return run1("softmax", attrs, {&x}); }));
   for (int i = 0; i < 9; ++i) {
-    if (in[i] < -87.3f)
+    if (in[i] < -87.3f) {
       EXPECT_EQ(fast[i], 0.0f) << i;
+    }
     EXPECT_NEAR(fast[i], ref[i],
                 1e-6 * std::fabs(ref[i]) + std::numeric_limits<float>::min())
         << i;

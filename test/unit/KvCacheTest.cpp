@@ -318,8 +318,9 @@ void checkFastAgainstReference(const std::string &layout,
       EXPECT_NEAR(fast.data<float>()[i], want,
                   1e-5f * std::max(1.0f, std::fabs(want)))
           << layout << " " << dtype << " at " << i;
-      if (want == 0.0f) // padding rows
+      if (want == 0.0f) { // padding rows
         EXPECT_EQ(fast.data<float>()[i], 0.0f) << "at " << i;
+      }
     }
     for (size_t b = 0; b < seqs.size(); ++b) {
       fastCache.advance(seqs[b], valid[b]);

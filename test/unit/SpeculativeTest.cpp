@@ -130,8 +130,9 @@ TEST(KvRollback, VerifyThenRollbackIsBitIdentical) {
       for (int64_t s : {0, 1}) {
         EXPECT_EQ(a.length(s), b.length(s)) << layout << " " << dtype;
         EXPECT_EQ(contents(a, s), contents(b, s)) << layout << " " << dtype;
-        if (a.paged())
+        if (a.paged()) {
           EXPECT_EQ(a.blockTable(s), b.blockTable(s));
+        }
       }
       EXPECT_EQ(a.freeBlocks(), b.freeBlocks());
       // The next decode step: the same outputs, bit for bit.

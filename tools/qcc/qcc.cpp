@@ -346,8 +346,11 @@ bool parseCommandLine(std::vector<char *> &args, bool llvmOptions) {
     line = line.trim();
     line.consume_front("qcc: ");
     line = line.split("  Try: ").first; // "Try: 'qcc --help'": said below
-    if (!line.empty())
-      joined += (joined.empty() ? "" : " ") + line.str();
+    if (line.empty())
+      continue;
+    if (!joined.empty())
+      joined += ' ';
+    joined += line;
   }
   WithColor::error(errs(), "qcc") << joined << " (see qcc --help)\n";
   return false;
