@@ -18,8 +18,12 @@ reference rounds to nearest even only since opset 19, as torch and onnxruntime d
 as qrun does): those are compared widened to float32 within one bfloat16 ulp (rtol 2^-7).
 
 Outcomes: PASS; REFUSED (qcc or qrun exits 1 saying the model uses something
-unsupported: counted and printed, does not fail the suite); FAIL (wrong
-values, shape/dtype mismatch, crash, timeout, any other error).
+unsupported); FAIL (wrong values, shape/dtype mismatch, crash, timeout, any
+other error). The refusals are pinned in test/conformance/expected_refusals.txt
+("test: reason", the reason with the test's folder written as TEST and the
+scratch folder as WORK): a refusal that is not listed, or listed with another
+reason, FAILs; a listed test that now passes is reported so that its line can
+go (--write-refusals FILE writes the list this run found).
 Exit status 1 if anything FAILed. Python is only the test driver here; the
 model runs in qrun.
 """
@@ -39,9 +43,20 @@ RTOL = 1e-3
 ATOL = 1e-7
 TIMEOUT_S = 60
 DEFAULT_DATA = "/usr/share/libonnx-testdata/data/node"
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_REFUSALS = os.path.join(HERE, "expected_refusals.txt")
 
 # An exit-1 message that says the model uses something qcc does not support.
 REFUSAL = re.compile(r"unsupported|is not supported|not supported", re.IGNORECASE)
+
+
+REFUSALS_HEADER = """\
+# ONNX node tests that qcc or qrun refuse, with the one-line reason
+# (test/conformance/run_node_tests.py; TEST is the test's folder, WORK the
+# scratch folder). A refusal not listed here, or with another reason, fails the
+# suite; a listed test that passes is reported so that its line can go.
+# Written by run_node_tests.py --write-refusals FILE and reviewed by hand.
+"""
 
 
 def claimed_ops(qcc):
@@ -167,10 +182,27 @@ def dtype_note(name, got, want):
     return ""
 
 
+def load_refusals(path):
+    """{test: reason} from a 'test: reason' file (# comments)."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.strip() and not line.startswith("#"):
+                test, _, reason = line.partition(": ")
+                out[test.strip()] = reason.strip()
+    return out
+
+
 def run_test(args, test_dir, model, tmp_root):
-    """(outcome, reason, notes)."""
+    """(outcome, reason, notes); a reason names the folders as TEST and WORK."""
     name = os.path.basename(test_dir)
     work = tempfile.mkdtemp(prefix=name + ".", dir=tmp_root)
+    outcome, reason, notes = run_test_in(args, test_dir, model, work)
+    return outcome, reason.replace(test_dir, "TEST").replace(work, "WORK"), notes
+
+
+def run_test_in(args, test_dir, model, work):
     qpkg = os.path.join(work, "model.qpkg")
     kind, msg = run_tool([args.qcc, os.path.join(test_dir, "model.onnx"), "--no-cuda", "-o", qpkg])
     if kind == "refused":
@@ -244,6 +276,10 @@ def main():
     ap.add_argument("--verbose", action="store_true",
                     help="also print passes, skips and dtype notes")
     ap.add_argument("--filter", default="", help="only tests whose name contains this")
+    ap.add_argument("--expected-refusals", default=DEFAULT_REFUSALS,
+                    help="the pinned refusals ('test: reason' lines)")
+    ap.add_argument("--write-refusals", metavar="FILE",
+                    help="write the refusals of this run in that form")
     args = ap.parse_args()
     args.qcc = os.path.abspath(args.qcc)
     args.qrun = os.path.abspath(args.qrun)
@@ -274,6 +310,18 @@ def main():
                 except Exception as e:  # noqa: BLE001 - a harness bug is a FAIL too
                     results[t] = ("FAIL", f"harness error: {type(e).__name__}: {e}", [])
 
+    expected = load_refusals(args.expected_refusals)
+    refused = {t: r[1] for t, r in results.items() if r[0] == "REFUSED"}
+    if args.write_refusals:
+        with open(args.write_refusals, "w", encoding="utf-8") as f:
+            f.write(REFUSALS_HEADER + "".join(f"{t}: {r}\n" for t, r in sorted(refused.items())))
+    for t, reason in refused.items():
+        if expected.get(t) != reason:
+            results[t] = ("FAIL", (f"refused with another reason than the pinned '{expected[t]}': "
+                                   if t in expected else "a refusal that is not pinned: ")
+                          + reason, results[t][2])
+    now_pass = [t for t in sorted(results) if results[t][0] == "PASS" and t in expected]
+
     counts = {"PASS": 0, "FAIL": 0, "REFUSED": 0}
     for t in sorted(results):
         outcome, reason, notes = results[t]
@@ -288,6 +336,9 @@ def main():
     print(f"conformance: {counts['PASS']} passed, {counts['FAIL']} failed, "
           f"{counts['REFUSED']} refused of {len(attempted)} attempted "
           f"({len(skipped)} skipped: unclaimed ops or opset < 13)")
+    for t in now_pass:
+        print(f"{t}: listed in {os.path.basename(args.expected_refusals)} but passes now: "
+              "remove its line")
     return 1 if counts["FAIL"] else 0
 
 
