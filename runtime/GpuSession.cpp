@@ -2,6 +2,7 @@
 #include "runtime/GpuSession.h"
 
 #include "runtime/CpuKernels.h"
+#include "runtime/HalfFloat.h"
 #include "runtime/ShapeInference.h"
 
 #include <algorithm>
@@ -256,34 +257,6 @@ GpuSession::~GpuSession() {
     ctx->free(kScales);
   if (vScales)
     ctx->free(vScales);
-}
-
-uint16_t qcc::rt::floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu,
-           man = x & 0x7fffffu;
-  if (exp == 0xff) // inf, nan (quiet)
-    return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
-  int32_t e = (int32_t)exp - 127 + 15;
-  if (e >= 0x1f)
-    return (uint16_t)(sign | 0x7c00u); // overflow: inf
-  if (e <= 0) {                        // subnormal or zero
-    if (e < -10)
-      return (uint16_t)sign;
-    man |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - e);
-    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1),
-             mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1u)))
-      ++half;
-    return (uint16_t)(sign | half);
-  }
-  uint32_t half = sign | ((uint32_t)e << 10) | (man >> 13);
-  uint32_t rest = man & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
-    ++half; // may carry into the exponent: still correct (up to inf)
-  return (uint16_t)half;
 }
 
 DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {

@@ -44,9 +44,6 @@ class DevicePool;
 /// older than sm_80 or the record has nothing usable.
 std::string pickBinaryTarget(const KernelRecord &k, const CudaDevice &dev);
 
-/// f32 -> IEEE binary16, round to nearest even (what __float2half_rn does).
-uint16_t floatToHalf(float f);
-
 class GpuSession : public Executor {
 public:
   /// Loads the modules of every kernel the GPU plan uses. Throws when the

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/GpuSession.h"
+#include "runtime/HalfFloat.h"
 #include "runtime/ShapeInference.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +109,8 @@ TEST(ShapeRules, KernelBodies) {
 } // namespace
 
 namespace {
+// The one f32 -> f16 conversion (runtime/HalfFloat.h), which GpuSession uses
+// for f16 GEMM weights.
 TEST(FloatToHalf, RoundsToNearestEven) {
   EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
