@@ -10,6 +10,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <fmt/format.h>
+
 using namespace mlir;
 
 namespace {
@@ -292,9 +294,54 @@ llvm::Error qcc::runPhase(MLIRContext &context, Compilation &c, Phase phase) {
   return llvm::Error::success();
 }
 
+llvm::Error qcc::CompileOptions::validate() const {
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
+  // Sizes are taken from these: bounded before anything is allocated.
+  struct Range {
+    const char *flag;
+    int64_t value, lo, hi;
+  };
+  for (const Range &r :
+       {Range{"kv-block-tokens", kvBlockTokens, 1, 4096},
+        Range{"calib-samples", calibration.samples, 1, 1 << 20},
+        Range{"calib-seq-len", calibration.seqLen, 1, 1 << 20},
+        Range{"group-size", w4GroupSize, 2, 1 << 20}})
+    if (r.value < r.lo || r.value > r.hi)
+      return fail(llvm::Twine("--") + r.flag + " must be in [" +
+                  llvm::Twine(r.lo) + ", " + llvm::Twine(r.hi) + "], not " +
+                  llvm::Twine(r.value));
+  if (!smoothQuantAutoAlpha &&
+      !(smoothQuantAlpha >= 0.0 && smoothQuantAlpha <= 1.0)) // also NaN
+    return fail("--smoothquant-alpha must be in [0, 1] or auto, not " +
+                fmt::format("{}", smoothQuantAlpha));
+  if (kvScales == KvScales::Kivi && kvDtype != KvDtype::I8)
+    return fail("--kv-scales=kivi needs --kv-dtype=i8");
+  if (sparsity == Sparsity::None && (prune || !sparsityExclude.empty()))
+    return fail("--prune and --sparsity-exclude need --sparsity=2:4");
+  if (w4GroupSize % 2 != 0)
+    return fail("--group-size must be even (two int4 per byte), not " +
+                llvm::Twine(w4GroupSize));
+  CompileOptions defaults;
+  bool w4Options = w4GroupSize != defaults.w4GroupSize || w4ActOrder ||
+                   w4Asymmetric || w4Method != defaults.w4Method;
+  if (w4Options && quant != QuantMode::W4A16)
+    return fail("--group-size, --act-order, --w4-method and --w4-asym need "
+                "--quant=w4a16");
+  if (w4ActOrder && w4Method == W4Method::Rtn)
+    return fail("--act-order orders GPTQ's columns; it does not apply to "
+                "--w4-method=rtn");
+  if (quant == QuantMode::W4A16 && sparsity != Sparsity::None)
+    return fail("--quant=w4a16 and --sparsity=2:4 do not combine (yet)");
+  return llvm::Error::success();
+}
+
 llvm::Expected<qcc::Compilation>
 qcc::compileTo(MLIRContext &context, llvm::StringRef onnxPath, Phase last,
                const CompileOptions &options) {
+  if (auto err = options.validate())
+    return std::move(err);
   Compilation c;
   c.sourcePath = onnxPath.str();
   c.options = options;

@@ -106,6 +106,13 @@ struct CompileOptions {
   std::string tokenizerPath;
   /// package: weights written as seeded records (qcc --synthetic-weights).
   bool syntheticWeights = false;
+
+  /// The rules on and between options, in one place: ranges (sizes are
+  /// taken from them), and which options need which (kivi needs an int8
+  /// cache, pruning needs 2:4, the W4 options need W4A16, W4A16 and 2:4 do
+  /// not combine). One line naming the qcc flag and the reason. compileTo
+  /// checks it, so no library caller can start an invalid compile.
+  llvm::Error validate() const;
 };
 
 /// The pruning method a compile with `options` uses (its default resolved).

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
 #include <sstream>
 
 namespace {
@@ -161,3 +163,89 @@ TEST(Pipeline, PrintsEachPhaseOutput) {
 }
 
 } // namespace
+
+// CompileOptions::validate, rule by rule: each invalid combination is refused
+// with its one line (naming the qcc flag), the defaults and the valid
+// neighbours pass, and compileTo refuses before it reads the model.
+TEST(Pipeline, ValidateRulesBetweenOptions) {
+  using namespace qcc;
+  auto message = [](const CompileOptions &o) {
+    llvm::Error err = o.validate();
+    return err ? llvm::toString(std::move(err)) : std::string();
+  };
+  CompileOptions ok;
+  EXPECT_EQ(message(ok), "");
+  struct Case {
+    const char *what;
+    std::function<void(CompileOptions &)> set;
+    const char *error; // "" when valid
+  };
+  const Case cases[] = {
+      {"block 0", [](auto &o) { o.kvBlockTokens = 0; },
+       "--kv-block-tokens must be in [1, 4096], not 0"},
+      {"block 4096", [](auto &o) { o.kvBlockTokens = 4096; }, ""},
+      {"samples", [](auto &o) { o.calibration.samples = int64_t(1) << 40; },
+       "--calib-samples must be in [1, 1048576], not 1099511627776"},
+      {"seq len", [](auto &o) { o.calibration.seqLen = -1; },
+       "--calib-seq-len must be in [1, 1048576], not -1"},
+      {"group 0", [](auto &o) { o.w4GroupSize = 0; },
+       "--group-size must be in [2, 1048576], not 0"},
+      {"alpha nan",
+       [](auto &o) { o.smoothQuantAlpha = std::numeric_limits<double>::quiet_NaN(); },
+       "--smoothquant-alpha must be in [0, 1] or auto, not nan"},
+      {"alpha 1.5", [](auto &o) { o.smoothQuantAlpha = 1.5; },
+       "--smoothquant-alpha must be in [0, 1] or auto, not 1.5"},
+      {"alpha auto", [](auto &o) {
+         o.smoothQuantAlpha = 7;
+         o.smoothQuantAutoAlpha = true;
+       }, ""},
+      {"kivi f32", [](auto &o) { o.kvScales = KvScales::Kivi; },
+       "--kv-scales=kivi needs --kv-dtype=i8"},
+      {"kivi i8", [](auto &o) {
+         o.kvScales = KvScales::Kivi;
+         o.kvDtype = KvDtype::I8;
+       }, ""},
+      {"prune dense", [](auto &o) { o.prune = PruneMethod::Wanda; },
+       "--prune and --sparsity-exclude need --sparsity=2:4"},
+      {"exclude dense", [](auto &o) { o.sparsityExclude = {"0"}; },
+       "--prune and --sparsity-exclude need --sparsity=2:4"},
+      {"prune 2:4", [](auto &o) {
+         o.prune = PruneMethod::Wanda;
+         o.sparsity = Sparsity::TwoFour;
+       }, ""},
+      {"odd group", [](auto &o) {
+         o.quant = QuantMode::W4A16;
+         o.w4GroupSize = 33;
+       }, "--group-size must be even (two int4 per byte), not 33"},
+      {"w4 options without w4a16", [](auto &o) { o.w4Asymmetric = true; },
+       "--group-size, --act-order, --w4-method and --w4-asym need "
+       "--quant=w4a16"},
+      {"act order rtn", [](auto &o) {
+         o.quant = QuantMode::W4A16;
+         o.w4Method = W4Method::Rtn;
+         o.w4ActOrder = true;
+       }, "--act-order orders GPTQ's columns; it does not apply to "
+          "--w4-method=rtn"},
+      {"w4a16 2:4", [](auto &o) {
+         o.quant = QuantMode::W4A16;
+         o.sparsity = Sparsity::TwoFour;
+       }, "--quant=w4a16 and --sparsity=2:4 do not combine (yet)"},
+      {"w4a16 asym act order", [](auto &o) {
+         o.quant = QuantMode::W4A16;
+         o.w4Asymmetric = true;
+         o.w4ActOrder = true;
+       }, ""},
+  };
+  for (const Case &c : cases) {
+    CompileOptions o;
+    c.set(o);
+    EXPECT_EQ(message(o), c.error) << c.what;
+  }
+  mlir::MLIRContext context;
+  CompileOptions bad;
+  bad.kvScales = KvScales::Kivi;
+  auto result = compileTo(context, "no-such-model.onnx", Phase::Import, bad);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(llvm::toString(result.takeError()),
+            "--kv-scales=kivi needs --kv-dtype=i8");
+}

@@ -422,25 +422,16 @@ int main(int argc, char **argv) {
                                     << ", " << hi << "], not " << v << "\n";
     return false;
   };
-  if (!inRange("kv-block-tokens", kvBlockTokens, 1, 4096) ||
-      !inRange("calib-samples", calibSamples, 1, 1 << 20) ||
-      !inRange("calib-seq-len", calibSeqLen, 1, 1 << 20) ||
-      !inRange("report-batch", reportBatch, 1, 4096) ||
-      !inRange("group-size", groupSize, 2, 1 << 20) ||
+  // The compile options' own rules are CompileOptions::validate's, below.
+  if (!inRange("report-batch", reportBatch, 1, 4096) ||
       !inRange("report-context", reportContext, 1, 1 << 20))
     return 1;
   bool autoAlpha = smoothAlpha == "auto";
   double alpha = 0.5;
-  if (!autoAlpha &&
-      (StringRef(smoothAlpha).trim().getAsDouble(alpha) ||
-       !(alpha >= 0.0 && alpha <= 1.0))) { // also NaN
+  if (!autoAlpha && StringRef(smoothAlpha).trim().getAsDouble(alpha)) {
     WithColor::error(errs(), "qcc")
         << "--smoothquant-alpha must be in [0, 1] or auto, not "
         << smoothAlpha << "\n";
-    return 1;
-  }
-  if (kvScales == qcc::KvScales::Kivi && kvDtype != qcc::KvDtype::I8) {
-    WithColor::error(errs(), "qcc") << "--kv-scales=kivi needs --kv-dtype=i8\n";
     return 1;
   }
   // -o may not overwrite an input (the model, the tokenizer, the
@@ -477,41 +468,10 @@ int main(int argc, char **argv) {
     options.prune = prune.getValue();
   options.sparsityExclude.assign(sparsityExclude.begin(),
                                  sparsityExclude.end());
-  if (options.sparsity == qcc::Sparsity::None &&
-      (prune.getNumOccurrences() > 0 || !sparsityExclude.empty())) {
-    WithColor::error(errs(), "qcc")
-        << "--prune and --sparsity-exclude need --sparsity=2:4\n";
-    return 1;
-  }
-  if (groupSize % 2 != 0) {
-    WithColor::error(errs(), "qcc")
-        << "--group-size must be even (two int4 per byte), not " << groupSize
-        << "\n";
-    return 1;
-  }
   options.w4GroupSize = groupSize;
   options.w4ActOrder = actOrder;
   options.w4Method = w4Method;
   options.w4Asymmetric = w4Asym;
-  bool w4Flags = groupSize.getNumOccurrences() > 0 || actOrder || w4Asym ||
-                 w4Method.getNumOccurrences() > 0;
-  if (w4Flags && quant != qcc::QuantMode::W4A16) {
-    WithColor::error(errs(), "qcc")
-        << "--group-size, --act-order, --w4-method and --w4-asym need "
-           "--quant=w4a16\n";
-    return 1;
-  }
-  if (actOrder && w4Method == qcc::W4Method::Rtn) {
-    WithColor::error(errs(), "qcc")
-        << "--act-order orders GPTQ's columns; it does not apply to "
-           "--w4-method=rtn\n";
-    return 1;
-  }
-  if (quant == qcc::QuantMode::W4A16 && sparsity != qcc::Sparsity::None) {
-    WithColor::error(errs(), "qcc")
-        << "--quant=w4a16 and --sparsity=2:4 do not combine (yet)\n";
-    return 1;
-  }
   options.calibration.source = calib;
   options.calibration.samples = calibSamples;
   options.calibration.seqLen = calibSeqLen;
@@ -520,6 +480,10 @@ int main(int argc, char **argv) {
   options.quiet = quiet;
   options.artifactPath = outputPath;
   options.syntheticWeights = syntheticWeights;
+  if (auto err = options.validate()) {
+    WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
+    return 1;
+  }
   options.tokenizerPath = qcc::findTokenizer(tokenizerPath, inputPath);
   if (!options.tokenizerPath.empty() &&
       (emit == Phase::Package || quant != qcc::QuantMode::None ||
