@@ -146,6 +146,9 @@ qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
   }
   std::vector<rt::Tensor> out;
   try {
+    // A folded constant is the reference kernels' result, whatever the
+    // environment (QCC_CPU_KERNELS) and the compiling machine's CPU.
+    rt::ScopedCpuKernelPath reference(rt::CpuKernelPath::Reference);
     rt::Attrs a(*attrs);
     out = rt::computeInF32(
         *kind, operands, resultTypes, [&](const rt::Operands &ops) {

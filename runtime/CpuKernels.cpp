@@ -2168,8 +2168,20 @@ static CpuKernelPath initialCpuKernelPath() {
 }
 static std::atomic<CpuKernelPath> gCpuKernelPath{initialCpuKernelPath()};
 
+static thread_local std::optional<CpuKernelPath> tCpuKernelPath;
+
 void qcc::rt::setCpuKernelPath(CpuKernelPath path) { gCpuKernelPath = path; }
-CpuKernelPath qcc::rt::cpuKernelPath() { return gCpuKernelPath; }
+CpuKernelPath qcc::rt::cpuKernelPath() {
+  return tCpuKernelPath ? *tCpuKernelPath : gCpuKernelPath.load();
+}
+
+qcc::rt::ScopedCpuKernelPath::ScopedCpuKernelPath(CpuKernelPath path)
+    : previous(tCpuKernelPath) {
+  tCpuKernelPath = path;
+}
+qcc::rt::ScopedCpuKernelPath::~ScopedCpuKernelPath() {
+  tCpuKernelPath = previous;
+}
 
 void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                          const float *K, int64_t ldk, const float *V,

@@ -65,6 +65,21 @@ void setCpuKernelPath(CpuKernelPath path);
 CpuKernelPath cpuKernelPath();
 /// "fast", "portable", "reference"; nullopt for anything else.
 std::optional<CpuKernelPath> parseCpuKernelPath(std::string_view name);
+/// While alive, cpuKernelPath() answers `path` on the constructing thread,
+/// whatever the process-wide path. The compiler's constant folding runs under
+/// ScopedCpuKernelPath(Reference), so that a folded constant depends neither
+/// on QCC_CPU_KERNELS nor on the CPU's instruction set. (The reference
+/// kernels run on the calling thread, so the override reaches all of them.)
+class ScopedCpuKernelPath {
+public:
+  explicit ScopedCpuKernelPath(CpuKernelPath path);
+  ~ScopedCpuKernelPath();
+  ScopedCpuKernelPath(const ScopedCpuKernelPath &) = delete;
+  ScopedCpuKernelPath &operator=(const ScopedCpuKernelPath &) = delete;
+
+private:
+  std::optional<CpuKernelPath> previous;
+};
 const char *cpuKernelPathName(CpuKernelPath path);
 
 /// The CPU backend's threads: one OpenMP pool for the process. Its size is

@@ -1003,3 +1003,24 @@ TEST(CpuKernels, DnnlSgemmMatchesNaive) {
   if (!ran)
     GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
 }
+
+// ScopedCpuKernelPath (constant folding's guard): the path it names holds on
+// its own thread only and until it ends, nested scopes restore in order.
+TEST(CpuKernels, ScopedPathIsThreadLocal) {
+  CpuKernelPath before = cpuKernelPath();
+  setCpuKernelPath(CpuKernelPath::Fast);
+  {
+    ScopedCpuKernelPath outer(CpuKernelPath::Reference);
+    EXPECT_EQ(cpuKernelPath(), CpuKernelPath::Reference);
+    CpuKernelPath elsewhere = CpuKernelPath::Reference;
+    std::thread([&] { elsewhere = cpuKernelPath(); }).join();
+    EXPECT_EQ(elsewhere, CpuKernelPath::Fast);
+    {
+      ScopedCpuKernelPath inner(CpuKernelPath::Portable);
+      EXPECT_EQ(cpuKernelPath(), CpuKernelPath::Portable);
+    }
+    EXPECT_EQ(cpuKernelPath(), CpuKernelPath::Reference);
+  }
+  EXPECT_EQ(cpuKernelPath(), CpuKernelPath::Fast);
+  setCpuKernelPath(before);
+}
