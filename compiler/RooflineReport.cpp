@@ -25,7 +25,9 @@ bool contains(const std::string &s, const char *part) {
 
 /// Inputs for one call of `fn`: `batch` rows of `tokens` new tokens after
 /// `cached` ones. Dynamic dimensions: the first (or one named *batch*) is
-/// the batch, one named *past* the cached tokens, any other the new tokens.
+/// the batch, one named *past* the cached tokens (a sum such as optimum's
+/// "past_sequence_length + sequence_length", an attention mask's, the
+/// cached and the new ones), any other the new tokens.
 /// Masks are ones, positions count from `cached`, everything else zeros
 /// (token id 0).
 std::map<std::string, rt::Tensor> inputsFor(const rt::Function &fn,
@@ -39,8 +41,9 @@ std::map<std::string, rt::Tensor> inputsFor(const rt::Function &fn,
         continue;
       std::string dim = i < p.dims.size() ? p.dims[i] : "";
       shape[i] = i == 0 || contains(dim, "batch") ? batch
-                 : contains(dim, "past")          ? cached
-                                                  : tokens;
+                 : contains(dim, "past") && contains(dim, "+") ? cached + tokens
+                 : contains(dim, "past")                        ? cached
+                                                                : tokens;
     }
     rt::Tensor t(p.dtype, shape);
     bool mask = contains(p.name, "mask"), pos = contains(p.name, "position");
@@ -291,9 +294,40 @@ qcc::buildRooflineReport(mlir::ModuleOp module, llvm::StringRef model,
     r.targets = rt::gpuPeaks();
     if (options.cpu)
       r.targets.push_back(rt::cpuPeaks());
-    for (const char *name : {"main", "prefill", "decode"})
-      if (const rt::Function *fn = a.gpuFunction(name))
-        r.functions.push_back(analyze(a, *fn, r));
+    auto analyzeAll = [&](RooflineReport &at) {
+      at.functions.clear();
+      for (const char *name : {"main", "prefill", "decode"})
+        if (const rt::Function *fn = a.gpuFunction(name))
+          at.functions.push_back(analyze(a, *fn, at));
+    };
+    try {
+      analyzeAll(r);
+    } catch (const std::exception &e) {
+      // A model whose shapes hold only up to its own limit (an encoder's
+      // learned positions, a bias table): the longest context below the
+      // asked one at which they hold, found by bisection, and a note that
+      // says so; none at all is the error.
+      std::string why = e.what();
+      int64_t good = 0, bad = r.options.context;
+      while (bad - good > 1) {
+        RooflineReport probe = r;
+        probe.options.context = good + (bad - good) / 2;
+        try {
+          analyzeAll(probe);
+          good = probe.options.context;
+        } catch (const std::exception &) {
+          bad = probe.options.context;
+        }
+      }
+      if (good == 0)
+        throw;
+      r.note = llvm::formatv("context capped at {0} tokens, the longest at "
+                             "which the model's shapes hold (at {1}: {2})",
+                             good, r.options.context, why)
+                   .str();
+      r.options.context = good;
+      analyzeAll(r);
+    }
     r.sparse = sparseLinearReport(a, r.options, rt::gpuPeaks());
   } catch (const std::exception &e) {
     return error(model + ": roofline report: " + e.what());
