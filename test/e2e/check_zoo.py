@@ -19,7 +19,11 @@ For every case folder (default: every test/models/zoo/*/ holding a model.onnx):
   5. when the artifact has a KV cache (prefill/decode), `qcc-kv-check` on it:
      ragged prefill + decode logits equal `main` over the whole sequences and
      greedy generation through the cache equals full recompute ("kv" column;
-     "-" with qcc's warning when it compiled without a cache).
+     "-" with qcc's warning when it compiled without a cache);
+  6. the phases a --no-cuda compile skips: `qcc model.onnx -o m.qpkg` with the
+     CUDA kernels (form-kernels, emit, NVRTC; --gpu-phases=emit stops after
+     the CUDA emitter, without NVRTC) and `qcc model.onnx --report`: any
+     failure there, a crash above all, fails the case ("gpu" column).
 
 Every decoder (a *ForCausalLM / *LMHeadModel architecture in meta.json) must
 get a KV cache: one compiled without is a failure.
@@ -94,6 +98,20 @@ def run(cmd):
         return r.returncode, r.stdout, r.stderr
     except subprocess.TimeoutExpired:
         return 124, "", f"error: timed out after {TIMEOUT_S} s: {' '.join(cmd)}"
+
+
+def check_gpu_phases(qcc, model, tmp, gpu_phases):
+    """Step 6: "" when the GPU plan's phases and the report run, else why."""
+    if gpu_phases == "compile":
+        cmd = [qcc, model, "--quiet", "-o", os.path.join(tmp, "gpu.qpkg")]
+    else:
+        cmd = [qcc, model, "--quiet", "--emit=emit"]
+    for what, c in (("with CUDA kernels", cmd), ("--report", [qcc, model, "--report"])):
+        rc, _, err = run(c)
+        if rc != 0:
+            kind = f"crashed (signal {-rc})" if rc < 0 else f"exit {rc}"
+            return f"qcc {what}: {kind}: {first_error_line(err, model)}"
+    return ""
 
 
 def count_ops(mlir):
@@ -186,10 +204,11 @@ def check_w8a8(qcc, qrun, model, in_dir, ref_dir, ignore, tmp):
     return cell, (None if worst <= W8A8_SANITY else f"error {cell} > {W8A8_SANITY}")
 
 
-def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None, w8a8=True):
+def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None, w8a8=True,
+               gpu_phases="compile"):
     name = os.path.basename(os.path.normpath(case_dir))
     row = {"case": name, "compiles": "", "raised": "-", "leftover": "-", "err": None,
-           "result": "FAIL", "note": "", "kv": "-", "w8a8": "-"}
+           "result": "FAIL", "note": "", "kv": "-", "w8a8": "-", "gpu": "-"}
     has_cache = False
     model = os.path.join(case_dir, "model.onnx")
     meta = {}
@@ -252,6 +271,10 @@ def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None, w8a8=T
             row["kv"] = "PASS" if kv_ok else "FAIL"
             if not kv_ok:
                 problems.append("kv: " + first_error_line(out + err, pkg))
+        why = check_gpu_phases(qcc, model, tmp, gpu_phases)
+        row["gpu"] = "PASS" if not why else "FAIL"
+        if why:
+            problems.append(why)
         if w8a8:
             row["w8a8"], why = check_w8a8(qcc, qrun, model, in_dir, ref_dir, ignore, tmp)
             if why:
@@ -285,6 +308,9 @@ def main():
     ap.add_argument("--expected-refusals", default=os.path.join(ZOO, "expected_refusals.txt"))
     ap.add_argument("--report-only", action="store_true", help="exit 0 even when cases fail")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    ap.add_argument("--gpu-phases", choices=["compile", "emit"], default="compile",
+                    help="step 6: compile the CUDA kernels with NVRTC (default) or stop "
+                         "after the emitter")
     args = ap.parse_args()
 
     for tool in (args.qcc, args.qrun):
@@ -306,16 +332,17 @@ def main():
     for i, c in enumerate(cases):
         name = os.path.basename(os.path.normpath(c))
         progress(f"[{i + 1}/{len(cases)}] {name}")
-        rows.append(check_case(c, args.qcc, args.qrun, kv_check, refusals.get(name)))
+        rows.append(check_case(c, args.qcc, args.qrun, kv_check, refusals.get(name),
+                               gpu_phases=args.gpu_phases))
 
     header = ["case", "compiles", "raised (in @main)", "leftover non-glue ops", "max rel err",
-              "kv cache", "w8a8 rel err", "result"]
+              "kv cache", "w8a8 rel err", "gpu phases", "result"]
     table = []
     for r in rows:
         err = "-" if r["err"] is None else f"{r['err']:.2e}"
         res = r["result"] + (f" ({r['note']})" if r["note"] and r["result"] != "REFUSED" else "")
         table.append([r["case"], r["compiles"], r["raised"], r["leftover"], err, r["kv"],
-                      r["w8a8"], res])
+                      r["w8a8"], r["gpu"], res])
     if args.markdown:
         esc = lambda s: s.replace("|", "\\|")  # noqa: E731
         print("| " + " | ".join(header) + " |")
