@@ -1,10 +1,12 @@
-//===- OnnxImportFuzzer.cpp - fuzz target: ONNX bytes -> import -> raise --===//
+//===- OnnxImportFuzzer.cpp - fuzz target: ONNX bytes -> import .. emit ---===//
 //
-// The ONNX importer's fuzz target: the bytes as an ONNX ModelProto, imported
+// The compiler's fuzz target: the bytes as an ONNX ModelProto, imported
 // (qcc::importOnnxBytes: validation, ONNX's checker and shape inference, the
-// converters) and, when that succeeds, run through the raising pipeline up to
-// kv-layout (compiler/Pipeline.h runPhase). Every input must end in a module
-// or in an error; a crash, a sanitizer report or an abort is a bug.
+// converters) and, when that succeeds, run through every later phase up to
+// the CUDA emitter (compiler/Pipeline.h runPhase: raise .. kv-layout, then
+// form-kernels, the GPU plan, and emit; not NVRTC's compile, which is slow
+// and reads only what emit wrote). Every input must end in CUDA units or in
+// an error; a crash, a sanitizer report or an abort is a bug.
 //
 // Seeds: fuzz/corpus/onnx-import (links to the fixture, contrib, hostile and
 // invalid models of test/models); dictionary: fuzz/onnx-import.dict (op
@@ -37,8 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   c.sourcePath = "fuzz.onnx";
   c.module = std::move(*module);
   c.last = qcc::Phase::Import;
-  for (qcc::Phase phase : {qcc::Phase::Raise, qcc::Phase::Calibrate,
-                           qcc::Phase::Quantize, qcc::Phase::KvLayout}) {
+  for (qcc::Phase phase :
+       {qcc::Phase::Raise, qcc::Phase::Calibrate, qcc::Phase::Quantize,
+        qcc::Phase::KvLayout, qcc::Phase::FormKernels, qcc::Phase::Emit}) {
     if (llvm::Error err = qcc::runPhase(context, c, phase)) {
       llvm::consumeError(std::move(err));
       return 0;
