@@ -103,10 +103,10 @@ RooflineFunction analyze(const rt::Artifact &a, const rt::Function &fn,
   });
   auto inputs = inputsFor(fn, out.batch, out.tokens, out.cached);
   if (cachedFn) {
-    rt::KvCacheConfig cfg = rt::KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+    const rt::KvCacheConfig &cfg = *a.kvCache();
     rt::KvCacheOptions o;
     int64_t total = out.cached + out.tokens;
-    int64_t unit = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
+    int64_t unit = cfg.roundingTokens();
     o.maxSequences = out.batch;
     o.maxTokens = (total + unit - 1) / unit * unit;
     o.numBlocks = out.batch * (o.maxTokens / unit);
@@ -279,9 +279,8 @@ qcc::buildRooflineReport(mlir::ModuleOp module, llvm::StringRef model,
   try {
     rt::Artifact a = rt::Artifact::fromBytes(
         std::make_shared<std::vector<char>>(std::move(*bytes)), model.str());
-    if (a.manifest().contains("kv_cache")) {
-      rt::KvCacheConfig cfg =
-          rt::KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+    if (a.kvCache()) {
+      const rt::KvCacheConfig &cfg = *a.kvCache();
       r.kvElementBytes = (double)cfg.elementBytes();
       if (cfg.maxPositions > 0 && r.options.context >= cfg.maxPositions) {
         r.options.context = cfg.maxPositions - 1;

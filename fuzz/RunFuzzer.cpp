@@ -103,10 +103,9 @@ void runEntryPoint(const Artifact &a, const Function &f) {
       session.run(f.name, inputs);
       return;
     }
-    if (!a.manifest().contains("kv_cache"))
+    if (!a.kvCache())
       return; // Session::run refuses it: tested by the unit tests
-    // Validated at load: fromJson cannot fail here.
-    KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+    const KvCacheConfig &cfg = *a.kvCache(); // parsed and validated at load
     KvCacheOptions o;
     o.maxSequences = 1;
     o.numBlocks = tokens / cfg.blockTokens + 1;

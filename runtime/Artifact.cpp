@@ -767,11 +767,11 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
           l.fail("manifest: " + at + " lies outside the data");
         a.sections_[name] = {off, sz};
       }
-    // Checked here, like the rest of the manifest, so that the error names
-    // the file and every later KvCacheConfig::fromJson of it succeeds.
+    // Parsed here, once, like the rest of the manifest, so that the error
+    // names the file; Artifact::kvCache() hands out the result.
     if (m.contains("kv_cache")) {
       try {
-        (void)KvCacheConfig::fromJson(m.at("kv_cache"));
+        a.kvCache_ = KvCacheConfig::fromJson(m.at("kv_cache"));
       } catch (const std::runtime_error &e) {
         l.fail(std::string("manifest: ") + e.what());
       }

@@ -22,6 +22,7 @@
 #include "format/OpKind.h"
 #include "format/KernelKinds.h"
 #include "format/LaunchRecord.h"
+#include "runtime/KvCacheConfig.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -131,6 +132,11 @@ public:
   uint64_t syntheticBytes() const { return syntheticBytes_; }
   /// The bytes of a named section (e.g. "tokenizer"), if present.
   std::optional<std::string_view> section(const std::string &name) const;
+  /// The manifest's "kv_cache", parsed and validated once at load; null
+  /// when the artifact has no KV cache.
+  const KvCacheConfig *kvCache() const {
+    return kvCache_ ? &*kvCache_ : nullptr;
+  }
 
 private:
   std::string path_;
@@ -145,6 +151,7 @@ private:
   uint64_t syntheticBytes_ = 0;
   /// "sections": name -> (offset, size) in the data, validated at load.
   std::map<std::string, std::pair<uint64_t, uint64_t>> sections_;
+  std::optional<KvCacheConfig> kvCache_;
   uint64_t dataOffset_ = 0;
 };
 

@@ -101,7 +101,11 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
     r.recomputeTokensPerSecond = batch * steps / secondsSince(t0);
     return r;
   }
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  if (!a.kvCache())
+    throw std::runtime_error("--bench-generate: the artifact has no KV cache "
+                             "(compile it with --kv-cache=paged or "
+                             "contiguous, or pass --no-cache)");
+  const KvCacheConfig &cfg = *a.kvCache();
   // STEPS + 1 new tokens: the first from the prefill, then STEPS decode steps,
   // each writing the previous token's K/V; the last token is never fed back.
   int64_t need = context + steps;

@@ -250,7 +250,7 @@ KvCacheOptions qcc::rt::generationCacheOptions(
   }
   cfg.checkContext(longest, "the longest prompt plus --max-new-tokens");
   copts.numBlocks = kvBlocks > 0 ? kvBlocks : blocks;
-  int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
+  int64_t round = cfg.roundingTokens();
   copts.maxTokens =
       maxTokens > 0 ? maxTokens : (longest + round - 1) / round * round;
   return copts;

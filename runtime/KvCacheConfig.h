@@ -19,8 +19,11 @@ namespace qcc::rt {
 
 /// The manifest's "kv_cache" object.
 struct KvCacheConfig {
+  /// Tokens per block of a paged cache unless the compile says otherwise
+  /// (qcc --kv-block-tokens, the kv-cache-layout pass's option).
+  static constexpr int64_t kDefaultBlockTokens = 16;
   std::string layout = "paged"; // "paged" or "contiguous"
-  int64_t blockTokens = 16;
+  int64_t blockTokens = kDefaultBlockTokens;
   int64_t layers = 0, kvHeads = 0, headDim = 0;
   /// Positions of the model's learned position table (0: no limit).
   int64_t maxPositions = 0;
@@ -43,6 +46,12 @@ struct KvCacheConfig {
   /// kivi: each cached V row has its own scale (KvCache stores them).
   bool valueScalePerToken() const { return isInt8() && scales == "kivi"; }
   size_t elementBytes() const { return isInt8() ? 1 : sizeof(float); }
+  /// The tokens a sequence's room is rounded up to when a cache is sized
+  /// from a request: the block size (a contiguous cache's manifest may have
+  /// none: then the default block size).
+  int64_t roundingTokens() const {
+    return blockTokens > 0 ? blockTokens : kDefaultBlockTokens;
+  }
   /// The head_dim key scales of (layer, kv head); i8 only.
   const float *keyScales(int64_t layer, int64_t kvHead) const {
     return kChannelScales.data() + (layer * kvHeads + kvHead) * headDim;

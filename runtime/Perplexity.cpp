@@ -12,9 +12,9 @@ PerplexityEvaluator::PerplexityEvaluator(const Artifact &a, Executor &e,
                                          const PerplexityOptions &o)
     : artifact(a), executor(e), options(o), fn(a.function(o.function)) {
   if (!o.useCache || !hasFunction(a, "prefill") ||
-      !a.manifest().contains("kv_cache"))
+      !a.kvCache())
     return;
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  const KvCacheConfig &cfg = *a.kvCache();
   cfg.checkContext(o.context, "--context");
   KvCacheOptions copts;
   copts.maxSequences = 1;

@@ -95,12 +95,12 @@ DraftModel::DraftModel(const std::string &path,
                        int64_t maxNewTokens, const BackendOptions &backend,
                        std::ostream &log)
     : artifact(Artifact::load(path)) {
-  if (!artifact.manifest().contains("kv_cache"))
+  if (!artifact.kvCache())
     throw std::runtime_error("--draft: " + path + " has no KV cache "
                              "(compile it with --kv-cache=paged or contiguous)");
-  KvCacheConfig cfg = KvCacheConfig::fromJson(artifact.manifest().at("kv_cache"));
+  const KvCacheConfig &cfg = *artifact.kvCache();
   KvCacheOptions opts = targetCache;
-  int64_t round = cfg.blockTokens > 0 ? cfg.blockTokens : 16;
+  int64_t round = cfg.roundingTokens();
   opts.maxTokens = (targetCache.maxTokens + round - 1) / round * round;
   opts.numBlocks = 0;
   for (const auto &p : prompts)

@@ -94,9 +94,9 @@ bool check(const std::string &spec) {
     refArtifact = Artifact::load(spec.substr(eq + 1));
   const Artifact &ref = refArtifact ? *refArtifact : a;
   Session refSession(ref);
-  if (!a.manifest().contains("kv_cache"))
+  if (!a.kvCache())
     throw std::runtime_error(path + ": no KV cache in the artifact");
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest()["kv_cache"]);
+  const KvCacheConfig &cfg = *a.kvCache();
   const Port &logits = logitsOutput(a.function("prefill"));
   int64_t vocab = logits.shape.back();
   double tolerance = toleranceFor(logits.dtype);

@@ -180,7 +180,7 @@ TEST(Generate, RecomputeMatchesCache) {
   ASSERT_EQ(r.tokens.size(), 2u);
   EXPECT_EQ(r.decodeTokens, 8);
   EXPECT_EQ(seen.size(), 8u);
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  const KvCacheConfig &cfg = *a.kvCache();
   KvCacheOptions copts;
   copts.maxSequences = 2;
   copts.numBlocks = 64;
@@ -228,7 +228,7 @@ TEST(Backend, ChoiceAndReason) {
 // The KV cache qrun --prompt sizes: every prompt plus its new tokens.
 TEST(Generate, CacheOptions) {
   Artifact a = gpt2(qcc::KvLayout::Paged);
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  const KvCacheConfig &cfg = *a.kvCache();
   int64_t b = cfg.blockTokens;
   std::vector<std::vector<int64_t>> prompts = {
       std::vector<int64_t>(b + 1, 3), {7, 8}};
@@ -247,7 +247,7 @@ TEST(Speculative, DraftModel) {
   Gpt2File file(qcc::KvLayout::Paged);
   Artifact a = Artifact::load(file.path);
   Session s(a);
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  const KvCacheConfig &cfg = *a.kvCache();
   std::vector<std::vector<int64_t>> prompts = {benchTokenIds(5, kVocab)};
   GenerateOptions g;
   g.maxNewTokens = 6;

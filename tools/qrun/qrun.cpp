@@ -290,7 +290,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   Printer out{tok, texts, prompts,
               std::vector<std::string>(texts.size())};
   bool cached = !o.noCache && hasFunction(a, "decode") &&
-                hasFunction(a, "prefill") && a.manifest().contains("kv_cache");
+                hasFunction(a, "prefill") && a.kvCache();
   bool speculative = !o.draft.empty() || o.lookup > 0;
   if (speculative && !cached)
     throw std::runtime_error(std::string(o.draft.empty() ? "--lookup" : "--draft") +
@@ -302,7 +302,7 @@ int runPrompt(const Options &o, const Artifact &a) {
     return generateNoCache(o, a, tok, prompts, out);
   }
 
-  KvCacheConfig cfg = KvCacheConfig::fromJson(a.manifest().at("kv_cache"));
+  const KvCacheConfig &cfg = *a.kvCache();
   KvCacheOptions copts = generationCacheOptions(cfg, prompts, o.maxNewTokens,
                                                o.kvBlocks, o.maxTokens);
   // A pool beyond memory (--kv-blocks, --max-tokens) is refused before the
