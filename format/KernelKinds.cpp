@@ -5,7 +5,7 @@ namespace qcc::format {
 
 const char *spelling(KernelKind k) {
   switch (k) {
-#define QCC_KERNEL_KIND(Name, Spelling)                                        \
+#define QCC_KERNEL_KIND(Name, Spelling, IsGemm)                                \
   case KernelKind::Name:                                                       \
     return Spelling;
 #include "format/KernelKinds.def"
@@ -14,11 +14,21 @@ const char *spelling(KernelKind k) {
 }
 
 std::optional<KernelKind> parseKernelKind(std::string_view s) {
-#define QCC_KERNEL_KIND(Name, Spelling)                                        \
+#define QCC_KERNEL_KIND(Name, Spelling, IsGemm)                                \
   if (s == Spelling)                                                           \
     return KernelKind::Name;
 #include "format/KernelKinds.def"
   return std::nullopt;
+}
+
+bool isGemm(KernelKind k) {
+  switch (k) {
+#define QCC_KERNEL_KIND(Name, Spelling, IsGemm)                                \
+  case KernelKind::Name:                                                       \
+    return IsGemm;
+#include "format/KernelKinds.def"
+  }
+  return false;
 }
 
 } // namespace qcc::format

@@ -14,12 +14,12 @@
 namespace qcc::format {
 
 enum class KernelKind {
-#define QCC_KERNEL_KIND(Name, Spelling) Name,
+#define QCC_KERNEL_KIND(Name, Spelling, IsGemm) Name,
 #include "format/KernelKinds.def"
 };
 
 inline constexpr int kNumKernelKinds = 0
-#define QCC_KERNEL_KIND(Name, Spelling) +1
+#define QCC_KERNEL_KIND(Name, Spelling, IsGemm) +1
 #include "format/KernelKinds.def"
     ;
 
@@ -27,6 +27,8 @@ inline constexpr int kNumKernelKinds = 0
 const char *spelling(KernelKind k);
 /// The kind of a spelling, if it is one.
 std::optional<KernelKind> parseKernelKind(std::string_view s);
+/// A GEMM with its epilogue chain (the IsGemm column of KernelKinds.def).
+bool isGemm(KernelKind k);
 
 } // namespace qcc::format
 

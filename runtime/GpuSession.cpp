@@ -740,12 +740,8 @@ void GpuSession::checkRegion(const Node &node, Run &r,
   // an int8 GEMM's epilogue is exact arithmetic in the same order.
   format::KernelKind k = artifact.kernels()[kernelIndex(node)].kind;
   std::string kind = format::spelling(k);
-  bool gemm =
-      k == format::KernelKind::GemmI8 || k == format::KernelKind::GemmF16 ||
-      k == format::KernelKind::GemmI8Sp || k == format::KernelKind::GemmF16Sp ||
-      k == format::KernelKind::GemmI8Mixed || k == format::KernelKind::GemmW4;
   for (const Node &inner : node.body->nodes)
-    if (gemm && (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
+    if (format::isGemm(k) && (inner.kind == OpKind::Gelu || inner.kind == OpKind::Silu))
       kind += std::string("+") + opKindName(inner.kind);
   RegionCheck c{function, node.name, kind};
   for (size_t i = 0; i < node.outputs.size(); ++i) {

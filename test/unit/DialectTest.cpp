@@ -80,4 +80,15 @@ TEST(KernelKindTest, OdsEnumMatchesTheDefTable) {
               (qcc::format::KernelKind)i);
   }
 }
+
+// The GEMM column of the table: exactly the kinds whose template family is a
+// GEMM (spelled gemm_*), which form-kernels gives an epilogue chain.
+TEST(KernelKindTest, GemmColumn) {
+  for (int i = 0; i < qcc::format::kNumKernelKinds; ++i) {
+    auto k = (qcc::format::KernelKind)i;
+    EXPECT_EQ(qcc::format::isGemm(k),
+              std::string_view(qcc::format::spelling(k)).starts_with("gemm_"))
+        << qcc::format::spelling(k);
+  }
+}
 } // namespace
