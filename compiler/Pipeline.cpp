@@ -337,6 +337,49 @@ llvm::Error qcc::CompileOptions::validate() const {
   return llvm::Error::success();
 }
 
+llvm::Error qcc::parseSmoothQuantAlpha(llvm::StringRef text,
+                                      CompileOptions &options) {
+  options.smoothQuantAutoAlpha = text == "auto";
+  if (options.smoothQuantAutoAlpha)
+    return llvm::Error::success();
+  double alpha = 0;
+  if (text.trim().getAsDouble(alpha) || !(alpha >= 0.0 && alpha <= 1.0))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--smoothquant-alpha must be in [0, 1] or auto, not " + text);
+  options.smoothQuantAlpha = alpha;
+  return llvm::Error::success();
+}
+
+llvm::Error qcc::prepareCompile(llvm::StringRef onnxPath,
+                                llvm::StringRef tokenizerFlag, Phase last,
+                                CompileOptions &options) {
+  // The artifact may not overwrite what the compile reads.
+  std::pair<llvm::StringRef, const char *> inputs[] = {
+      {onnxPath, "the input model"},
+      {tokenizerFlag, "the --tokenizer file"},
+      {options.calibration.source, "the --calib source"},
+      {options.calibration.statsPath, "the --calib-stats file"}};
+  const std::string &out = options.artifactPath;
+  for (auto [input, what] : inputs) {
+    bool sameFile = false;
+    if (out != "-" && !out.empty() && !input.empty() &&
+        !llvm::sys::fs::equivalent(input, out, sameFile) && sameFile)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "-o " + out + " is " + what + "; refusing to overwrite it");
+  }
+  options.tokenizerPath = findTokenizer(tokenizerFlag, onnxPath);
+  if (!options.tokenizerPath.empty() &&
+      (last == Phase::Package || options.quant != QuantMode::None ||
+       options.sparsity != Sparsity::None))
+    if (auto err = checkTokenizer(options.tokenizerPath))
+      return err;
+  options.calibration.tokenizerPath = options.tokenizerPath;
+  options.calibration.quiet = options.quiet;
+  return llvm::Error::success();
+}
+
 llvm::Expected<qcc::Compilation>
 qcc::compileTo(MLIRContext &context, llvm::StringRef onnxPath, Phase last,
                const CompileOptions &options) {

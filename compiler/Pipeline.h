@@ -115,6 +115,21 @@ struct CompileOptions {
   llvm::Error validate() const;
 };
 
+/// --smoothquant-alpha's value: a number in [0, 1] or "auto" (then
+/// smoothQuantAutoAlpha); one line naming the flag otherwise.
+llvm::Error parseSmoothQuantAlpha(llvm::StringRef text,
+                                  CompileOptions &options);
+
+/// What a driver (qcc, the Python package) does with a model path and
+/// options before compileTo up to `last`: refuses an artifactPath that is
+/// one of the inputs (the model, the tokenizer, the calibration source or
+/// statistics); finds the tokenizer (`tokenizerFlag`, else beside the
+/// model: findTokenizer) and checks it where it will be embedded or
+/// calibrated with; and hands both to calibration. One line naming the file.
+llvm::Error prepareCompile(llvm::StringRef onnxPath,
+                           llvm::StringRef tokenizerFlag, Phase last,
+                           CompileOptions &options);
+
 /// The pruning method a compile with `options` uses (its default resolved).
 PruneMethod pruneMethod(const CompileOptions &options);
 

@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <string>
 #include <utility>
 
 namespace qcc {
@@ -112,6 +113,28 @@ llvm::StringRef spelling(const llvm::cl::OptionEnumValue (&names)[N],
     if (n.Value == int(value))
       return n.Name;
   return "";
+}
+
+/// The value spelled `text` in `names`, into `out`; false (out untouched)
+/// when no entry has that spelling.
+template <size_t N, typename Enum>
+bool parseSpelling(const llvm::cl::OptionEnumValue (&names)[N],
+                   llvm::StringRef text, Enum &out) {
+  for (const llvm::cl::OptionEnumValue &n : names)
+    if (n.Name == text) {
+      out = Enum(n.Value);
+      return true;
+    }
+  return false;
+}
+
+/// The spellings of `names` for a message: "a, b or c".
+template <size_t N>
+std::string spellingList(const llvm::cl::OptionEnumValue (&names)[N]) {
+  std::string list;
+  for (size_t i = 0; i < N; ++i)
+    list += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + names[i].Name.str();
+  return list;
 }
 
 } // namespace qcc

@@ -108,7 +108,8 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
     last[i] = tok;
     if (o.onToken)
       o.onToken(i, tok);
-    if ((int64_t)res.tokens[i].size() >= o.maxNewTokens)
+    if ((int64_t)res.tokens[i].size() >= o.maxNewTokens ||
+        (o.stopAfter && o.stopAfter(i)))
       finish(i);
   };
 
@@ -227,6 +228,8 @@ GenerateResult qcc::rt::generateByRecompute(
       ids.push_back(next);
       generated.push_back(next);
       ++res.decodeTokens;
+      if (o.stopAfter && o.stopAfter(i))
+        break;
     }
     if (o.onFinish)
       o.onFinish(i);
@@ -254,4 +257,30 @@ KvCacheOptions qcc::rt::generationCacheOptions(
   copts.maxTokens =
       maxTokens > 0 ? maxTokens : (longest + round - 1) / round * round;
   return copts;
+}
+
+bool qcc::rt::generatesWithCache(const Artifact &a, bool noCache) {
+  return !noCache && hasFunction(a, "prefill") && hasFunction(a, "decode") &&
+         a.kvCache();
+}
+
+GenerateResult
+qcc::rt::generateText(const Artifact &a, Executor &executor,
+                      const std::vector<std::vector<int64_t>> &prompts,
+                      const GenerateOptions &options,
+                      const GenerationMode &mode, size_t *cacheBytes) {
+  if (cacheBytes)
+    *cacheBytes = 0;
+  if (!generatesWithCache(a, mode.noCache))
+    return generateByRecompute(executor, a.function(mode.function), prompts,
+                               options, mode.context);
+  const KvCacheConfig &cfg = *a.kvCache();
+  KvCacheOptions copts = generationCacheOptions(
+      cfg, prompts, options.maxNewTokens, mode.kvBlocks, mode.maxTokens);
+  KvCache::checkCapacity(cfg, copts);
+  KvCache cache(cfg, executor.cacheOptions(copts));
+  if (cacheBytes)
+    *cacheBytes = cache.bytes();
+  Generator gen(a, executor, cache);
+  return gen.generate(prompts, options);
 }

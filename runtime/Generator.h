@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace qcc::rt {
@@ -35,6 +36,10 @@ struct GenerateOptions {
   std::function<void(size_t, int64_t)> onToken;
   /// Called when a sequence ends: (prompt index).
   std::function<void(size_t)> onFinish;
+  /// Asked after each onToken: true ends that sequence there (a stop string
+  /// matched, the consumer went away). Empty: sequences end on EOS or at
+  /// maxNewTokens only.
+  std::function<bool(size_t)> stopAfter;
 };
 
 struct GenerateResult {
@@ -91,6 +96,30 @@ KvCacheOptions generationCacheOptions(
     const KvCacheConfig &config,
     const std::vector<std::vector<int64_t>> &prompts, int64_t maxNewTokens,
     int64_t kvBlocks = 0, int64_t maxTokens = 0);
+
+/// How generateText keeps the context.
+struct GenerationMode {
+  /// Recompute every token with `function` over the last `context` tokens
+  /// even when the artifact has a KV cache.
+  bool noCache = false;
+  int64_t kvBlocks = 0, maxTokens = 0; ///< generationCacheOptions'
+  std::string function = "main";
+  int64_t context = 128;
+};
+
+/// Whether generateText over `artifact` runs through its KV cache: it has
+/// prefill, decode and a cache configuration, and `noCache` is off.
+bool generatesWithCache(const Artifact &artifact, bool noCache);
+
+/// Generation as `qrun --prompt` runs it (not speculative): through a KV
+/// cache sized for `prompts` (Generator) when generatesWithCache, else by
+/// recompute (generateByRecompute). `cacheBytes`, when given, receives the
+/// cache's size (0 without one).
+GenerateResult generateText(const Artifact &artifact, Executor &executor,
+                            const std::vector<std::vector<int64_t>> &prompts,
+                            const GenerateOptions &options,
+                            const GenerationMode &mode = {},
+                            size_t *cacheBytes = nullptr);
 
 class Generator {
 public:

@@ -198,7 +198,8 @@ SpeculativeGenerator::generate(const std::vector<std::vector<int64_t>> &prompts,
         history.push_back(tok);
         if (o.onToken)
           o.onToken(i, tok);
-        done = (int64_t)out.size() >= o.maxNewTokens;
+        done = (int64_t)out.size() >= o.maxNewTokens ||
+               (o.stopAfter && o.stopAfter(i));
         return !done;
       };
       auto probs = [&](const float *row, int64_t V,

@@ -51,6 +51,8 @@ public:
     return reinterpret_cast<const T *>(data_);
   }
   const void *raw() const { return data_; }
+  /// Whether the tensor is a view of memory it does not own (view()).
+  bool isView() const { return !owned_; }
 
   /// Same data, new shape with the same element count (no copy).
   Tensor reshaped(Shape shape) const;

@@ -1,5 +1,6 @@
 //===- Tokenizer.cpp - the artifact's tokenizer ---------------------------===//
 #include "runtime/Tokenizer.h"
+#include "runtime/Artifact.h"
 #include "runtime/HfTokenizer.h"
 
 #include <sentencepiece_processor.h>
@@ -107,4 +108,19 @@ int64_t Tokenizer::tokenId(std::string_view token) const {
   int id = sp->PieceToId(token);
   // PieceToId answers the unknown piece's id for text it does not know.
   return id >= 0 && sp->IdToPiece(id) == token ? id : -1;
+}
+
+Tokenizer qcc::rt::artifactTokenizer(const Artifact &a) {
+  auto blob = a.section("tokenizer");
+  if (!blob)
+    throw std::runtime_error(a.path() + ": the artifact has no tokenizer "
+                             "(compile with --tokenizer, or put "
+                             "tokenizer.json or tokenizer.model beside the "
+                             ".onnx)");
+  try {
+    return Tokenizer(*blob);
+  } catch (const std::exception &e) { // the library's words: say whose
+    throw std::runtime_error(a.path() + ": the embedded tokenizer: " +
+                             e.what());
+  }
 }

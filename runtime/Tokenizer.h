@@ -20,6 +20,7 @@ class SentencePieceProcessor;
 
 namespace qcc::rt {
 
+class Artifact;
 class HfTokenizer;
 
 class Tokenizer {
@@ -59,6 +60,10 @@ private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp;
   std::unique_ptr<HfTokenizer> hf;
 };
+
+/// The tokenizer embedded in `artifact`; throws one line naming the artifact
+/// when it has none (and how to embed one) or when it does not load.
+Tokenizer artifactTokenizer(const Artifact &artifact);
 
 } // namespace qcc::rt
 

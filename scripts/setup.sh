@@ -39,7 +39,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest" 2>/dev/null; then
   echo "setup: installing Python packages into .venv"
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi

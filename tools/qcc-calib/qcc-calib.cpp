@@ -52,11 +52,10 @@ struct Options {
 std::vector<CalibrationBatch> textSource(const Options &o, const Artifact &a,
                                          const Function &fn) {
   checkTextInputs(fn);
-  auto blob = a.section("tokenizer");
-  if (!blob)
+  if (!a.section("tokenizer"))
     fail(a.path() + ": the artifact has no tokenizer (compile with "
          "--tokenizer, or calibrate with a folder of .npy inputs)");
-  Tokenizer tok(*blob);
+  Tokenizer tok = artifactTokenizer(a);
   std::ifstream in(o.source, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();

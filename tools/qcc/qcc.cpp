@@ -426,30 +426,6 @@ int main(int argc, char **argv) {
   if (!inRange("report-batch", reportBatch, 1, 4096) ||
       !inRange("report-context", reportContext, 1, 1 << 20))
     return 1;
-  bool autoAlpha = smoothAlpha == "auto";
-  double alpha = 0.5;
-  if (!autoAlpha && StringRef(smoothAlpha).trim().getAsDouble(alpha)) {
-    WithColor::error(errs(), "qcc")
-        << "--smoothquant-alpha must be in [0, 1] or auto, not "
-        << smoothAlpha << "\n";
-    return 1;
-  }
-  // -o may not overwrite an input (the model, the tokenizer, the
-  // calibration data or statistics it reads).
-  std::pair<const std::string *, const char *> inputs[] = {
-      {&inputPath.getValue(), "the input model"},
-      {&tokenizerPath.getValue(), "the --tokenizer file"},
-      {&calib.getValue(), "the --calib source"},
-      {&calibStats.getValue(), "the --calib-stats file"}};
-  for (auto [input, what] : inputs) {
-    bool sameFile = false;
-    if (outputPath != "-" && !input->empty() &&
-        !sys::fs::equivalent(*input, outputPath, sameFile) && sameFile) {
-      WithColor::error(errs(), "qcc") << "-o " << outputPath << " is " << what
-                                      << "; refusing to overwrite it\n";
-      return 1;
-    }
-  }
   qcc::CompileOptions options;
   options.kvCache = kvCache;
   options.kvBlockTokens = kvBlockTokens;
@@ -459,8 +435,6 @@ int main(int argc, char **argv) {
   options.activations = actQuant;
   options.asymmetric = asymmetric;
   options.smoothQuant = !noSmooth;
-  options.smoothQuantAlpha = alpha;
-  options.smoothQuantAutoAlpha = autoAlpha;
   options.smoothQuantNormsOnly = smoothNormsOnly;
   options.int8Fallback = int8Fallback;
   options.sparsity = sparsity;
@@ -480,20 +454,18 @@ int main(int argc, char **argv) {
   options.quiet = quiet;
   options.artifactPath = outputPath;
   options.syntheticWeights = syntheticWeights;
-  if (auto err = options.validate()) {
+  auto fail = [](Error err) {
     WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
     return 1;
-  }
-  options.tokenizerPath = qcc::findTokenizer(tokenizerPath, inputPath);
-  if (!options.tokenizerPath.empty() &&
-      (emit == Phase::Package || quant != qcc::QuantMode::None ||
-       sparsity != qcc::Sparsity::None))
-    if (auto err = qcc::checkTokenizer(options.tokenizerPath)) {
-      WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
-      return 1;
-    }
-  options.calibration.tokenizerPath = options.tokenizerPath;
-  options.calibration.quiet = quiet;
+  };
+  if (auto err = qcc::parseSmoothQuantAlpha(smoothAlpha, options))
+    return fail(std::move(err));
+  if (auto err = options.validate())
+    return fail(std::move(err));
+  if (auto err = qcc::prepareCompile(
+          inputPath, tokenizerPath,
+          reporting ? Phase::KvLayout : emit.getValue(), options))
+    return fail(std::move(err));
   SmallString<256> tool(sys::path::parent_path(
       sys::fs::getMainExecutable(argv[0], (void *)&main)));
   sys::path::append(tool, "qcc-calib");

@@ -107,22 +107,6 @@ void reportGpu(const Options &o, Executor &e) {
   qcc::rt::reportGpu(e, o.quiet, std::cerr, std::cout);
 }
 
-/// The artifact's tokenizer: a tokenizer.json or a SentencePiece model.
-Tokenizer loadTokenizer(const Artifact &a) {
-  auto blob = a.section("tokenizer");
-  if (!blob)
-    throw std::runtime_error(a.path() + ": the artifact has no tokenizer "
-                             "(compile with --tokenizer, or put "
-                             "tokenizer.json or tokenizer.model beside the "
-                             ".onnx)");
-  try {
-    return Tokenizer(*blob);
-  } catch (const std::exception &e) { // the library's words: say whose
-    throw std::runtime_error(a.path() + ": the embedded tokenizer: " +
-                             e.what());
-  }
-}
-
 /// A text file's contents (prompts, --perplexity, --reference): a regular
 /// file that fits in memory, never an endless device or FIFO.
 std::string readTextFile(const std::string &path) {
@@ -217,21 +201,6 @@ GenerateOptions generateOptions(const Options &o, const Tokenizer &tok,
   return g;
 }
 
-/// The old path: the whole window recomputed with `main` for every token.
-int generateNoCache(const Options &o, const Artifact &a, const Tokenizer &tok,
-                    const std::vector<std::vector<int64_t>> &prompts,
-                    Printer &out) {
-  auto exec = makeExecutor(o, a);
-  const Function &fn = a.function(o.function);
-  GenerateOptions g = generateOptions(o, tok, out);
-  GenerateResult r = generateByRecompute(*exec, fn, prompts, g, o.context);
-  if (!o.quiet)
-    std::cerr << "[qrun] " << r.decodeTokens << " tokens in "
-              << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
-              << " tokens/s, full recompute)\n";
-  return 0;
-}
-
 /// --draft / --lookup: speculative generation over `cache` (one sequence
 /// at a time), with the accepted-tokens statistics on stderr.
 GenerateResult generateSpeculative(const Options &o, const Artifact &a,
@@ -268,7 +237,7 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
 }
 
 int runPrompt(const Options &o, const Artifact &a) {
-  Tokenizer tok = loadTokenizer(a);
+  Tokenizer tok = artifactTokenizer(a);
   std::vector<std::string> texts = o.prompts;
   if (!o.promptsFile.empty()) {
     std::istringstream in(readTextFile(o.promptsFile));
@@ -289,43 +258,52 @@ int runPrompt(const Options &o, const Artifact &a) {
   }
   Printer out{tok, texts, prompts,
               std::vector<std::string>(texts.size())};
-  bool cached = !o.noCache && hasFunction(a, "decode") &&
-                hasFunction(a, "prefill") && a.kvCache();
+  bool cached = generatesWithCache(a, o.noCache);
   bool speculative = !o.draft.empty() || o.lookup > 0;
   if (speculative && !cached)
     throw std::runtime_error(std::string(o.draft.empty() ? "--lookup" : "--draft") +
                              " verifies drafts over the KV cache: it needs an "
                              "artifact with prefill and decode, without "
                              "--no-cache");
-  if (!cached) {
-    out.begin();
-    return generateNoCache(o, a, tok, prompts, out);
-  }
-
-  const KvCacheConfig &cfg = *a.kvCache();
-  KvCacheOptions copts = generationCacheOptions(cfg, prompts, o.maxNewTokens,
-                                               o.kvBlocks, o.maxTokens);
   // A pool beyond memory (--kv-blocks, --max-tokens) is refused before the
   // backend is set up and announced.
-  KvCache::checkCapacity(cfg, copts);
+  if (cached)
+    KvCache::checkCapacity(*a.kvCache(),
+                           generationCacheOptions(*a.kvCache(), prompts,
+                                                  o.maxNewTokens, o.kvBlocks,
+                                                  o.maxTokens));
   auto exec = makeExecutor(o, a);
-  KvCache cache(cfg, exec->cacheOptions(copts));
   GenerateOptions g = generateOptions(o, tok, out);
   GenerateResult r;
-  if (!o.draft.empty() || o.lookup > 0) {
+  size_t cacheBytes = 0;
+  if (speculative) {
+    const KvCacheConfig &cfg = *a.kvCache();
+    KvCacheOptions copts = generationCacheOptions(cfg, prompts, o.maxNewTokens,
+                                                 o.kvBlocks, o.maxTokens);
+    KvCache cache(cfg, exec->cacheOptions(copts));
+    cacheBytes = cache.bytes();
     r = generateSpeculative(o, a, tok, *exec, cache, copts, prompts, g, out);
   } else {
-    Generator gen(a, *exec, cache);
     out.begin();
-    r = gen.generate(prompts, g);
+    GenerationMode mode;
+    mode.noCache = o.noCache;
+    mode.kvBlocks = o.kvBlocks;
+    mode.maxTokens = o.maxTokens;
+    mode.function = o.function;
+    mode.context = o.context;
+    r = generateText(a, *exec, prompts, g, mode, &cacheBytes);
   }
-  if (!o.quiet)
+  if (!o.quiet && cached)
     std::cerr << "[qrun] prefill: " << r.prefillTokens << " tokens in "
             << r.prefillSeconds << " s (" << r.prefillTokensPerSecond()
             << " tokens/s); decode: " << r.decodeTokens << " tokens in "
             << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
-            << " tokens/s); KV cache: " << cfg.layout << ", " << cache.bytes()
-            << " bytes\n";
+            << " tokens/s); KV cache: " << a.kvCache()->layout << ", "
+            << cacheBytes << " bytes\n";
+  else if (!o.quiet)
+    std::cerr << "[qrun] " << r.decodeTokens << " tokens in "
+              << r.decodeSeconds << " s (" << r.decodeTokensPerSecond()
+              << " tokens/s, full recompute)\n";
   reportGpu(o, *exec);
   return 0;
 }
@@ -338,7 +316,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   p.useCache = !o.noCache;
   p.progress = !o.quiet && Progress::stderrIsTerminal();
   PerplexityEvaluator evaluator(a, *exec, p);
-  Tokenizer tok = loadTokenizer(a);
+  Tokenizer tok = artifactTokenizer(a);
   std::vector<int64_t> ids = tok.encode(readTextFile(o.perplexityFile));
   PerplexityResult r = evaluator.evaluate(ids);
   if (r.predicted == 0)
