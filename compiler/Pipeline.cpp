@@ -342,8 +342,9 @@ llvm::Error qcc::parseSmoothQuantAlpha(llvm::StringRef text,
   options.smoothQuantAutoAlpha = text == "auto";
   if (options.smoothQuantAutoAlpha)
     return llvm::Error::success();
+  // The range is validate()'s rule; a number is all this checks.
   double alpha = 0;
-  if (text.trim().getAsDouble(alpha) || !(alpha >= 0.0 && alpha <= 1.0))
+  if (text.trim().getAsDouble(alpha))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "--smoothquant-alpha must be in [0, 1] or auto, not " + text);

@@ -115,8 +115,8 @@ struct CompileOptions {
   llvm::Error validate() const;
 };
 
-/// --smoothquant-alpha's value: a number in [0, 1] or "auto" (then
-/// smoothQuantAutoAlpha); one line naming the flag otherwise.
+/// --smoothquant-alpha's value: a number (validate() checks its range) or
+/// "auto" (then smoothQuantAutoAlpha); one line naming the flag otherwise.
 llvm::Error parseSmoothQuantAlpha(llvm::StringRef text,
                                   CompileOptions &options);
 

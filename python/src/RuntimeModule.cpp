@@ -90,23 +90,13 @@ nb::dlpack::dtype dlpackType(DType t) {
   return nb::dtype<float>();
 }
 
-/// The runtime element type of a numpy array, or nullopt.
+/// The runtime element type of a numpy array (dlpackType's inverse; numpy
+/// has no bfloat16), or nullopt.
 std::optional<DType> runtimeType(nb::dlpack::dtype d) {
-  using Code = nb::dlpack::dtype_code;
-  if (d.lanes != 1)
-    return std::nullopt;
-  if (d.code == (uint8_t)Code::Float && d.bits == 32)
-    return DType::F32;
-  if (d.code == (uint8_t)Code::Float && d.bits == 16)
-    return DType::F16;
-  if (d.code == (uint8_t)Code::Int && d.bits == 64)
-    return DType::I64;
-  if (d.code == (uint8_t)Code::Int && d.bits == 32)
-    return DType::I32;
-  if (d.code == (uint8_t)Code::Int && d.bits == 8)
-    return DType::I8;
-  if (d.code == (uint8_t)Code::Bool && d.bits == 8)
-    return DType::Bool;
+  for (DType t : {DType::F32, DType::F16, DType::I64, DType::I32, DType::I8,
+                  DType::Bool})
+    if (dlpackType(t) == d)
+      return t;
   return std::nullopt;
 }
 

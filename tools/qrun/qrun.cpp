@@ -267,22 +267,20 @@ int runPrompt(const Options &o, const Artifact &a) {
                              "--no-cache");
   // A pool beyond memory (--kv-blocks, --max-tokens) is refused before the
   // backend is set up and announced.
-  if (cached)
-    KvCache::checkCapacity(*a.kvCache(),
-                           generationCacheOptions(*a.kvCache(), prompts,
-                                                  o.maxNewTokens, o.kvBlocks,
-                                                  o.maxTokens));
+  std::optional<KvCacheOptions> copts;
+  if (cached) {
+    copts = generationCacheOptions(*a.kvCache(), prompts, o.maxNewTokens,
+                                   o.kvBlocks, o.maxTokens);
+    KvCache::checkCapacity(*a.kvCache(), *copts);
+  }
   auto exec = makeExecutor(o, a);
   GenerateOptions g = generateOptions(o, tok, out);
   GenerateResult r;
   size_t cacheBytes = 0;
   if (speculative) {
-    const KvCacheConfig &cfg = *a.kvCache();
-    KvCacheOptions copts = generationCacheOptions(cfg, prompts, o.maxNewTokens,
-                                                 o.kvBlocks, o.maxTokens);
-    KvCache cache(cfg, exec->cacheOptions(copts));
+    KvCache cache(*a.kvCache(), exec->cacheOptions(*copts));
     cacheBytes = cache.bytes();
-    r = generateSpeculative(o, a, tok, *exec, cache, copts, prompts, g, out);
+    r = generateSpeculative(o, a, tok, *exec, cache, *copts, prompts, g, out);
   } else {
     out.begin();
     GenerationMode mode;
