@@ -13,7 +13,7 @@ APT_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   libfmt-dev libgtest-dev libsentencepiece-dev libicu-dev libopenblas-dev libdnnl-dev
-  nlohmann-json3-dev libcli11-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libcpp-httplib-dev
   clang libclang-rt-14-dev
 )
 
@@ -39,7 +39,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest" 2>/dev/null; then
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest, openai" 2>/dev/null; then
   echo "setup: installing Python packages into .venv"
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi

@@ -1,0 +1,399 @@
+//===- Engine.cpp - continuous batching over the KV cache -----------------===//
+#include "serve/Engine.h"
+
+#include "runtime/Generator.h"
+#include "runtime/HalfFloat.h"
+
+#include <algorithm>
+
+using namespace qcc::serve;
+using namespace qcc::rt;
+using Clock = std::chrono::steady_clock;
+
+const char *qcc::serve::finishReasonName(FinishReason r) {
+  switch (r) {
+  case FinishReason::Stop:
+    return "stop";
+  case FinishReason::Length:
+    return "length";
+  case FinishReason::Cancelled:
+    return "cancelled";
+  case FinishReason::Error:
+    return "error";
+  }
+  return "error";
+}
+
+//===----------------------------------------------------------------------===//
+// Request
+//===----------------------------------------------------------------------===//
+
+Request::Request(RequestParams p, const Tokenizer &tokenizer)
+    : params(std::move(p)), sampler(params.sampler),
+      stream(tokenizer, params.prompt, params.stopTexts),
+      history(params.prompt) {}
+
+Request::Update Request::take(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait_for(lock, timeout, [&] { return done || !pending.empty(); });
+  Update u{std::move(pending), tokenCount, done, reason, errorText};
+  pending.clear();
+  return u;
+}
+
+Request::Update Request::wait() {
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  Update u{std::move(pending), tokenCount, done, reason, errorText};
+  pending.clear();
+  return u;
+}
+
+void Request::emit(const std::string &text) {
+  std::lock_guard<std::mutex> lock(mu);
+  pending += text;
+  tokenCount = generated;
+  cv.notify_all();
+}
+
+void Request::finish(FinishReason r, std::string error) {
+  std::lock_guard<std::mutex> lock(mu);
+  tokenCount = generated;
+  done = true;
+  reason = r;
+  errorText = std::move(error);
+  cv.notify_all();
+}
+
+//===----------------------------------------------------------------------===//
+// Engine
+//===----------------------------------------------------------------------===//
+
+Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
+               const EngineOptions &o)
+    : artifact(a), executor(e), tokenizer(t), opts(o) {
+  if (!generatesWithCache(a, /*noCache=*/false))
+    throw std::runtime_error(
+        a.path() + ": serving needs the prefill and decode entry points over a "
+                   "KV cache (compile the decoder without --kv-cache=none)");
+  const KvCacheConfig &cfg = *a.kvCache();
+  if (opts.maxSequences < 1)
+    throw std::runtime_error("--max-sequences must be at least 1");
+  if (opts.prefillChunk < 1)
+    throw std::runtime_error("--prefill-chunk must be at least 1");
+  if (opts.maxQueue < 0)
+    throw std::runtime_error("--max-queue must not be negative");
+  if (opts.maxContext < 0 || opts.kvBlocks < 0)
+    throw std::runtime_error("--max-context and --kv-blocks must not be negative");
+  if (opts.maxContext == 0)
+    opts.maxContext = cfg.maxPositions > 0 ? cfg.maxPositions : 2048;
+  cfg.checkContext(opts.maxContext, "--max-context");
+
+  KvCacheOptions copts;
+  copts.maxSequences = opts.maxSequences;
+  int64_t round = cfg.roundingTokens();
+  copts.maxTokens = (opts.maxContext + round - 1) / round * round;
+  int64_t perRequest = (opts.maxContext + cfg.blockTokens - 1) / cfg.blockTokens;
+  if (opts.kvBlocks == 0 &&
+      perRequest > std::numeric_limits<int64_t>::max() / opts.maxSequences)
+    throw std::runtime_error("--max-sequences x --max-context overflows");
+  copts.numBlocks = opts.kvBlocks > 0 ? opts.kvBlocks
+                                      : perRequest * opts.maxSequences;
+  KvCache::checkCapacity(cfg, copts);
+  cache = std::make_unique<KvCache>(cfg, executor.cacheOptions(copts));
+  logitsPrefill = logitsOutput(a.function("prefill")).name;
+  logitsDecode = logitsOutput(a.function("decode")).name;
+  thread = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (thread.joinable())
+    thread.join();
+}
+
+int64_t Engine::unitsFor(int64_t tokens) const {
+  if (!cache->paged())
+    return 1;
+  int64_t bt = cache->unitTokenCount();
+  return (tokens + bt - 1) / bt;
+}
+
+std::shared_ptr<Request> Engine::submit(RequestParams p) {
+  auto refuse = [&](int status, const std::string &message) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++metrics_.requestsRejected;
+    return RequestError(status, message);
+  };
+  if (p.prompt.empty())
+    throw refuse(400, "the prompt has no tokens");
+  if (p.maxNewTokens < 1)
+    throw refuse(400, "max_tokens must be at least 1");
+  int64_t vocab = tokenizer.vocabSize();
+  for (int64_t id : p.prompt)
+    if (id < 0 || id >= vocab)
+      throw refuse(400, "prompt token " + std::to_string(id) +
+                            " is outside the vocabulary [0, " +
+                            std::to_string(vocab) + ")");
+  int64_t prompt = (int64_t)p.prompt.size();
+  if (p.maxNewTokens > opts.maxContext || prompt > opts.maxContext - p.maxNewTokens)
+    throw refuse(400, "the prompt (" + std::to_string(prompt) +
+                          " tokens) plus max_tokens (" +
+                          std::to_string(p.maxNewTokens) +
+                          ") exceeds the context of " +
+                          std::to_string(opts.maxContext) + " tokens");
+  int64_t need = prompt + p.maxNewTokens;
+  if (cache->paged() && unitsFor(need) > cache->numBlocks())
+    throw refuse(400, "the prompt plus max_tokens needs " +
+                          std::to_string(unitsFor(need)) +
+                          " KV cache blocks; the cache has " +
+                          std::to_string(cache->numBlocks()));
+  auto r = std::make_shared<Request>(std::move(p), tokenizer);
+  r->arrived = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) {
+      ++metrics_.requestsRejected;
+      throw RequestError(503, "the server is shutting down");
+    }
+    if ((int64_t)waiting.size() >= opts.maxQueue) {
+      ++metrics_.requestsRejected;
+      throw RequestError(429, "the queue is full (" +
+                                  std::to_string(waiting.size()) +
+                                  " requests waiting); retry later");
+    }
+    waiting.push_back(r);
+  }
+  wake.notify_one();
+  return r;
+}
+
+MetricsSnapshot Engine::metrics() const {
+  MetricsSnapshot s;
+  std::lock_guard<std::mutex> lock(mu);
+  s.totals = metrics_;
+  s.waiting = (int64_t)waiting.size();
+  s.running = running_;
+  s.cacheUnitsInUse = unitsInUse;
+  s.paged = cache->paged();
+  s.cacheUnits = cache->paged() ? cache->numBlocks() : cache->maxSequences();
+  return s;
+}
+
+int64_t Engine::cacheUnitsInUse() const { return unitsInUse; }
+
+void Engine::loop() {
+  std::vector<std::shared_ptr<Request>> running;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      wake.wait(lock, [&] {
+        return stopping || !waiting.empty() || !running.empty();
+      });
+      if (stopping)
+        break;
+    }
+    step(running);
+  }
+  for (auto &r : running)
+    retire(*r, FinishReason::Cancelled);
+  std::deque<std::shared_ptr<Request>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    left.swap(waiting);
+  }
+  for (auto &r : left)
+    retire(*r, FinishReason::Cancelled);
+}
+
+void Engine::retire(Request &r, FinishReason reason, std::string error) {
+  if (r.seq >= 0) {
+    cache->release(r.seq);
+    r.seq = -1;
+  }
+  if (reason == FinishReason::Stop || reason == FinishReason::Length)
+    r.emit(r.stream.finish());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++metrics_.requestsFinished[(int)reason];
+    metrics_.requestLatency.observe(
+        std::chrono::duration<double>(Clock::now() - r.arrived).count());
+  }
+  r.finish(reason, std::move(error));
+}
+
+bool Engine::accept(Request &r, int64_t id) {
+  auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (r.generated == 0)
+      metrics_.timeToFirstToken.observe(
+          std::chrono::duration<double>(now - r.arrived).count());
+    else
+      metrics_.interTokenLatency.observe(
+          std::chrono::duration<double>(now - r.lastToken).count());
+    ++metrics_.generatedTokens;
+  }
+  r.lastToken = now;
+  const auto &stops = r.params.stopIds;
+  if (std::find(stops.begin(), stops.end(), id) != stops.end()) {
+    retire(r, FinishReason::Stop);
+    return false;
+  }
+  ++r.generated;
+  r.history.push_back(id);
+  r.next = id;
+  r.emit(r.stream.push(id));
+  if (r.stream.stopped()) {
+    retire(r, FinishReason::Stop);
+    return false;
+  }
+  if (r.generated >= r.params.maxNewTokens) {
+    retire(r, FinishReason::Length);
+    return false;
+  }
+  return true;
+}
+
+void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
+  std::vector<std::shared_ptr<Request>> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = waiting.begin(); it != waiting.end();)
+      if ((*it)->cancelled) {
+        cancelled.push_back(*it);
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    // In arrival order: a request that does not fit yet waits at the head,
+    // so a long one is not starved by short ones behind it.
+    while (!waiting.empty() &&
+           (int64_t)running.size() < opts.maxSequences) {
+      Request &r = *waiting.front();
+      int64_t need = r.promptTokens() + r.params.maxNewTokens;
+      if (cache->paged() && cache->freeBlocks() < unitsFor(need))
+        break;
+      r.seq = cache->addSequence();
+      cache->reserve(r.seq, need);
+      running.push_back(waiting.front());
+      waiting.pop_front();
+    }
+  }
+  for (auto &r : cancelled)
+    retire(*r, FinishReason::Cancelled);
+}
+
+void Engine::step(std::vector<std::shared_ptr<Request>> &running) {
+  auto drop = [&] {
+    running.erase(std::remove_if(running.begin(), running.end(),
+                                 [](const auto &r) { return r->seq < 0; }),
+                  running.end());
+  };
+  for (auto &r : running)
+    if (r->cancelled)
+      retire(*r, FinishReason::Cancelled);
+  drop();
+  admit(running);
+  try {
+    decodeStep(running);
+    drop();
+    prefillStep(running);
+  } catch (const std::exception &e) {
+    // A failed call fails the requests in it; the server goes on.
+    for (auto &r : running)
+      if (r->seq >= 0)
+        retire(*r, FinishReason::Error, e.what());
+  }
+  drop();
+  running_ = (int64_t)running.size();
+  unitsInUse = cache->paged() ? cache->numBlocks() - cache->freeBlocks()
+                              : cache->liveSequences();
+}
+
+void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
+  std::vector<Request *> rows;
+  for (auto &r : running)
+    if (r->seq >= 0 && r->prefilled == r->promptTokens())
+      rows.push_back(r.get());
+  if (rows.empty())
+    return;
+  int64_t B = (int64_t)rows.size();
+  KvBatch kv{cache.get(), {}, {}};
+  Tensor ids(DType::I64, {B, 1}), pos(DType::I64, {B, 1});
+  for (int64_t b = 0; b < B; ++b) {
+    ids.data<int64_t>()[b] = rows[b]->next;
+    pos.data<int64_t>()[b] = cache->length(rows[b]->seq);
+    kv.seqs.push_back(rows[b]->seq);
+    kv.valid.push_back(1);
+  }
+  auto out =
+      executor.run("decode", {{"input_ids", ids}, {"positions", pos}}, &kv);
+  Tensor logits = convertFloat(out.at(logitsDecode), DType::F32);
+  int64_t V = logits.dim(-1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++metrics_.decodeSteps;
+    metrics_.decodeRows += (uint64_t)B;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    Request &r = *rows[b];
+    accept(r, r.sampler.sample(logits.data<float>() + b * V, V, r.history));
+  }
+}
+
+void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
+  std::vector<Request *> rows;
+  std::vector<int64_t> counts;
+  int64_t budget = opts.prefillChunk, S = 0;
+  for (auto &r : running) {
+    if (budget == 0)
+      break;
+    if (r->seq < 0 || r->prefilled == r->promptTokens())
+      continue;
+    int64_t n = std::min(r->promptTokens() - r->prefilled, budget);
+    budget -= n;
+    rows.push_back(r.get());
+    counts.push_back(n);
+    S = std::max(S, n);
+  }
+  if (rows.empty())
+    return;
+  int64_t B = (int64_t)rows.size();
+  // Right-padded [B, S]; pads get id 0 and position 0 (Generator's way).
+  KvBatch kv{cache.get(), {}, {}};
+  Tensor ids(DType::I64, {B, S}), pos(DType::I64, {B, S});
+  std::fill_n(ids.data<int64_t>(), B * S, 0);
+  std::fill_n(pos.data<int64_t>(), B * S, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    Request &r = *rows[b];
+    for (int64_t t = 0; t < counts[b]; ++t) {
+      ids.data<int64_t>()[b * S + t] = r.params.prompt[r.prefilled + t];
+      pos.data<int64_t>()[b * S + t] = r.prefilled + t;
+    }
+    kv.seqs.push_back(r.seq);
+    kv.valid.push_back(counts[b]);
+  }
+  auto out =
+      executor.run("prefill", {{"input_ids", ids}, {"positions", pos}}, &kv);
+  Tensor logits = convertFloat(out.at(logitsPrefill), DType::F32);
+  int64_t V = logits.dim(-1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++metrics_.prefillCalls;
+    for (int64_t n : counts)
+      metrics_.promptTokens += (uint64_t)n;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    Request &r = *rows[b];
+    r.prefilled += counts[b];
+    if (r.prefilled < r.promptTokens())
+      continue;
+    const float *row = logits.data<float>() + (b * S + counts[b] - 1) * V;
+    accept(r, r.sampler.sample(row, V, r.history));
+  }
+}

@@ -1,0 +1,183 @@
+//===- Engine.h - continuous batching over the KV cache ---------*- C++ -*-===//
+//
+// The serving engine: requests arrive at any time (submit, from any thread)
+// and join or leave the running batch at step boundaries. One loop thread
+// runs the steps; a step is
+//
+//   1. drop cancelled requests (their blocks go back to the pool);
+//   2. admit waiting requests in arrival order while a sequence slot and
+//      the blocks for prompt + max_tokens are free (reserved up front, so a
+//      running request never runs out of cache mid-stream);
+//   3. one `decode` call over every request that is generating ([B, 1]);
+//   4. one `prefill` call over at most `prefillChunk` prompt tokens of the
+//      requests still reading their prompts (a long prompt takes several
+//      steps), so running streams keep their inter-token latency while a
+//      prompt is read; a request whose prompt is complete samples its first
+//      token from that call's logits.
+//
+// Each request has its own sampler (its seed) and its own text stream (stop
+// strings), so what it generates depends on its prompt and parameters only:
+// the CPU kernels reduce each row in a fixed order whatever the batch
+// (docs/SERVING.md, "Batch invariance" says what is checked).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_SERVE_ENGINE_H
+#define QCC_SERVE_ENGINE_H
+
+#include "runtime/Artifact.h"
+#include "runtime/KvCache.h"
+#include "runtime/Sampler.h"
+#include "runtime/Session.h"
+#include "runtime/TextStream.h"
+#include "runtime/Tokenizer.h"
+#include "serve/Metrics.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace qcc::serve {
+
+/// A request refused at the door, with the HTTP status that says why (400:
+/// it can never run here; 429: the queue is full; 503: shutting down).
+struct RequestError : std::runtime_error {
+  RequestError(int status, const std::string &message)
+      : std::runtime_error(message), status(status) {}
+  int status;
+};
+
+enum class FinishReason { Stop, Length, Cancelled, Error };
+/// "stop", "length", "cancelled", "error" (OpenAI's finish_reason for the
+/// first two).
+const char *finishReasonName(FinishReason reason);
+
+struct RequestParams {
+  std::vector<int64_t> prompt; ///< token ids, not empty
+  int64_t maxNewTokens = 16;   ///< >= 1
+  rt::SamplerOptions sampler;
+  std::vector<int64_t> stopIds;       ///< tokens that end the request (EOS, end of turn)
+  std::vector<std::string> stopTexts; ///< OpenAI's `stop` strings
+};
+
+/// One request as its consumer (an HTTP handler) sees it. Thread-safe.
+class Request {
+public:
+  struct Update {
+    std::string text;  ///< final text since the last take()
+    int64_t tokens = 0; ///< tokens generated so far
+    bool finished = false;
+    FinishReason reason = FinishReason::Stop;
+    std::string error; ///< reason Error: what failed
+  };
+  /// Waits until there is text or the request finished, at most `timeout`,
+  /// and takes the text produced since the last call.
+  Update take(std::chrono::milliseconds timeout);
+  /// Waits for the end and returns all the text not yet taken.
+  Update wait();
+  /// Ends the request at the next step boundary (a client went away).
+  void cancel() { cancelled = true; }
+  int64_t promptTokens() const { return (int64_t)params.prompt.size(); }
+
+  Request(RequestParams params, const rt::Tokenizer &tokenizer);
+
+private:
+  friend class Engine;
+  // Engine side, on the loop thread.
+  void emit(const std::string &text);
+  void finish(FinishReason reason, std::string error = {});
+
+  const RequestParams params;
+  std::atomic<bool> cancelled{false};
+  std::chrono::steady_clock::time_point arrived, lastToken;
+
+  // Loop-thread state.
+  rt::Sampler sampler;
+  rt::TextStream stream;
+  std::vector<int64_t> history; ///< prompt + generated (the penalty's window)
+  int64_t seq = -1;             ///< cache sequence once admitted
+  int64_t prefilled = 0;        ///< prompt tokens in the cache
+  int64_t generated = 0;
+  int64_t next = -1;            ///< the token to feed to the next decode
+
+  // Shared with the consumer.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string pending;
+  int64_t tokenCount = 0;
+  bool done = false;
+  FinishReason reason = FinishReason::Stop;
+  std::string errorText;
+};
+
+struct EngineOptions {
+  int64_t maxSequences = 16; ///< requests in the running batch
+  /// Tokens of prompt + max_tokens one request may take (0: the model's
+  /// max_positions, else 2048).
+  int64_t maxContext = 0;
+  /// Paged cache blocks (0: maxSequences requests of maxContext tokens).
+  int64_t kvBlocks = 0;
+  int64_t prefillChunk = 256; ///< prompt tokens per prefill call
+  int64_t maxQueue = 256;     ///< waiting requests; more are refused (429)
+};
+
+class Engine {
+public:
+  /// `artifact` needs prefill, decode and a KV cache (throws one line
+  /// otherwise). The loop thread starts here.
+  Engine(const rt::Artifact &artifact, rt::Executor &executor,
+         const rt::Tokenizer &tokenizer, const EngineOptions &options);
+  /// Stops the loop; requests still open finish as Cancelled.
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  /// Queues a request. Throws RequestError when it can never run (prompt +
+  /// max_tokens beyond maxContext, or beyond the cache), when the queue is
+  /// full or when the engine is stopping.
+  std::shared_ptr<Request> submit(RequestParams params);
+
+  const EngineOptions &options() const { return opts; }
+  int64_t maxContext() const { return opts.maxContext; }
+  /// The counters, gauges and histograms /metrics shows.
+  MetricsSnapshot metrics() const;
+  /// Cache blocks (paged) or slots (contiguous) held by requests now.
+  int64_t cacheUnitsInUse() const;
+
+private:
+  void loop();
+  void step(std::vector<std::shared_ptr<Request>> &running);
+  void admit(std::vector<std::shared_ptr<Request>> &running);
+  void decodeStep(std::vector<std::shared_ptr<Request>> &running);
+  void prefillStep(std::vector<std::shared_ptr<Request>> &running);
+  /// Takes sampled token `id` of `r`; returns false once r has finished.
+  bool accept(Request &r, int64_t id);
+  void retire(Request &r, FinishReason reason, std::string error = {});
+  int64_t unitsFor(int64_t tokens) const;
+
+  const rt::Artifact &artifact;
+  rt::Executor &executor;
+  const rt::Tokenizer &tokenizer;
+  EngineOptions opts;
+  std::string logitsPrefill, logitsDecode;
+  std::unique_ptr<rt::KvCache> cache;
+
+  mutable std::mutex mu; ///< guards waiting, stopping, metrics_
+  std::condition_variable wake;
+  std::deque<std::shared_ptr<Request>> waiting;
+  bool stopping = false;
+  Metrics metrics_;
+  std::atomic<int64_t> running_{0}, unitsInUse{0};
+  std::thread thread;
+};
+
+} // namespace qcc::serve
+
+#endif // QCC_SERVE_ENGINE_H

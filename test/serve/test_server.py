@@ -1,0 +1,260 @@
+"""qserve against the official `openai` client and raw HTTP (docs/SERVING.md):
+the API's shapes, greedy output equal to `qrun --prompt`, streaming, stop,
+seed, hostile bodies and overload, a client that disconnects, and a load of
+64 concurrent streams each equal to its prompt served alone."""
+import concurrent.futures
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import Server
+
+PROMPTS = [
+    "It is a truth universally acknowledged, that",
+    "Mr. Darcy",
+    "Emma Woodhouse, handsome, clever, and rich,",
+    "The family of Dashwood had long been settled in Sussex.",
+    "She was",
+    "Elizabeth",
+    "Captain Wentworth",
+    "It was a fine morning, and",
+]
+MODEL = "demo"
+
+
+def post(url, body, raw=False, headers=None):
+    """(status, parsed JSON body) of a POST; `body` bytes are sent as they are."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            payload = r.read()
+            return r.status, (payload if raw else json.loads(payload))
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def metrics(server):
+    with urllib.request.urlopen(server.url + "/metrics", timeout=30) as r:
+        text = r.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return text, values
+
+
+def gauge(values, prefix):
+    return sum(v for k, v in values.items() if k.startswith(prefix + "{"))
+
+
+def wait_idle(server, seconds=30):
+    """Metrics once no request runs or waits; fails if the cache is not empty."""
+    deadline = time.time() + seconds
+    while True:
+        text, values = metrics(server)
+        busy = gauge(values, "qcc_requests_running") + gauge(values, "qcc_requests_waiting")
+        if busy == 0 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert busy == 0, text
+    assert gauge(values, "qcc_kv_cache_units_in_use") == 0, text
+    return values
+
+
+def test_health_and_models(server, client):
+    with urllib.request.urlopen(server.url + "/health", timeout=30) as r:
+        assert json.loads(r.read()) == {"status": "ok"}
+    models = client.models.list()
+    assert [m.id for m in models.data] == [MODEL]
+
+
+def test_greedy_completion_equals_qrun(client, qrun_text):
+    for prompt in PROMPTS[:3]:
+        r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=24,
+                                      temperature=0)
+        assert r.object == "text_completion"
+        choice = r.choices[0]
+        assert choice.text == qrun_text(prompt, 24)
+        assert choice.finish_reason == "length"
+        assert r.usage.completion_tokens == 24
+        assert r.usage.total_tokens == r.usage.prompt_tokens + 24
+
+
+def test_streaming_matches_whole(client):
+    whole = client.completions.create(model=MODEL, prompt=PROMPTS[0], max_tokens=20,
+                                      temperature=0).choices[0].text
+    chunks = list(client.completions.create(
+        model=MODEL, prompt=PROMPTS[0], max_tokens=20, temperature=0, stream=True,
+        stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == whole
+    finals = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finals[-1] == "length" and all(f is None for f in finals[:-1])
+    assert chunks[-1].usage.completion_tokens == 20 and not chunks[-1].choices
+
+
+def test_chat(client):
+    r = client.chat.completions.create(
+        model=MODEL, max_tokens=16, temperature=0,
+        messages=[{"role": "system", "content": "You answer in the style of Jane Austen."},
+                  {"role": "user", "content": "Who is Mr. Darcy?"}])
+    assert r.object == "chat.completion"
+    m = r.choices[0].message
+    assert m.role == "assistant" and isinstance(m.content, str)
+    assert r.choices[0].finish_reason in ("stop", "length")
+    assert 0 < r.usage.completion_tokens <= 16
+    # The same, streamed: a first delta with the role, the same text.
+    chunks = list(client.chat.completions.create(
+        model=MODEL, max_tokens=16, temperature=0, stream=True,
+        messages=[{"role": "system", "content": "You answer in the style of Jane Austen."},
+                  {"role": "user", "content": "Who is Mr. Darcy?"}]))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == m.content
+    assert chunks[-1].choices[0].finish_reason == r.choices[0].finish_reason
+
+
+def test_stop_string(client):
+    text = client.completions.create(model=MODEL, prompt=PROMPTS[0], max_tokens=24,
+                                     temperature=0).choices[0].text
+    words = [w for w in re.findall(r"[A-Za-z]{3,}", text)]
+    assert words, text
+    stop = words[len(words) // 2]
+    r = client.completions.create(model=MODEL, prompt=PROMPTS[0], max_tokens=24,
+                                  temperature=0, stop=[stop])
+    assert r.choices[0].finish_reason == "stop"
+    assert r.choices[0].text == text[:text.index(stop)]
+
+
+def test_seed_reproducible(client):
+    def sample(seed):
+        return client.completions.create(model=MODEL, prompt=PROMPTS[1], max_tokens=24,
+                                         temperature=0.9, top_p=0.95, seed=seed
+                                         ).choices[0].text
+    a = sample(7)
+    assert a == sample(7)
+    assert len({a, sample(8), sample(9)}) > 1  # sampling, not greedy
+
+
+@pytest.mark.parametrize("body,status,param", [
+    (b"{not json", 400, None),
+    (b'{"model": "demo", "prompt": "\xff\xfe"}', 400, None),  # not UTF-8
+    (b"[1, 2]", 400, None),
+    (b"[" * 100000, 400, None),
+    ({"model": "demo"}, 400, "prompt"),
+    ({"prompt": "x"}, 400, "model"),
+    ({"model": "other", "prompt": "x"}, 404, "model"),
+    ({"model": "demo", "prompt": "x", "temperature": 5}, 400, "temperature"),
+    ({"model": "demo", "prompt": "x", "temperature": "hot"}, 400, "temperature"),
+    ({"model": "demo", "prompt": "x", "max_tokens": 0}, 400, "max_tokens"),
+    ({"model": "demo", "prompt": "x", "max_tokens": 10**30}, 400, "max_tokens"),
+    ({"model": "demo", "prompt": "x", "max_tokens": 300}, 400, "max_tokens"),
+    ({"model": "demo", "prompt": "word " * 400}, 400, "prompt"),
+    ({"model": "demo", "prompt": "x", "n": 2}, 400, "n"),
+    ({"model": "demo", "prompt": "x", "logprobs": 3}, 400, "logprobs"),
+    ({"model": "demo", "prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
+    ({"model": "demo", "prompt": "x", "bogus": 1}, 400, "bogus"),
+    ({"model": "demo", "prompt": [10**9]}, 400, "prompt[0]"),
+    ({"model": "demo", "prompt": ["a", "b"]}, 400, "prompt"),
+])
+def test_bad_completion_requests(server, body, status, param):
+    code, reply = post(server.url + "/v1/completions", body)
+    assert code == status, reply
+    err = reply["error"]
+    assert err["message"] and err["type"]
+    if param:
+        assert err["param"] == param, err
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"model": "demo", "messages": []}, "messages"),
+    ({"model": "demo", "messages": [{"role": "robot", "content": "x"}]}, "messages"),
+    ({"model": "demo", "messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+    ({"model": "demo", "messages": [{"role": "user", "content": "x", "tool_calls": []}]},
+     "messages[0].tool_calls"),
+    ({"model": "demo", "messages": [{"role": "user", "content": "x"}], "tools": [{}]}, "tools"),
+])
+def test_bad_chat_requests(server, body, param):
+    code, reply = post(server.url + "/v1/chat/completions", body)
+    assert code == 400, reply
+    assert reply["error"]["param"] == param
+
+
+def test_http_level_errors(server):
+    code, reply = post(server.url + "/v1/nothing", {"model": "demo"})
+    assert code == 404 and "error" in reply
+    code, reply = post(server.url + "/v1/completions",
+                       b'{"model": "demo", "prompt": "' + b"a" * (2 << 20) + b'"}')
+    assert code == 413 and "error" in reply
+    wait_idle(server)
+
+
+def test_disconnect_mid_stream_frees_the_cache(server):
+    before = metrics(server)[1].get('qcc_requests_total{model="demo",finish_reason="cancelled"}', 0)
+    req = urllib.request.Request(
+        server.url + "/v1/completions", method="POST",
+        data=json.dumps({"model": MODEL, "prompt": PROMPTS[0], "max_tokens": 200,
+                         "temperature": 0, "stream": True}).encode(),
+        headers={"Content-Type": "application/json"})
+    r = urllib.request.urlopen(req, timeout=60)
+    assert r.readline().startswith(b"data: ")
+    r.close()  # gone after the first event
+    values = wait_idle(server)
+    after = values['qcc_requests_total{model="demo",finish_reason="cancelled"}']
+    assert after == before + 1
+
+
+def test_queue_full_is_429(demo_artifact):
+    s = Server(demo_artifact, "--max-sequences", "1", "--max-queue", "1",
+               "--max-context", "256", "--model-name", MODEL)
+    try:
+        body = {"model": MODEL, "prompt": PROMPTS[0], "max_tokens": 64, "temperature": 0}
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            codes = sorted(c for c, _ in pool.map(
+                lambda _: post(s.url + "/v1/completions", body), range(8)))
+        assert 200 in codes and 429 in codes, codes
+        assert set(codes) <= {200, 429}, codes
+        wait_idle(s)
+    finally:
+        s.stop()
+
+
+def test_64_concurrent_streams_equal_alone(server, client):
+    """Every stream's greedy text equals its prompt served alone: nothing lost,
+    mixed up or changed by what else is in the batch (the decode batch grows
+    and shrinks, prompts are prefilled together, in chunks)."""
+    alone = {p: client.completions.create(model=MODEL, prompt=p, max_tokens=32,
+                                          temperature=0).choices[0].text
+             for p in PROMPTS}
+
+    def stream(i):
+        p = PROMPTS[i % len(PROMPTS)]
+        # Different lengths so that requests leave the batch at different steps.
+        n = 32 if i % 2 == 0 else 8 + i % 24
+        parts = client.completions.create(model=MODEL, prompt=p, max_tokens=n,
+                                          temperature=0, stream=True)
+        return p, n, "".join(c.choices[0].text for c in parts if c.choices)
+
+    m = 'qcc_decode_{}_total{{model="demo"}}'
+    before = metrics(server)[1]
+    with concurrent.futures.ThreadPoolExecutor(64) as pool:
+        results = list(pool.map(stream, range(64)))
+    after = metrics(server)[1]
+    steps = after[m.format("steps")] - before[m.format("steps")]
+    rows = after[m.format("rows")] - before[m.format("rows")]
+    # Batched: the streams shared decode calls (16 at most, --max-sequences).
+    assert rows / steps > 4, (rows, steps)
+    for p, n, text in results:
+        if n == 32:
+            assert text == alone[p], (p, text, alone[p])
+        else:
+            assert alone[p].startswith(text), (p, n, text, alone[p])
+    values = wait_idle(server)
+    assert values['qcc_requests_total{model="demo",finish_reason="error"}'] == 0
