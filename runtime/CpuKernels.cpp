@@ -2432,7 +2432,7 @@ void forRunsIn(const std::vector<KvRun<T>> &runs, int64_t a, int64_t e,
 }
 
 template <typename T>
-void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
+void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                            const std::vector<KvRun<T>> &keys,
                            const std::vector<KvRun<T>> &values,
                            const float *kScales, float scale, float softcap,
@@ -2495,18 +2495,18 @@ void attendRunsFewRowsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
 
 } // namespace
 
-void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
+void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q,
                                 int64_t ldq,
                                 const std::vector<KvRun<float>> &keys,
                                 const std::vector<KvRun<float>> &values,
                                 float scale, float softcap, const int64_t *lo,
                                 const int64_t *hi, float *O, int64_t ldo,
                                 std::vector<float> &scratch) {
-  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, nullptr, scale, softcap,
+  attendRunsImpl(R, D, Q, ldq, keys, values, nullptr, scale, softcap,
                         lo, hi, O, ldo, scratch);
 }
 
-void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
+void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q,
                                 int64_t ldq,
                                 const std::vector<KvRun<int8_t>> &keys,
                                 const std::vector<KvRun<int8_t>> &values,
@@ -2514,7 +2514,7 @@ void qcc::rt::attendRunsFewRows(int64_t R, int64_t D, const float *Q,
                                 float softcap, const int64_t *lo,
                                 const int64_t *hi, float *O, int64_t ldo,
                                 std::vector<float> &scratch) {
-  attendRunsFewRowsImpl(R, D, Q, ldq, keys, values, kScales, scale, softcap,
+  attendRunsImpl(R, D, Q, ldq, keys, values, kScales, scale, softcap,
                         lo, hi, O, ldo, scratch);
 }
 

@@ -146,18 +146,20 @@ template <typename T> struct KvRun {
   int64_t scaleStride = 0;
 };
 
-/// attendRows for a few rows (decode: R < 4) straight over the cache's runs,
-/// without gathering them into one buffer first (for decode the copy cost
-/// twice the attention). Row r attends positions [lo[r], hi[r]), which the
-/// runs cover; int8 elements read as q * kScales[d] (keys: D scales, one
-/// per channel) and q * the value run's scale of the token; no mask.
-/// Scores, softmax and sums in attendRows's few-row order.
-void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+/// kv_attention's rows straight over the cache's runs, without gathering
+/// them into one buffer first (for decode the copy cost twice the
+/// attention). Row r attends positions [lo[r], hi[r]), which the runs cover;
+/// int8 elements read as q * kScales[d] (keys: D scales, one per channel)
+/// and q * the value run's scale of the token; no mask. Each row's scores,
+/// softmax and weighted sum are computed alone, in an order fixed by its
+/// own range: the same bits whatever the other rows, R, or how the range
+/// is split into runs (the batch invariance docs/SERVING.md states).
+void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                        const std::vector<KvRun<float>> &keys,
                        const std::vector<KvRun<float>> &values, float scale,
                        float softcap, const int64_t *lo, const int64_t *hi,
                        float *O, int64_t ldo, std::vector<float> &scratch);
-void attendRunsFewRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                        const std::vector<KvRun<int8_t>> &keys,
                        const std::vector<KvRun<int8_t>> &values,
                        const float *kScales, float scale, float softcap,

@@ -2,7 +2,6 @@
 #include "runtime/KvCache.h"
 
 #include "runtime/CpuChunkPool.h"
-#include "runtime/CpuF32Gemm.h"
 #include "runtime/CpuQuantKernels.h"
 
 #include "format/Checked.h"
@@ -91,9 +90,126 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
     storage.assign(unitFloats * (size_t)units, 0.0f);
   }
   seqs.resize(opts.maxSequences);
-  if (isPaged)
+  if (isPaged) {
     for (int64_t b = opts.numBlocks - 1; b >= 0; --b)
       freeList.push_back(b); // pops 0, 1, 2, ... first
+    refs.assign((size_t)opts.numBlocks, 0);
+    published.resize((size_t)opts.numBlocks);
+    evictPos.resize((size_t)opts.numBlocks);
+  }
+}
+
+namespace {
+
+/// A block's prefix hash: its parent's and its tokens', through splitmix64's
+/// finalizer (a good 64-bit mix; matches are confirmed by the tokens).
+uint64_t blockHash(uint64_t parent, std::span<const int64_t> tokens) {
+  auto mix = [](uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  uint64_t h = mix(parent ^ 0x9E3779B97F4A7C15ull);
+  for (int64_t t : tokens)
+    h = mix(h ^ (uint64_t)t);
+  return h;
+}
+
+} // namespace
+
+int64_t KvCache::takeBlock() {
+  int64_t b;
+  if (!freeList.empty()) {
+    b = freeList.back();
+    freeList.pop_back();
+  } else if (!evictable.empty()) {
+    b = evictable.front();
+    evictable.pop_front();
+    unpublish(b);
+  } else {
+    fail("out of blocks");
+  }
+  refs[b] = 1;
+  return b;
+}
+
+void KvCache::dropBlock(int64_t b) {
+  if (--refs[b] > 0)
+    return;
+  if (published[b])
+    evictPos[b] = evictable.insert(evictable.end(), b);
+  else
+    freeList.push_back(b);
+}
+
+void KvCache::unpublish(int64_t b) {
+  auto it = byHash.find(published[b]->hash);
+  if (it != byHash.end() && it->second == b)
+    byHash.erase(it);
+  published[b].reset();
+}
+
+KvCache::PrefixMatch KvCache::matchPrefix(std::span<const int64_t> tokens,
+                                          int64_t maxTokens) const {
+  PrefixMatch m;
+  if (!isPaged)
+    return m;
+  int64_t bt = cfg.blockTokens;
+  int64_t full = std::min<int64_t>((int64_t)tokens.size(), maxTokens) / bt;
+  for (int64_t i = 0; i < full; ++i) {
+    std::span<const int64_t> block = tokens.subspan(i * bt, bt);
+    uint64_t h = blockHash(m.hash, block);
+    auto it = byHash.find(h);
+    if (it == byHash.end())
+      break;
+    const Published &p = *published[it->second];
+    if (p.parent != m.hash || !std::equal(block.begin(), block.end(),
+                                          p.tokens.begin(), p.tokens.end()))
+      break;
+    m.blocks.push_back(it->second);
+    m.unheld += refs[it->second] == 0;
+    m.hash = h;
+  }
+  m.tokens = (int64_t)m.blocks.size() * bt;
+  return m;
+}
+
+void KvCache::attachPrefix(int64_t seq, const PrefixMatch &m) {
+  Seq &s = get(seq);
+  if (!s.blocks.empty() || s.reserved != 0)
+    fail("sequence " + str(seq) + ": a prefix attaches to a new sequence only");
+  for (int64_t b : m.blocks) {
+    if (b < 0 || b >= opts.numBlocks || !published[b])
+      fail("block " + str(b) + " is not a published prefix block");
+    if (refs[b]++ == 0)
+      evictable.erase(evictPos[b]);
+    s.blocks.push_back(b);
+  }
+  s.length = s.reserved = m.tokens;
+  s.publishedBlocks = (int64_t)m.blocks.size();
+  s.chainHash = m.hash;
+}
+
+void KvCache::publishPrefix(int64_t seq, std::span<const int64_t> tokens) {
+  if (!isPaged)
+    return;
+  Seq &s = get(seq);
+  int64_t bt = cfg.blockTokens;
+  int64_t full = std::min<int64_t>((int64_t)tokens.size(), s.length) / bt;
+  for (int64_t i = s.publishedBlocks; i < full; ++i) {
+    std::span<const int64_t> block = tokens.subspan(i * bt, bt);
+    uint64_t h = blockHash(s.chainHash, block);
+    int64_t b = s.blocks[i];
+    // The first block published with this content stays the one shared.
+    if (!published[b] && !byHash.count(h)) {
+      published[b] = Published{h, s.chainHash, {block.begin(), block.end()}};
+      byHash[h] = b;
+    }
+    s.chainHash = h;
+    s.publishedBlocks = i + 1;
+  }
 }
 
 KvCache::Seq &KvCache::get(int64_t seq) {
@@ -121,7 +237,7 @@ void KvCache::release(int64_t seq) {
   Seq &s = get(seq);
   // Reverse order keeps the free list's LIFO reuse predictable.
   for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it)
-    freeList.push_back(*it);
+    dropBlock(*it);
   s = Seq();
 }
 
@@ -151,14 +267,12 @@ void KvCache::reserve(int64_t seq, int64_t newLength) {
   }
   int64_t need = (newLength + cfg.blockTokens - 1) / cfg.blockTokens -
                  (int64_t)s.blocks.size();
-  if (need > (int64_t)freeList.size())
+  if (need > freeBlocks())
     fail("out of blocks: sequence " + str(seq) + " needs " + str(need) +
-         " more blocks, " + str((int64_t)freeList.size()) + " free of " +
+         " more blocks, " + str(freeBlocks()) + " free of " +
          str(opts.numBlocks));
-  for (int64_t i = 0; i < need; ++i) {
-    s.blocks.push_back(freeList.back());
-    freeList.pop_back();
-  }
+  for (int64_t i = 0; i < need; ++i)
+    s.blocks.push_back(takeBlock());
   s.reserved = newLength;
 }
 
@@ -177,9 +291,22 @@ void KvCache::truncate(int64_t seq, int64_t newLength) {
          " tokens (length " + str(s.length) + ")");
   if (isPaged) {
     size_t keep = (size_t)((newLength + cfg.blockTokens - 1) / cfg.blockTokens);
+    // A kept block that the roll-back leaves partly filled will be written
+    // again: it must be this sequence's alone, and no longer published.
+    if (newLength % cfg.blockTokens != 0) {
+      int64_t b = s.blocks[keep - 1];
+      if (refs[b] > 1)
+        fail("sequence " + str(seq) + ": cannot roll back into block " +
+             str(b) + ", which other sequences share");
+      if (published[b])
+        unpublish(b);
+    }
+    // publishPrefix walks the chain again from the first block.
+    if (s.publishedBlocks > newLength / cfg.blockTokens)
+      s.publishedBlocks = 0, s.chainHash = 0;
     // Last block first: reserve() popped them from the back in table order.
     while (s.blocks.size() > keep) {
-      freeList.push_back(s.blocks.back());
+      dropBlock(s.blocks.back());
       s.blocks.pop_back();
     }
   }
@@ -347,13 +474,13 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
 
 /// Step 2 of kv_attention, the fast path (CpuKernelPath::Fast and ::Portable): tasks of
 /// (batch row, kv head, block of query tokens), threaded with OpenMP (a
-/// decode-sized batch: over parallelChunks, CpuChunkPool.h). A task
-/// reads the keys and values its tokens see once, in one pass over the cache
-/// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
-/// used in place), and attends every query head of the kv head's group to
-/// them at once (attendRows: the softmax of the reference path, float sums in
-/// another order). A decode step is one task per (row, kv head); its few rows
-/// (R < 4) read the cache's runs in place (attendRunsFewRows), not a copy.
+/// decode-sized batch: over parallelChunks, CpuChunkPool.h). Every query row
+/// attends straight over the cache's runs (attendRuns: scores, the
+/// softmax and the weighted sum of one row in a fixed order), whatever the
+/// task holds: a row's result is the same bits whether it is decoded alone or
+/// in a batch, and whether its prompt was prefilled whole or in chunks
+/// (batch invariance, docs/SERVING.md). A task's heads of one kv group read
+/// the same keys, which stay in cache between rows.
 template <typename T>
 static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        int64_t S, int64_t H, int64_t Hkv, int64_t D,
@@ -378,120 +505,66 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
       }
   // A task's buffers, reused from task to task on one thread.
   struct Scratch {
-    std::vector<float> keys, values, q, out, scratch;
+    std::vector<float> scratch;
     std::vector<int64_t> lo, hi;
     std::vector<KvRun<T>> keyRuns, valueRuns;
   };
   auto runTask = [&](size_t i, Scratch &w) {
-    std::vector<float> &keys = w.keys, &values = w.values, &q = w.q,
-                       &out = w.out, &scratch = w.scratch;
-    std::vector<int64_t> &lo = w.lo, &hi = w.hi;
-    std::vector<KvRun<T>> &keyRuns = w.keyRuns, &valueRuns = w.valueRuns;
-      // Plain copies, not a structured binding: the lambdas below capture
-      // them, which C++20 allows but clang 14 (the fuzz build) does not.
-      const int64_t b = tasks[i].b, g = tasks[i].g, t0 = tasks[i].t0,
-                    count = tasks[i].count;
-      int64_t seq = kv.seqs[b], cached = cache.length(seq);
-      // Token t sees positions (n - window, n], n = cached + t + 1.
-      auto first = [&](int64_t t) {
-        return window > 0 ? std::max<int64_t>(cached + t + 1 - window, 0)
-                          : int64_t(0);
-      };
-      int64_t begin = first(t0), end = cached + t0 + count;
-      // A run of values with its scales (int8: per token or per head).
-      auto valueRun = [&](int64_t pos, const T *run, int64_t n) {
-        KvRun<T> r{pos, run, n};
-        if constexpr (isI8) {
-          if (c.valueScalePerToken())
-            r.scales = cache.valueScales(seq, layer, g, pos),
-            r.scaleStride = 1;
-          else
-            r.scales = &c.vScales[layer][g];
-        }
-        return r;
-      };
-      // The keys or values of positions [begin, end) as n x D floats.
-      auto gather = [&](int kvIndex,
-                        std::vector<float> &buf) -> const float * {
-        const float *inPlace = nullptr;
-        buf.resize((size_t)((end - begin) * D));
-        cache.template forEachRun<T>(
-            seq, layer, kvIndex, g, begin, end,
-            [&](int64_t pos, const T *run, int64_t n) {
-              float *dst = buf.data() + (pos - begin) * D;
-              if constexpr (!isI8) {
-                if (n == end - begin) {
-                  inPlace = run;
-                  return;
-                }
-                std::copy_n(run, n * D, dst);
-              } else if (kvIndex == 0) {
-                const float *ks = c.keyScales(layer, g);
-                for (int64_t j = 0; j < n; ++j)
-                  for (int64_t d = 0; d < D; ++d)
-                    dst[j * D + d] = (float)run[j * D + d] * ks[d];
-              } else {
-                KvRun<T> r = valueRun(pos, run, n);
-                for (int64_t j = 0; j < n; ++j)
-                  for (int64_t d = 0; d < D; ++d)
-                    dst[j * D + d] =
-                        (float)run[j * D + d] * r.scales[j * r.scaleStride];
-              }
-            });
-        return inPlace ? inPlace : buf.data();
-      };
-      // Rows (head of the group, token): the queries packed, D apart.
-      int64_t R = group * count;
-      q.resize((size_t)(R * D));
-      out.resize((size_t)(R * D));
-      lo.resize((size_t)R);
-      hi.resize((size_t)R);
-      for (int64_t hh = 0; hh < group; ++hh)
-        for (int64_t t = 0; t < count; ++t) {
-          int64_t r = hh * count + t;
-          const float *src =
-              Q + (b * S + t0 + t) * H * D + (g * group + hh) * D;
-          std::copy(src, src + D, q.data() + r * D);
-          lo[r] = first(t0 + t) - begin;
-          hi[r] = cached + t0 + t + 1 - begin;
-        }
-      if (R < 4) { // decode: straight over the cache, nothing gathered
-        for (int64_t r = 0; r < R; ++r)
-          lo[r] += begin, hi[r] += begin;
-        auto runsOf = [&](int kvIndex, std::vector<KvRun<T>> &runs) {
-          runs.clear();
-          cache.template forEachRun<T>(
-              seq, layer, kvIndex, g, begin, end,
-              [&](int64_t pos, const T *run, int64_t n) {
-                runs.push_back(kvIndex == 1 ? valueRun(pos, run, n)
-                                            : KvRun<T>{pos, run, n});
-              });
-        };
-        runsOf(0, keyRuns);
-        runsOf(1, valueRuns);
-        if constexpr (isI8)
-          attendRunsFewRows(R, D, q.data(), D, keyRuns, valueRuns,
-                            c.keyScales(layer, g), scale, softcap, lo.data(),
-                            hi.data(), out.data(), D, scratch);
-        else
-          attendRunsFewRows(R, D, q.data(), D, keyRuns, valueRuns, scale,
-                            softcap, lo.data(), hi.data(), out.data(), D,
-                            scratch);
-      } else {
-        const float *Kr = gather(0, keys);
-        const float *Vr = gather(1, values);
-        // The keys packed for the score tiles (CpuF32Gemm.h), once for
-        // every head of the group.
-        std::optional<PackedF32Weight> packedK =
-            packF32Weight(Kr, end - begin, D);
-        attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
-                   lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
-                   scratch, packedK ? &*packedK : nullptr);
+    // Plain copies, not a structured binding: the lambdas below capture
+    // them, which C++20 allows but clang 14 (the fuzz build) does not.
+    const int64_t b = tasks[i].b, g = tasks[i].g, t0 = tasks[i].t0,
+                  count = tasks[i].count;
+    int64_t seq = kv.seqs[b], cached = cache.length(seq);
+    // Token t sees positions (n - window, n], n = cached + t + 1.
+    auto first = [&](int64_t t) {
+      return window > 0 ? std::max<int64_t>(cached + t + 1 - window, 0)
+                        : int64_t(0);
+    };
+    int64_t begin = first(t0), end = cached + t0 + count;
+    // Rows (token, head of the group): each reads its query in place.
+    int64_t R = group * count;
+    w.lo.resize((size_t)R);
+    w.hi.resize((size_t)R);
+    for (int64_t t = 0; t < count; ++t)
+      for (int64_t hh = 0; hh < group; ++hh) {
+        w.lo[t * group + hh] = first(t0 + t);
+        w.hi[t * group + hh] = cached + t0 + t + 1;
       }
-      for (int64_t hh = 0; hh < group; ++hh)
-        for (int64_t t = 0; t < count; ++t)
-          std::copy_n(out.data() + (hh * count + t) * D, D,
-                      O + (b * S + t0 + t) * H * D + (g * group + hh) * D);
+    auto runsOf = [&](int kvIndex, std::vector<KvRun<T>> &runs) {
+      runs.clear();
+      cache.template forEachRun<T>(
+          seq, layer, kvIndex, g, begin, end,
+          [&](int64_t pos, const T *run, int64_t n) {
+            KvRun<T> r{pos, run, n};
+            if constexpr (isI8) {
+              if (kvIndex == 1) { // values: their scales
+                if (c.valueScalePerToken())
+                  r.scales = cache.valueScales(seq, layer, g, pos),
+                  r.scaleStride = 1;
+                else
+                  r.scales = &c.vScales[layer][g];
+              }
+            }
+            runs.push_back(r);
+          });
+    };
+    runsOf(0, w.keyRuns);
+    runsOf(1, w.valueRuns);
+    // Row t * group + hh is query head g * group + hh of token t0 + t: the
+    // group's heads are adjacent in a token's H * D, so rows are D apart
+    // within a token and H * D apart between tokens. One call per token.
+    for (int64_t t = 0; t < count; ++t) {
+      const float *q = Q + (b * S + t0 + t) * H * D + g * group * D;
+      float *o = O + (b * S + t0 + t) * H * D + g * group * D;
+      const int64_t *lo = w.lo.data() + t * group, *hi = w.hi.data() + t * group;
+      if constexpr (isI8)
+        attendRuns(group, D, q, D, w.keyRuns, w.valueRuns,
+                          c.keyScales(layer, g), scale, softcap, lo, hi, o, D,
+                          w.scratch);
+      else
+        attendRuns(group, D, q, D, w.keyRuns, w.valueRuns, scale,
+                          softcap, lo, hi, o, D, w.scratch);
+    }
   };
   int64_t batchTokens = 0;
   for (int64_t b = 0; b < B; ++b)

@@ -22,6 +22,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -130,8 +134,37 @@ public:
     return cfg.valueScalePerToken() ? storageElements() / (2 * cfg.headDim)
                                     : 0;
   }
-  /// Paged: blocks not held by any sequence; contiguous: 0.
-  int64_t freeBlocks() const { return (int64_t)freeList.size(); }
+  /// Paged: blocks not held by any sequence (free, or holding a published
+  /// prefix no sequence uses, which allocation takes back oldest first);
+  /// contiguous: 0.
+  int64_t freeBlocks() const {
+    return (int64_t)(freeList.size() + evictable.size());
+  }
+
+  /// Prefix caching (paged; docs/SERVING.md): a full block whose tokens are
+  /// known is published under the hash of its tokens and of the blocks
+  /// before it, so that a later sequence starting with the same tokens
+  /// shares it instead of computing it again. A shared block is never
+  /// written: a sequence only appends after its shared blocks.
+  struct PrefixMatch {
+    std::vector<int64_t> blocks; ///< the published blocks, in order
+    int64_t tokens = 0;          ///< blocks.size() * block_tokens
+    int64_t unheld = 0;          ///< of them, held by no sequence now
+    uint64_t hash = 0;           ///< the hash of the matched prefix
+  };
+  /// The longest run of leading full blocks of `tokens` (at most
+  /// `maxTokens` of them) that is published. Each block's tokens are
+  /// compared, not only its hash.
+  PrefixMatch matchPrefix(std::span<const int64_t> tokens,
+                          int64_t maxTokens) const;
+  /// Starts the new, empty sequence `seq` with `match`'s blocks, shared:
+  /// its length and reservation become match.tokens.
+  void attachPrefix(int64_t seq, const PrefixMatch &match);
+  /// Publishes the full blocks of `seq` among its first tokens.size()
+  /// cached tokens, whose ids are `tokens` (blocks already published stay).
+  void publishPrefix(int64_t seq, std::span<const int64_t> tokens);
+  /// Blocks published now (held or not).
+  int64_t publishedBlocks() const { return (int64_t)byHash.size(); }
   int64_t numBlocks() const { return opts.numBlocks; }
   /// Paged: the block table of `seq`.
   const std::vector<int64_t> &blockTable(int64_t seq) const;
@@ -151,6 +184,8 @@ private:
     bool live = false;
     int64_t length = 0, reserved = 0;
     std::vector<int64_t> blocks; // paged
+    int64_t publishedBlocks = 0; // leading blocks publishPrefix has seen
+    uint64_t chainHash = 0;      // the hash of those blocks' prefix
   };
   Seq &get(int64_t seq);
   const Seq &get(int64_t seq) const;
@@ -180,6 +215,24 @@ private:
   std::vector<float> vTokenScales; // kivi: valueScaleElements()
   std::vector<Seq> seqs;
   std::vector<int64_t> freeList; // paged: free block ids (LIFO)
+
+  // Prefix caching (paged).
+  struct Published {
+    uint64_t hash = 0, parent = 0; ///< of this block's prefix, its parent's
+    std::vector<int64_t> tokens;   ///< block_tokens ids
+  };
+  /// A block for a sequence: a free one, else the oldest unheld published
+  /// one (unpublished first).
+  int64_t takeBlock();
+  /// One reference to `block` dropped: unheld, it becomes free (published:
+  /// evictable, newest last).
+  void dropBlock(int64_t block);
+  void unpublish(int64_t block);
+  std::vector<int64_t> refs;                  ///< per block: sequences holding it
+  std::vector<std::optional<Published>> published; ///< per block
+  std::unordered_map<uint64_t, int64_t> byHash;
+  std::list<int64_t> evictable; ///< unheld published blocks, oldest first
+  std::vector<std::list<int64_t>::iterator> evictPos; ///< per block
 };
 
 /// Which cache sequence each batch row of a prefill/decode call is, and how

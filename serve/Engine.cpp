@@ -180,6 +180,7 @@ MetricsSnapshot Engine::metrics() const {
   s.running = running_;
   s.cacheUnitsInUse = unitsInUse;
   s.paged = cache->paged();
+  s.prefixCacheBlocks = prefixBlocks;
   s.cacheUnits = cache->paged() ? cache->numBlocks() : cache->maxSequences();
   return s;
 }
@@ -276,10 +277,21 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
            (int64_t)running.size() < opts.maxSequences) {
       Request &r = *waiting.front();
       int64_t need = r.promptTokens() + r.params.maxNewTokens;
-      if (cache->paged() && cache->freeBlocks() < unitsFor(need))
+      KvCache::PrefixMatch match;
+      if (opts.prefixCache)
+        match = cache->matchPrefix(r.params.prompt, r.promptTokens() - 1);
+      // Shared blocks no sequence holds now stop being free.
+      if (cache->paged() &&
+          cache->freeBlocks() - match.unheld <
+              unitsFor(need) - (int64_t)match.blocks.size())
         break;
       r.seq = cache->addSequence();
+      if (!match.blocks.empty())
+        cache->attachPrefix(r.seq, match);
       cache->reserve(r.seq, need);
+      r.prefilled = match.tokens;
+      r.cachedTokens = match.tokens;
+      metrics_.prefixCacheHitTokens += (uint64_t)match.tokens;
       running.push_back(waiting.front());
       waiting.pop_front();
     }
@@ -313,6 +325,7 @@ void Engine::step(std::vector<std::shared_ptr<Request>> &running) {
   running_ = (int64_t)running.size();
   unitsInUse = cache->paged() ? cache->numBlocks() - cache->freeBlocks()
                               : cache->liveSequences();
+  prefixBlocks = cache->publishedBlocks();
 }
 
 void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
@@ -342,7 +355,9 @@ void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
   }
   for (int64_t b = 0; b < B; ++b) {
     Request &r = *rows[b];
-    accept(r, r.sampler.sample(logits.data<float>() + b * V, V, r.history));
+    if (accept(r, r.sampler.sample(logits.data<float>() + b * V, V, r.history)) &&
+        opts.prefixCache)
+      cache->publishPrefix(r.seq, r.history);
   }
 }
 
@@ -391,6 +406,8 @@ void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
   for (int64_t b = 0; b < B; ++b) {
     Request &r = *rows[b];
     r.prefilled += counts[b];
+    if (opts.prefixCache)
+      cache->publishPrefix(r.seq, r.params.prompt);
     if (r.prefilled < r.promptTokens())
       continue;
     const float *row = logits.data<float>() + (b * S + counts[b] - 1) * V;

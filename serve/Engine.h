@@ -15,6 +15,11 @@
 //      prompt is read; a request whose prompt is complete samples its first
 //      token from that call's logits.
 //
+// With prefix caching, a request starts from the longest run of full cache
+// blocks another request already computed for the same leading tokens (at
+// least one prompt token is always computed, for the logits), and publishes
+// its own full blocks, prompt and generated, as they fill.
+//
 // Each request has its own sampler (its seed) and its own text stream (stop
 // strings), so what it generates depends on its prompt and parameters only:
 // the CPU kernels reduce each row in a fixed order whatever the batch
@@ -85,6 +90,8 @@ public:
   /// Ends the request at the next step boundary (a client went away).
   void cancel() { cancelled = true; }
   int64_t promptTokens() const { return (int64_t)params.prompt.size(); }
+  /// Prompt tokens whose keys and values came from the prefix cache.
+  int64_t cachedPromptTokens() const { return cachedTokens; }
 
   Request(RequestParams params, const rt::Tokenizer &tokenizer);
 
@@ -96,6 +103,7 @@ private:
 
   const RequestParams params;
   std::atomic<bool> cancelled{false};
+  std::atomic<int64_t> cachedTokens{0};
   std::chrono::steady_clock::time_point arrived, lastToken;
 
   // Loop-thread state.
@@ -126,6 +134,9 @@ struct EngineOptions {
   int64_t kvBlocks = 0;
   int64_t prefillChunk = 256; ///< prompt tokens per prefill call
   int64_t maxQueue = 256;     ///< waiting requests; more are refused (429)
+  /// Share the cache blocks of prompt prefixes seen before (paged caches;
+  /// KvCache::matchPrefix).
+  bool prefixCache = true;
 };
 
 class Engine {
@@ -174,7 +185,7 @@ private:
   std::deque<std::shared_ptr<Request>> waiting;
   bool stopping = false;
   Metrics metrics_;
-  std::atomic<int64_t> running_{0}, unitsInUse{0};
+  std::atomic<int64_t> running_{0}, unitsInUse{0}, prefixBlocks{0};
   std::thread thread;
 };
 

@@ -42,6 +42,10 @@ int64_t unixNow() {
       .count();
 }
 
+Usage usageOf(const Request &r, const Request::Update &u) {
+  return {r.promptTokens(), r.cachedPromptTokens(), u.tokens};
+}
+
 std::string event(const json &data) { return "data: " + dumpJson(data) + "\n\n"; }
 
 /// One streaming response's progress between calls of the content provider.
@@ -95,7 +99,7 @@ void OpenAiServer::Impl::complete(const httplib::Request &req,
                        "server_error");
     res.set_content(dumpJson(responseBody(api, id, created, opts.modelName,
                                           u.text, u.reason,
-                                          request->promptTokens(), u.tokens)),
+                                          usageOf(*request, u))),
                     kJson);
     return;
   }
@@ -125,7 +129,7 @@ void OpenAiServer::Impl::complete(const httplib::Request &req,
                                      s->first, &u.reason));
             if (s->api.includeUsage)
               out += event(usageChunk(s->api, s->id, s->created, s->model,
-                                      s->request->promptTokens(), u.tokens));
+                                      usageOf(*s->request, u)));
           }
           out += "data: [DONE]\n\n";
           s->ended = true;

@@ -80,6 +80,12 @@ std::string qcc::serve::renderPrometheus(const MetricsSnapshot &s,
   scalar("qcc_prefill_calls_total", "counter",
          "Prefill calls (each at most --prefill-chunk prompt tokens).",
          m.prefillCalls);
+  scalar("qcc_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens whose KV blocks came from the prefix cache.",
+         m.prefixCacheHitTokens);
+  scalar("qcc_prefix_cache_blocks", "gauge",
+         "KV blocks published for prefix sharing (in use or evictable).",
+         s.prefixCacheBlocks);
   scalar("qcc_requests_waiting", "gauge", "Requests queued, not yet admitted.",
          s.waiting);
   scalar("qcc_requests_running", "gauge",

@@ -34,6 +34,8 @@ struct Metrics {
   /// Decode calls and the rows they ran (their ratio: the mean batch).
   uint64_t decodeSteps = 0, decodeRows = 0;
   uint64_t prefillCalls = 0;
+  /// Prompt tokens not computed: their blocks came from the prefix cache.
+  uint64_t prefixCacheHitTokens = 0;
   Histogram timeToFirstToken, interTokenLatency, requestLatency;
 };
 
@@ -41,6 +43,7 @@ struct MetricsSnapshot {
   Metrics totals;
   int64_t waiting = 0, running = 0;
   int64_t cacheUnitsInUse = 0, cacheUnits = 0;
+  int64_t prefixCacheBlocks = 0; ///< published blocks, held or not
   bool paged = true;
 };
 

@@ -319,10 +319,11 @@ ApiRequest qcc::serve::parseApiRequest(const std::string &body, bool chat,
 
 namespace {
 
-json usage(int64_t prompt, int64_t completion) {
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", completion},
-          {"total_tokens", prompt + completion}};
+json usageJson(const Usage &u) {
+  return {{"prompt_tokens", u.prompt},
+          {"completion_tokens", u.completion},
+          {"total_tokens", u.prompt + u.completion},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached}}}};
 }
 
 json envelope(const ApiRequest &r, const std::string &id, int64_t created,
@@ -340,7 +341,7 @@ json envelope(const ApiRequest &r, const std::string &id, int64_t created,
 json qcc::serve::responseBody(const ApiRequest &r, const std::string &id,
                               int64_t created, const std::string &model,
                               const std::string &text, FinishReason reason,
-                              int64_t promptTokens, int64_t completionTokens) {
+                              const Usage &usage) {
   json body = envelope(r, id, created, model, false);
   json choice = {{"index", 0}, {"finish_reason", finishReasonName(reason)},
                  {"logprobs", nullptr}};
@@ -349,7 +350,7 @@ json qcc::serve::responseBody(const ApiRequest &r, const std::string &id,
   else
     choice["text"] = text;
   body["choices"] = json::array({choice});
-  body["usage"] = usage(promptTokens, completionTokens);
+  body["usage"] = usageJson(usage);
   return body;
 }
 
@@ -378,10 +379,10 @@ json qcc::serve::streamChunk(const ApiRequest &r, const std::string &id,
 
 json qcc::serve::usageChunk(const ApiRequest &r, const std::string &id,
                             int64_t created, const std::string &model,
-                            int64_t promptTokens, int64_t completionTokens) {
+                            const Usage &usage) {
   json body = envelope(r, id, created, model, true);
   body["choices"] = json::array();
-  body["usage"] = usage(promptTokens, completionTokens);
+  body["usage"] = usageJson(usage);
   return body;
 }
 

@@ -53,11 +53,17 @@ struct ApiRequest {
 ApiRequest parseApiRequest(const std::string &body, bool chat,
                            const ApiContext &context);
 
+/// OpenAI's usage: prompt tokens (of them, cached: from the prefix cache)
+/// and generated tokens.
+struct Usage {
+  int64_t prompt = 0, cached = 0, completion = 0;
+};
+
 /// A whole response: text_completion or chat.completion.
 nlohmann::json responseBody(const ApiRequest &request, const std::string &id,
                             int64_t created, const std::string &model,
                             const std::string &text, FinishReason reason,
-                            int64_t promptTokens, int64_t completionTokens);
+                            const Usage &usage);
 
 /// One server-sent event's data of a stream: `text` (the chat's first chunk
 /// also carries the role), and on the last, `reason`.
@@ -68,7 +74,7 @@ nlohmann::json streamChunk(const ApiRequest &request, const std::string &id,
 /// The usage chunk of a stream with include_usage (choices empty).
 nlohmann::json usageChunk(const ApiRequest &request, const std::string &id,
                           int64_t created, const std::string &model,
-                          int64_t promptTokens, int64_t completionTokens);
+                          const Usage &usage);
 
 /// {"error": {"message", "type", "param", "code"}}.
 nlohmann::json errorBody(const std::string &message, const std::string &type,

@@ -10,7 +10,13 @@
 //     (teacher-forced with the sequences' own tokens) equal the logits of
 //     `main` run over each whole sequence;
 //  2. greedy generation through the cache produces exactly the tokens of
-//     greedy generation by full recompute.
+//     greedy generation by full recompute;
+//  3. batch invariance (docs/SERVING.md): the logits of 1 are bit for bit
+//     those of each sequence run alone, its prompt prefilled whole, then
+//     decoded one row at a time, since a server's request must not depend on
+//     what else is in the batch, and again with the prompt prefilled in
+//     chunks of 2 tokens (a server prefills long prompts in chunks). No
+//     tolerance: equal bits.
 // Tolerance for 1: max |cached - full| <= 1e-4 * max |full| per sequence.
 // Both paths do the same float operations per token; only the summation
 // order differs (per-row attention over the cache versus one GEMM), so the
@@ -31,6 +37,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 using namespace qcc::rt;
@@ -130,7 +137,10 @@ bool check(const std::string &spec) {
   std::vector<Tensor> full;
   for (const auto &t : seqTokens)
     full.push_back(fullLogits(refSession, ref, t));
+  // The batched logits per sequence and position, for check 3.
+  std::vector<std::vector<std::vector<float>>> batched(seqs.size());
   auto compare = [&](size_t i, const float *row, int64_t pos) {
+    batched[i].emplace_back(row, row + vocab);
     const float *ref = full[i].data<float>() + pos * vocab;
     double scale = std::max(maxAbs(ref, vocab), 1e-6), err = 0;
     for (int64_t v = 0; v < vocab; ++v)
@@ -161,6 +171,47 @@ bool check(const std::string &spec) {
   for (int64_t s : seqs)
     cache.release(s);
 
+  // Batch invariance: each sequence alone, its prompt whole (chunk 0) and in
+  // chunks of 2, then the same decode steps one row at a time.
+  std::string variance, chunkedVariance;
+  for (int64_t chunk : {int64_t(0), int64_t(2)}) {
+    std::string &found = chunk ? chunkedVariance : variance;
+    for (size_t i = 0; i < seqs.size() && found.empty(); ++i) {
+      int64_t seq = cache.addSequence();
+      std::vector<std::vector<float>> alone;
+      int64_t p = promptLens[i];
+      for (int64_t t0 = 0; t0 < p;) {
+        int64_t n = chunk ? std::min(chunk, p - t0) : p;
+        Tensor l = cachedStep(session, a, cache, "prefill", {seq},
+                              {std::vector<int64_t>(seqTokens[i].begin() + t0,
+                                                    seqTokens[i].begin() + t0 + n)});
+        for (int64_t t = 0; t < n; ++t)
+          alone.emplace_back(l.data<float>() + t * vocab,
+                             l.data<float>() + (t + 1) * vocab);
+        t0 += n;
+      }
+      for (int64_t step = 0; step < steps; ++step) {
+        Tensor l = cachedStep(session, a, cache, "decode", {seq},
+                              {{seqTokens[i][p + step]}});
+        alone.emplace_back(l.data<float>(), l.data<float>() + vocab);
+      }
+      cache.release(seq);
+      for (size_t pos = 0; pos < alone.size() && found.empty(); ++pos) {
+        if (std::memcmp(alone[pos].data(), batched[i][pos].data(),
+                        vocab * sizeof(float)) == 0)
+          continue;
+        double diff = 0;
+        for (int64_t v = 0; v < vocab; ++v)
+          diff = std::max(diff, (double)std::abs(alone[pos][v] - batched[i][pos][v]));
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      "sequence %zu position %zu: max |alone - batched| %.3g",
+                      i, pos, diff);
+        found = buf;
+      }
+    }
+  }
+
   // Greedy generation: cached versus full recompute.
   const int64_t newTokens = 12;
   GenerateOptions g;
@@ -179,10 +230,14 @@ bool check(const std::string &spec) {
     same &= out == cached.tokens[i];
   }
 
-  bool ok = worst <= tolerance && same;
+  bool ok = worst <= tolerance && same && variance.empty() &&
+            chunkedVariance.empty();
   std::printf("%-40s %-10s prefill+decode vs full: max rel err %.3g  "
-              "greedy cached == recompute: %s  %s\n",
+              "greedy cached == recompute: %s  batch-invariant: %s  "
+              "(prompt in chunks of 2: %s)  %s\n",
               path.c_str(), cfg.layout.c_str(), worst, same ? "yes" : "NO",
+              variance.empty() ? "yes" : ("NO, " + variance).c_str(),
+              chunkedVariance.empty() ? "yes" : ("NO, " + chunkedVariance).c_str(),
               ok ? "PASS" : "FAIL");
   return ok;
 }

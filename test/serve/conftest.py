@@ -79,8 +79,10 @@ def server(demo_artifact):
 @pytest.fixture(scope="session")
 def client(server):
     import openai
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0,
-                         timeout=120)
+    c = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0,
+                      timeout=120)
+    yield c
+    c.close()  # no keep-alive connection left for the server to wait out
 
 
 @pytest.fixture(scope="session")

@@ -258,3 +258,26 @@ def test_64_concurrent_streams_equal_alone(server, client):
             assert alone[p].startswith(text), (p, n, text, alone[p])
     values = wait_idle(server)
     assert values['qcc_requests_total{model="demo",finish_reason="error"}'] == 0
+
+
+def test_prefix_cache(client, qrun_text):
+    """A prompt seen before starts from its cached blocks (usage says how many
+    tokens) and generates exactly what it generates computed in full."""
+    prompt = ("Sir Walter Elliot, of Kellynch Hall, in Somersetshire, was a man who, "
+              "for his own amusement, never took up any book but the Baronetage; "
+              "there he found occupation for an idle hour, and consolation in a "
+              "distressed one.")
+    first = client.completions.create(model=MODEL, prompt=prompt, max_tokens=16,
+                                      temperature=0)
+    second = client.completions.create(model=MODEL, prompt=prompt + " He", max_tokens=16,
+                                       temperature=0)
+    again = client.completions.create(model=MODEL, prompt=prompt, max_tokens=16,
+                                      temperature=0)
+    n = first.usage.prompt_tokens
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    # Whole blocks (16 tokens), at most the prompt less one token.
+    for r in (second, again):
+        cached = r.usage.prompt_tokens_details.cached_tokens
+        assert cached >= 16 and cached % 16 == 0 and cached < r.usage.prompt_tokens, cached
+    assert again.choices[0].text == first.choices[0].text == qrun_text(prompt, 16)
+    assert second.choices[0].text == qrun_text(prompt + " He", 16)

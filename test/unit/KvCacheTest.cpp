@@ -691,3 +691,76 @@ TEST(Sampler, RepetitionPenaltyPerSequenceOfABatch) {
   EXPECT_NEAR(p[2], std::exp(-1.0) / z, 1e-6);
   EXPECT_NEAR(p[3], std::exp(2.5) / z, 1e-6);
 }
+
+// Prefix caching: published full blocks are shared by a sequence that starts
+// with the same tokens, confirmed token by token; unheld published blocks
+// are free for allocation (oldest first) until taken back; a roll-back never
+// writes into a shared block.
+TEST(KvCache, PrefixSharing) {
+  KvCache c(config("paged", 4), {/*maxSequences=*/3, 0, /*numBlocks=*/6});
+  std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  int64_t a = c.addSequence();
+  EXPECT_TRUE(c.matchPrefix(prompt, 9).blocks.empty());
+  c.reserve(a, 10);
+  c.advance(a, 10);
+  c.publishPrefix(a, prompt); // blocks of tokens 1-4 and 5-8
+  EXPECT_EQ(c.publishedBlocks(), 2);
+
+  // A second sequence with the same first 8 tokens shares both blocks.
+  std::vector<int64_t> other = {1, 2, 3, 4, 5, 6, 7, 8, 42};
+  KvCache::PrefixMatch m = c.matchPrefix(other, 8);
+  EXPECT_EQ(m.tokens, 8);
+  EXPECT_EQ(m.blocks, (std::vector<int64_t>{c.blockTable(a)[0],
+                                            c.blockTable(a)[1]}));
+  EXPECT_EQ(m.unheld, 0);
+  // maxTokens caps it (one prompt token is always computed).
+  EXPECT_EQ(c.matchPrefix(other, 7).tokens, 4);
+  // A different token in the first block matches nothing.
+  EXPECT_EQ(c.matchPrefix(std::vector<int64_t>{1, 2, 3, 0, 5, 6, 7, 8}, 8).tokens, 0);
+  int64_t b = c.addSequence();
+  c.attachPrefix(b, m);
+  EXPECT_EQ(c.length(b), 8);
+  c.reserve(b, 9);
+  EXPECT_EQ(c.blockTable(b).size(), 3u);
+  EXPECT_EQ(c.freeBlocks(), 2); // 6 - a's 3 - b's own 1
+  // The shared blocks are the same memory.
+  EXPECT_EQ(c.key(a, 1, 1, 5), c.key(b, 1, 1, 5));
+
+  // Released, a's blocks stay published and count as free.
+  c.release(a);
+  c.release(b);
+  EXPECT_EQ(c.freeBlocks(), 6);
+  EXPECT_EQ(c.publishedBlocks(), 2);
+  m = c.matchPrefix(prompt, 9);
+  EXPECT_EQ(m.tokens, 8);
+  EXPECT_EQ(m.unheld, 2);
+  // Allocation takes plain free blocks first, then published ones, oldest
+  // first, unpublishing them; release dropped a chain's blocks last first,
+  // so its tail goes first and the shorter prefix stays matchable.
+  int64_t d = c.addSequence();
+  c.reserve(d, 4 * 4);
+  EXPECT_EQ(c.publishedBlocks(), 2);
+  c.reserve(d, 5 * 4);
+  EXPECT_EQ(c.publishedBlocks(), 1);
+  EXPECT_EQ(c.matchPrefix(prompt, 9).tokens, 4);
+  c.release(d);
+
+  // Rolling back into a shared block is refused; into one's own published
+  // block, it is unpublished first.
+  int64_t e = c.addSequence();
+  c.reserve(e, 8);
+  c.advance(e, 8);
+  c.publishPrefix(e, prompt);
+  EXPECT_EQ(c.matchPrefix(prompt, 9).tokens, 8);
+  int64_t f = c.addSequence();
+  c.attachPrefix(f, c.matchPrefix(prompt, 9));
+  EXPECT_NE(errorOf([&] { c.truncate(e, 6); }).find("which other sequences share"),
+            std::string::npos);
+  c.release(f);
+  c.truncate(e, 6);
+  EXPECT_EQ(c.matchPrefix(prompt, 9).tokens, 4);
+  // attachPrefix takes only a new sequence.
+  EXPECT_NE(errorOf([&] { c.attachPrefix(e, c.matchPrefix(prompt, 9)); })
+                .find("new sequence"),
+            std::string::npos);
+}

@@ -93,6 +93,10 @@ int main(int argc, char **argv) {
                  "Requests waiting for admission; more get 429")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  bool noPrefixCache = false;
+  app.add_flag("--no-prefix-cache", noPrefixCache,
+               "Do not share the KV blocks of prompt prefixes seen before "
+               "(prefix caching is on for paged caches by default)");
   app.add_option("--http-threads", o.server.threads,
                  "Connections served at once (each streaming client holds "
                  "one; more wait for a free one)")
@@ -130,6 +134,8 @@ int main(int argc, char **argv) {
     std::cerr << "qserve: error: " << e.what() << " (see --help)\n";
     return 1;
   }
+
+  o.engine.prefixCache = !noPrefixCache;
 
   // SIGINT/SIGTERM write a byte to a pipe that one thread reads to stop the
   // server (a handler may do no more; threads that libraries started before
