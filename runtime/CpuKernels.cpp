@@ -2360,27 +2360,10 @@ QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const int8_t *p) {
       _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
-/// s[j] = scale * sum_d q[d] * k[j * D + d], D % 16 == 0.
-template <typename T>
-QCC_AVX512_ATTENTION_TARGET void scoresAvx512(const float *q, const T *k,
-                                              int64_t count, int64_t D,
-                                              float scale, float *s) {
-  for (int64_t j = 0; j < count; ++j) {
-    const T *kj = k + j * D;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    int64_t d = 0;
-    for (; d + 32 <= D; d += 32) {
-      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), load16(kj + d), a0);
-      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16), load16(kj + d + 16),
-                           a1);
-    }
-    if (d < D)
-      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), load16(kj + d), a0);
-    s[j] = scale * _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-  }
-}
-
-/// o[0, 16 NC) += sum_j p[j] (vs ? vs[j * vsStride] : 1) v[j * D + (0, 16 NC)].
+/// o[0, 16 NC) += sum_j p[j] v_j[0, 16 NC), v_j = v[j * D + ...] (int8:
+/// times vs[j * vsStride] first), one FMA per j in order from o: the
+/// products and order of the tiled path's P V (f32GemmRowMajorB over the
+/// dequantized values), so that a row's sum is the same bits on either path.
 template <int NC, typename T>
 QCC_AVX512_ATTENTION_TARGET void
 weightedSumAvx512(const float *p, const T *v, const float *vs,
@@ -2389,9 +2372,13 @@ weightedSumAvx512(const float *p, const T *v, const float *vs,
   for (int c = 0; c < NC; ++c)
     acc[c] = _mm512_loadu_ps(o + 16 * c);
   for (int64_t j = 0; j < count; ++j) {
-    __m512 pj = _mm512_set1_ps(vs ? p[j] * vs[j * vsStride] : p[j]);
-    for (int c = 0; c < NC; ++c)
-      acc[c] = _mm512_fmadd_ps(pj, load16(v + j * D + 16 * c), acc[c]);
+    __m512 pj = _mm512_set1_ps(p[j]);
+    for (int c = 0; c < NC; ++c) {
+      __m512 vj = load16(v + j * D + 16 * c);
+      if (vs)
+        vj = _mm512_mul_ps(vj, _mm512_set1_ps(vs[j * vsStride]));
+      acc[c] = _mm512_fmadd_ps(pj, vj, acc[c]);
+    }
   }
   for (int c = 0; c < NC; ++c)
     _mm512_storeu_ps(o + 16 * c, acc[c]);
@@ -2410,6 +2397,63 @@ void weightedSumAvx512(const float *p, const T *v, const float *vs,
     default: weightedSumAvx512<1>(p, vd, vs, vsStride, count, D, o + d);
     }
   }
+}
+
+/// The 16 x 16 floats of r transposed in place (r[i][j] = old r[j][i]).
+QCC_AVX512_ATTENTION_TARGET inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // In each 128-bit lane L, r[i + e] gets element 4L + e of rows i..i+3.
+  for (int i = 0; i < 16; i += 4)
+    for (int k = 0; k < 2; ++k) {
+      __m512d a = _mm512_castps_pd(t[i + k]), b = _mm512_castps_pd(t[i + k + 2]);
+      r[i + 2 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      r[i + 2 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    }
+  for (int i = 0; i < 16; i += 8)
+    for (int k = 0; k < 4; ++k) {
+      t[i + k] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0x88);
+      t[i + k + 4] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0xDD);
+    }
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+    r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD);
+  }
+}
+
+/// s[r][j] = scale * q_r . k_j for up to 16 keys (k_j at k + j * D; int8:
+/// times ks[d] first) and R <= 3 rows, each dot as f32GemmPackedOnThread
+/// sums it: from 0, one FMA per d in ascending order (the keys transposed in
+/// registers so that 16 keys' sums run in the lanes), then times scale.
+/// Decode's scores are therefore the bits the tiled prefill path gives.
+template <typename T>
+QCC_AVX512_ATTENTION_TARGET void
+scoresGemmOrder(int R, const float *const q[3], const T *k, const float *ks,
+                int64_t count, int64_t D, float scale, float *const s[3]) {
+  __m512 acc[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  for (int64_t d0 = 0; d0 < D; d0 += 16) {
+    __m512 rows[16];
+    for (int64_t j = 0; j < 16; ++j) {
+      if (j >= count) {
+        rows[j] = _mm512_setzero_ps();
+        continue;
+      }
+      rows[j] = load16(k + j * D + d0);
+      if (ks)
+        rows[j] = _mm512_mul_ps(rows[j], _mm512_loadu_ps(ks + d0));
+    }
+    transpose16(rows); // rows[i]: element d0 + i of the 16 keys
+    for (int i = 0; i < 16; ++i)
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d0 + i]), rows[i], acc[r]);
+  }
+  const __m512 sv = _mm512_set1_ps(scale);
+  for (int r = 0; r < R; ++r)
+    _mm512_mask_storeu_ps(s[r], firstLanes(count), _mm512_mul_ps(acc[r], sv));
 }
 
 bool haveAvx512Attention(int64_t D) {
@@ -2431,41 +2475,91 @@ void forRunsIn(const std::vector<KvRun<T>> &runs, int64_t a, int64_t e,
   }
 }
 
+#ifdef QCC_HAVE_AVX512_ATTENTION
+/// attendRuns on AVX-512 (D % 16 == 0): the scores of all rows over the
+/// union of their ranges, three rows per pass over the keys, then each
+/// row's softmax and weighted sum over its own range.
+template <typename T>
+void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                      const std::vector<KvRun<T>> &keys,
+                      const std::vector<KvRun<T>> &values, const float *kScales,
+                      float scale, float softcap, const int64_t *lo,
+                      const int64_t *hi, float *O, int64_t ldo,
+                      std::vector<float> &scratch) {
+  int64_t u0 = std::numeric_limits<int64_t>::max(), u1 = 0;
+  for (int64_t r = 0; r < R; ++r)
+    if (lo[r] < hi[r])
+      u0 = std::min(u0, lo[r]), u1 = std::max(u1, hi[r]);
+  for (int64_t r = 0; r < R; ++r)
+    std::fill(O + r * ldo, O + r * ldo + D, 0.0f);
+  if (u1 <= u0)
+    return; // nothing to attend: zeros, as attendRows
+  const int64_t n = u1 - u0;
+  scratch.resize((size_t)(R * n));
+  float *S = scratch.data();
+  for (int64_t r0 = 0; r0 < R; r0 += 3) {
+    const int g = (int)std::min<int64_t>(3, R - r0);
+    const float *q[3] = {Q + r0 * ldq, Q + std::min(r0 + 1, R - 1) * ldq,
+                         Q + std::min(r0 + 2, R - 1) * ldq};
+    forRunsIn(keys, u0, u1, [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
+      for (int64_t j = 0; j < cnt; j += 16) {
+        int64_t at = run.first + off + j - u0;
+        float *s[3] = {S + r0 * n + at, S + (r0 + std::min(1, g - 1)) * n + at,
+                       S + (r0 + std::min(2, g - 1)) * n + at};
+        scoresGemmOrder<T>(g, q, run.data + (off + j) * D, kScales,
+                           std::min<int64_t>(16, cnt - j), D, scale, s);
+      }
+    });
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    if (lo[r] >= hi[r])
+      continue;
+    float *row = S + r * n + (lo[r] - u0);
+    int64_t len = hi[r] - lo[r];
+    if (softcap > 0.0f)
+      for (int64_t j = 0; j < len; ++j)
+        row[j] = qcc::numerics::softcap(row[j], softcap);
+    softmaxRow(row, len);
+    float *o = O + r * ldo;
+    forRunsIn(values, lo[r], hi[r],
+              [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
+                const float *vs = nullptr;
+                if constexpr (std::is_same_v<T, int8_t>)
+                  vs = run.scales + off * run.scaleStride;
+                weightedSumAvx512(row + (run.first + off - lo[r]),
+                                  run.data + off * D, vs, run.scaleStride, cnt,
+                                  D, o);
+              });
+  }
+}
+
+#endif
+
 template <typename T>
 void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
-                           const std::vector<KvRun<T>> &keys,
-                           const std::vector<KvRun<T>> &values,
-                           const float *kScales, float scale, float softcap,
-                           const int64_t *lo, const int64_t *hi, float *O,
-                           int64_t ldo, std::vector<float> &scratch) {
+                    const std::vector<KvRun<T>> &keys,
+                    const std::vector<KvRun<T>> &values, const float *kScales,
+                    float scale, float softcap, const int64_t *lo,
+                    const int64_t *hi, float *O, int64_t ldo,
+                    std::vector<float> &scratch) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
 #ifdef QCC_HAVE_AVX512_ATTENTION
-  const bool avx512 = haveAvx512Attention(D);
+  if (haveAvx512Attention(D))
+    return attendRunsAvx512(R, D, Q, ldq, keys, values, kScales, scale,
+                            softcap, lo, hi, O, ldo, scratch);
 #endif
+  // Elsewhere (portable kernels, no AVX-512): the loops above, row by row.
   for (int64_t r = 0; r < R; ++r) {
     int64_t a = lo[r], e = std::max(lo[r], hi[r]);
     float *o = O + r * ldo;
     std::fill(o, o + D, 0.0f);
     if (e == a)
       continue; // nothing to attend: zeros, as attendRows
-    // The scores, then (AVX-512, int8) the query times the key scales.
-    scratch.resize((size_t)(e - a + D));
+    scratch.resize((size_t)(e - a));
     float *row = scratch.data();
     const float *q = Q + r * ldq;
-#ifdef QCC_HAVE_AVX512_ATTENTION
-    if (avx512 && isI8) {
-      float *qk = row + (e - a);
-      for (int64_t d = 0; d < D; ++d)
-        qk[d] = q[d] * kScales[d];
-      q = qk;
-    }
-#endif
     forRunsIn(keys, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       float *s = row + (run.first + off - a);
-#ifdef QCC_HAVE_AVX512_ATTENTION
-      if (avx512)
-        return scoresAvx512(q, run.data + off * D, n, D, scale, s);
-#endif
       if constexpr (isI8)
         runScores(q, run.data + off * D, kScales, n, D, scale, s);
       else
@@ -2477,18 +2571,11 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     softmaxRow(row, e - a);
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
-      const float *vs = nullptr;
       if constexpr (isI8)
-        vs = run.scales + off * run.scaleStride;
-#ifdef QCC_HAVE_AVX512_ATTENTION
-      if (avx512)
-        return weightedSumAvx512(p, run.data + off * D, vs, run.scaleStride,
-                                 n, D, o);
-#endif
-      if constexpr (isI8)
-        runWeightedSum(p, run.data + off * D, vs, run.scaleStride, n, D, o);
+        runWeightedSum(p, run.data + off * D, run.scales + off * run.scaleStride,
+                       run.scaleStride, n, D, o);
       else
-        (void)vs, runWeightedSum(p, run.data + off * D, n, D, o);
+        runWeightedSum(p, run.data + off * D, n, D, o);
     });
   }
 }

@@ -2,6 +2,7 @@
 #include "runtime/KvCache.h"
 
 #include "runtime/CpuChunkPool.h"
+#include "runtime/CpuF32Gemm.h"
 #include "runtime/CpuQuantKernels.h"
 
 #include "format/Checked.h"
@@ -474,13 +475,18 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
 
 /// Step 2 of kv_attention, the fast path (CpuKernelPath::Fast and ::Portable): tasks of
 /// (batch row, kv head, block of query tokens), threaded with OpenMP (a
-/// decode-sized batch: over parallelChunks, CpuChunkPool.h). Every query row
-/// attends straight over the cache's runs (attendRuns: scores, the
-/// softmax and the weighted sum of one row in a fixed order), whatever the
-/// task holds: a row's result is the same bits whether it is decoded alone or
-/// in a batch, and whether its prompt was prefilled whole or in chunks
-/// (batch invariance, docs/SERVING.md). A task's heads of one kv group read
-/// the same keys, which stay in cache between rows.
+/// decode-sized batch: over parallelChunks, CpuChunkPool.h). A task
+/// reads the keys and values its tokens see once, in one pass over the cache
+/// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
+/// used in place), and attends every query head of the kv head's group to
+/// them at once (attendRows: the softmax of the reference path, float sums in
+/// another order). A decode step is one task per (row, kv head); its few rows
+/// (R < 4) read the cache's runs in place (attendRuns), not a copy. Both
+/// compute each row's sums in the same order (attendRuns's scores are the
+/// score tiles' FMA chains, its weighted sum the value tiles'), so a row
+/// gets the same bits from either, whatever task it falls in: a request's
+/// tokens do not depend on the batch or on its prompt's chunks (batch
+/// invariance, docs/SERVING.md).
 template <typename T>
 static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        int64_t S, int64_t H, int64_t Hkv, int64_t D,
@@ -505,66 +511,120 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
       }
   // A task's buffers, reused from task to task on one thread.
   struct Scratch {
-    std::vector<float> scratch;
+    std::vector<float> keys, values, q, out, scratch;
     std::vector<int64_t> lo, hi;
     std::vector<KvRun<T>> keyRuns, valueRuns;
   };
   auto runTask = [&](size_t i, Scratch &w) {
-    // Plain copies, not a structured binding: the lambdas below capture
-    // them, which C++20 allows but clang 14 (the fuzz build) does not.
-    const int64_t b = tasks[i].b, g = tasks[i].g, t0 = tasks[i].t0,
-                  count = tasks[i].count;
-    int64_t seq = kv.seqs[b], cached = cache.length(seq);
-    // Token t sees positions (n - window, n], n = cached + t + 1.
-    auto first = [&](int64_t t) {
-      return window > 0 ? std::max<int64_t>(cached + t + 1 - window, 0)
-                        : int64_t(0);
-    };
-    int64_t begin = first(t0), end = cached + t0 + count;
-    // Rows (token, head of the group): each reads its query in place.
-    int64_t R = group * count;
-    w.lo.resize((size_t)R);
-    w.hi.resize((size_t)R);
-    for (int64_t t = 0; t < count; ++t)
-      for (int64_t hh = 0; hh < group; ++hh) {
-        w.lo[t * group + hh] = first(t0 + t);
-        w.hi[t * group + hh] = cached + t0 + t + 1;
-      }
-    auto runsOf = [&](int kvIndex, std::vector<KvRun<T>> &runs) {
-      runs.clear();
-      cache.template forEachRun<T>(
-          seq, layer, kvIndex, g, begin, end,
-          [&](int64_t pos, const T *run, int64_t n) {
-            KvRun<T> r{pos, run, n};
-            if constexpr (isI8) {
-              if (kvIndex == 1) { // values: their scales
-                if (c.valueScalePerToken())
-                  r.scales = cache.valueScales(seq, layer, g, pos),
-                  r.scaleStride = 1;
-                else
-                  r.scales = &c.vScales[layer][g];
+    std::vector<float> &keys = w.keys, &values = w.values, &q = w.q,
+                       &out = w.out, &scratch = w.scratch;
+    std::vector<int64_t> &lo = w.lo, &hi = w.hi;
+    std::vector<KvRun<T>> &keyRuns = w.keyRuns, &valueRuns = w.valueRuns;
+      // Plain copies, not a structured binding: the lambdas below capture
+      // them, which C++20 allows but clang 14 (the fuzz build) does not.
+      const int64_t b = tasks[i].b, g = tasks[i].g, t0 = tasks[i].t0,
+                    count = tasks[i].count;
+      int64_t seq = kv.seqs[b], cached = cache.length(seq);
+      // Token t sees positions (n - window, n], n = cached + t + 1.
+      auto first = [&](int64_t t) {
+        return window > 0 ? std::max<int64_t>(cached + t + 1 - window, 0)
+                          : int64_t(0);
+      };
+      int64_t begin = first(t0), end = cached + t0 + count;
+      // A run of values with its scales (int8: per token or per head).
+      auto valueRun = [&](int64_t pos, const T *run, int64_t n) {
+        KvRun<T> r{pos, run, n};
+        if constexpr (isI8) {
+          if (c.valueScalePerToken())
+            r.scales = cache.valueScales(seq, layer, g, pos),
+            r.scaleStride = 1;
+          else
+            r.scales = &c.vScales[layer][g];
+        }
+        return r;
+      };
+      // The keys or values of positions [begin, end) as n x D floats.
+      auto gather = [&](int kvIndex,
+                        std::vector<float> &buf) -> const float * {
+        const float *inPlace = nullptr;
+        buf.resize((size_t)((end - begin) * D));
+        cache.template forEachRun<T>(
+            seq, layer, kvIndex, g, begin, end,
+            [&](int64_t pos, const T *run, int64_t n) {
+              float *dst = buf.data() + (pos - begin) * D;
+              if constexpr (!isI8) {
+                if (n == end - begin) {
+                  inPlace = run;
+                  return;
+                }
+                std::copy_n(run, n * D, dst);
+              } else if (kvIndex == 0) {
+                const float *ks = c.keyScales(layer, g);
+                for (int64_t j = 0; j < n; ++j)
+                  for (int64_t d = 0; d < D; ++d)
+                    dst[j * D + d] = (float)run[j * D + d] * ks[d];
+              } else {
+                KvRun<T> r = valueRun(pos, run, n);
+                for (int64_t j = 0; j < n; ++j)
+                  for (int64_t d = 0; d < D; ++d)
+                    dst[j * D + d] =
+                        (float)run[j * D + d] * r.scales[j * r.scaleStride];
               }
-            }
-            runs.push_back(r);
-          });
-    };
-    runsOf(0, w.keyRuns);
-    runsOf(1, w.valueRuns);
-    // Row t * group + hh is query head g * group + hh of token t0 + t: the
-    // group's heads are adjacent in a token's H * D, so rows are D apart
-    // within a token and H * D apart between tokens. One call per token.
-    for (int64_t t = 0; t < count; ++t) {
-      const float *q = Q + (b * S + t0 + t) * H * D + g * group * D;
-      float *o = O + (b * S + t0 + t) * H * D + g * group * D;
-      const int64_t *lo = w.lo.data() + t * group, *hi = w.hi.data() + t * group;
-      if constexpr (isI8)
-        attendRuns(group, D, q, D, w.keyRuns, w.valueRuns,
-                          c.keyScales(layer, g), scale, softcap, lo, hi, o, D,
-                          w.scratch);
-      else
-        attendRuns(group, D, q, D, w.keyRuns, w.valueRuns, scale,
-                          softcap, lo, hi, o, D, w.scratch);
-    }
+            });
+        return inPlace ? inPlace : buf.data();
+      };
+      // Rows (head of the group, token): the queries packed, D apart.
+      int64_t R = group * count;
+      q.resize((size_t)(R * D));
+      out.resize((size_t)(R * D));
+      lo.resize((size_t)R);
+      hi.resize((size_t)R);
+      for (int64_t hh = 0; hh < group; ++hh)
+        for (int64_t t = 0; t < count; ++t) {
+          int64_t r = hh * count + t;
+          const float *src =
+              Q + (b * S + t0 + t) * H * D + (g * group + hh) * D;
+          std::copy(src, src + D, q.data() + r * D);
+          lo[r] = first(t0 + t) - begin;
+          hi[r] = cached + t0 + t + 1 - begin;
+        }
+      if (R < 4) { // decode: straight over the cache, nothing gathered
+        for (int64_t r = 0; r < R; ++r)
+          lo[r] += begin, hi[r] += begin;
+        auto runsOf = [&](int kvIndex, std::vector<KvRun<T>> &runs) {
+          runs.clear();
+          cache.template forEachRun<T>(
+              seq, layer, kvIndex, g, begin, end,
+              [&](int64_t pos, const T *run, int64_t n) {
+                runs.push_back(kvIndex == 1 ? valueRun(pos, run, n)
+                                            : KvRun<T>{pos, run, n});
+              });
+        };
+        runsOf(0, keyRuns);
+        runsOf(1, valueRuns);
+        if constexpr (isI8)
+          attendRuns(R, D, q.data(), D, keyRuns, valueRuns,
+                            c.keyScales(layer, g), scale, softcap, lo.data(),
+                            hi.data(), out.data(), D, scratch);
+        else
+          attendRuns(R, D, q.data(), D, keyRuns, valueRuns, scale,
+                            softcap, lo.data(), hi.data(), out.data(), D,
+                            scratch);
+      } else {
+        const float *Kr = gather(0, keys);
+        const float *Vr = gather(1, values);
+        // The keys packed for the score tiles (CpuF32Gemm.h), once for
+        // every head of the group.
+        std::optional<PackedF32Weight> packedK =
+            packF32Weight(Kr, end - begin, D);
+        attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
+                   lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
+                   scratch, packedK ? &*packedK : nullptr);
+      }
+      for (int64_t hh = 0; hh < group; ++hh)
+        for (int64_t t = 0; t < count; ++t)
+          std::copy_n(out.data() + (hh * count + t) * D, D,
+                      O + (b * S + t0 + t) * H * D + (g * group + hh) * D);
   };
   int64_t batchTokens = 0;
   for (int64_t b = 0; b < B; ++b)
