@@ -45,6 +45,30 @@ def progress(msg):
         print(f"== {msg}", file=sys.stderr, flush=True)
 
 
+# llama.cpp's model loader without its extra buffer types (weight repacking,
+# AMX): on CPUs with AMX-INT8, llama-cpp-python 0.3.36 segfaults in
+# ggml_backend_amx_mul_mat on quantized GGUFs (bench_cpu.py's --llama-repack).
+LLAMA_NO_REPACK = (
+    "import llama_cpp.llama_cpp as ll\n"
+    "orig = ll.llama_model_default_params\n"
+    "def no_extra_bufts():\n"
+    "    p = orig()\n"
+    "    p.use_extra_bufts = False\n"
+    "    return p\n"
+    "ll.llama_model_default_params = no_extra_bufts\n"
+    "import sys, runpy\n"
+    "sys.argv[0] = 'llama_cpp.server'\n"
+    "runpy.run_module('llama_cpp.server', run_name='__main__')\n")
+
+
+def cpu_has_amx():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " amx_int8" in f.read()
+    except OSError:
+        return False
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -189,6 +213,8 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count(),
                    help="compute threads of every server")
     p.add_argument("--max-sequences", type=int, default=16, help="qserve's running batch")
+    p.add_argument("--max-context", type=int, default=1024,
+                   help="tokens per request (qserve --max-context, llama.cpp n_ctx)")
     p.add_argument("--concurrency", default="1,4,16", help="concurrent clients per cell")
     p.add_argument("--requests", type=int, default=32, help="requests per cell")
     p.add_argument("--max-tokens", type=int, default=32, help="new tokens per request")
@@ -197,6 +223,10 @@ def main():
                    help="shares of requests that reuse one of four fixed prompts")
     p.add_argument("--p95-bound", type=float, default=5.0,
                    help="latency bound in seconds for the 'RPS at p95' column")
+    p.add_argument("--llama-repack", choices=["auto", "on", "off"], default="auto",
+                   help="llama.cpp's extra buffer types (weight repacking, AMX). auto: off on "
+                   "CPUs with AMX-INT8, where llama-cpp-python 0.3.36 segfaults on quantized "
+                   "GGUFs")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out-dir", default=os.path.join(ROOT, "build", "bench-serve"))
     p.add_argument("--json", help="also write the rows here")
@@ -216,12 +246,15 @@ def main():
         name, path = spec.split("=", 1)
         servers.append((name, lambda port, path=path: [
             a.qserve, path, "--port", str(port), "--threads", str(a.threads),
-            "--max-sequences", str(a.max_sequences), "--quiet"]))
+            "--max-sequences", str(a.max_sequences), "--max-context", str(a.max_context),
+            "--quiet"]))
+    repack = a.llama_repack == "on" or (a.llama_repack == "auto" and not cpu_has_amx())
+    launcher = ["-m", "llama_cpp.server"] if repack else ["-c", LLAMA_NO_REPACK]
     for spec in a.llama:
         name, path = spec.split("=", 1)
         servers.append((name, lambda port, path=path: [
-            sys.executable, "-m", "llama_cpp.server", "--model", path, "--host", "127.0.0.1",
-            "--port", str(port), "--n_threads", str(a.threads), "--n_ctx", "2048",
+            sys.executable, *launcher, "--model", path, "--host", "127.0.0.1",
+            "--port", str(port), "--n_threads", str(a.threads), "--n_ctx", str(a.max_context),
             "--model_alias", "model"]))
 
     rows = []
@@ -241,7 +274,10 @@ def main():
             s.stop()
 
     print(f"Machine: {machine()}; {a.threads} thread(s) per server; {a.requests} requests per "
-          f"cell, prompts of about {a.chars} characters, {a.max_tokens} new tokens, greedy.\n")
+          f"cell, prompts of about {a.chars} characters, {a.max_tokens} new tokens, greedy"
+          + ("" if not a.llama else
+             f"; llama.cpp's weight repacking {'on' if repack else 'off (an AMX CPU)'}")
+          + ".\n")
     print("| server | repeated prompts | clients | requests/s | tokens/s | latency p50 / p95 (s) "
           "| first token p50 / p95 (s) |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -20,6 +20,16 @@ bool has(const qcc::rt::Tokenizer &t, const char *token) {
   return t.tokenId(token) >= 0;
 }
 
+/// Jinja's `trim` (Python's strip()): the templates of Llama 2 and 3 and of
+/// Gemma apply it to each message's content.
+std::string trim(const std::string &s) {
+  const char *ws = " \t\n\r\f\v";
+  size_t a = s.find_first_not_of(ws);
+  if (a == std::string::npos)
+    return "";
+  return s.substr(a, s.find_last_not_of(ws) - a + 1);
+}
+
 } // namespace
 
 const char *qcc::serve::chatFormatName(ChatFormat f) {
@@ -81,26 +91,32 @@ ChatPrompt qcc::serve::renderChat(ChatFormat format,
   case ChatFormat::Llama3:
     for (const ChatMessage &m : messages)
       p.text += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" +
-                m.content + "<|eot_id|>";
+                trim(m.content) + "<|eot_id|>";
     p.text += "<|start_header_id|>assistant<|end_header_id|>\n\n";
     stopToken("<|eot_id|>");
     break;
   case ChatFormat::Llama2: {
-    // Llama 2's template: the system message inside the first [INST].
+    // Llama 2's template: the system message inside the first [INST]; every
+    // user turn after the first opens with BOS again.
     std::string system;
     bool first = true;
     for (const ChatMessage &m : messages) {
       if (m.role == "system") {
         system += m.content;
       } else if (m.role == "user") {
-        p.text += first ? "[INST] " : "<s>[INST] ";
+        std::string content = m.content;
         if (!system.empty())
-          p.text += "<<SYS>>\n" + system + "\n<</SYS>>\n\n";
+          content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
         system.clear();
-        p.text += m.content + " [/INST]";
+        p.text += std::string(first ? "" : "<s>") + "[INST] " + trim(content) +
+                  " [/INST]";
         first = false;
       } else {
-        p.text += " " + m.content + " </s>";
+        // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on
+        // " " + string + " </s>".
+        p.text += ' ';
+        p.text += trim(m.content);
+        p.text += " </s>";
       }
     }
     break;
@@ -112,7 +128,7 @@ ChatPrompt qcc::serve::renderChat(ChatFormat format,
         system += m.content + "\n\n";
         continue;
       }
-      std::string content = m.content;
+      std::string content = trim(m.content);
       if (m.role == "user") {
         content = system + content;
         system.clear();
