@@ -38,6 +38,8 @@ import time
 
 import numpy as np
 
+from cpu_info import cpu_has_amx, machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 TTY = sys.stderr.isatty()
@@ -327,25 +329,6 @@ def stream_copy_bandwidth(threads, mib=256, repeats=5):
     return best
 
 
-def machine():
-    """The CPU (model, the vector extensions that matter here), cores and load."""
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            have = next(ln for ln in f if ln.startswith("flags")).split()
-        flags = " ".join(x for x in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16") if x in have)
-    except (OSError, StopIteration):
-        pass
-    return (f"{model} ({flags}), {os.cpu_count()} cores, "
-            f"load average {os.getloadavg()[0]:.2f}")
-
-
 class ModelInfo:
     """What the table needs from the ONNX: positions, MatMul weight parameters,
     KV geometry (from the with-past export, else from --heads)."""
@@ -464,14 +447,6 @@ def check_gguf(a, info, gguf, work):
     return (f"llama.cpp f32 GGUF checked against onnxruntime on {seq} tokens: max |logit diff| "
             f"{err:.2g} of max |logit| {scale:.3g}, argmax agrees at {agree:.0%} of positions "
             "(tolerance 1% of the range, argmax >= 95%)")
-
-
-def cpu_has_amx():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " amx_int8" in f.read()
-    except OSError:
-        return False
 
 
 def main():

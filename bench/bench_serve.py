@@ -28,7 +28,6 @@ import concurrent.futures
 import http.client
 import json
 import os
-import platform
 import random
 import re
 import socket
@@ -36,6 +35,9 @@ import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_info import cpu_has_amx, machine  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,14 +61,6 @@ LLAMA_NO_REPACK = (
     "import sys, runpy\n"
     "sys.argv[0] = 'llama_cpp.server'\n"
     "runpy.run_module('llama_cpp.server', run_name='__main__')\n")
-
-
-def cpu_has_amx():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " amx_int8" in f.read()
-    except OSError:
-        return False
 
 
 def free_port():
@@ -188,18 +182,6 @@ def run_cell(server, prompts, popular, share, concurrency, requests, max_tokens,
             "lat_p50": percentile(lat, 50), "lat_p95": percentile(lat, 95),
             "ttft_p50": percentile(ttft, 50), "ttft_p95": percentile(ttft, 95),
             "tokens_per_request": tokens / len(results)}
-
-
-def machine():
-    cpu = platform.processor() or ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
 
 
 def main():

@@ -23,7 +23,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from bench_cpu import machine  # noqa: E402
+from cpu_info import machine  # noqa: E402
 
 AUSTEN = os.path.join(ROOT, "examples", "austen")
 
