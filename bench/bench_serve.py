@@ -6,8 +6,8 @@ cache, prefix caching) on qcc artifacts, and llama.cpp's server
 For each server, each share of repeated prompts and each concurrency C: C
 clients each send streaming /v1/completions one after another until
 --requests have finished; prompts are excerpts of the held-out Austen text
-(examples/austen/heldout.txt, seeded), and with --repeat-share a fraction of
-the requests reuse one of four fixed prompts instead (a workload with shared
+(examples/austen/heldout.txt, seeded, fresh for every cell), and with
+--repeat-share a fraction of the requests reuse one of four fixed prompts instead (a workload with shared
 prefixes: the prefix cache's case). Greedy, --max-tokens new tokens each.
 Per cell: requests/s, generated tokens/s, latency p50/p95, time to first
 token p50/p95; per server and share, the most requests/s whose p95 latency
@@ -153,10 +153,12 @@ def percentile(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def run_cell(server, prompts, popular, share, concurrency, requests, max_tokens, seed):
+def run_cell(server, prompts, popular, share, concurrency, max_tokens, seed):
+    """One cell: len(prompts) requests, each prompt unique to this cell (so
+    that no cell finds the previous cells' prompts in the prefix cache) unless
+    it is one of `popular` (share of the requests)."""
     rng = random.Random(seed)
-    plan = [rng.choice(popular) if rng.random() < share else prompts[i % len(prompts)]
-            for i in range(requests)]
+    plan = [rng.choice(popular) if rng.random() < share else p for p in prompts]
     lock = threading.Lock()
     nxt = [0]
     results = []
@@ -218,8 +220,7 @@ def main():
         p.error("give at least one --variant or --llama")
     os.makedirs(a.out_dir, exist_ok=True)
     text = open(os.path.join(ROOT, "examples", "austen", "heldout.txt"), encoding="utf-8").read()
-    prompts = prompts_from(text, a.chars, 64, a.seed)
-    popular = prompts_from(text, a.chars, 4, a.seed + 1)
+    popular = prompts_from(text, a.chars, 4, a.seed)
     levels = [int(x) for x in a.concurrency.split(",")]
     shares = [float(x) for x in a.repeat_share.split(",")]
 
@@ -237,7 +238,9 @@ def main():
         servers.append((name, lambda port, path=path: [
             sys.executable, *launcher, "--model", path, "--host", "127.0.0.1",
             "--port", str(port), "--n_threads", str(a.threads), "--n_ctx", str(a.max_context),
-            "--model_alias", "model"]))
+            # Its default (True) ends a running stream when another request
+            # arrives: queue them instead, as a server must.
+            "--interrupt_requests", "False", "--model_alias", "model"]))
 
     rows = []
     for name, cmd in servers:
@@ -246,11 +249,14 @@ def main():
         log = os.path.join(a.out_dir, re.sub(r"\W+", "_", name) + ".log")
         s = Server(name, cmd(port), port, log)
         try:
-            stream_completion(port, s.model, prompts[0], 4)  # warm-up
-            for share in shares:
-                for c in levels:
+            stream_completion(port, s.model, "Warm-up.", 4)
+            for i, share in enumerate(shares):
+                for j, c in enumerate(levels):
                     progress(f"{name}: repeat share {share:g}, {c} clients")
-                    r = run_cell(s, prompts, popular, share, c, a.requests, a.max_tokens, a.seed)
+                    # The same prompts for every server; fresh ones per cell.
+                    cell = a.seed + 1 + i * len(levels) + j
+                    prompts = prompts_from(text, a.chars, a.requests, 1000 * cell)
+                    r = run_cell(s, prompts, popular, share, c, a.max_tokens, cell)
                     rows.append({"server": name, "share": share, "clients": c, **r})
         finally:
             s.stop()
@@ -260,12 +266,13 @@ def main():
           + ("" if not a.llama else
              f"; llama.cpp's weight repacking {'on' if repack else 'off (an AMX CPU)'}")
           + ".\n")
-    print("| server | repeated prompts | clients | requests/s | tokens/s | latency p50 / p95 (s) "
-          "| first token p50 / p95 (s) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| server | repeated prompts | clients | requests/s | tokens/s | tokens/request "
+          "| latency p50 / p95 (s) | first token p50 / p95 (s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['server']} | {r['share']:.0%} | {r['clients']} | {r['rps']:.2f} | "
-              f"{r['tok_s']:.1f} | {r['lat_p50']:.2f} / {r['lat_p95']:.2f} | "
+              f"{r['tok_s']:.1f} | {r['tokens_per_request']:.1f} | "
+              f"{r['lat_p50']:.2f} / {r['lat_p95']:.2f} | "
               f"{r['ttft_p50']:.2f} / {r['ttft_p95']:.2f} |")
     print(f"\nMost requests/s with p95 latency <= {a.p95_bound:g} s:\n")
     print("| server | repeated prompts | requests/s | at clients |")

@@ -72,10 +72,7 @@ void Request::finish(FinishReason r, std::string error) {
 Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
                const EngineOptions &o)
     : artifact(a), executor(e), tokenizer(t), opts(o) {
-  if (!generatesWithCache(a, /*noCache=*/false))
-    throw std::runtime_error(
-        a.path() + ": serving needs the prefill and decode entry points over a "
-                   "KV cache (compile the decoder without --kv-cache=none)");
+  checkServable(a);
   const KvCacheConfig &cfg = *a.kvCache();
   if (opts.maxSequences < 1)
     throw std::runtime_error("--max-sequences must be at least 1");
@@ -104,6 +101,13 @@ Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
   logitsPrefill = logitsOutput(a.function("prefill")).name;
   logitsDecode = logitsOutput(a.function("decode")).name;
   thread = std::thread([this] { loop(); });
+}
+
+void Engine::checkServable(const Artifact &a) {
+  if (!generatesWithCache(a, /*noCache=*/false))
+    throw std::runtime_error(
+        a.path() + ": serving needs the prefill and decode entry points over a "
+                   "KV cache (compile the decoder without --kv-cache=none)");
 }
 
 Engine::~Engine() {

@@ -147,6 +147,9 @@ public:
          const rt::Tokenizer &tokenizer, const EngineOptions &options);
   /// Stops the loop; requests still open finish as Cancelled.
   ~Engine();
+  /// Throws one line when `artifact` cannot be served (no prefill and
+  /// decode over a KV cache); tools call it before loading anything else.
+  static void checkServable(const rt::Artifact &artifact);
   Engine(const Engine &) = delete;
   Engine &operator=(const Engine &) = delete;
 

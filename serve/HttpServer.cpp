@@ -97,6 +97,9 @@ void OpenAiServer::Impl::complete(const httplib::Request &req,
     if (u.reason == FinishReason::Error)
       return sendError(res, 500, "generation failed: " + u.error,
                        "server_error");
+    if (u.reason == FinishReason::Cancelled) // the engine is stopping
+      return sendError(res, 503, "the server is shutting down",
+                       "service_unavailable");
     res.set_content(dumpJson(responseBody(api, id, created, opts.modelName,
                                           u.text, u.reason,
                                           usageOf(*request, u))),

@@ -281,3 +281,31 @@ def test_prefix_cache(client, qrun_text):
         assert cached >= 16 and cached % 16 == 0 and cached < r.usage.prompt_tokens, cached
     assert again.choices[0].text == first.choices[0].text == qrun_text(prompt, 16)
     assert second.choices[0].text == qrun_text(prompt + " He", 16)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--max-sequences", "0"], "--max-sequences"),
+    (["--port", "70000"], "--port"),
+    (["--chat-template", "jinja"], "--chat-template: 'jinja' is not auto or one of"),
+    (["--max-context", "100000"], "--max-context needs 100000 positions"),
+])
+def test_bad_flags_one_line(demo_artifact, flags, message):
+    import subprocess
+    from conftest import tool
+    p = subprocess.run([str(tool("qserve")), str(demo_artifact), "--quiet", *flags],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qserve: error: ") and message in lines[0], lines
+
+
+def test_encoder_is_refused(workdir):
+    import subprocess
+    from conftest import ROOT, tool
+    bert = workdir / "bert.qpkg"
+    subprocess.run([str(tool("qcc")), str(ROOT / "test" / "models" / "bert.onnx"), "--no-cuda",
+                    "-o", str(bert)], check=True, capture_output=True)
+    p = subprocess.run([str(tool("qserve")), str(bert), "--quiet"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1
+    assert "serving needs the prefill and decode entry points" in p.stderr, p.stderr

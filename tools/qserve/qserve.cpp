@@ -68,6 +68,7 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--port", o.server.port,
                  "TCP port (0: a free one, printed on stderr)")
+      ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   app.add_option("--model-name", o.modelName,
                  "The model id clients send and /v1/models lists (default: "
@@ -158,6 +159,7 @@ int main(int argc, char **argv) {
     if (o.threads > 0)
       rt::setCpuThreads(o.threads);
     rt::Artifact artifact = rt::Artifact::load(o.model);
+    serve::Engine::checkServable(artifact);
     rt::Tokenizer tokenizer = rt::artifactTokenizer(artifact);
     o.server.modelName = o.modelName.empty()
                              ? std::filesystem::path(o.model).stem().string()
