@@ -1530,8 +1530,16 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
         for (int64_t n = n0; n < n1; ++n)
           y[m * N + n] += res[m * N + n];
   };
-  if (packed && packed->n == N && packed->k == K)
+  if (packed && packed->n == N && packed->k == K) {
     f32GemmThen(x.data<float>(), K, M, *packed, y, N, epilogue);
+    return {std::move(r)};
+  }
+  // A weight the session did not pack (computed at run time, e.g. widened
+  // from f16): packed here, so that every linear runs the same kernel and a
+  // row's sums do not depend on M (BLAS picks its blocking by shape; batch
+  // invariance, docs/SERVING.md). Without AVX-512, BLAS.
+  if (std::optional<PackedF32Weight> p = packF32Weight(w.data<float>(), N, K))
+    f32GemmThen(x.data<float>(), K, M, *p, y, N, epilogue);
   else
     sgemmThen(false, true, M, N, K, 1.0f, x.data<float>(), K,
               w.data<float>(), K, 0.0f, y, N, epilogue);
