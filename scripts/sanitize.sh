@@ -2,8 +2,9 @@
 # The sanitizer step of scripts/test.sh (docs/THREAT_MODEL.md):
 #  1. build-asan/: the artifact format and the runtime (QCC_WITH_COMPILER=OFF)
 #     with gcc's -fsanitize=address,undefined (any report is fatal), then
-#     ctest there: the runtime's unit tests (qcc-runtime-tests) and the fuzz
-#     replays (fuzz-replay-*: seeds and test/fuzz-regressions/);
+#     ctest there: the runtime's unit tests (qcc-runtime-tests), qserve's
+#     (qcc-serve-tests) and the fuzz replays (fuzz-replay-*: seeds and
+#     test/fuzz-regressions/); then test/serve's suite against this qserve;
 #  2. when clang is there, build-fuzz/ (clang, ASan+UBSan, the compiler
 #     included): scripts/fuzz.sh runs every libFuzzer target for FUZZ_SECONDS
 #     (default 30) each, the ONNX importer's among them, after replaying its
@@ -37,6 +38,20 @@ tail -3 "$BUILD/ctest.out"
 if [ $status -ne 0 ]; then
   grep -E "Failed|\*\*\*" "$BUILD/ctest.out" >&2 || true
   exit $status
+fi
+# qserve under the sanitizers: test/serve's suite (hostile bodies, disconnects,
+# 64 concurrent streams) against this build's qserve, the artifacts compiled
+# by the main build's qcc.
+MAIN_BIN=${MAIN_BIN_DIR:-build/bin}
+if [ -x .venv/bin/python ] && [ -x "$MAIN_BIN/qcc" ]; then
+  QCC_BIN_DIR="$MAIN_BIN" QCC_QSERVE="$BUILD/bin/qserve" PYTHONDONTWRITEBYTECODE=1 \
+    .venv/bin/python -m pytest -q -p no:cacheprovider test/serve > "$BUILD/serve.out" 2>&1 || {
+    status=1
+    tail -30 "$BUILD/serve.out" >&2
+  }
+  tail -1 "$BUILD/serve.out" | sed 's/^/qserve under ASan+UBSan: /'
+else
+  echo "sanitize: no .venv or $MAIN_BIN/qcc: qserve's suite under the sanitizers was not run" >&2
 fi
 if ! command -v "${FUZZ_CXX:-clang++}" > /dev/null; then
   echo "sanitize: no clang: the libFuzzer targets and the lit suite under the sanitizers were not run" >&2

@@ -1,7 +1,8 @@
 """Fixtures of the server's tests (docs/SERVING.md): the demo model compiled
 once, and qserve started on 127.0.0.1 on a free port (the port read from its
 "[qserve] ... on http://127.0.0.1:PORT" line), stopped with SIGTERM at the
-end, which must exit 0. QCC_BIN_DIR names the build's bin/ (ctest sets it)."""
+end, which must exit 0. QCC_BIN_DIR names the build's bin/ (ctest sets it);
+QCC_QSERVE, another qserve binary to test (the sanitizer build's)."""
 import os
 import pathlib
 import re
@@ -17,7 +18,9 @@ BIN = pathlib.Path(os.environ.get("QCC_BIN_DIR", ROOT / "build" / "bin"))
 
 
 def tool(name):
-    path = BIN / name
+    # QCC_QSERVE: another qserve (scripts/sanitize.sh runs its ASan build here).
+    override = os.environ.get("QCC_QSERVE") if name == "qserve" else None
+    path = pathlib.Path(override) if override else BIN / name
     if not path.is_file():
         pytest.fail(f"{path} missing: build with scripts/build.sh, or set QCC_BIN_DIR")
     return path
