@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qcc::format {
@@ -85,6 +86,11 @@ void limitMemoryForFuzzing(uint64_t bytes);
 /// when it cannot be read, or is not a regular file (a FIFO or /dev/zero
 /// never ends).
 std::vector<char> readFileChecked(const std::string &path);
+
+/// The deepest nesting of [ and { in JSON text, outside strings: checked
+/// before a parser builds a document from untrusted text (an artifact's
+/// manifest, an HTTP request body).
+int jsonDepth(std::string_view text);
 
 } // namespace qcc::format
 

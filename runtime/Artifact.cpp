@@ -36,28 +36,6 @@ struct Loader {
   }
 };
 
-/// The deepest nesting of [ and { in JSON text, outside strings.
-int jsonDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool inString = false, escaped = false;
-  for (char c : text) {
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 } // namespace
 
 /// `j` as an int64_t, if it is an integer that fits.
@@ -549,7 +527,7 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
   a.bytes_ = bytes;
   try {
     std::string_view text(bytes->data() + h.manifestOffset, h.manifestSize);
-    if (jsonDepth(text) > kMaxManifestDepth)
+    if (qcc::format::jsonDepth(text) > kMaxManifestDepth)
       l.fail("corrupted manifest: nested deeper than " +
              std::to_string(kMaxManifestDepth) + " levels");
     a.manifest_ = json::parse(text);

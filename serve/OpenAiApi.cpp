@@ -1,6 +1,8 @@
 //===- OpenAiApi.cpp ------------------------------------------------------===//
 #include "serve/OpenAiApi.h"
 
+#include "format/Checked.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -19,29 +21,6 @@ constexpr size_t kMaxStops = 4;
 
 ApiError bad(const std::string &param, const std::string &message) {
   return ApiError(400, param + ": " + message, param);
-}
-
-void checkDepth(const std::string &body) {
-  int depth = 0;
-  bool inString = false, escaped = false;
-  for (char c : body) {
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth)
-        throw ApiError(400, "the request body nests deeper than " +
-                                std::to_string(kMaxDepth) + " levels");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
 }
 
 double number(const json &v, const std::string &name, double lo, double hi,
@@ -146,7 +125,9 @@ std::vector<int64_t> completionPrompt(const json &v, const ApiContext &c) {
 
 ApiRequest qcc::serve::parseApiRequest(const std::string &body, bool chat,
                                        const ApiContext &c) {
-  checkDepth(body);
+  if (qcc::format::jsonDepth(body) > kMaxDepth)
+    throw ApiError(400, "the request body nests deeper than " +
+                            std::to_string(kMaxDepth) + " levels");
   json j;
   try {
     j = json::parse(body);
