@@ -16,7 +16,7 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
   bool kernels = o.plan == Session::Plan::Kernels;
   auto cpu = [&](const std::string &why) {
     if (!o.quiet)
-      log << "[qrun] CPU backend: " << why << "\n";
+      log << "[" << o.tool << "] CPU backend: " << why << "\n";
     auto s = std::make_unique<Session>(a);
     s->setPlan(o.plan);
     return s;
@@ -33,7 +33,7 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
       g->setCheck(o.checkGpu);
       const CudaDevice &d = ctx->device();
       if (!o.quiet)
-        log << "[qrun] CUDA backend: " << d.name << " (" << d.arch() << "); "
+        log << "[" << o.tool << "] CUDA backend: " << d.name << " (" << d.arch() << "); "
             << g->planSummary() << "\n";
       return g;
     } catch (const std::exception &e) {

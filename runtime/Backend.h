@@ -13,6 +13,7 @@
 
 #include <iosfwd>
 #include <memory>
+#include <string>
 
 namespace qcc::rt {
 
@@ -27,6 +28,7 @@ struct BackendOptions {
   Session::Plan plan = Session::Plan::Ops; // the CPU backend's node list
   bool checkGpu = false; // CUDA: compare each kernel region with the CPU
   bool quiet = false;    // no backend line
+  std::string tool = "qrun"; // the backend line's prefix: [qrun] ...
 };
 
 /// The executor `options` ask for, writing "[qrun] CPU backend: WHY" or

@@ -178,6 +178,7 @@ int main(int argc, char **argv) {
                 : o.backend == "cuda" ? rt::Backend::Cuda
                                       : rt::Backend::Auto;
     b.quiet = o.quiet;
+    b.tool = "qserve";
     auto executor = rt::makeExecutor(artifact, b, std::cerr);
     serve::Engine engine(artifact, *executor, tokenizer, o.engine);
     serve::OpenAiServer server(engine, tokenizer, o.server);
