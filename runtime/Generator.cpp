@@ -197,6 +197,29 @@ Tensor qcc::rt::sequenceLogits(Executor &executor, const Function &fn,
   return logitsOf(executor.run(fn.name, sequenceInputs(fn, in)), fn);
 }
 
+Tensor qcc::rt::cachedLogits(Executor &executor, const Function &fn,
+                             KvCache &cache, const std::vector<int64_t> &seqs,
+                             const std::vector<std::span<const int64_t>> &tokens) {
+  int64_t rows = (int64_t)seqs.size(), width = 0;
+  for (const auto &t : tokens)
+    width = std::max<int64_t>(width, (int64_t)t.size());
+  Tensor ids(DType::I64, {rows, width}), pos(DType::I64, {rows, width});
+  KvBatch batch{&cache, seqs, {}};
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t cached = cache.length(seqs[r]);
+    for (int64_t t = 0; t < width; ++t) {
+      bool real = t < (int64_t)tokens[r].size();
+      ids.data<int64_t>()[r * width + t] = real ? tokens[r][t] : 0;
+      pos.data<int64_t>()[r * width + t] = real ? cached + t : 0;
+    }
+    batch.valid.push_back((int64_t)tokens[r].size());
+  }
+  return logitsOf(executor.run(fn.name,
+                               {{fn.inputs[0].name, ids}, {fn.inputs[1].name, pos}},
+                               &batch),
+                  fn);
+}
+
 bool qcc::rt::hasFunction(const Artifact &a, const std::string &name) {
   for (const Function &f : a.functions())
     if (f.name == name)

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,14 @@ Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
 /// [1, seq, vocab].
 Tensor sequenceLogits(Executor &executor, const Function &fn,
                       const std::vector<int64_t> &ids);
+
+/// One call of a cache entry point `fn` (prefill or decode): row b
+/// continues sequence seqs[b] of `cache` with tokens[b] at positions
+/// length(seqs[b]) + t, right-padded to the longest row with id 0 at
+/// position 0 (docs/KV_CACHE.md). Returns the logits [B, S, vocab] in f32.
+Tensor cachedLogits(Executor &executor, const Function &fn, KvCache &cache,
+                    const std::vector<int64_t> &seqs,
+                    const std::vector<std::span<const int64_t>> &tokens);
 
 /// Whether `artifact` has an entry point named `name`.
 bool hasFunction(const Artifact &artifact, const std::string &name);

@@ -71,8 +71,9 @@ void Request::finish(FinishReason r, std::string error) {
 
 Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
                const EngineOptions &o)
-    : artifact(a), executor(e), tokenizer(t), opts(o) {
-  checkServable(a);
+    : executor(e), tokenizer(t), opts(o),
+      prefill((checkServable(a), a.function("prefill"))),
+      decode(a.function("decode")) {
   const KvCacheConfig &cfg = *a.kvCache();
   if (opts.maxSequences < 1)
     throw std::runtime_error("--max-sequences must be at least 1");
@@ -98,8 +99,6 @@ Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
                                       : perRequest * opts.maxSequences;
   KvCache::checkCapacity(cfg, copts);
   cache = std::make_unique<KvCache>(cfg, executor.cacheOptions(copts));
-  logitsPrefill = logitsOutput(a.function("prefill")).name;
-  logitsDecode = logitsOutput(a.function("decode")).name;
   thread = std::thread([this] { loop(); });
 }
 
@@ -188,8 +187,6 @@ MetricsSnapshot Engine::metrics() const {
   s.cacheUnits = cache->paged() ? cache->numBlocks() : cache->maxSequences();
   return s;
 }
-
-int64_t Engine::cacheUnitsInUse() const { return unitsInUse; }
 
 void Engine::loop() {
   std::vector<std::shared_ptr<Request>> running;
@@ -340,17 +337,13 @@ void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
   if (rows.empty())
     return;
   int64_t B = (int64_t)rows.size();
-  KvBatch kv{cache.get(), {}, {}};
-  Tensor ids(DType::I64, {B, 1}), pos(DType::I64, {B, 1});
-  for (int64_t b = 0; b < B; ++b) {
-    ids.data<int64_t>()[b] = rows[b]->next;
-    pos.data<int64_t>()[b] = cache->length(rows[b]->seq);
-    kv.seqs.push_back(rows[b]->seq);
-    kv.valid.push_back(1);
+  std::vector<int64_t> seqs;
+  std::vector<std::span<const int64_t>> tokens;
+  for (Request *r : rows) {
+    seqs.push_back(r->seq);
+    tokens.push_back({&r->next, 1});
   }
-  auto out =
-      executor.run("decode", {{"input_ids", ids}, {"positions", pos}}, &kv);
-  Tensor logits = convertFloat(out.at(logitsDecode), DType::F32);
+  Tensor logits = cachedLogits(executor, decode, *cache, seqs, tokens);
   int64_t V = logits.dim(-1);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -368,7 +361,7 @@ void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
 void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
   std::vector<Request *> rows;
   std::vector<int64_t> counts;
-  int64_t budget = opts.prefillChunk, S = 0;
+  int64_t budget = opts.prefillChunk;
   for (auto &r : running) {
     if (budget == 0)
       break;
@@ -378,28 +371,18 @@ void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
     budget -= n;
     rows.push_back(r.get());
     counts.push_back(n);
-    S = std::max(S, n);
   }
   if (rows.empty())
     return;
-  int64_t B = (int64_t)rows.size();
-  // Right-padded [B, S]; pads get id 0 and position 0 (Generator's way).
-  KvBatch kv{cache.get(), {}, {}};
-  Tensor ids(DType::I64, {B, S}), pos(DType::I64, {B, S});
-  std::fill_n(ids.data<int64_t>(), B * S, 0);
-  std::fill_n(pos.data<int64_t>(), B * S, 0);
-  for (int64_t b = 0; b < B; ++b) {
-    Request &r = *rows[b];
-    for (int64_t t = 0; t < counts[b]; ++t) {
-      ids.data<int64_t>()[b * S + t] = r.params.prompt[r.prefilled + t];
-      pos.data<int64_t>()[b * S + t] = r.prefilled + t;
-    }
-    kv.seqs.push_back(r.seq);
-    kv.valid.push_back(counts[b]);
+  std::vector<int64_t> seqs;
+  std::vector<std::span<const int64_t>> tokens;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    seqs.push_back(rows[b]->seq);
+    tokens.push_back(std::span<const int64_t>(rows[b]->params.prompt)
+                         .subspan(rows[b]->prefilled, counts[b]));
   }
-  auto out =
-      executor.run("prefill", {{"input_ids", ids}, {"positions", pos}}, &kv);
-  Tensor logits = convertFloat(out.at(logitsPrefill), DType::F32);
+  Tensor logits = cachedLogits(executor, prefill, *cache, seqs, tokens);
+  int64_t S = logits.dim(1);
   int64_t V = logits.dim(-1);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -407,14 +390,15 @@ void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
     for (int64_t n : counts)
       metrics_.promptTokens += (uint64_t)n;
   }
-  for (int64_t b = 0; b < B; ++b) {
+  for (size_t b = 0; b < rows.size(); ++b) {
     Request &r = *rows[b];
     r.prefilled += counts[b];
     if (opts.prefixCache)
       cache->publishPrefix(r.seq, r.params.prompt);
     if (r.prefilled < r.promptTokens())
       continue;
-    const float *row = logits.data<float>() + (b * S + counts[b] - 1) * V;
+    const float *row =
+        logits.data<float>() + ((int64_t)b * S + counts[b] - 1) * V;
     accept(r, r.sampler.sample(row, V, r.history));
   }
 }

@@ -158,12 +158,9 @@ public:
   /// full or when the engine is stopping.
   std::shared_ptr<Request> submit(RequestParams params);
 
-  const EngineOptions &options() const { return opts; }
   int64_t maxContext() const { return opts.maxContext; }
   /// The counters, gauges and histograms /metrics shows.
   MetricsSnapshot metrics() const;
-  /// Cache blocks (paged) or slots (contiguous) held by requests now.
-  int64_t cacheUnitsInUse() const;
 
 private:
   void loop();
@@ -176,11 +173,10 @@ private:
   void retire(Request &r, FinishReason reason, std::string error = {});
   int64_t unitsFor(int64_t tokens) const;
 
-  const rt::Artifact &artifact;
   rt::Executor &executor;
   const rt::Tokenizer &tokenizer;
   EngineOptions opts;
-  std::string logitsPrefill, logitsDecode;
+  const rt::Function &prefill, &decode; ///< the artifact's entry points
   std::unique_ptr<rt::KvCache> cache;
 
   mutable std::mutex mu; ///< guards waiting, stopping, metrics_

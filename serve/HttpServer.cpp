@@ -62,7 +62,7 @@ struct Stream {
 
 struct OpenAiServer::Impl {
   Impl(Engine &e, const qcc::rt::Tokenizer &t, const ServerOptions &o)
-      : engine(e), tokenizer(t), opts(o),
+      : engine(e), opts(o),
         context{t, o.chatFormat, o.modelName, e.maxContext(),
                 o.chatDefaultMaxTokens} {}
 
@@ -70,7 +70,6 @@ struct OpenAiServer::Impl {
   void complete(const httplib::Request &req, httplib::Response &res, bool chat);
 
   Engine &engine;
-  const qcc::rt::Tokenizer &tokenizer;
   ServerOptions opts;
   ApiContext context;
   httplib::Server http;

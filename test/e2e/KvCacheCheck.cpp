@@ -56,31 +56,14 @@ Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids
   return sequenceLogits(s, a.function("main"), ids);
 }
 
-/// One prefill/decode call over the rows `seqs` with right-padded `tokens`
-/// starting at each row's cached length; returns the logits [B, S, vocab].
+/// One prefill/decode call over the rows `seqs` (runtime/Generator.h's
+/// cachedLogits); returns the logits [B, S, vocab].
 Tensor cachedStep(Session &s, const Artifact &a, KvCache &cache,
                   const std::string &entry,
                   const std::vector<int64_t> &seqs,
                   const std::vector<std::vector<int64_t>> &tokens) {
-  const Function &fn = a.function(entry);
-  int64_t rows = seqs.size(), width = 0;
-  for (const auto &t : tokens)
-    width = std::max<int64_t>(width, t.size());
-  Tensor ids(DType::I64, {rows, width}), pos(DType::I64, {rows, width});
-  KvBatch batch{&cache, seqs, {}};
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t cached = cache.length(seqs[r]);
-    for (int64_t t = 0; t < width; ++t) {
-      bool real = t < (int64_t)tokens[r].size();
-      ids.data<int64_t>()[r * width + t] = real ? tokens[r][t] : 0;
-      pos.data<int64_t>()[r * width + t] = real ? cached + t : 0;
-    }
-    batch.valid.push_back(tokens[r].size());
-  }
-  return logitsOf(
-      s.run(entry, {{fn.inputs[0].name, ids}, {fn.inputs[1].name, pos}},
-            &batch),
-      fn);
+  return cachedLogits(s, a.function(entry), cache, seqs,
+                      {tokens.begin(), tokens.end()});
 }
 
 double maxAbs(const float *p, int64_t n) {
