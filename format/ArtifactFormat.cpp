@@ -25,6 +25,21 @@ uint32_t qcc::format::fileCrc(const char *file, size_t size) {
   return crc32Of(file + after, size - after, crc32Of(file, field));
 }
 
+uint32_t
+qcc::format::fileCrc(const char *file, size_t size,
+                     const std::function<void(const char *, size_t)> &done) {
+  constexpr size_t field = offsetof(Header, crc32);
+  constexpr size_t after = field + sizeof(Header::crc32);
+  constexpr size_t chunk = size_t(8) << 20;
+  uint32_t crc = crc32Of(file, field);
+  for (size_t at = after; at < size; at += chunk) {
+    size_t n = std::min(chunk, size - at);
+    crc = crc32Of(file + at, n, crc);
+    done(file + at, n);
+  }
+  return crc;
+}
+
 void qcc::format::sealCrc(std::vector<char> &file) {
   if (file.size() < kHeaderSize)
     return;

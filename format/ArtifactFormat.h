@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,11 @@ uint32_t crc32Of(const void *data, size_t size, uint32_t crc = 0);
 /// The CRC a file's header must hold: of all its bytes but the crc32 field.
 /// `size` >= kHeaderSize.
 uint32_t fileCrc(const char *file, size_t size);
+/// The same, over chunks of a few MiB, calling `done(chunk, bytes)` after
+/// each: a mapped file's loader drops the pages it has checked, so that the
+/// check does not make the whole file resident at once.
+uint32_t fileCrc(const char *file, size_t size,
+                 const std::function<void(const char *, size_t)> &done);
 
 /// Writes fileCrc into the header of `file` (if it is long enough to have
 /// one): what a writer does last.

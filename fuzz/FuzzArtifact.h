@@ -50,16 +50,19 @@ inline void loadAndCheck(std::shared_ptr<std::vector<char>> bytes) {
   static const bool limited =
       (format::limitMemoryForFuzzing(uint64_t(1) << 30), true);
   (void)limited;
+  // Mapped, as qrun maps a file: the loader's path for real artifacts.
+  std::shared_ptr<const format::FileBytes> file =
+      format::FileBytes::mapCopy({bytes->data(), bytes->size()});
   std::optional<rt::Artifact> loaded;
   try {
-    loaded = rt::Artifact::fromBytes(bytes, "fuzz.qpkg");
+    loaded = rt::Artifact::fromFile(file, "fuzz.qpkg");
   } catch (const std::runtime_error &) {
     return; // refused with a message: what must happen to bad input
   }
   const rt::Artifact &a = *loaded;
   format::Header h;
-  std::memcpy(&h, bytes->data(), sizeof h);
-  const char *data = bytes->data() + h.dataOffset;
+  std::memcpy(&h, file->data(), sizeof h);
+  const char *data = file->data() + h.dataOffset;
   const char *end = data + h.dataSize;
   // A constant from a synthetic record (qcc --synthetic-weights) lives in the
   // loader's own allocation, of its value's type; every other in the data.

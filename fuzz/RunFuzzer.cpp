@@ -125,11 +125,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   (void)limited;
   std::string_view in(reinterpret_cast<const char *>(data), size);
   size_t nul = std::min(in.find('\0'), in.size());
-  auto bytes = std::make_shared<std::vector<char>>(format::packageFile(
-      in.substr(0, nul), in.substr(std::min(nul + 1, in.size()))));
+  std::vector<char> bytes = format::packageFile(
+      in.substr(0, nul), in.substr(std::min(nul + 1, in.size())));
   std::optional<Artifact> a;
   try {
-    a = Artifact::fromBytes(std::move(bytes), "fuzz.qpkg");
+    // Mapped, as qrun maps a file.
+    a = Artifact::fromFile(
+        format::FileBytes::mapCopy({bytes.data(), bytes.size()}), "fuzz.qpkg");
   } catch (const std::runtime_error &) {
     return 0; // the artifact targets test the refusals
   }

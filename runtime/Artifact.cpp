@@ -408,9 +408,19 @@ static void checkOutliers(const Loader &l, const Artifact &a,
   walk(fn.nodes);
 }
 
-Artifact Artifact::load(const std::string &path) {
-  std::vector<char> file = format::readFileChecked(path);
-  return fromBytes(std::make_shared<std::vector<char>>(std::move(file)), path);
+Artifact Artifact::load(const std::string &path, FileAccess access) {
+  switch (access) {
+  case FileAccess::Map:
+    return fromFile(format::FileBytes::map(path), path);
+  case FileAccess::Read:
+    return fromFile(format::FileBytes::read(path), path);
+  }
+  throw std::logic_error("unknown FileAccess");
+}
+
+Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
+                             const std::string &path) {
+  return fromFile(format::FileBytes::hold(std::move(bytes)), path);
 }
 
 /// The manifest's "synthetic" records (qcc --synthetic-weights), each
@@ -490,15 +500,16 @@ expandSynthetic(const Loader &l, const json &m,
   return out;
 }
 
-Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
-                             const std::string &path) {
+Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
+                            const std::string &path) {
   Loader l{path};
-  size_t size = bytes->size();
+  const format::FileBytes &bytes = *file;
+  size_t size = bytes.size();
   if (size < kHeaderSize)
     l.fail("not a qcc artifact (" + std::to_string(size) +
            " bytes, shorter than the header)");
   Header h;
-  std::memcpy(&h, bytes->data(), sizeof h);
+  std::memcpy(&h, bytes.data(), sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     l.fail("not a qcc artifact (bad magic)");
   if (h.version != kFormatVersion)
@@ -509,7 +520,11 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
     l.fail("truncated or padded: the header says " +
            std::to_string(h.fileSize) + " bytes, the file has " +
            std::to_string(size));
-  if (format::fileCrc(bytes->data(), size) != h.crc32)
+  // A mapped file's pages are dropped as they are checked: the check reads
+  // every byte, and the weights a backend packs need not stay resident.
+  if (format::fileCrc(bytes.data(), size,
+                      [&](const char *p, size_t n) { bytes.release(p, n); }) !=
+      h.crc32)
     l.fail("corrupted: checksum mismatch");
   // The CRC only proves the writer meant these bytes; a hostile writer
   // recomputes it. Everything below is checked as if it had none.
@@ -524,9 +539,9 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
 
   Artifact a;
   a.path_ = path;
-  a.bytes_ = bytes;
+  a.file_ = file;
   try {
-    std::string_view text(bytes->data() + h.manifestOffset, h.manifestSize);
+    std::string_view text(bytes.data() + h.manifestOffset, h.manifestSize);
     if (qcc::format::jsonDepth(text) > kMaxManifestDepth)
       l.fail("corrupted manifest: nested deeper than " +
              std::to_string(kMaxManifestDepth) + " levels");
@@ -545,7 +560,7 @@ Artifact Artifact::fromBytes(std::shared_ptr<std::vector<char>> bytes,
     a.constants_.resize(a.valueTypes_.size());
     std::vector<Tensor> synthetic =
         expandSynthetic(l, m, a.synthetic_, a.syntheticBytes_);
-    const char *data = bytes->data() + h.dataOffset;
+    const char *data = bytes.data() + h.dataOffset;
     for (const json &c : m.at("constants")) {
       int64_t id = valueId(l, c.at("value"), a.numValues(), "constant");
       std::string what = "manifest: constant " + std::to_string(id);
@@ -780,7 +795,7 @@ Artifact::kernelBinary(const KernelRecord &k, const std::string &target) const {
   auto it = k.binaries.find(target);
   if (it == k.binaries.end())
     return std::nullopt;
-  return std::string_view(bytes_->data() + dataOffset_ + it->second.first,
+  return std::string_view(file_->data() + dataOffset_ + it->second.first,
                           it->second.second);
 }
 
@@ -795,6 +810,6 @@ Artifact::section(const std::string &name) const {
   auto it = sections_.find(name);
   if (it == sections_.end())
     return std::nullopt;
-  return std::string_view(bytes_->data() + dataOffset_ + it->second.first,
+  return std::string_view(file_->data() + dataOffset_ + it->second.first,
                           it->second.second);
 }

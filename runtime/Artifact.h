@@ -19,6 +19,7 @@
 #define QCC_RUNTIME_ARTIFACT_H
 
 #include "format/ArtifactFormat.h"
+#include "format/FileBytes.h"
 #include "format/OpKind.h"
 #include "format/KernelKinds.h"
 #include "format/LaunchRecord.h"
@@ -93,18 +94,27 @@ struct Function {
   std::vector<Node> nodes;
 };
 
+/// How load() reaches the file's bytes (format/FileBytes.h).
+enum class FileAccess {
+  Map,  ///< mapped read-only: weights are used in place, pages on demand
+  Read, ///< copied into memory (qrun --no-mmap)
+};
+
 /// A loaded artifact. Constants are views into the file's bytes, which the
 /// artifact keeps alive.
 class Artifact {
 public:
-  /// Reads and validates `path`; throws std::runtime_error with a message
-  /// naming the file and the problem. Validation covers the whole header
-  /// and manifest (offsets and sizes without overflow, every id in range,
-  /// values defined before use, nesting depth), so code after the loader
-  /// may trust what it returns (docs/THREAT_MODEL.md).
-  static Artifact load(const std::string &path);
-  /// The same from the file's bytes already in memory; `path` names it in
-  /// errors.
+  /// Maps (or reads) and validates `path`; throws std::runtime_error with a
+  /// message naming the file and the problem. Validation covers the whole
+  /// header and manifest (offsets and sizes without overflow, every id in
+  /// range, values defined before use, nesting depth), so code after the
+  /// loader may trust what it returns (docs/THREAT_MODEL.md).
+  static Artifact load(const std::string &path,
+                       FileAccess access = FileAccess::Map);
+  /// The same from the file's bytes; `path` names it in errors.
+  static Artifact fromFile(std::shared_ptr<const format::FileBytes> file,
+                           const std::string &path);
+  /// The same from bytes already in memory.
   static Artifact fromBytes(std::shared_ptr<std::vector<char>> bytes,
                             const std::string &path);
 
@@ -126,6 +136,17 @@ public:
   }
   /// The constant tensor held by value `id`, if it is one.
   const Tensor *constant(int64_t id) const;
+  /// Whether the file is mapped (FileAccess::Map), its constants views of
+  /// the page cache.
+  bool mapped() const { return file_ && file_->mapped(); }
+  /// The file's size in bytes.
+  uint64_t fileSize() const { return file_ ? file_->size() : 0; }
+  /// Drops the resident pages wholly inside [p, p + n) of the file's bytes,
+  /// for a backend that keeps a weight in a layout of its own (the CPU
+  /// backend's packed GEMM weights): then the weight is resident once.
+  /// Reading it afterwards still works (the pages come back from the page
+  /// cache). Nothing happens when the file is not mapped.
+  void release(const void *p, size_t n) const { file_->release(p, n); }
   /// Bytes of weights expanded from synthetic records at load (qcc
   /// --synthetic-weights: a benchmark artifact whose outputs mean nothing;
   /// 0 for an ordinary one).
@@ -140,7 +161,7 @@ public:
 
 private:
   std::string path_;
-  std::shared_ptr<std::vector<char>> bytes_;
+  std::shared_ptr<const format::FileBytes> file_;
   nlohmann::json manifest_;
   std::vector<Function> functions_, gpuFunctions_;
   std::vector<KernelRecord> kernels_;

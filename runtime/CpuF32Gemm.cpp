@@ -149,7 +149,8 @@ bool qcc::rt::cpuHasAvx512F() {
 
 std::optional<PackedF32Weight> qcc::rt::packF32Weight(const float *w,
                                                       int64_t n, int64_t k,
-                                                      int64_t ldw) {
+                                                      int64_t ldw,
+                                                      const SourceDone &done) {
   if (!cpuHasAvx512F() || n <= 0 || k <= 0)
     return std::nullopt;
   PackedF32Weight p;
@@ -161,16 +162,20 @@ std::optional<PackedF32Weight> qcc::rt::packF32Weight(const float *w,
     throw std::bad_alloc();
   p.data = {static_cast<float *>(mem), freeAligned};
   std::memset(mem, 0, bytes); // N's padding: zero weights
-  const int64_t blocks = p.columnBlocks();
-#pragma omp parallel for schedule(static) if (n * k >= kParallelWork)
-  for (int64_t b = 0; b < blocks; ++b) {
-    float *dst = p.data.get() + b * k * kCols;
-    for (int64_t c = b * kCols; c < std::min(n, (b + 1) * kCols); ++c) {
-      const float *row = w + c * ldw;
-      for (int64_t i = 0; i < k; ++i)
-        dst[i * kCols + c % kCols] = row[i];
-    }
-  }
+  packInChunks(w, n, (size_t)ldw * sizeof(float), kCols, done,
+               [&](int64_t r0, int64_t r1) {
+                 const int64_t b0 = r0 / kCols, b1 = (r1 + kCols - 1) / kCols;
+#pragma omp parallel for schedule(static) if ((r1 - r0) * k >= kParallelWork)
+                 for (int64_t b = b0; b < b1; ++b) {
+                   float *dst = p.data.get() + b * k * kCols;
+                   for (int64_t c = b * kCols; c < std::min(n, (b + 1) * kCols);
+                        ++c) {
+                     const float *row = w + c * ldw;
+                     for (int64_t i = 0; i < k; ++i)
+                       dst[i * kCols + c % kCols] = row[i];
+                   }
+                 }
+               });
   return p;
 }
 

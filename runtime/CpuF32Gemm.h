@@ -31,6 +31,8 @@
 #include <memory>
 #include <optional>
 
+#include "runtime/PackChunks.h"
+
 namespace qcc::rt {
 
 /// A [N, K] float32 weight in the layout above.
@@ -49,12 +51,15 @@ struct PackedF32Weight {
 bool cpuHasAvx512F();
 
 /// The packed form of w [n, k] (row-major, row n at w + n * ldw); nullopt
-/// on CPUs without AVX-512F, where the linear keeps BLAS.
+/// on CPUs without AVX-512F, where the linear keeps BLAS. `done` gets each
+/// span of w's rows once packed (runtime/PackChunks.h).
 std::optional<PackedF32Weight> packF32Weight(const float *w, int64_t n,
-                                             int64_t k, int64_t ldw);
-inline std::optional<PackedF32Weight> packF32Weight(const float *w, int64_t n,
-                                                    int64_t k) {
-  return packF32Weight(w, n, k, k);
+                                             int64_t k, int64_t ldw,
+                                             const SourceDone &done = {});
+inline std::optional<PackedF32Weight>
+packF32Weight(const float *w, int64_t n, int64_t k,
+              const SourceDone &done = {}) {
+  return packF32Weight(w, n, k, k, done);
 }
 
 /// C[m, n] (row stride ldc) = sum_k x[m * lda + k] * w[n, k] for m < M,

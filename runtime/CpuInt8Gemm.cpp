@@ -193,7 +193,8 @@ bool qcc::rt::cpuHasVnni() {
 #endif
 }
 
-PackedI8Weight qcc::rt::packI8Weight(const int8_t *w, int64_t n, int64_t k) {
+PackedI8Weight qcc::rt::packI8Weight(const int8_t *w, int64_t n, int64_t k,
+                                     const SourceDone &done) {
   PackedI8Weight p;
   p.n = n;
   p.k = k;
@@ -201,25 +202,28 @@ PackedI8Weight qcc::rt::packI8Weight(const int8_t *w, int64_t n, int64_t k) {
   const int64_t blocks = p.columnBlocks();
   p.blocks.assign(blocks * p.groups, Block{});
   p.colSum.assign(blocks * kCols, 0);
-  for (int64_t c = 0; c < n; ++c) {
-    const int8_t *row = w + c * k;
-    Block *col = p.blocks.data() + c / kCols * p.groups;
-    int32_t sum = 0;
-    for (int64_t i = 0; i < k; ++i) {
-      col[i / kGroup].b[c % kCols * kGroup + i % kGroup] = row[i];
-      sum += row[i];
+  packInChunks(w, n, (size_t)k, kCols, done, [&](int64_t r0, int64_t r1) {
+    for (int64_t c = r0; c < r1; ++c) {
+      const int8_t *row = w + c * k;
+      Block *col = p.blocks.data() + c / kCols * p.groups;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        col[i / kGroup].b[c % kCols * kGroup + i % kGroup] = row[i];
+        sum += row[i];
+      }
+      p.colSum[c] = sum;
     }
-    p.colSum[c] = sum;
-  }
+  });
   return p;
 }
 
 std::optional<PackedI8Weight> qcc::rt::packForPath(const int8_t *w,
                                                    int64_t n, int64_t k,
-                                                   CpuKernelPath path) {
+                                                   CpuKernelPath path,
+                                                   const SourceDone &done) {
   if (path != CpuKernelPath::Fast || !cpuHasVnni())
     return std::nullopt;
-  return packI8Weight(w, n, k);
+  return packI8Weight(w, n, k, done);
 }
 
 void qcc::rt::i8Gemm(const int8_t *x, int64_t M, const int8_t *w,

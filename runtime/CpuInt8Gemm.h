@@ -28,6 +28,7 @@
 #define QCC_RUNTIME_CPUINT8GEMM_H
 
 #include "runtime/CpuKernels.h"
+#include "runtime/PackChunks.h"
 
 #include <cstdint>
 #include <optional>
@@ -51,7 +52,9 @@ struct PackedI8Weight {
   int64_t bytes() const { return (int64_t)blocks.size() * sizeof(Block); }
 };
 
-PackedI8Weight packI8Weight(const int8_t *w, int64_t n, int64_t k);
+/// `done` gets each span of w's rows once packed (runtime/PackChunks.h).
+PackedI8Weight packI8Weight(const int8_t *w, int64_t n, int64_t k,
+                            const SourceDone &done = {});
 
 /// Whether this CPU runs the fast kernel (AVX-512 F/BW/VL + VNNI).
 bool cpuHasVnni();
@@ -60,7 +63,8 @@ bool cpuHasVnni();
 /// CPU with VNNI; nullopt otherwise (the portable kernel reads the dense
 /// weight).
 std::optional<PackedI8Weight> packForPath(const int8_t *w, int64_t n,
-                                          int64_t k, CpuKernelPath path);
+                                          int64_t k, CpuKernelPath path,
+                                          const SourceDone &done = {});
 
 /// C[m, n] (row stride N) = sum_k x[m * K + k] * w[n * K + k], exact: from
 /// `packed` when given (VNNI), else portably from the dense `w`.

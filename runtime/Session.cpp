@@ -367,17 +367,24 @@ findPacked(const Map &packed, const Tensor *w) {
 void Session::packWeights(const Function &fn) {
   if (!packedFunctions_.insert(&fn).second)
     return;
+  // The fast path does not read a packed weight's bytes in the file again:
+  // dropped from memory span by span as they are packed (when the file is
+  // mapped), so that the weight is resident once.
+  SourceDone release = [&](const void *p, size_t n) {
+    artifact.release(p, n);
+  };
   auto pack = [&](const Node &n) {
     if (const Tensor *w = constantWeight(artifact, n, OpKind::Linear, 1);
         w && w->dtype() == DType::F32 && w->rank() == 2 &&
         !packedF32_.count(packKey(*w)))
       packedF32_[packKey(*w)] =
-          packF32Weight(w->data<float>(), w->dim(0), w->dim(1));
+          packF32Weight(w->data<float>(), w->dim(0), w->dim(1), release);
     if (const Tensor *w = constantWeight(artifact, n, OpKind::QLinear, 3);
         w && w->dtype() == DType::I8 && w->rank() == 2 &&
         !packed_.count(packKey(*w)))
-      packed_[packKey(*w)] = packForPath(w->data<int8_t>(), w->dim(0),
-                                         w->dim(1), CpuKernelPath::Fast);
+      packed_[packKey(*w)] =
+          packForPath(w->data<int8_t>(), w->dim(0), w->dim(1),
+                      CpuKernelPath::Fast, release);
   };
   for (const Node &n : fn.nodes) {
     pack(n);

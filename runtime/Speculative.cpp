@@ -93,8 +93,8 @@ DraftModel::DraftModel(const std::string &path,
                        const KvCacheOptions &targetCache,
                        const std::vector<std::vector<int64_t>> &prompts,
                        int64_t maxNewTokens, const BackendOptions &backend,
-                       std::ostream &log)
-    : artifact(Artifact::load(path)) {
+                       std::ostream &log, FileAccess access)
+    : artifact(Artifact::load(path, access)) {
   if (!artifact.kvCache())
     throw std::runtime_error("--draft: " + path + " has no KV cache "
                              "(compile it with --kv-cache=paged or contiguous)");

@@ -87,7 +87,7 @@ struct DraftModel {
   DraftModel(const std::string &path, const KvCacheOptions &targetCache,
              const std::vector<std::vector<int64_t>> &prompts,
              int64_t maxNewTokens, const BackendOptions &backend,
-             std::ostream &log);
+             std::ostream &log, FileAccess access = FileAccess::Map);
   Artifact artifact;
   std::unique_ptr<Executor> session;
   std::optional<KvCache> cache;

@@ -64,14 +64,22 @@ std::shared_ptr<std::vector<char>> package(const std::string &manifest,
       format::packageFile(manifest, data));
 }
 
-/// The loader's message for `bytes`, or "" when it accepts them.
+/// The loader's message for `bytes`, or "" when it accepts them: the same
+/// from the bytes in memory (qrun --no-mmap) and mapped (qrun's default).
 std::string refusal(std::shared_ptr<std::vector<char>> bytes) {
-  try {
-    rt::Artifact::fromBytes(std::move(bytes), "hostile.qpkg");
-    return "";
-  } catch (const std::runtime_error &e) {
-    return e.what();
-  }
+  auto load = [](std::shared_ptr<const format::FileBytes> file) {
+    try {
+      rt::Artifact::fromFile(std::move(file), "hostile.qpkg");
+      return std::string();
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+  };
+  std::string mapped =
+      load(format::FileBytes::mapCopy({bytes->data(), bytes->size()}));
+  std::string read = load(format::FileBytes::hold(std::move(bytes)));
+  EXPECT_EQ(mapped, read);
+  return read;
 }
 std::string refusal(const json &manifest) {
   return refusal(package(manifest.dump()));

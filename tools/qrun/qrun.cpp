@@ -80,7 +80,12 @@ struct Options {
   std::string plan = "ops";     // CPU backend: ops | kernels
   bool checkGpu = false;
   bool quiet = false; // errors and requested output only
+  bool noMmap = false; // read the artifacts into memory instead of mapping
 };
+
+qcc::rt::FileAccess fileAccess(const Options &o) {
+  return o.noMmap ? qcc::rt::FileAccess::Read : qcc::rt::FileAccess::Map;
+}
 
 /// --backend, --plan, --check-gpu and --quiet (runtime/Backend.h).
 BackendOptions backendOptions(const Options &o) {
@@ -213,7 +218,8 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
     BackendOptions b = backendOptions(o);
     b.quiet = true; // one backend line: the target's
     draft = std::make_unique<DraftModel>(o.draft, copts, prompts,
-                                         o.maxNewTokens, b, std::cerr);
+                                         o.maxNewTokens, b, std::cerr,
+                                         fileAccess(o));
   }
   SpeculativeOptions spec;
   spec.draftTokens = o.draftTokens;
@@ -616,6 +622,11 @@ int main(int argc, char **argv) {
                  "this process may run on (its affinity mask)")
       ->check(CLI::Range(1, 4096))
       ->group(kBackend);
+  app.add_flag("--no-mmap", o.noMmap,
+               "Read the artifact (and a --draft model) into memory instead "
+               "of mapping it: weights the CPU backend packs then stay "
+               "resident twice (docs/MEMORY.md)")
+      ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
                "CPU backend on the same operands and print the worst error "
@@ -671,7 +682,7 @@ int main(int argc, char **argv) {
   }
 
   try {
-    Artifact a = Artifact::load(o.model);
+    Artifact a = Artifact::load(o.model, fileAccess(o));
     if (a.syntheticBytes() && !o.quiet)
       std::cerr << "[qrun] synthetic weights (qcc --synthetic-weights): "
                 << a.syntheticBytes() / (1 << 20)

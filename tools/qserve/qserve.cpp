@@ -126,6 +126,10 @@ int main(int argc, char **argv) {
                  "CPU backend: compute threads (default: OMP_NUM_THREADS, "
                  "else the CPUs this process may run on)")
       ->check(CLI::Range(1, 4096));
+  bool noMmap = false;
+  app.add_flag("--no-mmap", noMmap,
+               "Read the artifact into memory instead of mapping it (as "
+               "qrun's)");
   app.add_flag("--quiet", o.quiet, "No backend and listening lines");
   try {
     app.parse(argc, argv);
@@ -158,7 +162,8 @@ int main(int argc, char **argv) {
       rt::setCpuKernelPath(*rt::parseCpuKernelPath(o.cpuKernels));
     if (o.threads > 0)
       rt::setCpuThreads(o.threads);
-    rt::Artifact artifact = rt::Artifact::load(o.model);
+    rt::Artifact artifact = rt::Artifact::load(
+        o.model, noMmap ? rt::FileAccess::Read : rt::FileAccess::Map);
     serve::Engine::checkServable(artifact);
     rt::Tokenizer tokenizer = rt::artifactTokenizer(artifact);
     o.server.modelName = o.modelName.empty()

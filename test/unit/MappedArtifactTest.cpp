@@ -1,0 +1,231 @@
+//===- MappedArtifactTest.cpp - artifacts mapped, weights resident once ---===//
+//
+// format/FileBytes maps a file read-only (or reads it); release() drops the
+// pages of a span this process is done with, and what a reader sees never
+// changes. The CPU backend packs a float32 linear's weight and releases the
+// mapped source span by span, so the weight is resident once: its mapped
+// pages are not resident after a fast run, and are after a reference run
+// (which reads the weight in place). Residency is the mapping's Rss in
+// /proc/self/smaps (page-cache residency, mincore(), would not show it).
+//
+//===----------------------------------------------------------------------===//
+#include "format/ArtifactFormat.h"
+#include "format/FileBytes.h"
+#include "runtime/Artifact.h"
+#include "runtime/CpuF32Gemm.h"
+#include "runtime/CpuKernels.h"
+#include "runtime/Session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace qcc;
+using nlohmann::json;
+
+namespace {
+
+/// Resident bytes of the mapping that starts at `start` (smaps' Rss), or
+/// -1 when no mapping starts there.
+int64_t residentBytes(const void *start) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  auto want = reinterpret_cast<uintptr_t>(start);
+  while (std::getline(smaps, line)) {
+    size_t dash = line.find('-');
+    if (dash != std::string::npos && dash > 0 &&
+        line.find_first_not_of("0123456789abcdef") == dash) {
+      inside = std::stoull(line.substr(0, dash), nullptr, 16) == want;
+      continue;
+    }
+    if (inside && line.rfind("Rss:", 0) == 0)
+      return std::stoll(line.substr(4)) * 1024;
+  }
+  return -1;
+}
+
+std::string tempPath(const std::string &name) {
+  return (std::filesystem::path(testing::TempDir()) /
+          ("qcc-mapped-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+std::string writeFile(const std::string &name, const std::string &bytes) {
+  std::string path = tempPath(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+const int64_t kPage = ::sysconf(_SC_PAGESIZE);
+
+TEST(FileBytes, MappedAndReadBytesAreTheFile) {
+  std::string bytes(3 * kPage + 17, '\0');
+  std::mt19937 rng(1);
+  for (char &b : bytes)
+    b = (char)rng();
+  std::string path = writeFile("bytes", bytes);
+  for (auto file : {format::FileBytes::map(path), format::FileBytes::read(path),
+                    format::FileBytes::mapCopy(bytes)}) {
+    ASSERT_EQ(file->size(), bytes.size());
+    EXPECT_EQ(std::memcmp(file->data(), bytes.data(), bytes.size()), 0);
+  }
+  EXPECT_TRUE(format::FileBytes::map(path)->mapped());
+  EXPECT_FALSE(format::FileBytes::read(path)->mapped());
+  std::filesystem::remove(path);
+}
+
+TEST(FileBytes, EmptyFileHasNoBytes) {
+  std::string path = writeFile("empty", "");
+  EXPECT_EQ(format::FileBytes::map(path)->size(), 0u);
+  EXPECT_EQ(format::FileBytes::mapCopy("")->size(), 0u);
+  std::filesystem::remove(path);
+}
+
+/// The one line each refusal gives, naming the path.
+std::string mapRefusal(const std::string &path) {
+  try {
+    format::FileBytes::map(path);
+    return "";
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+}
+
+TEST(FileBytes, OnlyRegularFilesAreMapped) {
+  // A FIFO without a writer must be refused, not waited on.
+  std::string fifo = tempPath("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(mapRefusal(fifo), fifo + ": not a regular file");
+  std::filesystem::remove(fifo);
+  EXPECT_EQ(mapRefusal(testing::TempDir()),
+            testing::TempDir() + ": not a regular file");
+  EXPECT_EQ(mapRefusal("/dev/zero"), "/dev/zero: not a regular file");
+  std::string missing = tempPath("missing");
+  EXPECT_EQ(mapRefusal(missing).rfind(missing + ": cannot open the file", 0),
+            0u);
+}
+
+TEST(FileBytes, ReleaseDropsResidencyNotContent) {
+  const int64_t pages = 64;
+  std::string bytes(pages * kPage, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = (char)(i * 7 + i / 4096);
+  auto file = format::FileBytes::mapCopy(bytes);
+  auto checksum = [&] {
+    return std::accumulate(file->data(), file->data() + file->size(),
+                           uint64_t(0), [](uint64_t s, char c) {
+                             return s * 31 + (unsigned char)c;
+                           });
+  };
+  uint64_t want = checksum(); // touches every page
+  EXPECT_GE(residentBytes(file->data()), pages * kPage);
+  // A span that covers no whole page drops nothing.
+  file->release(file->data() + 1, kPage);
+  EXPECT_GE(residentBytes(file->data()), pages * kPage);
+  // Half of the file: half of the pages go.
+  file->release(file->data(), pages / 2 * kPage);
+  EXPECT_LE(residentBytes(file->data()), pages / 2 * kPage);
+  file->release(file->data(), file->size());
+  EXPECT_EQ(residentBytes(file->data()), 0);
+  EXPECT_EQ(checksum(), want); // read again from the page cache
+  // Spans outside the file are ignored; so is everything for bytes held in
+  // memory.
+  file->release(file->data() + file->size(), kPage);
+  auto held = format::FileBytes::hold(
+      std::make_shared<std::vector<char>>(bytes.begin(), bytes.end()));
+  held->release(held->data(), held->size());
+  EXPECT_EQ(std::memcmp(held->data(), bytes.data(), bytes.size()), 0);
+}
+
+/// main(x: f32[3, K]) = linear(x, w), w a constant f32[N, K] of `w`.
+std::vector<char> linearArtifact(int64_t n, int64_t k,
+                                 const std::vector<float> &w) {
+  json manifest{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {{{"dtype", "f32"}, {"shape", {3, k}}},
+        {{"dtype", "f32"}, {"shape", {n, k}}},
+        {{"dtype", "f32"}, {"shape", {3, n}}}}},
+      {"constants",
+       {{{"value", 1}, {"offset", 0}, {"size", n * k * 4}}}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "x"}, {"value", 0}, {"dtype", "f32"}, {"shape", {3, k}}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 2}, {"dtype", "f32"}, {"shape", {3, n}}}}},
+         {"nodes",
+          {{{"op", "linear"}, {"name", "fc"}, {"in", {0, 1}}, {"out", {2}}}}}}}},
+      {"sections", json::object()}};
+  return format::packageFile(
+      manifest.dump(),
+      std::string_view(reinterpret_cast<const char *>(w.data()),
+                       w.size() * sizeof(float)));
+}
+
+struct PathGuard {
+  rt::CpuKernelPath saved = rt::cpuKernelPath();
+  ~PathGuard() { rt::setCpuKernelPath(saved); }
+};
+
+TEST(MappedArtifact, PackedWeightsAreResidentOnce) {
+  const int64_t n = 512, k = 256; // a 512 KiB weight
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(n * k), xv(3 * k);
+  for (float &v : w)
+    v = normal(rng);
+  for (float &v : xv)
+    v = normal(rng);
+  std::vector<char> bytes = linearArtifact(n, k, w);
+  std::string path = writeFile("linear.qpkg", {bytes.data(), bytes.size()});
+  rt::Tensor x(rt::DType::F32, {3, k});
+  std::copy(xv.begin(), xv.end(), x.data<float>());
+
+  PathGuard guard;
+  std::map<std::string, rt::Tensor> want;
+  {
+    rt::Artifact read = rt::Artifact::load(path, rt::FileAccess::Read);
+    EXPECT_FALSE(read.mapped());
+    rt::setCpuKernelPath(rt::CpuKernelPath::Fast);
+    want = rt::Session(read).run("main", {{"x", x}});
+  }
+  rt::Artifact mapped = rt::Artifact::load(path);
+  ASSERT_TRUE(mapped.mapped());
+  EXPECT_EQ(mapped.fileSize(), bytes.size());
+  const void *start = mapped.constant(1)->raw();
+  // The mapping starts at the file's first byte: find it from the weight.
+  const char *base = static_cast<const char *>(start) -
+                     (bytes.size() - n * k * sizeof(float));
+  // The loader's checksum read every page and dropped them again.
+  EXPECT_LE(residentBytes(base), 2 * kPage);
+
+  rt::setCpuKernelPath(rt::CpuKernelPath::Fast);
+  auto got = rt::Session(mapped).run("main", {{"x", x}});
+  ASSERT_EQ(got.at("y").bytes(), want.at("y").bytes());
+  EXPECT_EQ(std::memcmp(got.at("y").raw(), want.at("y").raw(),
+                        got.at("y").bytes()),
+            0);
+  if (!rt::cpuHasAvx512F()) {
+    std::filesystem::remove(path);
+    GTEST_SKIP() << "no AVX-512F: the fast path keeps BLAS and packs nothing";
+  }
+  // Packed and released: the weight's pages are not resident.
+  EXPECT_LE(residentBytes(base), 2 * kPage);
+  // The reference path reads the weight in place: its pages come back.
+  rt::setCpuKernelPath(rt::CpuKernelPath::Reference);
+  rt::Session(mapped).run("main", {{"x", x}});
+  EXPECT_GE(residentBytes(base), n * k * (int64_t)sizeof(float));
+  std::filesystem::remove(path);
+}
+
+} // namespace
