@@ -22,6 +22,11 @@ Columns: prefill tokens/s (one forward pass of a batch-1 prompt, logits at
   processes (each measurement runs in a fresh subprocess; os.wait4's ru_maxrss,
   the largest of the row); batch-1 decode MBU: (weight bytes + KV bytes read) per
   step / step time / the bandwidth of a STREAM-like copy measured in the same run.
+A second table, memory (issue 41): each engine generates --memory-new-tokens greedy tokens
+  after a --memory-prompt token prompt (batch 1) in a process of its own: peak RSS
+  (ru_maxrss), and the same less the process's base (the peak of the same program that loads
+  no model: `qrun --version`; a Python interpreter that imports the peer's module), the model
+  file's bytes, and the KV cache's bytes per token. --only memory runs just that table.
 Prompts and contexts are clamped to the model's positions (the table says so).
 Measurements are interleaved (every engine once per cell, --repeats rounds);
 a cell is the best of its rounds, each round the median of --iterations runs.
@@ -229,6 +234,17 @@ def llama_decode(j):
     return {"tokens_per_s": batch * steps / (time.perf_counter() - t0)}
 
 
+def python_baseline(j):
+    """Imports what a peer's worker imports and loads nothing: the
+    interpreter's share of that peer's peak RSS."""
+    if j["engine"] == "onnxruntime":
+        import onnxruntime  # noqa: F401
+    else:
+        import llama_cpp
+        llama_cpp.llama_backend_init()
+    return {}
+
+
 def llama_logits(j):
     m = LlamaCpp(j["gguf"], j["threads"], n_ctx=max(len(j["ids"]), 256), n_seq=1,
                  n_batch=len(j["ids"]))
@@ -239,7 +255,7 @@ def llama_logits(j):
 
 WORKERS = {"ort_prefill": ort_prefill, "ort_decode": ort_decode,
            "llama_prefill": llama_prefill, "llama_decode": llama_decode,
-           "llama_logits": llama_logits}
+           "llama_logits": llama_logits, "python_baseline": python_baseline}
 
 
 # --------------------------------------------------------------------------
@@ -479,6 +495,12 @@ def main():
                    help="llama.cpp's extra buffer types (weight repacking, AMX; its "
                    "--no-repack is off). auto: off on CPUs with AMX-INT8, where "
                    "llama-cpp-python 0.3.36's AMX matmul segfaults (ggml_backend_amx_mul_mat)")
+    p.add_argument("--only", choices=["all", "speed", "memory"], default="all",
+                   help="which tables to measure and print")
+    p.add_argument("--memory-prompt", type=int, default=128,
+                   help="memory table: prompt tokens of the generation")
+    p.add_argument("--memory-new-tokens", type=int, default=64,
+                   help="memory table: tokens generated after the prompt")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
@@ -555,7 +577,7 @@ def main():
     best = {}
     rss = {}
     errors = {}
-    for rnd in range(a.repeats):
+    for rnd in range(a.repeats if a.only != "memory" else 0):
         for kind, n in cells:
             for row in rows:
                 progress(f"round {rnd + 1}/{a.repeats}: {kind} {n}: {row}")
@@ -577,15 +599,17 @@ def main():
     # (K and V of every layer, CONTEXT + steps/2 tokens on average).
     weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + int8 KV": 1,
                     "onnxruntime": 4, "llama.cpp f32": 4, "llama.cpp q8_0": 34 / 32}
-    kv_bytes = {"qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2, "llama.cpp q8_0": 2}
 
     def mbu(row):
         v = best.get((row, "decode", 1))
         if not v or info.layers is None:
             return None
         step_bytes = info.matmul_params * weight_bytes[row] + \
-            2 * info.layers * info.kv_dim * (context + a.steps / 2) * kv_bytes.get(row, 4)
+            2 * info.layers * info.kv_dim * (context + a.steps / 2) * KV_BYTES.get(row, 4)
         return step_bytes * v / bw
+
+    memory = measure_memory(a, info, rows, qpkgs, past, ggufs, errors) \
+        if a.only != "speed" else {}
 
     rel = os.path.relpath(a.model, ROOT) if a.model.startswith(ROOT) else a.model
     cols = [f"prefill {s} tok/s" for s in prompts] + \
@@ -596,6 +620,26 @@ def main():
           f"(numpy, {a.threads} thread(s), 256 MiB, read + write) {bw / 1e9:.1f} GB/s; "
           f"decode context {context}, {a.steps} steps; best of {a.repeats} interleaved rounds")
     print()
+    if a.only != "memory":
+        print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, context, mbu,
+                    notes)
+    if memory:
+        print_memory(a, info, rows, memory, notes)
+    for (row, kind, n), e in sorted(errors.items()):
+        notes.append(f"{row}, {kind} {n}: {e}")
+    print("\nNotes:")
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nCommand: {' '.join([os.path.relpath(sys.executable, ROOT)] + sys.argv)}")
+
+
+# The decode MBU's and the memory table's bytes per KV element, per row
+# (f32 elsewhere).
+KV_BYTES = {"qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2, "llama.cpp q8_0": 2}
+
+
+def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, context, mbu,
+                notes):
     print("| engine | " + " | ".join(cols) + " |")
     print("|---|" + "---|" * len(cols))
 
@@ -653,12 +697,91 @@ def main():
                     "bandwidth can pass 100%" if info.matmul_params * 4 < 64 * 2**20 else ""))
     notes.append("peak RSS: the largest ru_maxrss of the row's processes (qrun itself; "
                  "onnxruntime and llama.cpp inside a Python interpreter with numpy)")
-    for (row, kind, n), e in sorted(errors.items()):
-        notes.append(f"{row}, {kind} {n}: {e}")
-    print("\nNotes:")
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nCommand: {' '.join([os.path.relpath(sys.executable, ROOT)] + sys.argv)}")
+
+
+def measure_memory(a, info, rows, qpkgs, past, ggufs, errors):
+    """{row: (peak RSS, peak RSS less the process's base, file bytes)}: each
+    row generates --memory-new-tokens after --memory-prompt tokens in a fresh
+    process, the smallest peak of --repeats rounds."""
+    P, N = a.memory_prompt, a.memory_new_tokens
+    out = {}
+    baseline = {}
+    for rnd in range(a.repeats):
+        for row in rows:
+            progress(f"memory round {rnd + 1}/{a.repeats}: {row}")
+            key = (row, "generate", P)
+            if key in errors:
+                continue
+            try:
+                if row in qpkgs:
+                    # --bench-generate: the prompt's prefill and N decode steps
+                    # through the KV cache (after the same run as a warm-up).
+                    _, peak = qrun_measure(a.qrun, qpkgs[row], ["--bench-generate", "1", str(P),
+                                           str(N)], a.threads, r"decode ([0-9.e+]+) tokens/s")
+                    if "qrun" not in baseline:
+                        baseline["qrun"] = run_measured([a.qrun, "--version"])[1]
+                    own, path = peak - baseline["qrun"], qpkgs[row]
+                else:
+                    engine = "onnxruntime" if row == "onnxruntime" else "llama.cpp"
+                    job = {"threads": a.threads, "batch": 1, "context": P, "steps": N}
+                    if engine == "onnxruntime":
+                        if not past:
+                            raise RuntimeError("no with-past ONNX (--past-model)")
+                        job.update(kind="ort_decode", model=past)
+                        path = past
+                    else:
+                        job.update(kind="llama_decode", gguf=ggufs[row])
+                        path = ggufs[row]
+                    _, peak = worker(job)
+                    if engine not in baseline:
+                        _, baseline[engine] = worker({"kind": "python_baseline",
+                                                      "engine": engine,
+                                                      "threads": a.threads})
+                    own = peak - baseline[engine]
+            except RuntimeError as e:
+                errors[key] = str(e)
+                continue
+            prev = out.get(row)
+            if not prev or peak < prev[0]:
+                out[row] = (peak, own, os.path.getsize(path))
+    if TTY:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    return out
+
+
+def print_memory(a, info, rows, memory, notes):
+    P, N = a.memory_prompt, a.memory_new_tokens
+    mib = lambda b: f"{b / 2**20:.0f}"
+    print(f"\nMemory: batch 1, generate {N} tokens after a {P}-token prompt (issue 41)\n")
+    print("| engine | model file MiB | KV bytes/token | peak RSS MiB | peak RSS less the "
+          "process's base MiB |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        if row not in memory:
+            continue
+        peak, own, size = memory[row]
+        kv = (f"{2 * info.layers * info.kv_dim * KV_BYTES.get(row, 4):,}"
+              if info.layers else "-")
+        print(f"| {row} | {mib(size)} | {kv} | {mib(peak)} | {mib(own)} |")
+    print("\nTargets (issue 41): qrun's peak RSS <= llama.cpp's at the same precision (both "
+          "less their process's base; whole peaks in brackets)")
+    for ours, peer in (("qrun float32", "llama.cpp f32"), ("qrun W8A8", "llama.cpp q8_0")):
+        if ours in memory and peer in memory:
+            q, l = memory[ours][1], memory[peer][1]
+            verdict = "met" if q <= l else f"missed by {(q - l) / l:.0%}"
+            print(f"- {ours} {mib(q)} MiB vs {peer} {mib(l)} MiB: {q / l:.2f}x: {verdict} "
+                  f"({mib(memory[ours][0])} vs {mib(memory[peer][0])} MiB)")
+        else:
+            print(f"- {ours} vs {peer}: not measured")
+    notes.append(f"memory: peak RSS = ru_maxrss of the process that generates (qrun "
+                 f"--bench-generate 1 {P} {N}, which runs the generation twice, the first as a "
+                 "warm-up; the peers' decode workers, one run), the smallest of --repeats "
+                 "rounds; qrun maps its artifact and counts what it touches, as llama.cpp "
+                 "counts its mapped GGUF; a process's base is the peak of the same program "
+                 "loading no model (qrun --version: its shared libraries; for the peers a "
+                 "Python interpreter that imports numpy and their module)")
+    notes.append("KV bytes/token: 2 (K, V) x layers x kv_heads x head_dim x bytes per element "
+                 "(f32 4; qrun's int8 KV 1, its scales ignored; llama.cpp's f16 cache 2)")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ std::shared_ptr<const FileBytes> FileBytes::mapCopy(std::string_view bytes) {
 
 std::shared_ptr<const FileBytes> FileBytes::mapFd(int fd,
                                                  const std::string &path) {
+  // The descriptor stays open for readAt, closed with the mapping.
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -53,17 +54,17 @@ std::shared_ptr<const FileBytes> FileBytes::mapFd(int fd,
   std::shared_ptr<FileBytes> f(new FileBytes);
   f->size_ = (size_t)st.st_size;
   f->mapped_ = true;
+  f->fd_ = fd; // closed by the destructor from here on
+  f->path_ = path;
   if (f->size_ > 0) { // mmap refuses a length of 0; an empty file has no bytes
     void *p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;
-      ::close(fd);
       throw std::runtime_error(path + ": cannot map the file (" +
                                std::strerror(err) + ")");
     }
     f->data_ = static_cast<const char *>(p);
   }
-  ::close(fd); // the mapping keeps the file
   return f;
 }
 
@@ -83,6 +84,32 @@ FileBytes::hold(std::shared_ptr<std::vector<char>> bytes) {
 FileBytes::~FileBytes() {
   if (mapped_ && data_)
     ::munmap(const_cast<char *>(data_), size_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void FileBytes::readAt(const void *p, size_t n, void *dst) const {
+  auto at = static_cast<const char *>(p);
+  if (n == 0)
+    return;
+  if (!mapped_ || at < data_ || size_t(at - data_) > size_ ||
+      n > size_ - size_t(at - data_)) {
+    std::memcpy(dst, p, n); // held bytes, or memory that is not the file's
+    return;
+  }
+  auto offset = (off_t)(at - data_);
+  for (size_t done = 0; done < n;) {
+    ssize_t got = ::pread(fd_, static_cast<char *>(dst) + done, n - done,
+                          offset + (off_t)done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      throw std::runtime_error(path_ + ": cannot read the mapped file (" +
+                               (got < 0 ? std::string(std::strerror(errno))
+                                        : std::string("it has shrunk")) +
+                               ")");
+    done += (size_t)got;
+  }
 }
 
 void FileBytes::release(const void *p, size_t n) const {

@@ -48,6 +48,13 @@ public:
   size_t size() const { return size_; }
   bool mapped() const { return mapped_; }
 
+  /// Copies [p, p + n) of the file to `dst` without mapping it: from a
+  /// mapped file by pread (the kernel may map a whole 2 MiB page-cache
+  /// folio where a mapped read touches one byte, and reads of a few rows of
+  /// a large table then make all of it resident); a memcpy otherwise.
+  /// Throws std::runtime_error when the file has shrunk since it was mapped.
+  void readAt(const void *p, size_t n, void *dst) const;
+
   /// Drops the pages that lie wholly inside [p, p + n) from this process's
   /// resident memory, for a range it is done with (a weight the CPU backend
   /// packed into its own layout, a span the loader checksummed): a mapped
@@ -65,6 +72,8 @@ private:
   const char *data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
+  int fd_ = -1; ///< the mapped file, for readAt
+  std::string path_; ///< for readAt's errors
   std::shared_ptr<std::vector<char>> held_;
 };
 

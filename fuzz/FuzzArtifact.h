@@ -65,16 +65,26 @@ inline void loadAndCheck(std::shared_ptr<std::vector<char>> bytes) {
   const char *data = file->data() + h.dataOffset;
   const char *end = data + h.dataSize;
   // A constant from a synthetic record (qcc --synthetic-weights) lives in the
-  // loader's own allocation, of its value's type; every other in the data.
+  // loader's own allocation, of its value's type; every other is its bytes
+  // in the data: a view of them, or (a small one of a mapped file,
+  // Artifact::kCopyBelowBytes) an exact copy.
   std::vector<bool> synthetic(a.numValues());
-  for (const nlohmann::json &c : a.manifest().at("constants"))
+  std::vector<uint64_t> offset(a.numValues());
+  for (const nlohmann::json &c : a.manifest().at("constants")) {
+    size_t id = c.at("value").get<size_t>();
     if (c.contains("synthetic"))
-      synthetic.at(c.at("value").get<size_t>()) = true;
+      synthetic.at(id) = true;
+    else
+      offset.at(id) = c.at("offset").get<uint64_t>();
+  }
   for (size_t id = 0; id < a.numValues(); ++id)
     if (const rt::Tensor *c = a.constant((int64_t)id)) {
       if (!synthetic[id]) {
-        requireWithin(static_cast<const char *>(c->raw()), c->bytes(), data,
-                      end);
+        const char *p = static_cast<const char *>(c->raw());
+        requireWithin(data + offset[id], c->bytes(), data, end);
+        if (c->bytes() && p != data + offset[id] &&
+            (c->isView() || std::memcmp(p, data + offset[id], c->bytes())))
+          __builtin_trap();
         continue;
       }
       const auto &[dtype, shape] = a.valueType((int64_t)id);

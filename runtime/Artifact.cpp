@@ -546,6 +546,7 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
       l.fail("corrupted manifest: nested deeper than " +
              std::to_string(kMaxManifestDepth) + " levels");
     a.manifest_ = json::parse(text);
+    bytes.release(text.data(), text.size()); // parsed: not read again
     const json &m = a.manifest_;
     if (!m.is_object())
       l.fail("corrupted manifest: not a JSON object");
@@ -591,7 +592,13 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
       if (!format::rangeWithin(off, sz, h.dataSize) ||
           off % kDataAlignment != 0)
         l.fail(what + " does not fit the data section");
-      a.constants_[id] = Tensor::view(t, shape, data + off);
+      if (bytes.mapped() && sz < kCopyBelowBytes) {
+        Tensor copy = Tensor::uninitialized(t, shape);
+        bytes.readAt(data + off, sz, copy.data<char>()); // its error names the file
+        a.constants_[id] = std::move(copy);
+      } else {
+        a.constants_[id] = Tensor::view(t, shape, data + off);
+      }
     }
     std::string function; // the one being parsed, for errors
     // Values defined so far in the function being parsed: its inputs, the

@@ -147,6 +147,18 @@ public:
   /// Reading it afterwards still works (the pages come back from the page
   /// cache). Nothing happens when the file is not mapped.
   void release(const void *p, size_t n) const { file_->release(p, n); }
+  /// Copies [p, p + n) of a constant's bytes to `dst` without mapping them
+  /// (format/FileBytes::readAt): how the CPU backend reads rows of a large
+  /// mapped table (an embedding), so that they do not make it resident.
+  void read(const void *p, size_t n, void *dst) const {
+    file_->readAt(p, n, dst);
+  }
+  /// Constants smaller than this are copied out of a mapped file at load
+  /// (format/FileBytes::readAt), the file's pages then dropped: scales,
+  /// norms, biases are read at every step, and each would otherwise keep a
+  /// page-cache folio of up to 2 MiB of the weights around it resident.
+  /// Larger ones (weights, tables) stay views of the mapping.
+  static constexpr uint64_t kCopyBelowBytes = 64 << 10;
   /// Bytes of weights expanded from synthetic records at load (qcc
   /// --synthetic-weights: a benchmark artifact whose outputs mean nothing;
   /// 0 for an ordinary one).

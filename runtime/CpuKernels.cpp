@@ -2004,6 +2004,15 @@ std::vector<Tensor> rotaryK(const Attrs &attrs, const Operands &ops) {
 }
 
 std::vector<Tensor> embeddingK(const Attrs &, const Operands &ops) {
+  return embeddingKernel(ops, [](const void *p, size_t n, void *dst) {
+    std::memcpy(dst, p, n);
+  });
+}
+
+} // namespace
+
+std::vector<Tensor> qcc::rt::embeddingKernel(const Operands &ops,
+                                             const ReadBytes &read) {
   const Tensor &t = need(ops, 0, "table"), &idsT = need(ops, 1, "ids");
   if (t.rank() != 2)
     fail("embedding table must be [V, E], got " + str(t.shape()));
@@ -2020,9 +2029,11 @@ std::vector<Tensor> embeddingK(const Attrs &, const Operands &ops) {
   const std::byte *src = t.data<std::byte>();
   std::byte *dst = r.data<std::byte>();
   for (size_t i = 0; i < ids.size() && row; ++i)
-    std::memcpy(dst + i * row, src + ids[i] * row, row);
+    read(src + ids[i] * row, row, dst + i * row);
   return {std::move(r)};
 }
+
+namespace {
 
 /// The dense weight of a 2:4 compressed one (format/Sparse24.h): the
 /// reference semantics of qcc.sparse_2_4.

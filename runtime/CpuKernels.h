@@ -202,6 +202,13 @@ compressedLinearOperands(const Operands &ops, int64_t N, int64_t K);
 std::vector<Tensor> runCpuKernel(OpKind op, const Attrs &attrs,
                                  const Operands &operands);
 
+/// Copies n bytes at p to dst: a memcpy, or a reader that does not map a
+/// file's pages (Artifact::read).
+using ReadBytes = std::function<void(const void *p, size_t n, void *dst)>;
+/// qcc.embedding (table, ids) with each row of the table copied by `read`:
+/// the session reads a mapped table's rows without making it resident.
+std::vector<Tensor> embeddingKernel(const Operands &ops, const ReadBytes &read);
+
 /// f16 and bf16 are storage types (runtime/HalfFloat.h): the kernels compute
 /// in f32. Calls `kernel` (the kernel of `op`) with every f16/bf16 operand
 /// widened to f32, then narrows each f32 result whose declared type in

@@ -278,6 +278,10 @@ DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
   DevicePtr p = ctx->alloc(bytes);
   ctx->upload(p, src, bytes);
   constants[key] = {p, bytes};
+  // On the device now: a mapped artifact's pages of it leave host memory (a
+  // host node that reads the constant later gets them back from the page
+  // cache).
+  artifact.release(t->raw(), t->bytes());
   return p;
 }
 

@@ -474,6 +474,13 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
           [&](const Operands &ops) -> std::vector<Tensor> {
             if (isKv)
               return {kvAttention(attrs, ops, *kv)};
+            // A mapped table's rows by pread: mapped reads would make
+            // whole page-cache folios of it resident.
+            if (node.kind == OpKind::Embedding)
+              return embeddingKernel(ops, [&](const void *p, size_t n,
+                                              void *dst) {
+                artifact.read(p, n, dst);
+              });
             if (node.kind == OpKind::QLinear && !sparse &&
                 cpuKernelPath() != CpuKernelPath::Reference)
               return fastQLinearKernel(attrs, ops, packedWeight(node));

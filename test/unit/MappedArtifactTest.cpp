@@ -1,11 +1,13 @@
 //===- MappedArtifactTest.cpp - artifacts mapped, weights resident once ---===//
 //
 // format/FileBytes maps a file read-only (or reads it); release() drops the
-// pages of a span this process is done with, and what a reader sees never
-// changes. The CPU backend packs a float32 linear's weight and releases the
-// mapped source span by span, so the weight is resident once: its mapped
-// pages are not resident after a fast run, and are after a reference run
-// (which reads the weight in place). Residency is the mapping's Rss in
+// pages of a span this process is done with, readAt() copies bytes without
+// mapping them, and what a reader sees never changes. The CPU backend packs
+// a float32 linear's weight and releases the mapped source span by span, so
+// the weight is resident once: its mapped pages are not resident after a
+// fast run, and are after a reference run (which reads the weight in
+// place). An embedding's rows are read without mapping the table, and small
+// constants are copied out at load. Residency is the mapping's Rss in
 // /proc/self/smaps (page-cache residency, mincore(), would not show it).
 //
 //===----------------------------------------------------------------------===//
@@ -146,6 +148,23 @@ TEST(FileBytes, ReleaseDropsResidencyNotContent) {
   EXPECT_EQ(std::memcmp(held->data(), bytes.data(), bytes.size()), 0);
 }
 
+TEST(FileBytes, ReadAtCopiesWithoutMapping) {
+  const int64_t pages = 16;
+  std::string bytes(pages * kPage, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = (char)(i * 13 + 5);
+  auto file = format::FileBytes::mapCopy(bytes);
+  file->release(file->data(), file->size()); // what the loader leaves
+  std::string got(3 * kPage + 7, '\0');
+  file->readAt(file->data() + kPage + 3, got.size(), got.data());
+  EXPECT_EQ(got, bytes.substr(kPage + 3, got.size()));
+  EXPECT_EQ(residentBytes(file->data()), 0);
+  // Memory that is not the file's is copied as it is.
+  std::string other = "not the file", copy(other.size(), '\0');
+  file->readAt(other.data(), other.size(), copy.data());
+  EXPECT_EQ(copy, other);
+}
+
 /// main(x: f32[3, K]) = linear(x, w), w a constant f32[N, K] of `w`.
 std::vector<char> linearArtifact(int64_t n, int64_t k,
                                  const std::vector<float> &w) {
@@ -225,6 +244,67 @@ TEST(MappedArtifact, PackedWeightsAreResidentOnce) {
   rt::setCpuKernelPath(rt::CpuKernelPath::Reference);
   rt::Session(mapped).run("main", {{"x", x}});
   EXPECT_GE(residentBytes(base), n * k * (int64_t)sizeof(float));
+  std::filesystem::remove(path);
+}
+
+TEST(MappedArtifact, SmallConstantsAreCopiedOut) {
+  const int64_t n = 8, k = 16; // a 512-byte weight
+  std::vector<float> w(n * k);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = (float)i * 0.25f;
+  std::vector<char> bytes = linearArtifact(n, k, w);
+  std::string path = writeFile("small.qpkg", {bytes.data(), bytes.size()});
+  rt::Artifact mapped = rt::Artifact::load(path),
+               read = rt::Artifact::load(path, rt::FileAccess::Read);
+  ASSERT_LT(n * k * sizeof(float), rt::Artifact::kCopyBelowBytes);
+  EXPECT_FALSE(mapped.constant(1)->isView()); // a copy: no page of the file
+  EXPECT_TRUE(read.constant(1)->isView());    // a view of the bytes read
+  EXPECT_EQ(std::memcmp(mapped.constant(1)->raw(), w.data(),
+                        w.size() * sizeof(float)),
+            0);
+  std::filesystem::remove(path);
+}
+
+TEST(MappedArtifact, EmbeddingRowsDoNotMapTheTable) {
+  // main(ids: i64[1, 32]) = embedding(table, ids), table f32 [4096, 64]:
+  // 1 MiB, a view of the mapping.
+  const int64_t V = 4096, E = 64, S = 32;
+  std::vector<float> table(V * E);
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i] = (float)i;
+  json manifest{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {{{"dtype", "i64"}, {"shape", {1, S}}},
+        {{"dtype", "f32"}, {"shape", {V, E}}},
+        {{"dtype", "f32"}, {"shape", {1, S, E}}}}},
+      {"constants", {{{"value", 1}, {"offset", 0}, {"size", V * E * 4}}}},
+      {"functions",
+       {{{"name", "main"},
+         {"inputs",
+          {{{"name", "ids"}, {"value", 0}, {"dtype", "i64"}, {"shape", {1, S}}}}},
+         {"outputs",
+          {{{"name", "y"}, {"value", 2}, {"dtype", "f32"}, {"shape", {1, S, E}}}}},
+         {"nodes",
+          {{{"op", "embedding"}, {"name", "embed"}, {"in", {1, 0}}, {"out", {2}}}}}}}},
+      {"sections", json::object()}};
+  std::vector<char> bytes = format::packageFile(
+      manifest.dump(),
+      std::string_view(reinterpret_cast<const char *>(table.data()),
+                       table.size() * sizeof(float)));
+  std::string path = writeFile("embed.qpkg", {bytes.data(), bytes.size()});
+  rt::Artifact a = rt::Artifact::load(path);
+  const char *base = static_cast<const char *>(a.constant(1)->raw()) -
+                     (bytes.size() - V * E * sizeof(float));
+  rt::Tensor ids(rt::DType::I64, {1, S});
+  for (int64_t i = 0; i < S; ++i)
+    ids.data<int64_t>()[i] = (i * 131) % V; // rows all over the table
+  auto out = rt::Session(a).run("main", {{"ids", ids}});
+  const float *y = out.at("y").data<float>();
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t e = 0; e < E; e += 21)
+      ASSERT_EQ(y[i * E + e], table[((i * 131) % V) * E + e]) << i << " " << e;
+  EXPECT_LE(residentBytes(base), 2 * kPage);
   std::filesystem::remove(path);
 }
 
