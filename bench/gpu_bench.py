@@ -210,7 +210,9 @@ def qrun_row(args, art, ref, dtype):
         else:
             p["wall_tokps"] = pre["prefill_tokps"]
             prof = json.load(open(pj))
-            rows = [r for r in prof["rows"] if r["function"] == "prefill"]
+            # Generation prefills through prefill_last when the artifact has
+            # it (the LM head at each row's last token only), else prefill.
+            rows = [r for r in prof["rows"] if r["function"] in ("prefill", "prefill_last")]
             kernel_s = sum(r["seconds"] for r in rows)
             gemm = [r for r in rows if r["kind"].startswith("gemm")]
             gemm_s = sum(r["seconds"] for r in gemm)

@@ -30,7 +30,8 @@ KIND_COLORS = {
 }
 ROOF_STYLE = {"f16": ("#1f77b4", "f16/bf16 tensor"), "i8": ("#d62728", "int8 tensor"),
               "f32": ("#555555", "f32")}
-MARKERS = {"main": "circle", "prefill": "circle", "decode": "triangle"}
+MARKERS = {"main": "circle", "prefill": "circle", "prefill_last": "circle",
+           "decode": "triangle"}
 # qrun --profile on the op plan reports ops: coloured as the kernel kind
 # that holds them on the GPU.
 OP_KINDS = {"linear": "gemm_f16", "qlinear": "gemm_i8", "attention": "attention",
@@ -169,7 +170,8 @@ def main():
     if report.get("schema") != "qcc-roofline/1":
         sys.exit(f"{args.report}: not a qcc --report=json file")
     functions = {f["name"]: f for f in report["functions"]}
-    wanted = args.function or [n for n in ("prefill", "decode") if n in functions] or ["main"]
+    wanted = args.function or [n for n in ("prefill", "prefill_last", "decode")
+                               if n in functions] or ["main"]
     for name in wanted:
         if name not in functions:
             sys.exit(f"{args.report}: no entry point '{name}' (has {', '.join(functions)})")

@@ -10,9 +10,11 @@
 #include "dialects/QccDialect.h"
 #include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
+#include "passes/ConstEval.h"
 #include "passes/MaskAnalysis.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
+#include "format/OpKind.h"
 #include "format/Quant.h"
 
 #include "mlir/IR/Builders.h"
@@ -605,6 +607,9 @@ struct KvCacheLayoutPass
       if (prefill)
         decode = buildEntry(main, "decode", /*decode=*/true, *past);
     }
+    if (prefill && decode && !buildLastEntry(prefill))
+      LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: no prefill_last (the "
+                                 "logits are not a row-wise head)\n");
     LLVM_DEBUG(llvm::dbgs() << "kv-cache-layout: entry points "
                             << (prefill && decode ? "built" : "refused: ")
                             << (prefill && decode ? "" : why) << "\n");
@@ -654,6 +659,177 @@ struct KvCacheLayoutPass
       module->setAttr(qcc::kKvCacheAttr,
                       kvAttrs.getDictionary(module.getContext()));
     }
+  }
+
+  /// `prefill_last` (docs/KV_CACHE.md): `prefill` with the logits of one
+  /// position per row, the extra input `last` i64 [B, 1] (a row's last
+  /// token: what generation samples from). The rows are gathered before
+  /// the head — the linear that makes the logits, with the row-wise ops
+  /// right before it (a norm, a per-token or static quantize) and after it
+  /// (a softcap's elementwise ops) — so that neither the head's GEMM nor
+  /// the [B, S, vocab] logits are computed for the other positions. Null
+  /// (and no entry point) when the logits come from anything else.
+  func::FuncOp buildLastEntry(func::FuncOp prefill) {
+    OpBuilder b(prefill);
+    b.setInsertionPointAfter(prefill);
+    auto fn = cast<func::FuncOp>(b.clone(*prefill));
+    fn.setSymName("prefill_last");
+    // A head this rewrite does not fit is no error: no prefill_last.
+    ScopedDiagnosticHandler quiet(fn.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (succeeded(gatherBeforeHead(fn)) && succeeded(verify(fn)))
+      return fn;
+    fn.erase();
+    return {};
+  }
+
+  /// The rewrite of buildLastEntry on `fn`, a copy of `prefill`.
+  static LogicalResult gatherBeforeHead(func::FuncOp fn) {
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    // The logits: the first [B, S, V] float result (runtime logitsOutput).
+    int64_t li = -1;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (t && t.getRank() == 3 && isa<FloatType>(t.getElementType())) {
+        li = (int64_t)i;
+        break;
+      }
+    }
+    if (li < 0)
+      return failure();
+    Value logits = ret.getOperand(li);
+    auto lt = cast<RankedTensorType>(logits.getType());
+    // Values with the logits' [B, S] leading dimensions: per-row.
+    auto perRow = [&](Value v) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      return t && t.getRank() == 3 && t.getDimSize(0) == lt.getDimSize(0) &&
+             t.getDimSize(1) == lt.getDimSize(1);
+    };
+    auto broadcastOnly = [&](Operation *op, Value row) {
+      for (Value v : op->getOperands())
+        if (v != row && cast<RankedTensorType>(v.getType()).getRank() > 1)
+          return false;
+      return true;
+    };
+    llvm::SetVector<Operation *> region;
+    // After the head: elementwise ops on the logits (a softcap).
+    Value v = logits;
+    Operation *head = nullptr;
+    while (Operation *op = v.getDefiningOp()) {
+      if (isa<LinearOp, QLinearOp>(op) ||
+          (isa<MatMulOp>(op) &&
+           cast<RankedTensorType>(op->getOperand(1).getType()).getRank() ==
+               2)) {
+        head = op;
+        region.insert(op);
+        break;
+      }
+      std::optional<format::OpKind> kind = runtimeOpKind(op);
+      bool elementwise = isa<CastOp>(op) ||
+                         (kind && format::joinsElementwiseChain(*kind));
+      if (!elementwise || op->getNumResults() != 1 || !perRow(op->getOperand(0)) ||
+          !broadcastOnly(op, op->getOperand(0)))
+        return failure();
+      region.insert(op);
+      v = op->getOperand(0);
+    }
+    if (!head)
+      return failure();
+    // Before the head: the row-wise producers of its rows, when nothing
+    // else reads them.
+    auto rowWise = [&](Operation *op) {
+      if (auto q = dyn_cast<QuantizeOp>(op))
+        return q.getGranularity() == "per_token" || q.getScale().has_value();
+      if (isa<RmsNormOp, LayerNormOp>(op))
+        return broadcastOnly(op, op->getOperand(0));
+      return false;
+    };
+    auto onlyFeedsRegion = [&](Operation *op) {
+      for (Operation *user : op->getUsers())
+        if (!region.contains(user))
+          return false;
+      return true;
+    };
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (Operation *op : SmallVector<Operation *>(region.begin(),
+                                                    region.end()))
+        for (Value operand : op->getOperands())
+          if (Operation *p = operand.getDefiningOp();
+              p && perRow(operand) && !region.contains(p) && rowWise(p) &&
+              perRow(p->getOperand(0)) && onlyFeedsRegion(p))
+            grew |= region.insert(p);
+    }
+    // The logits and everything in between are read only inside.
+    for (Operation *op : region)
+      for (Operation *user : op->getUsers())
+        if (!region.contains(user) && user != ret.getOperation())
+          return failure();
+    for (OpOperand &use : logits.getUses())
+      if (use.getOwner() == ret.getOperation() &&
+          use.getOperandNumber() != (unsigned)li)
+        return failure();
+
+    // last: i64 [B, 1], named, its batch dimension named as the ids'.
+    OpBuilder b(fn);
+    auto lastType = RankedTensorType::get({lt.getDimSize(0), 1},
+                                          b.getI64Type());
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr("qcc.name", b.getStringAttr("last"))};
+    if (DictionaryAttr ids = fn.getArgAttrDict(0))
+      if (auto dims = ids.getAs<ArrayAttr>(kDimNamesAttr); dims && !dims.empty())
+        attrs.push_back(b.getNamedAttr(
+            kDimNamesAttr, b.getArrayAttr({dims[0], b.getStringAttr("")})));
+    unsigned lastArg = fn.getNumArguments();
+    if (failed(fn.insertArgument(lastArg, lastType,
+                                 b.getDictionaryAttr(attrs), fn.getLoc())))
+      return failure();
+    b.setInsertionPointToStart(&fn.getBody().front());
+    Value index = UnsqueezeOp::create(
+        b, fn.getLoc(),
+        RankedTensorType::get({lt.getDimSize(0), 1, 1}, b.getI64Type()),
+        fn.getArgument(lastArg), b.getDenseI64ArrayAttr({2}));
+    // Each row value that enters the region, gathered once, where it is
+    // defined; then every value inside has one position per row.
+    auto onePosition = [](Type t) {
+      auto rt = cast<RankedTensorType>(t);
+      SmallVector<int64_t> shape(rt.getShape());
+      shape[1] = 1;
+      return rt.clone(shape);
+    };
+    llvm::MapVector<Value, Value> gathered;
+    for (Operation *op : region)
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value in = operand.get();
+        if (!perRow(in) || (in.getDefiningOp() &&
+                            region.contains(in.getDefiningOp())))
+          continue;
+        auto [it, fresh] = gathered.try_emplace(in, Value());
+        if (fresh) {
+          if (Operation *def = in.getDefiningOp())
+            b.setInsertionPointAfter(def);
+          else
+            b.setInsertionPointAfter(index.getDefiningOp());
+          it->second = GatherNdOp::create(b, op->getLoc(),
+                                          onePosition(in.getType()), in,
+                                          index, b.getI64IntegerAttr(1));
+        }
+        operand.set(it->second);
+      }
+    for (Operation *op : region)
+      for (Value r : op->getResults())
+        r.setType(onePosition(r.getType()));
+    SmallVector<Type> results(fn.getFunctionType().getResults());
+    results[li] = logits.getType();
+    if (auto dims = fn.getResultAttrOfType<ArrayAttr>(li, kDimNamesAttr);
+        dims && dims.size() == 3) {
+      SmallVector<Attribute> names(dims.begin(), dims.end());
+      names[1] = b.getStringAttr(""); // static now
+      fn.setResultAttr(li, kDimNamesAttr, b.getArrayAttr(names));
+    }
+    fn.setFunctionType(
+        b.getFunctionType(fn.getArgumentTypes(), results));
+    return success();
   }
 
   /// Rows of the learned position table (a limit on the context), or -1.

@@ -74,16 +74,13 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
   res.tokens.assign(N, {});
   if (N == 0)
     return res;
-  int64_t S = 0;
-  for (const auto &p : prompts) {
+  for (const auto &p : prompts)
     if (p.empty())
       throw std::runtime_error("generate: a prompt has no tokens");
-    S = std::max<int64_t>(S, (int64_t)p.size());
-  }
   const Function &prefill = artifact.function("prefill");
+  const Function *prefillAtLast = prefillLast(artifact);
   const Function &decode = artifact.function("decode");
-  const std::string logitsP = logitsOutput(prefill).name,
-                    logitsD = logitsOutput(decode).name;
+  const std::string logitsD = logitsOutput(decode).name;
   Sampler sampler(o.sampler);
 
   std::vector<int64_t> seqOf(N, -1);
@@ -114,19 +111,13 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
   };
 
   try {
-    // Prefill: right-padded [N, S]; pads get id 0 and position 0.
-    KvBatch kv{&cache, {}, {}};
-    Tensor ids(DType::I64, {(int64_t)N, S}), pos(DType::I64, {(int64_t)N, S});
+    // Prefill: one call over every prompt, the logits of each one's last
+    // token (prefill_last when the artifact has it).
+    std::vector<std::span<const int64_t>> tokens;
     for (size_t i = 0; i < N; ++i) {
       seqOf[i] = cache.addSequence();
       live[i] = true;
-      int64_t cached = cache.length(seqOf[i]);
-      for (size_t t = 0; t < prompts[i].size(); ++t) {
-        ids.data<int64_t>()[i * S + t] = prompts[i][t];
-        pos.data<int64_t>()[i * S + t] = cached + (int64_t)t;
-      }
-      kv.seqs.push_back(seqOf[i]);
-      kv.valid.push_back((int64_t)prompts[i].size());
+      tokens.push_back(prompts[i]);
       res.prefillTokens += (int64_t)prompts[i].size();
     }
     if (o.maxNewTokens <= 0) {
@@ -135,15 +126,12 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
       return res;
     }
     auto t0 = Clock::now();
-    auto out = session.run("prefill", {{"input_ids", ids}, {"positions", pos}},
-                           &kv);
-    Tensor logits = convertFloat(out.at(logitsP), DType::F32);
+    Tensor logits = cachedLastLogits(session, prefill, prefillAtLast, cache, seqOf,
+                                     tokens);
     int64_t V = logits.dim(-1);
-    for (size_t i = 0; i < N; ++i) {
-      const float *row = logits.data<float>() +
-                         ((int64_t)i * S + (int64_t)prompts[i].size() - 1) * V;
-      accept(i, sampler.sample(row, V, history[i]));
-    }
+    for (size_t i = 0; i < N; ++i)
+      accept(i, sampler.sample(logits.data<float>() + (int64_t)i * V, V,
+                               history[i]));
     res.prefillSeconds = secondsSince(t0);
 
     // Decode steps over the live sequences.
@@ -197,14 +185,17 @@ Tensor qcc::rt::sequenceLogits(Executor &executor, const Function &fn,
   return logitsOf(executor.run(fn.name, sequenceInputs(fn, in)), fn);
 }
 
-Tensor qcc::rt::cachedLogits(Executor &executor, const Function &fn,
-                             KvCache &cache, const std::vector<int64_t> &seqs,
-                             const std::vector<std::span<const int64_t>> &tokens) {
+/// The ids and positions inputs of a cache entry point (cachedLogits) and
+/// the KV batch to run it with.
+static std::map<std::string, Tensor>
+cacheInputs(const Function &fn, KvCache &cache, const std::vector<int64_t> &seqs,
+            const std::vector<std::span<const int64_t>> &tokens,
+            KvBatch &batch) {
   int64_t rows = (int64_t)seqs.size(), width = 0;
   for (const auto &t : tokens)
     width = std::max<int64_t>(width, (int64_t)t.size());
   Tensor ids(DType::I64, {rows, width}), pos(DType::I64, {rows, width});
-  KvBatch batch{&cache, seqs, {}};
+  batch = KvBatch{&cache, seqs, {}};
   for (int64_t r = 0; r < rows; ++r) {
     int64_t cached = cache.length(seqs[r]);
     for (int64_t t = 0; t < width; ++t) {
@@ -214,10 +205,59 @@ Tensor qcc::rt::cachedLogits(Executor &executor, const Function &fn,
     }
     batch.valid.push_back((int64_t)tokens[r].size());
   }
-  return logitsOf(executor.run(fn.name,
-                               {{fn.inputs[0].name, ids}, {fn.inputs[1].name, pos}},
-                               &batch),
-                  fn);
+  return {{fn.inputs[0].name, ids}, {fn.inputs[1].name, pos}};
+}
+
+Tensor qcc::rt::cachedLogits(Executor &executor, const Function &fn,
+                             KvCache &cache, const std::vector<int64_t> &seqs,
+                             const std::vector<std::span<const int64_t>> &tokens) {
+  KvBatch batch;
+  auto inputs = cacheInputs(fn, cache, seqs, tokens, batch);
+  return logitsOf(executor.run(fn.name, inputs, &batch), fn);
+}
+
+Tensor qcc::rt::cachedLastLogits(
+    Executor &executor, const Function &prefill, const Function *last,
+    KvCache &cache, const std::vector<int64_t> &seqs,
+    const std::vector<std::span<const int64_t>> &tokens) {
+  int64_t rows = (int64_t)seqs.size();
+  for (const auto &t : tokens)
+    if (t.empty())
+      throw std::runtime_error("prefill: a row has no tokens");
+  if (last) {
+    KvBatch batch;
+    auto inputs = cacheInputs(*last, cache, seqs, tokens, batch);
+    Tensor index(DType::I64, {rows, 1});
+    for (int64_t r = 0; r < rows; ++r)
+      index.data<int64_t>()[r] = (int64_t)tokens[r].size() - 1;
+    inputs[last->inputs[2].name] = index;
+    Tensor logits = logitsOf(executor.run(last->name, inputs, &batch), *last);
+    if (logits.dim(0) != rows || logits.dim(1) != 1)
+      throw std::runtime_error("prefill_last returned logits " +
+                               shapeString(logits.shape()) + " for " +
+                               std::to_string(rows) + " rows");
+    return logits.reshaped({rows, logits.dim(-1)});
+  }
+  Tensor all = cachedLogits(executor, prefill, cache, seqs, tokens);
+  int64_t S = all.dim(1), V = all.dim(-1);
+  Tensor out = Tensor::uninitialized(DType::F32, {rows, V});
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(all.data<float>() + (r * S + (int64_t)tokens[r].size() - 1) * V,
+                V, out.data<float>() + r * V);
+  return out;
+}
+
+const Function *qcc::rt::prefillLast(const Artifact &artifact) {
+  for (const Function &f : artifact.functions())
+    if (f.name == "prefill_last") {
+      if (f.inputs.size() != 3 || f.inputs[2].dtype != DType::I64 ||
+          f.inputs[2].shape.size() != 2 || f.inputs[2].shape[1] != 1)
+        throw std::runtime_error(artifact.path() +
+                                 ": entry point prefill_last does not take "
+                                 "input_ids, positions and last i64 [B, 1]");
+      return &f;
+    }
+  return nullptr;
 }
 
 bool qcc::rt::hasFunction(const Artifact &a, const std::string &name) {

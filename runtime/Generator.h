@@ -85,8 +85,21 @@ Tensor cachedLogits(Executor &executor, const Function &fn, KvCache &cache,
                     const std::vector<int64_t> &seqs,
                     const std::vector<std::span<const int64_t>> &tokens);
 
+/// The logits [B, vocab] (f32) of each row's last token after one prefill
+/// call with `tokens` (each row non-empty; the call as cachedLogits): from
+/// `last`, the artifact's prefill_last (docs/KV_CACHE.md: the LM head runs
+/// at those positions only), when given, else from `prefill`'s rows.
+Tensor cachedLastLogits(Executor &executor, const Function &prefill,
+                        const Function *last, KvCache &cache,
+                        const std::vector<int64_t> &seqs,
+                        const std::vector<std::span<const int64_t>> &tokens);
+
 /// Whether `artifact` has an entry point named `name`.
 bool hasFunction(const Artifact &artifact, const std::string &name);
+/// The artifact's `prefill_last` entry point, or nullptr (an artifact whose
+/// logits come from no linear head has none). Throws when it does not take
+/// the ids, the positions and `last` i64 [B, 1].
+const Function *prefillLast(const Artifact &artifact);
 
 /// Generation without a KV cache: for each prompt in turn, every new token
 /// recomputes the last `context` tokens through full-sequence entry point

@@ -73,7 +73,7 @@ Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
                const EngineOptions &o)
     : executor(e), tokenizer(t), opts(o),
       prefill((checkServable(a), a.function("prefill"))),
-      decode(a.function("decode")) {
+      decode(a.function("decode")), prefillLast(rt::prefillLast(a)) {
   const KvCacheConfig &cfg = *a.kvCache();
   if (opts.maxSequences < 1)
     throw std::runtime_error("--max-sequences must be at least 1");
@@ -381,8 +381,10 @@ void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
     tokens.push_back(std::span<const int64_t>(rows[b]->params.prompt)
                          .subspan(rows[b]->prefilled, counts[b]));
   }
-  Tensor logits = cachedLogits(executor, prefill, *cache, seqs, tokens);
-  int64_t S = logits.dim(1);
+  // The logits of each row's last token of this chunk; only the rows that
+  // finish their prompt sample from them.
+  Tensor logits =
+      cachedLastLogits(executor, prefill, prefillLast, *cache, seqs, tokens);
   int64_t V = logits.dim(-1);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -397,8 +399,7 @@ void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
       cache->publishPrefix(r.seq, r.params.prompt);
     if (r.prefilled < r.promptTokens())
       continue;
-    const float *row =
-        logits.data<float>() + ((int64_t)b * S + counts[b] - 1) * V;
-    accept(r, r.sampler.sample(row, V, r.history));
+    accept(r, r.sampler.sample(logits.data<float>() + (int64_t)b * V, V,
+                               r.history));
   }
 }

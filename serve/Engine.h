@@ -177,6 +177,7 @@ private:
   const rt::Tokenizer &tokenizer;
   EngineOptions opts;
   const rt::Function &prefill, &decode; ///< the artifact's entry points
+  const rt::Function *prefillLast; ///< prefill_last, if the artifact has it
   std::unique_ptr<rt::KvCache> cache;
 
   mutable std::mutex mu; ///< guards waiting, stopping, metrics_

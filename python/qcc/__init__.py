@@ -56,8 +56,8 @@ def compile(model: Union[str, _os.PathLike], output: Union[str, _os.PathLike],
 class Artifact(_runtime.Artifact):
     """A loaded .qpkg (validated as qrun validates it; qcc.Error if not).
 
-    functions: the entry points ("main", and "prefill"/"decode" with a KV
-    cache); input_ports(fn) / output_ports(fn): name, dtype and shape (None
+    functions: the entry points ("main", and "prefill"/"decode", usually
+    "prefill_last" too, with a KV cache: docs/KV_CACHE.md); input_ports(fn) / output_ports(fn): name, dtype and shape (None
     or a name for a dynamic dimension); has_tokenizer; kv_cache (the layout,
     or None); gpu_kernels (how many)."""
 
