@@ -43,6 +43,7 @@ import time
 
 import numpy as np
 
+import measure
 from cpu_info import cpu_has_amx, machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -262,38 +263,10 @@ WORKERS = {"ort_prefill": ort_prefill, "ort_decode": ort_decode,
 # The parent: runs each measurement in its own process and keeps its peak RSS.
 # --------------------------------------------------------------------------
 
-# Runs the measured processes and reports their rusage. A child's ru_maxrss
-# starts at the RSS of the process that forked it (Linux folds the forking
-# process's pages into the child's high-water mark at exec), so they are forked
-# by this small interpreter, started before the parent loads models or numpy.
-LAUNCHER = r"""
-import json, os, subprocess, sys, tempfile
-for line in sys.stdin:
-    job = json.loads(line)
-    with tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen(job["cmd"], stdout=subprocess.PIPE, stderr=err, env=job["env"],
-                             text=True)
-        out = p.stdout.read()
-        _, status, usage = os.wait4(p.pid, 0)
-        err.seek(0)
-        print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "out": out,
-                          "err": err.read()[-2000:], "maxrss": usage.ru_maxrss * 1024}),
-              flush=True)
-"""
-_launcher = None
-
-
-def start_launcher():
-    global _launcher
-    _launcher = subprocess.Popen([sys.executable, "-S", "-c", LAUNCHER], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
-
-
 def run_measured(cmd, env=None):
-    """(stdout, peak RSS in bytes) of CMD; raises with its stderr on failure."""
-    _launcher.stdin.write(json.dumps({"cmd": cmd, "env": env or dict(os.environ)}) + "\n")
-    _launcher.stdin.flush()
-    r = json.loads(_launcher.stdout.readline())
+    """(stdout, peak RSS in bytes) of CMD (bench/measure.py); raises with its
+    stderr on failure."""
+    r = measure.run(cmd, env)
     if r["rc"] != 0:
         err = r["err"].strip()
         raise RuntimeError(f"{os.path.basename(cmd[0])}: exit {r['rc']}: "
@@ -513,7 +486,7 @@ def main():
         for name, value in (("repeats", 1), ("steps", 8), ("iterations", 2)):
             if getattr(a, name) == p.get_default(name):
                 setattr(a, name, value)
-    start_launcher()
+    measure.start()
     a.model = os.path.abspath(a.model)
     stem = os.path.basename(os.path.dirname(a.model)) + "-" + \
         os.path.splitext(os.path.basename(a.model))[0]
@@ -554,7 +527,7 @@ def main():
 
     rows = list(qpkgs) + ["onnxruntime"] + list(ggufs)
 
-    def measure(row, kind, n):
+    def measure_cell(row, kind, n):
         if row in qpkgs:
             if kind == "prefill":
                 return qrun_measure(a.qrun, qpkgs[row], ["--bench", "1", str(n), "--iterations",
@@ -584,7 +557,7 @@ def main():
                 if (row, kind, n) in errors:
                     continue
                 try:
-                    v, r = measure(row, kind, n)
+                    v, r = measure_cell(row, kind, n)
                 except RuntimeError as e:
                     errors[(row, kind, n)] = str(e)
                     continue

@@ -17,8 +17,9 @@ Measurements, per artifact (each a separate qrun process):
            decode tok/s = qrun's; step_s = B / decode tok/s.
   prefill  `qrun ART --backend=cuda --bench-generate 1 PREFILL 1 --profile --profile-json F`:
            "wall" = qrun's prefill tokens/s of the timed call (after the warm-up), including
-           uploading the ids, the host nodes, and copying the [1, PREFILL, vocab] f32 logits of
-           every position to the host;
+           uploading the ids, the host nodes, and copying the logits to the host (through
+           prefill_last, docs/KV_CACHE.md: the last position's [1, 1, vocab]; an artifact
+           without it copies every position's);
            "kernels" = PREFILL / the summed CUDA-event times of the prefill's kernels and host
            nodes (the profile), i.e. without the launch gaps and the logits copy.
 Formulas (stated once; the JSON holds every input):
@@ -61,6 +62,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure  # noqa: E402  (beside this file, also in the GPU bundle)
 
 HEADER = struct.Struct("<8sIIQQQQQII")  # format/ArtifactFormat.h's Header
 MAGIC = b"QCCPKG\r\n"
@@ -149,6 +153,7 @@ GEN = re.compile(r"batch (\d+) context (\d+): prefill ([0-9.eE+-]+) tokens/s, "
                  r"decode ([0-9.eE+-]+) tokens/s")
 CUDA = re.compile(r"\[qrun\] CUDA: (\d+) runs, (\d+) kernel launches, (\d+) graphs captured, "
                   r"(\d+) replayed, (\d+) nodes on the host(.*)")
+MEMORY = re.compile(r"\[qrun\] CUDA memory: peak (\d+) bytes on the device, weights (\d+) bytes")
 
 
 def run_qrun(qrun, art, batch, context, steps, profile_json=None, backend="cuda", timeout=120):
@@ -156,17 +161,20 @@ def run_qrun(qrun, art, batch, context, steps, profile_json=None, backend="cuda"
     if profile_json:
         cmd += ["--profile", "--profile-json", profile_json]
     t0 = time.time()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    p = measure.run(cmd, timeout=timeout)  # its peak RSS too
+    if p["timed_out"]:
         return {"cmd": " ".join(cmd), "error": "no result in %d s" % timeout}
-    res = {"cmd": " ".join(cmd), "seconds": round(time.time() - t0, 2), "rc": p.returncode}
-    g = GEN.search(p.stdout)
-    if p.returncode != 0 or not g:
-        res["error"] = (p.stderr.strip().splitlines() or ["no output"])[-1][:300]
+    res = {"cmd": " ".join(cmd), "seconds": round(time.time() - t0, 2), "rc": p["rc"],
+           "host_peak_rss": p["maxrss"]}
+    g = GEN.search(p["out"])
+    if p["rc"] != 0 or not g:
+        res["error"] = (p["err"].strip().splitlines() or ["no output"])[-1][:300]
         return res
     res["prefill_tokps"], res["decode_tokps"] = float(g.group(3)), float(g.group(4))
-    c = CUDA.search(p.stderr)
+    mem = MEMORY.search(p["err"])
+    if mem:
+        res["device_peak"], res["device_weights"] = int(mem.group(1)), int(mem.group(2))
+    c = CUDA.search(p["err"])
     if c:
         res["cuda"] = {"runs": int(c.group(1)), "launches": int(c.group(2)),
                        "graphs_captured": int(c.group(3)), "graph_replays": int(c.group(4)),
@@ -293,6 +301,25 @@ def table(rows, ref, p_lin, prefill, batches):
     return "\n".join(lines)
 
 
+def memory_table(rows):
+    """Issue 41's memory columns per qrun row: the largest of its decode runs
+    (the profiled prefill run also measures the machine's peaks, with buffers
+    of its own)."""
+    mib = lambda b: "%.0f" % (b / 2**20) if b else "–"
+    lines = ["| row | artifact MiB | device peak MiB | device weights MiB | host peak RSS MiB "
+             "| KV bytes/token |", "|---|---|---|---|---|---|"]
+    for name, r in rows:
+        runs = [x for x in r.get("runs", []) if "--profile" not in x.get("cmd", "")]
+        if not runs:
+            continue
+        most = lambda k: max((x.get(k) or 0 for x in runs), default=0)
+        kv = r["kv_cache"]
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            name, mib(r["artifact_bytes"]), mib(most("device_peak")), mib(most("device_weights")),
+            mib(most("host_peak_rss")), "{:,}".format(int(kv_bytes(kv, 1, 1)))))
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--qrun", required=True)
@@ -366,7 +393,8 @@ def main():
                                     if w8_b1.get("tokps") and hf.get("decode", {}).get(1) else None, "%.2fx")),
         "%s: %s" % (TARGETS[2], pct(w8.get("prefill", {}).get("gemm_mfu") if w8 else None)),
     ]
-    out = [text, "",
+    out = [text, "", "Memory (the largest of each row's decode runs; docs/MEMORY.md):", "",
+           memory_table(rows), "",
            "%s, %s; copy %.0f GB/s (read + write), f16 matmul %.0f TFLOP/s, int8 %.0f TOP/s measured; "
            "decode: %d tokens of context, %d timed steps after a warm-up run; prefill: one %d-token prompt."
            % (ref.get("device", "?"), ref.get("date", "?"), ref["copy_GBps"], ref["f16_TFLOPs"],

@@ -562,6 +562,7 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
     std::vector<Tensor> synthetic =
         expandSynthetic(l, m, a.synthetic_, a.syntheticBytes_);
     const char *data = bytes.data() + h.dataOffset;
+    std::map<std::pair<uint64_t, uint64_t>, Tensor> copies; // (offset, size)
     for (const json &c : m.at("constants")) {
       int64_t id = valueId(l, c.at("value"), a.numValues(), "constant");
       std::string what = "manifest: constant " + std::to_string(id);
@@ -593,9 +594,18 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
           off % kDataAlignment != 0)
         l.fail(what + " does not fit the data section");
       if (bytes.mapped() && sz < kCopyBelowBytes) {
-        Tensor copy = Tensor::uninitialized(t, shape);
-        bytes.readAt(data + off, sz, copy.data<char>()); // its error names the file
-        a.constants_[id] = std::move(copy);
+        // One copy per span of bytes: the entry points share constants
+        // under other value ids.
+        auto [it, fresh] = copies.try_emplace({off, sz}, Tensor());
+        if (fresh || it->second.dtype() != t) {
+          Tensor copy = Tensor::uninitialized(t, shape);
+          bytes.readAt(data + off, sz, copy.data<char>()); // names the file
+          if (fresh)
+            it->second = copy;
+          a.constants_[id] = std::move(copy);
+        } else {
+          a.constants_[id] = it->second.reshaped(shape);
+        }
       } else {
         a.constants_[id] = Tensor::view(t, shape, data + off);
       }

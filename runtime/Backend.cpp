@@ -58,6 +58,9 @@ void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
     for (const auto &[op, n] : s.hostOps)
       log << " " << op << " x" << n;
     log << "\n";
+    log << "[qrun] CUDA memory: peak " << g->devicePeakBytes()
+        << " bytes on the device, weights " << g->deviceWeightBytes()
+        << " bytes\n";
   }
   if (g->checks().empty())
     return;

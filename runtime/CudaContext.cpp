@@ -1,6 +1,7 @@
 //===- CudaContext.cpp - one GPU through the dlopen'ed driver API ---------===//
 #include "runtime/CudaContext.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -55,12 +56,20 @@ DevicePtr CudaContext::alloc(size_t bytes) {
                              std::to_string(total) + ")");
   }
   check(r, "allocating " + std::to_string(bytes) + " bytes");
+  sizes[p] = bytes;
+  inUse += bytes;
+  peak = std::max(peak, inUse);
   return p;
 }
 
 void CudaContext::free(DevicePtr p) {
-  if (p)
-    drv->api().cuMemFree(p); // freeing cannot usefully fail here
+  if (!p)
+    return;
+  drv->api().cuMemFree(p); // freeing cannot usefully fail here
+  if (auto it = sizes.find(p); it != sizes.end()) {
+    inUse -= it->second;
+    sizes.erase(it);
+  }
 }
 
 std::pair<size_t, size_t> CudaContext::memoryInfo() const {

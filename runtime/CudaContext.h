@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,10 @@ public:
   /// Device memory. alloc(0) returns 0. Out of memory throws with the sizes.
   DevicePtr alloc(size_t bytes);
   void free(DevicePtr p);
+  /// Bytes this context has allocated and not freed, and the most at any
+  /// time (what qrun reports and the GPU benchmark tabulates; docs/MEMORY.md).
+  size_t bytesInUse() const { return inUse; }
+  size_t peakBytes() const { return peak; }
   /// (free, total) bytes on the device.
   std::pair<size_t, size_t> memoryInfo() const;
 
@@ -100,6 +105,8 @@ private:
   CudaApi::CUcontext ctx = nullptr;
   CudaApi::CUstream stream = nullptr;
   std::vector<void *> events; // CUevent
+  std::map<DevicePtr, size_t> sizes; // of the live allocations
+  size_t inUse = 0, peak = 0;
   [[noreturn]] void fail(const std::string &what, int result) const;
   void check(int result, const std::string &what) const {
     if (result != 0)

@@ -259,12 +259,21 @@ GpuSession::~GpuSession() {
     ctx->free(vScales);
 }
 
+size_t GpuSession::devicePeakBytes() const { return ctx->peakBytes(); }
+
+size_t GpuSession::deviceWeightBytes() const {
+  size_t total = 0;
+  for (const auto &[id, c] : constants)
+    total += c.second;
+  return total;
+}
+
 DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
-  int64_t key = asF16 ? -2 - id : id;
+  const Tensor *t = artifact.constant(id);
+  ConstantKey key{t->raw(), t->bytes(), asF16};
   auto it = constants.find(key);
   if (it != constants.end())
     return it->second.first;
-  const Tensor *t = artifact.constant(id);
   const void *src = t->raw();
   size_t bytes = t->bytes();
   std::vector<uint16_t> half;

@@ -31,6 +31,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 
@@ -81,6 +82,10 @@ public:
     std::map<std::string, int64_t> hostOps; ///< op (or kernel kind) -> count
   };
   const Stats &stats() const { return counters; }
+  /// Device memory: the most this session's context has held at once, and
+  /// the bytes of the weights uploaded so far (docs/MEMORY.md).
+  size_t devicePeakBytes() const;
+  size_t deviceWeightBytes() const;
   /// "main: 40 of 43 nodes on the GPU (on the host: gather x1 ...)" per
   /// entry point of the GPU plan.
   std::string planSummary() const;
@@ -152,8 +157,12 @@ private:
         ctx->unloadModule(m);
     }
   } loadedModules;
-  /// By value id; f16 copies of f32 weights under -2 - id.
-  std::map<int64_t, std::pair<DevicePtr, size_t>> constants;
+  /// Uploaded constants by their bytes in the artifact and whether the copy
+  /// is the f16 one of f32 weights: the entry points share weights under
+  /// other value ids (keyed by id, each entry point a generation ran had
+  /// its own copy of every weight on the device).
+  using ConstantKey = std::tuple<const void *, size_t, bool>;
+  std::map<ConstantKey, std::pair<DevicePtr, size_t>> constants;
   std::map<const KvCache *, std::pair<DevicePtr, size_t>> kvPools;
   DevicePtr kScales = 0, vScales = 0;
   std::map<std::string, std::unique_ptr<Graph>> graphs;

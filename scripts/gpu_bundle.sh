@@ -91,7 +91,7 @@ if [ $BENCH = 1 ]; then
     # shellcheck disable=SC2086 # the flags are words
     "$BUILD/bin/qcc" "$LLAMA/model.onnx" --quiet --synthetic-weights ${spec#*:} -o "$B/$name.qpkg"
   done
-  cp bench/gpu_bench.py "$STAGE/qcc-gpu/"
+  cp bench/gpu_bench.py bench/measure.py "$STAGE/qcc-gpu/"
   ls -l "$B"
 fi
 # check_gpu.py finds the model and stats relative to the repo root; it only

@@ -129,9 +129,16 @@ def main():
         names = ["f16", "W8A8", gpu_bench.HF_ROW, "PyTorch f16 lean eager", gpu_bench.GRAPH_ROW]
         if sorted(rows) != sorted(names):
             return fail("rows %s, expected %s" % (sorted(rows), sorted(names)))
-        table = [ln for ln in p.stdout.splitlines() if ln.startswith("| ")]
+        speed, _, memory = p.stdout.partition("Memory (")
+        table = [ln for ln in speed.splitlines() if ln.startswith("| ")]
         if len(table) != 1 + len(names):
             return fail("%d table lines, expected a header and %d rows" % (len(table), len(names)))
+        # The memory table: qrun's rows, a host peak RSS each (the CPU
+        # backend here: no device columns).
+        mem = [ln.split("|")[1:-1] for ln in memory.splitlines() if ln.startswith("| ")]
+        if [c[0].strip() for c in mem[1:]] != ["f16", "W8A8"] or \
+                not all(float(c[4]) > 0 for c in mem[1:]):
+            return fail("memory table %s" % mem)
         for name in ("f16", "W8A8"):
             for b in ("1", "2"):
                 d = rows[name]["decode"][b]

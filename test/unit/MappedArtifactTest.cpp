@@ -265,6 +265,35 @@ TEST(MappedArtifact, SmallConstantsAreCopiedOut) {
   std::filesystem::remove(path);
 }
 
+TEST(MappedArtifact, ConstantsOverTheSameBytesShareOneCopy) {
+  // Entry points name the same weights under value ids of their own: one
+  // copy (and one device upload: the CUDA backend keys by the bytes).
+  const int64_t n = 8, k = 16;
+  std::vector<float> w(n * k, 1.5f);
+  json manifest{
+      {"format_version", format::kFormatVersion},
+      {"values",
+       {{{"dtype", "f32"}, {"shape", {n, k}}},
+        {{"dtype", "f32"}, {"shape", {n * k}}},
+        {{"dtype", "i32"}, {"shape", {n, k}}}}},
+      {"constants",
+       {{{"value", 0}, {"offset", 0}, {"size", n * k * 4}},
+        {{"value", 1}, {"offset", 0}, {"size", n * k * 4}},
+        {{"value", 2}, {"offset", 0}, {"size", n * k * 4}}}},
+      {"functions", json::array()},
+      {"sections", json::object()}};
+  std::vector<char> bytes = format::packageFile(
+      manifest.dump(), std::string_view(reinterpret_cast<const char *>(w.data()),
+                                        w.size() * sizeof(float)));
+  rt::Artifact a =
+      rt::Artifact::fromFile(format::FileBytes::mapCopy({bytes.data(), bytes.size()}),
+                             "shared.qpkg");
+  EXPECT_EQ(a.constant(0)->raw(), a.constant(1)->raw()); // f32, reshaped
+  EXPECT_EQ(a.constant(1)->shape(), rt::Shape{n * k});
+  EXPECT_NE(a.constant(0)->raw(), a.constant(2)->raw()); // i32: its own
+  EXPECT_EQ(std::memcmp(a.constant(2)->raw(), w.data(), n * k * 4), 0);
+}
+
 TEST(MappedArtifact, EmbeddingRowsDoNotMapTheTable) {
   // main(ids: i64[1, 32]) = embedding(table, ids), table f32 [4096, 64]:
   // 1 MiB, a view of the mapping.
