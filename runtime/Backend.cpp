@@ -1,6 +1,7 @@
 //===- Backend.cpp - choosing the CPU or CUDA backend ---------------------===//
 #include "runtime/Backend.h"
 
+#include "runtime/CpuSparseKernels.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuSession.h"
 
@@ -17,6 +18,15 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
   auto cpu = [&](const std::string &why) {
     if (!o.quiet)
       log << "[" << o.tool << "] CPU backend: " << why << "\n";
+    bool sparse24 = false;
+    for (const Function &f : a.functions())
+      for (const Node &n : f.nodes)
+        sparse24 |= n.kind == OpKind::Sparse24;
+    if (!o.quiet && sparse24 && sparseRunsDense())
+      log << "[" << o.tool << "] 2:4 weights expanded to the dense layout "
+          << "once: this CPU's dense int8/f32 GEMMs are faster than the "
+          << "sparse kernels (QCC_CPU_SPARSE=sparse keeps them; "
+          << "docs/SPARSITY.md)\n";
     auto s = std::make_unique<Session>(a);
     s->setPlan(o.plan);
     return s;

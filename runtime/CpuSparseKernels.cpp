@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/CpuSparseKernels.h"
 
+#include "runtime/CpuInt8Gemm.h"
 #include "runtime/CpuQuantKernels.h"
 #include "runtime/HalfFloat.h"
 
@@ -147,6 +148,29 @@ bool haveSsse3() {
 #endif
 
 } // namespace
+
+static std::atomic<int> gSparseMode{-1}; // -1: not yet read from the env
+
+SparseMode qcc::rt::sparseMode() {
+  if (gSparseMode.load() < 0) {
+    const char *env = std::getenv("QCC_CPU_SPARSE");
+    std::string v = env ? env : "auto";
+    int mode = v == "sparse" ? (int)SparseMode::Sparse
+               : v == "dense" ? (int)SparseMode::Dense
+                              : (int)SparseMode::Auto;
+    int unset = -1;
+    gSparseMode.compare_exchange_strong(unset, mode);
+  }
+  return (SparseMode)gSparseMode.load();
+}
+
+void qcc::rt::setSparseMode(SparseMode mode) { gSparseMode = (int)mode; }
+
+bool qcc::rt::sparseRunsDense() {
+  if (cpuKernelPath() != CpuKernelPath::Fast || !cpuHasVnni())
+    return false; // the dense kernels are the portable ones: keep sparse
+  return sparseMode() != SparseMode::Sparse;
+}
 
 Sparse24Weight qcc::rt::sparseWeight(const Tensor &values, const Tensor &meta,
                                      bool checkMeta) {

@@ -42,6 +42,21 @@ struct Sparse24Weight {
   int64_t k() const { return values->dim(1) * 2; }
 };
 
+/// Whether the session expands 2:4 weights (int8 and float32 values) to
+/// the dense layout once and runs the dense packed kernels instead of the
+/// sparse ones: on the fast path on CPUs with AVX-512 VNNI, where the dense
+/// GEMMs are 2-5x faster than these sparse kernels (the demo's W8A8 + 2:4:
+/// prefill 4,836 against 25,229 tokens/s, decode 2,470 against 4,295),
+/// so that 2:4 is never slower than dense (docs/SPARSITY.md). The memory
+/// is the dense weight's.
+bool sparseRunsDense();
+/// How 2:4 linears run on the fast path: Auto (sparseRunsDense's rule),
+/// Sparse (the sparse kernels: what they are tested and compared with) or
+/// Dense; also QCC_CPU_SPARSE=auto|sparse|dense, read at the first call.
+enum class SparseMode { Auto, Sparse, Dense };
+void setSparseMode(SparseMode mode);
+SparseMode sparseMode();
+
 /// Checks the shapes and types of values and meta (and, with `checkMeta`,
 /// every group's metadata); throws std::runtime_error with the reason.
 Sparse24Weight sparseWeight(const Tensor &values, const Tensor &meta,

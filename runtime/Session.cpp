@@ -2,6 +2,7 @@
 #include "runtime/Session.h"
 
 #include "format/Int4.h"
+#include "format/Sparse24.h"
 #include "runtime/CpuKernels.h"
 #include "runtime/ShapeInference.h"
 
@@ -220,9 +221,15 @@ Session::run(const std::string &name,
         in[use->weightOperand()] = use->denseShape();
       // (A W4A16 linear is costed as the dense one: its bytes are not yet
       // the packed ones.)
-      Cost cost = nodeCost(artifact, node, in, out, kv ? &kvState : nullptr,
-                           use && !use->isInt4() ? &use->compressed
-                                                 : nullptr);
+      Cost cost =
+          use && use->runsDense()
+              // The dense weight, as the dense kernel reads it.
+              ? sparseLinearCost(artifact, node, use->compressed,
+                                 numElements(in[0]) / std::max<int64_t>(
+                                                          1, in[0].back()))
+                    .dense
+              : nodeCost(artifact, node, in, out, kv ? &kvState : nullptr,
+                         use && !use->isInt4() ? &use->compressed : nullptr);
       if (tracer)
         tracer({name, node, cost, secs});
       if (profiling)
@@ -289,6 +296,8 @@ Session::compressedUses(const Function &fn) {
     // The loader validated the constant metadata (runtime/Artifact.cpp).
     uses[i].weight = sparseWeight(*w.values, *w.meta, /*checkMeta=*/false);
     needDense[fn.nodes[i].inputs[w.operand]] = false;
+    if (sparseRunsDense())
+      expandSparse(uses[i], fn.nodes[i].kind);
   }
   std::map<int64_t, const Node *> int4Producer; // dense weight -> weight_int4
   for (const Node &n : fn.nodes)
@@ -362,6 +371,47 @@ static const typename Map::mapped_type::value_type *
 findPacked(const Map &packed, const Tensor *w) {
   auto it = w && w->rank() == 2 ? packed.find(packKey(*w)) : packed.end();
   return it == packed.end() || !it->second ? nullptr : &*it->second;
+}
+
+void Session::expandSparse(CompressedUse &use, OpKind kind) {
+  const Tensor &values = *use.weight.values, &meta = *use.weight.meta;
+  int64_t n = use.weight.n(), k = use.weight.k();
+  bool i8 = kind == OpKind::QLinear && values.dtype() == DType::I8;
+  bool f32 = kind == OpKind::Linear && values.dtype() == DType::F32;
+  if (!i8 && !f32)
+    return;
+  // Keyed as a dense weight of [n, k] at the values' bytes would be; the
+  // values are [n, k / 2], so no dense constant there has this key.
+  PackKey key{values.raw(), n, k};
+  auto expand = [&](auto &packed, auto pack) -> decltype(&*packed[key]) {
+    auto [it, fresh] = packed.try_emplace(key);
+    if (fresh) {
+      Tensor dense = Tensor::uninitialized(values.dtype(), {n, k});
+      format::sparse24::decompress(values.raw(), meta.data<int32_t>(), n, k,
+                                   dtypeSize(values.dtype()),
+                                   dense.data<std::byte>());
+      it->second = pack(dense);
+      // Not read again on this path: resident once, packed.
+      artifact.release(values.raw(), values.bytes());
+      artifact.release(meta.raw(), meta.bytes());
+    }
+    return it->second ? &*it->second : nullptr;
+  };
+  if (i8) {
+    use.denseI8 = expand(packed_, [&](const Tensor &d) {
+      return packForPath(d.data<int8_t>(), n, k, CpuKernelPath::Fast);
+    });
+    if (use.denseI8)
+      use.denseStandIn = Tensor::view(
+          DType::I8, {n, k}, use.denseI8->blocks.data());
+  } else {
+    use.denseF32 = expand(packedF32_, [&](const Tensor &d) {
+      return packF32Weight(d.data<float>(), n, k);
+    });
+    if (use.denseF32)
+      use.denseStandIn = Tensor::view(DType::F32, {n, k},
+                                      use.denseF32->data.get());
+  }
 }
 
 void Session::packWeights(const Function &fn) {
@@ -487,6 +537,13 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
             if (const PackedF32Weight *p = sparse ? nullptr
                                                   : packedF32Weight(node))
               return linearWithEpilogue(ops, {}, p);
+            if (sparse && sparse->runsDense()) {
+              Operands dense = ops;
+              dense.at(sparse->weightOperand()) = &sparse->denseStandIn;
+              return sparse->denseI8
+                         ? fastQLinearKernel(attrs, dense, sparse->denseI8)
+                         : linearWithEpilogue(dense, {}, sparse->denseF32);
+            }
             if (sparse && sparse->isInt4())
               return int4LinearKernel(ops, sparse->int4);
             if (sparse)

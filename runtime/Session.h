@@ -131,6 +131,14 @@ private:
     Sparse24Weight weight;
     Int4Weight int4; ///< int4.packed set: a W4A16 linear
     bool isInt4() const { return int4.packed != nullptr; }
+    /// Linear, 2:4, where sparseRunsDense(): the weight expanded once and
+    /// packed for the dense kernel, and a stand-in for the dense weight's
+    /// operand slot (its dtype and shape; a view of the packed bytes, which
+    /// are at least as many: the packed kernels read no other).
+    const PackedI8Weight *denseI8 = nullptr;
+    const PackedF32Weight *denseF32 = nullptr;
+    Tensor denseStandIn;
+    bool runsDense() const { return denseI8 || denseF32; }
     int64_t weightOperand() const {
       return isInt4() ? 1 : compressed.operand;
     }
@@ -140,6 +148,10 @@ private:
     }
   };
   const std::vector<CompressedUse> &compressedUses(const Function &fn);
+  /// Expands the 2:4 weight of `use` to the dense layout and packs it (once
+  /// per compressed weight: entry points share them), where
+  /// sparseRunsDense() and the values are int8 or float32.
+  void expandSparse(CompressedUse &use, OpKind kind);
 
   /// Packs, once per constant, the int8 weight of every qlinear and the
   /// float32 weight of every linear of `fn` (kernel region bodies included)

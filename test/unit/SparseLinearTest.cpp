@@ -16,6 +16,7 @@
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
 #include "format/Sparse24.h"
+#include "runtime/CpuInt8Gemm.h"
 #include "runtime/CpuQuantKernels.h"
 #include "runtime/CpuSparseKernels.h"
 #include "runtime/HalfFloat.h"
@@ -318,13 +319,16 @@ func.func @main(%x: tensor<1x2048xf32>) -> tensor<1x512xf32> {
   EXPECT_EQ(bias->data<float>()[7], 0.25f);
 }
 
-// The session skips the sparse_2_4 node, runs the linear from the compressed
-// weight and costs it as such; the reference path decompresses.
-TEST(SparseArtifact, SessionFastAndReference) {
-  mlir::MLIRContext ctx;
-  auto module = parse(ctx, kSparseModule);
-  ASSERT_TRUE(module);
-  Artifact a = Artifact::fromBytes(serialize(*module), "test");
+/// Restores the 2:4 mode a test sets (runtime/CpuSparseKernels.h).
+struct SparseModeGuard {
+  SparseMode saved = sparseMode();
+  ~SparseModeGuard() { setSparseMode(saved); }
+};
+
+/// kSparseModule's main on a random [2, 3, 64] input with the fast and the
+/// reference path: the fast result within summation order of the
+/// reference's; the linear's cost on each path.
+std::map<CpuKernelPath, Cost> runSparseModule(const Artifact &a) {
   std::mt19937 rng(4);
   std::map<CpuKernelPath, Cost> linearCost;
   auto runs = runFastAndReference(
@@ -339,10 +343,24 @@ TEST(SparseArtifact, SessionFastAndReference) {
             (std::vector<std::string>{"sparse_2_4", "linear"}));
   const Tensor &f = runs[CpuKernelPath::Fast].out.begin()->second,
                &r = runs[CpuKernelPath::Reference].out.begin()->second;
-  ASSERT_EQ(f.shape(), r.shape());
-  for (int64_t i = 0; i < f.numel(); ++i)
+  EXPECT_EQ(f.shape(), r.shape());
+  for (int64_t i = 0; i < f.numel() && f.shape() == r.shape(); ++i)
     EXPECT_NEAR(f.data<float>()[i], r.data<float>()[i],
                 1e-5 * (1 + std::fabs(r.data<float>()[i])));
+  return linearCost;
+}
+
+// With the sparse kernels (SparseMode::Sparse; the rule on CPUs without
+// VNNI), the session skips the sparse_2_4 node, runs the linear from the
+// compressed weight and costs it as such; the reference path decompresses.
+TEST(SparseArtifact, SessionFastAndReference) {
+  SparseModeGuard guard;
+  setSparseMode(SparseMode::Sparse); // the sparse kernel and its cost
+  mlir::MLIRContext ctx;
+  auto module = parse(ctx, kSparseModule);
+  ASSERT_TRUE(module);
+  Artifact a = Artifact::fromBytes(serialize(*module), "test");
+  std::map<CpuKernelPath, Cost> linearCost = runSparseModule(a);
   // M = 6, N = 4, K = 64: M N K multiply-adds of the kept values; values
   // 4 x 32 f32 + metadata 4 x 2 i32 + bias 4 f32 = 512 + 32 + 16 bytes of
   // weights; x 6 x 64 f32 read, y 6 x 4 f32 written.
@@ -364,6 +382,29 @@ TEST(SparseArtifact, SessionFastAndReference) {
   EXPECT_EQ(both.dense.flops, 2.0 * 6 * 4 * 64);
   EXPECT_EQ(both.dense.weightBytes, 4.0 * 64 * 4 + 16);
   EXPECT_EQ(both.dense.activationBytes, c.activationBytes);
+}
+
+// Where the dense kernels are faster (AVX-512 VNNI), the fast path expands
+// a 2:4 weight once and runs the dense packed GEMM: the reference's
+// results up to summation order, the dense weight's cost.
+TEST(SparseArtifact, SessionRunsDenseWhereFaster) {
+  if (!cpuHasVnni())
+    GTEST_SKIP() << "no AVX-512 VNNI: 2:4 runs the sparse kernels here";
+  SparseModeGuard guard;
+  setSparseMode(SparseMode::Auto);
+  EXPECT_TRUE(sparseRunsDense());
+  mlir::MLIRContext ctx;
+  auto module = parse(ctx, kSparseModule);
+  ASSERT_TRUE(module);
+  Artifact a = Artifact::fromBytes(serialize(*module), "test");
+  std::map<CpuKernelPath, Cost> linearCost = runSparseModule(a);
+  std::map<size_t, CompressedWeight> sparse =
+      compressedWeights(a, a.function("main"));
+  ASSERT_EQ(sparse.size(), 1u);
+  const Node &linear = a.function("main").nodes.at(sparse.begin()->first);
+  const Cost dense = sparseLinearCost(a, linear, sparse.begin()->second, 6).dense;
+  EXPECT_EQ(linearCost[CpuKernelPath::Fast].flops, dense.flops);
+  EXPECT_EQ(linearCost[CpuKernelPath::Fast].weightBytes, dense.weightBytes);
 }
 
 // qcc --report's section (issue 15 item 7) at batch 1, context 6: decode
@@ -650,4 +691,25 @@ TEST(SparseDemo, W8A8FastVsReference) {
   EXPECT_LE(seqsOff.size(), 1u)
       << "rows beyond rounding in " << seqsOff.size()
       << " sequences (worst " << worst << " of " << scale << ")";
+  // The dense packed GEMM on the expanded weights (where sparseRunsDense)
+  // and the sparse kernel sum the same int8 products exactly and share the
+  // epilogue: equal bits.
+  if (cpuHasVnni()) {
+    SparseModeGuard guard;
+    PathGuard path;
+    setCpuKernelPath(CpuKernelPath::Fast);
+    std::map<SparseMode, Tensor> out;
+    for (SparseMode m : {SparseMode::Sparse, SparseMode::Dense}) {
+      setSparseMode(m);
+      Session s(*d.artifact);
+      out[m] = s.run("main", demoInput(d.artifact->function("main"), 2, 7))
+                   .begin()
+                   ->second;
+    }
+    ASSERT_EQ(out[SparseMode::Sparse].bytes(), out[SparseMode::Dense].bytes());
+    EXPECT_EQ(std::memcmp(out[SparseMode::Sparse].raw(),
+                          out[SparseMode::Dense].raw(),
+                          out[SparseMode::Dense].bytes()),
+              0);
+  }
 }
