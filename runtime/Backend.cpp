@@ -41,6 +41,7 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
       auto ctx = std::make_shared<CudaContext>(driver, 0);
       auto g = std::make_unique<GpuSession>(a, ctx);
       g->setCheck(o.checkGpu);
+      g->setMemoryLimit(o.gpuMemoryLimit);
       const CudaDevice &d = ctx->device();
       if (!o.quiet)
         log << "[" << o.tool << "] CUDA backend: " << d.name << " (" << d.arch() << "); "
@@ -70,7 +71,16 @@ void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
     log << "\n";
     log << "[qrun] CUDA memory: peak " << g->devicePeakBytes()
         << " bytes on the device, weights " << g->deviceWeightBytes()
-        << " bytes\n";
+        << " bytes";
+    if (g->memoryLimit())
+      log << "; limit " << g->memoryLimit() << " bytes: " << s.weightUploads
+          << " weight uploads (" << s.weightUploadBytes << " bytes), "
+          << s.weightEvictions << " evictions"
+          << (g->devicePeakBytes() > g->memoryLimit()
+                  ? " (over the limit: the activations, the KV cache and "
+                    "one node's weights alone need more)"
+                  : "");
+    log << "\n";
   }
   if (g->checks().empty())
     return;

@@ -29,6 +29,9 @@ struct BackendOptions {
   bool checkGpu = false; // CUDA: compare each kernel region with the CPU
   bool quiet = false;    // no backend line
   std::string tool = "qrun"; // the backend line's prefix: [qrun] ...
+  /// CUDA: the device memory the session may use (0: all); weights that do
+  /// not fit are streamed (GpuSession::setMemoryLimit).
+  size_t gpuMemoryLimit = 0;
 };
 
 /// The executor `options` ask for, writing "[qrun] CPU backend: WHY" or

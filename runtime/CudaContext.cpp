@@ -46,6 +46,8 @@ void CudaContext::fail(const std::string &what, int result) const {
 DevicePtr CudaContext::alloc(size_t bytes) {
   if (bytes == 0)
     return 0;
+  if (limit && evictor && inUse + bytes > limit)
+    evictor(inUse + bytes - limit);
   DevicePtr p = 0;
   int r = drv->api().cuMemAlloc(&p, bytes);
   if (r == kErrorOutOfMemory) {

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,16 @@ public:
   /// time (what qrun reports and the GPU benchmark tabulates; docs/MEMORY.md).
   size_t bytesInUse() const { return inUse; }
   size_t peakBytes() const { return peak; }
+  /// A budget for this context's allocations (0: none) and who frees
+  /// memory for it: before an allocation would pass the budget, alloc calls
+  /// `evict(bytes over)`, which frees what it can (the CUDA backend's
+  /// streamed weights, docs/MEMORY.md); an allocation that still does not
+  /// fit is made anyway (one node's operands must be on the device).
+  void setMemoryLimit(size_t bytes, std::function<void(size_t)> evict) {
+    limit = bytes;
+    evictor = std::move(evict);
+  }
+  size_t memoryLimit() const { return limit; }
   /// (free, total) bytes on the device.
   std::pair<size_t, size_t> memoryInfo() const;
 
@@ -106,7 +117,8 @@ private:
   CudaApi::CUstream stream = nullptr;
   std::vector<void *> events; // CUevent
   std::map<DevicePtr, size_t> sizes; // of the live allocations
-  size_t inUse = 0, peak = 0;
+  size_t inUse = 0, peak = 0, limit = 0;
+  std::function<void(size_t)> evictor;
   [[noreturn]] void fail(const std::string &what, int result) const;
   void check(int result, const std::string &what) const {
     if (result != 0)

@@ -246,6 +246,7 @@ GpuSession::GpuSession(const Artifact &artifact,
 }
 
 GpuSession::~GpuSession() {
+  ctx->setMemoryLimit(0, {}); // the evictor reads this session
   for (auto &[key, g] : graphs)
     if (g->exec)
       ctx->destroy(g->exec);
@@ -261,6 +262,39 @@ GpuSession::~GpuSession() {
 
 size_t GpuSession::devicePeakBytes() const { return ctx->peakBytes(); }
 
+void GpuSession::setMemoryLimit(size_t bytes) {
+  if (bytes)
+    useGraphs = false;
+  ctx->setMemoryLimit(bytes, [this](size_t need) { evictWeights(need); });
+}
+
+void GpuSession::evictWeights(size_t bytes) {
+  std::vector<std::pair<uint64_t, ConstantKey>> order;
+  for (const auto &[key, c] : constants)
+    if (!pinned.count(key))
+      order.push_back({lastRead[key], key});
+  if (order.empty())
+    return;
+  // Most recently read first: a step reads the weights in the same order
+  // every time, and for such a cycle evicting the least recently read one
+  // (the next to be read) would upload every weight every step; this keeps
+  // the weights read first resident and streams the rest through.
+  std::sort(order.rbegin(), order.rend());
+  // Kernels queued before may still read them.
+  ctx->synchronize("freeing streamed weights");
+  size_t freed = 0;
+  for (const auto &[when, key] : order) {
+    if (freed >= bytes)
+      break;
+    auto it = constants.find(key);
+    freed += it->second.second;
+    ctx->free(it->second.first);
+    constants.erase(it);
+    lastRead.erase(key);
+    ++counters.weightEvictions;
+  }
+}
+
 size_t GpuSession::deviceWeightBytes() const {
   size_t total = 0;
   for (const auto &[id, c] : constants)
@@ -271,6 +305,8 @@ size_t GpuSession::deviceWeightBytes() const {
 DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
   const Tensor *t = artifact.constant(id);
   ConstantKey key{t->raw(), t->bytes(), asF16};
+  lastRead[key] = ++readClock;
+  pinned.insert(key); // until the next node
   auto it = constants.find(key);
   if (it != constants.end())
     return it->second.first;
@@ -287,6 +323,8 @@ DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
   DevicePtr p = ctx->alloc(bytes);
   ctx->upload(p, src, bytes);
   constants[key] = {p, bytes};
+  ++counters.weightUploads;
+  counters.weightUploadBytes += bytes;
   // On the device now: a mapped artifact's pages of it leave host memory (a
   // host node that reads the constant later gets them back from the page
   // cache).
@@ -821,6 +859,7 @@ void GpuSession::execute(const Function &fn, Run &r) {
   };
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
+    pinned.clear(); // the weights this node reads pin themselves
     int from = profiling ? ctx->mark() : -1;
     std::vector<Shape> operandShapes;
     if (profiling)

@@ -31,6 +31,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 #include <memory>
 #include <string>
@@ -78,14 +79,27 @@ public:
 
   struct Stats {
     int64_t kernelLaunches = 0, hostNodes = 0, runs = 0;
+    /// Under a memory limit: weights uploaded (again) and evicted.
+    int64_t weightUploads = 0, weightEvictions = 0;
+    uint64_t weightUploadBytes = 0;
     int64_t graphCaptures = 0, graphReplays = 0;
     std::map<std::string, int64_t> hostOps; ///< op (or kernel kind) -> count
   };
   const Stats &stats() const { return counters; }
   /// Device memory: the most this session's context has held at once, and
-  /// the bytes of the weights uploaded so far (docs/MEMORY.md).
+  /// the bytes of the weights on the device now (docs/MEMORY.md).
   size_t devicePeakBytes() const;
   size_t deviceWeightBytes() const;
+  /// Streams weights under a device memory budget (qrun --gpu-memory-limit;
+  /// 0: none): an allocation that would pass it first frees weights that
+  /// the node being launched does not read, the most recently read first
+  /// (a step reads them in the same order each time: the first ones stay
+  /// resident, the rest stream through), and a weight is uploaded again
+  /// when next needed. The budget holds unless the activations, the KV
+  /// cache and one node's weights alone pass it. Decode then runs eagerly
+  /// (a CUDA graph holds its weights' addresses).
+  void setMemoryLimit(size_t bytes);
+  size_t memoryLimit() const { return ctx->memoryLimit(); }
   /// "main: 40 of 43 nodes on the GPU (on the host: gather x1 ...)" per
   /// entry point of the GPU plan.
   std::string planSummary() const;
@@ -163,6 +177,14 @@ private:
   /// its own copy of every weight on the device).
   using ConstantKey = std::tuple<const void *, size_t, bool>;
   std::map<ConstantKey, std::pair<DevicePtr, size_t>> constants;
+  /// Under a memory limit: when each weight was last read (a counter), and
+  /// the weights of the node being launched, which stay.
+  std::map<ConstantKey, uint64_t> lastRead;
+  std::set<ConstantKey> pinned;
+  uint64_t readClock = 0;
+  /// Frees unpinned weights, most recently read first, until `bytes` are
+  /// freed or none is left.
+  void evictWeights(size_t bytes);
   std::map<const KvCache *, std::pair<DevicePtr, size_t>> kvPools;
   DevicePtr kScales = 0, vScales = 0;
   std::map<std::string, std::unique_ptr<Graph>> graphs;

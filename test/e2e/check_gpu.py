@@ -85,7 +85,11 @@ that never ran was not checked). For each artifact:
     parts at a near-tie passes when the graph replay's text equals the
     graph-less run's (step 4 then bounds the numerics);
  4. perplexity of the first 16,000 characters of examples/austen/
-    heldout.txt within 1% of the CPU backend's.
+    heldout.txt within 1% of the CPU backend's;
+ 5. the greedy text of 3 again with the weights streamed under
+    `--gpu-memory-limit` (the peak of 3 less half of its weights): the text
+    of 3 (with or without graphs: streaming runs without them), and the
+    device peak within the limit.
 Prints a table; exit status 1 on any failure.
 """
 import argparse
@@ -194,7 +198,7 @@ def gpu_device_present():
 
 def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
                    failures):
-    """Steps 1-4 for artifact `name`: rows and failures appended."""
+    """Steps 1-5 for artifact `name`: rows and failures appended."""
     art = os.path.join(work, name)
     if not os.path.exists(art):
         failures.append(name + ": missing (pass --qcc)")
@@ -267,6 +271,7 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
         failures.append("%s: logits error %.3g > %.3g" % (name, rel, tol))
     # 3. Greedy generation.
     texts = {}
+    memory = None
     for backend in ("cpu", "cuda"):
         cmd = [args.qrun, art, "--backend=" + backend, "--max-new-tokens", "32"]
         for prompt in PROMPTS:
@@ -275,6 +280,8 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
         texts[backend] = p.stdout
         if backend == "cuda":
             sys.stderr.write(p.stderr)
+            memory = re.search(r"CUDA memory: peak (\d+) bytes on the device, "
+                               r"weights (\d+) bytes", p.stderr)
     same = texts["cpu"] == texts["cuda"]
     # f16 GEMMs (float and W4A16 artifacts) round x and W to f16 where
     # the CPU multiplies in f32: a greedy text may part where two logits
@@ -301,6 +308,38 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
                          "the same as cuda" if checked_text == texts["cuda"]
                          else "the same as cpu" if checked_text == texts["cpu"]
                          else "\n" + checked_text))
+    # 5. Weights streamed under a device memory limit (docs/MEMORY.md): a
+    # budget that holds half of the weights; the same kernels on the same
+    # operands, so the same text as step 3's graph-less run; the peak within
+    # the budget, or (a model whose largest node's weights pass half of all,
+    # e.g. the tiny llama's embedding table) qrun saying it is over and the
+    # peak no higher than without a limit.
+    if memory:
+        peak, weights = int(memory.group(1)), int(memory.group(2))
+        limit = peak - weights // 2
+        cmd = [args.qrun, art, "--backend=cuda", "--max-new-tokens", "32",
+               "--gpu-memory-limit", str(limit)]
+        for prompt in PROMPTS:
+            cmd += ["--prompt", prompt]
+        p = run(cmd)
+        m = re.search(r"CUDA memory: peak (\d+) bytes", p.stderr)
+        streamed_peak = int(m.group(1)) if m else None
+        same_text = p.stdout in (checked_text, texts["cuda"])
+        over = "(over the limit" in p.stderr
+        ok = same_text and streamed_peak is not None and (
+            streamed_peak <= limit or (over and streamed_peak <= peak))
+        rows.append((name, "greedy, weights streamed", "limit %d MiB" % (limit >> 20),
+                     "", "", "peak %s MiB%s, text %s" % (
+                         streamed_peak and streamed_peak >> 20,
+                         " (over: one node's weights)" if over else "",
+                         "identical" if same_text else "differs"),
+                     "PASS" if ok else "FAIL"))
+        if not ok:
+            failures.append("%s: --gpu-memory-limit %d: peak %s, text %s" % (
+                name, limit, streamed_peak, "identical" if same_text else
+                "differs:\n" + p.stdout))
+    else:
+        failures.append("%s: qrun printed no CUDA memory line" % name)
     # 4. Perplexity of held-out text on both backends: a greedy text can
     # part at a near-tie; the mean NLL cannot move much. Tolerance 1%:
     # per-token NLL moves by at most the logit error (|logit| ~ 10 times

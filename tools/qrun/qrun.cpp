@@ -81,6 +81,7 @@ struct Options {
   bool checkGpu = false;
   bool quiet = false; // errors and requested output only
   bool noMmap = false; // read the artifacts into memory instead of mapping
+  uint64_t gpuMemoryLimit = 0; // CUDA: device bytes the session may use
 };
 
 qcc::rt::FileAccess fileAccess(const Options &o) {
@@ -96,6 +97,7 @@ BackendOptions backendOptions(const Options &o) {
   b.plan = o.plan == "kernels" ? Session::Plan::Kernels : Session::Plan::Ops;
   b.checkGpu = o.checkGpu;
   b.quiet = o.quiet;
+  b.gpuMemoryLimit = o.gpuMemoryLimit;
   return b;
 }
 
@@ -626,6 +628,13 @@ int main(int argc, char **argv) {
                "Read the artifact (and a --draft model) into memory instead "
                "of mapping it: weights the CPU backend packs then stay "
                "resident twice (docs/MEMORY.md)")
+      ->group(kBackend);
+  app.add_option("--gpu-memory-limit", o.gpuMemoryLimit,
+                 "CUDA backend: BYTES (e.g. 512MiB, 2GB) of device memory the "
+                 "session may use; weights that do not fit are uploaded as "
+                 "each node needs them and the least recently used evicted, "
+                 "and decode runs without CUDA graphs (docs/MEMORY.md)")
+      ->transform(CLI::AsSizeValue(false))
       ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
