@@ -153,6 +153,18 @@ Tensor SpeculativeGenerator::extend(Model &m, int64_t seq,
   return convertFloat(out.at(logitsOutput(fn).name), DType::F32);
 }
 
+Tensor SpeculativeGenerator::extendLast(Model &m, int64_t seq,
+                                        std::span<const int64_t> tokens) {
+  if (tokens.size() == 1) { // decode's skinny path
+    Tensor l = extend(m, seq, tokens);
+    return l.reshaped({l.dim(-1)});
+  }
+  Tensor l = cachedLastLogits(*m.session, m.artifact->function("prefill"),
+                              prefillLast(*m.artifact), *m.cache, {seq},
+                              {tokens});
+  return l.reshaped({l.dim(-1)});
+}
+
 using Clock = std::chrono::steady_clock;
 
 GenerateResult
@@ -208,10 +220,9 @@ SpeculativeGenerator::generate(const std::vector<std::vector<int64_t>> &prompts,
       };
 
       auto t0 = Clock::now();
-      Tensor pl = extend(target, tseq, prompt);
+      Tensor pl = extendLast(target, tseq, prompt);
       int64_t V = pl.dim(-1);
-      emit(draw(probs(pl.data<float>() + (pl.dim(1) - 1) * V, V, history),
-                rng));
+      emit(draw(probs(pl.data<float>(), V, history), rng));
       res.prefillSeconds += secondsSince(t0);
 
       auto t1 = Clock::now();
@@ -231,10 +242,8 @@ SpeculativeGenerator::generate(const std::vector<std::vector<int64_t>> &prompts,
           std::vector<int64_t> pending(history.begin() + have, history.end());
           std::vector<int64_t> seen = history;
           for (int64_t k = 0; k < K; ++k) {
-            Tensor dl = extend(*draft, dseq, pending);
-            std::vector<double> q = probs(
-                dl.data<float>() + (dl.dim(1) - 1) * dl.dim(-1), dl.dim(-1),
-                seen);
+            Tensor dl = extendLast(*draft, dseq, pending);
+            std::vector<double> q = probs(dl.data<float>(), dl.dim(-1), seen);
             int64_t x = draw(q, rng);
             drafts.push_back(x);
             proposal.push_back(std::move(q));

@@ -130,6 +130,9 @@ private:
   /// Feeds `tokens` after the cached ones of `seq` through `prefill`; returns
   /// the f32 logits [tokens, vocab].
   Tensor extend(Model &m, int64_t seq, std::span<const int64_t> tokens);
+  /// The same, the logits of the last token only, [vocab] (prefill_last
+  /// when the artifact has it: the LM head at that position alone).
+  Tensor extendLast(Model &m, int64_t seq, std::span<const int64_t> tokens);
   Model target;
   std::optional<Model> draft;
 };
