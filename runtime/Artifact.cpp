@@ -563,6 +563,10 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
         expandSynthetic(l, m, a.synthetic_, a.syntheticBytes_);
     const char *data = bytes.data() + h.dataOffset;
     std::map<std::pair<uint64_t, uint64_t>, Tensor> copies; // (offset, size)
+    // Copies take at most the data section's bytes: a hostile manifest of
+    // many small overlapping constants gets views beyond that, not memory
+    // without bound.
+    uint64_t copied = 0;
     for (const json &c : m.at("constants")) {
       int64_t id = valueId(l, c.at("value"), a.numValues(), "constant");
       std::string what = "manifest: constant " + std::to_string(id);
@@ -593,19 +597,18 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
       if (!format::rangeWithin(off, sz, h.dataSize) ||
           off % kDataAlignment != 0)
         l.fail(what + " does not fit the data section");
-      if (bytes.mapped() && sz < kCopyBelowBytes) {
-        // One copy per span of bytes: the entry points share constants
-        // under other value ids.
-        auto [it, fresh] = copies.try_emplace({off, sz}, Tensor());
-        if (fresh || it->second.dtype() != t) {
-          Tensor copy = Tensor::uninitialized(t, shape);
-          bytes.readAt(data + off, sz, copy.data<char>()); // names the file
-          if (fresh)
-            it->second = copy;
-          a.constants_[id] = std::move(copy);
-        } else {
-          a.constants_[id] = it->second.reshaped(shape);
-        }
+      // One copy per span of bytes: the entry points share constants under
+      // value ids of their own.
+      auto shared = copies.find({off, sz});
+      if (shared != copies.end() && shared->second.dtype() == t) {
+        a.constants_[id] = shared->second.reshaped(shape);
+      } else if (bytes.mapped() && sz < kCopyBelowBytes &&
+                 copied + sz <= h.dataSize) {
+        copied += sz;
+        Tensor copy = Tensor::uninitialized(t, shape);
+        bytes.readAt(data + off, sz, copy.data<char>()); // names the file
+        copies.try_emplace({off, sz}, copy); // the first dtype's is shared
+        a.constants_[id] = std::move(copy);
       } else {
         a.constants_[id] = Tensor::view(t, shape, data + off);
       }

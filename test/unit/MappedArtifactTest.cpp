@@ -294,6 +294,38 @@ TEST(MappedArtifact, ConstantsOverTheSameBytesShareOneCopy) {
   EXPECT_EQ(std::memcmp(a.constant(2)->raw(), w.data(), n * k * 4), 0);
 }
 
+TEST(MappedArtifact, CopiesAreBoundedByTheData) {
+  // A hostile manifest: 32 overlapping 2 KiB constants over 4 KiB of data.
+  // At most the data's bytes are copied; the rest are views; every one
+  // holds its bytes.
+  const int data = 4096, each = 2048, count = 32;
+  std::string bytes(data, '\0');
+  for (int i = 0; i < data; ++i)
+    bytes[i] = (char)(i * 7);
+  json values = json::array(), constants = json::array();
+  for (int c = 0; c < count; ++c) {
+    values.push_back({{"dtype", "i8"}, {"shape", {each}}});
+    constants.push_back({{"value", c}, {"offset", c * 64}, {"size", each}});
+  }
+  json manifest{{"format_version", format::kFormatVersion},
+                {"values", values},
+                {"constants", constants},
+                {"functions", json::array()},
+                {"sections", json::object()}};
+  std::vector<char> file = format::packageFile(manifest.dump(), bytes);
+  rt::Artifact a = rt::Artifact::fromFile(
+      format::FileBytes::mapCopy({file.data(), file.size()}), "overlap.qpkg");
+  size_t copied = 0;
+  for (int c = 0; c < count; ++c) {
+    const rt::Tensor *t = a.constant(c);
+    ASSERT_TRUE(t);
+    copied += t->isView() ? 0 : t->bytes();
+    EXPECT_EQ(std::memcmp(t->raw(), bytes.data() + c * 64, each), 0) << c;
+  }
+  EXPECT_LE(copied, (size_t)data);
+  EXPECT_GT(copied, 0u);
+}
+
 TEST(MappedArtifact, EmbeddingRowsDoNotMapTheTable) {
   // main(ids: i64[1, 32]) = embedding(table, ids), table f32 [4096, 64]:
   // 1 MiB, a view of the mapping.
