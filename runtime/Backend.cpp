@@ -72,7 +72,11 @@ void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
     log << "[qrun] CUDA memory: peak " << g->devicePeakBytes()
         << " bytes on the device, weights " << g->deviceWeightBytes()
         << " bytes";
-    if (g->memoryLimit())
+    if (g->streamedAfterOutOfMemory())
+      log << "; the GPU ran out of memory: weights streamed since, "
+          << s.weightUploads << " weight uploads (" << s.weightUploadBytes
+          << " bytes), " << s.weightEvictions << " evictions";
+    else if (g->memoryLimit())
       log << "; limit " << g->memoryLimit() << " bytes: " << s.weightUploads
           << " weight uploads (" << s.weightUploadBytes << " bytes), "
           << s.weightEvictions << " evictions"

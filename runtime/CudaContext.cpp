@@ -47,9 +47,13 @@ DevicePtr CudaContext::alloc(size_t bytes) {
   if (bytes == 0)
     return 0;
   if (limit && evictor && inUse + bytes > limit)
-    evictor(inUse + bytes - limit);
+    evictor(inUse + bytes - limit, false);
   DevicePtr p = 0;
   int r = drv->api().cuMemAlloc(&p, bytes);
+  if (r == kErrorOutOfMemory && evictor) {
+    evictor(bytes, true);
+    r = drv->api().cuMemAlloc(&p, bytes);
+  }
   if (r == kErrorOutOfMemory) {
     auto [free, total] = memoryInfo();
     throw std::runtime_error("CUDA: out of GPU memory allocating " +

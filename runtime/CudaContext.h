@@ -51,15 +51,16 @@ public:
   /// time (what qrun reports and the GPU benchmark tabulates; docs/MEMORY.md).
   size_t bytesInUse() const { return inUse; }
   size_t peakBytes() const { return peak; }
-  /// A budget for this context's allocations (0: none) and who frees
-  /// memory for it: before an allocation would pass the budget, alloc calls
-  /// `evict(bytes over)`, which frees what it can (the CUDA backend's
-  /// streamed weights, docs/MEMORY.md); an allocation that still does not
-  /// fit is made anyway (one node's operands must be on the device).
-  void setMemoryLimit(size_t bytes, std::function<void(size_t)> evict) {
-    limit = bytes;
-    evictor = std::move(evict);
-  }
+  /// Who frees device memory when it runs short (the CUDA backend's
+  /// streamed weights, docs/MEMORY.md): called as evict(bytes, false)
+  /// before an allocation would pass the budget set by setMemoryLimit (one
+  /// that still does not fit is made anyway: one node's operands must be on
+  /// the device), and as evict(bytes, true) when the device itself is out
+  /// of memory, before alloc tries once more.
+  using Evictor = std::function<void(size_t bytes, bool outOfMemory)>;
+  void setEvictor(Evictor evict) { evictor = std::move(evict); }
+  /// A budget for this context's allocations (0: none).
+  void setMemoryLimit(size_t bytes) { limit = bytes; }
   size_t memoryLimit() const { return limit; }
   /// (free, total) bytes on the device.
   std::pair<size_t, size_t> memoryInfo() const;
@@ -118,7 +119,7 @@ private:
   std::vector<void *> events; // CUevent
   std::map<DevicePtr, size_t> sizes; // of the live allocations
   size_t inUse = 0, peak = 0, limit = 0;
-  std::function<void(size_t)> evictor;
+  Evictor evictor;
   [[noreturn]] void fail(const std::string &what, int result) const;
   void check(int result, const std::string &what) const {
     if (result != 0)

@@ -185,6 +185,11 @@ GpuSession::GpuSession(const Artifact &artifact,
                        std::shared_ptr<CudaContext> context)
     : artifact(artifact), cpu(artifact), ctx(std::move(context)),
       pool(std::make_unique<DevicePool>(*ctx)), loadedModules{ctx.get(), {}} {
+  // Weights make room when memory runs short (setMemoryLimit, or a device
+  // that is out of memory): the session then streams them.
+  ctx->setEvictor([this](size_t bytes, bool outOfMemory) {
+    evictWeights(bytes, outOfMemory);
+  });
   // A faulting kernel otherwise surfaces at the next synchronization, named
   // after whatever waited; this names the kernel itself (debugging).
   const char *sync = std::getenv("QCC_CUDA_SYNC");
@@ -246,7 +251,8 @@ GpuSession::GpuSession(const Artifact &artifact,
 }
 
 GpuSession::~GpuSession() {
-  ctx->setMemoryLimit(0, {}); // the evictor reads this session
+  ctx->setEvictor({}); // it reads this session
+  ctx->setMemoryLimit(0);
   for (auto &[key, g] : graphs)
     if (g->exec)
       ctx->destroy(g->exec);
@@ -265,10 +271,21 @@ size_t GpuSession::devicePeakBytes() const { return ctx->peakBytes(); }
 void GpuSession::setMemoryLimit(size_t bytes) {
   if (bytes)
     useGraphs = false;
-  ctx->setMemoryLimit(bytes, [this](size_t need) { evictWeights(need); });
+  ctx->setMemoryLimit(bytes);
 }
 
-void GpuSession::evictWeights(size_t bytes) {
+void GpuSession::evictWeights(size_t bytes, bool outOfMemory) {
+  if (outOfMemory && !streamingAfterOutOfMemory) {
+    streamingAfterOutOfMemory = true;
+    useGraphs = false;
+    // No graph runs now: replays allocate nothing, and a graph being
+    // captured is not in `graphs` yet.
+    ctx->synchronize("dropping CUDA graphs");
+    for (auto &[key, g] : graphs)
+      if (g->exec)
+        ctx->destroy(g->exec);
+    graphs.clear();
+  }
   std::vector<std::pair<uint64_t, ConstantKey>> order;
   for (const auto &[key, c] : constants)
     if (!pinned.count(key))
@@ -1076,6 +1093,13 @@ GpuSession::run(const std::string &name,
     r.uploadSizes = &uploadSizes; // after the inputs' uploads
     execute(*fn, r);
     auto out = finish(r, false); // the capture must see this step's state
+    if (!useGraphs) {
+      // The device ran out of memory during this run: weights are streamed
+      // from now on, and a graph would hold their addresses. No capture.
+      for (size_t b = 0; b < kv->seqs.size(); ++b)
+        kv->cache->advance(kv->seqs[b], kv->valid[b]);
+      return out;
+    }
     // The host values uploaded mid-run get buffers of their own: taken from
     // the pool they could be one that a kernel writes earlier in the graph
     // (the pool reuses a value's buffer after its last use), and the replay

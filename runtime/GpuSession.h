@@ -100,6 +100,10 @@ public:
   /// (a CUDA graph holds its weights' addresses).
   void setMemoryLimit(size_t bytes);
   size_t memoryLimit() const { return ctx->memoryLimit(); }
+  /// Whether the device ran out of memory and the session has streamed
+  /// weights since (without a limit: a model larger than the GPU's free
+  /// memory still runs).
+  bool streamedAfterOutOfMemory() const { return streamingAfterOutOfMemory; }
   /// "main: 40 of 43 nodes on the GPU (on the host: gather x1 ...)" per
   /// entry point of the GPU plan.
   std::string planSummary() const;
@@ -183,8 +187,12 @@ private:
   std::set<ConstantKey> pinned;
   uint64_t readClock = 0;
   /// Frees unpinned weights, most recently read first, until `bytes` are
-  /// freed or none is left.
-  void evictWeights(size_t bytes);
+  /// freed or none is left. The first time the device runs out of memory
+  /// (`outOfMemory`), the session starts streaming: captured graphs go
+  /// (they hold weights' addresses, and their buffers) and decode runs
+  /// eagerly from then on.
+  void evictWeights(size_t bytes, bool outOfMemory);
+  bool streamingAfterOutOfMemory = false;
   std::map<const KvCache *, std::pair<DevicePtr, size_t>> kvPools;
   DevicePtr kScales = 0, vScales = 0;
   std::map<std::string, std::unique_ptr<Graph>> graphs;

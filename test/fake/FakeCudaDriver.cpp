@@ -18,6 +18,8 @@
 // A violation prints "fake-cuda: VIOLATION: ..." and fails the call
 // (CUDA_ERROR_INVALID_VALUE, 1); at exit it prints one line of statistics.
 // FAKE_CUDA_ARCH=80|90|100 sets the compute capability (default 90).
+// FAKE_CUDA_MEMORY=BYTES sets the device's memory (default 8 GiB): an
+// allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY, as a real one.
 // FAKE_CUDA_TRACE=FILE appends one line per launch (kernel, grid, block,
 // shared memory, and for cubins every parameter: "p" for a pointer into an
 // allocation, else its value), so two builds' launches can be diffed.
@@ -25,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/CudaDriver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -213,11 +216,21 @@ int cuStreamSynchronize(CUstream) {
   return 0;
 }
 
+/// The device's memory: FAKE_CUDA_MEMORY, else 8 GiB.
+size_t deviceMemory() {
+  static const size_t bytes = [] {
+    const char *m = std::getenv("FAKE_CUDA_MEMORY");
+    size_t set = m ? (size_t)std::strtoull(m, nullptr, 10) : 0;
+    return set ? set : size_t(8) << 30;
+  }();
+  return bytes;
+}
+
 int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   State &s = state();
   if (s.capturing)
     return violation("cuMemAlloc during graph capture");
-  if (n > (size_t(8) << 30))
+  if (n > deviceMemory() - std::min(deviceMemory(), s.bytes))
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
   void *m = std::calloc(1, n);
   if (!m)
@@ -240,8 +253,8 @@ int cuMemFree_v2(CUdeviceptr p) {
   return 0;
 }
 int cuMemGetInfo_v2(size_t *free, size_t *total) {
-  *total = size_t(8) << 30;
-  *free = *total - state().bytes;
+  *total = deviceMemory();
+  *free = *total - std::min(*total, state().bytes);
   return 0;
 }
 int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream) {
