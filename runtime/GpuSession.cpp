@@ -632,12 +632,59 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
   }
 }
 
+/// gather_nd with batch_dims 1 and one index per row ([B, 1, 1]): what
+/// prefill_last gathers (docs/KV_CACHE.md).
+static bool gathersRows(const Node &node) {
+  return node.kind == OpKind::GatherNd && node.inputs.size() == 2 &&
+         node.inputs[0] >= 0 && node.inputs[1] >= 0 &&
+         node.attrs.value("batch_dims", int64_t(0)) == 1;
+}
+
 bool GpuSession::onDevice(const Node &node, const Run &r) const {
-  if (node.kind != OpKind::Split || node.inputs.empty() || node.inputs[0] < 0 ||
+  if (node.inputs.empty() || node.inputs[0] < 0 ||
       artifact.constant(node.inputs[0]))
     return false;
   const Value &v = r.values[node.inputs[0]];
-  return v.onDevice || r.capturing;
+  if (node.kind == OpKind::Split)
+    return v.onDevice || r.capturing;
+  // The indices are read on the host: not inside a graph, whose replays
+  // would keep this run's.
+  return gathersRows(node) && v.onDevice && !r.capturing &&
+         r.values[node.inputs[1]].onHost;
+}
+
+void GpuSession::gatherRowsOnDevice(const Node &node, Run &r) {
+  const Value &x = r.values[node.inputs[0]];
+  const Tensor &idx = r.values[node.inputs[1]].host;
+  int64_t rank = (int64_t)x.shape.size();
+  if (rank < 2 || idx.dtype() != DType::I64 || idx.rank() != 3 ||
+      idx.dim(0) != x.shape[0] || idx.dim(1) != 1 || idx.dim(2) != 1)
+    throw std::runtime_error("node '" + node.name + "' (gather_nd): indices " +
+                             shapeString(idx.shape()) + " do not pick one of " +
+                             shapeString(x.shape) + "'s rows per batch");
+  int64_t B = x.shape[0], S = x.shape[1], inner = 1;
+  for (int64_t d = 2; d < rank; ++d)
+    inner *= x.shape[d];
+  size_t row = (size_t)inner * dtypeSize(x.dtype);
+  Value &out = r.values[node.outputs[0]];
+  out = Value();
+  out.dtype = x.dtype;
+  out.shape = x.shape;
+  out.shape[1] = 1;
+  out.dev = r.pool->get(out.bytes());
+  out.onDevice = out.ownsDevice = true;
+  if (r.written)
+    r.written->insert(out.dev);
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t i = idx.data<int64_t>()[b];
+    if (i < -S || i >= S) // ONNX GatherND: negative indices count back
+      throw std::runtime_error("node '" + node.name + "' (gather_nd): index " +
+                               std::to_string(i) + " outside [" +
+                               std::to_string(-S) + ", " + std::to_string(S) +
+                               ")");
+    i += i < 0 ? S : 0;
+    ctx->copy(out.dev + b * row, x.dev + (size_t)(b * S + i) * row, row);
+  }
 }
 
 void GpuSession::splitOnDevice(const Node &node, Run &r) {
@@ -701,7 +748,8 @@ GpuSession::placements(const Function &fn) const {
     if (loaded.count(kernelIndex(n)) &&
         !(allKnown && n.attrs.value("kind", std::string()) == "elementwise"))
       p = Placement::Kernel;
-    else if (n.kind == OpKind::Split)
+    else if (n.kind == OpKind::Split ||
+             (gathersRows(n) && !known(n.inputs[0]) && known(n.inputs[1])))
       p = Placement::Split;
     else if (n.kind == OpKind::Shape)
       p = Placement::Host;
@@ -895,7 +943,10 @@ void GpuSession::execute(const Function &fn, Run &r) {
                                  "): " + e.what());
       }
     } else if (onDevice(node, r)) {
-      splitOnDevice(node, r);
+      if (node.kind == OpKind::Split)
+        splitOnDevice(node, r);
+      else
+        gatherRowsOnDevice(node, r);
     } else if (where[i] == Placement::View &&
                r.values[node.inputs[0]].onDevice) {
       viewOnDevice(node, r, lastUse[node.inputs[0]] != i);

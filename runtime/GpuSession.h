@@ -128,14 +128,17 @@ private:
   void runOnHost(const Node &node, Run &r);
   /// `node` on the CPU backend from its operands' host copies.
   std::vector<Tensor> runOnCpu(const Node &node, Run &r);
-  /// Glue ops the device does without a kernel: split (strided copies) of a
-  /// value already on the device.
+  /// Glue ops the device does without a kernel, on a value already on the
+  /// device: split (strided copies), and prefill_last's gather of one
+  /// position per row (gather_nd, batch_dims 1, host-known indices: a copy
+  /// per row, not a download of every position).
   bool onDevice(const Node &node, const Run &r) const;
   void splitOnDevice(const Node &node, Run &r);
+  void gatherRowsOnDevice(const Node &node, Run &r);
   /// Where each node of a GPU plan runs, from the plan alone.
   enum class Placement : uint8_t {
     Kernel, ///< a loaded kernel
-    Split,  ///< split glue on the device (strided copies)
+    Split,  ///< split or row-gather glue on the device (copies)
     View,   ///< reshape of device data by a host-known shape: a view
     Host,   ///< on the host from host-known values only: function inputs,
             ///< constants, other Host nodes, and shapes (a Shape node needs
