@@ -495,7 +495,16 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
       computed from the attention mask, as the genai builder's
       GroupQueryAttention does) is replaced by `positions` (the table's rows
       bound the context);
-    * `@decode` takes one token per row ([B, 1]).
+    * `@decode` takes one token per row ([B, 1]);
+    * `@prefill_last` is `@prefill` plus a `last` i64 [B, 1] argument, whose
+      logits (the first [B, S, V] float result) are those of position
+      `last` of each row only: `gather_nd` (batch_dims 1) picks those rows
+      before the head — the linear / qlinear / matmul that makes the logits,
+      with the row-wise ops right before it (a norm; a per-token or static
+      quantize) and the elementwise ops after it with constant operands (a
+      softcap) — when nothing else reads what lies in between; otherwise
+      the entry point is left out (generation then samples from
+      `@prefill`).
 
     `@main` may also take the exporter's cache (HF past_key_values /
     present: the form exporters produce for generation). Recognized when
