@@ -80,7 +80,6 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
   const Function &prefill = artifact.function("prefill");
   const Function *prefillAtLast = prefillLast(artifact);
   const Function &decode = artifact.function("decode");
-  const std::string logitsD = logitsOutput(decode).name;
   Sampler sampler(o.sampler);
 
   std::vector<int64_t> seqOf(N, -1);
@@ -144,18 +143,13 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
       if (rows.empty())
         break;
       int64_t B = (int64_t)rows.size();
-      KvBatch step{&cache, {}, {}};
-      Tensor dIds(DType::I64, {B, 1}), dPos(DType::I64, {B, 1});
-      for (int64_t r = 0; r < B; ++r) {
-        size_t i = rows[r];
-        dIds.data<int64_t>()[r] = last[i];
-        dPos.data<int64_t>()[r] = cache.length(seqOf[i]);
-        step.seqs.push_back(seqOf[i]);
-        step.valid.push_back(1);
+      std::vector<int64_t> seqs;
+      std::vector<std::span<const int64_t>> next;
+      for (size_t i : rows) {
+        seqs.push_back(seqOf[i]);
+        next.push_back({&last[i], 1});
       }
-      auto dout = session.run(
-          "decode", {{"input_ids", dIds}, {"positions", dPos}}, &step);
-      Tensor dl = convertFloat(dout.at(logitsD), DType::F32);
+      Tensor dl = cachedLogits(session, decode, cache, seqs, next);
       int64_t DV = dl.dim(-1);
       for (int64_t r = 0; r < B; ++r) {
         accept(rows[r], sampler.sample(dl.data<float>() + r * DV, DV,

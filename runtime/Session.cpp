@@ -537,7 +537,7 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
             if (const PackedF32Weight *p = sparse ? nullptr
                                                   : packedF32Weight(node))
               return linearWithEpilogue(ops, {}, p);
-            if (sparse && sparse->runsDense()) {
+            if (sparse && sparse->runsDense() && sparseRunsDense()) {
               Operands dense = ops;
               dense.at(sparse->weightOperand()) = &sparse->denseStandIn;
               return sparse->denseI8

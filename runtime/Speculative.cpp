@@ -139,18 +139,9 @@ SpeculativeGenerator::SpeculativeGenerator(const Artifact &targetArtifact,
 
 Tensor SpeculativeGenerator::extend(Model &m, int64_t seq,
                                     std::span<const int64_t> tokens) {
-  int64_t n = (int64_t)tokens.size(), cached = m.cache->length(seq);
-  const char *entry = n == 1 ? "decode" : "prefill";
-  const Function &fn = m.artifact->function(entry);
-  Tensor ids(DType::I64, {1, n}), pos(DType::I64, {1, n});
-  for (int64_t t = 0; t < n; ++t) {
-    ids.data<int64_t>()[t] = tokens[t];
-    pos.data<int64_t>()[t] = cached + t;
-  }
-  KvBatch kv{m.cache, {seq}, {n}};
-  auto out =
-      m.session->run(entry, {{"input_ids", ids}, {"positions", pos}}, &kv);
-  return convertFloat(out.at(logitsOutput(fn).name), DType::F32);
+  const Function &fn =
+      m.artifact->function(tokens.size() == 1 ? "decode" : "prefill");
+  return cachedLogits(*m.session, fn, *m.cache, {seq}, {tokens});
 }
 
 Tensor SpeculativeGenerator::extendLast(Model &m, int64_t seq,

@@ -632,8 +632,9 @@ int main(int argc, char **argv) {
   app.add_option("--gpu-memory-limit", o.gpuMemoryLimit,
                  "CUDA backend: BYTES (e.g. 512MiB, 2GB) of device memory the "
                  "session may use; weights that do not fit are uploaded as "
-                 "each node needs them and the least recently used evicted, "
-                 "and decode runs without CUDA graphs (docs/MEMORY.md)")
+                 "each node needs them, the most recently read evicted, and "
+                 "decode runs without CUDA graphs (without it, the same "
+                 "starts when the GPU runs out of memory; docs/MEMORY.md)")
       ->transform(CLI::AsSizeValue(false))
       ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
