@@ -141,14 +141,17 @@ struct FoldIdentityReshape : OpRewritePattern<ReshapeOp> {
 /// Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when the intermediate has no
 /// other user and no element of s2 can be 0 (a 0 would copy a dimension of the
 /// intermediate, not of x).
+/// The same holds for an Unsqueeze or Squeeze under the Reshape (views too):
+/// GPT-BigCode splits its fused projection after an Unsqueeze and reshapes
+/// the query part to heads.
 struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ReshapeOp op,
                                 PatternRewriter &rewriter) const override {
-    auto inner = op.getInput().getDefiningOp<ReshapeOp>();
-    if (!inner)
-      return rewriter.notifyMatchFailure(op, "input is not a reshape");
+    Operation *inner = op.getInput().getDefiningOp();
+    if (!isa_and_nonnull<ReshapeOp, UnsqueezeOp, SqueezeOp>(inner))
+      return rewriter.notifyMatchFailure(op, "input is not a view");
     // Keep intermediates that something else reads (e.g. the head merge whose
     // Shape feeds GPT-2's Conv1D): later raise passes match them.
     if (!inner->hasOneUse())
@@ -160,8 +163,54 @@ struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
       if (!t.isKnown() || (t.isConstant() && t.constant == 0))
         return rewriter.notifyMatchFailure(
             op, "target may contain 0 (copy of the intermediate dimension)");
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getInput(),
-                                           op.getShape());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(),
+                                           inner->getOperand(0), op.getShape());
+    return success();
+  }
+};
+
+/// Split(Unsqueeze(x, axes), axis) with `axis` not an inserted axis ->
+/// Unsqueeze(Split(x, axis'), axes) for each part: GPT-BigCode's
+/// `c_attn(x).unsqueeze(1).split(...)` becomes slices of the packed
+/// projection, each viewed with its size-1 head axis, the form the head-split
+/// and attention matchers read.
+struct FoldSplitOfUnsqueeze : OpRewritePattern<SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SplitOp op,
+                                PatternRewriter &rewriter) const override {
+    auto unsq = op.getInput().getDefiningOp<UnsqueezeOp>();
+    if (!unsq)
+      return rewriter.notifyMatchFailure(op, "input is not an unsqueeze");
+    int64_t rank = unsq.getType().getRank();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += rank;
+    SmallVector<int64_t> inserted;
+    for (int64_t a : unsq.getAxes())
+      inserted.push_back(a < 0 ? a + rank : a);
+    if (llvm::is_contained(inserted, axis))
+      return rewriter.notifyMatchFailure(op, "splits an inserted axis");
+    int64_t inner = axis;
+    for (int64_t a : inserted)
+      inner -= a < axis;
+    Value x = unsq.getInput();
+    auto xType = cast<RankedTensorType>(x.getType());
+    SmallVector<Type> partTypes;
+    for (Value r : op.getResults()) {
+      auto rt = cast<RankedTensorType>(r.getType());
+      SmallVector<int64_t> shape(xType.getShape());
+      shape[inner] = rt.getDimSize(axis);
+      partTypes.push_back(RankedTensorType::get(shape, rt.getElementType()));
+    }
+    auto split = SplitOp::create(rewriter, op.getLoc(), partTypes, x,
+                                 rewriter.getI64IntegerAttr(inner),
+                                 op.getSizesAttr());
+    SmallVector<Value> parts;
+    for (auto [r, part] : llvm::zip(op.getResults(), split.getResults()))
+      parts.push_back(UnsqueezeOp::create(rewriter, op.getLoc(), r.getType(),
+                                          part, unsq.getAxesAttr()));
+    rewriter.replaceOp(op, parts);
     return success();
   }
 };
@@ -603,7 +652,7 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
     RewritePatternSet patterns(ctx);
     // The greedy driver also runs every op's folder.
     patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
-                 FoldMinusOneReplacement, FoldIdentityExpand,
+                 FoldSplitOfUnsqueeze, FoldMinusOneReplacement, FoldIdentityExpand,
                  FoldIdentitySlice, FoldTransposeThroughMergedView,
                  FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,

@@ -320,18 +320,15 @@ bool matchPastAppend(Value packed, BlockArgument &past, Value &fresh) {
 }
 
 /// Matches the exporter's `present` output: Concat(past, heads of `fresh`,
-/// axis 2), the heads a [0, 2, 1, 3] transpose of a head split of `fresh`.
+/// axis 2), the heads those of `fresh` (`matchHeadsBHSD`).
 bool isPresent(Value v, Value past, Value fresh) {
   auto cat = v.getDefiningOp<ConcatOp>();
   if (!cat || ((int64_t)cat.getAxis() != 2 && (int64_t)cat.getAxis() != -2) ||
       cat.getInputs().size() != 2 || cat.getInputs()[0] != past)
     return false;
-  auto t = cat.getInputs()[1].getDefiningOp<TransposeOp>();
-  if (!t || t.getPerm() != ArrayRef<int64_t>{0, 2, 1, 3})
-    return false;
   Value packed;
   int64_t heads, headDim;
-  return matchHeadSplit(t.getInput(), packed, heads, headDim) &&
+  return matchHeadsBHSD(cat.getInputs()[1], packed, heads, headDim) &&
          packed == fresh;
 }
 

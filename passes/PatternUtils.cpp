@@ -549,6 +549,7 @@ ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
   if (!seqInferred && !reshapeKeepsLeadingDims(reshape, 2))
     return {};
   int64_t dims[2];
+  int64_t inferred = -1; // H or D written -1: the width over the other one
   for (int64_t i = 0; i < 2; ++i) {
     const DimExpr &t = target[2 + i];
     if (t.isConstant() && t.constant > 0)
@@ -556,8 +557,17 @@ ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
     else if (!seqInferred && t.isConstant() && t.constant == -1 &&
              !outType.isDynamicDim(2 + i))
       dims[i] = outType.getDimSize(2 + i);
+    else if (!seqInferred && t.isConstant() && t.constant == -1 &&
+             inferred < 0)
+      inferred = i;
     else
       return {};
+  }
+  if (inferred >= 0) {
+    int64_t other = dims[1 - inferred];
+    if (other <= 0 || inType.getDimSize(2) % other != 0)
+      return {};
+    dims[inferred] = inType.getDimSize(2) / other;
   }
   if (dims[0] * dims[1] != inType.getDimSize(2))
     return {};
@@ -565,6 +575,23 @@ ReshapeOp qcc::matchHeadSplit(Value v, Value &packed, int64_t &heads,
   heads = dims[0];
   headDim = dims[1];
   return reshape;
+}
+
+bool qcc::matchHeadsBHSD(Value v, Value &packed, int64_t &heads,
+                         int64_t &headDim) {
+  if (auto t = v.getDefiningOp<TransposeOp>())
+    return t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} &&
+           matchHeadSplit(t.getInput(), packed, heads, headDim);
+  auto unsq = v.getDefiningOp<UnsqueezeOp>();
+  if (!unsq || unsq.getAxes() != ArrayRef<int64_t>{1})
+    return false;
+  auto in = cast<RankedTensorType>(unsq.getInput().getType());
+  if (in.getRank() != 3 || in.isDynamicDim(2))
+    return false;
+  packed = unsq.getInput();
+  heads = 1;
+  headDim = in.getDimSize(2);
+  return true;
 }
 
 Value qcc::createLeadingDimsShape(OpBuilder &b, Location loc, Value v,

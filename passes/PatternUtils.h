@@ -146,6 +146,13 @@ DimExpr resolveDimExpr(DimExpr d);
 ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
                          int64_t &headDim);
 
+/// Matches `v` = heads [B, H, S, D] of a packed [B, S, H * D] value:
+/// Transpose[0, 2, 1, 3](`matchHeadSplit`), or Unsqueeze(packed, [1]) for a
+/// single head (multi-query K and V, as GPT-BigCode writes them). Sets
+/// `packed`, `heads`, `headDim`.
+bool matchHeadsBHSD(mlir::Value v, mlir::Value &packed, int64_t &heads,
+                    int64_t &headDim);
+
 /// The shape vector [v.dim(0), v.dim(1), tail...] (Shape of v's two leading
 /// dimensions concatenated with constants), built at `b`'s insertion point:
 /// the target of a Reshape that keeps B and S, e.g. to [B, S, H, D].

@@ -55,13 +55,10 @@ struct Heads {
   int64_t heads = 0, headDim = 0, repeat = 1;
 };
 
-/// Matches `v` = Transpose[0, 2, 1, 3](head split of a packed value).
+/// Matches `v` = heads of a packed value (`matchHeadsBHSD`).
 static std::optional<Heads> matchBHSD(Value v) {
-  auto t = v.getDefiningOp<TransposeOp>();
-  if (!isPerm(t, {0, 2, 1, 3}))
-    return std::nullopt;
   Heads h;
-  if (!matchHeadSplit(t.getInput(), h.packed, h.heads, h.headDim))
+  if (!matchHeadsBHSD(v, h.packed, h.heads, h.headDim))
     return std::nullopt;
   return h;
 }

@@ -74,7 +74,9 @@ LogicalResult checkWeight(PatternRewriter &rewriter, Operation *op, Value w) {
   return success();
 }
 
-/// MatMul(x [..., K], W const [K, N]) -> qcc.linear x, W^T.
+/// MatMul(x [..., K], W const [K, N]) -> qcc.linear x, W^T; and
+/// MatMul(x, Transpose[1, 0](W const [N, K])) -> qcc.linear x, W, no copy (an
+/// LM head tied to the embedding, as optimum's with-past exports write it).
 struct LinearFromMatMul : OpRewritePattern<MatMulOp> {
   LinearFromMatMul(MLIRContext *ctx, TransposeCache &cache)
       : OpRewritePattern(ctx), cache(cache) {}
@@ -82,6 +84,17 @@ struct LinearFromMatMul : OpRewritePattern<MatMulOp> {
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
     Value x = op.getLhs(), w = op.getRhs();
+    if (auto t = w.getDefiningOp<TransposeOp>();
+        t && t.getPerm() == ArrayRef<int64_t>{1, 0} &&
+        succeeded(checkWeight(rewriter, op, t.getInput()))) {
+      auto xType = cast<RankedTensorType>(x.getType());
+      if (xType.getRank() < 2 ||
+          cast<RankedTensorType>(op.getType()).getRank() != xType.getRank())
+        return rewriter.notifyMatchFailure(op, "input rank");
+      rewriter.replaceOpWithNewOp<LinearOp>(op, op.getType(), x, t.getInput(),
+                                            Value());
+      return success();
+    }
     if (failed(checkWeight(rewriter, op, w)))
       return failure();
     auto xType = cast<RankedTensorType>(x.getType());

@@ -459,3 +459,24 @@ func.func @half_slice_stays_after_transpose(%x: tensor<?x?x4x16xf32>) -> tensor<
   %s = qcc.slice %h, %lo, %hi {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
   return %s : tensor<?x4x?x8xf32>
 }
+
+// -----
+
+// GPT-BigCode: c_attn(x).unsqueeze(1).split(...) along the features. The
+// split moves under the unsqueeze (slices of the packed projection), and the
+// query part's reshape to heads reads the slice itself.
+// CHECK-LABEL: func.func @split_of_unsqueeze(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x96xf32>
+// CHECK: %[[P:.*]]:3 = qcc.split %[[X]] {axis = 2 : i64, sizes = array<i64: 64, 16, 16>} : (tensor<?x?x96xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>)
+// CHECK-DAG: qcc.unsqueeze %[[P]]#1 {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+// CHECK-DAG: qcc.unsqueeze %[[P]]#2 {axes = array<i64: 1>}
+// CHECK-DAG: qcc.reshape %[[P]]#0, %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+func.func @split_of_unsqueeze(%x: tensor<?x?x96xf32>) -> (tensor<?x?x4x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) {
+  %u = qcc.unsqueeze %x {axes = array<i64: 1>} : (tensor<?x?x96xf32>) -> tensor<?x1x?x96xf32>
+  %p:3 = qcc.split %u {axis = 3 : i64, sizes = array<i64: 64, 16, 16>} : (tensor<?x1x?x96xf32>) -> (tensor<?x1x?x64xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>)
+  %bs = qcc.shape %x {end = 2 : i64} : (tensor<?x?x96xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %s = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q = qcc.reshape %p#0, %s : (tensor<?x1x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  return %q, %p#1, %p#2 : tensor<?x?x4x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>
+}

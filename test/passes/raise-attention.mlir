@@ -642,3 +642,59 @@ func.func @gpt2_past_wrong_axis(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, 
   %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %out, %kall, %vall : tensor<?x?x64xf32>, tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>
 }
+
+// -----
+
+// GPT-BigCode: multi-query attention. K and V are one head each, viewed as
+// [B, 1, S, D] by an Unsqueeze (no head split) and expanded to the 4 query
+// heads; the query's head count is written -1 (inferred from the width).
+// CHECK-LABEL: func.func @bigcode_mqa(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x16xf32>, %[[V:[^:]*]]: tensor<?x?x16xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]] {causal = false, num_heads = 4 : i64, num_kv_heads = 1 : i64, scale = 2.500000e-01 : f32}
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[A]]
+func.func @bigcode_mqa(%q: tensor<?x?x64xf32>, %k: tensor<?x?x16xf32>, %v: tensor<?x?x16xf32>) -> tensor<?x?x64xf32> {
+  %bs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hq = qcc.constant dense<[-1, 16]> : tensor<2xi64>
+  %qshape = qcc.concat %bs, %hq {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32>
+  %kh = qcc.unsqueeze %k {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %vh = qcc.unsqueeze %v {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %i0 = qcc.constant dense<0> : tensor<i64>
+  %i2 = qcc.constant dense<2> : tensor<i64>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %four = qcc.constant dense<4> : tensor<1xi64>
+  %d16 = qcc.constant dense<16> : tensor<1xi64>
+  %ksh = qcc.shape %kh : (tensor<?x1x?x16xf32>) -> tensor<4xi64>
+  %kb = qcc.gather %ksh, %i0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %ks = qcc.gather %ksh, %i2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %kb1 = qcc.unsqueeze %kb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ks1 = qcc.unsqueeze %ks {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ke = qcc.concat %kb1, %one, %four, %ks1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %kr = qcc.concat %kb1, %four, %ks1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %ku = qcc.unsqueeze %kh {axes = array<i64: 2>} : (tensor<?x1x?x16xf32>) -> tensor<?x1x1x?x16xf32>
+  %kx = qcc.expand %ku, %ke : (tensor<?x1x1x?x16xf32>, tensor<5xi64>) -> tensor<?x1x4x?x16xf32>
+  %krep = qcc.reshape %kx, %kr : (tensor<?x1x4x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %vsh = qcc.shape %vh : (tensor<?x1x?x16xf32>) -> tensor<4xi64>
+  %vb = qcc.gather %vsh, %i0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %vs = qcc.gather %vsh, %i2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %vb1 = qcc.unsqueeze %vb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vs1 = qcc.unsqueeze %vs {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ve = qcc.concat %vb1, %one, %four, %vs1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vr = qcc.concat %vb1, %four, %vs1, %d16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %vu = qcc.unsqueeze %vh {axes = array<i64: 2>} : (tensor<?x1x?x16xf32>) -> tensor<?x1x1x?x16xf32>
+  %vx = qcc.expand %vu, %ve : (tensor<?x1x1x?x16xf32>, tensor<5xi64>) -> tensor<?x1x4x?x16xf32>
+  %vrep = qcc.reshape %vx, %vr : (tensor<?x1x4x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %krep {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x?x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vrep : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %bs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}

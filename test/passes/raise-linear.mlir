@@ -201,3 +201,18 @@ func.func @matmul_3d_constant(%x: tensor<2x?x3xf32>) -> tensor<2x?x2xf32> {
   %y = qcc.matmul %x, %w : (tensor<2x?x3xf32>, tensor<2x3x2xf32>) -> tensor<2x?x2xf32>
   return %y : tensor<2x?x2xf32>
 }
+
+// -----
+
+// An LM head tied to the embedding table: MatMul by the transposed table is a
+// linear over the table itself (no transposed copy).
+// CHECK-LABEL: func.func @tied_head(
+// CHECK: %[[W:.*]] = qcc.constant dense<{{.*}}> : tensor<3x2xf32>
+// CHECK-NOT: qcc.transpose
+// CHECK: qcc.linear %{{.*}}, %[[W]] : (tensor<?x?x2xf32>, tensor<3x2xf32>) -> tensor<?x?x3xf32>
+func.func @tied_head(%x: tensor<?x?x2xf32>) -> tensor<?x?x3xf32> {
+  %e = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %t = qcc.transpose %e {perm = array<i64: 1, 0>} : (tensor<3x2xf32>) -> tensor<2x3xf32>
+  %y = qcc.matmul %x, %t : (tensor<?x?x2xf32>, tensor<2x3xf32>) -> tensor<?x?x3xf32>
+  return %y : tensor<?x?x3xf32>
+}
