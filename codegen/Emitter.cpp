@@ -823,6 +823,8 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   Operation *attn = kv ? kvAttn.getOperation() : plain.getOperation();
   if (!kv && plain.getMask())
     return unsupported("no CUDA kernel for masked attention yet");
+  if (kv && kvAttn.getAlibi())
+    return unsupported("no CUDA kernel for ALiBi attention yet");
   int64_t H = kv ? kvAttn.getNumHeads() : plain.getNumHeads();
   int64_t Hkv = kv ? kvAttn.getNumKvHeads() : plain.getNumKvHeads();
   float scale = (kv ? kvAttn.getScale() : plain.getScale()).convertToFloat();

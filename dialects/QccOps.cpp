@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
+
+#include <cmath>
 #include "format/Quant.h"
 #include "dialects/QccConstants.h"
 #include "format/Int4.h"
@@ -880,6 +882,14 @@ LogicalResult KvAttentionOp::verify() {
     return emitOpError("key width must be num_kv_heads * head size");
   if ((int64_t)getLayer() < 0)
     return emitOpError("layer must be non-negative");
+  if (auto alibi = getAlibi()) {
+    if ((int64_t)alibi->size() != heads)
+      return emitOpError("alibi must have one slope per query head (")
+             << heads << "), got " << alibi->size();
+    for (float m : *alibi)
+      if (!std::isfinite(m))
+        return emitOpError("alibi slopes must be finite");
+  }
   return verifyWindowSoftcap(*this);
 }
 

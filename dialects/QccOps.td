@@ -845,7 +845,10 @@ def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",
     2. query token t attends causally to cache positions [0, cached_b + t]
        (with `window` W > 0: only to the last W of them, (cached_b + t - W,
        cached_b + t]), with the math of `qcc.attention` (scale, softcap, GQA
-       head mapping);
+       head mapping); with `alibi` (one slope m_h per query head, ALiBi:
+       BLOOM, MPT) the score of cache position j is raised by
+       m_h * (j - (cached_b + t)) after the softcap, i.e. lowered by m_h
+       times the distance;
     3. results for padding tokens are zeros.
 
     The cache layout (contiguous or paged) is a module attribute that the
@@ -856,15 +859,17 @@ def Qcc_KvAttentionOp : Op<Qcc_Dialect, "kv_attention",
                    Qcc_FloatTensor:$value, I64Attr:$layer, I64Attr:$num_heads,
                    I64Attr:$num_kv_heads, F32Attr:$scale,
                    DefaultValuedAttr<I64Attr, "0">:$window,
-                   DefaultValuedAttr<F32Attr, "::llvm::APFloat(0.0f)">:$softcap);
+                   DefaultValuedAttr<F32Attr, "::llvm::APFloat(0.0f)">:$softcap,
+                   OptionalAttr<DenseF32ArrayAttr>:$alibi);
   let results = (outs Qcc_FloatTensor:$result);
-  // Without a window or softcap (their defaults, 0).
+  // Without a window, softcap or ALiBi (their defaults).
   let builders = [OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$query,
       "::mlir::Value":$key, "::mlir::Value":$value, "::mlir::IntegerAttr":$layer,
       "::mlir::IntegerAttr":$num_heads, "::mlir::IntegerAttr":$num_kv_heads,
       "::mlir::FloatAttr":$scale), [{
     build($_builder, $_state, result, query, key, value, layer, num_heads,
-          num_kv_heads, scale, ::mlir::IntegerAttr(), ::mlir::FloatAttr());
+          num_kv_heads, scale, ::mlir::IntegerAttr(), ::mlir::FloatAttr(),
+          ::mlir::DenseF32ArrayAttr());
   }]>];
   let assemblyFormat = "$query `,` $key `,` $value attr-dict `:` "
                        "functional-type(operands, results)";

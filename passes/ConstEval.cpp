@@ -59,6 +59,9 @@ llvm::Expected<json> qcc::runtimeAttr(Attribute a) {
     return json(s.getValue().str());
   if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
     return json(std::vector<int64_t>(arr.asArrayRef()));
+  if (auto arr = dyn_cast<DenseF32ArrayAttr>(a))
+    return json(std::vector<double>(arr.asArrayRef().begin(),
+                                    arr.asArrayRef().end()));
   if (auto e = dyn_cast<DenseElementsAttr>(a)) {
     json values = json::array();
     Type et = e.getElementType();

@@ -573,6 +573,59 @@ struct FoldHeadSliceIntoPacked : OpRewritePattern<SliceOp> {
   }
 };
 
+/// A Slice with constant bounds of a static dimension gets the static size
+/// in its result type (the legacy exporter's slices of MPT's fused Wqkv come
+/// out [?, ?, ?]): the head-split matchers need the packed width. Only where
+/// every user is a view or shape op, whose types do not depend on it.
+struct RefineStaticSlice : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto in = op.getInput().getType(), out = op.getType();
+    auto constants = [](Value v) -> std::optional<SmallVector<int64_t>> {
+      SmallVector<int64_t> out;
+      for (const DimExpr &d : getFoldedDimExprs(v)) {
+        if (!d.isConstant())
+          return std::nullopt;
+        out.push_back(d.constant);
+      }
+      return out;
+    };
+    auto starts = constants(op.getStarts()), ends = constants(op.getEnds());
+    auto axes = op.getAxes(), steps = op.getSteps();
+    if (!starts || !ends || starts->size() != axes.size() ||
+        ends->size() != axes.size())
+      return rewriter.notifyMatchFailure(op, "bounds not constant");
+    for (Operation *u : op->getUsers())
+      if (!isa<ReshapeOp, TransposeOp, ShapeOp, SliceOp>(u))
+        return rewriter.notifyMatchFailure(op, "a user's type may depend on it");
+    SmallVector<int64_t> shape(out.getShape());
+    bool changed = false;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + in.getRank() : axes[i];
+      if (axis < 0 || axis >= in.getRank() || in.isDynamicDim(axis) ||
+          !out.isDynamicDim(axis) || steps[i] != 1)
+        continue;
+      int64_t dim = in.getDimSize(axis);
+      auto clampIdx = [&](int64_t v) {
+        if (v < 0)
+          v += dim;
+        return std::clamp<int64_t>(v, 0, dim);
+      };
+      int64_t b = clampIdx((*starts)[i]), e = clampIdx((*ends)[i]);
+      shape[axis] = std::max<int64_t>(e - b, 0);
+      changed = true;
+    }
+    if (!changed)
+      return rewriter.notifyMatchFailure(op, "nothing to refine");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getResult().setType(RankedTensorType::get(shape, out.getElementType()));
+    });
+    return success();
+  }
+};
+
 /// Concat that drops operands of size 0 along its axis (Phi-3's rotary keeps
 /// an empty "pass-through" part when the whole head rotates).
 struct FoldConcatOfEmpty : OpRewritePattern<ConcatOp> {
@@ -657,6 +710,7 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
                  FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,
                  FoldSliceOfTranspose, FoldHeadSliceIntoPacked,
+                 RefineStaticSlice,
                  EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,

@@ -508,8 +508,10 @@ struct KvCacheLayoutPass
     SmallVector<std::string> reasons;
     bool allBidirectional = true; // every refusal is an encoder's attention
     windows.clear();
+    alibis.clear();
     for (AttentionOp a : attentions) {
       windows.push_back(a.getWindow());
+      alibis.emplace_back();
       if (!a.getMask()) {
         if (!a.getCausal())
           reasons.push_back("an attention is bidirectional");
@@ -526,6 +528,21 @@ struct KvCacheLayoutPass
                                                   : ": refused: ")
                  << (it->second.causalWithPadding ? "" : it->second.why)
                  << ", window " << it->second.window << "\n");
+      const std::vector<float> &slopes = it->second.alibi;
+      int64_t heads = a.getNumHeads();
+      if (it->second.causalWithPadding && !slopes.empty()) {
+        if ((int64_t)slopes.size() != heads && slopes.size() != 1) {
+          reasons.push_back("the mask's ALiBi bias has " +
+                            std::to_string(slopes.size()) +
+                            " heads for an attention of " +
+                            std::to_string(heads));
+          allBidirectional = false;
+          continue;
+        }
+        alibis.back() = slopes.size() == 1
+                            ? std::vector<float>((size_t)heads, slopes[0])
+                            : slopes;
+      }
       if (!it->second.causalWithPadding) {
         reasons.push_back(it->second.why);
         allBidirectional &= it->second.bidirectional;
@@ -834,6 +851,9 @@ struct KvCacheLayoutPass
   /// The sliding window of each attention of `main`, in walk order (0 =
   /// none): its kv_attention's.
   SmallVector<int64_t> windows;
+  /// The ALiBi slopes of each attention of `main`, in walk order (empty =
+  /// none): its kv_attention's.
+  SmallVector<std::vector<float>> alibis;
   /// The table lookups of `main` (numbered in walk order, lookupIndex)
   /// whose indices are proven positions (MaskAnalysis.h checkPositions).
   SmallVector<unsigned> positionLookups;
@@ -1048,7 +1068,9 @@ struct KvCacheLayoutPass
           b, a.getLoc(), a.getType(), a.getQuery(), key, value,
           b.getI64IntegerAttr(layer), a.getNumHeadsAttr(),
           a.getNumKvHeadsAttr(), a.getScaleAttr(),
-          b.getI64IntegerAttr(windows[layer]), a.getSoftcapAttr());
+          b.getI64IntegerAttr(windows[layer]), a.getSoftcapAttr(),
+          alibis[layer].empty() ? DenseF32ArrayAttr()
+                                : b.getDenseF32ArrayAttr(alibis[layer]));
       ++layer;
       a.replaceAllUsesWith(kv.getResult());
       a.erase();

@@ -285,6 +285,12 @@ private:
 struct MaskModel {
   int64_t window = 0;
   bool rightOnly = false;
+  /// ALiBi: visible keys carry m_h * (j - (P + i)) plus any constant per
+  /// query row (softmax ignores it), one slope per head of the mask (empty =
+  /// none). Proven on samples without holes in the padding: exporters count
+  /// key positions by index or by real tokens (BLOOM's cumsum), the same
+  /// distances for contiguous tokens, the runtime's rows.
+  std::vector<float> alibi;
 
   bool visible(const Sample &s, int64_t b, int64_t i, int64_t j) const {
     return j <= s.past + i && (window <= 0 || j > s.past + i - window) &&
@@ -328,12 +334,20 @@ bool matchesModel(const rt::Tensor &mask, const Sample &s,
             " does not broadcast to [batch, heads, seq, past + seq]";
       return false;
     }
+  if (!model.alibi.empty() && (int64_t)model.alibi.size() != shape[1]) {
+    why = "the mask's head dimension changed";
+    return false;
+  }
   const float *data = m.data<float>();
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < shape[1]; ++h)
       for (int64_t i = 0; i < s.seq; ++i) {
         if (!model.compared(s, b, i))
           continue;
+        // ALiBi: the row's constant, read at its first visible key.
+        double rowBias = 0.0;
+        float slope = model.alibi.empty() ? 0.0f : model.alibi[(size_t)h];
+        bool haveRow = false;
         for (int64_t j = 0; j < kLen; ++j) {
           bool visible = model.visible(s, b, i, j);
           int64_t at = (((shape[0] == 1 ? 0 : b) * shape[1] + h) * shape[2] +
@@ -341,12 +355,32 @@ bool matchesModel(const rt::Tensor &mask, const Sample &s,
                            shape[3] +
                        (shape[3] == 1 ? 0 : j);
           float x = data[at];
-          if (visible ? x != 0.0f : !(x <= maskedBelow)) {
+          bool ok;
+          if (!visible) {
+            ok = x <= maskedBelow;
+          } else if (model.alibi.empty()) {
+            ok = x == 0.0f;
+          } else {
+            // x - m_h (j - (P + i)) constant along the row; the bias is
+            // computed in float32 by both sides, so within a few ulps of
+            // the terms, and the slope (read from a short row) within 1e-5.
+            double d = (double)slope * (double)(j - (s.past + i));
+            double rest = (double)x - d;
+            if (!haveRow)
+              rowBias = rest, haveRow = true;
+            double tol = 1e-5 * std::abs(d) +
+                         1e-6 * (std::abs((double)x) + std::abs(rowBias)) +
+                         1e-6;
+            ok = std::isfinite(x) && std::abs(rest - rowBias) <= tol;
+          }
+          if (!ok) {
             if (futureVisible)
               *futureVisible = j > s.past + i && s.attend[b][j] != 0;
             why = "the mask differs from causal + padding";
             if (model.window > 0)
               why += " + window " + std::to_string(model.window);
+            if (!model.alibi.empty())
+              why += " + ALiBi";
             why += " at batch " + std::to_string(b) + ", query " +
                    std::to_string(i) + ", key " + std::to_string(j) +
                    " (past " + std::to_string(s.past) + ", seq " +
@@ -397,6 +431,7 @@ MaskCheck checkModel(Value mask, const DecoderInputs &inputs,
   MaskCheck result;
   result.window = model.window;
   result.rightPaddingOnly = model.rightOnly;
+  result.alibi = model.alibi;
   bool hasPast = !inputs.pasts.empty();
   std::vector<Sample> small;
   for (int64_t past : hasPast ? std::vector<int64_t>{0, 2, 5}
@@ -420,7 +455,10 @@ MaskCheck checkModel(Value mask, const DecoderInputs &inputs,
       if (k > 1)
         right[k - 1] = 0;
       small.push_back({2, seq, past, {ones(k), left}});
-      small.push_back({2, seq, past, {holes, right}});
+      if (model.alibi.empty())
+        small.push_back({2, seq, past, {holes, right}});
+      else
+        small.push_back({2, seq, past, {right, ones(k)}});
     }
   for (const Sample &s : small) {
     SliceEvaluator ev(inputs, s);
@@ -467,12 +505,48 @@ MaskCheck checkModel(Value mask, const DecoderInputs &inputs,
 
 } // namespace
 
+/// The ALiBi slopes `mask` would have, one per head of the mask, read from
+/// an unpadded square sample (the last query row sees every key: m_h =
+/// (x[last] - x[0]) / (last)); empty if it cannot be evaluated or every
+/// slope is 0 (then it is no ALiBi mask).
+std::vector<float> alibiSlopes(Value mask, const DecoderInputs &inputs) {
+  bool hasPast = !inputs.pasts.empty();
+  int64_t seq = 6, past = hasPast ? 2 : 0, k = past + seq;
+  Sample s{1, seq, past, {ones(k)}};
+  SliceEvaluator ev(inputs, s);
+  auto m = ev.eval(mask);
+  if (failed(m) || m->dtype() != rt::DType::F32 || m->rank() != 4 ||
+      m->dim(3) != k || (m->dim(2) != seq && m->dim(2) != 1))
+    return {};
+  int64_t heads = m->dim(1), rows = m->dim(2);
+  const float *x = m->data<float>();
+  std::vector<float> slopes;
+  bool any = false;
+  for (int64_t h = 0; h < heads; ++h) {
+    const float *row = x + (h * rows + (rows - 1)) * k;
+    double slope = ((double)row[k - 1] - (double)row[0]) / (double)(k - 1);
+    if (!std::isfinite(slope))
+      return {};
+    any |= slope != 0.0;
+    slopes.push_back((float)slope);
+  }
+  return any ? slopes : std::vector<float>{};
+}
+
 MaskCheck qcc::checkCausalPaddingMask(Value mask,
                                       const DecoderInputs &inputs) {
   std::set<int64_t> ths = thresholds(mask);
   MaskCheck plain = checkModel(mask, inputs, MaskModel{}, ths);
   if (plain.causalWithPadding && plain.maxContext < 0)
     return plain;
+  // ALiBi (BLOOM, MPT): causal + padding with a linear bias per head.
+  if (std::vector<float> slopes = alibiSlopes(mask, inputs); !slopes.empty()) {
+    MaskModel alibi;
+    alibi.alibi = slopes;
+    MaskCheck r = checkModel(mask, inputs, alibi, ths);
+    if (r.causalWithPadding)
+      return r;
+  }
   // Other models: a sliding window W next to a constant of the builder
   // (W - 1 .. W + 1: a constant may be W or a bound derived from it), with
   // any padding or, as GroupQueryAttention computes, right padding only.

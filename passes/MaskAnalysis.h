@@ -31,6 +31,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
+#include <vector>
 
 namespace qcc {
 
@@ -61,6 +62,10 @@ struct MaskCheck {
   /// rows of real tokens: sound for the runtime's unpadded rows, not for
   /// left-padded batches of `main`.
   bool rightPaddingOnly = false;
+  /// ALiBi slopes the mask was proven with, one per head of the mask (a
+  /// head dimension of 1: one slope for all): visible keys carry
+  /// m_h * (j - (P + i)) besides a constant per query row.
+  std::vector<float> alibi;
 };
 
 /// Checks that the additive `mask` operand of an attention (0 = attend,

@@ -362,6 +362,9 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     // Mask, then scale, then Q K^T.
     Value scores = softmax.getInput();
     Value maskValue, boolMask;
+    WhereOp maskWhere; // a Where to rebuild as the additive mask
+    Value maskBias;    // its kept operand's bias (null: 0)
+    bool maskFillFirst = false;
     Value qkLhs, qkRhs; // Q and K^T without their sqrt(scale) factors
     double softcap = 0.0;  // Gemma-2's cap * tanh(x / cap) (0 = none)
     auto matchScaled = [&](Value s, MatMulOp &qk, double &scale) {
@@ -423,18 +426,50 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     MatMulOp qk;
     double scale = 1.0;
     if (auto where = scores.getDefiningOp<WhereOp>()) {
-      // Where(keep, scores, fill), or masked_fill's Where(Not(keep), fill,
-      // scores).
-      Value kept = where.getLhs(), filled = where.getRhs();
-      boolMask = where.getCondition();
-      if (auto notOp = boolMask.getDefiningOp<NotOp>()) {
-        std::swap(kept, filled);
-        boolMask = notOp.getInput();
-      }
-      auto fill = getSplatValue(filled);
-      if (!fill || *fill > kMaskedBelow || !matchScaled(kept, qk, scale))
+      // Where(keep, scores, fill), masked_fill's Where(Not(keep), fill,
+      // scores) or Where(masked, fill, scores); the scores may carry an
+      // additive bias (MPT's ALiBi): Where(.., scores + bias, ..).
+      bool fillFirst = false;
+      auto isFill = [](Value v) {
+        auto f = getSplatValue(v);
+        return f && *f <= kMaskedBelow;
+      };
+      Value kept;
+      if (isFill(where.getRhs())) {
+        kept = where.getLhs();
+        boolMask = where.getCondition();
+      } else if (isFill(where.getLhs())) {
+        fillFirst = true;
+        kept = where.getRhs();
+        auto notOp = where.getCondition().getDefiningOp<NotOp>();
+        boolMask = notOp ? notOp.getInput() : Value();
+      } else {
         return rewriter.notifyMatchFailure(
-            merge, "Where does not keep scores and fill a very negative value");
+            merge, "Where does not fill a very negative value");
+      }
+      Value bias;
+      if (!matchScaled(kept, qk, scale)) {
+        bool ok = matchCommutative(kept.getDefiningOp<AddOp>(),
+                                   [&](Value s, Value m) {
+                                     if (!matchScaled(s, qk, scale))
+                                       return false;
+                                     bias = m;
+                                     return true;
+                                   });
+        if (!ok)
+          return rewriter.notifyMatchFailure(
+              merge, "Where does not keep [biased] scaled Q K^T");
+      }
+      DimExpr qLen = resolveDimExpr(qkLhs, 2), kLen = resolveDimExpr(qkRhs, 3);
+      if (bias || !boolMask || !isCausalBoolMask(boolMask, qLen, kLen)) {
+        // Not a proven causal buffer: the same Where over the bias (or 0)
+        // is the additive mask (kv-cache-layout proves what it is), built
+        // once everything else matched.
+        maskWhere = where;
+        maskBias = bias;
+        maskFillFirst = fillFirst;
+        boolMask = {};
+      }
     } else if (!matchScaled(scores, qk, scale)) {
       auto add = scores.getDefiningOp<AddOp>();
       bool ok = matchCommutative(add, [&](Value s, Value m) {
@@ -511,6 +546,33 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
           mt.getElementType() != outType.getElementType() ||
           mt.getRank() < 1)
         return rewriter.notifyMatchFailure(merge, "unsupported mask type");
+    }
+    if (maskWhere) {
+      Type et = outType.getElementType();
+      auto condType = cast<RankedTensorType>(maskWhere.getCondition().getType());
+      int64_t rank = condType.getRank();
+      if (maskBias) {
+        auto bt = cast<RankedTensorType>(maskBias.getType());
+        rank = std::max(rank, bt.getRank());
+        if (bt.getElementType() != et)
+          return rewriter.notifyMatchFailure(merge, "unsupported bias type");
+      }
+      if (rank > 4 || rank < 1 ||
+          cast<RankedTensorType>(maskWhere.getType()).getElementType() != et)
+        return rewriter.notifyMatchFailure(merge, "unsupported mask type");
+      Value bias = maskBias;
+      if (!bias)
+        bias = ConstantOp::create(
+            rewriter, merge.getLoc(),
+            cast<ElementsAttr>(DenseElementsAttr::get(
+                RankedTensorType::get({}, et), rewriter.getFloatAttr(et, 0.0))));
+      auto maskType = RankedTensorType::get(
+          SmallVector<int64_t>(rank, ShapedType::kDynamic), et);
+      Value fill = maskFillFirst ? maskWhere.getLhs() : maskWhere.getRhs();
+      maskValue = WhereOp::create(rewriter, merge.getLoc(), maskType,
+                                  maskWhere.getCondition(),
+                                  maskFillFirst ? fill : bias,
+                                  maskFillFirst ? bias : fill);
     }
 
     // With a past, the op attends over the past and the new keys/values,

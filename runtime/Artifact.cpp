@@ -89,7 +89,7 @@ static Shape parseShape(const Loader &l, const json &j, bool allowDynamic,
 /// by passes/ConstEval.cpp runtimeAttrs). Checked at load, so no reader meets
 /// another type; the values' ranges (an axis within the rank, ...) are the
 /// kernels' to check, per call, against the operands they get.
-enum class AttrType { Int, Float, Bool, Ints, String };
+enum class AttrType { Int, Float, Bool, Ints, Floats, String };
 struct AttrRule {
   const char *name;
   AttrType type;
@@ -111,6 +111,7 @@ constexpr AttrRule kAttrRules[] = {
     {"axes", AttrType::Ints},       {"perm", AttrType::Ints},
     {"outlier_columns", AttrType::Ints},
     {"sizes", AttrType::Ints},      {"steps", AttrType::Ints},
+    {"alibi", AttrType::Floats},
     {"approximate", AttrType::String}, {"granularity", AttrType::String},
     {"kind", AttrType::String},     {"to", AttrType::String},
 };
@@ -127,6 +128,10 @@ static bool hasAttrType(const json &j, AttrType t) {
   case AttrType::Ints:
     return j.is_array() && std::all_of(j.begin(), j.end(), [](const json &e) {
              return asInt64(e).has_value();
+           });
+  case AttrType::Floats:
+    return j.is_array() && std::all_of(j.begin(), j.end(), [](const json &e) {
+             return e.is_number() && std::isfinite(e.get<double>());
            });
   case AttrType::String:
     return j.is_string();
@@ -151,6 +156,8 @@ static const char *attrTypeName(AttrType t) {
     return "a boolean";
   case AttrType::Ints:
     return "a list of integers";
+  case AttrType::Floats:
+    return "a list of finite numbers";
   case AttrType::String:
     return "a string";
   }

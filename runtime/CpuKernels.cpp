@@ -124,6 +124,21 @@ std::vector<int64_t> Attrs::ints(const char *name) const {
   return out;
 }
 
+std::vector<float> Attrs::floats(const char *name) const {
+  const json &v = attrAt(j, name);
+  if (!v.is_array())
+    throw std::runtime_error(std::string("attribute '") + name +
+                             "' is not a number array: " + v.dump());
+  std::vector<float> out;
+  for (const json &e : v) {
+    if (!e.is_number())
+      throw std::runtime_error(std::string("attribute '") + name +
+                               "' is not a number array: " + v.dump());
+    out.push_back(e.get<float>());
+  }
+  return out;
+}
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//

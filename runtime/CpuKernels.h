@@ -40,6 +40,7 @@ public:
   bool b(const char *name) const;
   std::string s(const char *name, const std::string &dflt) const;
   std::vector<int64_t> ints(const char *name) const;
+  std::vector<float> floats(const char *name) const;
   const nlohmann::json &raw(const char *name) const { return j.at(name); }
 
 private:

@@ -400,8 +400,8 @@ template <typename T>
 static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t H,
                       int64_t Hkv, int64_t D, float scale, int64_t window,
-                      float softcap, const float *Q, float *O,
-                      std::vector<float> &P) {
+                      float softcap, const std::vector<float> &alibi,
+                      const float *Q, float *O, std::vector<float> &P) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv;
@@ -447,6 +447,8 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
               float x = scale * dot;
               P[first + j] =
                   softcap > 0.0f ? qcc::numerics::softcap(x, softcap) : x;
+              if (!alibi.empty()) // m_h * (key position - query position)
+                P[first + j] += alibi[(size_t)h] * (float)(first + j - (n - 1));
               mx = std::max(mx, P[first + j]);
             }
           });
@@ -676,6 +678,9 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
   float scale = (float)attrs.f("scale");
   int64_t window = attrs.i("window", 0);
   float softcap = (float)attrs.f("softcap", 0.0);
+  std::vector<float> alibi;
+  if (attrs.has("alibi"))
+    alibi = attrs.floats("alibi");
   if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
     err("num_heads " + str(H) + " must be a positive multiple of "
         "num_kv_heads " + str(Hkv));
@@ -690,6 +695,9 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
         ", key " + shapeString(k.shape()) + ", value " +
         shapeString(v.shape()) + " with " + str(H) + " heads and " + str(Hkv) +
         " kv heads");
+  if (!alibi.empty() && (int64_t)alibi.size() != H)
+    err("alibi has " + str((int64_t)alibi.size()) + " slopes for " + str(H) +
+        " heads");
   const KvCacheConfig &c = cache.config();
   if (Hkv != c.kvHeads || D != c.headDim || layer < 0 || layer >= c.layers)
     err("layer " + str(layer) + " with " + str(Hkv) + " kv heads of size " +
@@ -713,7 +721,9 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
     else
       appendRow<float>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
   }
-  if (cpuKernelPath() != CpuKernelPath::Reference) {
+  // ALiBi runs on the reference loops for now: the fast path's score tiles
+  // (attendRows / attendRuns) take no per-position bias yet.
+  if (cpuKernelPath() != CpuKernelPath::Reference && alibi.empty()) {
     if (c.isInt8())
       attendFast<int8_t>(cache, kv, layer, S, H, Hkv, D, scale, window,
                          softcap, Q, O);
@@ -727,10 +737,10 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
     int64_t seq = kv.seqs[b], valid = kv.valid[b], cached = cache.length(seq);
     if (c.isInt8())
       attendRow<int8_t>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                        scale, window, softcap, Q, O, P);
+                        scale, window, softcap, alibi, Q, O, P);
     else
       attendRow<float>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                       scale, window, softcap, Q, O, P);
+                       scale, window, softcap, alibi, Q, O, P);
   }
   return r;
 }

@@ -308,3 +308,11 @@ func.func @qlinear_outlier_no_columns(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %
   %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum outliers(%x, %wo) : (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4x8xi8>, tensor<4xf32>, tensor<4xi32>, tensor<?x8xf32>, tensor<4x1xf32>) -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @kv_attention_alibi_per_head(%q: tensor<1x2x64xf32>, %k: tensor<1x2x32xf32>) -> tensor<1x2x64xf32> {
+  // expected-error @+1 {{alibi must have one slope per query head (4), got 2}}
+  %a = qcc.kv_attention %q, %k, %k {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, alibi = array<f32: 0.5, 0.25>} : (tensor<1x2x64xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>) -> tensor<1x2x64xf32>
+  return %a : tensor<1x2x64xf32>
+}

@@ -480,3 +480,17 @@ func.func @split_of_unsqueeze(%x: tensor<?x?x96xf32>) -> (tensor<?x?x4x16xf32>, 
   %q = qcc.reshape %p#0, %s : (tensor<?x1x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
   return %q, %p#1, %p#2 : tensor<?x?x4x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>
 }
+
+// -----
+
+// MPT's legacy export slices its fused Wqkv with constant bounds into
+// [?, ?, ?] parts: the static width comes back into the type.
+// CHECK-LABEL: func.func @refine_static_slice(
+// CHECK: qcc.slice %{{.*}} : (tensor<?x?x192xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x64xf32>
+func.func @refine_static_slice(%x: tensor<?x?x192xf32>, %s: tensor<4xi64>) -> tensor<?x?x4x16xf32> {
+  %b = qcc.constant dense<64> : tensor<1xi64>
+  %e = qcc.constant dense<128> : tensor<1xi64>
+  %k = qcc.slice %x, %b, %e {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x192xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x?xf32>
+  %r = qcc.reshape %k, %s : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  return %r : tensor<?x?x4x16xf32>
+}

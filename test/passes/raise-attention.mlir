@@ -58,10 +58,12 @@ func.func @gpt2_causal(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tenso
 // -----
 
 // Near miss: the bias buffer is strictly lower-triangular, so the Where also
-// masks the diagonal: not the causal mask, and not expressible as one.
+// masks the diagonal: not the causal mask, so not `causal`; the same Where
+// over 0 and the fill is the attention's additive mask.
 // CHECK-LABEL: func.func @gpt2_diagonal_masked(
-// CHECK-NOT: qcc.attention
-// CHECK: qcc.softmax
+// CHECK: %[[M:.*]] = qcc.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?x?x?xf32>
+// CHECK: qcc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal = false
+// CHECK-NOT: qcc.softmax
 func.func @gpt2_diagonal_masked(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
   %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
@@ -486,10 +488,12 @@ func.func @masked_fill_causal(%x: tensor<?x?x192xf32>) -> tensor<?x?x64xf32> {
 // -----
 
 // Near miss: Not of the mask but the scores on the dropped side
-// (Where(Not(keep), scores, -inf) keeps the future, masks the past).
+// (Where(Not(keep), scores, -inf) keeps the future, masks the past): not
+// causal; the mask is that Where over 0 and the fill, exactly.
 // CHECK-LABEL: func.func @masked_fill_inverted(
-// CHECK-NOT: qcc.attention
-// CHECK: qcc.softmax
+// CHECK: %[[M:.*]] = qcc.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<{{.*}}xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?x?x?xf32>
+// CHECK: qcc.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal = false
+// CHECK-NOT: qcc.softmax
 func.func @masked_fill_inverted(%x: tensor<?x?x192xf32>) -> tensor<?x?x64xf32> {
   %parts:3 = qcc.split %x {axis = 2 : i64, sizes = array<i64: 64, 64, 64>} : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
   %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
@@ -695,6 +699,46 @@ func.func @bigcode_mqa(%q: tensor<?x?x64xf32>, %k: tensor<?x?x16xf32>, %v: tenso
   %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
   %w64 = qcc.constant dense<64> : tensor<1xi64>
   %oshape = qcc.concat %bs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// MPT: the ALiBi bias is added to the scaled scores and the padding/causal
+// condition fills the masked ones: Where(masked, fill, scores + bias). The
+// additive mask becomes Where(masked, fill, bias) (kv-cache-layout proves
+// what it is: causal + padding + ALiBi).
+// CHECK-LABEL: func.func @mpt_alibi(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>, %[[M:[^:]*]]: tensor<?x1x?x?xi1>, %[[B:[^:]*]]: tensor<4x1x?xf32>
+// CHECK: %[[W:.*]] = qcc.where %[[M]], %{{.*}}, %[[B]] : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<4x1x?xf32>) -> tensor<?x?x?x?xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]], %[[W]] {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+// CHECK-NOT: qcc.softmax
+func.func @mpt_alibi(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %masked: tensor<?x1x?x?xi1>, %bias: tensor<4x1x?xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %sb = qcc.add %sc, %bias : (tensor<?x4x?x?xf32>, tensor<4x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %fill = qcc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = qcc.where %masked, %fill, %sb : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %qs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
   %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %out : tensor<?x?x64xf32>
 }
