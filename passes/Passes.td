@@ -23,7 +23,13 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
       (f16/bf16 -> f32): Cast(Cast(x)) -> Cast(x), or x for a round trip.
     - Reshape whose target is the input's own dimensions (a 0 copies, one -1
       is inferred) -> the input; this covers Reshape(vector, [-1]).
-    - Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when s2 has no 0.
+    - Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when s2 has no 0 (also
+      with an Unsqueeze or Squeeze in place of the inner Reshape).
+    - Split(Unsqueeze(x, axes), axis) along an axis x has ->
+      Unsqueeze(Split(x), axes) per part (GPT-BigCode's fused c_attn).
+    - A Slice with constant bounds of a static dimension gets that size in
+      its result type when its users are views or shape ops (MPT's legacy
+      Wqkv slices come out [?, ?, ?]).
     - torch's -1 replacement before Expand,
       Where(Equal(v, ConstantOfShape(Shape(v), 1) * -1), ones, v) -> v when
       every element of v is a dimension or a constant other than -1.
@@ -409,7 +415,8 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     scores = [mask]([Div(., c) | Mul(., s)](MatMul(Q, K^T)))
     Q      = Transpose[0, 2, 1, 3](Reshape(q [B, S, H * D] -> [B, S, H, D]))
     K^T    = Transpose[0, 2, 3, 1](Reshape(k)) | Transpose[0, 1, 3, 2](K)
-    K, V   = Transpose[0, 2, 1, 3](Reshape(k | v)), or repeat_kv of it:
+    K, V   = Transpose[0, 2, 1, 3](Reshape(k | v)), Unsqueeze(k | v, [1])
+             (one head: GPT-BigCode's multi-query), or repeat_kv of it:
              Reshape(Expand(Unsqueeze(., 2), [B, Hkv, n, S, D]) -> [B, Hkv*n, S, D])
              Either may first be appended to a cache passed in (HF
              past_key_values): Concat(past [B, Hkv, P, D], ., axis 2)
@@ -438,7 +445,11 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
       v <= -1e30), upper, k = 1)) with q_len and k_len proven equal (LLaMA)
       -> `causal = true`;
     - Add(scores, m) for any other m (BERT's [B, 1, 1, S] padding mask) ->
-      the `mask` operand, `causal = false`.
+      the `mask` operand, `causal = false`;
+    - Where(c, scores [+ bias], fill) or Where(c, fill, scores [+ bias])
+      (fill <= -1e30) with anything but a proven causal buffer, or with a
+      bias (MPT's ALiBi table) -> the `mask` operand Where(c, bias | 0,
+      fill) (operands in the Where's order), `causal = false`.
 
     ```mlir
     %s = qcc.matmul %qh, %kt ; %d = qcc.div %s, %c4 ; %m = qcc.add %d, %mask
@@ -457,10 +468,11 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
 
     Not matched: softmax over another axis; a Q/K/V reshape that moves B or S
     or a V (or K) that is not a head split of a packed value (including a
-    rotary left in the [B, H, S, D] layout, see raise-rotary); a Where whose
-    boolean mask is not proven causal (e.g. strictly lower-triangular, which
-    also masks the diagonal). An additive triangular mask that is not exactly
-    causal (e.g. k = 0) is kept as the `mask` operand with `causal = false`.
+    rotary left in the [B, H, S, D] layout, see raise-rotary); attention
+    computed on [B * H, S, D] views (BLOOM's baddbmm). A Where whose boolean
+    mask is not proven causal (e.g. strictly lower-triangular, which also
+    masks the diagonal) and an additive triangular mask that is not exactly
+    causal (e.g. k = 0) are kept as the `mask` operand with `causal = false`.
   }];
 }
 
@@ -477,7 +489,12 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     i - W < j <= i, HF's convention; the kv_attention gets `window = W`), or
     proven on unpadded and right-padded samples only (GroupQueryAttention's
     convention: its positions are read from the mask's row sums; the
-    runtime's rows are unpadded, so that is enough).
+    runtime's rows are unpadded, so that is enough), or with an ALiBi bias:
+    visible keys carry m_h * (j - i) plus a constant per query row, the
+    slopes m_h read from an unpadded sample and checked on every sample
+    without holes in the padding (BLOOM counts key positions over real
+    tokens, MPT by index: the same distances for contiguous tokens; the
+    kv_attention gets `alibi = [m_h]`).
     `attention_mask` and `position_ids` inputs (HuggingFace names) go from
     the entry points: position ids become `positions`, the mask is dropped
     (rows are unpadded), its shape is read from the ids.

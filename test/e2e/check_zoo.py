@@ -283,7 +283,10 @@ def check_case(case_dir, qcc, qrun, kv_check=None, expected_refusal=None, w8a8=T
         if decoder and not has_cache:
             why = row["kv"][3:-1] if row["kv"].startswith("- (") else \
                 "no qcc.kv_attention (attention not raised)"
-            if expected_refusal and expected_refusal in why:
+            # Listed: refused as expected, provided everything else held
+            # (the full-sequence results match, the other phases pass).
+            if expected_refusal and expected_refusal in why and not problems \
+                    and worst <= TOLERANCE:
                 row["result"] = "REFUSED"
                 row["note"] = "no KV cache: " + why
                 return row

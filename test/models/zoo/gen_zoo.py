@@ -33,6 +33,7 @@ import importlib.metadata as md
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -769,7 +770,8 @@ def run_family(family, exports, failures, seeds_dir=None):
                       flush=True)
             except Exception as e:  # noqa: BLE001 - record and go on
                 shutil.rmtree(case_dir, ignore_errors=True)
-                msg = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+                text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # the exporters' colours
+                msg = (text.strip().splitlines() or [type(e).__name__])[0][:300]
                 failures[case] = f"{type(e).__name__}: {msg}"
                 print(f"{case}: FAILED {failures[case]}", flush=True)
                 if os.environ.get("ZOO_TRACE"):
