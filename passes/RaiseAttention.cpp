@@ -531,10 +531,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     bool causal = false;
     DimExpr qLen = resolveDimExpr(qkLhs, 2);
     DimExpr kLen = resolveDimExpr(qkRhs, 3);
-    if (boolMask) {
-      if (!isCausalBoolMask(boolMask, qLen, kLen))
-        return rewriter.notifyMatchFailure(
-            merge, "boolean mask is not proven causal");
+    if (boolMask) { // kept only where proven causal (the Where branch above)
       causal = true;
     } else if (maskValue && isCausalAdditiveMask(maskValue, qLen, kLen)) {
       causal = true;

@@ -109,34 +109,34 @@ std::string Attrs::s(const char *name, const std::string &dflt) const {
   return v.get<std::string>();
 }
 
-std::vector<int64_t> Attrs::ints(const char *name) const {
+/// Attribute `name` of `j` as an array of T, each element passing `ok`.
+template <typename T>
+static std::vector<T> arrayAttr(const json &j, const char *name,
+                                bool (json::*ok)() const noexcept,
+                                const char *what) {
   const json &v = attrAt(j, name);
+  auto bad = [&] {
+    return std::runtime_error(std::string("attribute '") + name + "' is not " +
+                              what + ": " + v.dump());
+  };
   if (!v.is_array())
-    throw std::runtime_error(std::string("attribute '") + name +
-                             "' is not an integer array: " + v.dump());
-  std::vector<int64_t> out;
+    throw bad();
+  std::vector<T> out;
   for (const json &e : v) {
-    if (!e.is_number_integer())
-      throw std::runtime_error(std::string("attribute '") + name +
-                               "' is not an integer array: " + v.dump());
-    out.push_back(e.get<int64_t>());
+    if (!(e.*ok)())
+      throw bad();
+    out.push_back(e.get<T>());
   }
   return out;
 }
 
+std::vector<int64_t> Attrs::ints(const char *name) const {
+  return arrayAttr<int64_t>(j, name, &json::is_number_integer,
+                            "an integer array");
+}
+
 std::vector<float> Attrs::floats(const char *name) const {
-  const json &v = attrAt(j, name);
-  if (!v.is_array())
-    throw std::runtime_error(std::string("attribute '") + name +
-                             "' is not a number array: " + v.dump());
-  std::vector<float> out;
-  for (const json &e : v) {
-    if (!e.is_number())
-      throw std::runtime_error(std::string("attribute '") + name +
-                               "' is not a number array: " + v.dump());
-    out.push_back(e.get<float>());
-  }
-  return out;
+  return arrayAttr<float>(j, name, &json::is_number, "a number array");
 }
 
 //===----------------------------------------------------------------------===//
