@@ -436,6 +436,38 @@ static Results convertScatterND(ConvertContext &c) {
                                    c.input(1), c.input(2)));
 }
 
+/// Tile: repeats may be known only at run time; each result size is known
+/// where its input size and its repeat are.
+static Results convertTile(ConvertContext &c) {
+  if (failed(requireRank(c, 1, 1, 1, "repeats")))
+    return failure();
+  if (!elementOf(c.input(1)).isInteger(64))
+    return c.fail("repeats must be int64");
+  auto in = typeOf(c.input(0));
+  int64_t rank = in.getRank(), n = shapeOf(c.input(1))[0];
+  if (n != kDyn && n != rank)
+    return c.fail(fmt::format("repeats has {} elements for an input of rank "
+                              "{}",
+                              n, rank));
+  auto repeats = sizesOf(c.input(1));
+  SmallVector<int64_t> shape(rank, kDyn);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = repeats && (size_t)d < repeats->size() ? (*repeats)[d] : kDyn;
+    if (r != kDyn && r < 0)
+      return c.fail(fmt::format("repeats[{}] = {} is negative", d, r));
+    if (r == kDyn || in.isDynamicDim(d))
+      continue;
+    auto size = format::checkedMul(in.getDimSize(d), r);
+    if (!size || *size > kMaxStatic)
+      return c.fail(fmt::format("dimension {} ({}) repeated {} times is too "
+                                "large",
+                                d, in.getDimSize(d), r));
+    shape[d] = *size;
+  }
+  return one(c.create<TileOp>(c.resultType(0, shape, in.getElementType()),
+                              c.input(0), c.input(1)));
+}
+
 static Results convertGatherND(ConvertContext &c) {
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1));
   int64_t b = c.intAttr("batch_dims", 0);
@@ -1076,6 +1108,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"GatherElements", {13}, {"rr"}, convertGatherElements},
       {"GatherND", {13}, {"rr"}, convertGatherND},
       {"ScatterND", {13, 16, 18}, {"rrr"}, convertScatterND},
+      {"Tile", {13}, {"rr"}, convertTile},
       {"Cast", {13, 19, 21}, {"r"}, convertCast},
       {"MatMul", {13}, {"rr"}, convertMatMul},
       {"Gemm", {13}, {"rro"}, convertGemm},

@@ -214,6 +214,22 @@ LogicalResult ScatterNdOp::verify() {
   return success();
 }
 
+LogicalResult TileOp::verify() {
+  auto in = getInput().getType(), result = getResult().getType();
+  if (result.getRank() != in.getRank() ||
+      result.getElementType() != in.getElementType())
+    return emitOpError("result must have the input's rank and element type");
+  int64_t n = getRepeats().getType().getDimSize(0);
+  if (n != kDyn && n != in.getRank())
+    return emitOpError("needs one repeat per dimension: ")
+           << n << " for rank " << in.getRank();
+  for (auto [d, r] : llvm::zip(in.getShape(), result.getShape()))
+    if (d != kDyn && r != kDyn && (d == 0 ? r != 0 : r % d != 0))
+      return emitOpError("result size ")
+             << r << " is no multiple of the input size " << d;
+  return success();
+}
+
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
           getRhs().getType().getElementType() ||

@@ -396,6 +396,22 @@ def Qcc_ScatterNdOp : Qcc_Op<"scatter_nd"> {
   let hasVerifier = 1;
 }
 
+def Qcc_TileOp : Qcc_Op<"tile"> {
+  let summary = "Repeats a tensor along every dimension";
+  let description = [{
+    ONNX `Tile`: `repeats` holds one non-negative count per dimension of
+    `input` (known at run time), the result has dimensions
+    `input.shape[i] * repeats[i]` and `result[j...] = input[j % shape...]`.
+    Exports build `repeat_interleave` of rotary tables (GPT-J, CodeGen) and
+    ALiBi biases from it.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$repeats);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $repeats attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_ShapeOp : Qcc_Op<"shape"> {
   let summary = "The dimensions of a tensor as a 1-D int64 tensor";
   let description = [{

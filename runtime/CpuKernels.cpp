@@ -1251,6 +1251,58 @@ std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
   return {std::move(res)};
 }
 
+/// ONNX Tile: repeats[d] copies of the input along every dimension d.
+std::vector<Tensor> tileK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &repT = need(ops, 1, "repeats");
+  if (repT.rank() != 1)
+    fail("tile repeats must be a vector, got " + str(repT.shape()));
+  std::vector<int64_t> reps = readInts(repT, "repeats");
+  int64_t rank = x.rank();
+  if ((int64_t)reps.size() != rank)
+    fail("tile needs one repeat per dimension of " + str(x.shape()) + ", got " +
+         str(reps));
+  Shape out = x.shape();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reps[d] < 0)
+      fail("tile repeats " + str(reps) + " hold a negative count");
+    std::optional<int64_t> n = qcc::format::checkedMul(x.dim(d), reps[d]);
+    if (!n)
+      fail("tile of " + str(x.shape()) + " by " + str(reps) +
+           " has more elements than fit in 64 bits");
+    out[d] = *n;
+  }
+  Tensor r(x.dtype(), out); // refuses a result too large for memory
+  int64_t total = r.numel();
+  if (total == 0)
+    return {std::move(r)};
+  // An odometer over the result; `in` is its coordinate modulo the input's
+  // shape and `offset` that element's position in the input. A result size
+  // is a multiple of the input's: both wrap together.
+  std::vector<int64_t> st = stridesOf(x.shape()), at(rank, 0), in(rank, 0);
+  int64_t offset = 0;
+  dispatchBytes(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *src = x.data<U>();
+    U *dst = r.data<U>();
+    for (int64_t p = 0; p < total; ++p) {
+      dst[p] = src[offset];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++in[d] == x.dim(d)) {
+          in[d] = 0;
+          offset -= (x.dim(d) - 1) * st[d];
+        } else {
+          offset += st[d];
+        }
+        if (++at[d] < out[d])
+          break;
+        at[d] = 0;
+      }
+    }
+  });
+  return {std::move(r)};
+}
+
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   int64_t rank = x.rank();
@@ -2692,6 +2744,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::GatherElements: return gatherElementsK(attrs, ops);
   case OpKind::GatherNd: return gatherNdK(attrs, ops);
   case OpKind::ScatterNd: return scatterNdK(attrs, ops);
+  case OpKind::Tile: return tileK(attrs, ops);
   case OpKind::Shape: return shapeK(attrs, ops);
   case OpKind::ConstantOfShape: return constantOfShapeK(attrs, ops);
   case OpKind::Range: return rangeK(attrs, ops);

@@ -172,6 +172,7 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   case OpKind::Gather:
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
+  case OpKind::Tile:
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

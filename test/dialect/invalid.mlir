@@ -308,3 +308,19 @@ func.func @qlinear_outlier_no_columns(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %
   %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum outliers(%x, %wo) : (tensor<?x8xi8>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<4x8xi8>, tensor<4xf32>, tensor<4xi32>, tensor<?x8xf32>, tensor<4x1xf32>) -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @tile_repeats(%x: tensor<2x3xf32>, %r: tensor<3xi64>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{needs one repeat per dimension: 3 for rank 2}}
+  %0 = qcc.tile %x, %r : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @tile_not_a_multiple(%x: tensor<2x3xf32>, %r: tensor<2xi64>) -> tensor<4x7xf32> {
+  // expected-error @+1 {{result size 7 is no multiple of the input size 3}}
+  %0 = qcc.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}

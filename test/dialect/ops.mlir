@@ -107,6 +107,14 @@ func.func @mask_ops(%mask: tensor<?x?xi64>, %x: tensor<?x8xf32>) -> (tensor<?x?x
   return %ao, %pos, %sel, %rm : tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x8xf32>, tensor<?x1xf32>
 }
 
+// repeat_interleave (GPT-J's rotary tables): repeats known at run time.
+// CHECK-LABEL: func @tile_op
+func.func @tile_op(%x: tensor<?x8xf32>, %reps: tensor<2xi64>) -> tensor<?x?xf32> {
+  // CHECK: qcc.tile %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %t = qcc.tile %x, %reps : (tensor<?x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %t : tensor<?x?xf32>
+}
+
 // The quantization facts are one typed attribute, #qcc.quant.
 // CHECK-LABEL: func @quantize_ops
 func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {

@@ -231,6 +231,35 @@ TEST(CpuKernels, GatherElements) {
                       Operands({&x, &bad}), "index 3 is out of range");
 }
 
+TEST(CpuKernels, TileRepeatsEveryDimension) {
+  Tensor x = f32({2, 2}, {1, 2, 3, 4});
+  Tensor reps = i64({2}, {2, 3});
+  Tensor t = run1("tile", json::object(), {&x, &reps});
+  ASSERT_EQ(t.shape(), (Shape{4, 6}));
+  EXPECT_EQ(values(t),
+            (std::vector<float>{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4,
+                                1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}));
+  // repeat_interleave of a rotary table: [S, 1, D] repeated [1, 2, 1].
+  Tensor rot = f32({2, 1, 2}, {1, 2, 3, 4});
+  Tensor twice = i64({3}, {1, 2, 1});
+  EXPECT_EQ(values(run1("tile", json::object(), {&rot, &twice})),
+            (std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4}));
+  Tensor none = i64({2}, {0, 5});
+  EXPECT_EQ(run1("tile", json::object(), {&x, &none}).shape(), (Shape{0, 10}));
+  Tensor scalar = i64({}, {7}), noReps = i64({0}, {});
+  EXPECT_EQ(ivalues(run1("tile", json::object(), {&scalar, &noReps})),
+            (std::vector<int64_t>{7}));
+  Tensor negative = i64({2}, {1, -1});
+  EXPECT_KERNEL_ERROR("tile", json::object(), (Operands{&x, &negative}),
+                      "tile repeats [1, -1] hold a negative count");
+  Tensor shortReps = i64({1}, {2});
+  EXPECT_KERNEL_ERROR("tile", json::object(), (Operands{&x, &shortReps}),
+                      "tile needs one repeat per dimension of [2, 2], got [2]");
+  Tensor huge = i64({2}, {int64_t(1) << 62, int64_t(1) << 62});
+  EXPECT_KERNEL_ERROR("tile", json::object(), (Operands{&x, &huge}),
+                      "has more elements than fit in 64 bits");
+}
+
 TEST(CpuKernels, Cast) {
   Tensor x = f32({4}, {-1.7f, 0.0f, 2.9f, 0.25f});
   Tensor i = run1("cast", {{"to", "i64"}}, {&x});

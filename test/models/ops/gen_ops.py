@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Small models of single ONNX ops whose results depend on run-time values,
+for the importer's types and refusals (test/import/ops.test) and qrun's
+errors on hostile values (test/runtime/ops-errors.test). Deterministic; needs
+onnx + numpy only.
+
+    .venv/bin/python test/models/ops/gen_ops.py
+
+Writes ok_*.onnx (import and run; the values that decide a result's shape
+are graph inputs where the tests feed hostile ones, inputs/*.npy) and
+bad_*.onnx (refused at import with one line naming the node).
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INPUTS = os.path.join(HERE, "inputs")
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def vi(name, shape, t=F):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def const(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, producer_name="qcc/test/models/ops",
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def npy(name, value):
+    np.save(os.path.join(INPUTS, name + ".npy"), np.asarray(value))
+
+
+def main():
+    os.makedirs(INPUTS, exist_ok=True)
+    node = helper.make_node
+
+    # Tile: repeats from the graph (known at run time) and constant; refused:
+    # a repeat per dimension missing, a negative one, a result too large.
+    save("ok_tile_dynamic", [node("Tile", ["X", "R"], ["Y"], name="tile")],
+         [vi("X", ["batch", 4]), vi("R", [2], I64)], [vi("Y", ["a", "b"])])
+    save("ok_tile_const", [node("Tile", ["X", "R"], ["Y"], name="tile")],
+         [vi("X", ["batch", 3])], [vi("Y", ["a", "b"])], [const("R", np.array([1, 2], np.int64))])
+    save("bad_tile_repeats", [node("Tile", ["X", "R"], ["Y"], name="tile")],
+         [vi("X", [2, 3])], [vi("Y", ["a", "b"])], [const("R", np.array([2, 2, 2], np.int64))])
+    save("bad_tile_negative", [node("Tile", ["X", "R"], ["Y"], name="tile")],
+         [vi("X", [2, 3])], [vi("Y", ["a", "b"])], [const("R", np.array([2, -1], np.int64))])
+    save("bad_tile_huge", [node("Tile", ["X", "R"], ["Y"], name="tile")],
+         [vi("X", [2, 3])], [vi("Y", ["a", "b"])], [const("R", np.array([2**62, 1], np.int64))])
+    npy("x_2x4", np.arange(8, dtype=np.float32).reshape(2, 4))
+    npy("repeats_negative", np.array([1, -1], np.int64))
+    npy("repeats_huge", np.array([2**62, 2**62], np.int64))
+
+    print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "models")
+
+
+if __name__ == "__main__":
+    main()
