@@ -75,8 +75,9 @@ onnx::AttributeProto::AttributeType qcc::attributeType(StringRef name) {
     for (const char *n :
          {"K", "N", "allowzero", "axis", "batch_dims", "bits", "block_size",
           "causal", "do_rotary", "end", "exclusive", "interleaved",
-          "is_packed_batching", "keepdims", "kv_num_heads", "local_window_size",
-          "noop_with_empty_axes", "num_heads", "qk_output", "reverse",
+          "is_packed_batching", "keepdims", "kv_num_heads", "largest",
+          "local_window_size", "noop_with_empty_axes", "num_heads",
+          "qk_output", "reverse",
           "rotary_embedding_dim", "rotary_interleaved",
           "sliding_window_cache", "smooth_softmax", "start", "stash_type",
           "to", "transA", "transB", "upper", "weight_prepacked"})
@@ -436,6 +437,23 @@ static Results convertScatterND(ConvertContext &c) {
                                    c.input(1), c.input(2)));
 }
 
+/// The one element of a constant (a scalar or a one-element tensor), an
+/// integer or a float truncated toward zero; nullopt where it is not a
+/// constant or not finite.
+static std::optional<int64_t> constantScalar(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto dense =
+      c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense || dense.getNumElements() != 1)
+    return std::nullopt;
+  if (isa<IntegerType>(dense.getElementType()))
+    return (*dense.getValues<APInt>().begin()).getSExtValue();
+  double f = (*dense.getValues<APFloat>().begin()).convertToDouble();
+  if (!(f >= -0x1p63 && f < 0x1p63))
+    return std::nullopt;
+  return (int64_t)f;
+}
+
 /// Tile: repeats may be known only at run time; each result size is known
 /// where its input size and its repeat are.
 static Results convertTile(ConvertContext &c) {
@@ -466,6 +484,41 @@ static Results convertTile(ConvertContext &c) {
   }
   return one(c.create<TileOp>(c.resultType(0, shape, in.getElementType()),
                               c.input(0), c.input(1)));
+}
+
+/// TopK (11, 24): k is an input, a constant in the exports (the router's
+/// experts per token); the size along the axis is known where it is.
+static Results convertTopK(ConvertContext &c) {
+  if (failed(requireRank(c, 0, 1, INT64_MAX, "X")) ||
+      failed(requireRank(c, 1, 1, 1, "K")))
+    return failure();
+  auto in = typeOf(c.input(0));
+  if (in.getElementType().isInteger(1))
+    return c.fail("a bool input is not supported");
+  int64_t kLength = shapeOf(c.input(1))[0];
+  if (!elementOf(c.input(1)).isInteger(64) || (kLength != kDyn && kLength != 1))
+    return c.fail("K must be a one-element int64 vector");
+  auto normalized = normalizeAxis(c, c.intAttr("axis", -1), in.getRank());
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized, dim = in.getDimSize(axis);
+  SmallVector<int64_t> shape(in.getShape());
+  shape[axis] = kDyn;
+  if (auto k = constantScalar(c.input(1))) {
+    if (*k < 0 || (dim != kDyn && *k > dim))
+      return c.fail(fmt::format("K = {} is out of range for axis {} of size "
+                                "{}",
+                                *k, axis,
+                                dim == kDyn ? "?" : std::to_string(dim)));
+    shape[axis] = *k;
+  }
+  auto op = TopKOp::create(
+      c.builder, c.loc, c.resultType(0, shape, in.getElementType()),
+      c.resultType(1, shape, c.builder.getI64Type()), c.input(0), c.input(1),
+      c.builder.getI64IntegerAttr(axis),
+      c.builder.getBoolAttr(c.intAttr("largest", 1) != 0));
+  // sorted = 0 leaves the order to the implementation: sorted is one.
+  return SmallVector<Value>{op.getValues(), op.getIndices()};
 }
 
 static Results convertGatherND(ConvertContext &c) {
@@ -1109,6 +1162,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"GatherND", {13}, {"rr"}, convertGatherND},
       {"ScatterND", {13, 16, 18}, {"rrr"}, convertScatterND},
       {"Tile", {13}, {"rr"}, convertTile},
+      {"TopK", {11, 24}, {"rr", "rr"}, convertTopK},
       {"Cast", {13, 19, 21}, {"r"}, convertCast},
       {"MatMul", {13}, {"rr"}, convertMatMul},
       {"Gemm", {13}, {"rro"}, convertGemm},

@@ -230,6 +230,33 @@ LogicalResult TileOp::verify() {
   return success();
 }
 
+LogicalResult TopKOp::verify() {
+  auto in = getInput().getType(), values = getValues().getType(),
+       indices = getIndices().getType();
+  if (in.getRank() < 1)
+    return emitOpError("input must have rank >= 1");
+  if (in.getElementType().isInteger(1))
+    return emitOpError("cannot order i1 elements");
+  if (values.getElementType() != in.getElementType())
+    return emitOpError("values must have the input's element type");
+  if (!sizesAgree(getK().getType().getDimSize(0), 1))
+    return emitOpError("k must hold one element");
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  if (!shapesAgree(values.getShape(), indices.getShape()) ||
+      values.getRank() != in.getRank())
+    return emitOpError("values and indices must have one shape of the "
+                       "input's rank");
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t i = in.getDimSize(d), v = values.getDimSize(d);
+    if (d == axis ? (i != kDyn && v != kDyn && v > i) : !sizesAgree(i, v))
+      return emitOpError("result shape does not fit the input's off the axis "
+                         "or exceeds it along the axis");
+  }
+  return success();
+}
+
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
           getRhs().getType().getElementType() ||

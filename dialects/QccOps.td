@@ -412,6 +412,26 @@ def Qcc_TileOp : Qcc_Op<"tile"> {
   let hasVerifier = 1;
 }
 
+def Qcc_TopKOp : Qcc_Op<"top_k"> {
+  let summary = "The k largest (or smallest) elements along one axis";
+  let description = [{
+    ONNX `TopK` (versions 11 and 24): `k` is a one-element int64 vector
+    (known at run time, at most the size of `axis`). Along `axis`, `values`
+    holds the k largest elements (`largest`, else the k smallest) in that
+    order and `indices` their positions; of equal elements the one with the
+    lower index comes first. NaN counts as greater than every number (and
+    equal to NaN), as in onnxruntime. ONNX's `sorted = 0` leaves the order
+    unspecified; qcc always returns the sorted order. Mixture-of-experts
+    routers pick their experts this way.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$k, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Qcc_Tensor:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input `,` $k attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_ShapeOp : Qcc_Op<"shape"> {
   let summary = "The dimensions of a tensor as a 1-D int64 tensor";
   let description = [{

@@ -1303,6 +1303,74 @@ std::vector<Tensor> tileK(const Attrs &, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// ONNX TopK along `axis`: the k largest (or smallest) elements in that
+/// order, of equal ones the lower index first. NaN is greater than every
+/// number and equal to NaN, which is the order onnxruntime's CPU kernel
+/// gives (NaNs first for largest, last for smallest).
+std::vector<Tensor> topKK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &kT = need(ops, 1, "k");
+  if (x.rank() < 1)
+    fail("top_k input must have rank >= 1, got " + str(x.shape()));
+  if (kT.rank() > 1 || kT.numel() != 1)
+    fail("top_k k must hold one element, got " + str(kT.shape()));
+  int64_t axis = normAxis(attrs.i("axis", -1), x.rank());
+  int64_t k = readInts(kT, "k")[0], dim = x.dim(axis);
+  if (k < 0 || k > dim)
+    fail("top_k k = " + std::to_string(k) + " is out of range for dimension " +
+         std::to_string(axis) + " of " + str(x.shape()));
+  bool largest = !attrs.has("largest") || attrs.b("largest");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d)
+    inner *= x.dim(d);
+  Shape out = x.shape();
+  out[axis] = k;
+  Tensor values(x.dtype(), out), indices(DType::I64, out);
+  if (values.numel() == 0)
+    return {std::move(values), std::move(indices)};
+  dispatch(x.dtype(), "top_k", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      unsupported(x.dtype(), "top_k");
+    } else {
+      auto greater = [](T a, T b) {
+        if constexpr (std::is_floating_point_v<T>)
+          return std::isnan(a) ? !std::isnan(b) : !std::isnan(b) && a > b;
+        else
+          return a > b;
+      };
+      const T *src = x.data<T>();
+      T *dv = values.data<T>();
+      int64_t *di = indices.data<int64_t>();
+      std::vector<int64_t> order((size_t)dim);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          const T *lane = src + o * dim * inner + i;
+          std::iota(order.begin(), order.end(), int64_t(0));
+          // A strict total order: by value, then by index.
+          auto before = [&](int64_t a, int64_t b) {
+            T va = lane[a * inner], vb = lane[b * inner];
+            if (largest ? greater(va, vb) : greater(vb, va))
+              return true;
+            if (largest ? greater(vb, va) : greater(va, vb))
+              return false;
+            return a < b;
+          };
+          std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                            before);
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t at = (o * k + j) * inner + i;
+            dv[at] = lane[order[j] * inner];
+            di[at] = order[j];
+          }
+        }
+    }
+  });
+  return {std::move(values), std::move(indices)};
+}
+
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   int64_t rank = x.rank();
@@ -2745,6 +2813,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::GatherNd: return gatherNdK(attrs, ops);
   case OpKind::ScatterNd: return scatterNdK(attrs, ops);
   case OpKind::Tile: return tileK(attrs, ops);
+  case OpKind::TopK: return topKK(attrs, ops);
   case OpKind::Shape: return shapeK(attrs, ops);
   case OpKind::ConstantOfShape: return constantOfShapeK(attrs, ops);
   case OpKind::Range: return rangeK(attrs, ops);

@@ -209,6 +209,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
   case OpKind::Tile:
+  case OpKind::TopK:
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

@@ -173,6 +173,7 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
   case OpKind::Tile:
+  case OpKind::TopK:    // its size along the axis is the value of k
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

@@ -311,6 +311,30 @@ func.func @qlinear_outlier_no_columns(%x: tensor<?x8xf32>, %w: tensor<4x8xi8>, %
 
 // -----
 
+func.func @top_k_bool(%x: tensor<4xi1>, %k: tensor<1xi64>) -> tensor<2xi1> {
+  // expected-error @+1 {{cannot order i1 elements}}
+  %v, %i = qcc.top_k %x, %k {axis = 0 : i64} : (tensor<4xi1>, tensor<1xi64>) -> (tensor<2xi1>, tensor<2xi64>)
+  return %v : tensor<2xi1>
+}
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<?x4xf32>, %k: tensor<1xi64>) -> tensor<?x5xf32> {
+  // expected-error @+1 {{result shape does not fit the input's off the axis or exceeds it along the axis}}
+  %v, %i = qcc.top_k %x, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x5xf32>, tensor<?x5xi64>)
+  return %v : tensor<?x5xf32>
+}
+
+// -----
+
+func.func @top_k_k_length(%x: tensor<?x4xf32>, %k: tensor<2xi64>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{k must hold one element}}
+  %v, %i = qcc.top_k %x, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<2xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  return %v : tensor<?x2xf32>
+}
+
+// -----
+
 func.func @tile_repeats(%x: tensor<2x3xf32>, %r: tensor<3xi64>) -> tensor<?x?xf32> {
   // expected-error @+1 {{needs one repeat per dimension: 3 for rank 2}}
   %0 = qcc.tile %x, %r : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<?x?xf32>

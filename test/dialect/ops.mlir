@@ -115,6 +115,17 @@ func.func @tile_op(%x: tensor<?x8xf32>, %reps: tensor<2xi64>) -> tensor<?x?xf32>
   return %t : tensor<?x?xf32>
 }
 
+// A mixture-of-experts router's experts per token.
+// CHECK-LABEL: func @top_k_op
+func.func @top_k_op(%logits: tensor<?x4xf32>) -> (tensor<?x2xi64>, tensor<?x?xf32>) {
+  %k = qcc.constant dense<[2]> : tensor<1xi64>
+  // CHECK: qcc.top_k %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %v, %i = qcc.top_k %logits, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  // CHECK: qcc.top_k %{{.*}}, %{{.*}} {axis = -1 : i64, largest = false}
+  %sv, %si = qcc.top_k %logits, %k {axis = -1 : i64, largest = false} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x?xf32>, tensor<?x?xi64>)
+  return %i, %sv : tensor<?x2xi64>, tensor<?x?xf32>
+}
+
 // The quantization facts are one typed attribute, #qcc.quant.
 // CHECK-LABEL: func @quantize_ops
 func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {

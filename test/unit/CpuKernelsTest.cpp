@@ -260,6 +260,40 @@ TEST(CpuKernels, TileRepeatsEveryDimension) {
                       "has more elements than fit in 64 bits");
 }
 
+TEST(CpuKernels, TopKOrderTiesAndNaN) {
+  float nan = std::nanf("");
+  Tensor x = f32({2, 5}, {1, nan, 3, 3, 2, 5, 5, -1, 5, 0});
+  Tensor k3 = i64({1}, {3});
+  auto r = run("top_k", {{"axis", -1}}, {&x, &k3});
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r[0].shape(), (Shape{2, 3}));
+  // NaN is the largest; of equal values the lower index comes first.
+  EXPECT_EQ(ivalues(r[1]), (std::vector<int64_t>{1, 2, 3, 0, 1, 3}));
+  EXPECT_TRUE(std::isnan(r[0].data<float>()[0]));
+  EXPECT_EQ(r[0].data<float>()[1], 3);
+  auto s = run("top_k", {{"axis", 1}, {"largest", false}}, {&x, &k3});
+  EXPECT_EQ(ivalues(s[1]), (std::vector<int64_t>{0, 4, 2, 2, 4, 0}));
+  EXPECT_EQ(values(s[0]), (std::vector<float>{1, 2, 3, -1, 0, 5}));
+  // Along the first axis of [2, 5], k = 1.
+  Tensor k1 = i64({1}, {1});
+  auto c = run("top_k", {{"axis", 0}}, {&x, &k1});
+  EXPECT_EQ(ivalues(c[1]), (std::vector<int64_t>{1, 0, 0, 1, 0}));
+  Tensor ints = i64({4}, {3, 1, 3, 2});
+  Tensor k2 = i64({1}, {2});
+  auto ir = run("top_k", {{"axis", 0}}, {&ints, &k2});
+  EXPECT_EQ(ivalues(ir[0]), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(ivalues(ir[1]), (std::vector<int64_t>{0, 2}));
+  Tensor k6 = i64({1}, {6});
+  EXPECT_KERNEL_ERROR("top_k", json({{"axis", 1}}), (Operands{&x, &k6}),
+                      "top_k k = 6 is out of range for dimension 1 of [2, 5]");
+  Tensor kNeg = i64({1}, {-1});
+  EXPECT_KERNEL_ERROR("top_k", json({{"axis", 1}}), (Operands{&x, &kNeg}),
+                      "top_k k = -1 is out of range");
+  Tensor kTwo = i64({2}, {1, 1});
+  EXPECT_KERNEL_ERROR("top_k", json({{"axis", 1}}), (Operands{&x, &kTwo}),
+                      "top_k k must hold one element, got [2]");
+}
+
 TEST(CpuKernels, Cast) {
   Tensor x = f32({4}, {-1.7f, 0.0f, 2.9f, 0.25f});
   Tensor i = run1("cast", {{"to", "i64"}}, {&x});

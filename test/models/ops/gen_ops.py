@@ -62,6 +62,23 @@ def main():
     npy("repeats_negative", np.array([1, -1], np.int64))
     npy("repeats_huge", np.array([2**62, 2**62], np.int64))
 
+    # TopK: k from the graph and constant (a router's experts per token);
+    # refused: a constant k larger than the axis, a k of rank 2.
+    save("ok_topk_dynamic", [node("TopK", ["X", "K"], ["V", "I"], name="topk", axis=-1)],
+         [vi("X", ["batch", 6]), vi("K", [1], I64)], [vi("V", ["a", "b"]), vi("I", ["a", "b"], I64)])
+    save("ok_topk_const", [node("TopK", ["X", "K"], ["V", "I"], name="topk", axis=1, largest=0)],
+         [vi("X", ["batch", 4])], [vi("V", ["a", "b"]), vi("I", ["a", "b"], I64)],
+         [const("K", np.array([2], np.int64))])
+    save("bad_topk_k", [node("TopK", ["X", "K"], ["V", "I"], name="topk")],
+         [vi("X", [2, 4])], [vi("V", ["a", "b"]), vi("I", ["a", "b"], I64)],
+         [const("K", np.array([5], np.int64))])
+    save("bad_topk_k_rank", [node("TopK", ["X", "K"], ["V", "I"], name="topk")],
+         [vi("X", [2, 4])], [vi("V", ["a", "b"]), vi("I", ["a", "b"], I64)],
+         [const("K", np.array([[1]], np.int64))])
+    npy("x_2x6", np.array([[3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8]], np.float32))
+    npy("k_7", np.array([7], np.int64))
+    npy("k_negative", np.array([-1], np.int64))
+
     print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "models")
 
 
