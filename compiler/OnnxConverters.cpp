@@ -521,6 +521,37 @@ static Results convertTopK(ConvertContext &c) {
   return SmallVector<Value>{op.getValues(), op.getIndices()};
 }
 
+/// OneHot (11): the new dimension is depth's value where it is a constant.
+static Results convertOneHot(ConvertContext &c) {
+  auto idx = typeOf(c.input(0)), depth = typeOf(c.input(1)),
+       values = typeOf(c.input(2));
+  if (idx.getElementType().isInteger(1) || depth.getElementType().isInteger(1))
+    return c.fail("indices and depth must be numbers, not bool");
+  if (depth.getRank() > 1 ||
+      (depth.getRank() == 1 && depth.getDimSize(0) != kDyn &&
+       depth.getDimSize(0) != 1))
+    return c.fail("depth must be a scalar or hold one element");
+  if (values.getRank() != 1 ||
+      (values.getDimSize(0) != kDyn && values.getDimSize(0) != 2))
+    return c.fail("values must be a pair [off_value, on_value]");
+  int64_t rank = idx.getRank();
+  auto normalized = normalizeAxis(c, c.intAttr("axis", -1), rank + 1);
+  if (failed(normalized))
+    return failure();
+  int64_t d = kDyn;
+  if (auto v = constantScalar(c.input(1))) {
+    if (*v < 1 || *v > kMaxStatic)
+      return c.fail(fmt::format("depth {} is {}", *v,
+                                *v < 1 ? "not positive" : "too large"));
+    d = *v;
+  }
+  SmallVector<int64_t> shape(idx.getShape());
+  shape.insert(shape.begin() + *normalized, d);
+  return one(c.create<OneHotOp>(c.resultType(0, shape, values.getElementType()),
+                                c.input(0), c.input(1), c.input(2),
+                                c.builder.getI64IntegerAttr(*normalized)));
+}
+
 static Results convertGatherND(ConvertContext &c) {
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1));
   int64_t b = c.intAttr("batch_dims", 0);
@@ -1163,6 +1194,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"ScatterND", {13, 16, 18}, {"rrr"}, convertScatterND},
       {"Tile", {13}, {"rr"}, convertTile},
       {"TopK", {11, 24}, {"rr", "rr"}, convertTopK},
+      {"OneHot", {11}, {"rrr"}, convertOneHot},
       {"Cast", {13, 19, 21}, {"r"}, convertCast},
       {"MatMul", {13}, {"rr"}, convertMatMul},
       {"Gemm", {13}, {"rro"}, convertGemm},

@@ -257,6 +257,31 @@ LogicalResult TopKOp::verify() {
   return success();
 }
 
+LogicalResult OneHotOp::verify() {
+  auto idx = getIndices().getType(), depth = getDepth().getType(),
+       values = getValues().getType(), result = getResult().getType();
+  if (idx.getElementType().isInteger(1) || depth.getElementType().isInteger(1))
+    return emitOpError("indices and depth must be numbers, not i1");
+  if (depth.getRank() > 1 ||
+      (depth.getRank() == 1 && !sizesAgree(depth.getDimSize(0), 1)))
+    return emitOpError("depth must hold one element");
+  if (values.getRank() != 1 || !sizesAgree(values.getDimSize(0), 2))
+    return emitOpError("values must be a pair [off, on]");
+  if (result.getElementType() != values.getElementType())
+    return emitOpError("result must have the element type of the values");
+  int64_t rank = idx.getRank();
+  if (result.getRank() != rank + 1)
+    return emitOpError("result must have rank ") << rank + 1;
+  if (failed(verifyAxis(*this, getAxis(), rank + 1)))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), rank + 1);
+  SmallVector<int64_t> expect(idx.getShape());
+  expect.insert(expect.begin() + axis, result.getDimSize(axis));
+  if (!shapesAgree(result.getShape(), expect))
+    return emitOpError("result shape differs from the indices' off the axis");
+  return success();
+}
+
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
           getRhs().getType().getElementType() ||

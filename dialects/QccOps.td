@@ -432,6 +432,26 @@ def Qcc_TopKOp : Qcc_Op<"top_k"> {
   let hasVerifier = 1;
 }
 
+def Qcc_OneHotOp : Qcc_Op<"one_hot"> {
+  let summary = "One-hot encoding of indices along a new axis";
+  let description = [{
+    ONNX `OneHot` (version 11): `depth` holds one number d (an integer or a
+    float, truncated; known at run time, at least 1) and `values` the pair
+    [off, on]. The result has the shape of `indices` with a dimension of
+    size d inserted at `axis` (in [-r-1, r] for indices of rank r) and the
+    element type of `values`: `on` where the coordinate along `axis` equals
+    the index (negative indices count from the end, float indices are
+    truncated), `off` elsewhere; an index outside [-d, d) gives a row of
+    `off`. Mixture-of-experts exports build their expert masks this way.
+  }];
+  let arguments = (ins Qcc_Tensor:$indices, Qcc_Tensor:$depth,
+                   Qcc_Tensor:$values, I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$indices `,` $depth `,` $values attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_ShapeOp : Qcc_Op<"shape"> {
   let summary = "The dimensions of a tensor as a 1-D int64 tensor";
   let description = [{

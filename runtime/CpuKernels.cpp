@@ -1371,6 +1371,69 @@ std::vector<Tensor> topKK(const Attrs &attrs, const Operands &ops) {
   return {std::move(values), std::move(indices)};
 }
 
+/// The elements of a numeric tensor as int64: integers as they are, floats
+/// truncated toward zero; `invalid` for a NaN or a float outside int64.
+std::vector<int64_t> truncatedInts(const Tensor &t, const char *op,
+                                   int64_t invalid) {
+  std::vector<int64_t> out((size_t)t.numel());
+  dispatch(t.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T *v = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        out[i] = v[i] >= -0x1p63 && v[i] < 0x1p63 ? (int64_t)v[i] : invalid;
+      else
+        out[i] = (int64_t)v[i];
+    }
+  });
+  return out;
+}
+
+/// ONNX OneHot (version 11): `off` everywhere but `on` where the coordinate
+/// along the new axis is the index (negative from the end; outside
+/// [-depth, depth) none is).
+std::vector<Tensor> oneHotK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &idxT = need(ops, 0, "indices");
+  const Tensor &depthT = need(ops, 1, "depth");
+  const Tensor &valT = need(ops, 2, "values");
+  if (idxT.dtype() == DType::Bool || depthT.dtype() == DType::Bool)
+    fail("one_hot indices and depth must be numbers, not bool");
+  if (depthT.rank() > 1 || depthT.numel() != 1)
+    fail("one_hot depth must hold one element, got " + str(depthT.shape()));
+  if (valT.rank() != 1 || valT.numel() != 2)
+    fail("one_hot values must be a pair [off, on], got " + str(valT.shape()));
+  constexpr int64_t kInvalid = std::numeric_limits<int64_t>::min();
+  int64_t depth = truncatedInts(depthT, "one_hot", kInvalid)[0];
+  if (depth < 1)
+    fail("one_hot depth must be at least 1, got " +
+         (depth == kInvalid ? std::string("a value outside int64")
+                            : std::to_string(depth)));
+  int64_t rank = idxT.rank();
+  int64_t axis = normAxis(attrs.i("axis", -1), rank + 1);
+  Shape out = idxT.shape();
+  out.insert(out.begin() + axis, depth);
+  Tensor r(valT.dtype(), out); // refuses a depth too large for memory
+  // kInvalid + depth stays negative: an out-of-range index, `off`.
+  std::vector<int64_t> idx = truncatedInts(idxT, "one_hot", kInvalid);
+  int64_t inner = 1;
+  for (int64_t d = axis; d < rank; ++d)
+    inner *= idxT.dim(d);
+  dispatchBytes(valT.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    U off = valT.data<U>()[0], on = valT.data<U>()[1];
+    U *dst = r.data<U>();
+    std::fill_n(dst, r.numel(), off);
+    for (size_t p = 0; p < idx.size(); ++p) {
+      int64_t v = idx[p] < 0 ? idx[p] + depth : idx[p];
+      if (v < 0 || v >= depth)
+        continue;
+      int64_t o = (int64_t)p / inner, i = (int64_t)p % inner;
+      dst[(o * depth + v) * inner + i] = on;
+    }
+  });
+  return {std::move(r)};
+}
+
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   int64_t rank = x.rank();
@@ -2814,6 +2877,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::ScatterNd: return scatterNdK(attrs, ops);
   case OpKind::Tile: return tileK(attrs, ops);
   case OpKind::TopK: return topKK(attrs, ops);
+  case OpKind::OneHot: return oneHotK(attrs, ops);
   case OpKind::Shape: return shapeK(attrs, ops);
   case OpKind::ConstantOfShape: return constantOfShapeK(attrs, ops);
   case OpKind::Range: return rangeK(attrs, ops);

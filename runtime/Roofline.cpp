@@ -210,6 +210,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::ScatterNd:
   case OpKind::Tile:
   case OpKind::TopK:
+  case OpKind::OneHot:
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

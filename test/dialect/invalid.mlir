@@ -348,3 +348,27 @@ func.func @tile_not_a_multiple(%x: tensor<2x3xf32>, %r: tensor<2xi64>) -> tensor
   %0 = qcc.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x7xf32>
   return %0 : tensor<4x7xf32>
 }
+
+// -----
+
+func.func @one_hot_values(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<3xf32>) -> tensor<3x?xf32> {
+  // expected-error @+1 {{values must be a pair [off, on]}}
+  %0 = qcc.one_hot %i, %d, %v {axis = -1 : i64} : (tensor<3xi64>, tensor<i64>, tensor<3xf32>) -> tensor<3x?xf32>
+  return %0 : tensor<3x?xf32>
+}
+
+// -----
+
+func.func @one_hot_axis(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<2xf32>) -> tensor<3x?xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = qcc.one_hot %i, %d, %v {axis = 2 : i64} : (tensor<3xi64>, tensor<i64>, tensor<2xf32>) -> tensor<3x?xf32>
+  return %0 : tensor<3x?xf32>
+}
+
+// -----
+
+func.func @one_hot_shape(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<2xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{result shape differs from the indices' off the axis}}
+  %0 = qcc.one_hot %i, %d, %v {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}

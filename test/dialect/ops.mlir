@@ -126,6 +126,16 @@ func.func @top_k_op(%logits: tensor<?x4xf32>) -> (tensor<?x2xi64>, tensor<?x?xf3
   return %i, %sv : tensor<?x2xi64>, tensor<?x?xf32>
 }
 
+// The router's expert mask.
+// CHECK-LABEL: func @one_hot_op
+func.func @one_hot_op(%i: tensor<?x2xi64>) -> tensor<?x2x4xf32> {
+  %depth = qcc.constant dense<4> : tensor<i64>
+  %offon = qcc.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  // CHECK: qcc.one_hot %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x2xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x2x4xf32>
+  %mask = qcc.one_hot %i, %depth, %offon {axis = 2 : i64} : (tensor<?x2xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x2x4xf32>
+  return %mask : tensor<?x2x4xf32>
+}
+
 // The quantization facts are one typed attribute, #qcc.quant.
 // CHECK-LABEL: func @quantize_ops
 func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {

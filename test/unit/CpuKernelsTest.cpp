@@ -294,6 +294,38 @@ TEST(CpuKernels, TopKOrderTiesAndNaN) {
                       "top_k k must hold one element, got [2]");
 }
 
+TEST(CpuKernels, OneHotAxesAndOutOfRange) {
+  Tensor idx = i64({3}, {0, -1, 5});
+  Tensor depth = i64({}, {3});
+  Tensor offOn = f32({2}, {-1, 7});
+  Tensor r = run1("one_hot", {{"axis", -1}}, {&idx, &depth, &offOn});
+  ASSERT_EQ(r.shape(), (Shape{3, 3}));
+  // -1 counts from the end; 5 is out of range: a row of `off`.
+  EXPECT_EQ(values(r), (std::vector<float>{7, -1, -1, -1, -1, 7, -1, -1, -1}));
+  Tensor t = run1("one_hot", {{"axis", 0}}, {&idx, &depth, &offOn});
+  EXPECT_EQ(values(t), (std::vector<float>{7, -1, -1, -1, -1, -1, -1, 7, -1}));
+  // A float depth and float indices are truncated.
+  Tensor fdepth = f32({1}, {2.9f});
+  Tensor fidx = f32({2}, {1.7f, std::nanf("")});
+  Tensor ints = i64({2}, {0, 1});
+  EXPECT_EQ(ivalues(run1("one_hot", {{"axis", 1}}, {&fidx, &fdepth, &ints})),
+            (std::vector<int64_t>{0, 1, 0, 0}));
+  Tensor zero = i64({}, {0});
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", -1}}),
+                      (Operands{&idx, &zero, &offOn}),
+                      "one_hot depth must be at least 1, got 0");
+  Tensor triple = f32({3}, {0, 1, 2});
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", -1}}),
+                      (Operands{&idx, &depth, &triple}),
+                      "one_hot values must be a pair [off, on], got [3]");
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", 2}}),
+                      (Operands{&idx, &depth, &offOn}),
+                      "axis 2 is out of range for rank 2");
+  Tensor huge = i64({}, {int64_t(1) << 62});
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", -1}}),
+                      (Operands{&idx, &huge, &offOn}), "has more elements");
+}
+
 TEST(CpuKernels, Cast) {
   Tensor x = f32({4}, {-1.7f, 0.0f, 2.9f, 0.25f});
   Tensor i = run1("cast", {{"to", "i64"}}, {&x});

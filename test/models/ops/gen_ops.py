@@ -79,6 +79,27 @@ def main():
     npy("k_7", np.array([7], np.int64))
     npy("k_negative", np.array([-1], np.int64))
 
+    # OneHot: depth from the graph and constant (a float, truncated); refused:
+    # values not a pair, the new axis out of range, a depth of 0.
+    values = const("values", np.array([0, 1], np.float32))
+    save("ok_onehot_dynamic", [node("OneHot", ["I", "depth", "values"], ["Y"], name="onehot")],
+         [vi("I", ["n"], I64), vi("depth", [], I64)], [vi("Y", ["a", "b"])], [values])
+    save("ok_onehot_const", [node("OneHot", ["I", "depth", "values"], ["Y"], name="onehot", axis=0)],
+         [vi("I", ["n", 2], I64)], [vi("Y", ["a", "b", "c"])],
+         [values, const("depth", np.array(5.9, np.float32))])
+    save("bad_onehot_values", [node("OneHot", ["I", "depth", "values"], ["Y"], name="onehot")],
+         [vi("I", [3], I64)], [vi("Y", ["a", "b"])],
+         [const("depth", np.array(4, np.int64)), const("values", np.array([0, 1, 2], np.float32))])
+    save("bad_onehot_axis", [node("OneHot", ["I", "depth", "values"], ["Y"], name="onehot", axis=2)],
+         [vi("I", [3], I64)], [vi("Y", ["a", "b"])],
+         [const("depth", np.array(4, np.int64)), values])
+    save("bad_onehot_depth", [node("OneHot", ["I", "depth", "values"], ["Y"], name="onehot")],
+         [vi("I", [3], I64)], [vi("Y", ["a", "b"])],
+         [const("depth", np.array(0, np.int64)), values])
+    npy("indices_3", np.array([0, 2, -1], np.int64))
+    npy("depth_0", np.array(0, np.int64))
+    npy("depth_huge", np.array(2**61, np.int64))
+
     print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "models")
 
 
