@@ -552,6 +552,13 @@ static Results convertOneHot(ConvertContext &c) {
                                 c.builder.getI64IntegerAttr(*normalized)));
 }
 
+/// NonZero: [rank, n] with n known only at run time.
+static Results convertNonZero(ConvertContext &c) {
+  int64_t rows = std::max<int64_t>(typeOf(c.input(0)).getRank(), 1);
+  return one(c.create<NonZeroOp>(
+      c.resultType(0, {rows, kDyn}, c.builder.getI64Type()), c.input(0)));
+}
+
 static Results convertGatherND(ConvertContext &c) {
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1));
   int64_t b = c.intAttr("batch_dims", 0);
@@ -1195,6 +1202,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"Tile", {13}, {"rr"}, convertTile},
       {"TopK", {11, 24}, {"rr", "rr"}, convertTopK},
       {"OneHot", {11}, {"rrr"}, convertOneHot},
+      {"NonZero", {9, 13}, {"r"}, convertNonZero},
       {"Cast", {13, 19, 21}, {"r"}, convertCast},
       {"MatMul", {13}, {"rr"}, convertMatMul},
       {"Gemm", {13}, {"rro"}, convertGemm},

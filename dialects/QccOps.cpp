@@ -282,6 +282,14 @@ LogicalResult OneHotOp::verify() {
   return success();
 }
 
+LogicalResult NonZeroOp::verify() {
+  int64_t rows = std::max<int64_t>(getInput().getType().getRank(), 1);
+  if (!sizesAgree(getResult().getType().getDimSize(0), rows))
+    return emitOpError("result must have ")
+           << rows << " rows (one per dimension of the input)";
+  return success();
+}
+
 LogicalResult WhereOp::verify() {
   if (getLhs().getType().getElementType() !=
           getRhs().getType().getElementType() ||

@@ -452,6 +452,22 @@ def Qcc_OneHotOp : Qcc_Op<"one_hot"> {
   let hasVerifier = 1;
 }
 
+def Qcc_NonZeroOp : Qcc_Op<"non_zero"> {
+  let summary = "The coordinates of the non-zero elements";
+  let description = [{
+    ONNX `NonZero`: an int64 [max(rank, 1), n] tensor whose column j holds
+    the coordinates of the j-th non-zero element of `input` in row-major
+    order (NaN is non-zero, -0.0 is zero; a scalar counts as a vector of one
+    element). n depends on the data: the result's second dimension is known
+    only when the op runs, so it is always computed on the host.
+    Mixture-of-experts exports find each expert's tokens this way.
+  }];
+  let arguments = (ins Qcc_Tensor:$input);
+  let results = (outs 2DTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_ShapeOp : Qcc_Op<"shape"> {
   let summary = "The dimensions of a tensor as a 1-D int64 tensor";
   let description = [{

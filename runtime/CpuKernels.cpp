@@ -1434,6 +1434,34 @@ std::vector<Tensor> oneHotK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// ONNX NonZero: the coordinates of the non-zero elements, one column each,
+/// in row-major order (a scalar counts as one element of a vector).
+std::vector<Tensor> nonZeroK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t rank = x.rank();
+  std::vector<int64_t> hits;
+  dispatch(x.dtype(), "non_zero", [&](auto tag) {
+    using T = decltype(tag);
+    const T *v = x.data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      if (v[i] != T(0)) // NaN is non-zero, -0.0 is zero
+        hits.push_back(i);
+  });
+  int64_t count = (int64_t)hits.size();
+  Tensor r(DType::I64, {std::max<int64_t>(rank, 1), count});
+  int64_t *out = r.data<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rest = hits[j];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      out[d * count + j] = rest % x.dim(d);
+      rest /= x.dim(d);
+    }
+    if (rank == 0)
+      out[j] = 0;
+  }
+  return {std::move(r)};
+}
+
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   int64_t rank = x.rank();
@@ -2878,6 +2906,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Tile: return tileK(attrs, ops);
   case OpKind::TopK: return topKK(attrs, ops);
   case OpKind::OneHot: return oneHotK(attrs, ops);
+  case OpKind::NonZero: return nonZeroK(attrs, ops);
   case OpKind::Shape: return shapeK(attrs, ops);
   case OpKind::ConstantOfShape: return constantOfShapeK(attrs, ops);
   case OpKind::Range: return rangeK(attrs, ops);

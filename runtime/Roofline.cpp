@@ -211,6 +211,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::Tile:
   case OpKind::TopK:
   case OpKind::OneHot:
+  case OpKind::NonZero:
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

@@ -372,3 +372,11 @@ func.func @one_hot_shape(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<2xf32>) 
   %0 = qcc.one_hot %i, %d, %v {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @non_zero_rows(%x: tensor<2x3xf32>) -> tensor<3x?xi64> {
+  // expected-error @+1 {{result must have 2 rows (one per dimension of the input)}}
+  %0 = qcc.non_zero %x : (tensor<2x3xf32>) -> tensor<3x?xi64>
+  return %0 : tensor<3x?xi64>
+}

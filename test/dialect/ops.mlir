@@ -136,6 +136,14 @@ func.func @one_hot_op(%i: tensor<?x2xi64>) -> tensor<?x2x4xf32> {
   return %mask : tensor<?x2x4xf32>
 }
 
+// Each expert's tokens: a size known only when it runs.
+// CHECK-LABEL: func @non_zero_op
+func.func @non_zero_op(%mask: tensor<?x2x4xf32>) -> tensor<3x?xi64> {
+  // CHECK: qcc.non_zero %{{.*}} : (tensor<?x2x4xf32>) -> tensor<3x?xi64>
+  %nz = qcc.non_zero %mask : (tensor<?x2x4xf32>) -> tensor<3x?xi64>
+  return %nz : tensor<3x?xi64>
+}
+
 // The quantization facts are one typed attribute, #qcc.quant.
 // CHECK-LABEL: func @quantize_ops
 func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {

@@ -326,6 +326,19 @@ TEST(CpuKernels, OneHotAxesAndOutOfRange) {
                       (Operands{&idx, &huge, &offOn}), "has more elements");
 }
 
+TEST(CpuKernels, NonZeroCoordinates) {
+  Tensor x = f32({2, 3}, {0, 1, -0.0f, std::nanf(""), 0, 2});
+  Tensor r = run1("non_zero", json::object(), {&x});
+  ASSERT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(ivalues(r), (std::vector<int64_t>{0, 1, 1, 1, 0, 2}));
+  Tensor none = i64({2, 2}, {0, 0, 0, 0});
+  EXPECT_EQ(run1("non_zero", json::object(), {&none}).shape(), (Shape{2, 0}));
+  Tensor scalar = f32({}, {3});
+  Tensor s = run1("non_zero", json::object(), {&scalar});
+  ASSERT_EQ(s.shape(), (Shape{1, 1}));
+  EXPECT_EQ(ivalues(s), (std::vector<int64_t>{0}));
+}
+
 TEST(CpuKernels, Cast) {
   Tensor x = f32({4}, {-1.7f, 0.0f, 2.9f, 0.25f});
   Tensor i = run1("cast", {{"to", "i64"}}, {&x});

@@ -100,6 +100,11 @@ def main():
     npy("depth_0", np.array(0, np.int64))
     npy("depth_huge", np.array(2**61, np.int64))
 
+    # NonZero: a second dimension known only at run time.
+    save("ok_nonzero", [node("NonZero", ["X"], ["Y"], name="nonzero")],
+         [vi("X", ["batch", 3])], [vi("Y", ["a", "b"], I64)])
+    npy("data_2x3", np.zeros((2, 3), np.float32))
+
     print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "models")
 
 
