@@ -421,6 +421,18 @@ static Results convertGelu(ConvertContext &c) {
                               c.builder.getStringAttr(approximate)));
 }
 
+/// The scatter ops' `reduction` (add and mul since version 16, max and min
+/// since 18), or failure recorded in `c`.
+static FailureOr<std::string> scatterReduction(ConvertContext &c) {
+  const auto *red = c.attr("reduction");
+  std::string reduction = red ? red->s() : "none";
+  if (llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return reduction;
+  (void)c.fail("reduction = '" + reduction +
+               "' is not supported (none, add, mul, max or min)");
+  return failure();
+}
+
 static Results convertScatterND(ConvertContext &c) {
   const auto *red = c.attr("reduction");
   if (red && red->s() != "none")
@@ -435,6 +447,38 @@ static Results convertScatterND(ConvertContext &c) {
     return c.fail("updates have the wrong rank");
   return one(c.create<ScatterNdOp>(c.resultLike(0, c.input(0)), c.input(0),
                                    c.input(1), c.input(2)));
+}
+
+static Results convertScatterElements(ConvertContext &c) {
+  auto reduction = scatterReduction(c);
+  if (failed(reduction))
+    return failure();
+  auto in = typeOf(c.input(0)), idx = typeOf(c.input(1)),
+       up = typeOf(c.input(2));
+  int64_t rank = in.getRank();
+  if (rank < 1 || idx.getRank() != rank || up.getRank() != rank)
+    return c.fail("data, indices and updates must have one rank >= 1");
+  if (!isa<IntegerType>(idx.getElementType()) ||
+      idx.getElementType().isInteger(1))
+    return c.fail("indices must be integers");
+  if (up.getElementType() != in.getElementType())
+    return c.fail("updates must have the data's element type");
+  auto normalized = normalizeAxis(c, c.intAttr("axis", 0), rank);
+  if (failed(normalized))
+    return failure();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t i = idx.getDimSize(d), u = up.getDimSize(d), n = in.getDimSize(d);
+    if (i != kDyn && u != kDyn && i != u)
+      return c.fail("updates must have the shape of the indices");
+    if (d != *normalized && i != kDyn && n != kDyn && i > n)
+      return c.fail(fmt::format("indices dimension {} ({}) exceeds the "
+                                "data's ({})",
+                                d, i, n));
+  }
+  return one(c.create<ScatterElementsOp>(
+      c.resultLike(0, c.input(0)), c.input(0), c.input(1), c.input(2),
+      c.builder.getI64IntegerAttr(*normalized),
+      c.builder.getStringAttr(*reduction)));
 }
 
 /// The one element of a constant (a scalar or a one-element tensor), an
@@ -1199,6 +1243,7 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"GatherElements", {13}, {"rr"}, convertGatherElements},
       {"GatherND", {13}, {"rr"}, convertGatherND},
       {"ScatterND", {13, 16, 18}, {"rrr"}, convertScatterND},
+      {"ScatterElements", {11, 13, 16, 18}, {"rrr"}, convertScatterElements},
       {"Tile", {13}, {"rr"}, convertTile},
       {"TopK", {11, 24}, {"rr", "rr"}, convertTopK},
       {"OneHot", {11}, {"rrr"}, convertOneHot},

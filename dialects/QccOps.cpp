@@ -192,6 +192,16 @@ LogicalResult GatherNdOp::verify() {
   return success();
 }
 
+/// The `reduction` of the scatter ops (ONNX's names).
+static LogicalResult verifyScatterReduction(Operation *op,
+                                            StringRef reduction) {
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return op->emitOpError("reduction must be none, add, mul, max or min, "
+                           "not \"")
+           << reduction << "\"";
+  return success();
+}
+
 LogicalResult ScatterNdOp::verify() {
   auto in = getInput().getType(), idx = getIndices().getType(),
        up = getUpdates().getType();
@@ -212,6 +222,33 @@ LogicalResult ScatterNdOp::verify() {
     return emitOpError("updates must have rank ")
            << idx.getRank() - 1 + in.getRank() - r;
   return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  auto in = getInput().getType(), idx = getIndices().getType(),
+       up = getUpdates().getType(), result = getResult().getType();
+  int64_t rank = in.getRank();
+  if (rank < 1 || idx.getRank() != rank || up.getRank() != rank)
+    return emitOpError("input, indices and updates must have one rank >= 1");
+  if (!shapesAgree(up.getShape(), idx.getShape()))
+    return emitOpError("updates must have the shape of the indices");
+  if (up.getElementType() != in.getElementType() ||
+      result.getElementType() != in.getElementType())
+    return emitOpError("updates and result must have the input's element "
+                       "type");
+  if (!shapesAgree(result.getShape(), in.getShape()))
+    return emitOpError("result shape differs from the input's");
+  if (failed(verifyAxis(*this, getAxis(), rank)))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), rank);
+  // Off the axis an index position is also the position written.
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && !idx.isDynamicDim(d) && !in.isDynamicDim(d) &&
+        idx.getDimSize(d) > in.getDimSize(d))
+      return emitOpError("indices dimension ")
+             << d << " (" << idx.getDimSize(d) << ") exceeds the input's ("
+             << in.getDimSize(d) << ")";
+  return verifyScatterReduction(*this, getReduction());
 }
 
 LogicalResult TileOp::verify() {

@@ -396,6 +396,31 @@ def Qcc_ScatterNdOp : Qcc_Op<"scatter_nd"> {
   let hasVerifier = 1;
 }
 
+def Qcc_ScatterElementsOp : Qcc_Op<"scatter_elements"> {
+  let summary = "Writes single elements along one axis into a copy of a "
+                "tensor";
+  let description = [{
+    ONNX `ScatterElements`: the result is `input` with, for every position
+    p of `indices` (the shape of `updates`, the input's rank),
+    `result[q] = updates[p]` where q is p with its coordinate along `axis`
+    replaced by `indices[p]` (negative counting from the end; out of range
+    is an error at run time). `reduction` combines instead of writing:
+    "add", "mul", "max" or "min" (in the order of the positions; "max" keeps
+    the element unless it is greater than the update, "min" unless it is
+    less, so a NaN update replaces it, as onnxruntime does; for i1, add and
+    max are "or", mul and min "and"). With "none" and repeated positions the
+    last write wins. Mixture-of-experts exports add each expert's output
+    into its tokens' rows this way (`index_add_`).
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
+                   Qcc_Tensor:$updates, I64Attr:$axis,
+                   DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $indices `,` $updates attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_TileOp : Qcc_Op<"tile"> {
   let summary = "Repeats a tensor along every dimension";
   let description = [{

@@ -113,7 +113,8 @@ constexpr AttrRule kAttrRules[] = {
     {"outlier_columns", AttrType::Ints},
     {"sizes", AttrType::Ints},      {"steps", AttrType::Ints},
     {"approximate", AttrType::String}, {"granularity", AttrType::String},
-    {"kind", AttrType::String},     {"to", AttrType::String},
+    {"kind", AttrType::String},     {"reduction", AttrType::String},
+    {"to", AttrType::String},
 };
 
 /// Whether `j` has the type `t` (integers: fitting int64_t; floats: finite).

@@ -1125,6 +1125,29 @@ std::vector<Tensor> gatherK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// GatherElements' and ScatterElements' walk: f(p, at) for every position p
+/// of `idxT` (row-major), `at` the element of `x` at p's coordinates but
+/// along `axis`, where indices[p] (negative from the end) stands. An index
+/// out of range is an error naming `op`.
+template <typename F>
+void forEachIndexedElement(const Tensor &x, const Tensor &idxT, int64_t axis,
+                           const char *op, F &&f) {
+  std::vector<int64_t> idx = readInts(idxT, "indices");
+  std::vector<int64_t> xs = stridesOf(x.shape());
+  std::array<std::vector<int64_t>, 1> st = {xs};
+  st[0][axis] = 0; // the index supplies the axis coordinate
+  int64_t dim = x.dim(axis);
+  bcastLoop<1>(idxT.shape(), st,
+               [&](int64_t p, const std::array<int64_t, 1> &o) {
+                 int64_t i = idx[p] < 0 ? idx[p] + dim : idx[p];
+                 if (i < 0 || i >= dim)
+                   fail(std::string(op) + " index " + std::to_string(idx[p]) +
+                        " is out of range for dimension " +
+                        std::to_string(axis) + " of " + str(x.shape()));
+                 f(p, o[0] + i * xs[axis]);
+               });
+}
+
 std::vector<Tensor> gatherElementsK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   const Tensor &idxT = need(ops, 1, "indices");
@@ -1137,25 +1160,13 @@ std::vector<Tensor> gatherElementsK(const Attrs &attrs, const Operands &ops) {
     if (d != axis && idxT.dim(d) > x.dim(d))
       fail("gather_elements indices " + str(idxT.shape()) +
            " exceed the input " + str(x.shape()) + " off the axis");
-  std::vector<int64_t> idx = readInts(idxT, "indices");
-  std::vector<int64_t> xs = stridesOf(x.shape());
-  int64_t dim = x.dim(axis);
   Tensor r(x.dtype(), idxT.shape());
-  std::array<std::vector<int64_t>, 1> st = {xs};
-  st[0][axis] = 0; // the index supplies the axis coordinate
   dispatchBytes(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     const U *src = x.data<U>();
     U *dst = r.data<U>();
-    bcastLoop<1>(idxT.shape(), st,
-                 [&](int64_t p, const std::array<int64_t, 1> &o) {
-                   int64_t i = idx[p] < 0 ? idx[p] + dim : idx[p];
-                   if (i < 0 || i >= dim)
-                     fail("gather_elements index " + std::to_string(idx[p]) +
-                          " is out of range for dimension " +
-                          std::to_string(axis) + " of " + str(x.shape()));
-                   dst[p] = src[o[0] + i * xs[axis]];
-                 });
+    forEachIndexedElement(x, idxT, axis, "gather_elements",
+                          [&](int64_t p, int64_t at) { dst[p] = src[at]; });
   });
   return {std::move(r)};
 }
@@ -1208,6 +1219,48 @@ std::vector<Tensor> gatherNdK(const Attrs &attrs, const Operands &ops) {
   return {std::move(res)};
 }
 
+/// The scatter ops' reductions (ONNX's `reduction`).
+enum class ScatterReduce { None, Add, Mul, Max, Min };
+
+ScatterReduce scatterReduction(const Attrs &attrs, const char *op) {
+  std::string name = attrs.s("reduction", "none");
+  if (name == "none")
+    return ScatterReduce::None;
+  if (name == "add")
+    return ScatterReduce::Add;
+  if (name == "mul")
+    return ScatterReduce::Mul;
+  if (name == "max")
+    return ScatterReduce::Max;
+  if (name == "min")
+    return ScatterReduce::Min;
+  fail(std::string(op) + " reduction '" + name +
+       "' is not none, add, mul, max or min");
+}
+
+/// a = a (reduction) b. Integers wrap (applyBin); max and min keep `a` only
+/// when it wins the comparison, so a NaN update replaces it and a NaN
+/// element gives way to the update (onnxruntime's order of operands); for
+/// bool (uint8_t) add and max are "or", mul and min "and".
+template <typename T> void scatterCombine(ScatterReduce r, T &a, T b) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (r == ScatterReduce::None)
+      a = b;
+    else if (r == ScatterReduce::Add || r == ScatterReduce::Max)
+      a = a | b;
+    else
+      a = a & b;
+  } else {
+    switch (r) {
+    case ScatterReduce::None: a = b; break;
+    case ScatterReduce::Add: a = applyBin(BinOp::Add, a, b); break;
+    case ScatterReduce::Mul: a = applyBin(BinOp::Mul, a, b); break;
+    case ScatterReduce::Max: a = a > b ? a : b; break;
+    case ScatterReduce::Min: a = a < b ? a : b; break;
+    }
+  }
+}
+
 std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   const Tensor &idxT = need(ops, 1, "indices");
@@ -1248,6 +1301,41 @@ std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
     std::memcpy(dst + (size_t)offset * es, src + (size_t)(t * slice) * es,
                 (size_t)slice * es);
   }
+  return {std::move(res)};
+}
+
+std::vector<Tensor> scatterElementsK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &idxT = need(ops, 1, "indices");
+  const Tensor &up = need(ops, 2, "updates");
+  int64_t rank = x.rank();
+  if (rank == 0 || idxT.rank() != rank)
+    fail("scatter_elements input and indices must have the same rank >= 1, "
+         "got " +
+         str(x.shape()) + " and " + str(idxT.shape()));
+  if (up.shape() != idxT.shape() || up.dtype() != x.dtype())
+    fail("scatter_elements updates " + str(up.shape()) + " " +
+         dtypeName(up.dtype()) + " must have the indices' shape " +
+         str(idxT.shape()) + " and the input's dtype " + dtypeName(x.dtype()));
+  int64_t axis = normAxis(attrs.i("axis", 0), rank);
+  // Off the axis an index position is also the position written.
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && idxT.dim(d) > x.dim(d))
+      fail("scatter_elements indices " + str(idxT.shape()) +
+           " exceed the input " + str(x.shape()) + " off the axis");
+  ScatterReduce red = scatterReduction(attrs, "scatter_elements");
+  Tensor res(x.dtype(), x.shape());
+  if (x.bytes())
+    std::memcpy(res.data<std::byte>(), x.data<std::byte>(), x.bytes());
+  dispatch(x.dtype(), "scatter_elements", [&](auto tag) {
+    using T = decltype(tag);
+    T *dst = res.data<T>();
+    const T *src = up.data<T>();
+    forEachIndexedElement(x, idxT, axis, "scatter_elements",
+                          [&](int64_t p, int64_t at) {
+                            scatterCombine(red, dst[at], src[p]);
+                          });
+  });
   return {std::move(res)};
 }
 
@@ -2903,6 +2991,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::GatherElements: return gatherElementsK(attrs, ops);
   case OpKind::GatherNd: return gatherNdK(attrs, ops);
   case OpKind::ScatterNd: return scatterNdK(attrs, ops);
+  case OpKind::ScatterElements: return scatterElementsK(attrs, ops);
   case OpKind::Tile: return tileK(attrs, ops);
   case OpKind::TopK: return topKK(attrs, ops);
   case OpKind::OneHot: return oneHotK(attrs, ops);

@@ -208,6 +208,7 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::GatherElements:
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
+  case OpKind::ScatterElements:
   case OpKind::Tile:
   case OpKind::TopK:
   case OpKind::OneHot:

@@ -172,6 +172,7 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   case OpKind::Gather:
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
+  case OpKind::ScatterElements:
   case OpKind::Tile:
   case OpKind::TopK:    // its size along the axis is the value of k
   case OpKind::OneHot:  // its new dimension is the value of depth

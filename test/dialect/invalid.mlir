@@ -380,3 +380,27 @@ func.func @non_zero_rows(%x: tensor<2x3xf32>) -> tensor<3x?xi64> {
   %0 = qcc.non_zero %x : (tensor<2x3xf32>) -> tensor<3x?xi64>
   return %0 : tensor<3x?xi64>
 }
+
+// -----
+
+func.func @scatter_elements_reduction(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{reduction must be none, add, mul, max or min, not "sub"}}
+  %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "sub"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @scatter_elements_off_axis(%x: tensor<2x3xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{indices dimension 0 (3) exceeds the input's (2)}}
+  %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @scatter_elements_updates(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x1xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{updates must have the shape of the indices}}
+  %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -144,6 +144,16 @@ func.func @non_zero_op(%mask: tensor<?x2x4xf32>) -> tensor<3x?xi64> {
   return %nz : tensor<3x?xi64>
 }
 
+// An expert's output added into its tokens' rows (index_add_).
+// CHECK-LABEL: func @scatter_elements_op
+func.func @scatter_elements_op(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %rows = qcc.constant dense<[[0, 2, 1, 0, 0, 0, 0, 3]]> : tensor<1x8xi64>
+  %upd = qcc.constant dense<1.0> : tensor<1x8xf32>
+  // CHECK: qcc.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} {axis = 0 : i64, reduction = "add"}
+  %sc = qcc.scatter_elements %x, %rows, %upd {axis = 0 : i64, reduction = "add"} : (tensor<?x8xf32>, tensor<1x8xi64>, tensor<1x8xf32>) -> tensor<?x8xf32>
+  return %sc : tensor<?x8xf32>
+}
+
 // The quantization facts are one typed attribute, #qcc.quant.
 // CHECK-LABEL: func @quantize_ops
 func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {

@@ -231,6 +231,69 @@ TEST(CpuKernels, GatherElements) {
                       Operands({&x, &bad}), "index 3 is out of range");
 }
 
+TEST(CpuKernels, ScatterElementsReductions) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor idx = i64({2, 2}, {2, 2, -3, 1});
+  Tensor up = f32({2, 2}, {10, 20, 30, 40});
+  // Repeated positions: the last write wins, reductions combine in order.
+  EXPECT_EQ(values(run1("scatter_elements", {{"axis", 1}}, {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 20, 30, 40, 6}));
+  EXPECT_EQ(values(run1("scatter_elements", {{"axis", 1}, {"reduction", "add"}},
+                        {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 33, 34, 45, 6}));
+  EXPECT_EQ(values(run1("scatter_elements", {{"axis", 1}, {"reduction", "mul"}},
+                        {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 600, 120, 200, 6}));
+  Tensor rows = i64({1, 3}, {1, 0, 1});
+  Tensor three = f32({1, 3}, {7, 8, 9});
+  EXPECT_EQ(
+      values(run1("scatter_elements", {{"axis", 0}}, {&x, &rows, &three})),
+      (std::vector<float>{1, 8, 3, 7, 5, 9}));
+  // max / min: a NaN update replaces the element, a NaN element gives way
+  // (onnxruntime's operand order).
+  float nan = std::nanf("");
+  Tensor withNan = f32({1, 3}, {nan, 2, 3});
+  Tensor all = i64({1, 3}, {0, 1, 2});
+  Tensor upd = f32({1, 3}, {5, nan, 1});
+  Tensor mx = run1("scatter_elements", {{"axis", 1}, {"reduction", "max"}},
+                   {&withNan, &all, &upd});
+  EXPECT_EQ(mx.data<float>()[0], 5);
+  EXPECT_TRUE(std::isnan(mx.data<float>()[1]));
+  EXPECT_EQ(mx.data<float>()[2], 3);
+  Tensor mn = run1("scatter_elements", {{"axis", 1}, {"reduction", "min"}},
+                   {&withNan, &all, &upd});
+  EXPECT_EQ(mn.data<float>()[0], 5);
+  EXPECT_TRUE(std::isnan(mn.data<float>()[1]));
+  EXPECT_EQ(mn.data<float>()[2], 1);
+  // Integers wrap.
+  Tensor big = i64({1, 2}, {std::numeric_limits<int64_t>::max(), 0});
+  Tensor one = i64({1, 1}, {1}), zero = i64({1, 1}, {0});
+  EXPECT_EQ(
+      ivalues(run1("scatter_elements", {{"axis", 1}, {"reduction", "add"}},
+                   {&big, &zero, &one})),
+      (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 0}));
+  Tensor bad = i64({2, 2}, {0, 3, 0, 0});
+  EXPECT_KERNEL_ERROR("scatter_elements", json({{"axis", 1}}),
+                      (Operands{&x, &bad, &up}),
+                      "scatter_elements index 3 is out of range for dimension "
+                      "1 of [2, 3]");
+  Tensor tall = i64({3, 1}, {0, 0, 0});
+  Tensor tallUp = f32({3, 1}, {1, 1, 1});
+  EXPECT_KERNEL_ERROR("scatter_elements", json({{"axis", 1}}),
+                      (Operands{&x, &tall, &tallUp}),
+                      "scatter_elements indices [3, 1] exceed the input [2, 3] "
+                      "off the axis");
+  EXPECT_KERNEL_ERROR("scatter_elements", json({{"axis", 1}}),
+                      (Operands{&x, &idx, &three}),
+                      "scatter_elements updates [1, 3] f32 must have the "
+                      "indices' shape [2, 2]");
+  EXPECT_KERNEL_ERROR("scatter_elements",
+                      json({{"axis", 1}, {"reduction", "sub"}}),
+                      (Operands{&x, &idx, &up}),
+                      "scatter_elements reduction 'sub' is not none, add, "
+                      "mul, max or min");
+}
+
 TEST(CpuKernels, TileRepeatsEveryDimension) {
   Tensor x = f32({2, 2}, {1, 2, 3, 4});
   Tensor reps = i64({2}, {2, 3});

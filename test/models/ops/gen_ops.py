@@ -105,6 +105,20 @@ def main():
          [vi("X", ["batch", 3])], [vi("Y", ["a", "b"], I64)])
     npy("data_2x3", np.zeros((2, 3), np.float32))
 
+    # ScatterElements: indices from the graph; refused: indices of another
+    # rank, a reduction ONNX does not define.
+    save("ok_scatter_elements", [node("ScatterElements", ["D", "I", "U"], ["Y"],
+                                      name="scatter", axis=1, reduction="add")],
+         [vi("D", [2, 3]), vi("I", [2, 2], I64), vi("U", [2, 2])], [vi("Y", [2, 3])], opset=18)
+    save("bad_scatter_elements_rank", [node("ScatterElements", ["D", "I", "U"], ["Y"], name="scatter")],
+         [vi("D", [2, 3]), vi("I", [2], I64), vi("U", [2])], [vi("Y", [2, 3])])
+    save("bad_scatter_elements_reduction",
+         [node("ScatterElements", ["D", "I", "U"], ["Y"], name="scatter", reduction="sub")],
+         [vi("D", [2, 3]), vi("I", [2, 2], I64), vi("U", [2, 2])], [vi("Y", [2, 3])], opset=18)
+    npy("updates_2x2", np.ones((2, 2), np.float32))
+    npy("indices_out_of_range", np.array([[0, 3], [1, 2]], np.int64))
+    npy("indices_negative", np.array([[0, -4], [1, 2]], np.int64))
+
     print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "models")
 
 
