@@ -434,9 +434,9 @@ static FailureOr<std::string> scatterReduction(ConvertContext &c) {
 }
 
 static Results convertScatterND(ConvertContext &c) {
-  const auto *red = c.attr("reduction");
-  if (red && red->s() != "none")
-    return c.fail("reduction = '" + red->s() + "' is not supported (none)");
+  auto reduction = scatterReduction(c);
+  if (failed(reduction))
+    return failure();
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1)),
        up = shapeOf(c.input(2));
   if (idx.empty() || idx.back() == kDyn || idx.back() > (int64_t)in.size())
@@ -446,7 +446,8 @@ static Results convertScatterND(ConvertContext &c) {
                                 idx.back())
     return c.fail("updates have the wrong rank");
   return one(c.create<ScatterNdOp>(c.resultLike(0, c.input(0)), c.input(0),
-                                   c.input(1), c.input(2)));
+                                   c.input(1), c.input(2),
+                                   c.builder.getStringAttr(*reduction)));
 }
 
 static Results convertScatterElements(ConvertContext &c) {

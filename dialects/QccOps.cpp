@@ -221,7 +221,7 @@ LogicalResult ScatterNdOp::verify() {
   if (up.getRank() != idx.getRank() - 1 + in.getRank() - r)
     return emitOpError("updates must have rank ")
            << idx.getRank() - 1 + in.getRank() - r;
-  return success();
+  return verifyScatterReduction(*this, getReduction());
 }
 
 LogicalResult ScatterElementsOp::verify() {

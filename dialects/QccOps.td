@@ -382,14 +382,17 @@ def Qcc_GatherNdOp : Qcc_Op<"gather_nd"> {
 def Qcc_ScatterNdOp : Qcc_Op<"scatter_nd"> {
   let summary = "Writes slices at index tuples into a copy of a tensor";
   let description = [{
-    ONNX `ScatterND` (reduction "none"): the result is `input` with, for every
-    index tuple t = `indices[i..., :]` (length r, negative counting from the
-    end), `result[t] = updates[i...]` (a slice of `input.shape[r:]`). With
-    repeated tuples the last write wins. Legacy exports write masks this way
+    ONNX `ScatterND`: the result is `input` with, for every index tuple
+    t = `indices[i..., :]` (length r, negative counting from the end),
+    `result[t] = updates[i...]` (a slice of `input.shape[r:]`). With
+    repeated tuples the last write wins. `reduction` combines instead of
+    writing, element by element as `scatter_elements` does ("add", "mul",
+    "max", "min"). Legacy exports write masks this way
     (`mask[..., :n] = value`).
   }];
   let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
-                   Qcc_Tensor:$updates);
+                   Qcc_Tensor:$updates,
+                   DefaultValuedStrAttr<StrAttr, "none">:$reduction);
   let results = (outs Qcc_Tensor:$result);
   let assemblyFormat = "$input `,` $indices `,` $updates attr-dict `:` "
                        "functional-type(operands, results)";

@@ -1261,7 +1261,7 @@ template <typename T> void scatterCombine(ScatterReduce r, T &a, T b) {
   }
 }
 
-std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
+std::vector<Tensor> scatterNdK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   const Tensor &idxT = need(ops, 1, "indices");
   const Tensor &up = need(ops, 2, "updates");
@@ -1276,6 +1276,15 @@ std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
   want.insert(want.end(), x.shape().begin() + r, x.shape().end());
   if (up.shape() != want)
     fail("scatter_nd updates " + str(up.shape()) + " must be " + str(want));
+  ScatterReduce red = scatterReduction(attrs, "scatter_nd");
+  // It moves f16 / bf16 elements as they are (MovesElements); a reduction
+  // computes in f32 and rounds once.
+  if (red != ScatterReduce::None && isHalfFloat(x.dtype())) {
+    Tensor wideX = convertFloat(x, DType::F32),
+           wideUp = convertFloat(up, DType::F32);
+    Operands wide = {&wideX, &idxT, &wideUp};
+    return {convertFloat(scatterNdK(attrs, wide).at(0), x.dtype())};
+  }
   std::vector<int64_t> idx = readInts(idxT, "indices");
   std::vector<int64_t> st = stridesOf(x.shape());
   int64_t slice = 1, tuples = r ? (int64_t)idx.size() / r : 1;
@@ -1298,8 +1307,18 @@ std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
              str(x.shape()));
       offset += at * st[k];
     }
-    std::memcpy(dst + (size_t)offset * es, src + (size_t)(t * slice) * es,
-                (size_t)slice * es);
+    if (red == ScatterReduce::None) {
+      std::memcpy(dst + (size_t)offset * es, src + (size_t)(t * slice) * es,
+                  (size_t)slice * es);
+      continue;
+    }
+    dispatch(x.dtype(), "scatter_nd", [&](auto tag) {
+      using T = decltype(tag);
+      T *a = res.data<T>() + offset;
+      const T *b = up.data<T>() + t * slice;
+      for (int64_t j = 0; j < slice; ++j)
+        scatterCombine(red, a[j], b[j]);
+    });
   }
   return {std::move(res)};
 }

@@ -294,6 +294,20 @@ TEST(CpuKernels, ScatterElementsReductions) {
                       "mul, max or min");
 }
 
+TEST(CpuKernels, ScatterNdReductions) {
+  Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor idx = i64({3, 1}, {2, -1, 0});
+  Tensor up = f32({3, 2}, {10, 20, 30, 40, 50, 60});
+  EXPECT_EQ(values(run1("scatter_nd", json::object(), {&x, &idx, &up})),
+            (std::vector<float>{50, 60, 3, 4, 30, 40}));
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "add"}}, {&x, &idx, &up})),
+            (std::vector<float>{51, 62, 3, 4, 45, 66}));
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "max"}}, {&x, &idx, &up})),
+            (std::vector<float>{50, 60, 3, 4, 30, 40}));
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "min"}}, {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
 TEST(CpuKernels, TileRepeatsEveryDimension) {
   Tensor x = f32({2, 2}, {1, 2, 3, 4});
   Tensor reps = i64({2}, {2, 3});
