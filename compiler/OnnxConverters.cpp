@@ -725,12 +725,15 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
     else if (keep)
       shape.push_back(1);
   }
-  if (elementOf(c.input(0)).isInteger(1) ||
-      (!std::is_same_v<OpT, ReduceSumOp> &&
-       !isa<FloatType>(elementOf(c.input(0)))))
+  // Integer sums (mask lengths) and maxima (repeat_interleave's largest
+  // count) are exact in int64; no integer mean.
+  Type et = elementOf(c.input(0));
+  bool intMax = std::is_same_v<OpT, ReduceMaxOp> &&
+                (et.isInteger(64) || et.isInteger(32));
+  if (et.isInteger(1) ||
+      (!std::is_same_v<OpT, ReduceSumOp> && !isa<FloatType>(et) && !intMax))
     return c.fail("an input of element type " +
-                  std::string(std::is_same_v<OpT, ReduceSumOp> ? "bool"
-                                                               : "integer") +
+                  std::string(et.isInteger(1) ? "bool" : "integer") +
                   " is not supported");
   return one(c.create<OpT>(c.resultType(0, shape, elementOf(c.input(0))),
                            c.input(0), c.builder.getDenseI64ArrayAttr(axes),

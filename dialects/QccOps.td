@@ -211,7 +211,7 @@ def Qcc_ReduceMeanOp : Qcc_ReduceOp<"reduce_mean", "ReduceMean",
 def Qcc_ReduceSumOp : Qcc_ReduceOp<"reduce_sum", "ReduceSum",
     "result = sum(input)", Qcc_Tensor>;
 def Qcc_ReduceMaxOp : Qcc_ReduceOp<"reduce_max", "ReduceMax",
-    "result = max(input)">;
+    "result = max(input)", Qcc_Tensor>;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement glue

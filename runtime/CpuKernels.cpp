@@ -749,9 +749,10 @@ enum class Reduction { Sum, Mean, Max };
 std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
                            const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
-  // Integer sums (attention-mask lengths) are exact in int64.
+  // Integer sums (attention-mask lengths) and maxima (repeat_interleave's
+  // largest count) are exact in int64.
   bool integer = x.dtype() == DType::I64 || x.dtype() == DType::I32;
-  if (!(integer && kind == Reduction::Sum))
+  if (!(integer && kind != Reduction::Mean))
     requireF32(x, "input");
   bool keep = attrs.has("keepdims") ? attrs.b("keepdims") : true;
   int64_t rank = x.rank();
@@ -783,11 +784,19 @@ std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
     dispatch(x.dtype(), "reduce_sum", [&](auto tag) {
       using T = decltype(tag);
       const T *in = x.data<T>();
+      T *out = r.data<T>();
+      if (kind == Reduction::Max) { // of nothing: the type's lowest value
+        std::fill_n(out, r.numel(), std::numeric_limits<T>::lowest());
+        bcastLoop<1>(x.shape(), {outStrides},
+                     [&](int64_t p, const std::array<int64_t, 1> &o) {
+                       out[o[0]] = std::max(out[o[0]], in[p]);
+                     });
+        return;
+      }
       bcastLoop<1>(x.shape(), {outStrides},
                    [&](int64_t p, const std::array<int64_t, 1> &o) {
                      acc[o[0]] += (uint64_t)(int64_t)in[p]; // wraps, no UB
                    });
-      T *out = r.data<T>();
       for (size_t i = 0; i < acc.size(); ++i)
         out[i] = (T)(int64_t)acc[i];
     });

@@ -549,6 +549,15 @@ TEST(CpuKernels, ReduceMean) {
   EXPECT_EQ(values(s), (std::vector<float>{5, 7, 9}));
 }
 
+TEST(CpuKernels, IntegerReduceMax) {
+  Tensor x = i64({2, 3}, {4, -9, 7, -1, -2, -3});
+  EXPECT_EQ(
+      ivalues(run1("reduce_max", {{"axes", {1}}, {"keepdims", false}}, {&x})),
+      (std::vector<int64_t>{7, -1}));
+  EXPECT_EQ(ivalues(run1("reduce_max", {{"axes", {0}}}, {&x})),
+            (std::vector<int64_t>{4, -2, 7}));
+}
+
 TEST(CpuKernels, Softmax) {
   const float ninf = -std::numeric_limits<float>::infinity();
   Tensor x = f32({3, 3}, {1, 2, 3, 1000, 1000, 1000, ninf, ninf, ninf});
