@@ -119,6 +119,24 @@ def main():
     npy("indices_out_of_range", np.array([[0, 3], [1, 2]], np.int64))
     npy("indices_negative", np.array([[0, -4], [1, 2]], np.int64))
 
+    # A router after a GEMM (a kernel region in the GPU plan): the ops on the
+    # host read its result, NonZero's size known only once it has run.
+    rng = np.random.default_rng(7)
+    w = const("W", (rng.standard_normal((64, 64)) / 8).astype(np.float32))
+    save("ok_router", [
+        node("MatMul", ["X", "W"], ["H"], name="gate"),
+        node("TopK", ["H", "K"], ["V", "I"], name="topk", axis=-1),
+        node("OneHot", ["I", "depth", "values"], ["M"], name="onehot"),
+        node("ReduceSum", ["M", "axes"], ["S"], name="hits", keepdims=0),
+        node("NonZero", ["S"], ["E"], name="experts"),
+        node("ScatterElements", ["H", "I", "V"], ["U"], name="scatter", axis=1, reduction="add"),
+        node("Tile", ["V", "R"], ["T"], name="tile")],
+        [vi("X", ["n", 64])],
+        [vi("M", ["n", 2, 64]), vi("E", [1, "e"], I64), vi("U", ["n", 64]), vi("T", ["n", 4])],
+        [w, const("K", np.array([2], np.int64)), const("depth", np.array(64, np.int64)), values,
+         const("axes", np.array([0, 1], np.int64)), const("R", np.array([1, 2], np.int64))])
+    npy("x_3x64", rng.standard_normal((3, 64)).astype(np.float32))
+
     print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "models")
 
 
