@@ -75,8 +75,9 @@ onnx::AttributeProto::AttributeType qcc::attributeType(StringRef name) {
     for (const char *n :
          {"K", "N", "allowzero", "axis", "batch_dims", "bits", "block_size",
           "causal", "do_rotary", "end", "exclusive", "interleaved",
-          "is_packed_batching", "keepdims", "kv_num_heads", "local_window_size",
-          "noop_with_empty_axes", "num_heads", "qk_output", "reverse",
+          "is_packed_batching", "keepdims", "kv_num_heads", "largest",
+          "local_window_size", "noop_with_empty_axes", "num_heads",
+          "qk_output", "reverse",
           "rotary_embedding_dim", "rotary_interleaved",
           "sliding_window_cache", "smooth_softmax", "start", "stash_type",
           "to", "transA", "transB", "upper", "weight_prepacked"})
@@ -420,10 +421,22 @@ static Results convertGelu(ConvertContext &c) {
                               c.builder.getStringAttr(approximate)));
 }
 
-static Results convertScatterND(ConvertContext &c) {
+/// The scatter ops' `reduction` (add and mul since version 16, max and min
+/// since 18), or failure recorded in `c`.
+static FailureOr<std::string> scatterReduction(ConvertContext &c) {
   const auto *red = c.attr("reduction");
-  if (red && red->s() != "none")
-    return c.fail("reduction = '" + red->s() + "' is not supported (none)");
+  std::string reduction = red ? red->s() : "none";
+  if (llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return reduction;
+  (void)c.fail("reduction = '" + reduction +
+               "' is not supported (none, add, mul, max or min)");
+  return failure();
+}
+
+static Results convertScatterND(ConvertContext &c) {
+  auto reduction = scatterReduction(c);
+  if (failed(reduction))
+    return failure();
   auto in = shapeOf(c.input(0)), idx = shapeOf(c.input(1)),
        up = shapeOf(c.input(2));
   if (idx.empty() || idx.back() == kDyn || idx.back() > (int64_t)in.size())
@@ -433,7 +446,162 @@ static Results convertScatterND(ConvertContext &c) {
                                 idx.back())
     return c.fail("updates have the wrong rank");
   return one(c.create<ScatterNdOp>(c.resultLike(0, c.input(0)), c.input(0),
-                                   c.input(1), c.input(2)));
+                                   c.input(1), c.input(2),
+                                   c.builder.getStringAttr(*reduction)));
+}
+
+static Results convertScatterElements(ConvertContext &c) {
+  auto reduction = scatterReduction(c);
+  if (failed(reduction))
+    return failure();
+  auto in = typeOf(c.input(0)), idx = typeOf(c.input(1)),
+       up = typeOf(c.input(2));
+  int64_t rank = in.getRank();
+  if (rank < 1 || idx.getRank() != rank || up.getRank() != rank)
+    return c.fail("data, indices and updates must have one rank >= 1");
+  if (!isa<IntegerType>(idx.getElementType()) ||
+      idx.getElementType().isInteger(1))
+    return c.fail("indices must be integers");
+  if (up.getElementType() != in.getElementType())
+    return c.fail("updates must have the data's element type");
+  auto normalized = normalizeAxis(c, c.intAttr("axis", 0), rank);
+  if (failed(normalized))
+    return failure();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t i = idx.getDimSize(d), u = up.getDimSize(d), n = in.getDimSize(d);
+    if (i != kDyn && u != kDyn && i != u)
+      return c.fail("updates must have the shape of the indices");
+    if (d != *normalized && i != kDyn && n != kDyn && i > n)
+      return c.fail(fmt::format("indices dimension {} ({}) exceeds the "
+                                "data's ({})",
+                                d, i, n));
+  }
+  return one(c.create<ScatterElementsOp>(
+      c.resultLike(0, c.input(0)), c.input(0), c.input(1), c.input(2),
+      c.builder.getI64IntegerAttr(*normalized),
+      c.builder.getStringAttr(*reduction)));
+}
+
+/// The one element of a constant (a scalar or a one-element tensor), an
+/// integer or a float truncated toward zero; nullopt where it is not a
+/// constant or not finite.
+static std::optional<int64_t> constantScalar(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto dense =
+      c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense || dense.getNumElements() != 1)
+    return std::nullopt;
+  if (isa<IntegerType>(dense.getElementType()))
+    return (*dense.getValues<APInt>().begin()).getSExtValue();
+  double f = (*dense.getValues<APFloat>().begin()).convertToDouble();
+  if (!(f >= -0x1p63 && f < 0x1p63))
+    return std::nullopt;
+  return (int64_t)f;
+}
+
+/// Tile: repeats may be known only at run time; each result size is known
+/// where its input size and its repeat are.
+static Results convertTile(ConvertContext &c) {
+  if (failed(requireRank(c, 1, 1, 1, "repeats")))
+    return failure();
+  if (!elementOf(c.input(1)).isInteger(64))
+    return c.fail("repeats must be int64");
+  auto in = typeOf(c.input(0));
+  int64_t rank = in.getRank(), n = shapeOf(c.input(1))[0];
+  if (n != kDyn && n != rank)
+    return c.fail(fmt::format("repeats has {} elements for an input of rank "
+                              "{}",
+                              n, rank));
+  auto repeats = sizesOf(c.input(1));
+  SmallVector<int64_t> shape(rank, kDyn);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = repeats && (size_t)d < repeats->size() ? (*repeats)[d] : kDyn;
+    if (r != kDyn && r < 0)
+      return c.fail(fmt::format("repeats[{}] = {} is negative", d, r));
+    if (r == kDyn || in.isDynamicDim(d))
+      continue;
+    auto size = format::checkedMul(in.getDimSize(d), r);
+    if (!size || *size > kMaxStatic)
+      return c.fail(fmt::format("dimension {} ({}) repeated {} times is too "
+                                "large",
+                                d, in.getDimSize(d), r));
+    shape[d] = *size;
+  }
+  return one(c.create<TileOp>(c.resultType(0, shape, in.getElementType()),
+                              c.input(0), c.input(1)));
+}
+
+/// TopK (11, 24): k is an input, a constant in the exports (the router's
+/// experts per token); the size along the axis is known where it is.
+static Results convertTopK(ConvertContext &c) {
+  if (failed(requireRank(c, 0, 1, INT64_MAX, "X")) ||
+      failed(requireRank(c, 1, 1, 1, "K")))
+    return failure();
+  auto in = typeOf(c.input(0));
+  if (in.getElementType().isInteger(1))
+    return c.fail("a bool input is not supported");
+  int64_t kLength = shapeOf(c.input(1))[0];
+  if (!elementOf(c.input(1)).isInteger(64) || (kLength != kDyn && kLength != 1))
+    return c.fail("K must be a one-element int64 vector");
+  auto normalized = normalizeAxis(c, c.intAttr("axis", -1), in.getRank());
+  if (failed(normalized))
+    return failure();
+  int64_t axis = *normalized, dim = in.getDimSize(axis);
+  SmallVector<int64_t> shape(in.getShape());
+  shape[axis] = kDyn;
+  if (auto k = constantScalar(c.input(1))) {
+    if (*k < 0 || (dim != kDyn && *k > dim))
+      return c.fail(fmt::format("K = {} is out of range for axis {} of size "
+                                "{}",
+                                *k, axis,
+                                dim == kDyn ? "?" : std::to_string(dim)));
+    shape[axis] = *k;
+  }
+  auto op = TopKOp::create(
+      c.builder, c.loc, c.resultType(0, shape, in.getElementType()),
+      c.resultType(1, shape, c.builder.getI64Type()), c.input(0), c.input(1),
+      c.builder.getI64IntegerAttr(axis),
+      c.builder.getBoolAttr(c.intAttr("largest", 1) != 0));
+  // sorted = 0 leaves the order to the implementation: sorted is one.
+  return SmallVector<Value>{op.getValues(), op.getIndices()};
+}
+
+/// OneHot (11): the new dimension is depth's value where it is a constant.
+static Results convertOneHot(ConvertContext &c) {
+  auto idx = typeOf(c.input(0)), depth = typeOf(c.input(1)),
+       values = typeOf(c.input(2));
+  if (idx.getElementType().isInteger(1) || depth.getElementType().isInteger(1))
+    return c.fail("indices and depth must be numbers, not bool");
+  if (depth.getRank() > 1 ||
+      (depth.getRank() == 1 && depth.getDimSize(0) != kDyn &&
+       depth.getDimSize(0) != 1))
+    return c.fail("depth must be a scalar or hold one element");
+  if (values.getRank() != 1 ||
+      (values.getDimSize(0) != kDyn && values.getDimSize(0) != 2))
+    return c.fail("values must be a pair [off_value, on_value]");
+  int64_t rank = idx.getRank();
+  auto normalized = normalizeAxis(c, c.intAttr("axis", -1), rank + 1);
+  if (failed(normalized))
+    return failure();
+  int64_t d = kDyn;
+  if (auto v = constantScalar(c.input(1))) {
+    if (*v < 1 || *v > kMaxStatic)
+      return c.fail(fmt::format("depth {} is {}", *v,
+                                *v < 1 ? "not positive" : "too large"));
+    d = *v;
+  }
+  SmallVector<int64_t> shape(idx.getShape());
+  shape.insert(shape.begin() + *normalized, d);
+  return one(c.create<OneHotOp>(c.resultType(0, shape, values.getElementType()),
+                                c.input(0), c.input(1), c.input(2),
+                                c.builder.getI64IntegerAttr(*normalized)));
+}
+
+/// NonZero: [rank, n] with n known only at run time.
+static Results convertNonZero(ConvertContext &c) {
+  int64_t rows = std::max<int64_t>(typeOf(c.input(0)).getRank(), 1);
+  return one(c.create<NonZeroOp>(
+      c.resultType(0, {rows, kDyn}, c.builder.getI64Type()), c.input(0)));
 }
 
 static Results convertGatherND(ConvertContext &c) {
@@ -557,12 +725,15 @@ template <typename OpT> static Results convertReduce(ConvertContext &c) {
     else if (keep)
       shape.push_back(1);
   }
-  if (elementOf(c.input(0)).isInteger(1) ||
-      (!std::is_same_v<OpT, ReduceSumOp> &&
-       !isa<FloatType>(elementOf(c.input(0)))))
+  // Integer sums (mask lengths) and maxima (repeat_interleave's largest
+  // count) are exact in int64; no integer mean.
+  Type et = elementOf(c.input(0));
+  bool intMax = std::is_same_v<OpT, ReduceMaxOp> &&
+                (et.isInteger(64) || et.isInteger(32));
+  if (et.isInteger(1) ||
+      (!std::is_same_v<OpT, ReduceSumOp> && !isa<FloatType>(et) && !intMax))
     return c.fail("an input of element type " +
-                  std::string(std::is_same_v<OpT, ReduceSumOp> ? "bool"
-                                                               : "integer") +
+                  std::string(et.isInteger(1) ? "bool" : "integer") +
                   " is not supported");
   return one(c.create<OpT>(c.resultType(0, shape, elementOf(c.input(0))),
                            c.input(0), c.builder.getDenseI64ArrayAttr(axes),
@@ -1076,6 +1247,11 @@ const std::vector<OnnxConverter> &qcc::onnxConverters() {
       {"GatherElements", {13}, {"rr"}, convertGatherElements},
       {"GatherND", {13}, {"rr"}, convertGatherND},
       {"ScatterND", {13, 16, 18}, {"rrr"}, convertScatterND},
+      {"ScatterElements", {11, 13, 16, 18}, {"rrr"}, convertScatterElements},
+      {"Tile", {13}, {"rr"}, convertTile},
+      {"TopK", {11, 24}, {"rr", "rr"}, convertTopK},
+      {"OneHot", {11}, {"rrr"}, convertOneHot},
+      {"NonZero", {9, 13}, {"r"}, convertNonZero},
       {"Cast", {13, 19, 21}, {"r"}, convertCast},
       {"MatMul", {13}, {"rr"}, convertMatMul},
       {"Gemm", {13}, {"rro"}, convertGemm},

@@ -194,6 +194,16 @@ LogicalResult GatherNdOp::verify() {
   return success();
 }
 
+/// The `reduction` of the scatter ops (ONNX's names).
+static LogicalResult verifyScatterReduction(Operation *op,
+                                            StringRef reduction) {
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return op->emitOpError("reduction must be none, add, mul, max or min, "
+                           "not \"")
+           << reduction << "\"";
+  return success();
+}
+
 LogicalResult ScatterNdOp::verify() {
   auto in = getInput().getType(), idx = getIndices().getType(),
        up = getUpdates().getType();
@@ -213,6 +223,109 @@ LogicalResult ScatterNdOp::verify() {
   if (up.getRank() != idx.getRank() - 1 + in.getRank() - r)
     return emitOpError("updates must have rank ")
            << idx.getRank() - 1 + in.getRank() - r;
+  return verifyScatterReduction(*this, getReduction());
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  auto in = getInput().getType(), idx = getIndices().getType(),
+       up = getUpdates().getType(), result = getResult().getType();
+  int64_t rank = in.getRank();
+  if (rank < 1 || idx.getRank() != rank || up.getRank() != rank)
+    return emitOpError("input, indices and updates must have one rank >= 1");
+  if (!shapesAgree(up.getShape(), idx.getShape()))
+    return emitOpError("updates must have the shape of the indices");
+  if (up.getElementType() != in.getElementType() ||
+      result.getElementType() != in.getElementType())
+    return emitOpError("updates and result must have the input's element "
+                       "type");
+  if (!shapesAgree(result.getShape(), in.getShape()))
+    return emitOpError("result shape differs from the input's");
+  if (failed(verifyAxis(*this, getAxis(), rank)))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), rank);
+  // Off the axis an index position is also the position written.
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && !idx.isDynamicDim(d) && !in.isDynamicDim(d) &&
+        idx.getDimSize(d) > in.getDimSize(d))
+      return emitOpError("indices dimension ")
+             << d << " (" << idx.getDimSize(d) << ") exceeds the input's ("
+             << in.getDimSize(d) << ")";
+  return verifyScatterReduction(*this, getReduction());
+}
+
+LogicalResult TileOp::verify() {
+  auto in = getInput().getType(), result = getResult().getType();
+  if (result.getRank() != in.getRank() ||
+      result.getElementType() != in.getElementType())
+    return emitOpError("result must have the input's rank and element type");
+  int64_t n = getRepeats().getType().getDimSize(0);
+  if (n != kDyn && n != in.getRank())
+    return emitOpError("needs one repeat per dimension: ")
+           << n << " for rank " << in.getRank();
+  for (auto [d, r] : llvm::zip(in.getShape(), result.getShape()))
+    if (d != kDyn && r != kDyn && (d == 0 ? r != 0 : r % d != 0))
+      return emitOpError("result size ")
+             << r << " is no multiple of the input size " << d;
+  return success();
+}
+
+LogicalResult TopKOp::verify() {
+  auto in = getInput().getType(), values = getValues().getType(),
+       indices = getIndices().getType();
+  if (in.getRank() < 1)
+    return emitOpError("input must have rank >= 1");
+  if (in.getElementType().isInteger(1))
+    return emitOpError("cannot order i1 elements");
+  if (values.getElementType() != in.getElementType())
+    return emitOpError("values must have the input's element type");
+  if (!sizesAgree(getK().getType().getDimSize(0), 1))
+    return emitOpError("k must hold one element");
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  if (!shapesAgree(values.getShape(), indices.getShape()) ||
+      values.getRank() != in.getRank())
+    return emitOpError("values and indices must have one shape of the "
+                       "input's rank");
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t i = in.getDimSize(d), v = values.getDimSize(d);
+    if (d == axis ? (i != kDyn && v != kDyn && v > i) : !sizesAgree(i, v))
+      return emitOpError("result shape does not fit the input's off the axis "
+                         "or exceeds it along the axis");
+  }
+  return success();
+}
+
+LogicalResult OneHotOp::verify() {
+  auto idx = getIndices().getType(), depth = getDepth().getType(),
+       values = getValues().getType(), result = getResult().getType();
+  if (idx.getElementType().isInteger(1) || depth.getElementType().isInteger(1))
+    return emitOpError("indices and depth must be numbers, not i1");
+  if (depth.getRank() > 1 ||
+      (depth.getRank() == 1 && !sizesAgree(depth.getDimSize(0), 1)))
+    return emitOpError("depth must hold one element");
+  if (values.getRank() != 1 || !sizesAgree(values.getDimSize(0), 2))
+    return emitOpError("values must be a pair [off, on]");
+  if (result.getElementType() != values.getElementType())
+    return emitOpError("result must have the element type of the values");
+  int64_t rank = idx.getRank();
+  if (result.getRank() != rank + 1)
+    return emitOpError("result must have rank ") << rank + 1;
+  if (failed(verifyAxis(*this, getAxis(), rank + 1)))
+    return failure();
+  int64_t axis = normalizeAxis(getAxis(), rank + 1);
+  SmallVector<int64_t> expect(idx.getShape());
+  expect.insert(expect.begin() + axis, result.getDimSize(axis));
+  if (!shapesAgree(result.getShape(), expect))
+    return emitOpError("result shape differs from the indices' off the axis");
+  return success();
+}
+
+LogicalResult NonZeroOp::verify() {
+  int64_t rows = std::max<int64_t>(getInput().getType().getRank(), 1);
+  if (!sizesAgree(getResult().getType().getDimSize(0), rows))
+    return emitOpError("result must have ")
+           << rows << " rows (one per dimension of the input)";
   return success();
 }
 

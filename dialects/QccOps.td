@@ -211,7 +211,7 @@ def Qcc_ReduceMeanOp : Qcc_ReduceOp<"reduce_mean", "ReduceMean",
 def Qcc_ReduceSumOp : Qcc_ReduceOp<"reduce_sum", "ReduceSum",
     "result = sum(input)", Qcc_Tensor>;
 def Qcc_ReduceMaxOp : Qcc_ReduceOp<"reduce_max", "ReduceMax",
-    "result = max(input)">;
+    "result = max(input)", Qcc_Tensor>;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement glue
@@ -382,17 +382,117 @@ def Qcc_GatherNdOp : Qcc_Op<"gather_nd"> {
 def Qcc_ScatterNdOp : Qcc_Op<"scatter_nd"> {
   let summary = "Writes slices at index tuples into a copy of a tensor";
   let description = [{
-    ONNX `ScatterND` (reduction "none"): the result is `input` with, for every
-    index tuple t = `indices[i..., :]` (length r, negative counting from the
-    end), `result[t] = updates[i...]` (a slice of `input.shape[r:]`). With
-    repeated tuples the last write wins. Legacy exports write masks this way
+    ONNX `ScatterND`: the result is `input` with, for every index tuple
+    t = `indices[i..., :]` (length r, negative counting from the end),
+    `result[t] = updates[i...]` (a slice of `input.shape[r:]`). With
+    repeated tuples the last write wins. `reduction` combines instead of
+    writing, element by element as `scatter_elements` does ("add", "mul",
+    "max", "min"). Legacy exports write masks this way
     (`mask[..., :n] = value`).
   }];
   let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
-                   Qcc_Tensor:$updates);
+                   Qcc_Tensor:$updates,
+                   DefaultValuedStrAttr<StrAttr, "none">:$reduction);
   let results = (outs Qcc_Tensor:$result);
   let assemblyFormat = "$input `,` $indices `,` $updates attr-dict `:` "
                        "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_ScatterElementsOp : Qcc_Op<"scatter_elements"> {
+  let summary = "Writes single elements along one axis into a copy of a "
+                "tensor";
+  let description = [{
+    ONNX `ScatterElements`: the result is `input` with, for every position
+    p of `indices` (the shape of `updates`, the input's rank),
+    `result[q] = updates[p]` where q is p with its coordinate along `axis`
+    replaced by `indices[p]` (negative counting from the end; out of range
+    is an error at run time). `reduction` combines instead of writing:
+    "add", "mul", "max" or "min" (in the order of the positions; "max" keeps
+    the element unless it is greater than the update, "min" unless it is
+    less, so a NaN update replaces it, as onnxruntime does; for i1, add and
+    max are "or", mul and min "and"). With "none" and repeated positions the
+    last write wins. Mixture-of-experts exports add each expert's output
+    into its tokens' rows this way (`index_add_`).
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IntTensor:$indices,
+                   Qcc_Tensor:$updates, I64Attr:$axis,
+                   DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $indices `,` $updates attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_TileOp : Qcc_Op<"tile"> {
+  let summary = "Repeats a tensor along every dimension";
+  let description = [{
+    ONNX `Tile`: `repeats` holds one non-negative count per dimension of
+    `input` (known at run time), the result has dimensions
+    `input.shape[i] * repeats[i]` and `result[j...] = input[j % shape...]`.
+    Exports build `repeat_interleave` of rotary tables (GPT-J, CodeGen) and
+    ALiBi biases from it.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$repeats);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$input `,` $repeats attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_TopKOp : Qcc_Op<"top_k"> {
+  let summary = "The k largest (or smallest) elements along one axis";
+  let description = [{
+    ONNX `TopK` (versions 11 and 24): `k` is a one-element int64 vector
+    (known at run time, at most the size of `axis`). Along `axis`, `values`
+    holds the k largest elements (`largest`, else the k smallest) in that
+    order and `indices` their positions; of equal elements the one with the
+    lower index comes first. NaN counts as greater than every number (and
+    equal to NaN), as in onnxruntime. ONNX's `sorted = 0` leaves the order
+    unspecified; qcc always returns the sorted order. Mixture-of-experts
+    routers pick their experts this way.
+  }];
+  let arguments = (ins Qcc_Tensor:$input, Qcc_IndexVector:$k, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Qcc_Tensor:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input `,` $k attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_OneHotOp : Qcc_Op<"one_hot"> {
+  let summary = "One-hot encoding of indices along a new axis";
+  let description = [{
+    ONNX `OneHot` (version 11): `depth` holds one number d (an integer or a
+    float, truncated; known at run time, at least 1) and `values` the pair
+    [off, on]. The result has the shape of `indices` with a dimension of
+    size d inserted at `axis` (in [-r-1, r] for indices of rank r) and the
+    element type of `values`: `on` where the coordinate along `axis` equals
+    the index (negative indices count from the end, float indices are
+    truncated), `off` elsewhere; an index outside [-d, d) gives a row of
+    `off`. Mixture-of-experts exports build their expert masks this way.
+  }];
+  let arguments = (ins Qcc_Tensor:$indices, Qcc_Tensor:$depth,
+                   Qcc_Tensor:$values, I64Attr:$axis);
+  let results = (outs Qcc_Tensor:$result);
+  let assemblyFormat = "$indices `,` $depth `,` $values attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Qcc_NonZeroOp : Qcc_Op<"non_zero"> {
+  let summary = "The coordinates of the non-zero elements";
+  let description = [{
+    ONNX `NonZero`: an int64 [max(rank, 1), n] tensor whose column j holds
+    the coordinates of the j-th non-zero element of `input` in row-major
+    order (NaN is non-zero, -0.0 is zero; a scalar counts as a vector of one
+    element). n depends on the data: the result's second dimension is known
+    only when the op runs, so it is always computed on the host.
+    Mixture-of-experts exports find each expert's tokens this way.
+  }];
+  let arguments = (ins Qcc_Tensor:$input);
+  let results = (outs 2DTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

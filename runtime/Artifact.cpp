@@ -106,14 +106,16 @@ constexpr AttrRule kAttrRules[] = {
     {"softcap", AttrType::Float},   {"allowzero", AttrType::Bool},
     {"asymmetric", AttrType::Bool}, {"causal", AttrType::Bool},
     {"exclusive", AttrType::Bool},  {"keepdims", AttrType::Bool},
-    {"reverse", AttrType::Bool},    {"transA", AttrType::Bool},
-    {"transB", AttrType::Bool},     {"upper", AttrType::Bool},
+    {"largest", AttrType::Bool},    {"reverse", AttrType::Bool},
+    {"transA", AttrType::Bool},     {"transB", AttrType::Bool},
+    {"upper", AttrType::Bool},
     {"axes", AttrType::Ints},       {"perm", AttrType::Ints},
     {"outlier_columns", AttrType::Ints},
     {"sizes", AttrType::Ints},      {"steps", AttrType::Ints},
     {"alibi", AttrType::Floats},
     {"approximate", AttrType::String}, {"granularity", AttrType::String},
-    {"kind", AttrType::String},     {"to", AttrType::String},
+    {"kind", AttrType::String},     {"reduction", AttrType::String},
+    {"to", AttrType::String},
 };
 
 /// Whether `j` has the type `t` (integers: fitting int64_t; floats: finite).

@@ -764,9 +764,10 @@ enum class Reduction { Sum, Mean, Max };
 std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
                            const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
-  // Integer sums (attention-mask lengths) are exact in int64.
+  // Integer sums (attention-mask lengths) and maxima (repeat_interleave's
+  // largest count) are exact in int64.
   bool integer = x.dtype() == DType::I64 || x.dtype() == DType::I32;
-  if (!(integer && kind == Reduction::Sum))
+  if (!(integer && kind != Reduction::Mean))
     requireF32(x, "input");
   bool keep = attrs.has("keepdims") ? attrs.b("keepdims") : true;
   int64_t rank = x.rank();
@@ -798,11 +799,19 @@ std::vector<Tensor> reduce(Reduction kind, const Attrs &attrs,
     dispatch(x.dtype(), "reduce_sum", [&](auto tag) {
       using T = decltype(tag);
       const T *in = x.data<T>();
+      T *out = r.data<T>();
+      if (kind == Reduction::Max) { // of nothing: the type's lowest value
+        std::fill_n(out, r.numel(), std::numeric_limits<T>::lowest());
+        bcastLoop<1>(x.shape(), {outStrides},
+                     [&](int64_t p, const std::array<int64_t, 1> &o) {
+                       out[o[0]] = std::max(out[o[0]], in[p]);
+                     });
+        return;
+      }
       bcastLoop<1>(x.shape(), {outStrides},
                    [&](int64_t p, const std::array<int64_t, 1> &o) {
                      acc[o[0]] += (uint64_t)(int64_t)in[p]; // wraps, no UB
                    });
-      T *out = r.data<T>();
       for (size_t i = 0; i < acc.size(); ++i)
         out[i] = (T)(int64_t)acc[i];
     });
@@ -1140,6 +1149,29 @@ std::vector<Tensor> gatherK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// GatherElements' and ScatterElements' walk: f(p, at) for every position p
+/// of `idxT` (row-major), `at` the element of `x` at p's coordinates but
+/// along `axis`, where indices[p] (negative from the end) stands. An index
+/// out of range is an error naming `op`.
+template <typename F>
+void forEachIndexedElement(const Tensor &x, const Tensor &idxT, int64_t axis,
+                           const char *op, F &&f) {
+  std::vector<int64_t> idx = readInts(idxT, "indices");
+  std::vector<int64_t> xs = stridesOf(x.shape());
+  std::array<std::vector<int64_t>, 1> st = {xs};
+  st[0][axis] = 0; // the index supplies the axis coordinate
+  int64_t dim = x.dim(axis);
+  bcastLoop<1>(idxT.shape(), st,
+               [&](int64_t p, const std::array<int64_t, 1> &o) {
+                 int64_t i = idx[p] < 0 ? idx[p] + dim : idx[p];
+                 if (i < 0 || i >= dim)
+                   fail(std::string(op) + " index " + std::to_string(idx[p]) +
+                        " is out of range for dimension " +
+                        std::to_string(axis) + " of " + str(x.shape()));
+                 f(p, o[0] + i * xs[axis]);
+               });
+}
+
 std::vector<Tensor> gatherElementsK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   const Tensor &idxT = need(ops, 1, "indices");
@@ -1152,25 +1184,13 @@ std::vector<Tensor> gatherElementsK(const Attrs &attrs, const Operands &ops) {
     if (d != axis && idxT.dim(d) > x.dim(d))
       fail("gather_elements indices " + str(idxT.shape()) +
            " exceed the input " + str(x.shape()) + " off the axis");
-  std::vector<int64_t> idx = readInts(idxT, "indices");
-  std::vector<int64_t> xs = stridesOf(x.shape());
-  int64_t dim = x.dim(axis);
   Tensor r(x.dtype(), idxT.shape());
-  std::array<std::vector<int64_t>, 1> st = {xs};
-  st[0][axis] = 0; // the index supplies the axis coordinate
   dispatchBytes(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     const U *src = x.data<U>();
     U *dst = r.data<U>();
-    bcastLoop<1>(idxT.shape(), st,
-                 [&](int64_t p, const std::array<int64_t, 1> &o) {
-                   int64_t i = idx[p] < 0 ? idx[p] + dim : idx[p];
-                   if (i < 0 || i >= dim)
-                     fail("gather_elements index " + std::to_string(idx[p]) +
-                          " is out of range for dimension " +
-                          std::to_string(axis) + " of " + str(x.shape()));
-                   dst[p] = src[o[0] + i * xs[axis]];
-                 });
+    forEachIndexedElement(x, idxT, axis, "gather_elements",
+                          [&](int64_t p, int64_t at) { dst[p] = src[at]; });
   });
   return {std::move(r)};
 }
@@ -1223,7 +1243,49 @@ std::vector<Tensor> gatherNdK(const Attrs &attrs, const Operands &ops) {
   return {std::move(res)};
 }
 
-std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
+/// The scatter ops' reductions (ONNX's `reduction`).
+enum class ScatterReduce { None, Add, Mul, Max, Min };
+
+ScatterReduce scatterReduction(const Attrs &attrs, const char *op) {
+  std::string name = attrs.s("reduction", "none");
+  if (name == "none")
+    return ScatterReduce::None;
+  if (name == "add")
+    return ScatterReduce::Add;
+  if (name == "mul")
+    return ScatterReduce::Mul;
+  if (name == "max")
+    return ScatterReduce::Max;
+  if (name == "min")
+    return ScatterReduce::Min;
+  fail(std::string(op) + " reduction '" + name +
+       "' is not none, add, mul, max or min");
+}
+
+/// a = a (reduction) b. Integers wrap (applyBin); max and min keep `a` only
+/// when it wins the comparison, so a NaN update replaces it and a NaN
+/// element gives way to the update (onnxruntime's order of operands); for
+/// bool (uint8_t) add and max are "or", mul and min "and".
+template <typename T> void scatterCombine(ScatterReduce r, T &a, T b) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (r == ScatterReduce::None)
+      a = b;
+    else if (r == ScatterReduce::Add || r == ScatterReduce::Max)
+      a = a | b;
+    else
+      a = a & b;
+  } else {
+    switch (r) {
+    case ScatterReduce::None: a = b; break;
+    case ScatterReduce::Add: a = applyBin(BinOp::Add, a, b); break;
+    case ScatterReduce::Mul: a = applyBin(BinOp::Mul, a, b); break;
+    case ScatterReduce::Max: a = a > b ? a : b; break;
+    case ScatterReduce::Min: a = a < b ? a : b; break;
+    }
+  }
+}
+
+std::vector<Tensor> scatterNdK(const Attrs &attrs, const Operands &ops) {
   const Tensor &x = need(ops, 0, "input");
   const Tensor &idxT = need(ops, 1, "indices");
   const Tensor &up = need(ops, 2, "updates");
@@ -1238,6 +1300,15 @@ std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
   want.insert(want.end(), x.shape().begin() + r, x.shape().end());
   if (up.shape() != want)
     fail("scatter_nd updates " + str(up.shape()) + " must be " + str(want));
+  ScatterReduce red = scatterReduction(attrs, "scatter_nd");
+  // It moves f16 / bf16 elements as they are (MovesElements); a reduction
+  // computes in f32 and rounds once.
+  if (red != ScatterReduce::None && isHalfFloat(x.dtype())) {
+    Tensor wideX = convertFloat(x, DType::F32),
+           wideUp = convertFloat(up, DType::F32);
+    Operands wide = {&wideX, &idxT, &wideUp};
+    return {convertFloat(scatterNdK(attrs, wide).at(0), x.dtype())};
+  }
   std::vector<int64_t> idx = readInts(idxT, "indices");
   std::vector<int64_t> st = stridesOf(x.shape());
   int64_t slice = 1, tuples = r ? (int64_t)idx.size() / r : 1;
@@ -1260,10 +1331,266 @@ std::vector<Tensor> scatterNdK(const Attrs &, const Operands &ops) {
              str(x.shape()));
       offset += at * st[k];
     }
-    std::memcpy(dst + (size_t)offset * es, src + (size_t)(t * slice) * es,
-                (size_t)slice * es);
+    if (red == ScatterReduce::None) {
+      std::memcpy(dst + (size_t)offset * es, src + (size_t)(t * slice) * es,
+                  (size_t)slice * es);
+      continue;
+    }
+    dispatch(x.dtype(), "scatter_nd", [&](auto tag) {
+      using T = decltype(tag);
+      T *a = res.data<T>() + offset;
+      const T *b = up.data<T>() + t * slice;
+      for (int64_t j = 0; j < slice; ++j)
+        scatterCombine(red, a[j], b[j]);
+    });
   }
   return {std::move(res)};
+}
+
+std::vector<Tensor> scatterElementsK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &idxT = need(ops, 1, "indices");
+  const Tensor &up = need(ops, 2, "updates");
+  int64_t rank = x.rank();
+  if (rank == 0 || idxT.rank() != rank)
+    fail("scatter_elements input and indices must have the same rank >= 1, "
+         "got " +
+         str(x.shape()) + " and " + str(idxT.shape()));
+  if (up.shape() != idxT.shape() || up.dtype() != x.dtype())
+    fail("scatter_elements updates " + str(up.shape()) + " " +
+         dtypeName(up.dtype()) + " must have the indices' shape " +
+         str(idxT.shape()) + " and the input's dtype " + dtypeName(x.dtype()));
+  int64_t axis = normAxis(attrs.i("axis", 0), rank);
+  // Off the axis an index position is also the position written.
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && idxT.dim(d) > x.dim(d))
+      fail("scatter_elements indices " + str(idxT.shape()) +
+           " exceed the input " + str(x.shape()) + " off the axis");
+  ScatterReduce red = scatterReduction(attrs, "scatter_elements");
+  Tensor res(x.dtype(), x.shape());
+  if (x.bytes())
+    std::memcpy(res.data<std::byte>(), x.data<std::byte>(), x.bytes());
+  dispatch(x.dtype(), "scatter_elements", [&](auto tag) {
+    using T = decltype(tag);
+    T *dst = res.data<T>();
+    const T *src = up.data<T>();
+    forEachIndexedElement(x, idxT, axis, "scatter_elements",
+                          [&](int64_t p, int64_t at) {
+                            scatterCombine(red, dst[at], src[p]);
+                          });
+  });
+  return {std::move(res)};
+}
+
+/// ONNX Tile: repeats[d] copies of the input along every dimension d.
+std::vector<Tensor> tileK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &repT = need(ops, 1, "repeats");
+  if (repT.rank() != 1)
+    fail("tile repeats must be a vector, got " + str(repT.shape()));
+  std::vector<int64_t> reps = readInts(repT, "repeats");
+  int64_t rank = x.rank();
+  if ((int64_t)reps.size() != rank)
+    fail("tile needs one repeat per dimension of " + str(x.shape()) + ", got " +
+         str(reps));
+  Shape out = x.shape();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reps[d] < 0)
+      fail("tile repeats " + str(reps) + " hold a negative count");
+    std::optional<int64_t> n = qcc::format::checkedMul(x.dim(d), reps[d]);
+    if (!n)
+      fail("tile of " + str(x.shape()) + " by " + str(reps) +
+           " has more elements than fit in 64 bits");
+    out[d] = *n;
+  }
+  Tensor r(x.dtype(), out); // refuses a result too large for memory
+  int64_t total = r.numel();
+  if (total == 0)
+    return {std::move(r)};
+  // An odometer over the result; `in` is its coordinate modulo the input's
+  // shape and `offset` that element's position in the input. A result size
+  // is a multiple of the input's: both wrap together.
+  std::vector<int64_t> st = stridesOf(x.shape()), at(rank, 0), in(rank, 0);
+  int64_t offset = 0;
+  dispatchBytes(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    const U *src = x.data<U>();
+    U *dst = r.data<U>();
+    for (int64_t p = 0; p < total; ++p) {
+      dst[p] = src[offset];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++in[d] == x.dim(d)) {
+          in[d] = 0;
+          offset -= (x.dim(d) - 1) * st[d];
+        } else {
+          offset += st[d];
+        }
+        if (++at[d] < out[d])
+          break;
+        at[d] = 0;
+      }
+    }
+  });
+  return {std::move(r)};
+}
+
+/// ONNX TopK along `axis`: the k largest (or smallest) elements in that
+/// order, of equal ones the lower index first. NaN is greater than every
+/// number and equal to NaN, which is the order onnxruntime's CPU kernel
+/// gives (NaNs first for largest, last for smallest).
+std::vector<Tensor> topKK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &kT = need(ops, 1, "k");
+  if (x.rank() < 1)
+    fail("top_k input must have rank >= 1, got " + str(x.shape()));
+  if (kT.rank() > 1 || kT.numel() != 1)
+    fail("top_k k must hold one element, got " + str(kT.shape()));
+  int64_t axis = normAxis(attrs.i("axis", -1), x.rank());
+  int64_t k = readInts(kT, "k")[0], dim = x.dim(axis);
+  if (k < 0 || k > dim)
+    fail("top_k k = " + std::to_string(k) + " is out of range for dimension " +
+         std::to_string(axis) + " of " + str(x.shape()));
+  bool largest = !attrs.has("largest") || attrs.b("largest");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d)
+    inner *= x.dim(d);
+  Shape out = x.shape();
+  out[axis] = k;
+  Tensor values(x.dtype(), out), indices(DType::I64, out);
+  if (values.numel() == 0)
+    return {std::move(values), std::move(indices)};
+  dispatch(x.dtype(), "top_k", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      unsupported(x.dtype(), "top_k");
+    } else {
+      auto greater = [](T a, T b) {
+        if constexpr (std::is_floating_point_v<T>)
+          return std::isnan(a) ? !std::isnan(b) : !std::isnan(b) && a > b;
+        else
+          return a > b;
+      };
+      const T *src = x.data<T>();
+      T *dv = values.data<T>();
+      int64_t *di = indices.data<int64_t>();
+      std::vector<int64_t> order((size_t)dim);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          const T *lane = src + o * dim * inner + i;
+          std::iota(order.begin(), order.end(), int64_t(0));
+          // A strict total order: by value, then by index.
+          auto before = [&](int64_t a, int64_t b) {
+            T va = lane[a * inner], vb = lane[b * inner];
+            if (largest ? greater(va, vb) : greater(vb, va))
+              return true;
+            if (largest ? greater(vb, va) : greater(va, vb))
+              return false;
+            return a < b;
+          };
+          std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                            before);
+          for (int64_t j = 0; j < k; ++j) {
+            int64_t at = (o * k + j) * inner + i;
+            dv[at] = lane[order[j] * inner];
+            di[at] = order[j];
+          }
+        }
+    }
+  });
+  return {std::move(values), std::move(indices)};
+}
+
+/// The elements of a numeric tensor as int64: integers as they are, floats
+/// truncated toward zero; `invalid` for a NaN or a float outside int64.
+std::vector<int64_t> truncatedInts(const Tensor &t, const char *op,
+                                   int64_t invalid) {
+  std::vector<int64_t> out((size_t)t.numel());
+  dispatch(t.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T *v = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>)
+        out[i] = v[i] >= -0x1p63 && v[i] < 0x1p63 ? (int64_t)v[i] : invalid;
+      else
+        out[i] = (int64_t)v[i];
+    }
+  });
+  return out;
+}
+
+/// ONNX OneHot (version 11): `off` everywhere but `on` where the coordinate
+/// along the new axis is the index (negative from the end; outside
+/// [-depth, depth) none is).
+std::vector<Tensor> oneHotK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &idxT = need(ops, 0, "indices");
+  const Tensor &depthT = need(ops, 1, "depth");
+  const Tensor &valT = need(ops, 2, "values");
+  if (idxT.dtype() == DType::Bool || depthT.dtype() == DType::Bool)
+    fail("one_hot indices and depth must be numbers, not bool");
+  if (depthT.rank() > 1 || depthT.numel() != 1)
+    fail("one_hot depth must hold one element, got " + str(depthT.shape()));
+  if (valT.rank() != 1 || valT.numel() != 2)
+    fail("one_hot values must be a pair [off, on], got " + str(valT.shape()));
+  constexpr int64_t kInvalid = std::numeric_limits<int64_t>::min();
+  int64_t depth = truncatedInts(depthT, "one_hot", kInvalid)[0];
+  if (depth < 1)
+    fail("one_hot depth must be at least 1, got " +
+         (depth == kInvalid ? std::string("a value outside int64")
+                            : std::to_string(depth)));
+  int64_t rank = idxT.rank();
+  int64_t axis = normAxis(attrs.i("axis", -1), rank + 1);
+  Shape out = idxT.shape();
+  out.insert(out.begin() + axis, depth);
+  Tensor r(valT.dtype(), out); // refuses a depth too large for memory
+  // kInvalid + depth stays negative: an out-of-range index, `off`.
+  std::vector<int64_t> idx = truncatedInts(idxT, "one_hot", kInvalid);
+  int64_t inner = 1;
+  for (int64_t d = axis; d < rank; ++d)
+    inner *= idxT.dim(d);
+  dispatchBytes(valT.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    U off = valT.data<U>()[0], on = valT.data<U>()[1];
+    U *dst = r.data<U>();
+    std::fill_n(dst, r.numel(), off);
+    for (size_t p = 0; p < idx.size(); ++p) {
+      int64_t v = idx[p] < 0 ? idx[p] + depth : idx[p];
+      if (v < 0 || v >= depth)
+        continue;
+      int64_t o = (int64_t)p / inner, i = (int64_t)p % inner;
+      dst[(o * depth + v) * inner + i] = on;
+    }
+  });
+  return {std::move(r)};
+}
+
+/// ONNX NonZero: the coordinates of the non-zero elements, one column each,
+/// in row-major order (a scalar counts as one element of a vector).
+std::vector<Tensor> nonZeroK(const Attrs &, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  int64_t rank = x.rank();
+  std::vector<int64_t> hits;
+  dispatch(x.dtype(), "non_zero", [&](auto tag) {
+    using T = decltype(tag);
+    const T *v = x.data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      if (v[i] != T(0)) // NaN is non-zero, -0.0 is zero
+        hits.push_back(i);
+  });
+  int64_t count = (int64_t)hits.size();
+  Tensor r(DType::I64, {std::max<int64_t>(rank, 1), count});
+  int64_t *out = r.data<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rest = hits[j];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      out[d * count + j] = rest % x.dim(d);
+      rest /= x.dim(d);
+    }
+    if (rank == 0)
+      out[j] = 0;
+  }
+  return {std::move(r)};
 }
 
 std::vector<Tensor> cumsumK(const Attrs &attrs, const Operands &ops) {
@@ -2707,6 +3034,11 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::GatherElements: return gatherElementsK(attrs, ops);
   case OpKind::GatherNd: return gatherNdK(attrs, ops);
   case OpKind::ScatterNd: return scatterNdK(attrs, ops);
+  case OpKind::ScatterElements: return scatterElementsK(attrs, ops);
+  case OpKind::Tile: return tileK(attrs, ops);
+  case OpKind::TopK: return topKK(attrs, ops);
+  case OpKind::OneHot: return oneHotK(attrs, ops);
+  case OpKind::NonZero: return nonZeroK(attrs, ops);
   case OpKind::Shape: return shapeK(attrs, ops);
   case OpKind::ConstantOfShape: return constantOfShapeK(attrs, ops);
   case OpKind::Range: return rangeK(attrs, ops);

@@ -208,6 +208,11 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
   case OpKind::GatherElements:
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
+  case OpKind::ScatterElements:
+  case OpKind::Tile:
+  case OpKind::TopK:
+  case OpKind::OneHot:
+  case OpKind::NonZero:
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

@@ -172,6 +172,11 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   case OpKind::Gather:
   case OpKind::GatherNd:
   case OpKind::ScatterNd:
+  case OpKind::ScatterElements:
+  case OpKind::Tile:
+  case OpKind::TopK:    // its size along the axis is the value of k
+  case OpKind::OneHot:  // its new dimension is the value of depth
+  case OpKind::NonZero: // data-dependent: known only once it has run
   case OpKind::Shape:
   case OpKind::ConstantOfShape:
   case OpKind::Range:

@@ -316,3 +316,99 @@ func.func @kv_attention_alibi_per_head(%q: tensor<1x2x64xf32>, %k: tensor<1x2x32
   %a = qcc.kv_attention %q, %k, %k {layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.25 : f32, alibi = array<f32: 0.5, 0.25>} : (tensor<1x2x64xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>) -> tensor<1x2x64xf32>
   return %a : tensor<1x2x64xf32>
 }
+
+// -----
+
+func.func @top_k_bool(%x: tensor<4xi1>, %k: tensor<1xi64>) -> tensor<2xi1> {
+  // expected-error @+1 {{cannot order i1 elements}}
+  %v, %i = qcc.top_k %x, %k {axis = 0 : i64} : (tensor<4xi1>, tensor<1xi64>) -> (tensor<2xi1>, tensor<2xi64>)
+  return %v : tensor<2xi1>
+}
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<?x4xf32>, %k: tensor<1xi64>) -> tensor<?x5xf32> {
+  // expected-error @+1 {{result shape does not fit the input's off the axis or exceeds it along the axis}}
+  %v, %i = qcc.top_k %x, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x5xf32>, tensor<?x5xi64>)
+  return %v : tensor<?x5xf32>
+}
+
+// -----
+
+func.func @top_k_k_length(%x: tensor<?x4xf32>, %k: tensor<2xi64>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{k must hold one element}}
+  %v, %i = qcc.top_k %x, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<2xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  return %v : tensor<?x2xf32>
+}
+
+// -----
+
+func.func @tile_repeats(%x: tensor<2x3xf32>, %r: tensor<3xi64>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{needs one repeat per dimension: 3 for rank 2}}
+  %0 = qcc.tile %x, %r : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @tile_not_a_multiple(%x: tensor<2x3xf32>, %r: tensor<2xi64>) -> tensor<4x7xf32> {
+  // expected-error @+1 {{result size 7 is no multiple of the input size 3}}
+  %0 = qcc.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}
+
+// -----
+
+func.func @one_hot_values(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<3xf32>) -> tensor<3x?xf32> {
+  // expected-error @+1 {{values must be a pair [off, on]}}
+  %0 = qcc.one_hot %i, %d, %v {axis = -1 : i64} : (tensor<3xi64>, tensor<i64>, tensor<3xf32>) -> tensor<3x?xf32>
+  return %0 : tensor<3x?xf32>
+}
+
+// -----
+
+func.func @one_hot_axis(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<2xf32>) -> tensor<3x?xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = qcc.one_hot %i, %d, %v {axis = 2 : i64} : (tensor<3xi64>, tensor<i64>, tensor<2xf32>) -> tensor<3x?xf32>
+  return %0 : tensor<3x?xf32>
+}
+
+// -----
+
+func.func @one_hot_shape(%i: tensor<3xi64>, %d: tensor<i64>, %v: tensor<2xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{result shape differs from the indices' off the axis}}
+  %0 = qcc.one_hot %i, %d, %v {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @non_zero_rows(%x: tensor<2x3xf32>) -> tensor<3x?xi64> {
+  // expected-error @+1 {{result must have 2 rows (one per dimension of the input)}}
+  %0 = qcc.non_zero %x : (tensor<2x3xf32>) -> tensor<3x?xi64>
+  return %0 : tensor<3x?xi64>
+}
+
+// -----
+
+func.func @scatter_elements_reduction(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{reduction must be none, add, mul, max or min, not "sub"}}
+  %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "sub"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @scatter_elements_off_axis(%x: tensor<2x3xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{indices dimension 0 (3) exceeds the input's (2)}}
+  %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @scatter_elements_updates(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x1xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{updates must have the shape of the indices}}
+  %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

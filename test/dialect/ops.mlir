@@ -107,6 +107,53 @@ func.func @mask_ops(%mask: tensor<?x?xi64>, %x: tensor<?x8xf32>) -> (tensor<?x?x
   return %ao, %pos, %sel, %rm : tensor<?x?xi1>, tensor<?x?xi64>, tensor<?x8xf32>, tensor<?x1xf32>
 }
 
+// repeat_interleave (GPT-J's rotary tables): repeats known at run time.
+// CHECK-LABEL: func @tile_op
+func.func @tile_op(%x: tensor<?x8xf32>, %reps: tensor<2xi64>) -> tensor<?x?xf32> {
+  // CHECK: qcc.tile %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %t = qcc.tile %x, %reps : (tensor<?x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %t : tensor<?x?xf32>
+}
+
+// A mixture-of-experts router's experts per token.
+// CHECK-LABEL: func @top_k_op
+func.func @top_k_op(%logits: tensor<?x4xf32>) -> (tensor<?x2xi64>, tensor<?x?xf32>) {
+  %k = qcc.constant dense<[2]> : tensor<1xi64>
+  // CHECK: qcc.top_k %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %v, %i = qcc.top_k %logits, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  // CHECK: qcc.top_k %{{.*}}, %{{.*}} {axis = -1 : i64, largest = false}
+  %sv, %si = qcc.top_k %logits, %k {axis = -1 : i64, largest = false} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x?xf32>, tensor<?x?xi64>)
+  return %i, %sv : tensor<?x2xi64>, tensor<?x?xf32>
+}
+
+// The router's expert mask.
+// CHECK-LABEL: func @one_hot_op
+func.func @one_hot_op(%i: tensor<?x2xi64>) -> tensor<?x2x4xf32> {
+  %depth = qcc.constant dense<4> : tensor<i64>
+  %offon = qcc.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  // CHECK: qcc.one_hot %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x2xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x2x4xf32>
+  %mask = qcc.one_hot %i, %depth, %offon {axis = 2 : i64} : (tensor<?x2xi64>, tensor<i64>, tensor<2xf32>) -> tensor<?x2x4xf32>
+  return %mask : tensor<?x2x4xf32>
+}
+
+// Each expert's tokens: a size known only when it runs.
+// CHECK-LABEL: func @non_zero_op
+func.func @non_zero_op(%mask: tensor<?x2x4xf32>) -> tensor<3x?xi64> {
+  // CHECK: qcc.non_zero %{{.*}} : (tensor<?x2x4xf32>) -> tensor<3x?xi64>
+  %nz = qcc.non_zero %mask : (tensor<?x2x4xf32>) -> tensor<3x?xi64>
+  return %nz : tensor<3x?xi64>
+}
+
+// An expert's output added into its tokens' rows (index_add_).
+// CHECK-LABEL: func @scatter_elements_op
+func.func @scatter_elements_op(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %rows = qcc.constant dense<[[0, 2, 1, 0, 0, 0, 0, 3]]> : tensor<1x8xi64>
+  %upd = qcc.constant dense<1.0> : tensor<1x8xf32>
+  // CHECK: qcc.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} {axis = 0 : i64, reduction = "add"}
+  %sc = qcc.scatter_elements %x, %rows, %upd {axis = 0 : i64, reduction = "add"} : (tensor<?x8xf32>, tensor<1x8xi64>, tensor<1x8xf32>) -> tensor<?x8xf32>
+  return %sc : tensor<?x8xf32>
+}
+
 // The quantization facts are one typed attribute, #qcc.quant.
 // CHECK-LABEL: func @quantize_ops
 func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>) {

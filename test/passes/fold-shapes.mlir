@@ -494,3 +494,23 @@ func.func @refine_static_slice(%x: tensor<?x?x192xf32>, %s: tensor<4xi64>) -> te
   %r = qcc.reshape %k, %s : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
   return %r : tensor<?x?x4x16xf32>
 }
+
+// -----
+
+// Constant operands evaluate with the CPU reference kernels, two results
+// too (top_k: of equal values the lower index first); a non_zero's result
+// size is known only when it runs, so it stays (its type is dynamic).
+// CHECK-LABEL: func @evaluate_top_k_leave_non_zero
+// CHECK-DAG: qcc.constant dense<5.000000e+00> : tensor<2xf32>
+// CHECK-DAG: qcc.constant dense<[1, 3]> : tensor<2xi64>
+// CHECK-NOT: qcc.top_k
+// CHECK: %[[N:.*]] = qcc.non_zero %{{.*}} : (tensor<4xf32>) -> tensor<1x?xi64>
+// CHECK: return %{{.*}}, %{{.*}}, %[[N]]
+func.func @evaluate_top_k_leave_non_zero() -> (tensor<2xf32>, tensor<2xi64>, tensor<1x?xi64>) {
+  %x = qcc.constant dense<[1.0, 5.0, 0.0, 5.0]> : tensor<4xf32>
+  %k = qcc.constant dense<2> : tensor<1xi64>
+  %v, %i = qcc.top_k %x, %k {axis = 0 : i64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<2xf32>, tensor<2xi64>)
+  %n = qcc.non_zero %x : (tensor<4xf32>) -> tensor<1x?xi64>
+  return %v, %i, %n : tensor<2xf32>, tensor<2xi64>, tensor<1x?xi64>
+}
+

@@ -274,6 +274,10 @@ TEST(ArtifactLoader, AttributeTypesAreChecked) {
                  "attribute 'perm' is not a list of integers");
   EXPECT_REFUSED(refusal(withAttrs({{"granularity", 3}})),
                  "attribute 'granularity' is not a string");
+  EXPECT_REFUSED(refusal(withAttrs({{"largest", 0}})),
+                 "attribute 'largest' is not a boolean");
+  EXPECT_REFUSED(refusal(withAttrs({{"reduction", 1}})),
+                 "attribute 'reduction' is not a string");
   // A long value is cut short in the message.
   std::string longMsg =
       refusal(withAttrs({{"axis", std::vector<int>(1000, 1)}}));

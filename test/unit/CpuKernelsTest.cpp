@@ -231,6 +231,191 @@ TEST(CpuKernels, GatherElements) {
                       Operands({&x, &bad}), "index 3 is out of range");
 }
 
+TEST(CpuKernels, ScatterElementsReductions) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor idx = i64({2, 2}, {2, 2, -3, 1});
+  Tensor up = f32({2, 2}, {10, 20, 30, 40});
+  // Repeated positions: the last write wins, reductions combine in order.
+  EXPECT_EQ(values(run1("scatter_elements", {{"axis", 1}}, {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 20, 30, 40, 6}));
+  EXPECT_EQ(values(run1("scatter_elements", {{"axis", 1}, {"reduction", "add"}},
+                        {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 33, 34, 45, 6}));
+  EXPECT_EQ(values(run1("scatter_elements", {{"axis", 1}, {"reduction", "mul"}},
+                        {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 600, 120, 200, 6}));
+  Tensor rows = i64({1, 3}, {1, 0, 1});
+  Tensor three = f32({1, 3}, {7, 8, 9});
+  EXPECT_EQ(
+      values(run1("scatter_elements", {{"axis", 0}}, {&x, &rows, &three})),
+      (std::vector<float>{1, 8, 3, 7, 5, 9}));
+  // max / min: a NaN update replaces the element, a NaN element gives way
+  // (onnxruntime's operand order).
+  float nan = std::nanf("");
+  Tensor withNan = f32({1, 3}, {nan, 2, 3});
+  Tensor all = i64({1, 3}, {0, 1, 2});
+  Tensor upd = f32({1, 3}, {5, nan, 1});
+  Tensor mx = run1("scatter_elements", {{"axis", 1}, {"reduction", "max"}},
+                   {&withNan, &all, &upd});
+  EXPECT_EQ(mx.data<float>()[0], 5);
+  EXPECT_TRUE(std::isnan(mx.data<float>()[1]));
+  EXPECT_EQ(mx.data<float>()[2], 3);
+  Tensor mn = run1("scatter_elements", {{"axis", 1}, {"reduction", "min"}},
+                   {&withNan, &all, &upd});
+  EXPECT_EQ(mn.data<float>()[0], 5);
+  EXPECT_TRUE(std::isnan(mn.data<float>()[1]));
+  EXPECT_EQ(mn.data<float>()[2], 1);
+  // Integers wrap.
+  Tensor big = i64({1, 2}, {std::numeric_limits<int64_t>::max(), 0});
+  Tensor one = i64({1, 1}, {1}), zero = i64({1, 1}, {0});
+  EXPECT_EQ(
+      ivalues(run1("scatter_elements", {{"axis", 1}, {"reduction", "add"}},
+                   {&big, &zero, &one})),
+      (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 0}));
+  Tensor bad = i64({2, 2}, {0, 3, 0, 0});
+  EXPECT_KERNEL_ERROR("scatter_elements", json({{"axis", 1}}),
+                      (Operands{&x, &bad, &up}),
+                      "scatter_elements index 3 is out of range for dimension "
+                      "1 of [2, 3]");
+  Tensor tall = i64({3, 1}, {0, 0, 0});
+  Tensor tallUp = f32({3, 1}, {1, 1, 1});
+  EXPECT_KERNEL_ERROR("scatter_elements", json({{"axis", 1}}),
+                      (Operands{&x, &tall, &tallUp}),
+                      "scatter_elements indices [3, 1] exceed the input [2, 3] "
+                      "off the axis");
+  EXPECT_KERNEL_ERROR("scatter_elements", json({{"axis", 1}}),
+                      (Operands{&x, &idx, &three}),
+                      "scatter_elements updates [1, 3] f32 must have the "
+                      "indices' shape [2, 2]");
+  EXPECT_KERNEL_ERROR("scatter_elements",
+                      json({{"axis", 1}, {"reduction", "sub"}}),
+                      (Operands{&x, &idx, &up}),
+                      "scatter_elements reduction 'sub' is not none, add, "
+                      "mul, max or min");
+}
+
+TEST(CpuKernels, ScatterNdReductions) {
+  Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor idx = i64({3, 1}, {2, -1, 0});
+  Tensor up = f32({3, 2}, {10, 20, 30, 40, 50, 60});
+  EXPECT_EQ(values(run1("scatter_nd", json::object(), {&x, &idx, &up})),
+            (std::vector<float>{50, 60, 3, 4, 30, 40}));
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "add"}}, {&x, &idx, &up})),
+            (std::vector<float>{51, 62, 3, 4, 45, 66}));
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "max"}}, {&x, &idx, &up})),
+            (std::vector<float>{50, 60, 3, 4, 30, 40}));
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "min"}}, {&x, &idx, &up})),
+            (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(CpuKernels, TileRepeatsEveryDimension) {
+  Tensor x = f32({2, 2}, {1, 2, 3, 4});
+  Tensor reps = i64({2}, {2, 3});
+  Tensor t = run1("tile", json::object(), {&x, &reps});
+  ASSERT_EQ(t.shape(), (Shape{4, 6}));
+  EXPECT_EQ(values(t),
+            (std::vector<float>{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4,
+                                1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}));
+  // repeat_interleave of a rotary table: [S, 1, D] repeated [1, 2, 1].
+  Tensor rot = f32({2, 1, 2}, {1, 2, 3, 4});
+  Tensor twice = i64({3}, {1, 2, 1});
+  EXPECT_EQ(values(run1("tile", json::object(), {&rot, &twice})),
+            (std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4}));
+  Tensor none = i64({2}, {0, 5});
+  EXPECT_EQ(run1("tile", json::object(), {&x, &none}).shape(), (Shape{0, 10}));
+  Tensor scalar = i64({}, {7}), noReps = i64({0}, {});
+  EXPECT_EQ(ivalues(run1("tile", json::object(), {&scalar, &noReps})),
+            (std::vector<int64_t>{7}));
+  Tensor negative = i64({2}, {1, -1});
+  EXPECT_KERNEL_ERROR("tile", json::object(), (Operands{&x, &negative}),
+                      "tile repeats [1, -1] hold a negative count");
+  Tensor shortReps = i64({1}, {2});
+  EXPECT_KERNEL_ERROR("tile", json::object(), (Operands{&x, &shortReps}),
+                      "tile needs one repeat per dimension of [2, 2], got [2]");
+  Tensor huge = i64({2}, {int64_t(1) << 62, int64_t(1) << 62});
+  EXPECT_KERNEL_ERROR("tile", json::object(), (Operands{&x, &huge}),
+                      "has more elements than fit in 64 bits");
+}
+
+TEST(CpuKernels, TopKOrderTiesAndNaN) {
+  float nan = std::nanf("");
+  Tensor x = f32({2, 5}, {1, nan, 3, 3, 2, 5, 5, -1, 5, 0});
+  Tensor k3 = i64({1}, {3});
+  auto r = run("top_k", {{"axis", -1}}, {&x, &k3});
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r[0].shape(), (Shape{2, 3}));
+  // NaN is the largest; of equal values the lower index comes first.
+  EXPECT_EQ(ivalues(r[1]), (std::vector<int64_t>{1, 2, 3, 0, 1, 3}));
+  EXPECT_TRUE(std::isnan(r[0].data<float>()[0]));
+  EXPECT_EQ(r[0].data<float>()[1], 3);
+  auto s = run("top_k", {{"axis", 1}, {"largest", false}}, {&x, &k3});
+  EXPECT_EQ(ivalues(s[1]), (std::vector<int64_t>{0, 4, 2, 2, 4, 0}));
+  EXPECT_EQ(values(s[0]), (std::vector<float>{1, 2, 3, -1, 0, 5}));
+  // Along the first axis of [2, 5], k = 1.
+  Tensor k1 = i64({1}, {1});
+  auto c = run("top_k", {{"axis", 0}}, {&x, &k1});
+  EXPECT_EQ(ivalues(c[1]), (std::vector<int64_t>{1, 0, 0, 1, 0}));
+  Tensor ints = i64({4}, {3, 1, 3, 2});
+  Tensor k2 = i64({1}, {2});
+  auto ir = run("top_k", {{"axis", 0}}, {&ints, &k2});
+  EXPECT_EQ(ivalues(ir[0]), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(ivalues(ir[1]), (std::vector<int64_t>{0, 2}));
+  Tensor k6 = i64({1}, {6});
+  EXPECT_KERNEL_ERROR("top_k", json({{"axis", 1}}), (Operands{&x, &k6}),
+                      "top_k k = 6 is out of range for dimension 1 of [2, 5]");
+  Tensor kNeg = i64({1}, {-1});
+  EXPECT_KERNEL_ERROR("top_k", json({{"axis", 1}}), (Operands{&x, &kNeg}),
+                      "top_k k = -1 is out of range");
+  Tensor kTwo = i64({2}, {1, 1});
+  EXPECT_KERNEL_ERROR("top_k", json({{"axis", 1}}), (Operands{&x, &kTwo}),
+                      "top_k k must hold one element, got [2]");
+}
+
+TEST(CpuKernels, OneHotAxesAndOutOfRange) {
+  Tensor idx = i64({3}, {0, -1, 5});
+  Tensor depth = i64({}, {3});
+  Tensor offOn = f32({2}, {-1, 7});
+  Tensor r = run1("one_hot", {{"axis", -1}}, {&idx, &depth, &offOn});
+  ASSERT_EQ(r.shape(), (Shape{3, 3}));
+  // -1 counts from the end; 5 is out of range: a row of `off`.
+  EXPECT_EQ(values(r), (std::vector<float>{7, -1, -1, -1, -1, 7, -1, -1, -1}));
+  Tensor t = run1("one_hot", {{"axis", 0}}, {&idx, &depth, &offOn});
+  EXPECT_EQ(values(t), (std::vector<float>{7, -1, -1, -1, -1, -1, -1, 7, -1}));
+  // A float depth and float indices are truncated.
+  Tensor fdepth = f32({1}, {2.9f});
+  Tensor fidx = f32({2}, {1.7f, std::nanf("")});
+  Tensor ints = i64({2}, {0, 1});
+  EXPECT_EQ(ivalues(run1("one_hot", {{"axis", 1}}, {&fidx, &fdepth, &ints})),
+            (std::vector<int64_t>{0, 1, 0, 0}));
+  Tensor zero = i64({}, {0});
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", -1}}),
+                      (Operands{&idx, &zero, &offOn}),
+                      "one_hot depth must be at least 1, got 0");
+  Tensor triple = f32({3}, {0, 1, 2});
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", -1}}),
+                      (Operands{&idx, &depth, &triple}),
+                      "one_hot values must be a pair [off, on], got [3]");
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", 2}}),
+                      (Operands{&idx, &depth, &offOn}),
+                      "axis 2 is out of range for rank 2");
+  Tensor huge = i64({}, {int64_t(1) << 62});
+  EXPECT_KERNEL_ERROR("one_hot", json({{"axis", -1}}),
+                      (Operands{&idx, &huge, &offOn}), "has more elements");
+}
+
+TEST(CpuKernels, NonZeroCoordinates) {
+  Tensor x = f32({2, 3}, {0, 1, -0.0f, std::nanf(""), 0, 2});
+  Tensor r = run1("non_zero", json::object(), {&x});
+  ASSERT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(ivalues(r), (std::vector<int64_t>{0, 1, 1, 1, 0, 2}));
+  Tensor none = i64({2, 2}, {0, 0, 0, 0});
+  EXPECT_EQ(run1("non_zero", json::object(), {&none}).shape(), (Shape{2, 0}));
+  Tensor scalar = f32({}, {3});
+  Tensor s = run1("non_zero", json::object(), {&scalar});
+  ASSERT_EQ(s.shape(), (Shape{1, 1}));
+  EXPECT_EQ(ivalues(s), (std::vector<int64_t>{0}));
+}
+
 TEST(CpuKernels, Cast) {
   Tensor x = f32({4}, {-1.7f, 0.0f, 2.9f, 0.25f});
   Tensor i = run1("cast", {{"to", "i64"}}, {&x});
@@ -362,6 +547,15 @@ TEST(CpuKernels, ReduceMean) {
   Tensor s = run1("reduce_sum", {{"axes", {0}}, {"keepdims", false}}, {&x});
   ASSERT_EQ(s.shape(), (Shape{3}));
   EXPECT_EQ(values(s), (std::vector<float>{5, 7, 9}));
+}
+
+TEST(CpuKernels, IntegerReduceMax) {
+  Tensor x = i64({2, 3}, {4, -9, 7, -1, -2, -3});
+  EXPECT_EQ(
+      ivalues(run1("reduce_max", {{"axes", {1}}, {"keepdims", false}}, {&x})),
+      (std::vector<int64_t>{7, -1}));
+  EXPECT_EQ(ivalues(run1("reduce_max", {{"axes", {0}}}, {&x})),
+            (std::vector<int64_t>{4, -2, 7}));
 }
 
 TEST(CpuKernels, Softmax) {

@@ -80,6 +80,11 @@ TEST(ShapeRules, TransformerOps) {
   EXPECT_THROW(inferShapes(node("add"), {{2, 5, 64}, {32}}),
                std::runtime_error);
   EXPECT_THROW(inferShapes(node("reshape"), {{2, 5}}), std::runtime_error);
+  // Sizes that depend on operand values (k, depth) or on the data
+  // (non_zero) have no rule: such ops run on the host, in no region.
+  for (const char *op : {"top_k", "one_hot", "non_zero", "tile"})
+    EXPECT_THROW(inferShapes(node(op), {{2, 5}, {1}}), std::runtime_error)
+        << op;
 }
 
 TEST(ShapeRules, KernelBodies) {
