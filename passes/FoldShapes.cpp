@@ -215,6 +215,53 @@ struct FoldSplitOfUnsqueeze : OpRewritePattern<SplitOp> {
   }
 };
 
+/// Split of the positions NonZero finds in a 1-D mask of static size E into
+/// E parts of one: the split is defined only when all E entries are set, and
+/// then part e holds e. The legacy MoE exports loop over `expert_hit.nonzero()`
+/// unrolled to the experts hit when they were traced; as constants the loop
+/// covers every expert (one hit by no token gets no rows), where the exported
+/// graph fails at run time unless every expert is hit.
+struct FoldSplitOfFullNonZero : OpRewritePattern<SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SplitOp op,
+                                PatternRewriter &rewriter) const override {
+    Value in = op.getInput();
+    int64_t countAxis = 1; // NonZero's result is [rank, count]
+    if (auto t = in.getDefiningOp<TransposeOp>()) {
+      if (t.getPerm() != ArrayRef<int64_t>{1, 0})
+        return rewriter.notifyMatchFailure(op, "not a 2-D transpose");
+      in = t.getInput();
+      countAxis = 0;
+    }
+    auto nz = in.getDefiningOp<NonZeroOp>();
+    if (!nz)
+      return rewriter.notifyMatchFailure(op, "not positions of a non_zero");
+    auto maskType = cast<RankedTensorType>(nz.getInput().getType());
+    if (maskType.getRank() != 1 || maskType.isDynamicDim(0))
+      return rewriter.notifyMatchFailure(op, "mask is not 1-D of static size");
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    if (axis < 0)
+      axis += 2;
+    int64_t n = maskType.getDimSize(0);
+    if (axis != countAxis || static_cast<int64_t>(op.getNumResults()) != n ||
+        !llvm::all_of(op.getSizes(), [](int64_t s) { return s == 1; }))
+      return rewriter.notifyMatchFailure(op, "not one part per mask entry");
+    SmallVector<Value> parts;
+    for (auto [e, r] : llvm::enumerate(op.getResults())) {
+      auto t = RankedTensorType::get({1, 1}, rewriter.getI64Type());
+      if (cast<RankedTensorType>(r.getType()) != t)
+        return rewriter.notifyMatchFailure(op, "part type is not 1x1 i64");
+      parts.push_back(ConstantOp::create(
+          rewriter, op.getLoc(),
+          cast<ElementsAttr>(
+              DenseElementsAttr::get(t, static_cast<int64_t>(e)))));
+    }
+    rewriter.replaceOp(op, parts);
+    return success();
+  }
+};
+
 /// The value of an integer splat: a splat constant, ConstantOfShape of a
 /// splat, or the product of two such.
 std::optional<int64_t> getIntSplat(Value v) {
@@ -705,7 +752,8 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
     RewritePatternSet patterns(ctx);
     // The greedy driver also runs every op's folder.
     patterns.add<FoldFloatCastChain, FoldIdentityReshape, FoldReshapeChain,
-                 FoldSplitOfUnsqueeze, FoldMinusOneReplacement, FoldIdentityExpand,
+                 FoldSplitOfUnsqueeze, FoldSplitOfFullNonZero,
+                 FoldMinusOneReplacement, FoldIdentityExpand,
                  FoldIdentitySlice, FoldTransposeThroughMergedView,
                  FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,

@@ -27,6 +27,10 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
       with an Unsqueeze or Squeeze in place of the inner Reshape).
     - Split(Unsqueeze(x, axes), axis) along an axis x has ->
       Unsqueeze(Split(x), axes) per part (GPT-BigCode's fused c_attn).
+    - Split of NonZero(m) (or its transpose) for a 1-D mask m of static size
+      E into E parts of one -> the constants 0 .. E-1: the split is defined
+      only when every entry is set (the legacy MoE exports' loop over the
+      experts hit, unrolled when traced; as constants it covers every expert).
     - A Slice with constant bounds of a static dimension gets that size in
       its result type when its users are views or shape ops (MPT's legacy
       Wqkv slices come out [?, ?, ?]).

@@ -514,3 +514,32 @@ func.func @evaluate_top_k_leave_non_zero() -> (tensor<2xf32>, tensor<2xi64>, ten
   return %v, %i, %n : tensor<2xf32>, tensor<2xi64>, tensor<1x?xi64>
 }
 
+
+// -----
+
+// A legacy MoE export's loop over `expert_hit.nonzero()`: a split of the
+// positions of a 4-entry mask into 4 parts is defined only when every entry
+// is set, so part e is the constant e.
+// CHECK-LABEL: func @split_of_full_non_zero
+// CHECK-NOT: qcc.split
+// CHECK-DAG: qcc.constant dense<0> : tensor<1x1xi64>
+// CHECK-DAG: qcc.constant dense<3> : tensor<1x1xi64>
+func.func @split_of_full_non_zero(%m: tensor<4xi1>) -> (tensor<1x1xi64>, tensor<1x1xi64>, tensor<1x1xi64>, tensor<1x1xi64>) {
+  %n = qcc.non_zero %m : (tensor<4xi1>) -> tensor<1x?xi64>
+  %t = qcc.transpose %n {perm = array<i64: 1, 0>} : (tensor<1x?xi64>) -> tensor<?x1xi64>
+  %p:4 = qcc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1, 1>} : (tensor<?x1xi64>) -> (tensor<1x1xi64>, tensor<1x1xi64>, tensor<1x1xi64>, tensor<1x1xi64>)
+  return %p#0, %p#1, %p#2, %p#3 : tensor<1x1xi64>, tensor<1x1xi64>, tensor<1x1xi64>, tensor<1x1xi64>
+}
+
+// -----
+
+// Fewer parts than mask entries: the split is defined on other masks too
+// (any two set), so it stays.
+// CHECK-LABEL: func @split_of_partial_non_zero_stays
+// CHECK: qcc.split
+func.func @split_of_partial_non_zero_stays(%m: tensor<4xi1>) -> (tensor<1x1xi64>, tensor<1x1xi64>) {
+  %n = qcc.non_zero %m : (tensor<4xi1>) -> tensor<1x?xi64>
+  %t = qcc.transpose %n {perm = array<i64: 1, 0>} : (tensor<1x?xi64>) -> tensor<?x1xi64>
+  %p:2 = qcc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1>} : (tensor<?x1xi64>) -> (tensor<1x1xi64>, tensor<1x1xi64>)
+  return %p#0, %p#1 : tensor<1x1xi64>, tensor<1x1xi64>
+}
