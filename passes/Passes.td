@@ -842,6 +842,9 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
     stays compressed: its values are quantized (scales and sums from the
     kept values, the same numbers as from the dense pruned row) and the
     qlinear reads `qcc.sparse_2_4` of the int8 values and the same metadata.
+    A mixture-of-experts router (a linear whose result reaches `qcc.top_k`)
+    stays float, as in quantize-w4 and sparsify-2-4: quantization error
+    there picks another expert rather than adding a small error.
     `activations` picks SmoothQuant's levels: `per-token` (O1, dynamic),
     `per-tensor` (O2, dynamic) or `static` (O3: one scale from calibration,
     max of `qcc.input_absmax` / 127; an error without statistics).

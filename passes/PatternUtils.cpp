@@ -747,6 +747,28 @@ bool feedsAttention(LinearOp linear) {
 
 } // namespace
 
+bool qcc::isRouterLinear(LinearOp l) {
+  SmallVector<Value> work{l.getResult()};
+  // The routing ops sit a few steps after the router's linear; the bound
+  // keeps a walk over a large graph short.
+  for (int steps = 0; !work.empty() && steps < 64; ++steps) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isa<TopKOp>(user))
+        return true;
+      bool passes = isa<SoftmaxOp, SigmoidOp, CastOp, ReshapeOp, FlattenOp,
+                        UnsqueezeOp, SqueezeOp>(user);
+      if (isa<AddOp>(user))
+        passes = llvm::any_of(user->getOperands(), [](Value o) {
+          return static_cast<bool>(getConstant(o));
+        });
+      if (passes)
+        work.append(user->result_begin(), user->result_end());
+    }
+  }
+  return false;
+}
+
 std::string qcc::nodeName(Operation *op) {
   std::string name;
   op->getLoc()->walk([&](Location l) {

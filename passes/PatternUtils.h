@@ -200,6 +200,13 @@ std::string locationName(mlir::Location loc);
 /// The name a linear is known by: its location's name (the ONNX node), or "".
 std::string nodeName(mlir::Operation *op);
 
+/// Whether `l` is a mixture-of-experts router: its result reaches a qcc.top_k
+/// through views, casts, softmax, sigmoid or a constant bias (DeepSeek's
+/// correction). Its logits pick discrete experts, so the weight passes keep it
+/// float: an int8 or int4 error flips a choice (a different expert, not a
+/// small error), and its [experts, hidden] weight is a negligible read.
+bool isRouterLinear(LinearOp l);
+
 /// Every qcc.linear of `fn` with its transformer block: the block index,
 /// counted by attention ops (the q/k/v projection feeding attention i is in
 /// block i), or -1 outside the blocks (a linear from which no attention or

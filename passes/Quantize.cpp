@@ -80,6 +80,11 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
   }
 
   LogicalResult quantize(LinearOp l) {
+    if (isRouterLinear(l)) {
+      LLVM_DEBUG(llvm::dbgs() << "quantize: " << l.getLoc()
+                              << ": MoE router, stays float\n");
+      return success();
+    }
     // A 2:4 sparse weight: its kept values are quantized, row by row as the
     // dense pruned row would be (the pruned zeros change neither the absmax
     // nor the sum), and the metadata is reused as it is.

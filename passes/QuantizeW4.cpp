@@ -61,6 +61,8 @@ struct QuantizeW4Pass : qcc::impl::QuantizeW4Base<QuantizeW4Pass> {
     for (LinearOp l : linears) {
       if (layers.lookup(l) < 0 && !allLinears)
         continue;
+      if (isRouterLinear(l)) // picks experts: stays float
+        continue;
       if (failed(quantize(l)))
         return signalPassFailure();
     }

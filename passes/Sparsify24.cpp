@@ -82,6 +82,8 @@ struct Sparsify24Pass : qcc::impl::Sparsify24Base<Sparsify24Pass> {
       int64_t layer = placement.lookup(l);
       if (layer < 0 && !allLinears)
         continue;
+      if (isRouterLinear(l)) // picks experts: stays dense
+        continue;
       std::string name = nodeName(l);
       std::string weightName = blobName(getConstant(l.getWeight()), "");
       if (llvm::is_contained(layers, layer) ||

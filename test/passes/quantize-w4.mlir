@@ -111,3 +111,19 @@ func.func @asymmetric(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
   %y = qcc.linear %x, %w {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x1xf32>
   return %y : tensor<?x1xf32>
 }
+
+// -----
+
+// A mixture-of-experts router (its logits reach top_k through softmax)
+// keeps its float weight even with all-linears.
+// RTN-LABEL: func.func @router_stays_float(
+// RTN-NOT: qcc.weight_int4
+// RTN: qcc.top_k
+func.func @router_stays_float(%x: tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %wr = qcc.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [1.0, -2.0, 3.0, -4.0], [5.0, -6.0, 7.0, -8.0]]> : tensor<4x4xf32>
+  %k = qcc.constant dense<2> : tensor<1xi64>
+  %logits = qcc.linear %x, %wr : (tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+  %p = qcc.softmax %logits {axis = 1 : i64} : tensor<?x4xf32>
+  %v, %i = qcc.top_k %p, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  return %v, %i : tensor<?x2xf32>, tensor<?x2xi64>
+}

@@ -78,3 +78,22 @@ func.func @outlier_columns(%x: tensor<?x4xf32>) -> tensor<?x2xf32> {
   %y = qcc.linear %x, %w {qcc.input_absmax = dense<[2.0, 500.0, 1.0, 3.0]> : tensor<4xf32>, qcc.outlier_columns = array<i64: 1>} : (tensor<?x4xf32>, tensor<2x4xf32>) -> tensor<?x2xf32>
   return %y : tensor<?x2xf32>
 }
+
+// -----
+
+// A mixture-of-experts router (its logits reach top_k through softmax)
+// stays float; the expert's linear reading the same input is quantized.
+// O1-LABEL: func.func @router_stays_float(
+// O1: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x2xf32>, tensor<4x2xf32>) -> tensor<?x4xf32>
+// O1: qcc.top_k
+// O1: qcc.qlinear
+func.func @router_stays_float(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>, tensor<?x2xf32>) {
+  %wr = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %k = qcc.constant dense<2> : tensor<1xi64>
+  %logits = qcc.linear %x, %wr : (tensor<?x2xf32>, tensor<4x2xf32>) -> tensor<?x4xf32>
+  %p = qcc.softmax %logits {axis = 1 : i64} : tensor<?x4xf32>
+  %v, %i = qcc.top_k %p, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %we = qcc.constant dense<[[1.0, -1.0], [0.5, 0.25]]> : tensor<2x2xf32>
+  %y = qcc.linear %x, %we {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  return %v, %i, %y : tensor<?x2xf32>, tensor<?x2xi64>, tensor<?x2xf32>
+}
