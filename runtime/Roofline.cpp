@@ -295,6 +295,15 @@ Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
   for (size_t r = 0; r < node.outputs.size() && r < results.size(); ++r)
     c.activationBytes += elements(results[r]) *
                          (double)dtypeSize(a.valueType(node.outputs[r]).first);
+  // Empty results: the launch is skipped (GpuSession) and the CPU kernels
+  // loop over no rows, so nothing is read. This is a mixture-of-experts
+  // expert no token was routed to: only the active experts' weights count.
+  if (!results.empty() &&
+      std::all_of(results.begin(), results.end(),
+                  [](const Shape &s) { return elements(s) == 0; })) {
+    c.weightBytes = 0;
+    c.activationBytes = 0;
+  }
   return c;
 }
 

@@ -113,6 +113,25 @@ TEST_F(RooflineTest, Linear) {
   EXPECT_DOUBLE_EQ(c.intensity(), 384.0 / 432.0);
 }
 
+// A linear over no rows (a mixture-of-experts expert no token was routed
+// to): the launch is skipped, so it reads nothing, its weight included.
+TEST_F(RooflineTest, LinearOverNoRowsReadsNothing) {
+  const Function &fn = artifact->function("main");
+  for (const Node &n : fn.nodes) {
+    if (n.kind != OpKind::Linear)
+      continue;
+    std::vector<Shape> in, out;
+    for (int64_t id : n.inputs)
+      in.push_back(artifact->valueType(id).second);
+    in[0] = {0, 8};
+    Cost c = nodeCost(*artifact, n, in, {{0, 4}}, nullptr);
+    EXPECT_EQ(c.flops, 0);
+    EXPECT_EQ(c.bytes(), 0);
+    return;
+  }
+  ADD_FAILURE() << "no linear";
+}
+
 TEST_F(RooflineTest, RmsNorm) {
   Cost c = cost("rms_norm");
   EXPECT_EQ(c.flops, 4.0 * 48);
