@@ -24,7 +24,7 @@ constexpr PhaseInfo kPhases[] = {
     {qcc::Phase::Import, "import", "qcc ops 1:1 with the ONNX nodes"},
     {qcc::Phase::Raise, "raise", "transformer ops plus glue"},
     {qcc::Phase::Calibrate, "calibrate", "+ calibration statistics"},
-    {qcc::Phase::Quantize, "quantize", "+ SmoothQuant, 2:4 sparsity, quantize"},
+    {qcc::Phase::Quantize, "quantize", "+ SmoothQuant, 2:4 sparsity, quantize, MoE"},
     {qcc::Phase::KvLayout, "kv-layout", "+ the KV cache entry points"},
     {qcc::Phase::FormKernels, "form-kernels", "the GPU plan: kernel regions"},
     {qcc::Phase::Emit, "emit", "the CUDA C++ of the kernel regions"},
@@ -177,9 +177,6 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
 
 llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
                                const CompileOptions &options) {
-  if (!quantizes(options) && !sparsifies(options) &&
-      options.quant != QuantMode::W4A16)
-    return llvm::Error::success();
   PassManager pm(module.getContext());
   OpPassManager &fn = pm.nest<func::FuncOp>();
   if (quantizes(options) && options.smoothQuant) {
@@ -218,6 +215,9 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     q.asymmetric = options.asymmetric;
     fn.addPass(createQuantize(q));
   }
+  // After the weight passes: qcc.moe takes float experts only, so quantized
+  // ones keep the exported per-expert form.
+  fn.addPass(createRaiseMoe());
   return runPasses(pm, module, sourcePath);
 }
 

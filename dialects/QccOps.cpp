@@ -624,6 +624,38 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+LogicalResult MoeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  auto ids = getExpertIds().getType(), gates = getGates().getType();
+  auto up = getUpWeight().getType(), down = getDownWeight().getType();
+  if (in.getRank() != 2 || out != in)
+    return emitOpError("input and result must be the same [T, H]");
+  if (ids.getRank() != 2 || gates.getRank() != 2 ||
+      !shapesAgree(ids.getShape(), gates.getShape()) ||
+      !sizesAgree(ids.getDimSize(0), in.getDimSize(0)))
+    return emitOpError("expert_ids and gates must both be [T, k]");
+  if (up.getRank() != 3 || down.getRank() != 3)
+    return emitOpError("expert weights must be [E, N, K]");
+  int64_t h = in.getDimSize(1);
+  if (!sizesAgree(up.getDimSize(2), h) || !sizesAgree(down.getDimSize(1), h))
+    return emitOpError("up_weight must be [E, I, H] and down_weight "
+                       "[E, H, I] with H the input's ")
+           << h;
+  if (!sizesAgree(up.getDimSize(0), down.getDimSize(0)) ||
+      !sizesAgree(up.getDimSize(1), down.getDimSize(2)))
+    return emitOpError("up_weight [E, I, H] and down_weight [E, H, I] "
+                       "disagree on E or I");
+  if (Value g = getGateWeight())
+    if (!shapesAgree(tensorType(g).getShape(), up.getShape()))
+      return emitOpError("gate_weight must have up_weight's shape");
+  if (!llvm::is_contained({"silu", "gelu", "gelu_tanh", "relu"},
+                          getActivation()))
+    return emitOpError("activation must be silu, gelu, gelu_tanh or relu, "
+                       "not \"")
+           << getActivation() << "\"";
+  return success();
+}
+
 static LogicalResult verifyNormParam(Operation *op, Value input, Value param,
                                      StringRef name) {
   auto p = tensorType(param);

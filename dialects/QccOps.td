@@ -590,6 +590,39 @@ def Qcc_LinearOp : Qcc_Op<"linear"> {
   let hasVerifier = 1;
 }
 
+def Qcc_MoeOp : Qcc_Op<"moe"> {
+  let summary = "Mixture-of-experts feed-forward over the routed tokens";
+  let description = [{
+    Each row t of `input` [T, H] goes through the k experts its router
+    picked: with e = `expert_ids`[t, j] (in [0, E)) and g = `gates`[t, j],
+    `result[t] = sum_j g * down[e] (act(gate[e] x_t) * (up[e] x_t))`, or
+    `sum_j g * down[e] act(up[e] x_t)` without `gate_weight`. `up_weight`
+    and `gate_weight` are [E, I, H] and `down_weight` [E, H, I], each
+    expert's matrix in the linear layout ([N, K]); `activation` is silu,
+    gelu (erf), gelu_tanh or relu. The router (softmax or sigmoid scores,
+    top-k, renormalization) and a shared expert stay ordinary ops: they make
+    `expert_ids` and `gates`. The kernels run each expert over the rows
+    routed to it (a grouped GEMM), never densely over all experts.
+
+    ```mlir
+    %y = qcc.moe %x, %ids, %g, %up, %down, %gate {activation = "silu"}
+       : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>,
+          tensor<8x128x64xf32>, tensor<8x64x128xf32>, tensor<8x128x64xf32>)
+       -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input,
+                   RankedTensorOf<[I64]>:$expert_ids, Qcc_FloatTensor:$gates,
+                   Qcc_FloatTensor:$up_weight, Qcc_FloatTensor:$down_weight,
+                   Optional<Qcc_FloatTensor>:$gate_weight,
+                   StrAttr:$activation);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $expert_ids `,` $gates `,` $up_weight `,` "
+                       "$down_weight (`,` $gate_weight^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Qcc_LayerNormOp : Qcc_Op<"layer_norm"> {
   let summary = "Layer normalization over the last dimension";
   let description = [{

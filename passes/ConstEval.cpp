@@ -126,6 +126,23 @@ FailureOr<rt::Tensor> qcc::tensorFromElements(ElementsAttr e) {
   return t;
 }
 
+FailureOr<std::vector<rt::Tensor>> qcc::evaluateOpOnValues(
+    Operation *op, llvm::function_ref<FailureOr<rt::Tensor>(Value)> operandOf,
+    std::string *why) {
+  std::vector<rt::Tensor> operands;
+  operands.reserve(op->getNumOperands());
+  for (Value operand : op->getOperands()) {
+    auto t = operandOf(operand);
+    if (failed(t))
+      return failure();
+    operands.push_back(std::move(*t));
+  }
+  rt::Operands ptrs;
+  for (const rt::Tensor &t : operands)
+    ptrs.push_back(&t);
+  return evaluateOpOnTensors(op, ptrs, why);
+}
+
 FailureOr<std::vector<rt::Tensor>>
 qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
                          std::string *why) {

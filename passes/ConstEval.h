@@ -60,6 +60,14 @@ mlir::FailureOr<std::vector<rt::Tensor>>
 evaluateOpOnTensors(mlir::Operation *op, const rt::Operands &operands,
                     std::string *why = nullptr);
 
+/// evaluateOpOnTensors on the operands `operandOf` evaluates (an analysis'
+/// evaluator of a subgraph on sample values). When `operandOf` fails, so
+/// does this, leaving `why` untouched (the evaluator knows the reason).
+mlir::FailureOr<std::vector<rt::Tensor>> evaluateOpOnValues(
+    mlir::Operation *op,
+    llvm::function_ref<mlir::FailureOr<rt::Tensor>(mlir::Value)> operandOf,
+    std::string *why = nullptr);
+
 } // namespace qcc
 
 #endif // QCC_PASSES_CONSTEVAL_H

@@ -254,19 +254,11 @@ private:
     }
     if (!isa<QccDialect>(op->getDialect()) || op->getNumRegions() != 0)
       return fail("the mask is computed by an op that cannot be evaluated");
-    std::vector<rt::Tensor> operands;
-    operands.reserve(op->getNumOperands());
-    for (Value operand : op->getOperands()) {
-      auto t = eval(operand);
-      if (failed(t))
-        return failure();
-      operands.push_back(*t);
-    }
-    rt::Operands ptrs;
-    for (const rt::Tensor &t : operands)
-      ptrs.push_back(&t);
     std::string reason;
-    auto out = evaluateOpOnTensors(op, ptrs, &reason);
+    auto out = evaluateOpOnValues(
+        op, [&](Value operand) { return eval(operand); }, &reason);
+    if (failed(out) && reason.empty())
+      return failure(); // an operand's evaluation failed, saying why
     if (failed(out))
       return fail("evaluating " + op->getName().getStringRef() + ": " +
                   reason);

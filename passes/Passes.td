@@ -258,6 +258,44 @@ def RaiseSilu : Pass<"raise-silu", "mlir::func::FuncOp"> {
   }];
 }
 
+def RaiseMoe : Pass<"raise-moe", "mlir::func::FuncOp"> {
+  let summary = "Raise the exporters' loop over experts to qcc.moe";
+  let description = [{
+    The HF mixture-of-experts blocks (Mixtral, Qwen2-MoE, Qwen3-MoE, ...)
+    export their loop over experts unrolled: per expert e, the routes whose
+    top-k id is e (NonZero of a one-hot mask, split into slots and tokens),
+    the tokens' rows gathered, the expert's MLP over them, its output times
+    the routes' gates (gathered from the flattened [T, k] gates at
+    token * k + slot) scattered into zeros, and the experts' parts added:
+
+    ```mlir
+    %m = ... mask of expert e from qcc.one_hot %ids ...   // [k, T]
+    %nz = qcc.non_zero %m ; %p:2 = qcc.split (qcc.transpose %nz) ...
+    %rows = qcc.gather %x, %tokens ...
+    %y = qcc.linear (qcc.mul (qcc.silu (qcc.linear %rows, %gate_e)),
+                             (qcc.linear %rows, %up_e)), %down_e
+    %s = qcc.scatter_elements %zeros, %tokens2d, (qcc.mul %y, %g) {axis = 0}
+    %acc = qcc.add %acc_prev, %s
+    ```
+
+    The chain becomes one `qcc.moe %x, %ids, %gates, %up, %down, %gate`
+    with the experts' weights stacked [E, N, K] in id order; the router
+    (softmax or sigmoid, top-k, renormalization) and a shared expert stay
+    as they are. The mask's and the gate lookup's spellings are checked by
+    evaluating them on sample ids and gates (T = E + 1 tokens, token t
+    routed to (t + j) mod E in slot j): each term's mask must be exactly
+    one expert's, the E terms experts 0 .. E-1 of a top-k over E scores,
+    and the lookup must read gates[token, slot]. The MLPs are matched
+    structurally: `down(act(gate x) * up x)` or `down(act(up x))`, act one
+    of silu, gelu, gelu (tanh), relu, linears of constant float weights
+    without bias, the same form for every expert.
+
+    Runs after the weight passes: experts whose linears were quantized
+    (W8A8, W4A16, 2:4) keep the exported per-expert form, which runs each
+    expert over its routed rows too.
+  }];
+}
+
 def RaiseLinear : Pass<"raise-linear", "mlir::func::FuncOp"> {
   let summary = "Raise MatMul / Gemm with a constant weight (+ bias) to qcc.linear";
   let description = [{

@@ -1981,6 +1981,95 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
   return {std::move(r)};
 }
 
+/// qcc.moe: per expert, the rows routed to it gathered (in token order),
+/// its GEMMs run over them with the linear kernel on views of the stacked
+/// weights, the results scaled by their gates and added to their rows,
+/// expert by expert in increasing order (the order the exporters' loops
+/// add them). An expert no row is routed to is not read.
+std::vector<Tensor> moeK(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input"), &ids = need(ops, 1, "expert_ids"),
+               &gates = need(ops, 2, "gates"), &up = need(ops, 3, "up_weight"),
+               &down = need(ops, 4, "down_weight");
+  const Tensor *gate = opt(ops, 5);
+  requireF32(x, "moe input");
+  requireF32(gates, "moe gates");
+  requireF32(up, "moe up_weight");
+  requireF32(down, "moe down_weight");
+  if (gate)
+    requireF32(*gate, "moe gate_weight");
+  if (x.rank() != 2 || ids.dtype() != DType::I64 || ids.rank() != 2 ||
+      gates.shape() != ids.shape() || ids.dim(0) != x.dim(0) ||
+      up.rank() != 3 || down.rank() != 3 || up.dim(2) != x.dim(1) ||
+      down.dim(0) != up.dim(0) || down.dim(1) != x.dim(1) ||
+      down.dim(2) != up.dim(1) || (gate && gate->shape() != up.shape()))
+    fail("moe operands do not match: input " + str(x.shape()) +
+         ", expert_ids " + str(ids.shape()) + ", gates " +
+         str(gates.shape()) + ", up " + str(up.shape()) + ", down " +
+         str(down.shape()) + " (need [T, H], [T, k] i64, [T, k], [E, I, H], "
+         "[E, H, I])");
+  const int64_t T = x.dim(0), H = x.dim(1), k = ids.dim(1), E = up.dim(0),
+                I = up.dim(1);
+  const std::string act = attrs.s("activation", "");
+  float (*activation)(float) = nullptr;
+  if (act == "silu")
+    activation = qcc::numerics::silu;
+  else if (act == "gelu")
+    activation = qcc::numerics::geluErf;
+  else if (act == "gelu_tanh")
+    activation = qcc::numerics::geluTanh;
+  else if (act == "relu")
+    activation = qcc::numerics::relu;
+  else
+    fail("moe activation \"" + act + "\" is none of silu, gelu, gelu_tanh, relu");
+  std::vector<std::vector<int64_t>> routes(E); // route t * k + j per expert
+  const int64_t *id = ids.data<int64_t>();
+  for (int64_t r = 0; r < T * k; ++r) {
+    if (id[r] < 0 || id[r] >= E)
+      fail("moe: expert id " + std::to_string(id[r]) + " of token " +
+           std::to_string(r / k) + " is outside [0, " + std::to_string(E) +
+           ")");
+    routes[id[r]].push_back(r);
+  }
+  Tensor out(DType::F32, {T, H});
+  float *y = out.data<float>();
+  const float *in = x.data<float>(), *g = gates.data<float>();
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t n = (int64_t)routes[e].size();
+    if (n == 0)
+      continue;
+    Tensor rows = Tensor::uninitialized(DType::F32, {n, H});
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(rows.data<float>() + i * H, in + routes[e][i] / k * H,
+                  H * sizeof(float));
+    auto expert = [&](const Tensor &w, int64_t outDim, int64_t inDim) {
+      return Tensor::view(DType::F32, {outDim, inDim},
+                          w.data<float>() + e * outDim * inDim);
+    };
+    Tensor upW = expert(up, I, H), downW = expert(down, H, I);
+    Tensor h = std::move(linearK({&rows, &upW}, {})[0]);
+    float *hv = h.data<float>();
+    if (gate) {
+      Tensor gateW = expert(*gate, I, H);
+      Tensor a = std::move(linearK({&rows, &gateW}, {})[0]);
+      const float *av = a.data<float>();
+      for (int64_t i = 0; i < n * I; ++i)
+        hv[i] = activation(av[i]) * hv[i];
+    } else {
+      for (int64_t i = 0; i < n * I; ++i)
+        hv[i] = activation(hv[i]);
+    }
+    Tensor d = std::move(linearK({&h, &downW}, {})[0]);
+    const float *dv = d.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t route = routes[e][i];
+      float *row = y + route / k * H;
+      for (int64_t c = 0; c < H; ++c)
+        row[c] += dv[i * H + c] * g[route];
+    }
+  }
+  return {std::move(out)};
+}
+
 std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
   std::string approx = attrs.s("approximate", "none");
   // The formulas are the CUDA kernels' (codegen/kernels/numerics.h).
@@ -3045,6 +3134,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Expand: return expandK(attrs, ops);
   case OpKind::Trilu: return triluK(attrs, ops);
   case OpKind::Linear: return linearK(ops, {});
+  case OpKind::Moe: return moeK(attrs, ops);
   case OpKind::LayerNorm: return layerNormK(attrs, ops);
   case OpKind::RmsNorm: return rmsNormK(attrs, ops);
   case OpKind::Gelu: return geluK(attrs, ops);

@@ -66,7 +66,8 @@ std::pair<int64_t, int64_t> kvRow(const KvState *kv, size_t b, int64_t seq) {
 Precision precisionOf(OpKind op) {
   if (op == OpKind::QLinear)
     return Precision::I8;
-  if (op == OpKind::Linear || op == OpKind::MatMul || op == OpKind::Gemm)
+  if (op == OpKind::Linear || op == OpKind::Moe || op == OpKind::MatMul ||
+      op == OpKind::Gemm)
     return Precision::F16;
   return Precision::F32;
 }
@@ -105,6 +106,14 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
     const Shape &w = operandShape(n, ops, weightOperand(n.kind), 2);
     double k = (double)x.back();
     return 2.0 * (elements(x) / std::max(1.0, k)) * (double)w[0] * k;
+  }
+  case OpKind::Moe: {
+    // Each of the T k routes runs one expert: 2 I H per matrix.
+    const Shape &ids = operandShape(n, ops, 1, 2);
+    const Shape &up = operandShape(n, ops, 3, 3);
+    bool gated = ops.size() > 5 && !ops[5].empty();
+    return 2.0 * elements(ids) * (gated ? 3 : 2) * (double)up[1] *
+           (double)up[2];
   }
   case OpKind::MatMul:
   case OpKind::Gemm: {
@@ -251,6 +260,19 @@ Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
     c.precision = std::max(c.precision, precisionOf(n.kind));
     if (n.kind == OpKind::KvAttention)
       c.kvBytes += kvBytes(n, in, kv);
+    if (n.kind == OpKind::Moe && in.size() > 4 && in[1].size() == 2 &&
+        in[3].size() == 3 && in[3][0] > 0) {
+      // Only the experts routed to are read: at most T k of the E (every
+      // route of a token goes to another expert; tokens may share one).
+      double experts = (double)in[3][0];
+      double active = std::min(experts, elements(in[1]));
+      for (size_t w = 3; w < n.inputs.size() && w < in.size(); ++w) {
+        int index = operandOf(n.inputs[w]);
+        if (index >= 0 && n.inputs[w] >= 0)
+          gathered[index] = elements(in[w]) * active / experts *
+                            (double)dtypeSize(a.valueType(n.inputs[w]).first);
+      }
+    }
     if (n.kind == OpKind::Embedding && !n.inputs.empty() && !out.empty()) {
       int index = operandOf(n.inputs[0]);
       if (index >= 0)

@@ -131,6 +131,8 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     y.back() = w[0];
     return {y};
   }
+  case OpKind::Moe: // [T, H] in, [T, H] out
+    return {operandShape(n, ops, 0, 2)};
   case OpKind::Sparse24:
   case OpKind::WeightInt4: { // values / packed [N, K/2] -> [N, K]
     Shape w = operandShape(n, ops, 0, 2);

@@ -412,3 +412,27 @@ func.func @scatter_elements_updates(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u
   %0 = qcc.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x1xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @moe_expert_shapes(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tensor<?x2xf32>, %up: tensor<8x128x64xf32>, %down: tensor<4x64x128xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{up_weight [E, I, H] and down_weight [E, H, I] disagree on E or I}}
+  %0 = qcc.moe %x, %ids, %g, %up, %down {activation = "silu"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<8x128x64xf32>, tensor<4x64x128xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_routes(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tensor<?x1xf32>, %up: tensor<8x128x64xf32>, %down: tensor<8x64x128xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{expert_ids and gates must both be [T, k]}}
+  %0 = qcc.moe %x, %ids, %g, %up, %down {activation = "silu"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x1xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_activation(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tensor<?x2xf32>, %up: tensor<8x128x64xf32>, %down: tensor<8x64x128xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{activation must be silu, gelu, gelu_tanh or relu, not "tanh"}}
+  %0 = qcc.moe %x, %ids, %g, %up, %down {activation = "tanh"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}

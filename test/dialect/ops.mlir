@@ -207,3 +207,12 @@ func.func @weight_int4(%x: tensor<?x64xf32>, %p: tensor<16x32xi8>, %s: tensor<16
   %y = qcc.linear %x, %w : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
   return %y, %h : tensor<?x16xf32>, tensor<16x64xf16>
 }
+
+// CHECK-LABEL: func @moe
+// CHECK: qcc.moe %arg0, %arg1, %arg2, %arg3, %arg4, %arg5 {activation = "silu"}
+// CHECK: qcc.moe %arg0, %arg1, %arg2, %arg3, %arg4 {activation = "gelu_tanh"}
+func.func @moe(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tensor<?x2xf32>, %up: tensor<8x128x64xf32>, %down: tensor<8x64x128xf32>, %gate: tensor<8x128x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %0 = qcc.moe %x, %ids, %g, %up, %down, %gate {activation = "silu"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>, tensor<8x128x64xf32>) -> tensor<?x64xf32>
+  %1 = qcc.moe %x, %ids, %g, %up, %down {activation = "gelu_tanh"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>) -> tensor<?x64xf32>
+  return %0, %1 : tensor<?x64xf32>, tensor<?x64xf32>
+}

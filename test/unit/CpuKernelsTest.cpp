@@ -1218,3 +1218,61 @@ TEST(CpuKernels, ScopedPathIsThreadLocal) {
   EXPECT_EQ(cpuKernelPath(), CpuKernelPath::Fast);
   setCpuKernelPath(before);
 }
+
+// qcc.moe against the definition computed here in double: 4 tokens, 3
+// experts (expert 2 gets no route), top-2, gated SiLU and ungated GELU.
+// Tolerance 1e-5 relative: f32 GEMMs of K <= 6 against double sums.
+TEST(CpuKernels, MoeRoutesEachTokenThroughItsExperts) {
+  std::mt19937 rng(7);
+  const int64_t T = 4, H = 5, I = 6, E = 3, k = 2;
+  Tensor x = randomF32({T, H}, rng), up = randomF32({E, I, H}, rng),
+         down = randomF32({E, H, I}, rng), gate = randomF32({E, I, H}, rng);
+  Tensor ids = i64({T, k}, {0, 1, 1, 0, 0, 1, 1, 0});
+  Tensor gates = f32({T, k}, {0.75f, 0.25f, 0.5f, 0.5f, 1.0f, 0.0f, 0.9f, 0.1f});
+  auto reference = [&](bool gated, double (*act)(double)) {
+    std::vector<double> out(T * H, 0.0);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t e = ids.data<int64_t>()[t * k + j];
+        std::vector<double> h(I);
+        for (int64_t i = 0; i < I; ++i) {
+          double u = 0, g = 0;
+          for (int64_t c = 0; c < H; ++c) {
+            double xv = x.data<float>()[t * H + c];
+            u += up.data<float>()[(e * I + i) * H + c] * xv;
+            g += gate.data<float>()[(e * I + i) * H + c] * xv;
+          }
+          h[i] = gated ? act(g) * u : act(u);
+        }
+        for (int64_t c = 0; c < H; ++c) {
+          double d = 0;
+          for (int64_t i = 0; i < I; ++i)
+            d += down.data<float>()[(e * H + c) * I + i] * h[i];
+          out[t * H + c] += gates.data<float>()[t * k + j] * d;
+        }
+      }
+    return out;
+  };
+  Tensor gated = run1("moe", {{"activation", "silu"}},
+                      {&x, &ids, &gates, &up, &down, &gate});
+  ASSERT_EQ(gated.shape(), (Shape{T, H}));
+  expectClose(values(gated),
+              reference(true, [](double v) { return v / (1 + std::exp(-v)); }),
+              1e-5);
+  Tensor plain = run1("moe", {{"activation", "gelu"}},
+                      {&x, &ids, &gates, &up, &down, nullptr});
+  expectClose(values(plain), reference(false, [](double v) {
+                return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+              }),
+              1e-5);
+  // No tokens: an empty result; an id outside [0, E): one line.
+  Tensor none = f32({0, H}, {}), noIds = i64({0, k}, {}), noGates = f32({0, k}, {});
+  EXPECT_EQ(run1("moe", {{"activation", "silu"}},
+                 {&none, &noIds, &noGates, &up, &down, &gate})
+                .shape(),
+            (Shape{0, H}));
+  Tensor bad = i64({T, k}, {0, 1, 1, 3, 0, 1, 1, 0});
+  EXPECT_KERNEL_ERROR("moe", json({{"activation", "silu"}}),
+                      (Operands{&x, &bad, &gates, &up, &down, &gate}),
+                      "moe: expert id 3 of token 1 is outside [0, 3)");
+}
