@@ -9,7 +9,7 @@ For every case folder (default: every test/models/zoo/*/ holding a model.onnx):
      `--kv-cache=none` (the "compiles" column says which worked, or gives the
      first error line of the default compile);
   2. `qcc model.onnx --emit=mlir`: counts the raised transformer ops in @main
-     (attention, linear, rms_norm, layer_norm, rotary, gelu, silu, embedding;
+     (attention, linear, rms_norm, layer_norm, rotary, gelu, silu, embedding, moe;
      kv_attention is counted over the whole module, it lives in prefill/decode)
      and the leftover non-glue ops (matmul, softmax, elementwise math...);
   3. `qrun m.qpkg --backend=cpu --input NAME=inputs/NAME.npy ... --output-dir out`;
@@ -73,14 +73,14 @@ MOE_W8A8_WORST = 1.0
 TIMEOUT_S = 600
 
 RAISED = ["attention", "kv_attention", "linear", "qlinear", "rms_norm", "layer_norm", "rotary",
-          "gelu", "silu", "embedding"]
+          "gelu", "silu", "embedding", "moe"]
 # Data movement, shapes, constants and the residual add: expected around raised ops.
 GLUE = {"constant", "cast", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "concat",
         "split", "slice", "gather", "shape", "constant_of_shape", "range", "expand", "add",
         "kv_cache"}
 ABBREV = {"attention": "attn", "kv_attention": "kv_attn", "linear": "lin", "qlinear": "qlin",
           "rms_norm": "rms", "layer_norm": "ln", "rotary": "rope", "gelu": "gelu",
-          "silu": "silu", "embedding": "emb"}
+          "silu": "silu", "embedding": "emb", "moe": "moe"}
 
 OP_RE = re.compile(r'^\s*(?:%[^=]*=\s*)?"?qcc\.([a-z_0-9]+)"?[\s(<{:]')
 FUNC_RE = re.compile(r"^\s*func\.func\s+(?:\w+\s+)?@([\w.$-]+)")
