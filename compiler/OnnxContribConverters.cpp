@@ -219,42 +219,15 @@ Results convertSkipNorm(ConvertContext &c, bool layerNorm) {
 /// (the half caches gathered at the positions, repeated twice: qcc.rotary's
 /// rotate-half form): the first R values of each head rotate, the rest pass
 /// (qcc.rotary's rotary_dim). Interleaved pairs (x[2i], x[2i+1]) rotate the
-/// same way after moving evens before odds, and are moved back; for that a
-/// partial interleaved rotary splits the R values off each head.
-Value rotate(Glue &g, Value x, int64_t heads, int64_t d, int64_t r,
-             bool interleaved, Value cosT, Value sinT) {
-  if (!interleaved)
-    return g.c.create<RotaryOp>(
-        typeOf(x), x, cosT, sinT, g.b.getI64IntegerAttr(d),
-        r == d ? IntegerAttr() : g.b.getI64IntegerAttr(r));
-  auto s = shapeOf(x);
-  int64_t bDim = s[0], sDim = s[1];
-  Value part = x, pass;
-  if (r != d) {
-    Value h = g.reshape(x, {0, 0, heads, d}, {bDim, sDim, heads, d});
-    auto split = SplitOp::create(
-        g.b, g.c.loc,
-        TypeRange{g.t({bDim, sDim, heads, r}, elementOf(x)),
-                  g.t({bDim, sDim, heads, d - r}, elementOf(x))},
-        h, g.b.getI64IntegerAttr(3), g.b.getDenseI64ArrayAttr({r, d - r}));
-    part = g.reshape(split.getResult(0), {0, 0, heads * r},
-                     {bDim, sDim, heads * r});
-    pass = split.getResult(1);
-  }
-  auto regroup = [&](Value v, int64_t a, int64_t b) {
-    Value five = g.reshape(v, {0, 0, heads, a, b}, {bDim, sDim, heads, a, b});
-    Value swapped = g.transpose(five, {0, 1, 2, 4, 3});
-    return g.reshape(swapped, {0, 0, heads * r}, {bDim, sDim, heads * r});
-  };
-  part = regroup(part, r / 2, 2);
-  part = g.c.create<RotaryOp>(typeOf(part), part, cosT, sinT,
-                              g.b.getI64IntegerAttr(r), IntegerAttr());
-  part = regroup(part, 2, r / 2);
-  if (r == d)
-    return part;
-  Value h = g.reshape(part, {0, 0, heads, r}, {bDim, sDim, heads, r});
-  Value joined = g.concat({h, pass}, 3);
-  return g.reshape(joined, {0, 0, heads * d}, typeOf(x).getShape());
+/// same way between gathers that move evens before odds and back
+/// (createInterleavedRotary).
+Value rotate(Glue &g, Value x, int64_t d, int64_t r, bool interleaved,
+             Value cosT, Value sinT) {
+  if (interleaved)
+    return createInterleavedRotary(g.b, g.c.loc, x, cosT, sinT, d, r);
+  return g.c.create<RotaryOp>(typeOf(x), x, cosT, sinT,
+                              g.b.getI64IntegerAttr(d),
+                              r == d ? IntegerAttr() : g.b.getI64IntegerAttr(r));
 }
 
 /// qcc.rotary's cos and sin: the half caches [P, R / 2] gathered at the
@@ -400,8 +373,8 @@ Results convertGroupQueryAttention(ConvertContext &c) {
           fmt::format("rotary dimension {} does not fit head size {}", r, D));
     bool interleaved = c.intAttr("rotary_interleaved", 0) != 0;
     auto [cosT, sinT] = rotaryTables(g, cosCache, sinCache, pos);
-    q = rotate(g, q, H, D, r, interleaved, cosT, sinT);
-    k = rotate(g, k, Hkv, D, r, interleaved, cosT, sinT);
+    q = rotate(g, q, D, r, interleaved, cosT, sinT);
+    k = rotate(g, k, D, r, interleaved, cosT, sinT);
   }
 
   // present = rows of concat(past, new) [B, Hkv, P + S, D] picked per batch
@@ -538,11 +511,11 @@ Results convertRotaryEmbedding(ConvertContext &c) {
   auto [cosT, sinT] = rotaryTables(g, cosCache, sinCache, pos);
   bool interleaved = c.intAttr("interleaved", 0) != 0;
   if (!bnsh)
-    return SmallVector<Value>{rotate(g, x, H, D, R, interleaved, cosT, sinT)};
+    return SmallVector<Value>{rotate(g, x, D, R, interleaved, cosT, sinT)};
   // [B, H, S, D] -> [B, S, H * D] and back.
   Value packed = g.reshape(g.transpose(x, {0, 2, 1, 3}), {0, 0, H * D},
                            {bDim, sDim, H * D});
-  Value y = rotate(g, packed, H, D, R, interleaved, cosT, sinT);
+  Value y = rotate(g, packed, D, R, interleaved, cosT, sinT);
   y = g.reshape(y, {0, 0, H, D}, {bDim, sDim, H, D});
   return SmallVector<Value>{g.transpose(y, {0, 2, 1, 3})};
 }

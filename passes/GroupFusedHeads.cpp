@@ -14,7 +14,6 @@
 //   Transpose[0, 2, 1, 3](Reshape(Slice(linear', H * lo', H * hi', -1)))
 //
 //===----------------------------------------------------------------------===//
-#include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
@@ -42,24 +41,15 @@ namespace {
 /// for each part [lo, hi) in turn: part 0 of every head, then part 1, ...;
 /// null if the data cannot be read.
 ElementsAttr gatherPartRows(ElementsAttr attr, int64_t heads, int64_t c,
-                            ArrayRef<std::pair<int64_t, int64_t>> parts,
-                            int64_t rows) {
-  auto type = cast<RankedTensorType>(attr.getType());
-  auto bytes = getBytes(attr);
-  int64_t n = type.getDimSize(0);
-  if (!bytes || n == 0 || n != heads * c)
+                            ArrayRef<std::pair<int64_t, int64_t>> parts) {
+  if (cast<RankedTensorType>(attr.getType()).getDimSize(0) != heads * c)
     return {};
-  size_t rowBytes = bytes->size() / n;
-  std::vector<char> out;
-  out.reserve(rows * rowBytes);
+  SmallVector<int64_t> rows;
   for (auto [lo, hi] : parts)
     for (int64_t h = 0; h < heads; ++h)
-      out.insert(out.end(), bytes->begin() + (h * c + lo) * rowBytes,
-                 bytes->begin() + (h * c + hi) * rowBytes);
-  SmallVector<int64_t> shape(type.getShape());
-  shape[0] = rows;
-  return makeElements(RankedTensorType::get(shape, type.getElementType()), out,
-                      blobName(attr, "linear_param") + "_grouped");
+      for (int64_t r = lo; r < hi; ++r)
+        rows.push_back(h * c + r);
+  return gatherRows(attr, rows, "_grouped");
 }
 
 /// Uses followed from each part when looking for a Concat that joins parts.
@@ -209,9 +199,9 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     int64_t rows = 0;
     for (auto [lo, hi] : bounds)
       rows += heads * (hi - lo);
-    ElementsAttr w2 = gatherPartRows(weight, heads, c, bounds, rows);
+    ElementsAttr w2 = gatherPartRows(weight, heads, c, bounds);
     ElementsAttr b2 =
-        bias ? gatherPartRows(bias, heads, c, bounds, rows) : ElementsAttr();
+        bias ? gatherPartRows(bias, heads, c, bounds) : ElementsAttr();
     if (!w2 || (bias && !b2))
       return rewriter.notifyMatchFailure(reshape, "weight data not readable");
 

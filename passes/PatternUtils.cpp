@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
 
@@ -605,6 +606,125 @@ Value qcc::createLeadingDimsShape(OpBuilder &b, Location loc, Value v,
   return ConcatOp::create(b, loc,
                           RankedTensorType::get({2 + (int64_t)tail.size()}, i64),
                           ValueRange{lead, c}, b.getI64IntegerAttr(0));
+}
+
+ElementsAttr qcc::gatherRows(ElementsAttr attr, ArrayRef<int64_t> rows,
+                             StringRef suffix) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  auto bytes = getBytes(attr);
+  int64_t n = type.getRank() > 0 ? type.getDimSize(0) : 0;
+  if (!bytes || n <= 0)
+    return {};
+  size_t rowBytes = bytes->size() / n;
+  std::vector<char> out;
+  out.reserve(rows.size() * rowBytes);
+  for (int64_t r : rows) {
+    if (r < 0 || r >= n)
+      return {};
+    out.insert(out.end(), bytes->begin() + r * rowBytes,
+               bytes->begin() + (r + 1) * rowBytes);
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = (int64_t)rows.size();
+  return makeElements(RankedTensorType::get(shape, type.getElementType()), out,
+                      blobName(attr, "linear_param") + suffix.str());
+}
+
+SmallVector<int64_t> qcc::deinterleavedRotaryOrder(int64_t heads,
+                                                   int64_t headDim,
+                                                   int64_t rotaryDim) {
+  SmallVector<int64_t> order;
+  order.reserve(heads * headDim);
+  for (int64_t h = 0; h < heads; ++h) {
+    int64_t base = h * headDim;
+    for (int64_t parity : {0, 1})
+      for (int64_t i = parity; i < rotaryDim; i += 2)
+        order.push_back(base + i);
+    for (int64_t i = rotaryDim; i < headDim; ++i)
+      order.push_back(base + i);
+  }
+  return order;
+}
+
+SmallVector<int64_t> qcc::invertPermutation(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = (int64_t)i;
+  return inverse;
+}
+
+Value qcc::createLastAxisGather(OpBuilder &b, Location loc, Value v,
+                                ArrayRef<int64_t> indices) {
+  auto type = cast<RankedTensorType>(v.getType());
+  auto indexType =
+      RankedTensorType::get({(int64_t)indices.size()}, b.getI64Type());
+  Value idx = ConstantOp::create(
+      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(indexType, indices)));
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = (int64_t)indices.size();
+  return GatherOp::create(b, loc,
+                          RankedTensorType::get(shape, type.getElementType()),
+                          v, idx, b.getI64IntegerAttr(type.getRank() - 1));
+}
+
+std::optional<SmallVector<int64_t>>
+qcc::matchLastAxisPermutation(Value v, Value &input) {
+  auto gather = v.getDefiningOp<GatherOp>();
+  if (!gather)
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(gather.getInput().getType());
+  int64_t rank = type.getRank(), axis = gather.getAxis();
+  if (rank == 0 || (axis < 0 ? axis + rank : axis) != rank - 1 ||
+      type.isDynamicDim(rank - 1))
+    return std::nullopt;
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(
+      getConstant(gather.getIndices()));
+  int64_t n = type.getDimSize(rank - 1);
+  if (!dense || dense.getType().getRank() != 1 || dense.getNumElements() != n)
+    return std::nullopt;
+  SmallVector<int64_t> perm;
+  llvm::SmallBitVector seen(n);
+  for (const APInt &i : dense.getValues<APInt>()) {
+    int64_t p = i.getSExtValue();
+    p = p < 0 ? p + n : p;
+    if (p < 0 || p >= n || seen.test(p))
+      return std::nullopt;
+    seen.set(p);
+    perm.push_back(p);
+  }
+  input = gather.getInput();
+  return perm;
+}
+
+std::pair<Value, Value> qcc::matchSharedHeadPermutation(Value query, Value key,
+                                                       int64_t headDim) {
+  Value q, k;
+  auto qp = matchLastAxisPermutation(query, q);
+  auto kp = matchLastAxisPermutation(key, k);
+  if (!qp || !kp || headDim <= 0 || qp->size() % headDim != 0 ||
+      kp->size() % headDim != 0)
+    return {};
+  // Every head's order is head 0's of the query, within the head.
+  ArrayRef<int64_t> order = ArrayRef<int64_t>(*qp).take_front(headDim);
+  for (ArrayRef<int64_t> perm : {ArrayRef<int64_t>(*qp), ArrayRef<int64_t>(*kp)})
+    for (auto [j, p] : llvm::enumerate(perm))
+      if (p / headDim != (int64_t)j / headDim ||
+          p % headDim != order[j % headDim])
+        return {};
+  return {q, k};
+}
+
+Value qcc::createInterleavedRotary(OpBuilder &b, Location loc, Value packed,
+                                   Value cos, Value sin, int64_t headDim,
+                                   int64_t rotaryDim) {
+  int64_t width = cast<RankedTensorType>(packed.getType()).getDimSize(2);
+  SmallVector<int64_t> order =
+      deinterleavedRotaryOrder(width / headDim, headDim, rotaryDim);
+  Value apart = createLastAxisGather(b, loc, packed, order);
+  Value rotated = RotaryOp::create(
+      b, loc, apart.getType(), apart, cos, sin, b.getI64IntegerAttr(headDim),
+      rotaryDim == headDim ? IntegerAttr() : b.getI64IntegerAttr(rotaryDim));
+  return createLastAxisGather(b, loc, rotated, invertPermutation(order));
 }
 
 bool qcc::isConstantNormParam(Value param, Value input) {

@@ -160,6 +160,63 @@ mlir::Value createLeadingDimsShape(mlir::OpBuilder &b, mlir::Location loc,
                                    mlir::Value v,
                                    llvm::ArrayRef<int64_t> tail);
 
+//===----------------------------------------------------------------------===//
+// Feature permutations (raise-rotary, raise-attention, fold-shapes,
+// group-fused-heads, the onnxruntime-genai importer)
+//===----------------------------------------------------------------------===//
+
+/// Rows `rows` of a constant [N, ...] `attr`, in that order (a weight's output
+/// channels, a bias), as a new constant named after it with `suffix`; null if
+/// the data cannot be read or a row is out of range.
+mlir::ElementsAttr gatherRows(mlir::ElementsAttr attr,
+                              llvm::ArrayRef<int64_t> rows,
+                              llvm::StringRef suffix);
+
+/// The order that takes interleaved rotary pairs (x[2i], x[2i + 1]) of the
+/// first `rotaryDim` values of each head to qcc.rotary's rotate-half pairs
+/// (x[i], x[i + R/2]): per head of `headDim` (`heads` of them, packed), the
+/// even ones, then the odd ones, then the passed values in place. Element j
+/// is the index of the value that moves to j.
+llvm::SmallVector<int64_t> deinterleavedRotaryOrder(int64_t heads,
+                                                    int64_t headDim,
+                                                    int64_t rotaryDim);
+
+/// The inverse of the permutation `perm`.
+llvm::SmallVector<int64_t> invertPermutation(llvm::ArrayRef<int64_t> perm);
+
+/// Gather(v, indices, axis = last) with the indices a constant i64 vector.
+mlir::Value createLastAxisGather(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value v,
+                                 llvm::ArrayRef<int64_t> indices);
+
+/// The indices of `v` = Gather(input, constant indices, last axis) when they
+/// permute the (static) last axis; sets `input`. std::nullopt otherwise.
+std::optional<llvm::SmallVector<int64_t>>
+matchLastAxisPermutation(mlir::Value v, mlir::Value &input);
+
+/// The inputs of `query` and `key` [B, S, heads * headDim] when both are
+/// Gathers (`matchLastAxisPermutation`) that permute the features of every
+/// head in one same order: attention's scores q . k, summed over a head's
+/// features, do not depend on that order. Null values otherwise.
+std::pair<mlir::Value, mlir::Value>
+matchSharedHeadPermutation(mlir::Value query, mlir::Value key,
+                           int64_t headDim);
+
+/// Interleaved rotary (GPT-J's rotate_every_two, onnxruntime's interleaved
+/// = 1) of `packed` [B, S, H * headDim] as qcc.rotary between two gathers:
+///
+///   Gather(qcc.rotary(Gather(packed, order), cos, sin), order^-1)
+///
+/// with order = deinterleavedRotaryOrder; `cos` and `sin` are [.., R] tables
+/// in rotate-half order (a pair's angle at i and i + R/2). The gathers are
+/// glue: into a projection they fold as a permutation of its weight rows
+/// (fold-shapes), and on both q and k they cancel in attention, whose scores
+/// do not depend on the order of a head's features (raise-attention).
+mlir::Value createInterleavedRotary(mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::Value packed, mlir::Value cos,
+                                    mlir::Value sin, int64_t headDim,
+                                    int64_t rotaryDim);
+
 /// Matches `v` = h / Sqrt(ReduceMean(h^2 over the last axis, keepdims) + eps)
 /// in any division form of `matchDivision`, with eps >= 0, and sets `h` and
 /// `eps`: the core of RMSNorm, and of LayerNorm with h = x - mean(x). On a
