@@ -390,11 +390,14 @@ def GroupFusedHeads : Pass<"group-fused-heads", "mlir::func::FuncOp"> {
 }
 
 def RaiseRotary : Pass<"raise-rotary", "mlir::func::FuncOp"> {
-  let summary = "Raise rotate-half rotary embedding to qcc.rotary";
+  let summary = "Raise rotary embedding (rotate-half and interleaved) to "
+                "qcc.rotary";
   let description = [{
     Matches the rotate-half rotary embedding that exporters write on the
     head-split view x = Transpose[0, 2, 1, 3](Reshape(packed -> [B, S, H, D]))
-    of a [B, S, H * D] projection:
+    of a [B, S, H * D] projection (or on the head split [B, S, H, D] itself,
+    before the transpose, as GPT-J and CodeGen do: the tables then broadcast
+    as [B, S, 1, D], and the result is the head split of the rotary):
 
     ```
     Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, D/2 .. end)), Slice(x, 0 .. D/2),
@@ -436,13 +439,39 @@ def RaiseRotary : Pass<"raise-rotary", "mlir::func::FuncOp"> {
 
     with the rotation above on the [B, H, S, R] slice; it becomes qcc.rotary
     {head_dim = D, rotary_dim = R} on the packed value, split again as above.
-    Sizes typed `?` are read through slices with constant bounds.
+    Sizes typed `?` are read through slices with constant bounds. A table
+    built with a size-1 head axis ([B, S, 1, R], GPT-J's repeat_interleave)
+    is squeezed to [B, S, R].
 
-    Not matched: Concat(x2, -x1) (the other rotation direction), halves taken
-    along another axis, the interleaved (GPT-J) form, a rotated part that is
-    not the leading one, tables that vary per head. Which table multiplies x
-    and which the rotated half cannot be checked: cos and sin are taken by
-    position.
+    The interleaved form (GPT-J's, CodeGen's and Cohere's rotate_every_two,
+    which rotates the pairs (x[2i], x[2i + 1]) with tables repeat_interleave'd
+    to hold pair i's angle at 2i and 2i + 1), full or partial:
+
+    ```
+    Add(Mul(x, cos), Mul(Reshape(Concat(Unsqueeze(Neg(Slice(x, 1 .. end,
+        step 2)), -1), Unsqueeze(Slice(x, 0 .. end, step 2), -1), axis -1)
+        -> [.., R]), sin))
+    ```
+
+    becomes qcc.rotary between two Gathers along the packed axis, the first
+    putting each head's evens before its odds (the passed values stay), the
+    second putting them back, with the tables gathered into the same order:
+    the rotate-half pairs (i, i + R/2) are then the model's pairs. Later
+    passes fold the gathers: into the q and k projections' weight rows
+    (fold-shapes) once attention drops the one after the rotary on both q
+    and k (raise-attention).
+
+    ```mlir
+    %a = qcc.gather %q, %evens_first {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+    %r = qcc.rotary %a, %cos_g, %sin_g {head_dim = 16 : i64, rotary_dim = 8 : i64} : ...
+    %y = qcc.gather %r, %back {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+    ```
+
+    Not matched: Concat(x2, -x1) and stack((x[1::2], -x[::2])) (the other
+    rotation direction), halves taken along another axis, a rotated part
+    that is not the leading one, tables that vary per head. Which table
+    multiplies x and which the rotated half cannot be checked: cos and sin
+    are taken by position.
   }];
 }
 

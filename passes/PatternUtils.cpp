@@ -112,6 +112,20 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   if (auto split = dyn_cast<SplitOp>(op))
     if (index != (int64_t)split.getAxis())
       return split.getInput();
+  // A concat's inputs all have its dimensions off its axis.
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = concat.getAxis();
+    if (index != (axis < 0 ? axis + rank : axis))
+      return concat.getInputs()[0];
+  }
+  // A gather by a vector of indices (a permutation of features) keeps the
+  // dimensions of the other axes.
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    int64_t axis = gather.getAxis();
+    if (gather.getIndices().getType().getRank() == 1 &&
+        index != (axis < 0 ? axis + rank : axis))
+      return gather.getInput();
+  }
   // A slice (Phi-3's fused QKV) keeps the dimensions it does not slice.
   if (auto slice = dyn_cast<SliceOp>(op)) {
     bool sliced = llvm::any_of(slice.getAxes(), [&](int64_t a) {

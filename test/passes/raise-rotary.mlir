@@ -280,3 +280,149 @@ func.func @rotary_after_transposed_norm(%p: tensor<?x?x64xf32>, %cos: tensor<?x?
   %y = qcc.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %y : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Interleaved rotary as Cohere exports it on [B, H, S, D] heads:
+// x * cos + rotate_every_two(x) * sin, rotate_every_two(x) =
+// stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2), with the tables
+// repeat_interleave'd (pair i's angle at 2i and 2i + 1). qcc.rotary rotates
+// between gathers that put each head's evens before its odds and back; the
+// tables are gathered into the same order.
+// CHECK-LABEL: func.func @interleaved_rotary(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x?x64xf32>, %[[COS:[^:]*]]: tensor<?x?x16xf32>, %[[SIN:[^:]*]]: tensor<?x?x16xf32>
+// CHECK-DAG: %[[HALF:.*]] = qcc.constant dense<[0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]> : tensor<16xi64>
+// CHECK-DAG: %[[APART:.*]] = qcc.constant dense<[0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 16, 18, {{.*}}, 63]> : tensor<64xi64>
+// CHECK-DAG: %[[BACK:.*]] = qcc.constant dense<[0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 16, 24, {{.*}}, 63]> : tensor<64xi64>
+// CHECK: %[[C:.*]] = qcc.gather %[[COS]], %[[HALF]] {axis = 2 : i64} : (tensor<?x?x16xf32>, tensor<16xi64>) -> tensor<?x?x16xf32>
+// CHECK: %[[S:.*]] = qcc.gather %[[SIN]], %[[HALF]] {axis = 2 : i64}
+// CHECK: %[[G:.*]] = qcc.gather %[[P]], %[[APART]] {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+// CHECK: %[[R:.*]] = qcc.rotary %[[G]], %[[C]], %[[S]] {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[Y:.*]] = qcc.gather %[[R]], %[[BACK]] {axis = 2 : i64}
+// CHECK: %[[SPLIT:.*]] = qcc.reshape %[[Y]], %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[T:.*]] = qcc.transpose %[[SPLIT]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NOT: qcc.neg
+// CHECK: return %[[T]]
+func.func @interleaved_rotary(%p: tensor<?x?x64xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %even = qcc.slice %x, %zero, %big {axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %odd = qcc.slice %x, %one, %big {axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %nodd = qcc.neg %odd : tensor<?x4x?x8xf32>
+  %u0 = qcc.unsqueeze %nodd {axes = array<i64: 4>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x?x8x1xf32>
+  %u1 = qcc.unsqueeze %even {axes = array<i64: 4>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x?x8x1xf32>
+  %st = qcc.concat %u0, %u1 {axis = 4 : i64} : (tensor<?x4x?x8x1xf32>, tensor<?x4x?x8x1xf32>) -> tensor<?x4x?x8x2xf32>
+  %lead = qcc.shape %st {end = 3 : i64} : (tensor<?x4x?x8x2xf32>) -> tensor<3xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %flat = qcc.concat %lead, %m1 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %rot = qcc.reshape %st, %flat : (tensor<?x4x?x8x2xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %a = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %b = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// GPT-J's partial interleaved rotary (rotary_dim 8 of a 16-wide head) on the
+// head split [B, S, H, D] itself, before the head transpose: the tables are
+// repeat_interleave(half, 2) with a size-1 head axis, [B, S, 1, R], which is
+// squeezed for qcc.rotary. The head split is re-applied after it; the
+// passed values 8..16 of each head stay in place in both gathers.
+// CHECK-LABEL: func.func @interleaved_partial_rotary_on_head_split(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x?x64xf32>
+// CHECK-DAG: %[[HALF:.*]] = qcc.constant dense<[0, 2, 4, 6, 1, 3, 5, 7]> : tensor<8xi64>
+// CHECK-DAG: %[[APART:.*]] = qcc.constant dense<[0, 2, 4, 6, 1, 3, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, {{.*}}, 63]> : tensor<64xi64>
+// CHECK: %[[SHAPE:.*]] = qcc.concat
+// CHECK: %[[CS:.*]] = qcc.squeeze %{{.*}} {axes = array<i64: 2>} : (tensor<?x?x1x8xf32>) -> tensor<?x?x8xf32>
+// CHECK: %[[C:.*]] = qcc.gather %[[CS]], %[[HALF]] {axis = 2 : i64}
+// CHECK: %[[SS:.*]] = qcc.squeeze %{{.*}} {axes = array<i64: 2>} : (tensor<?x?x1x8xf32>) -> tensor<?x?x8xf32>
+// CHECK: %[[S:.*]] = qcc.gather %[[SS]], %[[HALF]] {axis = 2 : i64}
+// CHECK: %[[G:.*]] = qcc.gather %[[P]], %[[APART]] {axis = 2 : i64}
+// CHECK: %[[R:.*]] = qcc.rotary %[[G]], %[[C]], %[[S]] {head_dim = 16 : i64, rotary_dim = 8 : i64}
+// CHECK: %[[Y:.*]] = qcc.gather %[[R]], %{{.*}} {axis = 2 : i64}
+// CHECK: %[[SPLIT:.*]] = qcc.reshape %[[Y]], %[[SHAPE]] : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK-NOT: qcc.neg
+// CHECK: return %[[SPLIT]]
+func.func @interleaved_partial_rotary_on_head_split(%p: tensor<?x?x64xf32>, %cosh: tensor<?x?x4xf32>, %sinh: tensor<?x?x4xf32>) -> tensor<?x?x4x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %h = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %eight = qcc.constant dense<8> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %x = qcc.slice %h, %zero, %eight {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x?x4x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x8xf32>
+  %pass = qcc.slice %h, %eight, %big {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x?x4x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x8xf32>
+  %reps = qcc.constant dense<[1, 1, 1, 1, 2]> : tensor<5xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %c1 = qcc.unsqueeze %cosh {axes = array<i64: 2>} : (tensor<?x?x4xf32>) -> tensor<?x?x1x4xf32>
+  %c2 = qcc.unsqueeze %c1 {axes = array<i64: 4>} : (tensor<?x?x1x4xf32>) -> tensor<?x?x1x4x1xf32>
+  %c3 = qcc.expand %c2, %reps : (tensor<?x?x1x4x1xf32>, tensor<5xi64>) -> tensor<?x?x1x4x2xf32>
+  %cl = qcc.shape %c1 {end = 3 : i64} : (tensor<?x?x1x4xf32>) -> tensor<3xi64>
+  %ct = qcc.concat %cl, %m1 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %c = qcc.reshape %c3, %ct : (tensor<?x?x1x4x2xf32>, tensor<4xi64>) -> tensor<?x?x1x8xf32>
+  %s1 = qcc.unsqueeze %sinh {axes = array<i64: 2>} : (tensor<?x?x4xf32>) -> tensor<?x?x1x4xf32>
+  %s2 = qcc.unsqueeze %s1 {axes = array<i64: 4>} : (tensor<?x?x1x4xf32>) -> tensor<?x?x1x4x1xf32>
+  %s3 = qcc.expand %s2, %reps : (tensor<?x?x1x4x1xf32>, tensor<5xi64>) -> tensor<?x?x1x4x2xf32>
+  %sl = qcc.shape %s1 {end = 3 : i64} : (tensor<?x?x1x4xf32>) -> tensor<3xi64>
+  %stt = qcc.concat %sl, %m1 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %s = qcc.reshape %s3, %stt : (tensor<?x?x1x4x2xf32>, tensor<4xi64>) -> tensor<?x?x1x8xf32>
+  %even = qcc.slice %x, %zero, %big {axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %odd = qcc.slice %x, %one, %big {axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %nodd = qcc.neg %odd : tensor<?x?x4x4xf32>
+  %u0 = qcc.unsqueeze %nodd {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %u1 = qcc.unsqueeze %even {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %st = qcc.concat %u0, %u1 {axis = 4 : i64} : (tensor<?x?x4x4x1xf32>, tensor<?x?x4x4x1xf32>) -> tensor<?x?x4x4x2xf32>
+  %lead = qcc.shape %st {end = 3 : i64} : (tensor<?x?x4x4x2xf32>) -> tensor<3xi64>
+  %flat = qcc.concat %lead, %m1 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %rot = qcc.reshape %st, %flat : (tensor<?x?x4x4x2xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+  %a = qcc.mul %x, %c : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %b = qcc.mul %rot, %s : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %y = qcc.add %a, %b : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x8xf32>
+  %out = qcc.concat %y, %pass {axis = 3 : i64} : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x16xf32>
+  return %out : tensor<?x?x4x16xf32>
+}
+
+// -----
+
+// Near miss: stack((x[..., 1::2], -x[..., ::2]), -1) rotates the other way
+// (out[2i] = x[2i] cos + x[2i+1] sin); it is not rotate_every_two.
+// CHECK-LABEL: func.func @interleaved_other_direction(
+// CHECK-NOT: qcc.rotary
+// CHECK: qcc.neg
+func.func @interleaved_other_direction(%p: tensor<?x?x64xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %x = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %c = qcc.unsqueeze %cos {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %s = qcc.unsqueeze %sin {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %zero = qcc.constant dense<0> : tensor<1xi64>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %big = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %even = qcc.slice %x, %zero, %big {axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %odd = qcc.slice %x, %one, %big {axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %neven = qcc.neg %even : tensor<?x4x?x8xf32>
+  %u0 = qcc.unsqueeze %odd {axes = array<i64: 4>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x?x8x1xf32>
+  %u1 = qcc.unsqueeze %neven {axes = array<i64: 4>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x?x8x1xf32>
+  %st = qcc.concat %u0, %u1 {axis = 4 : i64} : (tensor<?x4x?x8x1xf32>, tensor<?x4x?x8x1xf32>) -> tensor<?x4x?x8x2xf32>
+  %lead = qcc.shape %st {end = 3 : i64} : (tensor<?x4x?x8x2xf32>) -> tensor<3xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %flat = qcc.concat %lead, %m1 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %rot = qcc.reshape %st, %flat : (tensor<?x4x?x8x2xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %a = qcc.mul %x, %c : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %b = qcc.mul %rot, %s : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = qcc.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
