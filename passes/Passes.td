@@ -520,7 +520,15 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     - Where(c, scores [+ bias], fill) or Where(c, fill, scores [+ bias])
       (fill <= -1e30) with anything but a proven causal buffer, or with a
       bias (MPT's ALiBi table) -> the `mask` operand Where(c, bias | 0,
-      fill) (operands in the Where's order), `causal = false`.
+      fill) (operands in the Where's order), `causal = false`;
+    - a mask added before the scale, Div(Add(Q K^T, m), c) (CodeGen), ->
+      the `mask` operand Div(m, c) with `scale = 1/c` (or Mul by s).
+
+    A second pattern drops a permutation that q and k share: attention(
+    Gather(q, P), Gather(k, P), v) with P one order of the features within
+    every head -> attention(q, k, v), the scores not depending on that
+    order (raise-rotary's interleaved rotary leaves such gathers). A key
+    with a past is left alone: the past holds keys in the model's order.
 
     ```mlir
     %s = qcc.matmul %qh, %kt ; %d = qcc.div %s, %c4 ; %m = qcc.add %d, %mask

@@ -362,6 +362,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     // Mask, then scale, then Q K^T.
     Value scores = softmax.getInput();
     Value maskValue, boolMask;
+    Operation *maskScale = nullptr; // scales the mask too (mask first)
     WhereOp maskWhere; // a Where to rebuild as the additive mask
     Value maskBias;    // its kept operand's bias (null: 0)
     bool maskFillFirst = false;
@@ -478,6 +479,27 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
         maskValue = m;
         return true;
       });
+      // CodeGen masks before it scales: (Q K^T + m) / c is Q K^T / c with
+      // the additive mask m / c (Div or Mul by a scalar).
+      Operation *scaleOp = scores.getDefiningOp();
+      if (!ok && isa_and_nonnull<DivOp, MulOp>(scaleOp)) {
+        Value c = scaleOp->getOperand(1);
+        auto cv = getSplatValue(c);
+        ok = cv && *cv != 0.0 &&
+             cast<RankedTensorType>(c.getType()).getNumElements() == 1 &&
+             matchCommutative(
+                 scaleOp->getOperand(0).getDefiningOp<AddOp>(),
+                 [&](Value s, Value m) {
+                   if (!matchScaled(s, qk, scale) || softcap != 0.0)
+                     return false;
+                   maskValue = m;
+                   return true;
+                 });
+        if (ok) {
+          scale *= isa<DivOp>(scaleOp) ? 1.0 / *cv : *cv;
+          maskScale = scaleOp;
+        }
+      }
       if (!ok)
         return rewriter.notifyMatchFailure(
             merge, "softmax input is not [masked] [scaled] Q K^T");
@@ -543,6 +565,12 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
           mt.getElementType() != outType.getElementType() ||
           mt.getRank() < 1)
         return rewriter.notifyMatchFailure(merge, "unsupported mask type");
+      if (maskScale) {
+        OperationState state(maskScale->getLoc(), maskScale->getName());
+        state.addOperands({maskValue, maskScale->getOperand(1)});
+        state.addTypes(mt);
+        maskValue = rewriter.create(state)->getResult(0);
+      }
     }
     if (maskWhere) {
       Type et = outType.getElementType();
@@ -594,10 +622,38 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
   }
 };
 
+/// Attention(Gather(q, P), Gather(k, P), v) with P one order of the features
+/// within every head -> Attention(q, k, v): the scores do not depend on that
+/// order (raise-rotary leaves such gathers around an interleaved rotary).
+/// Only a key without a past is taken: a past holds keys in the model's
+/// order.
+struct DropSharedHeadPermutation : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp attention,
+                                PatternRewriter &rewriter) const override {
+    int64_t width = attention.getQuery().getType().getDimSize(2);
+    if (width == ShapedType::kDynamic)
+      return rewriter.notifyMatchFailure(attention, "query width not static");
+    auto [q, k] = matchSharedHeadPermutation(
+        attention.getQuery(), attention.getKey(),
+        width / (int64_t)attention.getNumHeads());
+    if (!q)
+      return rewriter.notifyMatchFailure(
+          attention, "q and k are not permuted alike within each head");
+    rewriter.modifyOpInPlace(attention, [&] {
+      attention.getQueryMutable().assign(q);
+      attention.getKeyMutable().assign(k);
+    });
+    return success();
+  }
+};
+
 struct RaiseAttentionPass : qcc::impl::RaiseAttentionBase<RaiseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<RaiseAttentionPattern>(&getContext());
+    patterns.add<RaiseAttentionPattern, DropSharedHeadPermutation>(
+        &getContext());
     if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
                                    DEBUG_TYPE)))
       signalPassFailure();

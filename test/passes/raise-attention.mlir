@@ -742,3 +742,76 @@ func.func @mpt_alibi(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<
   %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %out : tensor<?x?x64xf32>
 }
+
+// -----
+
+// CodeGen masks before it scales: (Q K^T + m) / c is Q K^T / c with the
+// additive mask m / c.
+// CHECK-LABEL: func.func @mask_before_scale(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>, %[[M:[^:]*]]: tensor<?x1x1x?xf32>
+// CHECK: %[[C4:.*]] = qcc.constant dense<4.000000e+00> : tensor<f32>
+// CHECK: %[[MS:.*]] = qcc.div %[[M]], %[[C4]] : (tensor<?x1x1x?xf32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]], %[[MS]] {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+// CHECK: return %[[A]]
+func.func @mask_before_scale(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %m: tensor<?x1x1x?xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %qkm = qcc.add %qk, %m : (tensor<?x4x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
+  %sc = qcc.div %qkm, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %os = qcc.shape %o {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %os, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// q and k gathered in one order within every head (raise-rotary's
+// interleaved rotary): the scores do not depend on it, the gathers go. GQA:
+// 4 query heads, 2 kv heads of 8.
+// CHECK-LABEL: func.func @heads_permuted_alike(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x32xf32>, %[[K:[^:]*]]: tensor<?x?x16xf32>, %[[V:[^:]*]]: tensor<?x?x16xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]] {causal = true
+// CHECK: return %[[A]]
+func.func @heads_permuted_alike(%q: tensor<?x?x32xf32>, %k: tensor<?x?x16xf32>, %v: tensor<?x?x16xf32>) -> tensor<?x?x32xf32> {
+  %qi = qcc.constant dense<[0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 16, 18, 20, 22, 17, 19, 21, 23, 24, 26, 28, 30, 25, 27, 29, 31]> : tensor<32xi64>
+  %ki = qcc.constant dense<[0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]> : tensor<16xi64>
+  %qp = qcc.gather %q, %qi {axis = 2 : i64} : (tensor<?x?x32xf32>, tensor<32xi64>) -> tensor<?x?x32xf32>
+  %kp = qcc.gather %k, %ki {axis = 2 : i64} : (tensor<?x?x16xf32>, tensor<16xi64>) -> tensor<?x?x16xf32>
+  %a = qcc.attention %qp, %kp, %v {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+  return %a : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Near miss: k's second head keeps its order while q's heads are all
+// permuted: the scores of the heads reading it would change.
+// CHECK-LABEL: func.func @heads_permuted_differently(
+// CHECK: %[[QP:.*]] = qcc.gather
+// CHECK: %[[KP:.*]] = qcc.gather
+// CHECK: qcc.attention %[[QP]], %[[KP]]
+func.func @heads_permuted_differently(%q: tensor<?x?x32xf32>, %k: tensor<?x?x16xf32>, %v: tensor<?x?x16xf32>) -> tensor<?x?x32xf32> {
+  %qi = qcc.constant dense<[0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 16, 18, 20, 22, 17, 19, 21, 23, 24, 26, 28, 30, 25, 27, 29, 31]> : tensor<32xi64>
+  %ki = qcc.constant dense<[0, 2, 4, 6, 1, 3, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : tensor<16xi64>
+  %qp = qcc.gather %q, %qi {axis = 2 : i64} : (tensor<?x?x32xf32>, tensor<32xi64>) -> tensor<?x?x32xf32>
+  %kp = qcc.gather %k, %ki {axis = 2 : i64} : (tensor<?x?x16xf32>, tensor<16xi64>) -> tensor<?x?x16xf32>
+  %a = qcc.attention %qp, %kp, %v {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+  return %a : tensor<?x?x32xf32>
+}
