@@ -101,46 +101,55 @@ struct FoldFloatCastChain : OpRewritePattern<CastOp> {
   }
 };
 
-/// Reshape whose target is the input's own dimensions (symbolically; a 0
-/// copies, and one -1 is inferred to the only dimension left) -> input.
-/// Covers Reshape(shapeVector, [-1]) on a 1-D vector.
+/// True if `op`'s target is its input's own dimensions (symbolically; a 0
+/// copies, and one -1 is inferred to the only dimension left).
+bool targetsOwnShape(ReshapeOp op) {
+  Value in = op.getInput();
+  auto target = getDimExprs(op.getShape());
+  int64_t rank = op.getType().getRank();
+  if ((int64_t)target.size() != rank ||
+      cast<RankedTensorType>(in.getType()).getRank() != rank)
+    return false;
+  int64_t inferred = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    const DimExpr &t = target[i];
+    if (t.isConstant() && t.constant == 0)
+      continue; // copies input dimension i
+    if (t.isConstant() && t.constant == -1) {
+      ++inferred;
+      continue;
+    }
+    DimExpr d = getDimExpr(in, i);
+    if (!(t == d) && !(resolveDimExpr(t) == resolveDimExpr(d)))
+      return false;
+  }
+  // Every other dimension matches, so one -1 is the remaining dimension.
+  return inferred <= 1;
+}
+
+/// Reshape whose target is the input's own dimensions -> input. Covers
+/// Reshape(shapeVector, [-1]) on a 1-D vector.
 struct FoldIdentityReshape : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ReshapeOp op,
                                 PatternRewriter &rewriter) const override {
-    Value in = op.getInput();
-    if (in.getType() != op.getType())
+    if (op.getInput().getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "input and result types differ");
-    auto target = getDimExprs(op.getShape());
-    int64_t rank = op.getType().getRank();
-    if ((int64_t)target.size() != rank)
-      return rewriter.notifyMatchFailure(op, "target shape not known");
-    int64_t inferred = 0;
-    for (int64_t i = 0; i < rank; ++i) {
-      const DimExpr &t = target[i];
-      if (t.isConstant() && t.constant == 0)
-        continue; // copies input dimension i
-      if (t.isConstant() && t.constant == -1) {
-        ++inferred;
-        continue;
-      }
-      DimExpr d = getDimExpr(in, i);
-      if (!(t == d) && !(resolveDimExpr(t) == resolveDimExpr(d)))
-        return rewriter.notifyMatchFailure(
-            op, "target dimension differs from the input's");
-    }
-    // Every other dimension matches, so one -1 is the remaining dimension.
-    if (inferred > 1)
-      return rewriter.notifyMatchFailure(op, "more than one -1");
-    rewriter.replaceOp(op, in);
+    if (!targetsOwnShape(op))
+      return rewriter.notifyMatchFailure(
+          op, "target dimensions differ from the input's");
+    rewriter.replaceOp(op, op.getInput());
     return success();
   }
 };
 
 /// Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when the intermediate has no
 /// other user and no element of s2 can be 0 (a 0 would copy a dimension of the
-/// intermediate, not of x).
+/// intermediate, not of x). Also when the outer reshape only retypes the
+/// intermediate (its target is the intermediate's own shape, some dimension
+/// typed `?`: CodeGen's view of its heads as [B, S, -1, D]): x is viewed once
+/// and the intermediate stays for its other users.
 /// The same holds for an Unsqueeze or Squeeze under the Reshape (views too):
 /// GPT-BigCode splits its fused projection after an Unsqueeze and reshapes
 /// the query part to heads.
@@ -154,7 +163,7 @@ struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
       return rewriter.notifyMatchFailure(op, "input is not a view");
     // Keep intermediates that something else reads (e.g. the head merge whose
     // Shape feeds GPT-2's Conv1D): later raise passes match them.
-    if (!inner->hasOneUse())
+    if (!inner->hasOneUse() && !targetsOwnShape(op))
       return rewriter.notifyMatchFailure(op, "intermediate has other users");
     auto target = getDimExprs(op.getShape());
     if (target.empty())
@@ -504,6 +513,128 @@ struct FoldGatherOfOneIndex : OpRewritePattern<GatherOp> {
   }
 };
 
+/// The last-axis range [lo, hi) that `slice` (step 1, constant bounds) keeps
+/// of a last dimension of size `n`; std::nullopt for any other slice.
+std::optional<std::pair<int64_t, int64_t>> lastAxisRange(SliceOp slice,
+                                                         int64_t n) {
+  int64_t rank = slice.getType().getRank();
+  if (slice.getAxes().size() != 1 || slice.getSteps()[0] != 1)
+    return std::nullopt;
+  int64_t axis = slice.getAxes()[0];
+  auto start = getFoldedIndex(slice.getStarts());
+  auto end = getFoldedIndex(slice.getEnds());
+  if ((axis < 0 ? axis + rank : axis) != rank - 1 || !start || !end)
+    return std::nullopt;
+  auto clamp = [&](int64_t v) {
+    return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n);
+  };
+  return std::pair(clamp(*start), clamp(*end));
+}
+
+/// True if `user` reads only the shape of its operands: a Shape op, or a
+/// view whose result is read only so (an exporter's shape arithmetic on a
+/// view the raise passes replaced).
+bool readsOnlyShape(Operation *user) {
+  if (isa<ShapeOp>(user))
+    return true;
+  return isa<ReshapeOp, TransposeOp, UnsqueezeOp, SqueezeOp, SliceOp>(user) &&
+         llvm::all_of(user->getResult(0).getUsers(), readsOnlyShape);
+}
+
+/// A permutation of the last axis whose result is read only for its shape
+/// -> its input, which has that shape (the key an exporter measures for its
+/// mask after raise-attention took the key before the permutation).
+struct FoldShapeOnlyPermutation : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    Value input;
+    if (!matchLastAxisPermutation(gather.getResult(), input) ||
+        input.getType() != gather.getType())
+      return rewriter.notifyMatchFailure(gather,
+                                         "not a permutation of the last axis");
+    if (gather->use_empty() ||
+        !llvm::all_of(gather->getUsers(), readsOnlyShape))
+      return rewriter.notifyMatchFailure(gather, "its values are read");
+    rewriter.replaceOp(gather, input);
+    return success();
+  }
+};
+
+/// Gather(linear, P, last axis) with P a permutation -> the linear with its
+/// constant weight rows (and bias) in the order P: its output features come
+/// out permuted at no cost (raise-rotary gathers an interleaved rotary's q
+/// and k so). Also Gather(Slice(linear, lo, hi, last axis), P), a part of a
+/// fused projection (group-fused-heads), permuting rows [lo, hi) in place.
+/// The linear's (and the part's) other users may only read other parts or
+/// shapes.
+struct FoldPermutationIntoLinear : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    Value input;
+    auto perm = matchLastAxisPermutation(gather.getResult(), input);
+    if (!perm)
+      return rewriter.notifyMatchFailure(gather,
+                                         "not a permutation of the last axis");
+    auto part = input.getDefiningOp<SliceOp>();
+    auto linear = (part ? part.getInput() : input).getDefiningOp<LinearOp>();
+    if (!linear)
+      return rewriter.notifyMatchFailure(gather,
+                                         "not a linear's output or a part");
+    auto n = (int64_t)linear.getType().getShape().back();
+    int64_t lo = 0, hi = n;
+    if (part) {
+      auto range = lastAxisRange(part, n);
+      if (!range || llvm::any_of(part->getUsers(), [&](Operation *user) {
+            return user != gather && !readsOnlyShape(user);
+          }))
+        return rewriter.notifyMatchFailure(
+            gather, "the part is not a constant last-axis slice read only "
+                    "here");
+      std::tie(lo, hi) = *range;
+    }
+    if (hi - lo != (int64_t)perm->size())
+      return rewriter.notifyMatchFailure(gather, "permutation size differs");
+    Operation *reader = part ? part.getOperation() : gather.getOperation();
+    for (Operation *user : linear->getUsers()) {
+      if (user == reader || readsOnlyShape(user))
+        continue;
+      auto other = dyn_cast<SliceOp>(user);
+      auto range = other ? lastAxisRange(other, n) : std::nullopt;
+      if (!range || (range->first < hi && lo < range->second))
+        return rewriter.notifyMatchFailure(
+            gather, "another user reads the permuted rows");
+    }
+    ElementsAttr weight = getConstant(linear.getWeight());
+    ElementsAttr bias =
+        linear.getBias() ? getConstant(linear.getBias()) : ElementsAttr();
+    if (!weight || (linear.getBias() && !bias))
+      return rewriter.notifyMatchFailure(gather,
+                                         "weight or bias is not a constant");
+    SmallVector<int64_t> rows = llvm::to_vector(llvm::seq<int64_t>(0, n));
+    for (auto [i, p] : llvm::enumerate(*perm))
+      rows[lo + i] = lo + p;
+    ElementsAttr w2 = gatherRows(weight, rows, "_permuted");
+    ElementsAttr b2 = bias ? gatherRows(bias, rows, "_permuted") : ElementsAttr();
+    if (!w2 || (bias && !b2))
+      return rewriter.notifyMatchFailure(gather, "weight data not readable");
+    Location loc = linear.getLoc();
+    rewriter.setInsertionPoint(linear);
+    Value wv = ConstantOp::create(rewriter, loc, w2);
+    Value bv = b2 ? ConstantOp::create(rewriter, loc, b2).getResult() : Value();
+    rewriter.modifyOpInPlace(linear, [&] {
+      linear.getWeightMutable().assign(wv);
+      if (bv)
+        linear.getBiasMutable().assign(bv);
+    });
+    rewriter.replaceOp(gather, input);
+    return success();
+  }
+};
+
 /// GatherND(x, [[i]]) (batch_dims 0) is Slice(x, i, i + 1, axis 0): the
 /// dynamo exporter picks Falcon's K and V heads so, after moving the head
 /// axis first.
@@ -757,6 +888,7 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
                  FoldIdentitySlice, FoldTransposeThroughMergedView,
                  FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,
+                 FoldPermutationIntoLinear, FoldShapeOnlyPermutation,
                  FoldSliceOfTranspose, FoldHeadSliceIntoPacked,
                  RefineStaticSlice,
                  EvaluateConstantOp>(ctx);

@@ -24,7 +24,9 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
     - Reshape whose target is the input's own dimensions (a 0 copies, one -1
       is inferred) -> the input; this covers Reshape(vector, [-1]).
     - Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) when s2 has no 0 (also
-      with an Unsqueeze or Squeeze in place of the inner Reshape).
+      with an Unsqueeze or Squeeze in place of the inner Reshape) and the
+      inner reshape has no other user, or s2 is its own shape (CodeGen views
+      its heads [B, S, 4, D] again as [B, S, -1, D]: x is viewed once).
     - Split(Unsqueeze(x, axes), axis) along an axis x has ->
       Unsqueeze(Split(x), axes) per part (GPT-BigCode's fused c_attn).
     - Split of NonZero(m) (or its transpose) for a 1-D mask m of static size
@@ -58,6 +60,14 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
     - Whole heads sliced from a head split, Slice(Reshape(P [B, S, H * D] ->
       [B, S, H, D]), a, b, axis 2) -> Reshape(Slice(P, a * D, b * D), [B, S,
       b - a, D]): fused QKV projections (Falcon) become packed projections.
+    - A permutation of a linear's output features, Gather(linear, P, last
+      axis) with P a constant permutation, -> the linear with its constant
+      weight rows (and bias) in the order P; also of a part Slice(linear,
+      lo, hi, last axis) of a fused projection, rows [lo, hi) permuted in
+      place. The linear's and the part's other users may only read other
+      parts or shapes. (raise-rotary's interleaved rotary permutes q and k.)
+    - A permutation whose result is read only for its shape (Shape ops, and
+      views read only so) -> its input.
 
     Dimensions are also compared after tracing them to the reshape targets
     that set them (`resolveDimExpr`), and a batched MatMul's dimensions are

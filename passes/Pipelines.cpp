@@ -16,6 +16,9 @@ void qcc::buildRaisePipeline(OpPassManager &pm) {
   fn.addPass(createRaiseLinear());
   fn.addPass(createRaiseEmbedding());
   fn.addPass(createGroupFusedHeads());
+  // Views of the regrouped parts (CodeGen's [B, S, -1, D] of its heads) fold
+  // onto the new head splits before rotary and attention match them.
+  fn.addPass(createFoldShapes());
   fn.addPass(createRaiseRotary());
   fn.addPass(createRaiseAttention());
   fn.addPass(createFoldShapes());

@@ -543,3 +543,107 @@ func.func @split_of_partial_non_zero_stays(%m: tensor<4xi1>) -> (tensor<1x1xi64>
   %p:2 = qcc.split %t {axis = 0 : i64, sizes = array<i64: 1, 1>} : (tensor<?x1xi64>) -> (tensor<1x1xi64>, tensor<1x1xi64>)
   return %p#0, %p#1 : tensor<1x1xi64>, tensor<1x1xi64>
 }
+
+// -----
+
+// A permutation of a linear's output features is its weight rows (and bias)
+// in that order (raise-rotary gathers an interleaved rotary's q and k so).
+// CHECK-LABEL: func.func @permutation_into_linear(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x2xf32>
+// CHECK-DAG: %[[W:.*]] = qcc.constant dense<{{\[}}[5.000000e+00, 6.000000e+00], [1.000000e+00, 2.000000e+00], [7.000000e+00, 8.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<4x2xf32>
+// CHECK-DAG: %[[B:.*]] = qcc.constant dense<[3.000000e+01, 1.000000e+01, 4.000000e+01, 2.000000e+01]> : tensor<4xf32>
+// CHECK: %[[Y:.*]] = qcc.linear %[[X]], %[[W]], %[[B]]
+// CHECK-NOT: qcc.gather
+// CHECK: return %[[Y]]
+func.func @permutation_into_linear(%x: tensor<?x?x2xf32>) -> tensor<?x?x4xf32> {
+  %w = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %b = qcc.constant dense<[10.0, 20.0, 30.0, 40.0]> : tensor<4xf32>
+  %y = qcc.linear %x, %w, %b : (tensor<?x?x2xf32>, tensor<4x2xf32>, tensor<4xf32>) -> tensor<?x?x4xf32>
+  %perm = qcc.constant dense<[2, 0, 3, 1]> : tensor<4xi64>
+  %g = qcc.gather %y, %perm {axis = 2 : i64} : (tensor<?x?x4xf32>, tensor<4xi64>) -> tensor<?x?x4xf32>
+  return %g : tensor<?x?x4xf32>
+}
+
+// -----
+
+// A part of a fused projection (group-fused-heads' slices): rows [2, 4) are
+// permuted in place; the other part reads rows [0, 2) as before.
+// CHECK-LABEL: func.func @permutation_into_linear_part(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x2xf32>
+// CHECK: %[[W:.*]] = qcc.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00], [7.000000e+00, 8.000000e+00], [5.000000e+00, 6.000000e+00]]> : tensor<4x2xf32>
+// CHECK: %[[Y:.*]] = qcc.linear %[[X]], %[[W]] :
+// CHECK: %[[A:.*]] = qcc.slice %[[Y]]
+// CHECK: %[[P:.*]] = qcc.slice %[[Y]]
+// CHECK-NOT: qcc.gather
+// CHECK: return %[[A]], %[[P]]
+func.func @permutation_into_linear_part(%x: tensor<?x?x2xf32>) -> (tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
+  %w = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %y = qcc.linear %x, %w : (tensor<?x?x2xf32>, tensor<4x2xf32>) -> tensor<?x?x4xf32>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c2 = qcc.constant dense<2> : tensor<1xi64>
+  %c4 = qcc.constant dense<4> : tensor<1xi64>
+  %a = qcc.slice %y, %c0, %c2 {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x4xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x2xf32>
+  %p = qcc.slice %y, %c2, %c4 {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x4xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x2xf32>
+  %perm = qcc.constant dense<[1, 0]> : tensor<2xi64>
+  %g = qcc.gather %p, %perm {axis = 2 : i64} : (tensor<?x?x2xf32>, tensor<2xi64>) -> tensor<?x?x2xf32>
+  return %a, %g : tensor<?x?x2xf32>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Near miss: the linear's output is also read as it is, in the model's
+// order; its rows stay.
+// CHECK-LABEL: func.func @permutation_of_shared_linear(
+// CHECK: %[[Y:.*]] = qcc.linear
+// CHECK: %[[G:.*]] = qcc.gather %[[Y]]
+// CHECK: return %[[Y]], %[[G]]
+func.func @permutation_of_shared_linear(%x: tensor<?x?x2xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %w = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %y = qcc.linear %x, %w : (tensor<?x?x2xf32>, tensor<4x2xf32>) -> tensor<?x?x4xf32>
+  %perm = qcc.constant dense<[2, 0, 3, 1]> : tensor<4xi64>
+  %g = qcc.gather %y, %perm {axis = 2 : i64} : (tensor<?x?x4xf32>, tensor<4xi64>) -> tensor<?x?x4xf32>
+  return %y, %g : tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}
+
+// -----
+
+// A permutation read only for its shape is its input (raise-attention took
+// the key before the permutation; the exporter still measures it for the
+// mask).
+// CHECK-LABEL: func.func @shape_only_permutation(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x4xf32>
+// CHECK-NOT: qcc.gather
+// CHECK: %[[T:.*]] = qcc.unsqueeze %[[X]]
+// CHECK: %[[S:.*]] = qcc.shape %[[T]]
+// CHECK: return %[[S]]
+func.func @shape_only_permutation(%x: tensor<?x?x4xf32>) -> tensor<4xi64> {
+  %perm = qcc.constant dense<[2, 0, 3, 1]> : tensor<4xi64>
+  %g = qcc.gather %x, %perm {axis = 2 : i64} : (tensor<?x?x4xf32>, tensor<4xi64>) -> tensor<?x?x4xf32>
+  %t = qcc.unsqueeze %g {axes = array<i64: 1>} : (tensor<?x?x4xf32>) -> tensor<?x1x?x4xf32>
+  %s = qcc.shape %t : (tensor<?x1x?x4xf32>) -> tensor<4xi64>
+  return %s : tensor<4xi64>
+}
+
+// -----
+
+// CodeGen views its heads [B, S, 4, 16] again as [B, S, -1, 16], typed
+// [?, ?, ?, 16]: the view reads the packed value directly (a head split),
+// and the first view stays for the Shape read of it.
+// CHECK-LABEL: func.func @retyping_view_of_head_split(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x?x64xf32>
+// CHECK: %[[V:.*]] = qcc.reshape %[[P]], %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+// CHECK: return %[[V]]
+func.func @retyping_view_of_head_split(%p: tensor<?x?x64xf32>) -> (tensor<?x?x?x16xf32>, tensor<4xi64>) {
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %s = qcc.shape %r : (tensor<?x?x4x16xf32>) -> tensor<4xi64>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c2 = qcc.constant dense<2> : tensor<1xi64>
+  %lead = qcc.slice %s, %c0, %c2 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %tail = qcc.constant dense<[-1, 16]> : tensor<2xi64>
+  %t = qcc.concat %lead, %tail {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v = qcc.reshape %r, %t : (tensor<?x?x4x16xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  return %v, %s : tensor<?x?x?x16xf32>, tensor<4xi64>
+}
