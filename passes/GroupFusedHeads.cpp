@@ -102,18 +102,21 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     auto linear = packed.getDefiningOp<LinearOp>();
     if (!linear)
       return rewriter.notifyMatchFailure(reshape, "not a linear's head split");
-    // Besides the head split, the linear may only be asked for B and S (the
-    // grouped linear has the same).
-    SmallVector<ShapeOp> leadingDimUsers;
+    // Besides the head split, the linear may only be asked for its shape:
+    // the grouped linear has the same B and S, and the same width unless
+    // rows are dropped (checked below).
+    SmallVector<ShapeOp> shapeUsers;
+    bool widthRead = false;
     for (Operation *user : linear->getUsers()) {
       if (user == reshape)
         continue;
       auto shape = dyn_cast<ShapeOp>(user);
-      int64_t end = shape && shape.getEnd() ? (int64_t)*shape.getEnd() : 3;
-      if (!shape || (int64_t)shape.getStart() < 0 || end < 0 || end > 2)
+      if (!shape)
         return rewriter.notifyMatchFailure(
             reshape, "the linear has users other than the head split");
-      leadingDimUsers.push_back(shape);
+      int64_t end = shape.getEnd() ? (int64_t)*shape.getEnd() : 3;
+      widthRead |= (int64_t)shape.getStart() < 0 || end < 0 || end > 2;
+      shapeUsers.push_back(shape);
     }
     ElementsAttr weight = getConstant(linear.getWeight());
     ElementsAttr bias =
@@ -199,6 +202,9 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     int64_t rows = 0;
     for (auto [lo, hi] : bounds)
       rows += heads * (hi - lo);
+    if (widthRead && rows != heads * c)
+      return rewriter.notifyMatchFailure(
+          reshape, "the linear's width is read and some of its rows are not");
     ElementsAttr w2 = gatherPartRows(weight, heads, c, bounds);
     ElementsAttr b2 =
         bias ? gatherPartRows(bias, heads, c, bounds) : ElementsAttr();
@@ -206,12 +212,14 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
       return rewriter.notifyMatchFailure(reshape, "weight data not readable");
 
     Location loc = linear.getLoc();
+    // Where the linear was: its Shape users may come before the head split.
+    rewriter.setInsertionPointAfter(linear);
     Value wv = ConstantOp::create(rewriter, loc, w2);
     Value bv = b2 ? ConstantOp::create(rewriter, loc, b2).getResult() : Value();
     auto grouped = LinearOp::create(
         rewriter, loc, RankedTensorType::get({bDim, sDim, rows}, et),
         linear.getInput(), wv, bv);
-    for (ShapeOp shape : leadingDimUsers)
+    for (ShapeOp shape : shapeUsers)
       rewriter.modifyOpInPlace(shape, [&] { shape->setOperand(0, grouped); });
     auto i64 = rewriter.getI64Type();
     auto vec = [&](int64_t v) -> Value {

@@ -391,11 +391,11 @@ def GroupFusedHeads : Pass<"group-fused-heads", "mlir::func::FuncOp"> {
     ```
 
     Left alone: head splits with any other user, a linear with users other
-    than the head split and Shape ops of its leading dimensions, or with a
-    non-constant weight, overlapping parts, parts whose values meet again in
-    a Concat within a few uses (a partial rotary's rotated and passed parts
-    of one head, which raise-rotary takes as they are), and a single part that is
-    the whole head.
+    than the head split and Shape ops (of its width only when every row is
+    kept), or with a non-constant weight, overlapping parts, parts whose
+    values meet again in a Concat within a few uses (a partial rotary's
+    rotated and passed parts of one head, which raise-rotary takes as they
+    are), and a single part that is the whole head.
   }];
 }
 

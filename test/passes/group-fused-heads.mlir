@@ -122,3 +122,51 @@ func.func @rejoined_parts(%x: tensor<?x?x4xf32>) -> tensor<?x2x?x6xf32> {
   %y = qcc.concat %n, %pass {axis = 3 : i64} : (tensor<?x2x?x2xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x6xf32>
   return %y : tensor<?x2x?x6xf32>
 }
+
+// -----
+
+// CodeGen's legacy export reads the fused projection's whole shape (its
+// head split target is built from it): every row is kept, so the grouped
+// projection has that shape too.
+// CHECK-LABEL: func.func @whole_shape_read(
+// CHECK: %[[G:.*]] = qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<12x4xf32>) -> tensor<?x?x12xf32>
+// CHECK-COUNT-3: qcc.slice %[[G]]
+// CHECK-NOT: qcc.split
+// CHECK: %[[S:.*]] = qcc.shape %[[G]] : (tensor<?x?x12xf32>) -> tensor<3xi64>
+// CHECK: return {{.*}}, %[[S]]
+func.func @whole_shape_read(%x: tensor<?x?x4xf32>) -> (tensor<?x?x2x2xf32>, tensor<?x?x2x2xf32>, tensor<?x?x2x2xf32>, tensor<3xi64>) {
+  %w = qcc.constant dense<1.0> : tensor<12x4xf32>
+  %p = qcc.linear %x, %w : (tensor<?x?x4xf32>, tensor<12x4xf32>) -> tensor<?x?x12xf32>
+  %s = qcc.shape %p : (tensor<?x?x12xf32>) -> tensor<3xi64>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c2 = qcc.constant dense<2> : tensor<1xi64>
+  %bs = qcc.slice %s, %c0, %c2 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<3xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[2, 6]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x12xf32>, tensor<4xi64>) -> tensor<?x?x2x6xf32>
+  %q, %k, %v = qcc.split %r {axis = 3 : i64, sizes = array<i64: 2, 2, 2>} : (tensor<?x?x2x6xf32>) -> (tensor<?x?x2x2xf32>, tensor<?x?x2x2xf32>, tensor<?x?x2x2xf32>)
+  return %q, %k, %v, %s : tensor<?x?x2x2xf32>, tensor<?x?x2x2xf32>, tensor<?x?x2x2xf32>, tensor<3xi64>
+}
+
+// -----
+
+// Near miss: the whole shape is read, but the rows of values 4..6 of each
+// head are read by no part: the grouped projection would be narrower.
+// CHECK-LABEL: func.func @whole_shape_read_rows_dropped(
+// CHECK: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<12x4xf32>) -> tensor<?x?x12xf32>
+// CHECK: qcc.slice %{{.*}}, %{{.*}}, %{{.*}} {axes = array<i64: 3>
+func.func @whole_shape_read_rows_dropped(%x: tensor<?x?x4xf32>) -> (tensor<?x?x2x?xf32>, tensor<?x?x2x?xf32>, tensor<3xi64>) {
+  %w = qcc.constant dense<1.0> : tensor<12x4xf32>
+  %p = qcc.linear %x, %w : (tensor<?x?x4xf32>, tensor<12x4xf32>) -> tensor<?x?x12xf32>
+  %s = qcc.shape %p : (tensor<?x?x12xf32>) -> tensor<3xi64>
+  %bs = qcc.shape %x {end = 2 : i64} : (tensor<?x?x4xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[2, 6]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x12xf32>, tensor<4xi64>) -> tensor<?x?x2x6xf32>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c2 = qcc.constant dense<2> : tensor<1xi64>
+  %c4 = qcc.constant dense<4> : tensor<1xi64>
+  %q = qcc.slice %r, %c0, %c2 {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x?x2x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x2x?xf32>
+  %k = qcc.slice %r, %c2, %c4 {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x?x2x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x2x?xf32>
+  return %q, %k, %s : tensor<?x?x2x?xf32>, tensor<?x?x2x?xf32>, tensor<3xi64>
+}
