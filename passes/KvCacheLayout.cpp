@@ -1057,15 +1057,29 @@ struct KvCacheLayoutPass
     for (AttentionOp a : attentions) {
       b.setInsertionPoint(a);
       // With the past form, only this call's keys/values go to the cache.
-      Value key = a.getKey(), value = a.getValue();
+      Value query = a.getQuery(), key = a.getKey(), value = a.getValue();
       if (!pasts.empty()) {
         BlockArgument pastArg;
         if (!matchCacheAppend(a.getKey(), pastArg, key) ||
             !matchCacheAppend(a.getValue(), pastArg, value))
           return {};
+        // q and k permuted alike within each head (an interleaved rotary's
+        // gathers, which `main` keeps for its past and present in the
+        // model's order) need not be once the cache holds only what decode
+        // writes, in one order. Per-channel (kivi) K scales are calibrated
+        // in `main`'s order: those keys keep it.
+        int64_t width = a.getQuery().getType().getDimSize(2);
+        auto [q, k] = kvScales == KvScales::Kivi || width == kDyn
+                          ? std::pair<Value, Value>()
+                          : matchSharedHeadPermutation(
+                                query, key, width / (int64_t)a.getNumHeads());
+        if (q) {
+          query = q;
+          key = k;
+        }
       }
       auto kv = KvAttentionOp::create(
-          b, a.getLoc(), a.getType(), a.getQuery(), key, value,
+          b, a.getLoc(), a.getType(), query, key, value,
           b.getI64IntegerAttr(layer), a.getNumHeadsAttr(),
           a.getNumKvHeadsAttr(), a.getScaleAttr(),
           b.getI64IntegerAttr(windows[layer]), a.getSoftcapAttr(),

@@ -626,7 +626,12 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
     Then `@prefill`/`@decode` drop the past inputs and the present outputs,
     `kv_attention` gets only `new` (the cache holds the past), and the
     positions range(P, P + S, 1), P = dimension 2 of a past input, become
-    the `positions` input like range(0, S, 1).
+    the `positions` input like range(0, S, 1). A query and new keys that
+    are permuted alike within each head (raise-attention keeps an
+    interleaved rotary's gathers where a past is appended to) lose the
+    permutation there, as raise-attention drops it without a past: the
+    cache holds the keys in the order both entry points write (not with
+    `kivi` scales, calibrated per key channel in `@main`'s order).
 
     `@main` stays for full-sequence runs. The layout is recorded in the
     module attribute `qcc.kv_cache` (layout, block_tokens, layers, kv_heads,

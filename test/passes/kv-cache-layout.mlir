@@ -159,6 +159,78 @@ func.func @main(%ids: tensor<?x?xi64> {qcc.name = "input_ids"}, %pk: tensor<?x4x
   return %a, %presk, %presv : tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
 }
 
+
+// -----
+
+// The past form with q and k permuted alike within each head (an
+// interleaved rotary's gathers, which raise-attention keeps where the keys
+// also go to `present`, in the model's order): @main keeps them for its past
+// and present; @prefill and @decode attend without them, their cache holding
+// the keys in the one order both write.
+// CHECK-LABEL: func.func @main(
+// CHECK: qcc.gather %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+// CHECK: qcc.attention
+// CHECK-LABEL: func.func @prefill(
+// CHECK-NOT: qcc.gather
+// CHECK: %[[Q:.*]] = qcc.linear
+// CHECK: %[[K:.*]] = qcc.linear
+// CHECK: %[[V:.*]] = qcc.linear
+// CHECK-NOT: qcc.gather
+// CHECK: qcc.kv_attention %[[Q]], %[[K]], %[[V]] {layer = 0
+// CHECK-LABEL: func.func @decode(
+// CHECK-NOT: qcc.gather
+// CHECK: qcc.kv_attention
+func.func @main(%ids: tensor<?x?xi64> {qcc.name = "input_ids"}, %pk: tensor<?x4x?x16xf32> {qcc.name = "past.0.key"}, %pv: tensor<?x4x?x16xf32> {qcc.name = "past.0.value"}) -> (tensor<?x?x64xf32> {qcc.name = "logits"}, tensor<?x4x?x16xf32> {qcc.name = "present.0.key"}, tensor<?x4x?x16xf32> {qcc.name = "present.0.value"}) {
+  %wte = qcc.constant dense<0.5> : tensor<100x64xf32>
+  %wpe = qcc.constant dense<0.25> : tensor<32x64xf32>
+  %wq = qcc.constant dense<0.25> : tensor<64x64xf32>
+  %wk = qcc.constant dense<0.125> : tensor<64x64xf32>
+  %wv = qcc.constant dense<0.0625> : tensor<64x64xf32>
+  %back = qcc.constant dense<[0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 16, 24, 17, 25, 18, 26, 19, 27, 20, 28, 21, 29, 22, 30, 23, 31, 32, 40, 33, 41, 34, 42, 35, 43, 36, 44, 37, 45, 38, 46, 39, 47, 48, 56, 49, 57, 50, 58, 51, 59, 52, 60, 53, 61, 54, 62, 55, 63]> : tensor<64xi64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %m2 = qcc.constant dense<-2> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %shape = qcc.shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = qcc.gather %shape, %c1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %ps = qcc.shape %pk : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %pl1 = qcc.slice %ps, %m2, %m1 {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %pl = qcc.squeeze %pl1 {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %limit = qcc.add %seq, %pl : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %range = qcc.range %pl, %limit, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = qcc.unsqueeze %range {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+  %te = qcc.embedding %wte, %ids : (tensor<100x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %pe = qcc.embedding %wpe, %pos : (tensor<32x64xf32>, tensor<1x?xi64>) -> tensor<1x?x64xf32>
+  %x = qcc.add %te, %pe : (tensor<?x?x64xf32>, tensor<1x?x64xf32>) -> tensor<?x?x64xf32>
+  %q0 = qcc.linear %x, %wq : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %k0 = qcc.linear %x, %wk : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %v = qcc.linear %x, %wv : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %q = qcc.gather %q0, %back {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+  %k = qcc.gather %k0, %back {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %kh = qcc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %presk = qcc.concat %pk, %kh {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %presv = qcc.concat %pv, %vh {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %tk = qcc.transpose %pk {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %sk = qcc.shape %tk {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %shk = qcc.concat %sk, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %rk = qcc.reshape %tk, %shk : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  %kall = qcc.concat %rk, %k {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %tv = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %sv = qcc.shape %tv {end = 2 : i64} : (tensor<?x?x4x16xf32>) -> tensor<2xi64>
+  %shv = qcc.concat %sv, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %rv = qcc.reshape %tv, %shv : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  %vall = qcc.concat %rv, %v {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %a = qcc.attention %q, %kall, %vall {num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 0.25 : f32, causal = true} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %a, %presk, %presv : tensor<?x?x64xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
 // -----
 
 // An exporter-built mask (HuggingFace: causal from two ranges, key padding
