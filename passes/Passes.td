@@ -54,11 +54,22 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
     - Whole heads sliced from a head split, Slice(Reshape(P [B, S, H * D] ->
       [B, S, H, D]), a, b, axis 2) -> Reshape(Slice(P, a * D, b * D), [B, S,
       b - a, D]): fused QKV projections (Falcon) become packed projections.
+    - Attention on [B * H, S, D] views (BLOOM's baddbmm(alibi, q, k^T) and
+      bmm(probs, v)): the un-merge Reshape([B * H, X, Y] -> [B, H, X', Y'])
+      of a tree of batched MatMuls, Transpose[0, 2, 1]s and elementwise Add /
+      Sub / Mul / Div whose leaves are merged views of heads,
+      Reshape(x [B, H, X, Y] -> [B * H, X, Y]) or Reshape(x [B, H, Y] ->
+      [B * H, 1, Y]) with the same static H (the merged count written B * H,
+      or fixed by the other dims being x's), or scalars -> the same ops on
+      the heads (the reshape kept only where it does not restore them);
+      Shapes of the merged ops are computed from the heads' dims.
 
     Dimensions are also compared after tracing them to the reshape targets
-    that set them (`resolveDimExpr`), and a batched MatMul's dimensions are
-    its operands' (rows of the lhs, columns of the rhs, batch axes of the
-    operand that is not a broadcast 1).
+    that set them (`resolveDimExpr`), and a batched MatMul's
+    dimensions are its operands' (rows of the lhs, columns of the rhs, batch
+    axes of the operand that is not a broadcast 1), a Concat's those of its
+    inputs off the axis, a Gather's those of its input before the axis.
+    Shape arithmetic folds Div(Mul(x, c), c) to x (B read back from B * H).
 
     Dimensions of function arguments with the same symbolic name
     (`qcc.dim_names`, e.g. the "batch" of input_ids and of attention_mask)

@@ -111,6 +111,21 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   if (auto split = dyn_cast<SplitOp>(op))
     if (index != (int64_t)split.getAxis())
       return split.getInput();
+  // A concat's inputs share every dimension but the axis (a cache append).
+  if (auto cat = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = cat.getAxis();
+    if ((axis < 0 ? axis + rank : axis) != index)
+      return cat.getInputs()[0];
+  }
+  // A gather keeps the dimensions before its axis (BLOOM picks q, k and v
+  // from its [B, S, H, 3, D] view so).
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    int64_t axis = gather.getAxis();
+    if (axis < 0)
+      axis += gather.getInput().getType().getRank();
+    if (index < axis)
+      return gather.getInput();
+  }
   // A slice (Phi-3's fused QKV) keeps the dimensions it does not slice.
   if (auto slice = dyn_cast<SliceOp>(op)) {
     bool sliced = llvm::any_of(slice.getAxes(), [&](int64_t a) {
@@ -216,6 +231,8 @@ DimExpr qcc::getDimExpr(Value v, int64_t index) {
 /// and the exporter's Expand guard (see getFoldedDimExprs).
 static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold);
 
+static Value shapeElementSource(Value vec, int64_t &index);
+
 SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
   return evalDimExprs(vec, /*fold=*/false);
 }
@@ -297,6 +314,27 @@ static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold) {
       return unknown;
     return SmallVector<DimExpr>(src.begin() + s, src.begin() + e);
   }
+  if (auto div = dyn_cast<DivOp>(op); fold && div && n == 1) {
+    // Div(Mul(x, c), c) is x: a merged B * H divided by H again (BLOOM
+    // reads B back from its [B * H, S, D] views so).
+    auto c = evalDimExprs(div.getRhs(), true);
+    int64_t index = 0;
+    Value source = shapeElementSource(div.getLhs(), index);
+    auto mul = source ? source.getDefiningOp<MulOp>() : MulOp();
+    auto isC = [&](Value x) {
+      auto e = evalDimExprs(x, true);
+      return e.size() == 1 && e[0].isConstant() && e[0].constant != 0 &&
+             e[0].constant == c[0].constant;
+    };
+    if (mul && c.size() == 1 && c[0].isConstant()) {
+      for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()),
+                          std::pair(mul.getRhs(), mul.getLhs())}) {
+        auto e = evalDimExprs(x, true);
+        if (isC(y) && e.size() == 1 && e[0].isKnown())
+          return e;
+      }
+    }
+  }
   if (fold && isa<AddOp, SubOp, MulOp, DivOp>(op)) {
     auto a = evalDimExprs(op->getOperand(0), true);
     auto b = evalDimExprs(op->getOperand(1), true);
@@ -361,12 +399,85 @@ bool qcc::reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if (target[i].isConstant() && target[i].constant == 0)
       continue; // ONNX: 0 copies the input dimension.
-    DimExpr in = getDimExpr(reshape.getInput(), i);
-    if (!(target[i] == in) &&
-        !(resolveDimExpr(target[i]) == resolveDimExpr(in)))
+    if (!isSameDim(target[i], reshape.getInput(), i))
       return false;
   }
   return true;
+}
+
+bool qcc::isSameDim(const DimExpr &t, Value v, int64_t index) {
+  DimExpr d = getDimExpr(v, index);
+  return t.isKnown() && (t == d || resolveDimExpr(t) == resolveDimExpr(d));
+}
+
+/// The value that holds element `index` of the shape vector `vec` (updating
+/// `index` to its place there), followed through views and Concat; null if
+/// a part's size is not static.
+static Value shapeElementSource(Value vec, int64_t &index) {
+  auto numel = [](Value v) -> int64_t {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() ? t.getNumElements() : -1;
+  };
+  while (Operation *op = vec.getDefiningOp()) {
+    if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op) &&
+        numel(op->getOperand(0)) == numel(vec) && numel(vec) >= 0) {
+      vec = op->getOperand(0);
+      continue;
+    }
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      // One constant index of a vector.
+      auto idx = getIntSplatValue(gather.getIndices());
+      int64_t n = numel(gather.getInput());
+      if (gather.getInput().getType().getRank() != 1 || numel(vec) != 1 ||
+          !idx || n < 0 || *idx < -n || *idx >= n)
+        break;
+      index = *idx < 0 ? *idx + n : *idx;
+      vec = gather.getInput();
+      continue;
+    }
+    auto cat = dyn_cast<ConcatOp>(op);
+    if (!cat)
+      break;
+    Value part;
+    for (Value p : cat.getInputs()) {
+      int64_t n = numel(p);
+      if (n < 0)
+        return {};
+      if (index < n) {
+        part = p;
+        break;
+      }
+      index -= n;
+    }
+    if (!part)
+      return {};
+    vec = part;
+  }
+  return vec;
+}
+
+bool qcc::isDimProduct(Value vec, int64_t index, Value v, int64_t i,
+                       int64_t j) {
+  auto elements = getFoldedDimExprs(vec);
+  if (index < 0 || index >= (int64_t)elements.size())
+    return false;
+  DimExpr di = getDimExpr(v, i), dj = getDimExpr(v, j);
+  if (elements[index].isConstant())
+    return di.isConstant() && dj.isConstant() &&
+           elements[index].constant == di.constant * dj.constant;
+  Value source = shapeElementSource(vec, index);
+  auto mul = source ? source.getDefiningOp<MulOp>() : MulOp();
+  auto mulType = mul ? cast<RankedTensorType>(mul.getType())
+                     : RankedTensorType();
+  if (!mul || !mulType.hasStaticShape() || mulType.getNumElements() != 1)
+    return false;
+  auto scalar = [](Value x) {
+    auto d = getFoldedDimExprs(x);
+    return d.size() == 1 ? d[0] : DimExpr{};
+  };
+  DimExpr a = scalar(mul.getLhs()), b = scalar(mul.getRhs());
+  return (isSameDim(a, v, i) && isSameDim(b, v, j)) ||
+         (isSameDim(b, v, i) && isSameDim(a, v, j));
 }
 
 //===----------------------------------------------------------------------===//

@@ -80,6 +80,20 @@ llvm::SmallVector<DimExpr> getDimExprs(mlir::Value shapeVector);
 /// target shape starts with exactly those dimensions (or 0 = copy).
 bool reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n);
 
+/// True if `t` (a shape-vector element) is dimension `index` of `v`, directly
+/// or after both are traced to the reshape targets that set them
+/// (`resolveDimExpr`).
+bool isSameDim(const DimExpr &t, mlir::Value v, int64_t index);
+
+/// True if element `index` of the shape vector `vec` is the product of
+/// dimensions `i` and `j` of `v`: a constant equal to their static product,
+/// or Mul(a, b) of two scalars that are those dimensions (`isSameDim`, in
+/// either order), seen through Unsqueeze, Squeeze, Reshape, Cast, Concat and
+/// a Gather of one index. The merged batch of BLOOM's [B * H, S, D] views is
+/// written so.
+bool isDimProduct(mlir::Value vec, int64_t index, mlir::Value v, int64_t i,
+                  int64_t j);
+
 //===----------------------------------------------------------------------===//
 // Elementwise-chain matching (raise-layer-norm, raise-rms-norm, raise-gelu,
 // raise-silu)
@@ -125,8 +139,8 @@ ConstantOp createSplatConstant(mlir::OpBuilder &b, mlir::Location loc,
 namespace qcc {
 
 /// Like `getDimExprs`, and also folds integer Add/Sub/Mul/Div of constant
-/// elements, and sees through the exporter's Expand guard
-/// `Where(Equal(s, -1), 1, s)` (as `s` with -1 read as 1).
+/// elements and Div(Mul(x, c), c) to x, and sees through the exporter's
+/// Expand guard `Where(Equal(s, -1), 1, s)` (as `s` with -1 read as 1).
 llvm::SmallVector<DimExpr> getFoldedDimExprs(mlir::Value shapeVector);
 
 /// A 0-D or one-element shape value that folds to a constant (see
