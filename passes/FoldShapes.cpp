@@ -4,9 +4,9 @@
 // patterns that see through the shape noise exporters emit around dynamic
 // dimensions: identity Reshape / Expand / Slice decided symbolically with
 // DimExpr, Reshape chains, float cast round trips, torch's "-1 -> 1"
-// replacement idiom, shape vectors whose elements are all known, and
-// attention computed on [B * H, S, D] views, put back on the [B, H, S, D]
-// heads.
+// replacement idiom, shape vectors whose elements are all known, view types
+// their operands fix, and attention computed on [B * H, S, D] views, put
+// back on the [B, H, S, D] heads.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
@@ -884,6 +884,115 @@ struct RefineStaticSlice : OpRewritePattern<SliceOp> {
   }
 };
 
+/// An Expand, Reshape or Transpose whose result type has a dynamic dimension
+/// that its operands fix gets it in its result type: an Expand to a
+/// constant, a Reshape to a constant or to the -1 that the other target
+/// dimensions leave (matched symbolically against the input's), a Transpose
+/// of a static input dimension. Falcon's legacy export expands its kv heads
+/// to [B, S, G, n, D] and views them as [B, S, -1, D], which comes out
+/// [?, ?, ?, D]; with H static, its later view [B, H, S, D] of the
+/// transposed heads is an identity. Only where every user is a view or
+/// shape op, whose types do not depend on it (as RefineStaticSlice).
+template <typename OpT>
+struct RefineViewType : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    auto out = cast<RankedTensorType>(op.getType());
+    for (Operation *u : op->getUsers())
+      if (!isa<ReshapeOp, TransposeOp, ShapeOp, SliceOp, ExpandOp>(u))
+        return rewriter.notifyMatchFailure(op, "a user's type may depend on it");
+    SmallVector<int64_t> shape(out.getShape());
+    bool changed = false;
+    for (int64_t i = 0; i < out.getRank(); ++i) {
+      if (!out.isDynamicDim(i))
+        continue;
+      if (std::optional<int64_t> d = staticDim(op, i); d && *d >= 0) {
+        shape[i] = *d;
+        changed = true;
+      }
+    }
+    if (!changed)
+      return rewriter.notifyMatchFailure(op, "nothing to refine");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getResult().setType(RankedTensorType::get(shape, out.getElementType()));
+    });
+    return success();
+  }
+
+  static std::optional<int64_t> staticDim(TransposeOp op, int64_t i) {
+    auto in = op.getInput().getType();
+    int64_t d = in.getDimSize(op.getPerm()[i]);
+    return ShapedType::isDynamic(d) ? std::nullopt : std::optional(d);
+  }
+
+  static std::optional<int64_t> staticDim(ExpandOp op, int64_t i) {
+    auto target = getFoldedDimExprs(op.getShape());
+    auto in = op.getInput().getType();
+    int64_t rank = op.getType().getRank();
+    int64_t t = i - (rank - (int64_t)target.size());
+    int64_t j = i - (rank - in.getRank());
+    bool one = t < 0 || (target[t].isConstant() && target[t].constant == 1);
+    if (target.empty() || (!one && !target[t].isConstant()))
+      return std::nullopt;
+    if (!one)
+      return target[t].constant > 1 ? std::optional(target[t].constant)
+                                    : std::nullopt;
+    if (j < 0)
+      return 1;
+    int64_t d = in.getDimSize(j);
+    return ShapedType::isDynamic(d) ? std::nullopt : std::optional(d);
+  }
+
+  static std::optional<int64_t> staticDim(ReshapeOp op, int64_t i) {
+    auto target = getFoldedDimExprs(op.getShape());
+    if ((int64_t)target.size() != op.getType().getRank())
+      return std::nullopt;
+    const DimExpr &t = target[i];
+    if (t.isConstant() && t.constant > 0)
+      return t.constant;
+    if (!t.isConstant() || t.constant != -1)
+      return std::nullopt;
+    // -1: the input's dims the other target dims do not account for.
+    Value in = op.getInput();
+    auto inType = op.getInput().getType();
+    SmallVector<int64_t> left = llvm::to_vector(
+        llvm::seq<int64_t>(0, inType.getRank()));
+    int64_t divisor = 1;
+    for (auto [j, e] : llvm::enumerate(target)) {
+      if ((int64_t)j == i)
+        continue;
+      if (e.isConstant() && e.constant > 0) {
+        divisor *= e.constant;
+        continue;
+      }
+      if (e.isConstant() && e.constant == 0 && !op.getAllowzero()) {
+        auto it = llvm::find(left, (int64_t)j);
+        if (it == left.end())
+          return std::nullopt;
+        left.erase(it);
+        continue;
+      }
+      auto it = llvm::find_if(left, [&](int64_t k) {
+        return isSameDim(e, in, k);
+      });
+      if (it == left.end())
+        return std::nullopt;
+      left.erase(it);
+    }
+    int64_t rest = 1;
+    for (int64_t k : left) {
+      if (inType.isDynamicDim(k))
+        return std::nullopt;
+      rest *= inType.getDimSize(k);
+    }
+    if (divisor <= 0 || rest % divisor != 0)
+      return std::nullopt;
+    return rest / divisor;
+  }
+};
+
 /// Concat that drops operands of size 0 along its axis (Phi-3's rotary keeps
 /// an empty "pass-through" part when the whole head rotates).
 struct FoldConcatOfEmpty : OpRewritePattern<ConcatOp> {
@@ -968,7 +1077,8 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
                  FoldMergedHeadsBatch, FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,
                  FoldSliceOfTranspose, FoldHeadSliceIntoPacked,
-                 RefineStaticSlice,
+                 RefineStaticSlice, RefineViewType<ExpandOp>,
+                 RefineViewType<ReshapeOp>, RefineViewType<TransposeOp>,
                  EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,

@@ -63,9 +63,15 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
       or fixed by the other dims being x's), or scalars -> the same ops on
       the heads (the reshape kept only where it does not restore them);
       Shapes of the merged ops are computed from the heads' dims.
+    - Expand, Reshape and Transpose results whose users are views or shape
+      ops take the static sizes their operands fix (an Expand to a
+      constant; a Reshape's -1 from the input dims the other target dims do
+      not account for; a transposed static dim): Falcon's legacy [B, S, -1,
+      D] view of its expanded kv heads, whose later [B, H, S, D] view is
+      then an identity.
 
-    Dimensions are also compared after tracing them to the reshape targets
-    that set them (`resolveDimExpr`), and a batched MatMul's
+    Dimensions are also compared after tracing them to the reshape and
+    expand targets that set them (`resolveDimExpr`), and a batched MatMul's
     dimensions are its operands' (rows of the lhs, columns of the rhs, batch
     axes of the operand that is not a broadcast 1), a Concat's those of its
     inputs off the axis, a Gather's those of its input before the axis.

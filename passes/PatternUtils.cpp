@@ -616,6 +616,20 @@ DimExpr qcc::resolveDimExpr(DimExpr d) {
       }
       if (!inserted)
         next = getDimExpr(unsq.getInput(), index - skipped);
+    } else if (auto expand = dyn_cast<ExpandOp>(op)) {
+      // Broadcasting: a target dimension other than 1 is the result's, a 1
+      // (or a dimension the target does not reach) keeps the input's.
+      auto target = getFoldedDimExprs(expand.getShape());
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      int64_t inRank = expand.getInput().getType().getRank();
+      int64_t t = index - (rank - (int64_t)target.size());
+      int64_t in = index - (rank - inRank);
+      bool one = t < 0 || (target[t].isConstant() && target[t].constant == 1);
+      if (!target.empty() && one && in >= 0)
+        next = getDimExpr(expand.getInput(), in);
+      else if (!target.empty() && !one &&
+               !(target[t].isConstant() && target[t].constant < 1))
+        next = target[t];
     } else if (auto trilu = dyn_cast<TriluOp>(op)) {
       next = getDimExpr(trilu.getInput(), index);
     } else if (auto split = dyn_cast<SplitOp>(op)) {

@@ -148,7 +148,8 @@ llvm::SmallVector<DimExpr> getFoldedDimExprs(mlir::Value shapeVector);
 std::optional<int64_t> getFoldedIndex(mlir::Value v);
 
 /// `getDimExpr`, continued through ops that name the dimension in another way:
-/// a Reshape or ConstantOfShape whose target dimension is known, Unsqueeze,
+/// a Reshape, Expand or ConstantOfShape whose target dimension is known (an
+/// Expand's 1 keeps its input's), Unsqueeze,
 /// Trilu, Split (other than along its axis) and an axis-0 Gather by ids. Two
 /// dimensions with equal results are equal at run time.
 DimExpr resolveDimExpr(mlir::Value v, int64_t index);

@@ -626,3 +626,55 @@ func.func @merged_heads_unproven(%q: tensor<?x4x?x16xf32> {qcc.dim_names = ["bat
   %r = qcc.reshape %qk, %unmerge : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
   return %r : tensor<?x4x?x?xf32>
 }
+
+// -----
+
+// Falcon's legacy export: k [B, S, 2, 1, 16] expanded to [B, S, 2, 2, 16]
+// and viewed as [B, S, -1, 16] comes out [?, ?, ?, 16]; the types take the
+// static sizes, and the later view of the transposed heads as [B, 4, S, 16]
+// is an identity.
+// CHECK-LABEL: func.func @refine_repeated_heads_view(
+// CHECK: %[[E:.*]] = qcc.expand %{{.*}} : (tensor<?x?x2x1x16xf32>, tensor<5xi64>) -> tensor<?x?x2x2x16xf32>
+// CHECK: %[[V:.*]] = qcc.reshape %[[E]], %{{.*}} : (tensor<?x?x2x2x16xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[T:.*]] = qcc.transpose %[[V]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @refine_repeated_heads_view(%k: tensor<?x?x2x1x16xf32> {qcc.dim_names = ["batch", "seq", "", "", ""]}, %q: tensor<?x?x4x16xf32> {qcc.dim_names = ["batch", "seq", "", ""]}) -> tensor<?x4x?x16xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %two = qcc.constant dense<2> : tensor<1xi64>
+  %hv = qcc.constant dense<4> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %d = qcc.constant dense<16> : tensor<1xi64>
+  %lo = qcc.constant dense<0> : tensor<1xi64>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x2x1x16xf32>) -> tensor<2xi64>
+  %et = qcc.concat %ks, %two, %two, %d {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %e = qcc.expand %k, %et : (tensor<?x?x2x1x16xf32>, tensor<5xi64>) -> tensor<?x?x2x?x16xf32>
+  %es = qcc.shape %e : (tensor<?x?x2x?x16xf32>) -> tensor<5xi64>
+  %bs = qcc.slice %es, %lo, %two {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<5xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %vt = qcc.concat %bs, %m1, %d {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %v = qcc.reshape %e, %vt : (tensor<?x?x2x?x16xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  %t = qcc.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32>
+  %qs = qcc.shape %q : (tensor<?x?x4x16xf32>) -> tensor<4xi64>
+  %b = qcc.gather %qs, %c0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = qcc.gather %qs, %c1 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = qcc.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %s1 = qcc.unsqueeze %s {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ht = qcc.concat %b1, %hv, %s1, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %h = qcc.reshape %t, %ht : (tensor<?x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  return %h : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: a view read by arithmetic keeps its type (the Add's was
+// inferred from it).
+// CHECK-LABEL: func.func @refine_view_type_read_by_add(
+// CHECK: qcc.reshape %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+func.func @refine_view_type_read_by_add(%x: tensor<?x?x64xf32>, %y: tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32> {
+  %hd = qcc.constant dense<[-1, 16]> : tensor<2xi64>
+  %s = qcc.shape %x {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %t = qcc.concat %s, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %x, %t : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  %a = qcc.add %r, %y : (tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32>
+  return %a : tensor<?x?x?x16xf32>
+}
