@@ -355,12 +355,36 @@ def GroupFusedHeads : Pass<"group-fused-heads", "mlir::func::FuncOp"> {
     // ... and the same for k (%c64 .. %c128) and v (%c128 .. %c192)
     ```
 
+    The same for parts packed per group of heads along a part axis,
+    Reshape(linear -> [B, S, G, P, D]) (G, P, D constant; parts are [lo, hi)
+    of P, taken by Slice or Split, or one index by Gather, which drops the
+    axis): BLOOM's [q, k, v] per head (G = H, P = 3), Falcon's new decoder
+    architecture with [q_0 .. q_{n-1}, k, v] per kv head (G = H_kv, P = n +
+    2). A part's Reshapes become Reshapes of its packed slice; Falcon's
+    repeat of k and v over the query heads of their group,
+    Reshape(Expand(part [B, S, G, 1, D] -> [B, S, G, n, D]) -> [B, S, G * n,
+    D]), becomes the head split of a Gather of whole kv heads of the slice
+    (head h reads kv head h / n), which raise-attention takes as GQA:
+
+    ```mlir
+    // before (G = 2, n = 2, D = 2: q0 q1 k v per group)
+    %r = qcc.reshape %p, %s : (tensor<?x?x16xf32>, tensor<5xi64>) -> tensor<?x?x2x4x2xf32>
+    %k5 = qcc.slice %r, %cm2, %cm1 {axes = array<i64: 3>, ...} : ... -> tensor<?x?x2x1x2xf32>
+    %ke = qcc.expand %k5, %e : (tensor<?x?x2x1x2xf32>, tensor<5xi64>) -> tensor<?x?x2x2x2xf32>
+    %k = qcc.reshape %ke, %v : (tensor<?x?x2x2x2xf32>, tensor<4xi64>) -> tensor<?x?x4x2xf32>
+    // after: rows of k (4, 5 of group 0, 12, 13 of group 1) are one slice
+    %kp = qcc.slice %g, %c8, %c12 {axes = array<i64: 2>, ...} : ... -> tensor<?x?x4xf32>
+    %kr = qcc.gather %kp, %idx {axis = 2 : i64} : (tensor<?x?x4xf32>, tensor<8xi64>) -> tensor<?x?x8xf32>
+    %k = qcc.reshape %kr, %kshape : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<?x?x4x2xf32>
+    ```
+
     Left alone: head splits with any other user, a linear with users other
-    than the head split and Shape ops of its leading dimensions, or with a
-    non-constant weight, overlapping parts, parts whose values meet again in
-    a Concat within a few uses (a partial rotary's rotated and passed parts
-    of one head, which raise-rotary takes as they are), and a single part that is
-    the whole head.
+    than the head split and Shape ops (of its width only when no row is
+    dropped), or with a non-constant weight, overlapping parts, parts whose
+    values meet again in a Concat within a few uses (a partial rotary's
+    rotated and passed parts of one head, which raise-rotary takes as they
+    are; shapes read from the parts do not count), and a single part that
+    is the whole head.
   }];
 }
 

@@ -719,6 +719,55 @@ bool qcc::matchHeadsBHSD(Value v, Value &packed, int64_t &heads,
   return true;
 }
 
+Value qcc::createRepeatedHeads(OpBuilder &b, Location loc, Value x,
+                               int64_t headDim, int64_t n) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t width = t.getDimSize(2), heads = width / headDim * n;
+  std::vector<int64_t> indices;
+  indices.reserve(heads * headDim);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t d = 0; d < headDim; ++d)
+      indices.push_back(h / n * headDim + d);
+  auto it = RankedTensorType::get({(int64_t)indices.size()}, b.getI64Type());
+  Value idx = ConstantOp::create(
+      b, loc,
+      cast<ElementsAttr>(DenseElementsAttr::get(it, ArrayRef(indices))));
+  return GatherOp::create(
+      b, loc,
+      RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), heads * headDim},
+                            t.getElementType()),
+      x, idx, b.getI64IntegerAttr(2));
+}
+
+bool qcc::matchRepeatedHeads(Value v, int64_t headDim, Value &x, int64_t &n) {
+  auto gather = v.getDefiningOp<GatherOp>();
+  if (!gather || headDim <= 0)
+    return false;
+  auto in = cast<RankedTensorType>(gather.getInput().getType());
+  int64_t axis = gather.getAxis();
+  auto idx =
+      dyn_cast_or_null<DenseIntElementsAttr>(getConstant(gather.getIndices()));
+  if (in.getRank() != 3 || (axis != 2 && axis != -1) || in.isDynamicDim(2) ||
+      !idx || idx.getType().getRank() != 1)
+    return false;
+  int64_t width = in.getDimSize(2), count = idx.getNumElements();
+  if (width % headDim != 0 || count % headDim != 0 || width == 0)
+    return false;
+  int64_t kvHeads = width / headDim, heads = count / headDim;
+  if (heads % kvHeads != 0)
+    return false;
+  int64_t repeat = heads / kvHeads, k = 0;
+  for (const APInt &i : idx.getValues<APInt>()) {
+    int64_t h = k / headDim, d = k % headDim;
+    if (i.getSExtValue() != h / repeat * headDim + d)
+      return false;
+    ++k;
+  }
+  x = gather.getInput();
+  n = repeat;
+  return true;
+}
+
 Value qcc::createLeadingDimsShape(OpBuilder &b, Location loc, Value v,
                                  ArrayRef<int64_t> tail) {
   auto i64 = b.getI64Type();

@@ -168,6 +168,19 @@ ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
 bool matchHeadsBHSD(mlir::Value v, mlir::Value &packed, int64_t &heads,
                     int64_t &headDim);
 
+/// The kv heads of a packed [B, S, G * D] value `x` repeated per token, each
+/// `n` times in a row (head h of the result is head h / n of `x`): Gather(x,
+/// [(h / n) * D + d for h < G * n, d < D], axis 2), a packed [B, S, G * n * D]
+/// value, built at `b`'s insertion point. Falcon's new decoder architecture
+/// broadcasts the k and v of a group over its query heads so.
+mlir::Value createRepeatedHeads(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value x, int64_t headDim, int64_t n);
+
+/// Matches `v` = `createRepeatedHeads(x, headDim, n)` (the gather's indices
+/// are checked): sets `x` and `n`.
+bool matchRepeatedHeads(mlir::Value v, int64_t headDim, mlir::Value &x,
+                        int64_t &n);
+
 /// The shape vector [v.dim(0), v.dim(1), tail...] (Shape of v's two leading
 /// dimensions concatenated with constants), built at `b`'s insertion point:
 /// the target of a Reshape that keeps B and S, e.g. to [B, S, H, D].
