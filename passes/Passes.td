@@ -463,6 +463,12 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
              past_key_values): Concat(past [B, Hkv, P, D], ., axis 2)
     ```
 
+    A packed k or v that repeats whole kv heads per token, Gather(kv [B, S,
+    Hkv * D], [(h / n) * D + d], axis 2) (group-fused-heads' form of Falcon's
+    new decoder architecture), also under a qcc.rotary (which rotates every
+    head alike), is that kv repeated n times: the op takes kv (rotated) with
+    `num_kv_heads = Hkv`.
+
     With a past, the op's key (value) is the packed past followed by the
     packed new ones, Concat(Reshape(Transpose[0, 2, 1, 3](past),
     [B, P, Hkv * D]), k, axis 1); the head-layout Concat stays for its other
@@ -486,7 +492,9 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
       v <= -1e30), upper, k = 1)) with q_len and k_len proven equal (LLaMA)
       -> `causal = true`;
     - Add(scores, m) for any other m (BERT's [B, 1, 1, S] padding mask) ->
-      the `mask` operand, `causal = false`;
+      the `mask` operand, `causal = false`; Add(scores + b, m) (BLOOM's
+      ALiBi bias b, added by baddbmm before the mask) -> the `mask` operand
+      Add(b, m);
     - Where(c, scores [+ bias], fill) or Where(c, fill, scores [+ bias])
       (fill <= -1e30) with anything but a proven causal buffer, or with a
       bias (MPT's ALiBi table) -> the `mask` operand Where(c, bias | 0,
@@ -510,7 +518,8 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     Not matched: softmax over another axis; a Q/K/V reshape that moves B or S
     or a V (or K) that is not a head split of a packed value (including a
     rotary left in the [B, H, S, D] layout, see raise-rotary); attention
-    computed on [B * H, S, D] views (BLOOM's baddbmm). A Where whose boolean
+    computed on [B * H, S, D] views that fold-shapes cannot put back on the
+    heads. A Where whose boolean
     mask is not proven causal (e.g. strictly lower-triangular, which also
     masks the diagonal) and an additive triangular mask that is not exactly
     causal (e.g. k = 0) are kept as the `mask` operand with `causal = false`.
