@@ -4,7 +4,9 @@
 // patterns that see through the shape noise exporters emit around dynamic
 // dimensions: identity Reshape / Expand / Slice decided symbolically with
 // DimExpr, Reshape chains, float cast round trips, torch's "-1 -> 1"
-// replacement idiom, and shape vectors whose elements are all known.
+// replacement idiom, shape vectors whose elements are all known, view types
+// their operands fix, and attention computed on [B * H, S, D] views, put
+// back on the [B, H, S, D] heads.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
@@ -462,6 +464,262 @@ struct FoldTransposeThroughMergedView : OpRewritePattern<ReshapeOp> {
   }
 };
 
+/// The ops over [B * H, X, Y] views of heads that FoldMergedHeadsBatch moves
+/// back onto the [B, H, X, Y] heads: a tree of batched MatMuls,
+/// Transpose[0, 2, 1]s and elementwise Add / Sub / Mul / Div whose leaves are
+/// merged views of heads (`mergedHeads`) with the same static H, or scalars.
+class MergedHeadsTree {
+public:
+  explicit MergedHeadsTree(int64_t heads) : heads(heads) {}
+
+  /// True if `v` [B * H, X, Y] is such a tree; `leaf` is then one of its
+  /// leaves' heads (its B is the tree's).
+  bool match(Value v, int depth = 0) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    Operation *op = v.getDefiningOp();
+    if (!t || t.getRank() != 3 || !op || depth > 16)
+      return false;
+    if (auto merge = dyn_cast<ReshapeOp>(op)) {
+      Value x = mergedHeads(merge);
+      if (x && !leaf)
+        leaf = x;
+      return static_cast<bool>(x);
+    }
+    if (auto tr = dyn_cast<TransposeOp>(op))
+      return tr.getPerm() == ArrayRef<int64_t>{0, 2, 1} &&
+             match(tr.getInput(), depth + 1);
+    if (!isa<MatMulOp, AddOp, SubOp, MulOp, DivOp>(op))
+      return false;
+    bool anyTree = false;
+    for (Value x : op->getOperands()) {
+      if (!isa<MatMulOp>(op) && isScalar(x))
+        continue;
+      if (!match(x, depth + 1))
+        return false;
+      anyTree = true;
+    }
+    return anyTree;
+  }
+
+  /// The value of the matched tree `v` on the heads [B, H, X, Y], built at
+  /// `rewriter`'s insertion point; every node's Shape users are given the
+  /// same shape computed from the heads' dimensions, so that nothing keeps
+  /// the [B * H, X, Y] ops alive.
+  Value build(PatternRewriter &rewriter, Location loc, Value v) {
+    if (auto it = built.find(v); it != built.end())
+      return it->second;
+    auto t = cast<RankedTensorType>(v.getType());
+    Operation *op = v.getDefiningOp();
+    Value result;
+    if (auto merge = dyn_cast<ReshapeOp>(op)) {
+      Value x = mergedHeads(merge);
+      auto xt = cast<RankedTensorType>(x.getType());
+      result = xt.getRank() == 4
+                   ? x
+                   : UnsqueezeOp::create(
+                         rewriter, loc,
+                         RankedTensorType::get({xt.getDimSize(0), heads, 1,
+                                                xt.getDimSize(2)},
+                                               xt.getElementType()),
+                         x, rewriter.getDenseI64ArrayAttr({2}))
+                         .getResult();
+    } else {
+      int64_t n = t.getDimSize(0);
+      auto type = RankedTensorType::get(
+          {ShapedType::isDynamic(n) ? n : n / heads, heads, t.getDimSize(1),
+           t.getDimSize(2)},
+          t.getElementType());
+      if (auto tr = dyn_cast<TransposeOp>(op)) {
+        result = TransposeOp::create(
+            rewriter, loc, type, build(rewriter, loc, tr.getInput()),
+            rewriter.getDenseI64ArrayAttr({0, 1, 3, 2}));
+      } else {
+        SmallVector<Value> operands;
+        for (Value x : op->getOperands())
+          operands.push_back(!isa<MatMulOp>(op) && isScalar(x)
+                                 ? x
+                                 : build(rewriter, loc, x));
+        OperationState state(loc, op->getName().getStringRef(), operands,
+                             TypeRange{type}, op->getAttrs());
+        result = rewriter.create(state)->getResult(0);
+      }
+    }
+    built[v] = result;
+    for (Operation *user : llvm::make_early_inc_range(v.getUsers()))
+      if (auto shape = dyn_cast<ShapeOp>(user))
+        if (Value merged = mergedShape(rewriter, loc, result, shape))
+          rewriter.replaceOp(shape, merged);
+    return result;
+  }
+
+  Value leaf;
+
+private:
+  /// A scalar operand broadcasts alike over both layouts.
+  static bool isScalar(Value x) {
+    auto xt = cast<RankedTensorType>(x.getType());
+    return xt.getRank() == 0 || (xt.hasStaticShape() &&
+                                 xt.getNumElements() == 1 && xt.getRank() <= 3);
+  }
+
+  /// The heads of a merged view: x [B, H, X, Y] -> [B * H, X, Y] (x itself),
+  /// or x [B, H, Y] -> [B * H, 1, Y] (x, to which an axis of 1 is added);
+  /// null for any other reshape. The merged count is B * H where the target
+  /// says so (`isDimProduct`), or where the other target dims are x's (the
+  /// element count fixes it).
+  Value mergedHeads(ReshapeOp merge) const {
+    Value x = merge.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t rank = xt.getRank();
+    auto target = getFoldedDimExprs(merge.getShape());
+    if ((rank != 3 && rank != 4) || xt.getDimSize(1) != heads ||
+        target.size() != 3)
+      return {};
+    auto isConst = [](const DimExpr &d, int64_t c) {
+      return d.isConstant() && d.constant == c;
+    };
+    if (rank == 3 && !isConst(target[1], 1))
+      return {};
+    int64_t inferred = 0;
+    for (int64_t i = rank == 4 ? 1 : 2; i < 3; ++i) {
+      if (isConst(target[i], -1))
+        ++inferred;
+      else if (!isSameDim(target[i], x, i + (rank == 4 ? 1 : 0)))
+        return {};
+    }
+    // A 0 would copy x's B; an inferred dim needs B * H written.
+    if (inferred == 0 ? isConst(target[0], 0)
+                      : inferred > 1 ||
+                            !isDimProduct(merge.getShape(), 0, x, 0, 1))
+      return {};
+    return x;
+  }
+
+  /// The shape [B * H, X, Y] (the part `shape` asks for) of the merged view
+  /// of `heads4` [B, H, X, Y], read from the values its dimensions are traced
+  /// to, built before `shape`; null where one of those is not defined before
+  /// it (the new ops are not).
+  Value mergedShape(PatternRewriter &rewriter, Location loc, Value heads4,
+                    ShapeOp shape) const {
+    // Read through reshape targets too: from the model's inputs where
+    // possible, so that no view is kept for its shape.
+    auto dimExpr = [&](int64_t i) { return resolveDimExpr(heads4, i); };
+    for (int64_t i = 0; i < 4; ++i) {
+      DimExpr d = dimExpr(i);
+      Operation *def = d.source ? d.source.getDefiningOp() : nullptr;
+      if (!d.isConstant() && i != 1 &&
+          (!d.source || (def && (def->getBlock() != shape->getBlock() ||
+                                 !def->isBeforeInBlock(shape)))))
+        return {};
+    }
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(shape);
+    auto i64 = rewriter.getI64Type();
+    auto vecType = RankedTensorType::get({1}, i64);
+    auto constant = [&](int64_t c) -> Value {
+      return ConstantOp::create(
+          rewriter, loc, cast<ElementsAttr>(DenseElementsAttr::get(vecType, c)));
+    };
+    auto dim = [&](int64_t i) -> Value {
+      DimExpr d = dimExpr(i);
+      if (d.isConstant())
+        return constant(d.constant);
+      return ShapeOp::create(rewriter, loc, vecType, d.source,
+                             rewriter.getI64IntegerAttr(d.index),
+                             rewriter.getI64IntegerAttr(d.index + 1));
+    };
+    int64_t start = shape.getStart();
+    int64_t end = shape.getEnd() ? (int64_t)*shape.getEnd() : 3;
+    start = std::clamp<int64_t>(start < 0 ? start + 3 : start, 0, 3);
+    end = std::clamp<int64_t>(end < 0 ? end + 3 : end, 0, 3);
+    SmallVector<Value> parts;
+    for (int64_t i = start; i < end; ++i)
+      parts.push_back(i == 0 ? MulOp::create(rewriter, loc, vecType, dim(0),
+                                             constant(heads))
+                                   .getResult()
+                             : dim(i + 1));
+    if (parts.size() == 1)
+      return parts[0];
+    return ConcatOp::create(
+        rewriter, loc,
+        RankedTensorType::get({(int64_t)parts.size()}, i64), parts,
+        rewriter.getI64IntegerAttr(0));
+  }
+
+  int64_t heads;
+  llvm::DenseMap<Value, Value> built;
+};
+
+/// Attention computed on [B * H, S, D] views (BLOOM's baddbmm(alibi, q, k^T)
+/// and bmm(probs, v)) back on the [B, H, S, D] heads:
+///
+///   Reshape(E([B * H, X, Y] views) -> [B, H, X', Y'])
+///     -> E(the [B, H, X, Y] values)
+///
+/// for a `MergedHeadsTree` E whose H is the target's: each op of E computes
+/// the merge of the same op on the heads, so the reshape un-merges that
+/// merge. It is dropped where it restores [B, H, X, Y] (X' and Y' are X and
+/// Y, or B' is B and one of them is inferred), and kept on the heads'
+/// value otherwise.
+struct FoldMergedHeadsBatch : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp unmerge,
+                                PatternRewriter &rewriter) const override {
+    Value v = unmerge.getInput();
+    auto vt = unmerge.getInput().getType();
+    auto target = getFoldedDimExprs(unmerge.getShape());
+    if (vt.getRank() != 3 || unmerge.getType().getRank() != 4 ||
+        target.size() != 4)
+      return rewriter.notifyMatchFailure(unmerge, "not a 3-D -> 4-D reshape");
+    if (!target[1].isConstant() || target[1].constant <= 0)
+      return rewriter.notifyMatchFailure(unmerge, "head count not constant");
+    if (!isa_and_nonnull<MatMulOp, AddOp, SubOp, MulOp, DivOp>(
+            v.getDefiningOp()))
+      return rewriter.notifyMatchFailure(unmerge, "input is not a batched op");
+    MergedHeadsTree tree(target[1].constant);
+    if (!tree.match(v))
+      return rewriter.notifyMatchFailure(
+          unmerge, "not batched ops over merged [B * H, X, Y] heads");
+    // The target restores the heads: X' and Y' are the merged X and Y (then
+    // the count fixes B' = B), or one is inferred and B' is the leaves' B.
+    auto isConst = [](const DimExpr &d, int64_t c) {
+      return d.isConstant() && d.constant == c;
+    };
+    int64_t inferred = 0;
+    bool restores = true;
+    for (int64_t i : {2, 3}) {
+      if (isConst(target[i], -1))
+        ++inferred;
+      else
+        restores &= isSameDim(target[i], v, i - 1);
+    }
+    restores &= inferred == 0 ||
+                (inferred == 1 && isSameDim(target[0], tree.leaf, 0));
+    bool plain = llvm::all_of(target, [&](const DimExpr &d) {
+      return d.isKnown() && !isConst(d, 0);
+    });
+    int64_t n = vt.getDimSize(0), h = target[1].constant;
+    auto headsType = RankedTensorType::get(
+        {ShapedType::isDynamic(n) ? n : n / h, h, vt.getDimSize(1),
+         vt.getDimSize(2)},
+        vt.getElementType());
+    restores &= headsType == unmerge.getType();
+    if (!restores && !plain)
+      return rewriter.notifyMatchFailure(
+          unmerge, "the target may copy a merged dimension (a 0)");
+    Value heads = tree.build(rewriter, unmerge.getLoc(), v);
+    if (restores) {
+      rewriter.replaceOp(unmerge, heads);
+      return success();
+    }
+    // A 0-free target reshapes the heads as it did their merge.
+    rewriter.replaceOpWithNewOp<ReshapeOp>(unmerge, unmerge.getType(), heads,
+                                           unmerge.getShape());
+    return success();
+  }
+};
+
 /// Transpose(Transpose(x, p), q) -> Transpose(x, p[q[i]]): one data movement,
 /// and the form the attention matcher reads (SDPA's K^T after the head split
 /// is Transpose[0, 1, 3, 2](Transpose[0, 2, 1, 3](heads))).
@@ -804,6 +1062,115 @@ struct RefineStaticSlice : OpRewritePattern<SliceOp> {
   }
 };
 
+/// An Expand, Reshape or Transpose whose result type has a dynamic dimension
+/// that its operands fix gets it in its result type: an Expand to a
+/// constant, a Reshape to a constant or to the -1 that the other target
+/// dimensions leave (matched symbolically against the input's), a Transpose
+/// of a static input dimension. Falcon's legacy export expands its kv heads
+/// to [B, S, G, n, D] and views them as [B, S, -1, D], which comes out
+/// [?, ?, ?, D]; with H static, its later view [B, H, S, D] of the
+/// transposed heads is an identity. Only where every user is a view or
+/// shape op, whose types do not depend on it (as RefineStaticSlice).
+template <typename OpT>
+struct RefineViewType : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    auto out = cast<RankedTensorType>(op.getType());
+    for (Operation *u : op->getUsers())
+      if (!isa<ReshapeOp, TransposeOp, ShapeOp, SliceOp, ExpandOp>(u))
+        return rewriter.notifyMatchFailure(op, "a user's type may depend on it");
+    SmallVector<int64_t> shape(out.getShape());
+    bool changed = false;
+    for (int64_t i = 0; i < out.getRank(); ++i) {
+      if (!out.isDynamicDim(i))
+        continue;
+      if (std::optional<int64_t> d = staticDim(op, i); d && *d >= 0) {
+        shape[i] = *d;
+        changed = true;
+      }
+    }
+    if (!changed)
+      return rewriter.notifyMatchFailure(op, "nothing to refine");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getResult().setType(RankedTensorType::get(shape, out.getElementType()));
+    });
+    return success();
+  }
+
+  static std::optional<int64_t> staticDim(TransposeOp op, int64_t i) {
+    auto in = op.getInput().getType();
+    int64_t d = in.getDimSize(op.getPerm()[i]);
+    return ShapedType::isDynamic(d) ? std::nullopt : std::optional(d);
+  }
+
+  static std::optional<int64_t> staticDim(ExpandOp op, int64_t i) {
+    auto target = getFoldedDimExprs(op.getShape());
+    auto in = op.getInput().getType();
+    int64_t rank = op.getType().getRank();
+    int64_t t = i - (rank - (int64_t)target.size());
+    int64_t j = i - (rank - in.getRank());
+    bool one = t < 0 || (target[t].isConstant() && target[t].constant == 1);
+    if (target.empty() || (!one && !target[t].isConstant()))
+      return std::nullopt;
+    if (!one)
+      return target[t].constant > 1 ? std::optional(target[t].constant)
+                                    : std::nullopt;
+    if (j < 0)
+      return 1;
+    int64_t d = in.getDimSize(j);
+    return ShapedType::isDynamic(d) ? std::nullopt : std::optional(d);
+  }
+
+  static std::optional<int64_t> staticDim(ReshapeOp op, int64_t i) {
+    auto target = getFoldedDimExprs(op.getShape());
+    if ((int64_t)target.size() != op.getType().getRank())
+      return std::nullopt;
+    const DimExpr &t = target[i];
+    if (t.isConstant() && t.constant > 0)
+      return t.constant;
+    if (!t.isConstant() || t.constant != -1)
+      return std::nullopt;
+    // -1: the input's dims the other target dims do not account for.
+    Value in = op.getInput();
+    auto inType = op.getInput().getType();
+    SmallVector<int64_t> left = llvm::to_vector(
+        llvm::seq<int64_t>(0, inType.getRank()));
+    int64_t divisor = 1;
+    for (auto [j, e] : llvm::enumerate(target)) {
+      if ((int64_t)j == i)
+        continue;
+      if (e.isConstant() && e.constant > 0) {
+        divisor *= e.constant;
+        continue;
+      }
+      if (e.isConstant() && e.constant == 0 && !op.getAllowzero()) {
+        auto it = llvm::find(left, (int64_t)j);
+        if (it == left.end())
+          return std::nullopt;
+        left.erase(it);
+        continue;
+      }
+      auto it = llvm::find_if(left, [&](int64_t k) {
+        return isSameDim(e, in, k);
+      });
+      if (it == left.end())
+        return std::nullopt;
+      left.erase(it);
+    }
+    int64_t rest = 1;
+    for (int64_t k : left) {
+      if (inType.isDynamicDim(k))
+        return std::nullopt;
+      rest *= inType.getDimSize(k);
+    }
+    if (divisor <= 0 || rest % divisor != 0)
+      return std::nullopt;
+    return rest / divisor;
+  }
+};
+
 /// Concat that drops operands of size 0 along its axis (Phi-3's rotary keeps
 /// an empty "pass-through" part when the whole head rotates).
 struct FoldConcatOfEmpty : OpRewritePattern<ConcatOp> {
@@ -886,11 +1253,12 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
                  FoldSplitOfUnsqueeze, FoldSplitOfFullNonZero,
                  FoldMinusOneReplacement, FoldIdentityExpand,
                  FoldIdentitySlice, FoldTransposeThroughMergedView,
-                 FoldTransposeChain, FoldConcatOfEmpty,
+                 FoldMergedHeadsBatch, FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,
                  FoldPermutationIntoLinear, FoldShapeOnlyPermutation,
                  FoldSliceOfTranspose, FoldHeadSliceIntoPacked,
-                 RefineStaticSlice,
+                 RefineStaticSlice, RefineViewType<ExpandOp>,
+                 RefineViewType<ReshapeOp>, RefineViewType<TransposeOp>,
                  EvaluateConstantOp>(ctx);
     patterns.add<FoldKnownShapeVector<ShapeOp>, FoldKnownShapeVector<GatherOp>,
                  FoldKnownShapeVector<SliceOp>, FoldKnownShapeVector<ConcatOp>,

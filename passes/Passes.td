@@ -68,11 +68,28 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
       parts or shapes. (raise-rotary's interleaved rotary permutes q and k.)
     - A permutation whose result is read only for its shape (Shape ops, and
       views read only so) -> its input.
+    - Attention on [B * H, S, D] views (BLOOM's baddbmm(alibi, q, k^T) and
+      bmm(probs, v)): the un-merge Reshape([B * H, X, Y] -> [B, H, X', Y'])
+      of a tree of batched MatMuls, Transpose[0, 2, 1]s and elementwise Add /
+      Sub / Mul / Div whose leaves are merged views of heads,
+      Reshape(x [B, H, X, Y] -> [B * H, X, Y]) or Reshape(x [B, H, Y] ->
+      [B * H, 1, Y]) with the same static H (the merged count written B * H,
+      or fixed by the other dims being x's), or scalars -> the same ops on
+      the heads (the reshape kept only where it does not restore them);
+      Shapes of the merged ops are computed from the heads' dims.
+    - Expand, Reshape and Transpose results whose users are views or shape
+      ops take the static sizes their operands fix (an Expand to a
+      constant; a Reshape's -1 from the input dims the other target dims do
+      not account for; a transposed static dim): Falcon's legacy [B, S, -1,
+      D] view of its expanded kv heads, whose later [B, H, S, D] view is
+      then an identity.
 
-    Dimensions are also compared after tracing them to the reshape targets
-    that set them (`resolveDimExpr`), and a batched MatMul's dimensions are
-    its operands' (rows of the lhs, columns of the rhs, batch axes of the
-    operand that is not a broadcast 1).
+    Dimensions are also compared after tracing them to the reshape and
+    expand targets that set them (`resolveDimExpr`), and a batched MatMul's
+    dimensions are its operands' (rows of the lhs, columns of the rhs, batch
+    axes of the operand that is not a broadcast 1), a Concat's those of its
+    inputs off the axis, a Gather's those of its input before the axis.
+    Shape arithmetic folds Div(Mul(x, c), c) to x (B read back from B * H).
 
     Dimensions of function arguments with the same symbolic name
     (`qcc.dim_names`, e.g. the "batch" of input_ids and of attention_mask)
@@ -390,12 +407,36 @@ def GroupFusedHeads : Pass<"group-fused-heads", "mlir::func::FuncOp"> {
     // ... and the same for k (%c64 .. %c128) and v (%c128 .. %c192)
     ```
 
+    The same for parts packed per group of heads along a part axis,
+    Reshape(linear -> [B, S, G, P, D]) (G, P, D constant; parts are [lo, hi)
+    of P, taken by Slice or Split, or one index by Gather, which drops the
+    axis): BLOOM's [q, k, v] per head (G = H, P = 3), Falcon's new decoder
+    architecture with [q_0 .. q_{n-1}, k, v] per kv head (G = H_kv, P = n +
+    2). A part's Reshapes become Reshapes of its packed slice; Falcon's
+    repeat of k and v over the query heads of their group,
+    Reshape(Expand(part [B, S, G, 1, D] -> [B, S, G, n, D]) -> [B, S, G * n,
+    D]), becomes the head split of a Gather of whole kv heads of the slice
+    (head h reads kv head h / n), which raise-attention takes as GQA:
+
+    ```mlir
+    // before (G = 2, n = 2, D = 2: q0 q1 k v per group)
+    %r = qcc.reshape %p, %s : (tensor<?x?x16xf32>, tensor<5xi64>) -> tensor<?x?x2x4x2xf32>
+    %k5 = qcc.slice %r, %cm2, %cm1 {axes = array<i64: 3>, ...} : ... -> tensor<?x?x2x1x2xf32>
+    %ke = qcc.expand %k5, %e : (tensor<?x?x2x1x2xf32>, tensor<5xi64>) -> tensor<?x?x2x2x2xf32>
+    %k = qcc.reshape %ke, %v : (tensor<?x?x2x2x2xf32>, tensor<4xi64>) -> tensor<?x?x4x2xf32>
+    // after: rows of k (4, 5 of group 0, 12, 13 of group 1) are one slice
+    %kp = qcc.slice %g, %c8, %c12 {axes = array<i64: 2>, ...} : ... -> tensor<?x?x4xf32>
+    %kr = qcc.gather %kp, %idx {axis = 2 : i64} : (tensor<?x?x4xf32>, tensor<8xi64>) -> tensor<?x?x8xf32>
+    %k = qcc.reshape %kr, %kshape : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<?x?x4x2xf32>
+    ```
+
     Left alone: head splits with any other user, a linear with users other
-    than the head split and Shape ops (of its width only when every row is
-    kept), or with a non-constant weight, overlapping parts, parts whose
+    than the head split and Shape ops (of its width only when no row is
+    dropped), or with a non-constant weight, overlapping parts, parts whose
     values meet again in a Concat within a few uses (a partial rotary's
     rotated and passed parts of one head, which raise-rotary takes as they
-    are), and a single part that is the whole head.
+    are; shapes read from the parts do not count), and a single part that
+    is the whole head.
   }];
 }
 
@@ -503,6 +544,12 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
              past_key_values): Concat(past [B, Hkv, P, D], ., axis 2)
     ```
 
+    A packed k or v that repeats whole kv heads per token, Gather(kv [B, S,
+    Hkv * D], [(h / n) * D + d], axis 2) (group-fused-heads' form of Falcon's
+    new decoder architecture), also under a qcc.rotary (which rotates every
+    head alike), is that kv repeated n times: the op takes kv (rotated) with
+    `num_kv_heads = Hkv`.
+
     With a past, the op's key (value) is the packed past followed by the
     packed new ones, Concat(Reshape(Transpose[0, 2, 1, 3](past),
     [B, P, Hkv * D]), k, axis 1); the head-layout Concat stays for its other
@@ -526,7 +573,9 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
       v <= -1e30), upper, k = 1)) with q_len and k_len proven equal (LLaMA)
       -> `causal = true`;
     - Add(scores, m) for any other m (BERT's [B, 1, 1, S] padding mask) ->
-      the `mask` operand, `causal = false`;
+      the `mask` operand, `causal = false`; Add(scores + b, m) (BLOOM's
+      ALiBi bias b, added by baddbmm before the mask) -> the `mask` operand
+      Add(b, m);
     - Where(c, scores [+ bias], fill) or Where(c, fill, scores [+ bias])
       (fill <= -1e30) with anything but a proven causal buffer, or with a
       bias (MPT's ALiBi table) -> the `mask` operand Where(c, bias | 0,
@@ -558,7 +607,8 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     Not matched: softmax over another axis; a Q/K/V reshape that moves B or S
     or a V (or K) that is not a head split of a packed value (including a
     rotary left in the [B, H, S, D] layout, see raise-rotary); attention
-    computed on [B * H, S, D] views (BLOOM's baddbmm). A Where whose boolean
+    computed on [B * H, S, D] views that fold-shapes cannot put back on the
+    heads. A Where whose boolean
     mask is not proven causal (e.g. strictly lower-triangular, which also
     masks the diagonal) and an additive triangular mask that is not exactly
     causal (e.g. k = 0) are kept as the `mask` operand with `causal = false`.

@@ -112,18 +112,21 @@ static std::optional<Value> sameDimOperand(Operation *op, Value result,
   if (auto split = dyn_cast<SplitOp>(op))
     if (index != (int64_t)split.getAxis())
       return split.getInput();
-  // A concat's inputs all have its dimensions off its axis.
-  if (auto concat = dyn_cast<ConcatOp>(op)) {
-    int64_t axis = concat.getAxis();
-    if (index != (axis < 0 ? axis + rank : axis))
-      return concat.getInputs()[0];
+  // A concat's inputs share every dimension but the axis (a cache append).
+  if (auto cat = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = cat.getAxis();
+    if ((axis < 0 ? axis + rank : axis) != index)
+      return cat.getInputs()[0];
   }
-  // A gather by a vector of indices (a permutation of features) keeps the
-  // dimensions of the other axes.
+  // A gather keeps the dimensions before its axis (BLOOM picks q, k and v
+  // from its [B, S, H, 3, D] view so), and by a vector of indices (a
+  // permutation of features) those after it too.
   if (auto gather = dyn_cast<GatherOp>(op)) {
     int64_t axis = gather.getAxis();
-    if (gather.getIndices().getType().getRank() == 1 &&
-        index != (axis < 0 ? axis + rank : axis))
+    if (axis < 0)
+      axis += gather.getInput().getType().getRank();
+    if (index < axis ||
+        (gather.getIndices().getType().getRank() == 1 && index > axis))
       return gather.getInput();
   }
   // A slice (Phi-3's fused QKV) keeps the dimensions it does not slice.
@@ -231,6 +234,8 @@ DimExpr qcc::getDimExpr(Value v, int64_t index) {
 /// and the exporter's Expand guard (see getFoldedDimExprs).
 static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold);
 
+static Value shapeElementSource(Value vec, int64_t &index);
+
 SmallVector<DimExpr> qcc::getDimExprs(Value vec) {
   return evalDimExprs(vec, /*fold=*/false);
 }
@@ -312,6 +317,27 @@ static SmallVector<DimExpr> evalDimExprs(Value vec, bool fold) {
       return unknown;
     return SmallVector<DimExpr>(src.begin() + s, src.begin() + e);
   }
+  if (auto div = dyn_cast<DivOp>(op); fold && div && n == 1) {
+    // Div(Mul(x, c), c) is x: a merged B * H divided by H again (BLOOM
+    // reads B back from its [B * H, S, D] views so).
+    auto c = evalDimExprs(div.getRhs(), true);
+    int64_t index = 0;
+    Value source = shapeElementSource(div.getLhs(), index);
+    auto mul = source ? source.getDefiningOp<MulOp>() : MulOp();
+    auto isC = [&](Value x) {
+      auto e = evalDimExprs(x, true);
+      return e.size() == 1 && e[0].isConstant() && e[0].constant != 0 &&
+             e[0].constant == c[0].constant;
+    };
+    if (mul && c.size() == 1 && c[0].isConstant()) {
+      for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()),
+                          std::pair(mul.getRhs(), mul.getLhs())}) {
+        auto e = evalDimExprs(x, true);
+        if (isC(y) && e.size() == 1 && e[0].isKnown())
+          return e;
+      }
+    }
+  }
   if (fold && isa<AddOp, SubOp, MulOp, DivOp>(op)) {
     auto a = evalDimExprs(op->getOperand(0), true);
     auto b = evalDimExprs(op->getOperand(1), true);
@@ -376,12 +402,85 @@ bool qcc::reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if (target[i].isConstant() && target[i].constant == 0)
       continue; // ONNX: 0 copies the input dimension.
-    DimExpr in = getDimExpr(reshape.getInput(), i);
-    if (!(target[i] == in) &&
-        !(resolveDimExpr(target[i]) == resolveDimExpr(in)))
+    if (!isSameDim(target[i], reshape.getInput(), i))
       return false;
   }
   return true;
+}
+
+bool qcc::isSameDim(const DimExpr &t, Value v, int64_t index) {
+  DimExpr d = getDimExpr(v, index);
+  return t.isKnown() && (t == d || resolveDimExpr(t) == resolveDimExpr(d));
+}
+
+/// The value that holds element `index` of the shape vector `vec` (updating
+/// `index` to its place there), followed through views and Concat; null if
+/// a part's size is not static.
+static Value shapeElementSource(Value vec, int64_t &index) {
+  auto numel = [](Value v) -> int64_t {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() ? t.getNumElements() : -1;
+  };
+  while (Operation *op = vec.getDefiningOp()) {
+    if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op) &&
+        numel(op->getOperand(0)) == numel(vec) && numel(vec) >= 0) {
+      vec = op->getOperand(0);
+      continue;
+    }
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      // One constant index of a vector.
+      auto idx = getIntSplatValue(gather.getIndices());
+      int64_t n = numel(gather.getInput());
+      if (gather.getInput().getType().getRank() != 1 || numel(vec) != 1 ||
+          !idx || n < 0 || *idx < -n || *idx >= n)
+        break;
+      index = *idx < 0 ? *idx + n : *idx;
+      vec = gather.getInput();
+      continue;
+    }
+    auto cat = dyn_cast<ConcatOp>(op);
+    if (!cat)
+      break;
+    Value part;
+    for (Value p : cat.getInputs()) {
+      int64_t n = numel(p);
+      if (n < 0)
+        return {};
+      if (index < n) {
+        part = p;
+        break;
+      }
+      index -= n;
+    }
+    if (!part)
+      return {};
+    vec = part;
+  }
+  return vec;
+}
+
+bool qcc::isDimProduct(Value vec, int64_t index, Value v, int64_t i,
+                       int64_t j) {
+  auto elements = getFoldedDimExprs(vec);
+  if (index < 0 || index >= (int64_t)elements.size())
+    return false;
+  DimExpr di = getDimExpr(v, i), dj = getDimExpr(v, j);
+  if (elements[index].isConstant())
+    return di.isConstant() && dj.isConstant() &&
+           elements[index].constant == di.constant * dj.constant;
+  Value source = shapeElementSource(vec, index);
+  auto mul = source ? source.getDefiningOp<MulOp>() : MulOp();
+  auto mulType = mul ? cast<RankedTensorType>(mul.getType())
+                     : RankedTensorType();
+  if (!mul || !mulType.hasStaticShape() || mulType.getNumElements() != 1)
+    return false;
+  auto scalar = [](Value x) {
+    auto d = getFoldedDimExprs(x);
+    return d.size() == 1 ? d[0] : DimExpr{};
+  };
+  DimExpr a = scalar(mul.getLhs()), b = scalar(mul.getRhs());
+  return (isSameDim(a, v, i) && isSameDim(b, v, j)) ||
+         (isSameDim(b, v, i) && isSameDim(a, v, j));
 }
 
 //===----------------------------------------------------------------------===//
@@ -520,6 +619,20 @@ DimExpr qcc::resolveDimExpr(DimExpr d) {
       }
       if (!inserted)
         next = getDimExpr(unsq.getInput(), index - skipped);
+    } else if (auto expand = dyn_cast<ExpandOp>(op)) {
+      // Broadcasting: a target dimension other than 1 is the result's, a 1
+      // (or a dimension the target does not reach) keeps the input's.
+      auto target = getFoldedDimExprs(expand.getShape());
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      int64_t inRank = expand.getInput().getType().getRank();
+      int64_t t = index - (rank - (int64_t)target.size());
+      int64_t in = index - (rank - inRank);
+      bool one = t < 0 || (target[t].isConstant() && target[t].constant == 1);
+      if (!target.empty() && one && in >= 0)
+        next = getDimExpr(expand.getInput(), in);
+      else if (!target.empty() && !one &&
+               !(target[t].isConstant() && target[t].constant < 1))
+        next = target[t];
     } else if (auto trilu = dyn_cast<TriluOp>(op)) {
       next = getDimExpr(trilu.getInput(), index);
     } else if (auto split = dyn_cast<SplitOp>(op)) {
@@ -606,6 +719,55 @@ bool qcc::matchHeadsBHSD(Value v, Value &packed, int64_t &heads,
   packed = unsq.getInput();
   heads = 1;
   headDim = in.getDimSize(2);
+  return true;
+}
+
+Value qcc::createRepeatedHeads(OpBuilder &b, Location loc, Value x,
+                               int64_t headDim, int64_t n) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t width = t.getDimSize(2), heads = width / headDim * n;
+  std::vector<int64_t> indices;
+  indices.reserve(heads * headDim);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t d = 0; d < headDim; ++d)
+      indices.push_back(h / n * headDim + d);
+  auto it = RankedTensorType::get({(int64_t)indices.size()}, b.getI64Type());
+  Value idx = ConstantOp::create(
+      b, loc,
+      cast<ElementsAttr>(DenseElementsAttr::get(it, ArrayRef(indices))));
+  return GatherOp::create(
+      b, loc,
+      RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), heads * headDim},
+                            t.getElementType()),
+      x, idx, b.getI64IntegerAttr(2));
+}
+
+bool qcc::matchRepeatedHeads(Value v, int64_t headDim, Value &x, int64_t &n) {
+  auto gather = v.getDefiningOp<GatherOp>();
+  if (!gather || headDim <= 0)
+    return false;
+  auto in = cast<RankedTensorType>(gather.getInput().getType());
+  int64_t axis = gather.getAxis();
+  auto idx =
+      dyn_cast_or_null<DenseIntElementsAttr>(getConstant(gather.getIndices()));
+  if (in.getRank() != 3 || (axis != 2 && axis != -1) || in.isDynamicDim(2) ||
+      !idx || idx.getType().getRank() != 1)
+    return false;
+  int64_t width = in.getDimSize(2), count = idx.getNumElements();
+  if (width % headDim != 0 || count % headDim != 0 || width == 0)
+    return false;
+  int64_t kvHeads = width / headDim, heads = count / headDim;
+  if (heads % kvHeads != 0)
+    return false;
+  int64_t repeat = heads / kvHeads, k = 0;
+  for (const APInt &i : idx.getValues<APInt>()) {
+    int64_t h = k / headDim, d = k % headDim;
+    if (i.getSExtValue() != h / repeat * headDim + d)
+      return false;
+    ++k;
+  }
+  x = gather.getInput();
+  n = repeat;
   return true;
 }
 

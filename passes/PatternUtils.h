@@ -80,6 +80,20 @@ llvm::SmallVector<DimExpr> getDimExprs(mlir::Value shapeVector);
 /// target shape starts with exactly those dimensions (or 0 = copy).
 bool reshapeKeepsLeadingDims(ReshapeOp reshape, int64_t n);
 
+/// True if `t` (a shape-vector element) is dimension `index` of `v`, directly
+/// or after both are traced to the reshape targets that set them
+/// (`resolveDimExpr`).
+bool isSameDim(const DimExpr &t, mlir::Value v, int64_t index);
+
+/// True if element `index` of the shape vector `vec` is the product of
+/// dimensions `i` and `j` of `v`: a constant equal to their static product,
+/// or Mul(a, b) of two scalars that are those dimensions (`isSameDim`, in
+/// either order), seen through Unsqueeze, Squeeze, Reshape, Cast, Concat and
+/// a Gather of one index. The merged batch of BLOOM's [B * H, S, D] views is
+/// written so.
+bool isDimProduct(mlir::Value vec, int64_t index, mlir::Value v, int64_t i,
+                  int64_t j);
+
 //===----------------------------------------------------------------------===//
 // Elementwise-chain matching (raise-layer-norm, raise-rms-norm, raise-gelu,
 // raise-silu)
@@ -125,8 +139,8 @@ ConstantOp createSplatConstant(mlir::OpBuilder &b, mlir::Location loc,
 namespace qcc {
 
 /// Like `getDimExprs`, and also folds integer Add/Sub/Mul/Div of constant
-/// elements, and sees through the exporter's Expand guard
-/// `Where(Equal(s, -1), 1, s)` (as `s` with -1 read as 1).
+/// elements and Div(Mul(x, c), c) to x, and sees through the exporter's
+/// Expand guard `Where(Equal(s, -1), 1, s)` (as `s` with -1 read as 1).
 llvm::SmallVector<DimExpr> getFoldedDimExprs(mlir::Value shapeVector);
 
 /// A 0-D or one-element shape value that folds to a constant (see
@@ -134,7 +148,8 @@ llvm::SmallVector<DimExpr> getFoldedDimExprs(mlir::Value shapeVector);
 std::optional<int64_t> getFoldedIndex(mlir::Value v);
 
 /// `getDimExpr`, continued through ops that name the dimension in another way:
-/// a Reshape or ConstantOfShape whose target dimension is known, Unsqueeze,
+/// a Reshape, Expand or ConstantOfShape whose target dimension is known (an
+/// Expand's 1 keeps its input's), Unsqueeze,
 /// Trilu, Split (other than along its axis) and an axis-0 Gather by ids. Two
 /// dimensions with equal results are equal at run time.
 DimExpr resolveDimExpr(mlir::Value v, int64_t index);
@@ -152,6 +167,19 @@ ReshapeOp matchHeadSplit(mlir::Value v, mlir::Value &packed, int64_t &heads,
 /// `packed`, `heads`, `headDim`.
 bool matchHeadsBHSD(mlir::Value v, mlir::Value &packed, int64_t &heads,
                     int64_t &headDim);
+
+/// The kv heads of a packed [B, S, G * D] value `x` repeated per token, each
+/// `n` times in a row (head h of the result is head h / n of `x`): Gather(x,
+/// [(h / n) * D + d for h < G * n, d < D], axis 2), a packed [B, S, G * n * D]
+/// value, built at `b`'s insertion point. Falcon's new decoder architecture
+/// broadcasts the k and v of a group over its query heads so.
+mlir::Value createRepeatedHeads(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value x, int64_t headDim, int64_t n);
+
+/// Matches `v` = `createRepeatedHeads(x, headDim, n)` (the gather's indices
+/// are checked): sets `x` and `n`.
+bool matchRepeatedHeads(mlir::Value v, int64_t headDim, mlir::Value &x,
+                        int64_t &n);
 
 /// The shape vector [v.dim(0), v.dim(1), tail...] (Shape of v's two leading
 /// dimensions concatenated with constants), built at `b`'s insertion point:

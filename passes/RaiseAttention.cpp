@@ -7,7 +7,8 @@
 //                                        V)) -> [B, S, H * D])
 //
 // Q, K and V are head splits Transpose[0, 2, 1, 3](Reshape(packed)); K and V
-// may be repeated over query-head groups (repeat_kv, GQA). Causality is only
+// may be repeated over query-head groups (repeat_kv, or per token by a Gather
+// of whole heads: GQA). Causality is only
 // set where the mask is proven causal from its constants; any other additive
 // mask becomes the op's mask operand.
 //
@@ -53,6 +54,8 @@ struct Heads {
   Value packed;
   Value past;
   int64_t heads = 0, headDim = 0, repeat = 1;
+  /// A rotary applied to the repeated heads, to apply to `packed` instead.
+  RotaryOp rotary;
 };
 
 /// Matches `v` = heads of a packed value (`matchHeadsBHSD`).
@@ -63,18 +66,47 @@ static std::optional<Heads> matchBHSD(Value v) {
   return h;
 }
 
+/// K or V heads `h` of a packed value of kv heads repeated per token
+/// (`createRepeatedHeads`: Falcon's new decoder architecture), also under a
+/// rotary (which rotates every head alike, so it commutes with the repeat),
+/// become the heads of the repeat's source, repeated.
+static void seeThroughRepeatedHeads(Heads &h) {
+  Value x = h.packed;
+  auto rotary = x.getDefiningOp<RotaryOp>();
+  if (rotary && (int64_t)rotary.getHeadDim() == h.headDim)
+    x = rotary.getInput();
+  else
+    rotary = {};
+  Value source;
+  int64_t n = 1;
+  if (!matchRepeatedHeads(x, h.headDim, source, n) || h.heads % n != 0)
+    return;
+  h.packed = source;
+  h.heads /= n;
+  h.repeat = n;
+  h.rotary = rotary;
+}
+
+/// Matches `v` = K or V heads: `matchBHSD`, seen through a repeat.
+static std::optional<Heads> matchKvHeads(Value v) {
+  auto h = matchBHSD(v);
+  if (h)
+    seeThroughRepeatedHeads(*h);
+  return h;
+}
+
 /// Matches `v` = `matchBHSD`, or the cache append
 /// Concat(past [B, H, P, D], `matchBHSD`, axis 2) with any `past` whose head
 /// count and size (where static) are those of the split.
 static std::optional<Heads> matchKvBHSD(Value v) {
   auto cat = v.getDefiningOp<ConcatOp>();
   if (!cat)
-    return matchBHSD(v);
+    return matchKvHeads(v);
   int64_t axis = cat.getAxis();
   if (cat.getType().getRank() != 4 || (axis != 2 && axis != -2) ||
       cat.getInputs().size() != 2)
     return std::nullopt;
-  auto h = matchBHSD(cat.getInputs()[1]);
+  auto h = matchKvHeads(cat.getInputs()[1]);
   if (!h)
     return std::nullopt;
   Value past = cat.getInputs()[0];
@@ -93,6 +125,7 @@ static std::optional<Heads> matchKvBHSD(Value v) {
 static std::optional<Heads> matchRepeatedBHSD(Value v) {
   if (auto h = matchKvBHSD(v))
     return h;
+  // repeat_kv of heads repeated already is not taken (one repeat per K/V).
   auto reshape = v.getDefiningOp<ReshapeOp>();
   if (!reshape || reshape.getType().getRank() != 4)
     return std::nullopt;
@@ -105,7 +138,7 @@ static std::optional<Heads> matchRepeatedBHSD(Value v) {
     return std::nullopt;
   Value x = unsq.getInput();
   auto h = matchKvBHSD(x);
-  if (!h)
+  if (!h || h->repeat != 1)
     return std::nullopt;
   // Expand broadcasts only the inserted axis, to n copies.
   auto shape = getFoldedDimExprs(expand.getShape());
@@ -158,6 +191,7 @@ static std::optional<Heads> matchKeyTransposed(Value kt) {
     Heads h;
     if (!matchHeadSplit(t.getInput(), h.packed, h.heads, h.headDim))
       return std::nullopt;
+    seeThroughRepeatedHeads(h);
     return h;
   }
   if (isPerm(t, {0, 1, 3, 2}))
@@ -277,11 +311,21 @@ static bool isCausalAdditiveMask(Value mask, const DimExpr &qLen,
          resolveDimExpr(dims[1]) == kLen && qLen == kLen;
 }
 
-/// The packed keys (or values) the op attends over: `h.packed`, or with a
-/// past, Concat(Reshape(Transpose[0, 2, 1, 3](past), [B, P, H * D]),
-/// packed, axis 1).
+/// The packed keys (or values) the op attends over: `h.packed` (rotated by
+/// `h.rotary` if set), or with a past, Concat(Reshape(Transpose[0, 2, 1,
+/// 3](past), [B, P, H * D]), packed, axis 1).
 static Value buildPackedKv(PatternRewriter &rewriter, Location loc,
                            const Heads &h) {
+  if (RotaryOp rotary = h.rotary) {
+    // The rotary of the repeated heads, on the heads before the repeat.
+    Value rotated = RotaryOp::create(
+        rewriter, loc, h.packed.getType(), h.packed, rotary.getCos(),
+        rotary.getSin(), rotary.getHeadDimAttr(), rotary.getRotaryDimAttr());
+    Heads r = h;
+    r.packed = rotated;
+    r.rotary = {};
+    return buildPackedKv(rewriter, loc, r);
+  }
   if (!h.past)
     return h.packed;
   auto pt = cast<RankedTensorType>(h.past.getType());
@@ -363,6 +407,7 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     Value scores = softmax.getInput();
     Value maskValue, boolMask;
     Operation *maskScale = nullptr; // scales the mask too (mask first)
+    Value maskAddend; // a bias added before maskValue (null: none)
     WhereOp maskWhere; // a Where to rebuild as the additive mask
     Value maskBias;    // its kept operand's bias (null: 0)
     bool maskFillFirst = false;
@@ -472,12 +517,18 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
         boolMask = {};
       }
     } else if (!matchScaled(scores, qk, scale)) {
+      // Add(scores, mask), or Add(scores + bias, mask): BLOOM's baddbmm adds
+      // its ALiBi bias before the mask; both make the additive mask.
       auto add = scores.getDefiningOp<AddOp>();
       bool ok = matchCommutative(add, [&](Value s, Value m) {
-        if (!matchScaled(s, qk, scale))
-          return false;
         maskValue = m;
-        return true;
+        if (matchScaled(s, qk, scale))
+          return true;
+        return matchCommutative(s.getDefiningOp<AddOp>(),
+                                [&](Value s2, Value bias) {
+                                  maskAddend = bias;
+                                  return matchScaled(s2, qk, scale);
+                                });
       });
       // CodeGen masks before it scales: (Q K^T + m) / c is Q K^T / c with
       // the additive mask m / c (Div or Mul by a scalar).
@@ -555,22 +606,37 @@ struct RaiseAttentionPattern : OpRewritePattern<ReshapeOp> {
     DimExpr kLen = resolveDimExpr(qkRhs, 3);
     if (boolMask) { // kept only where proven causal (the Where branch above)
       causal = true;
-    } else if (maskValue && isCausalAdditiveMask(maskValue, qLen, kLen)) {
+    } else if (maskValue && !maskAddend &&
+               isCausalAdditiveMask(maskValue, qLen, kLen)) {
       causal = true;
       maskValue = {};
     }
-    if (maskValue) {
-      auto mt = cast<RankedTensorType>(maskValue.getType());
+    for (Value m : {maskValue, maskAddend}) {
+      if (!m)
+        continue;
+      auto mt = cast<RankedTensorType>(m.getType());
       if (mt.getRank() > 4 ||
           mt.getElementType() != outType.getElementType() ||
           mt.getRank() < 1)
         return rewriter.notifyMatchFailure(merge, "unsupported mask type");
-      if (maskScale) {
-        OperationState state(maskScale->getLoc(), maskScale->getName());
-        state.addOperands({maskValue, maskScale->getOperand(1)});
-        state.addTypes(mt);
-        maskValue = rewriter.create(state)->getResult(0);
-      }
+    }
+    if (maskScale && maskValue) { // m / c (CodeGen), maskAddend is null
+      OperationState state(maskScale->getLoc(), maskScale->getName());
+      state.addOperands({maskValue, maskScale->getOperand(1)});
+      state.addTypes(maskValue.getType());
+      maskValue = rewriter.create(state)->getResult(0);
+    }
+    if (maskAddend) {
+      // bias + mask: kv-cache-layout proves what it is (causal + padding
+      // + ALiBi for BLOOM).
+      int64_t rank =
+          std::max(cast<RankedTensorType>(maskValue.getType()).getRank(),
+                   cast<RankedTensorType>(maskAddend.getType()).getRank());
+      maskValue = AddOp::create(
+          rewriter, merge.getLoc(),
+          RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                                outType.getElementType()),
+          maskAddend, maskValue);
     }
     if (maskWhere) {
       Type et = outType.getElementType();

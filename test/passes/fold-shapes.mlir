@@ -647,3 +647,168 @@ func.func @retyping_view_of_head_split(%p: tensor<?x?x64xf32>) -> (tensor<?x?x?x
   %v = qcc.reshape %r, %t : (tensor<?x?x4x16xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
   return %v, %s : tensor<?x?x?x16xf32>, tensor<4xi64>
 }
+
+// -----
+
+// BLOOM's baddbmm(alibi, q, k^T) on [B * H, S, D] views: q and k merged as
+// [B * 4, -1, 16] (B * 4 written Mul(B, 4)), the ALiBi bias [B, 4, T] as
+// [B * 4, 1, T], then un-merged to [B, 4, S, -1]: the same ops on the heads,
+// the bias with its axis of 1.
+// CHECK-LABEL: func.func @merged_heads_scores(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x4x?x16xf32> {{.*}}, %[[K:[^:]*]]: tensor<?x4x?x16xf32> {{.*}}, %[[A:[^:]*]]: tensor<?x4x?xf32>
+// CHECK: %[[KT:.*]] = qcc.transpose %[[K]] {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+// CHECK: %[[QK:.*]] = qcc.matmul %[[Q]], %[[KT]] : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+// CHECK: %[[S:.*]] = qcc.mul %[[QK]], %{{.*}} : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+// CHECK: %[[AB:.*]] = qcc.unsqueeze %[[A]] {axes = array<i64: 2>} : (tensor<?x4x?xf32>) -> tensor<?x4x1x?xf32>
+// CHECK: %[[R:.*]] = qcc.add %[[S]], %[[AB]] : (tensor<?x4x?x?xf32>, tensor<?x4x1x?xf32>) -> tensor<?x4x?x?xf32>
+// CHECK-NOT: qcc.reshape
+// CHECK: return %[[R]]
+func.func @merged_heads_scores(%q: tensor<?x4x?x16xf32> {qcc.dim_names = ["batch", "", "seq", ""]}, %k: tensor<?x4x?x16xf32> {qcc.dim_names = ["batch", "", "seq", ""]}, %alibi: tensor<?x4x?xf32> {qcc.dim_names = ["batch", "", "seq"]}) -> tensor<?x4x?x?xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c2 = qcc.constant dense<2> : tensor<i64>
+  %h = qcc.constant dense<4> : tensor<i64>
+  %hv = qcc.constant dense<4> : tensor<1xi64>
+  %one = qcc.constant dense<1> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %d = qcc.constant dense<16> : tensor<1xi64>
+  %s = qcc.shape %q : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %b = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %sq = qcc.gather %s, %c2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %bh = qcc.mul %b, %h : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bh1 = qcc.unsqueeze %bh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %merge = qcc.concat %bh1, %m1, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %q3 = qcc.reshape %q, %merge : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %k3 = qcc.reshape %k, %merge : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %kt = qcc.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %qk = qcc.matmul %q3, %kt : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x?x?xf32>, tensor<f32>) -> tensor<?x?x?xf32>
+  %as = qcc.shape %alibi {start = 2 : i64} : (tensor<?x4x?xf32>) -> tensor<1xi64>
+  %amerge = qcc.concat %bh1, %one, %as {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %a3 = qcc.reshape %alibi, %amerge : (tensor<?x4x?xf32>, tensor<3xi64>) -> tensor<?x1x?xf32>
+  %sb = qcc.add %sc, %a3 : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
+  %b1 = qcc.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %sq1 = qcc.unsqueeze %sq {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %unmerge = qcc.concat %b1, %hv, %sq1, %m1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %sb, %unmerge : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+  return %r : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+// bmm(probs, v) on merged heads, un-merged to [N / 4, 4, S, 16] read from
+// the product's own shape: that shape is computed from the heads' (N / 4
+// folds to B), so no [B * H, S, D] op is left.
+// CHECK-LABEL: func.func @merged_heads_values(
+// CHECK-SAME: %[[P:[^:]*]]: tensor<?x4x?x?xf32> {{.*}}, %[[V:[^:]*]]: tensor<?x4x?x16xf32>
+// CHECK: %[[PV:.*]] = qcc.matmul %[[P]], %[[V]] : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK-NEXT: return %[[PV]]
+func.func @merged_heads_values(%p: tensor<?x4x?x?xf32> {qcc.dim_names = ["batch", "", "seq", "seq"]}, %v: tensor<?x4x?x16xf32> {qcc.dim_names = ["batch", "", "seq", ""]}) -> tensor<?x4x?x16xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %c2 = qcc.constant dense<2> : tensor<i64>
+  %h = qcc.constant dense<4> : tensor<i64>
+  %hv = qcc.constant dense<4> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %d = qcc.constant dense<16> : tensor<1xi64>
+  %s = qcc.shape %p : (tensor<?x4x?x?xf32>) -> tensor<4xi64>
+  %b = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %sq = qcc.gather %s, %c2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %bh = qcc.mul %b, %h : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bh1 = qcc.unsqueeze %bh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %sq1 = qcc.unsqueeze %sq {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %pmerge = qcc.concat %bh1, %sq1, %m1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %vmerge = qcc.concat %bh1, %m1, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %p3 = qcc.reshape %p, %pmerge : (tensor<?x4x?x?xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %v3 = qcc.reshape %v, %vmerge : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %pv = qcc.matmul %p3, %v3 : (tensor<?x?x?xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %ps = qcc.shape %pv : (tensor<?x?x16xf32>) -> tensor<3xi64>
+  %n = qcc.gather %ps, %c0 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %rows = qcc.gather %ps, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b2 = qcc.div %n, %h : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %b21 = qcc.unsqueeze %b2 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %rows1 = qcc.unsqueeze %rows {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %unmerge = qcc.concat %b21, %hv, %rows1, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %o = qcc.reshape %pv, %unmerge : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: the merged count is a value the function is given, not B * 4
+// (and S is inferred), so the merge may not be per head: nothing changes.
+// CHECK-LABEL: func.func @merged_heads_unproven(
+// CHECK: qcc.matmul %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+// CHECK: qcc.reshape %{{.*}}, %{{.*}} : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+func.func @merged_heads_unproven(%q: tensor<?x4x?x16xf32> {qcc.dim_names = ["batch", "", "seq", ""]}, %k: tensor<?x4x?x16xf32> {qcc.dim_names = ["batch", "", "seq", ""]}, %n: tensor<1xi64>) -> tensor<?x4x?x?xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c2 = qcc.constant dense<2> : tensor<i64>
+  %hv = qcc.constant dense<4> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %d = qcc.constant dense<16> : tensor<1xi64>
+  %s = qcc.shape %q : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %b = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %sq = qcc.gather %s, %c2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %merge = qcc.concat %n, %m1, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %q3 = qcc.reshape %q, %merge : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %k3 = qcc.reshape %k, %merge : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %kt = qcc.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %qk = qcc.matmul %q3, %kt : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  %b1 = qcc.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %sq1 = qcc.unsqueeze %sq {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %unmerge = qcc.concat %b1, %hv, %sq1, %m1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %qk, %unmerge : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+  return %r : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+// Falcon's legacy export: k [B, S, 2, 1, 16] expanded to [B, S, 2, 2, 16]
+// and viewed as [B, S, -1, 16] comes out [?, ?, ?, 16]; the types take the
+// static sizes, and the later view of the transposed heads as [B, 4, S, 16]
+// is an identity.
+// CHECK-LABEL: func.func @refine_repeated_heads_view(
+// CHECK: %[[E:.*]] = qcc.expand %{{.*}} : (tensor<?x?x2x1x16xf32>, tensor<5xi64>) -> tensor<?x?x2x2x16xf32>
+// CHECK: %[[V:.*]] = qcc.reshape %[[E]], %{{.*}} : (tensor<?x?x2x2x16xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[T:.*]] = qcc.transpose %[[V]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK-NEXT: return %[[T]]
+func.func @refine_repeated_heads_view(%k: tensor<?x?x2x1x16xf32> {qcc.dim_names = ["batch", "seq", "", "", ""]}, %q: tensor<?x?x4x16xf32> {qcc.dim_names = ["batch", "seq", "", ""]}) -> tensor<?x4x?x16xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %two = qcc.constant dense<2> : tensor<1xi64>
+  %hv = qcc.constant dense<4> : tensor<1xi64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %d = qcc.constant dense<16> : tensor<1xi64>
+  %lo = qcc.constant dense<0> : tensor<1xi64>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x2x1x16xf32>) -> tensor<2xi64>
+  %et = qcc.concat %ks, %two, %two, %d {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %e = qcc.expand %k, %et : (tensor<?x?x2x1x16xf32>, tensor<5xi64>) -> tensor<?x?x2x?x16xf32>
+  %es = qcc.shape %e : (tensor<?x?x2x?x16xf32>) -> tensor<5xi64>
+  %bs = qcc.slice %es, %lo, %two {axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<5xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %vt = qcc.concat %bs, %m1, %d {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %v = qcc.reshape %e, %vt : (tensor<?x?x2x?x16xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  %t = qcc.transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32>
+  %qs = qcc.shape %q : (tensor<?x?x4x16xf32>) -> tensor<4xi64>
+  %b = qcc.gather %qs, %c0 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = qcc.gather %qs, %c1 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = qcc.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %s1 = qcc.unsqueeze %s {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ht = qcc.concat %b1, %hv, %s1, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %h = qcc.reshape %t, %ht : (tensor<?x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  return %h : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: a view read by arithmetic keeps its type (the Add's was
+// inferred from it).
+// CHECK-LABEL: func.func @refine_view_type_read_by_add(
+// CHECK: qcc.reshape %{{.*}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+func.func @refine_view_type_read_by_add(%x: tensor<?x?x64xf32>, %y: tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32> {
+  %hd = qcc.constant dense<[-1, 16]> : tensor<2xi64>
+  %s = qcc.shape %x {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %t = qcc.concat %s, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %x, %t : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  %a = qcc.add %r, %y : (tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32>
+  return %a : tensor<?x?x?x16xf32>
+}

@@ -815,3 +815,125 @@ func.func @heads_permuted_differently(%q: tensor<?x?x32xf32>, %k: tensor<?x?x16x
   %a = qcc.attention %qp, %kp, %v {causal = true, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 0.353553385 : f32} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
   return %a : tensor<?x?x32xf32>
 }
+
+// -----
+
+// BLOOM (after fold-shapes has put its [B * H, S, D] views back on the
+// heads): baddbmm adds the ALiBi bias to the scaled scores before the
+// additive mask. Both make the op's mask, bias + mask (kv-cache-layout
+// proves what it is: causal + padding + ALiBi).
+// CHECK-LABEL: func.func @bloom_alibi_bias(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x64xf32>, %[[V:[^:]*]]: tensor<?x?x64xf32>, %[[B:[^:]*]]: tensor<?x4x1x?xf32>, %[[M:[^:]*]]: tensor<?x1x?x?xf32>
+// CHECK: %[[BM:.*]] = qcc.add %[[B]], %[[M]] : (tensor<?x4x1x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x?x?x?xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[K]], %[[V]], %[[BM]] {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64, scale = 2.500000e-01 : f32}
+// CHECK-NOT: qcc.softmax
+// CHECK: return %[[A]]
+func.func @bloom_alibi_bias(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %alibi: tensor<?x4x1x?xf32>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32> {
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %k {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %k, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %v {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %v, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %sb = qcc.add %sc, %alibi : (tensor<?x4x?x?xf32>, tensor<?x4x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %sm = qcc.add %sb, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %qs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Falcon's new decoder architecture (as group-fused-heads leaves it): K and
+// V are heads of their 2 kv heads repeated per token (head h reads kv head
+// h / 2), K rotated after the repeat. The op takes the 2 kv heads (GQA),
+// with the rotary applied to them (it rotates every head alike).
+// CHECK-LABEL: func.func @falcon_repeated_kv(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x?x64xf32>, %[[K:[^:]*]]: tensor<?x?x32xf32>, %[[V:[^:]*]]: tensor<?x?x32xf32>, %[[COS:[^:]*]]: tensor<?x?x16xf32>, %[[SIN:[^:]*]]: tensor<?x?x16xf32>, %[[M:[^:]*]]: tensor<?x1x?x?xf32>
+// CHECK: %[[KR:.*]] = qcc.rotary %[[K]], %[[COS]], %[[SIN]] {head_dim = 16 : i64} : (tensor<?x?x32xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+// CHECK: %[[A:.*]] = qcc.attention %[[Q]], %[[KR]], %[[V]], %[[M]] {causal = false, num_heads = 4 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f32}
+// CHECK: return %[[A]]
+func.func @falcon_repeated_kv(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32> {
+  %rep = qcc.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]> : tensor<64xi64>
+  %kr = qcc.gather %k, %rep {axis = 2 : i64} : (tensor<?x?x32xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+  %vr = qcc.gather %v, %rep {axis = 2 : i64} : (tensor<?x?x32xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+  %krot = qcc.rotary %kr, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x64xf32>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %krot {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %krot, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %vr {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %vr, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %sm = qcc.add %sc, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %qs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: the gathered heads are kv heads 1, 0, 0, 1 (not h / 2): no
+// repeat to see through, so the op attends over the 4 gathered heads.
+// CHECK-LABEL: func.func @gathered_heads_not_repeated(
+// CHECK: %[[KG:.*]] = qcc.gather
+// CHECK: %[[VG:.*]] = qcc.gather
+// CHECK: %[[KR:.*]] = qcc.rotary %[[KG]]
+// CHECK: qcc.attention %{{.*}}, %[[KR]], %[[VG]], %{{.*}} {causal = false, num_heads = 4 : i64, num_kv_heads = 4 : i64
+func.func @gathered_heads_not_repeated(%q: tensor<?x?x64xf32>, %k: tensor<?x?x32xf32>, %v: tensor<?x?x32xf32>, %cos: tensor<?x?x16xf32>, %sin: tensor<?x?x16xf32>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x?x64xf32> {
+  %rep = qcc.constant dense<[16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]> : tensor<64xi64>
+  %kr = qcc.gather %k, %rep {axis = 2 : i64} : (tensor<?x?x32xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+  %vr = qcc.gather %v, %rep {axis = 2 : i64} : (tensor<?x?x32xf32>, tensor<64xi64>) -> tensor<?x?x64xf32>
+  %krot = qcc.rotary %kr, %cos, %sin {head_dim = 16 : i64} : (tensor<?x?x64xf32>, tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x64xf32>
+  %hd = qcc.constant dense<[4, 16]> : tensor<2xi64>
+  %qs = qcc.shape %q {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %qshape = qcc.concat %qs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %q4 = qcc.reshape %q, %qshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %qh = qcc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %ks = qcc.shape %krot {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %kshape = qcc.concat %ks, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %k4 = qcc.reshape %krot, %kshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vs = qcc.shape %vr {end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %vshape = qcc.concat %vs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %v4 = qcc.reshape %vr, %vshape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %vh = qcc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = qcc.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = qcc.constant dense<2.500000e-01> : tensor<f32>
+  %sc = qcc.mul %qk, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %sm = qcc.add %sc, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = qcc.softmax %sm {axis = -1 : i64} : tensor<?x4x?x?xf32>
+  %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %w64 = qcc.constant dense<64> : tensor<1xi64>
+  %oshape = qcc.concat %qs, %w64 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %out = qcc.reshape %o, %oshape : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %out : tensor<?x?x64xf32>
+}
