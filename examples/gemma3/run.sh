@@ -14,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 HERE=examples/gemma3
 OUT=build/gemma3
-QCC=build/bin/qcc
-QRUN=build/bin/qrun
+QCC=${QCC:-build/bin/qcc}
+QRUN=${QRUN:-build/bin/qrun}
 PY=${PYTHON:-.venv-real/bin/python}  # the venv convert.py ran in (it has tokenizers)
 if [ ! -f "$HERE/model.onnx" ] || [ ! -f "$HERE/tokenizer.json" ]; then
   echo "run.sh: $HERE/model.onnx or tokenizer.json missing: run $HERE/convert.py first (see $HERE/README.md)" >&2
@@ -30,7 +30,7 @@ out = sys.argv[1]
 parts = []
 for f in sorted(glob.glob("data/austen/*.txt")):
     t = open(f, encoding="utf-8").read()
-    parts.append(t[: int(len(t) * 0.9)])
+    parts.append(t[: int(len(t) * 0.9)][:24000])  # 24,000 characters of each train split: plenty for 32 x 256 ids
 open(os.path.join(out, "train.txt"), "w", encoding="utf-8").write("\n\n".join(parts))
 tok = Tokenizer.from_file("examples/gemma3/tokenizer.json")
 text = open("examples/austen/heldout.txt", encoding="utf-8").read()[:40000]
