@@ -177,7 +177,11 @@ def main():
     exports = {}
     onnx_path = os.path.join(args.out, "model.onnx")
     t = time.time()
-    export_legacy(wrapper, onnx_path)
+    try:
+        export_legacy(wrapper, onnx_path)
+    except IndexError as e:  # transformers 4.57's vmap-built masks: "unordered_map::at" in torch 2.15
+        log(f"legacy export failed ({e}); again with optimum's vmap-free mask functions")
+        export_legacy(wrapper, onnx_path, patch_masks=True)
     exports["model.onnx"] = {"exporter": "torch.onnx.export(dynamo=False, opset_version=17)",
                              "seconds": round(time.time() - t, 1), "bytes": os.path.getsize(onnx_path),
                              "peak_rss_mib_so_far": round(peak_rss_mib())}
