@@ -1152,8 +1152,10 @@ struct RefineViewType : OpRewritePattern<OpT> {
         left.erase(it);
         continue;
       }
+      // A copy, not the structured binding: clang rejects capturing one.
+      const DimExpr dim = e;
       auto it = llvm::find_if(left, [&](int64_t k) {
-        return isSameDim(e, in, k);
+        return isSameDim(dim, in, k);
       });
       if (it == left.end())
         return std::nullopt;

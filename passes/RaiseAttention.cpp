@@ -701,9 +701,12 @@ struct DropSharedHeadPermutation : OpRewritePattern<AttentionOp> {
     int64_t width = attention.getQuery().getType().getDimSize(2);
     if (width == ShapedType::kDynamic)
       return rewriter.notifyMatchFailure(attention, "query width not static");
-    auto [q, k] = matchSharedHeadPermutation(
+    // Plain values, not structured bindings: clang rejects capturing a
+    // binding in the lambda below.
+    auto unpermuted = matchSharedHeadPermutation(
         attention.getQuery(), attention.getKey(),
         width / (int64_t)attention.getNumHeads());
+    Value q = unpermuted.first, k = unpermuted.second;
     if (!q)
       return rewriter.notifyMatchFailure(
           attention, "q and k are not permuted alike within each head");
