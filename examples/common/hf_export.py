@@ -11,6 +11,7 @@ onnxruntime checks written into reference.json.
 """
 import contextlib
 import math
+import json
 import os
 import resource
 import time
@@ -45,6 +46,14 @@ class Forward(torch.nn.Module):
 
 
 @contextlib.contextmanager
+def write_json(path, obj):
+    """Writes obj as indented UTF-8 JSON to path (through a temporary file)."""
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    atomic_replace(path + ".tmp", path)
+
+
 def traceable_masks():
     """transformers >= 4.53 builds (sliding-window) attention masks with torch.vmap, which the
     TorchScript exporter cannot trace; swap in optimum-onnx's vmap-free versions (the patch

@@ -29,7 +29,6 @@ onnxruntime, optimum-onnx and tokenizers (the SmolLM2 example's .venv-real):
 import argparse
 import hashlib
 import importlib.metadata
-import json
 import math
 import os
 import shutil
@@ -269,10 +268,7 @@ def main():
         "python": sys.version.split()[0],
     }
     ref_path = os.path.join(args.out, "reference.json")
-    with open(ref_path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(ref_out, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
-    hx.atomic_replace(ref_path + ".tmp", ref_path)
+    hx.write_json(ref_path, ref_out)
     log(f"wrote {ref_path}; peak RSS {hx.peak_rss_mib():.0f} MiB")
 
 

@@ -26,7 +26,6 @@ is safe; the outputs depend only on the package's GGUF file and the library vers
 import argparse
 import importlib.metadata
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -271,10 +270,7 @@ def main():
         "python": sys.version.split()[0],
     }
     ref_path = os.path.join(args.out, "reference.json")
-    with open(ref_path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(ref_out, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
-    atomic_replace(ref_path + ".tmp", ref_path)
+    hx.write_json(ref_path, ref_out)
     log(f"wrote {ref_path}; peak RSS {peak_rss_mib():.0f} MiB")
 
 
