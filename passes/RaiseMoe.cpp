@@ -305,7 +305,7 @@ struct MoeFromExpertLoop : OpRewritePattern<AddOp> {
       if (idsType.getRank() != 2 || idsType.isDynamicDim(1) ||
           scoresType.isDynamicDim(scoresType.getRank() - 1) ||
           scoresType.getDimSize(scoresType.getRank() - 1) != numExperts ||
-          (topk.getAxis() != 1 && topk.getAxis() != -1))
+          ((int64_t)topk.getAxis() != 1 && (int64_t)topk.getAxis() != -1))
         return rewriter.notifyMatchFailure(
             se, "top-k is not over one score per expert");
       if (ids && termIds != ids)
