@@ -589,6 +589,12 @@ def RaiseAttention : Pass<"raise-attention", "mlir::func::FuncOp"> {
     order (raise-rotary's interleaved rotary leaves such gathers). A key
     with a past is left alone: the past holds keys in the model's order.
 
+    Attention left unraised (a Softmax over a MatMul of two computed
+    operands, through mask, scale, bias or softcap steps) gets one warning
+    naming the first such Softmax's node, the pattern's reason for
+    declining and how many more there are: it runs as separate ops, with no
+    fused kernel and no KV cache.
+
     ```mlir
     %s = qcc.matmul %qh, %kt ; %d = qcc.div %s, %c4 ; %m = qcc.add %d, %mask
     %p = qcc.softmax %m {axis = -1 : i64} ; %o = qcc.matmul %p, %vh

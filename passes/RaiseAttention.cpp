@@ -718,6 +718,69 @@ struct DropSharedHeadPermutation : OpRewritePattern<AttentionOp> {
   }
 };
 
+/// Whether `softmax` normalizes attention scores: its input is, through
+/// the elementwise steps a mask, scale, bias or softcap takes, a MatMul of
+/// two computed operands (Q K^T; a router or a classifier multiplies by a
+/// weight, a constant).
+static bool normalizesScores(SoftmaxOp softmax) {
+  SmallVector<Value> work = {softmax.getInput()};
+  for (int steps = 0; !work.empty() && steps < 32; ++steps) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (auto mm = dyn_cast_or_null<MatMulOp>(def))
+      return !getConstant(mm.getLhs()) && !getConstant(mm.getRhs());
+    if (isa_and_nonnull<AddOp, SubOp, MulOp, DivOp, WhereOp, TanhOp, CastOp>(
+            def))
+      for (Value v : def->getOperands())
+        if (!getConstant(v))
+          work.push_back(v);
+  }
+  return false;
+}
+
+/// The reason RaiseAttentionPattern declines attention with probabilities
+/// `softmax`: its notifyMatchFailure message on the head merge the
+/// probabilities reach, Reshape(Transpose(MatMul(P, V))), or that there is
+/// no such merge.
+static std::string declineReason(SoftmaxOp softmax) {
+  for (Operation *pUser : softmax->getUsers()) {
+    // torch's NaN guard (getSoftmax) sits between P and its MatMul.
+    SmallVector<Operation *> pvs = {pUser};
+    if (isa<WhereOp>(pUser))
+      pvs.assign(pUser->getUsers().begin(), pUser->getUsers().end());
+    for (Operation *pv : pvs) {
+      if (!isa<MatMulOp>(pv))
+        continue;
+      for (Operation *t : pv->getUsers())
+        for (Operation *merge : t->getUsers()) {
+          auto reshape = dyn_cast<ReshapeOp>(merge);
+          if (!isa<TransposeOp>(t) || !reshape)
+            continue;
+          struct Recorder : RewriterBase::Listener {
+            std::string reason;
+            void notifyMatchFailure(
+                Location loc,
+                function_ref<void(Diagnostic &)> reasonCallback) override {
+              Diagnostic d(loc, DiagnosticSeverity::Remark);
+              reasonCallback(d);
+              if (reason.empty())
+                reason = d.str();
+            }
+          } recorder;
+          PatternRewriter rewriter(softmax.getContext());
+          rewriter.setListener(&recorder);
+          // The driver left it unmatched, so this declines again (a
+          // pattern changes nothing before it succeeds).
+          if (failed(RaiseAttentionPattern(softmax.getContext())
+                         .matchAndRewrite(reshape, rewriter)))
+            return recorder.reason.empty() ? "no reason given"
+                                           : recorder.reason;
+        }
+    }
+  }
+  return "its output P V is not merged back to [B, S, H * D] as "
+         "Reshape(Transpose[0, 2, 1, 3](P V))";
+}
+
 struct RaiseAttentionPass : qcc::impl::RaiseAttentionBase<RaiseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -725,7 +788,25 @@ struct RaiseAttentionPass : qcc::impl::RaiseAttentionBase<RaiseAttentionPass> {
         &getContext());
     if (failed(applyPatternsTraced(getOperation(), std::move(patterns),
                                    DEBUG_TYPE)))
-      signalPassFailure();
+      return signalPassFailure();
+    // Attention left as separate ops runs without the fused kernels and,
+    // in a decoder, without a KV cache (full recompute per token): say so
+    // once, with the first such attention's node and the reason.
+    SmallVector<SoftmaxOp> left;
+    getOperation().walk([&](SoftmaxOp s) {
+      if (normalizesScores(s))
+        left.push_back(s);
+    });
+    if (left.empty())
+      return;
+    std::string reason = declineReason(left.front());
+    InFlightDiagnostic w = left.front().emitWarning()
+                           << "raise-attention: attention at node '"
+                           << locationName(left.front().getLoc())
+                           << "' not raised: " << reason;
+    if (left.size() > 1)
+      w << " (and " << left.size() - 1 << " more)";
+    w << "; it runs as separate ops, without fused kernels or a KV cache";
   }
 };
 } // namespace

@@ -19,6 +19,9 @@ Produces, next to this script:
     external/linear_ext.bin      ... stored in this file
     opsets/reduce_mean_opset18.onnx  ReduceMean-18 (axes input): newer than Debian's onnx knows, imported
     opsets/reduce_mean_opset22.onnx  the same at opset 22: newer than qcc knows, refused
+    diagnostics/unraised_attention.onnx  attention over heads of q, k, v [batch, seq, 64]
+                                 whose Softmax ("probs_over_queries") normalizes over
+                                 the query axis: valid, compiles, not raised (a warning)
 """
 
 import os
@@ -169,6 +172,37 @@ def reduce_mean(opset, name):
     onnx.save(make_model(graph, opset=opset), os.path.join(HERE, "opsets", name + ".onnx"))
 
 
+def unraised_attention():
+    """Four-head attention written out as exporters do, except that the
+    Softmax normalizes over the query axis (2), not the keys: a valid model
+    qcc compiles as separate ops, warning that the attention is not raised."""
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq", 64])
+           for n in ("q", "k", "v")]
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", "seq", 64])
+    heads = numpy_helper.from_array(np.array([0, 0, 4, 16], dtype=np.int64), "heads")
+    merged = numpy_helper.from_array(np.array([0, 0, 64], dtype=np.int64), "merged")
+    four = numpy_helper.from_array(np.array(4.0, dtype=np.float32), "four")
+    nodes = [helper.make_node("Reshape", [n, "heads"], [n + "4"], name=n + "_split")
+             for n in ("q", "k", "v")]
+    nodes += [
+        helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qh", "kt"], ["qk"], name="qk"),
+        helper.make_node("Div", ["qk", "four"], ["scores"], name="scale"),
+        helper.make_node("Softmax", ["scores"], ["p"], name="probs_over_queries",
+                         axis=2),
+        helper.make_node("MatMul", ["p", "vh"], ["pv"], name="pv"),
+        helper.make_node("Transpose", ["pv"], ["pvt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["pvt", "merged"], ["out"], name="merge"),
+    ]
+    graph = helper.make_graph(nodes, "unraised_attention", ins, [out],
+                              [heads, merged, four])
+    os.makedirs(os.path.join(HERE, "diagnostics"), exist_ok=True)
+    save_checked(make_model(graph),
+                 os.path.join(HERE, "diagnostics", "unraised_attention.onnx"))
+
+
 def main():
     os.makedirs(INVALID, exist_ok=True)
     os.makedirs(EXTERNAL, exist_ok=True)
@@ -181,6 +215,7 @@ def main():
     os.makedirs(os.path.join(HERE, "opsets"), exist_ok=True)
     reduce_mean(18, "reduce_mean_opset18")
     reduce_mean(22, "reduce_mean_opset22")
+    unraised_attention()
 
 
 if __name__ == "__main__":

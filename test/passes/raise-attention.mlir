@@ -1,4 +1,5 @@
 // RUN: qcc-opt %s --raise-attention --split-input-file | FileCheck %s
+// RUN: qcc-opt %s --raise-attention --split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=WARN --implicit-check-not=warning:
 
 // GPT-2: heads split from the packed projections, K^T written as one
 // Transpose[0, 2, 3, 1], Div by sqrt(D), and the causal mask as a Where over
@@ -362,6 +363,7 @@ func.func @softmax_not_last_axis(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>,
   %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
   %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
   %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+// WARN: :[[@LINE+1]]:8: warning: raise-attention: attention at node {{.*}} not raised: softmax is not over the key axis; it runs as separate ops, without fused kernels or a KV cache
   %p = qcc.softmax %sc {axis = 2 : i64} : tensor<?x4x?x?xf32>
   %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
@@ -399,6 +401,7 @@ func.func @q_reshape_reorders_leading_dims(%q: tensor<?x?x64xf32>, %k: tensor<?x
   %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
   %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
   %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+// WARN: :[[@LINE+1]]:8: warning: raise-attention: attention at node {{.*}} not raised: Q is not a head split of a packed {{\[}}B, S, H * D] value; it runs as separate ops, without fused kernels or a KV cache
   %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
   %pv = qcc.matmul %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
@@ -432,6 +435,7 @@ func.func @v_not_head_split(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: 
   %qk = qcc.matmul %qh, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
   %c4 = qcc.constant dense<4.000000e+00> : tensor<f32>
   %sc = qcc.div %qk, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+// WARN: :[[@LINE+1]]:8: warning: raise-attention: attention at node {{.*}} not raised: V is not a head split (or repeat_kv of one); it runs as separate ops, without fused kernels or a KV cache
   %p = qcc.softmax %sc {axis = -1 : i64} : tensor<?x4x?x?xf32>
   %pv = qcc.matmul %p, %vh4 : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   %o = qcc.transpose %pv {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
@@ -637,6 +641,7 @@ func.func @gpt2_past_wrong_axis(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, 
   %mask = qcc.slice %rows, %z, %end {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x1x?x8xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x?xi1>
   %ninf = qcc.constant dense<-3.40282347E+38> : tensor<f32>
   %w = qcc.where %mask, %sc, %ninf : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+// WARN: :[[@LINE+1]]:8: warning: raise-attention: attention at node {{.*}} not raised: K^T is not a transposed head split (or repeat_kv of one); it runs as separate ops, without fused kernels or a KV cache
   %p = qcc.softmax %w {axis = -1 : i64} : tensor<?x4x?x?xf32>
   %pv2 = qcc.matmul %p, %vall : (tensor<?x4x?x?xf32>, tensor<?x?x?x16xf32>) -> tensor<?x4x?x16xf32>
   %o = qcc.transpose %pv2 {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
