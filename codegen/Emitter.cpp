@@ -16,6 +16,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 #include <map>
 #include <sstream>
 
@@ -136,6 +138,14 @@ std::string header(std::initializer_list<const char *> includes) {
   for (const char *i : includes)
     s += std::string("#include \"qcc/") + i + "\"\n";
   return s + "\n";
+}
+
+/// A float as a CUDA literal that reads back to the same float (9
+/// significant digits round-trip binary32).
+std::string floatLiteral(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9ef", (double)x);
+  return buf;
 }
 
 //===--- GEMM -------------------------------------------------------------===//
@@ -823,18 +833,27 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   Operation *attn = kv ? kvAttn.getOperation() : plain.getOperation();
   if (!kv && plain.getMask())
     return unsupported("no CUDA kernel for masked attention yet");
-  if (kv && kvAttn.getAlibi())
-    return unsupported("no CUDA kernel for ALiBi attention yet");
   int64_t H = kv ? kvAttn.getNumHeads() : plain.getNumHeads();
   int64_t Hkv = kv ? kvAttn.getNumKvHeads() : plain.getNumKvHeads();
   float scale = (kv ? kvAttn.getScale() : plain.getScale()).convertToFloat();
   // Sliding window and logit softcap (0 = none), baked into the unit.
   int64_t window = kv ? kvAttn.getWindow() : plain.getWindow();
   llvm::APFloat softcap = kv ? kvAttn.getSoftcap() : plain.getSoftcap();
-  std::string windowInit =
-      llvm::formatv("  p.window = {0}; p.softcap = {1:e}f;\n", window,
-                    (double)softcap.convertToFloat())
-          .str();
+  std::string windowInit = llvm::formatv("  p.window = {0}; p.softcap = {1};\n",
+                                         window,
+                                         floatLiteral(softcap.convertToFloat()))
+                               .str();
+  // ALiBi slopes (kv_attention only; plain attention carries its bias in
+  // the mask), one per query head, as a device array in the unit.
+  std::string alibiTable;
+  if (std::optional<ArrayRef<float>> slopes =
+          kv ? kvAttn.getAlibi() : std::nullopt) {
+    alibiTable = "__device__ const float qcc_alibi[] = {";
+    for (float m : *slopes)
+      alibiTable += floatLiteral(m) + ", ";
+    alibiTable += "};\n";
+    windowInit += "  p.alibi = qcc_alibi;\n";
+  }
   Value qIn = kv ? kvAttn.getQuery() : plain.getQuery();
   Value kIn = kv ? kvAttn.getKey() : plain.getKey();
   Value vIn = kv ? kvAttn.getValue() : plain.getValue();
@@ -981,7 +1000,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     Expr bh = Expr::mul({batch, H});
     uint32_t ml = u.launch.addWorkspace("ml", Expr::mul({bh, splits, 2 * 4}));
     uint32_t acc = u.launch.addWorkspace("acc", Expr::mul({bh, splits, D * 4}));
-    std::string src = header({"attention_decode.cuh"});
+    std::string src = header({"attention_decode.cuh"}) + alibiTable;
     src += llvm::formatv(
                "typedef qcc::AttnDecodeParams<float, float, {0}> Params;\n"
                "extern \"C\" __global__ void __launch_bounds__({1})\n"
@@ -1041,7 +1060,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   int bq = tiles->blockQ, bkv = tiles->blockKV, warps = tiles->prefillWarps;
   bool causal = kv || plain.getCausal();
   int smem = tiles->prefillSmem;
-  std::string src = header({"attention_prefill.cuh"});
+  std::string src = header({"attention_prefill.cuh"}) + alibiTable;
   src += llvm::formatv(
              "typedef qcc::AttnPrefillParams<float, float, {0}> Params;\n"
              "extern \"C\" __global__ void __launch_bounds__({1})\n"

@@ -2639,7 +2639,7 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                          const int64_t *lo, const int64_t *hi,
                          const float *mask, int64_t maskRow, int64_t maskCol,
                          float *O, int64_t ldo, std::vector<float> &scratch,
-                         const PackedF32Weight *packedK) {
+                         const PackedF32Weight *packedK, const float *alibi) {
   // Each row's range without the keys its mask sets to -inf at either end
   // (a causal or padding mask given as a tensor): exp(-inf) adds nothing.
   std::vector<int64_t> range(2 * (size_t)R);
@@ -2709,6 +2709,9 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
     if (softcap > 0.0f)
       for (int64_t j = a; j < e; ++j)
         row[j] = qcc::numerics::softcap(row[j], softcap);
+    if (alibi)
+      for (int64_t j = a; j < e; ++j)
+        row[j] += qcc::numerics::alibi(alibi[r], j0 + j, hi[r] - 1);
     if (mask)
       for (int64_t j = a; j < e; ++j)
         row[j] += mask[r * maskRow + (j0 + j) * maskCol];
@@ -2935,7 +2938,7 @@ void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
                       const std::vector<KvRun<T>> &values, const float *kScales,
                       float scale, float softcap, const int64_t *lo,
                       const int64_t *hi, float *O, int64_t ldo,
-                      std::vector<float> &scratch) {
+                      std::vector<float> &scratch, const float *alibi) {
   int64_t u0 = std::numeric_limits<int64_t>::max(), u1 = 0;
   for (int64_t r = 0; r < R; ++r)
     if (lo[r] < hi[r])
@@ -2969,6 +2972,9 @@ void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
     if (softcap > 0.0f)
       for (int64_t j = 0; j < len; ++j)
         row[j] = qcc::numerics::softcap(row[j], softcap);
+    if (alibi)
+      for (int64_t j = 0; j < len; ++j)
+        row[j] += qcc::numerics::alibi(alibi[r], lo[r] + j, hi[r] - 1);
     softmaxRow(row, len);
     float *o = O + r * ldo;
     forRunsIn(values, lo[r], hi[r],
@@ -2991,12 +2997,12 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                     const std::vector<KvRun<T>> &values, const float *kScales,
                     float scale, float softcap, const int64_t *lo,
                     const int64_t *hi, float *O, int64_t ldo,
-                    std::vector<float> &scratch) {
+                    std::vector<float> &scratch, const float *alibi) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
 #ifdef QCC_HAVE_AVX512_ATTENTION
   if (haveAvx512Attention(D))
     return attendRunsAvx512(R, D, Q, ldq, keys, values, kScales, scale,
-                            softcap, lo, hi, O, ldo, scratch);
+                            softcap, lo, hi, O, ldo, scratch, alibi);
 #endif
   // Elsewhere (portable kernels, no AVX-512): the loops above, row by row.
   for (int64_t r = 0; r < R; ++r) {
@@ -3018,6 +3024,9 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     if (softcap > 0.0f)
       for (int64_t j = 0; j < e - a; ++j)
         row[j] = qcc::numerics::softcap(row[j], softcap);
+    if (alibi)
+      for (int64_t j = 0; j < e - a; ++j)
+        row[j] += qcc::numerics::alibi(alibi[r], a + j, e - 1);
     softmaxRow(row, e - a);
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
@@ -3032,27 +3041,25 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
 
 } // namespace
 
-void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q,
-                                int64_t ldq,
-                                const std::vector<KvRun<float>> &keys,
-                                const std::vector<KvRun<float>> &values,
-                                float scale, float softcap, const int64_t *lo,
-                                const int64_t *hi, float *O, int64_t ldo,
-                                std::vector<float> &scratch) {
-  attendRunsImpl(R, D, Q, ldq, keys, values, nullptr, scale, softcap,
-                        lo, hi, O, ldo, scratch);
+void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                         const std::vector<KvRun<float>> &keys,
+                         const std::vector<KvRun<float>> &values, float scale,
+                         float softcap, const int64_t *lo, const int64_t *hi,
+                         float *O, int64_t ldo, std::vector<float> &scratch,
+                         const float *alibi) {
+  attendRunsImpl(R, D, Q, ldq, keys, values, nullptr, scale, softcap, lo, hi,
+                 O, ldo, scratch, alibi);
 }
 
-void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q,
-                                int64_t ldq,
-                                const std::vector<KvRun<int8_t>> &keys,
-                                const std::vector<KvRun<int8_t>> &values,
-                                const float *kScales, float scale,
-                                float softcap, const int64_t *lo,
-                                const int64_t *hi, float *O, int64_t ldo,
-                                std::vector<float> &scratch) {
-  attendRunsImpl(R, D, Q, ldq, keys, values, kScales, scale, softcap,
-                        lo, hi, O, ldo, scratch);
+void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                         const std::vector<KvRun<int8_t>> &keys,
+                         const std::vector<KvRun<int8_t>> &values,
+                         const float *kScales, float scale, float softcap,
+                         const int64_t *lo, const int64_t *hi, float *O,
+                         int64_t ldo, std::vector<float> &scratch,
+                         const float *alibi) {
+  attendRunsImpl(R, D, Q, ldq, keys, values, kScales, scale, softcap, lo, hi,
+                 O, ldo, scratch, alibi);
 }
 
 std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,

@@ -127,13 +127,17 @@ inline uint16_t firstLanes(int64_t count) {
 /// every row's range are not read. `scratch` is reused between calls.
 /// `packedK`, when given, is K packed as a linear's weight (CpuF32Gemm.h:
 /// keys as the output columns, from key 0): the scores come from it.
+/// `alibi`, when given, holds row r's ALiBi slope: its scores get
+/// numerics::alibi(alibi[r], j, hi[r] - 1) after the softcap (the row's
+/// query sits at position hi[r] - 1, as in a KV cache).
 void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 const float *K, int64_t ldk, const float *V, int64_t ldv,
                 float scale, float softcap, const int64_t *lo,
                 const int64_t *hi, const float *mask, int64_t maskRow,
                 int64_t maskCol, float *O, int64_t ldo,
                 std::vector<float> &scratch,
-                const PackedF32Weight *packedK = nullptr);
+                const PackedF32Weight *packedK = nullptr,
+                const float *alibi = nullptr);
 
 /// `count` cached tokens from position `first`, D elements each, contiguous:
 /// how a KV cache holds a sequence (a paged cache in runs of its blocks).
@@ -155,17 +159,19 @@ template <typename T> struct KvRun {
 /// softmax and weighted sum are computed alone, in an order fixed by its
 /// own range: the same bits whatever the other rows, R, or how the range
 /// is split into runs (the batch invariance docs/SERVING.md states).
+/// `alibi` as attendRows's.
 void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
-                       const std::vector<KvRun<float>> &keys,
-                       const std::vector<KvRun<float>> &values, float scale,
-                       float softcap, const int64_t *lo, const int64_t *hi,
-                       float *O, int64_t ldo, std::vector<float> &scratch);
+                const std::vector<KvRun<float>> &keys,
+                const std::vector<KvRun<float>> &values, float scale,
+                float softcap, const int64_t *lo, const int64_t *hi, float *O,
+                int64_t ldo, std::vector<float> &scratch,
+                const float *alibi = nullptr);
 void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
-                       const std::vector<KvRun<int8_t>> &keys,
-                       const std::vector<KvRun<int8_t>> &values,
-                       const float *kScales, float scale, float softcap,
-                       const int64_t *lo, const int64_t *hi, float *O,
-                       int64_t ldo, std::vector<float> &scratch);
+                const std::vector<KvRun<int8_t>> &keys,
+                const std::vector<KvRun<int8_t>> &values, const float *kScales,
+                float scale, float softcap, const int64_t *lo,
+                const int64_t *hi, float *O, int64_t ldo,
+                std::vector<float> &scratch, const float *alibi = nullptr);
 
 using format::OpKind;
 

@@ -447,8 +447,9 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
               float x = scale * dot;
               P[first + j] =
                   softcap > 0.0f ? qcc::numerics::softcap(x, softcap) : x;
-              if (!alibi.empty()) // m_h * (key position - query position)
-                P[first + j] += alibi[(size_t)h] * (float)(first + j - (n - 1));
+              if (!alibi.empty())
+                P[first + j] +=
+                    qcc::numerics::alibi(alibi[(size_t)h], first + j, n - 1);
               mx = std::max(mx, P[first + j]);
             }
           });
@@ -493,7 +494,8 @@ template <typename T>
 static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        int64_t S, int64_t H, int64_t Hkv, int64_t D,
                        float scale, int64_t window, float softcap,
-                       const float *Q, float *O) {
+                       const std::vector<float> &alibi, const float *Q,
+                       float *O) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
@@ -513,13 +515,13 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
       }
   // A task's buffers, reused from task to task on one thread.
   struct Scratch {
-    std::vector<float> keys, values, q, out, scratch;
+    std::vector<float> keys, values, q, out, scratch, slopes;
     std::vector<int64_t> lo, hi;
     std::vector<KvRun<T>> keyRuns, valueRuns;
   };
   auto runTask = [&](size_t i, Scratch &w) {
     std::vector<float> &keys = w.keys, &values = w.values, &q = w.q,
-                       &out = w.out, &scratch = w.scratch;
+                       &out = w.out, &scratch = w.scratch, &slopes = w.slopes;
     std::vector<int64_t> &lo = w.lo, &hi = w.hi;
     std::vector<KvRun<T>> &keyRuns = w.keyRuns, &valueRuns = w.valueRuns;
       // Plain copies, not a structured binding: the lambdas below capture
@@ -581,9 +583,13 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
       out.resize((size_t)(R * D));
       lo.resize((size_t)R);
       hi.resize((size_t)R);
+      slopes.resize(alibi.empty() ? 0 : (size_t)R);
+      const float *rowSlopes = alibi.empty() ? nullptr : slopes.data();
       for (int64_t hh = 0; hh < group; ++hh)
         for (int64_t t = 0; t < count; ++t) {
           int64_t r = hh * count + t;
+          if (rowSlopes)
+            slopes[(size_t)r] = alibi[(size_t)(g * group + hh)];
           const float *src =
               Q + (b * S + t0 + t) * H * D + (g * group + hh) * D;
           std::copy(src, src + D, q.data() + r * D);
@@ -606,12 +612,11 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
         runsOf(1, valueRuns);
         if constexpr (isI8)
           attendRuns(R, D, q.data(), D, keyRuns, valueRuns,
-                            c.keyScales(layer, g), scale, softcap, lo.data(),
-                            hi.data(), out.data(), D, scratch);
+                     c.keyScales(layer, g), scale, softcap, lo.data(),
+                     hi.data(), out.data(), D, scratch, rowSlopes);
         else
-          attendRuns(R, D, q.data(), D, keyRuns, valueRuns, scale,
-                            softcap, lo.data(), hi.data(), out.data(), D,
-                            scratch);
+          attendRuns(R, D, q.data(), D, keyRuns, valueRuns, scale, softcap,
+                     lo.data(), hi.data(), out.data(), D, scratch, rowSlopes);
       } else {
         const float *Kr = gather(0, keys);
         const float *Vr = gather(1, values);
@@ -621,7 +626,7 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
             packF32Weight(Kr, end - begin, D);
         attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
                    lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
-                   scratch, packedK ? &*packedK : nullptr);
+                   scratch, packedK ? &*packedK : nullptr, rowSlopes);
       }
       for (int64_t hh = 0; hh < group; ++hh)
         for (int64_t t = 0; t < count; ++t)
@@ -721,15 +726,13 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
     else
       appendRow<float>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
   }
-  // ALiBi runs on the reference loops for now: the fast path's score tiles
-  // (attendRows / attendRuns) take no per-position bias yet.
-  if (cpuKernelPath() != CpuKernelPath::Reference && alibi.empty()) {
+  if (cpuKernelPath() != CpuKernelPath::Reference) {
     if (c.isInt8())
       attendFast<int8_t>(cache, kv, layer, S, H, Hkv, D, scale, window,
-                         softcap, Q, O);
+                         softcap, alibi, Q, O);
     else
       attendFast<float>(cache, kv, layer, S, H, Hkv, D, scale, window, softcap,
-                        Q, O);
+                        alibi, Q, O);
     return r;
   }
   std::vector<float> P;

@@ -7,8 +7,9 @@
 //   cache position past, and the query attends to positions [0, past]
 //   (L = past + 1 keys), with window > 0 only to [max(L - window, 0), past];
 //   scores scale * (q . k), softcap * tanh(score / softcap) when
-//   softcap > 0; position past is read from the inputs (rounded
-//   through the cache storage), older ones from the cache (dequantized:
+//   softcap > 0, plus alibi[h] * (pos - past) with ALiBi slopes (after
+//   the softcap, as the CPU kernel); position past is read from the inputs
+//   (rounded through the cache storage), older ones from the cache (dequantized:
 //   int8 q * scale). When not valid the output row is zeros.
 //
 // Template: HeadDim (64, 128; multiple of 32), NumWarps, ChunkSize (positions
@@ -67,6 +68,7 @@ template <typename T, typename RopeT, typename Cache> struct AttnDecodeParams {
   float scale;
   float softcap = 0.0f;   // 0 = none
   int window = 0;         // 0 = none
+  const float *alibi = nullptr; // [num_heads] ALiBi slopes, or none
   const int *cached_lens; // [B]
   const int *valid_lens;  // [B] or null (all 1)
   RopeTables<RopeT> rope;
@@ -152,6 +154,7 @@ attentionDecodeSplit(const AttnDecodeParams<T, RopeT, Cache> &p) {
     for (int e = 0; e < kVpl; ++e) dot += qv[e] * kx[e];
     float sc = warpSum(dot) * p.scale;
     if (p.softcap > 0.0f) sc = numerics::softcap(sc, p.softcap);
+    if (p.alibi != nullptr) sc += numerics::alibi(p.alibi[h], pos, past);
     const float mNew = fmaxf(m, sc);
     const float corr = expf(m - mNew); // 0 when m = -inf
     const float pw = expf(sc - mNew);

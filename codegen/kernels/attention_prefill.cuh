@@ -14,7 +14,8 @@
 //   with window > 0 only to p > t + offset - window (HF's sliding window);
 //   out rows t >= nq are zeros.
 // Scores are scale * (q . k), softcapped to softcap * tanh(score / softcap)
-// when softcap > 0.
+// when softcap > 0, plus alibi[h] * (p - (t + offset)) with ALiBi slopes
+// (the key's distance behind the query; kv_attention's `alibi`).
 // With a cache, the CTAs with h % (H / Hkv) == 0 write the K/V of their query
 // block's tokens (t < nq) to cache position past + t ("attention + KV append"
 // region). Other CTAs never read those positions from the cache, so there is
@@ -67,6 +68,7 @@ template <typename T, typename RopeT, typename Cache> struct AttnPrefillParams {
   float scale;
   float softcap = 0.0f; // 0 = none
   int window = 0;       // 0 = none
+  const float *alibi = nullptr; // [num_heads] ALiBi slopes, or none
   const int *cached_lens; // [B] (cache only)
   const int *valid_lens;  // [B] or null (all seq_q)
   RopeTables<RopeT> rope; // Rotary only; indexed by the input token index
@@ -247,6 +249,7 @@ attentionPrefillTile(const AttnPrefillParams<T, RopeT, Cache> &p, float *smem) {
           for (int d = 0; d < HeadDim; ++d) dot += qrow[d] * krow[d];
           s = dot * p.scale;
           if (p.softcap > 0.0f) s = numerics::softcap(s, p.softcap);
+          if (p.alibi != nullptr) s += numerics::alibi(p.alibi[h], pos, t + offset);
         }
         const float mNew = fmaxf(m[i], warpMax(s));
         if (mNew == negInf()) continue; // nothing allowed yet (warp-uniform)

@@ -170,6 +170,14 @@ QCC_HOST_DEVICE inline float softcap(float x, float cap) {
   return fmul(cap, libmTanh(fdiv(x, cap)));
 }
 
+/// ALiBi's bias of a score (BLOOM, MPT): the head's slope times the key's
+/// position minus the query's (<= 0 under a causal mask). Positions fit a
+/// float exactly below 2^24.
+QCC_HOST_DEVICE inline float alibi(float slope, long long keyPos,
+                                   long long queryPos) {
+  return fmul(slope, (float)(keyPos - queryPos));
+}
+
 //===--- int8 quantization (docs/QUANTIZATION.md sections 3 and 4) --------===//
 
 /// Round half to even, bit for bit rint under round-to-nearest (a zero keeps

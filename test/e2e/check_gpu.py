@@ -20,6 +20,9 @@ this script with --compile-only):
                    test/models/llama-gpu (a Hugging Face LLaMA export,
                    random weights): rotary cos/sin and shape arithmetic run
                    as the decode graph's host prologue
+  bloom-f32.qpkg   test/models/hf-gpu/bloom.onnx (a Hugging Face BLOOM
+                   export, random weights): ALiBi slopes in the prefill and
+                   decode attention kernels
   w8a8-fallback.qpkg
                    the demo model with planted outliers (examples/austen-
                    outliers/make_outliers.py), naive W8A8 O1 with
@@ -110,9 +113,14 @@ PPL_CHARS = 16000
 # graph: the decode graph's host prologue) with 32-wide heads, random weights,
 # the demo's tokenizer (test/models/llama-gpu/gen_llama_gpu.py).
 LLAMA = os.path.join(ROOT, "test", "models", "llama-gpu", "model.onnx")
-LLAMA_FLAGS = ["--tokenizer=" + os.path.join(ROOT, "examples", "austen",
+TOKENIZER_FLAGS = ["--tokenizer=" + os.path.join(ROOT, "examples", "austen",
                                               "tokenizer.model")]
 LLAMA_STATS = os.path.join(ROOT, "test", "models", "llama-gpu", "stats.json")
+# Hugging Face exports of other families with 32-wide heads, the same
+# tokenizer (test/models/hf-gpu/gen_hf_gpu.py): BLOOM's ALiBi attention.
+BLOOM = os.path.join(ROOT, "test", "models", "hf-gpu", "bloom.onnx")
+# Models whose main also takes the attention mask (Hugging Face exports).
+HF_EXPORTS = (LLAMA, BLOOM)
 # The demo model with planted activation outliers, written into --work when
 # compiling (examples/austen-outliers/make_outliers.py).
 OUTLIERS = "outliers/model.onnx"
@@ -120,7 +128,7 @@ CALIB_TRAIN = "calib-train.txt"  # the train split of data/austen, written too
 # Artifacts compiled from another model than the demo: name -> model (a
 # relative path is under --work).
 MODELS = {"llama-f32.qpkg": LLAMA, "llama-w8a8.qpkg": LLAMA,
-          "w8a8-fallback.qpkg": OUTLIERS}
+          "bloom-f32.qpkg": BLOOM, "w8a8-fallback.qpkg": OUTLIERS}
 ARTIFACTS = {
     "f32.qpkg": [],
     "w8a8.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--calib-stats=" + STATS],
@@ -130,9 +138,10 @@ ARTIFACTS = {
                          "--calib-stats=" + STATS],
     "w4a16.qpkg": ["--quant=w4a16", "--w4-method=rtn"],
     "w4a16-asym.qpkg": ["--quant=w4a16", "--w4-method=rtn", "--w4-asym"],
-    "llama-f32.qpkg": LLAMA_FLAGS,
-    "llama-w8a8.qpkg": LLAMA_FLAGS + ["--quant=w8a8", "--kv-dtype=i8",
+    "llama-f32.qpkg": TOKENIZER_FLAGS,
+    "llama-w8a8.qpkg": TOKENIZER_FLAGS + ["--quant=w8a8", "--kv-dtype=i8",
                                       "--calib-stats=" + LLAMA_STATS],
+    "bloom-f32.qpkg": TOKENIZER_FLAGS,
     # {work} is --work (the calibration text and its statistics live there).
     "w8a8-fallback.qpkg": ["--quant=w8a8", "--no-smoothquant",
                            "--act-quant=per-token", "--int8-fallback=auto",
@@ -290,7 +299,7 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
     # There the check asks that the graph replay's text equal the
     # graph-less checked run's and that step 4's perplexity agree.
     f16_gemms = (name.startswith("f32") or name.startswith("w4a16") or
-                 name.startswith("llama-f32"))
+                 name.startswith("llama-f32") or name.startswith("bloom-f32"))
     near_tie = not same and f16_gemms and checked_text == texts["cuda"]
     rows.append((name, "greedy 32 tokens", "3 prompts", "", "",
                  "identical" if same else
@@ -411,7 +420,7 @@ def main():
     rows = []
     for name in list(ARTIFACTS) + list(SPARSE_ARTIFACTS):
         mask = (["--input", "attention_mask=" + mask_path]
-                if MODELS.get(name) == LLAMA else [])
+                if MODELS.get(name) in HF_EXPORTS else [])
         # One artifact's error (a qrun failure) is its failure, not the
         # end of the others' checks.
         try:

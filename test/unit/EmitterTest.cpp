@@ -233,11 +233,28 @@ TEST(EmitterTest, WindowAndSoftcapReachAttention) {
        emitRotaryAttention("head_dim = 32 : i64", 32,
                            ", window = 4 : i64, softcap = 50.0 : f32")) {
     EXPECT_NE(src.find("p.window = 4;"), std::string::npos) << src;
-    EXPECT_NE(src.find("p.softcap = 5.000000e+01f;"), std::string::npos);
+    EXPECT_NE(src.find("p.softcap = 5.000000000e+01f;"), std::string::npos);
   }
-  for (const std::string &src : emitRotaryAttention("head_dim = 32 : i64", 32))
-    EXPECT_NE(src.find("p.window = 0; p.softcap = 0.000000e+00f;"),
+  for (const std::string &src : emitRotaryAttention("head_dim = 32 : i64", 32)) {
+    EXPECT_NE(src.find("p.window = 0; p.softcap = 0.000000000e+00f;"),
               std::string::npos);
+    EXPECT_EQ(src.find("alibi"), std::string::npos);
+  }
+}
+
+// BLOOM / MPT: ALiBi slopes (one per query head) become a device array of
+// the unit, exact to the last bit (1/3 has no short decimal), in the prefill
+// and decode kernels (which compile with them).
+TEST(EmitterTest, AlibiSlopesReachAttention) {
+  for (const std::string &src : emitRotaryAttention(
+           "head_dim = 32 : i64", 32,
+           ", alibi = array<f32: 0.5, 0.25, 0.125, 0.333333343>")) {
+    EXPECT_NE(src.find("__device__ const float qcc_alibi[] = {5.000000000e-01f, "
+                       "2.500000000e-01f, 1.250000000e-01f, 3.333333433e-01f, };"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("p.alibi = qcc_alibi;"), std::string::npos);
+  }
 }
 
 #ifdef QCC_HAVE_CODEGEN

@@ -266,10 +266,12 @@ namespace {
 /// kv_attention's fast path against its reference path: two caches of the
 /// same layout fed the same calls, a prefill of rows of different lengths
 /// (one empty) right-padded to the longest, then decode steps of all rows.
+/// `alibi`: ALiBi slopes, one per query head (none when empty).
 void checkFastAgainstReference(const std::string &layout,
                                const std::string &dtype, int64_t H,
                                int64_t Hkv, int64_t window, float softcap,
-                               int64_t D = 16, int64_t S = 37) {
+                               int64_t D = 16, int64_t S = 37,
+                               const std::vector<float> &alibi = {}) {
   const int64_t steps = 5 + 3; // 5 decode steps, then one of 3 tokens
   json cfg = {{"layout", layout}, {"block_tokens", 4}, {"layers", 1},
               {"kv_heads", Hkv},  {"head_dim", D},     {"dtype", dtype}};
@@ -307,6 +309,8 @@ void checkFastAgainstReference(const std::string &layout,
     json attrs = {{"layer", 0},          {"num_heads", H},
                   {"num_kv_heads", Hkv}, {"scale", 0.25},
                   {"window", window},    {"softcap", softcap}};
+    if (!alibi.empty())
+      attrs["alibi"] = alibi;
     Tensor fast = kvAttention(Attrs(attrs), {&q, &k, &v}, fastKv);
     setCpuKernelPath(CpuKernelPath::Reference);
     Tensor ref = kvAttention(Attrs(attrs), {&q, &k, &v}, refKv);
@@ -351,6 +355,15 @@ TEST(KvAttention, FastMatchesReference) {
       // steps, and one they leave to the portable loops.
       for (int64_t D : {48, 80, 20})
         checkFastAgainstReference(layout, dtype, 4, 2, 0, 0.0f, D);
+      // ALiBi (BLOOM's slopes for 8 heads: 2^-1 .. 2^-8; steep enough that
+      // a wrong distance moves the softmax): the score tiles, the few-row
+      // AVX-512 loops, the portable loops (D = 20), a window and softcap.
+      std::vector<float> slopes = {0.5f,     0.25f,     0.125f,    0.0625f,
+                                   0.03125f, 0.015625f, 0.0078125f, 0.00390625f};
+      checkFastAgainstReference(layout, dtype, 8, 2, 0, 0.0f, 16, 37, slopes);
+      checkFastAgainstReference(layout, dtype, 8, 2, 0, 0.0f, 64, 100, slopes);
+      checkFastAgainstReference(layout, dtype, 4, 1, /*window=*/5, 0.5f, 20, 37,
+                                {slopes.begin(), slopes.begin() + 4});
     }
 }
 

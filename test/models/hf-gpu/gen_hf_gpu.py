@@ -1,0 +1,69 @@
+"""Tiny Hugging Face decoders as users export them, for the CUDA backend's tests of kernels
+only some families need (test/e2e/check_gpu.py).
+
+The zoo's fixtures (test/models/zoo) have 16-wide heads, which the CUDA attention kernels do not
+take (multiples of 32). These have the zoo's graphs (transformers *ForCausalLM,
+torch.onnx.export(dynamo=False), opset 17, eager attention) with 32-wide heads: 2 layers, width
+128, 4 heads, vocab 3000 (examples/austen/tokenizer.model's, so qrun takes prompts with
+`qcc --tokenizer examples/austen/tokenizer.model`); random weights (seed 0). Inputs input_ids
+and attention_mask [batch, seq], output logits.
+
+    .venv-real/bin/python test/models/hf-gpu/gen_hf_gpu.py [NAME ...]
+
+writes NAME.onnx beside this file for each of:
+  bloom  BloomForCausalLM: ALiBi attention (the slopes of kv_attention in the CUDA kernels).
+"""
+import os
+import sys
+
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VOCAB = 3000
+
+
+def bloom():
+    return transformers.BloomForCausalLM(transformers.BloomConfig(
+        vocab_size=VOCAB, hidden_size=128, n_layer=2, n_head=4, layer_norm_epsilon=1e-5,
+        attn_implementation="eager"))
+
+
+MODELS = {"bloom": bloom}
+
+
+class Forward(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          use_cache=False).logits
+
+
+def export(name):
+    torch.manual_seed(0)
+    model = MODELS[name]().eval()
+    ids = torch.randint(0, VOCAB, (2, 16), dtype=torch.long)
+    out = os.path.join(HERE, name + ".onnx")
+    with torch.no_grad():
+        torch.onnx.export(Forward(model), (ids, torch.ones_like(ids)), out, dynamo=False,
+                          opset_version=17, do_constant_folding=True,
+                          input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                          dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
+                                        "attention_mask": {0: "batch", 1: "seq"},
+                                        "logits": {0: "batch", 1: "seq"}})
+    print("wrote", out, os.path.getsize(out), "bytes")
+
+
+def main():
+    names = sys.argv[1:] or list(MODELS)
+    for name in names:
+        if name not in MODELS:
+            sys.exit("gen_hf_gpu.py: unknown model %r (%s)" % (name, ", ".join(MODELS)))
+        export(name)
+
+
+if __name__ == "__main__":
+    main()
