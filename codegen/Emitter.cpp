@@ -8,6 +8,7 @@
 
 #include "codegen/kernels/attention_config.h"
 #include "codegen/kernels/gemm_config.h"
+#include "codegen/kernels/moe_config.h"
 #include "codegen/kernels/norm_config.h"
 #include "dialects/QccOps.h"
 
@@ -1106,6 +1107,134 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   return u;
 }
 
+//===--- mixture of experts -------------------------------------------------===//
+
+/// qcc.moe as moe.cuh's four steps: routes by expert, the grouped up (and
+/// gate) GEMM with the activation, the grouped down GEMM, each token's
+/// gate-weighted sum (MoeDefault, moe_config.h).
+Unit emitMoe(const Region &r) {
+  using Cfg = qcc::MoeDefault;
+  auto moe = r.find<qcc::MoeOp>();
+  int xi = r.argIndex(moe.getInput()), ii = r.argIndex(moe.getExpertIds()),
+      gi = r.argIndex(moe.getGates()), ui = r.argIndex(moe.getUpWeight()),
+      di = r.argIndex(moe.getDownWeight());
+  bool gated = static_cast<bool>(moe.getGateWeight());
+  int wi = gated ? r.argIndex(moe.getGateWeight()) : 0;
+  if (xi < 0 || ii < 0 || gi < 0 || ui < 0 || di < 0 || wi < 0)
+    return unsupported("moe operands computed inside the region");
+  for (Value v : moe->getOperands())
+    if (auto t = dyn_cast<RankedTensorType>(v.getType());
+        v != moe.getExpertIds() && (!t || !t.getElementType().isF32()))
+      return unsupported("moe over non-f32 tensors");
+  if (!tensorOf(moe.getResult()).getElementType().isF32())
+    return unsupported("moe over non-f32 tensors");
+  auto up = tensorOf(moe.getUpWeight());
+  auto ids = tensorOf(moe.getExpertIds());
+  if (!up.hasStaticShape() || ids.getRank() != 2 ||
+      ShapedType::isDynamic(ids.getDimSize(1)))
+    return unsupported("moe with dynamic experts, sizes or top-k");
+  int64_t E = up.getDimSize(0), I = up.getDimSize(1), H = up.getDimSize(2),
+          k = ids.getDimSize(1);
+  if (E > 65535 || I > (1 << 30) || H > (1 << 30) || k > 1024)
+    return unsupported("moe sizes beyond the kernel's grid");
+  llvm::StringRef act = moe.getActivation();
+  const char *actType = act == "silu"        ? "Silu"
+                        : act == "gelu"      ? "Gelu"
+                        : act == "gelu_tanh" ? "GeluTanh"
+                        : act == "relu"      ? "Relu"
+                                             : nullptr;
+  if (!actType)
+    return unsupported(("moe activation " + act).str());
+  Unit u;
+  Expr T = u.symbol("tokens", Expr::dim(TensorRef::operand(xi), 0));
+  Expr routes = u.symbol("routes", Expr::mul({T, k}));
+  uint32_t offsets = u.launch.addWorkspace("offsets", (E + 1) * 4);
+  uint32_t list = u.launch.addWorkspace("list", Expr::mul({routes, 4}));
+  uint32_t h = u.launch.addWorkspace("h", Expr::mul({routes, I * 4}));
+  uint32_t y = u.launch.addWorkspace("y", Expr::mul({routes, H * 4}));
+  std::string src = header({"moe.cuh"});
+  src += llvm::formatv(
+             "typedef qcc::MoeLaunch<{0}, {1}, {2}, {3}> Cfg;\n"
+             "extern \"C\" __global__ void __launch_bounds__({4})\n"
+             "{5}_routes(const long long *expert_ids, int routes, int experts, "
+             "int *offsets, int *list, int *error_flag) {{\n"
+             "  qcc::moeRoutes<Cfg>(expert_ids, routes, experts, offsets, list, "
+             "error_flag);\n}\n"
+             "extern \"C\" __global__ void __launch_bounds__({3})\n"
+             "{5}_up(const float *x, const float *up, const float *gate, const "
+             "int *offsets, const int *list, int k, int n, int kdim, float *h) {{\n"
+             "  qcc::moeGroupedGemm<Cfg, {6}, qcc::MoeActivation::{7}, true, "
+             "true>(x, up, gate, offsets, list, k, n, kdim, h);\n}\n"
+             "extern \"C\" __global__ void __launch_bounds__({3})\n"
+             "{5}_down(const float *h, const float *down, const int *offsets, "
+             "const int *list, int k, int n, int kdim, float *y) {{\n"
+             "  qcc::moeGroupedGemm<Cfg, false, qcc::MoeActivation::{7}, false, "
+             "false>(h, down, nullptr, offsets, list, k, n, kdim, y);\n}\n"
+             "extern \"C\" __global__ void __launch_bounds__({8})\n"
+             "{5}(const float *y, const float *gates, const long long "
+             "*expert_ids, int experts, int tokens, int k, int hidden, float "
+             "*out) {{\n"
+             "  qcc::moeCombine<Cfg>(y, gates, expert_ids, experts, tokens, k, "
+             "hidden, out);\n}\n",
+             Cfg::kTileN, Cfg::kTileR, Cfg::kTileK, Cfg::kBlockThreads,
+             Cfg::kRouteThreads, kEntry, gated ? "true" : "false", actType,
+             Cfg::kCombineThreads)
+             .str();
+  u.source = std::move(src);
+  LaunchStep sort = step("_routes", Cfg::kRouteThreads, 1);
+  sort.name = "routes";
+  sort.params = {Param::operand("expert_ids", ii),
+                 Param::int32("routes", routes),
+                 Param::int32("experts", E),
+                 Param::workspaceBuffer("offsets", offsets),
+                 Param::workspaceBuffer("list", list),
+                 Param::runtimeValue("error_flag", RuntimeValue::ErrorFlag)};
+  // The grouped GEMMs: A (x or h), W (up or down) and, for up, the gate; N
+  // features of K-wide rows into the workspace `out`.
+  auto gemmStep = [&](const char *name, Param a, Param w,
+                      std::optional<Param> gate, int64_t n, int64_t kdim,
+                      const char *outName, uint32_t out) {
+    LaunchStep s = step(std::string("_") + name, Cfg::kBlockThreads,
+                        Cfg::gridFeatures(n), E,
+                        Expr::ceilDiv(routes, Cfg::kTileR));
+    s.name = name;
+    s.params = {std::move(a), std::move(w)};
+    if (gate)
+      s.params.push_back(std::move(*gate));
+    llvm::append_range(
+        s.params, std::vector<Param>{
+                      Param::workspaceBuffer("offsets", offsets),
+                      Param::workspaceBuffer("list", list), Param::int32("k", k),
+                      Param::int32("n", n), Param::int32("kdim", kdim),
+                      Param::workspaceBuffer(outName, out)});
+    return s;
+  };
+  LaunchStep upStep =
+      gemmStep("up", Param::operand("x", xi), Param::operand("up", ui),
+               gated ? Param::operand("gate", wi) : Param::null("gate"), I, H,
+               "h", h);
+  LaunchStep downStep =
+      gemmStep("down", Param::workspaceBuffer("h", h),
+               Param::operand("down", di), std::nullopt, H, I, "y", y);
+  LaunchStep combine = step("", Cfg::kCombineThreads,
+                            Expr::ceilDiv(Expr::mul({T, H}),
+                                          Cfg::kCombineThreads));
+  combine.name = "combine";
+  combine.params = {Param::workspaceBuffer("y", y),
+                    Param::operand("gates", gi),
+                    Param::operand("expert_ids", ii),
+                    Param::int32("experts", E),
+                    Param::int32("tokens", T),
+                    Param::int32("k", k),
+                    Param::int32("hidden", H),
+                    Param::result("out", 0)};
+  for (LaunchStep *s : {&sort, &upStep, &downStep, &combine}) {
+    s->when = Expr::gt(T, 0);
+    u.launch.steps.push_back(std::move(*s));
+  }
+  return u;
+}
+
 /// Entry points that take one token per row (kv-cache-layout marks its
 /// `decode` with qcc.tokens_per_row = 1, docs/KV_CACHE.md): GEMMs take the
 /// skinny path and attention the split-K path.
@@ -1151,6 +1280,9 @@ EmitResult emitKernels(ModuleOp module) {
         break;
       case qcc::KernelKind::Attention:
         u = emitAttention(r, kvCache);
+        break;
+      case qcc::KernelKind::Moe:
+        u = emitMoe(r);
         break;
       }
 

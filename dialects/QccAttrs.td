@@ -26,7 +26,8 @@ def Qcc_KernelKind : I32EnumAttr<"KernelKind",
   I32EnumAttrCase<"GemmI8Sp", 8, "gemm_i8_sp">,
   I32EnumAttrCase<"GemmF16Sp", 9, "gemm_f16_sp">,
   I32EnumAttrCase<"GemmI8Mixed", 10, "gemm_i8_mixed">,
-  I32EnumAttrCase<"GemmW4", 11, "gemm_w4">]> {
+  I32EnumAttrCase<"GemmW4", 11, "gemm_w4">,
+  I32EnumAttrCase<"Moe", 12, "moe">]> {
   let cppNamespace = "::qcc";
 }
 

@@ -1000,6 +1000,9 @@ LogicalResult KernelOp::verify() {
                 : "a qcc.linear whose weight is a qcc.weight_int4 (without "
                   "perm) of block arguments";
     break;
+  case KernelKind::Moe:
+    needs = holds(MoeOp()) ? nullptr : "a qcc.moe";
+    break;
   }
   if (needs)
     return emitOpError("of kind '") << stringifyKernelKind(getKind())

@@ -66,6 +66,8 @@ public:
         continue;
       if (isa<EmbeddingOp>(op))
         form({op}, KernelKind::Embedding);
+      else if (isa<MoeOp>(op))
+        form({op}, KernelKind::Moe);
       else if (isa<LayerNormOp, RmsNormOp>(op))
         form({op}, KernelKind::Norm);
       else if (isa<QuantizeOp>(op))

@@ -1,6 +1,7 @@
 //===- GpuSession.cpp - the CUDA backend ----------------------------------===//
 #include "runtime/GpuSession.h"
 
+#include "codegen/kernels/host_device.h"
 #include "runtime/CpuKernels.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/ShapeInference.h"
@@ -1065,6 +1066,10 @@ GpuSession::run(const std::string &name,
   auto conclude = [&](DevicePtr errorFlag, bool advance) {
     int32_t flag = 0;
     ctx->download(&flag, errorFlag, sizeof flag);
+    if (flag == qcc::kDeviceErrorExpertId)
+      throw std::runtime_error("entry point " + name +
+                               ": a mixture-of-experts expert id is outside "
+                               "[0, experts)");
     if (flag)
       throw std::runtime_error("entry point " + name +
                                ": a token id is outside the vocabulary");

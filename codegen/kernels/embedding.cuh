@@ -3,7 +3,7 @@
 // NVRTC include name "qcc/embedding.cuh". Semantics: QccOps.td
 // `qcc.embedding`: out[i, e] = table[ids[i], e], table [V, E], ids [N] int64
 // (the flattened id tensor). An id outside [0, V) produces a zero row and
-// sets *error_flag to 1 (atomicMax); the host zeroes the device int before
+// sets *error_flag to kDeviceErrorTokenId (atomicMax, host_device.h); the host zeroes the device int before
 // the launch and reports "token id out of range" when it reads back 1.
 // TableT / OutT: float or __half (f16 -> f32 is exact; f32 -> f16 rounds).
 //
@@ -35,7 +35,7 @@ __device__ __forceinline__ void embeddingRow(const TableT *__restrict__ table,
   OutT *o = out + (long long)i * dim;
   if (id < 0 || id >= vocab) {
     for (int e = threadIdx.x; e < dim; e += BlockThreads) o[e] = fromFloat<OutT>(0.0f);
-    if (threadIdx.x == 0 && error_flag != nullptr) atomicMax(error_flag, 1);
+    if (threadIdx.x == 0 && error_flag != nullptr) atomicMax(error_flag, kDeviceErrorTokenId);
     return;
   }
   const TableT *r = table + id * dim;

@@ -18,4 +18,13 @@
 #define QCC_UNROLL
 #endif
 
+namespace qcc {
+/// What a kernel that saw bad input writes to the runtime's error flag
+/// (atomicMax: the larger code wins); the runtime names it after the call.
+enum : int {
+  kDeviceErrorTokenId = 1,  ///< embedding: a token id outside the vocabulary
+  kDeviceErrorExpertId = 2, ///< moe: an expert id outside [0, experts)
+};
+} // namespace qcc
+
 #endif // QCC_KERNELS_HOST_DEVICE_H

@@ -23,6 +23,9 @@ this script with --compile-only):
   bloom-f32.qpkg   test/models/hf-gpu/bloom.onnx (a Hugging Face BLOOM
                    export, random weights): ALiBi slopes in the prefill and
                    decode attention kernels
+  mixtral-f32.qpkg test/models/hf-gpu/mixtral.onnx (Mixtral, 4 experts,
+                   top-2, random weights): the moe kernel (grouped GEMMs
+                   over the routed tokens)
   w8a8-fallback.qpkg
                    the demo model with planted outliers (examples/austen-
                    outliers/make_outliers.py), naive W8A8 O1 with
@@ -117,10 +120,12 @@ TOKENIZER_FLAGS = ["--tokenizer=" + os.path.join(ROOT, "examples", "austen",
                                               "tokenizer.model")]
 LLAMA_STATS = os.path.join(ROOT, "test", "models", "llama-gpu", "stats.json")
 # Hugging Face exports of other families with 32-wide heads, the same
-# tokenizer (test/models/hf-gpu/gen_hf_gpu.py): BLOOM's ALiBi attention.
+# tokenizer (test/models/hf-gpu/gen_hf_gpu.py): BLOOM's ALiBi attention,
+# Mixtral's experts.
 BLOOM = os.path.join(ROOT, "test", "models", "hf-gpu", "bloom.onnx")
+MIXTRAL = os.path.join(ROOT, "test", "models", "hf-gpu", "mixtral.onnx")
 # Models whose main also takes the attention mask (Hugging Face exports).
-HF_EXPORTS = (LLAMA, BLOOM)
+HF_EXPORTS = (LLAMA, BLOOM, MIXTRAL)
 # The demo model with planted activation outliers, written into --work when
 # compiling (examples/austen-outliers/make_outliers.py).
 OUTLIERS = "outliers/model.onnx"
@@ -128,7 +133,8 @@ CALIB_TRAIN = "calib-train.txt"  # the train split of data/austen, written too
 # Artifacts compiled from another model than the demo: name -> model (a
 # relative path is under --work).
 MODELS = {"llama-f32.qpkg": LLAMA, "llama-w8a8.qpkg": LLAMA,
-          "bloom-f32.qpkg": BLOOM, "w8a8-fallback.qpkg": OUTLIERS}
+          "bloom-f32.qpkg": BLOOM, "mixtral-f32.qpkg": MIXTRAL,
+          "w8a8-fallback.qpkg": OUTLIERS}
 ARTIFACTS = {
     "f32.qpkg": [],
     "w8a8.qpkg": ["--quant=w8a8", "--kv-dtype=i8", "--calib-stats=" + STATS],
@@ -142,6 +148,7 @@ ARTIFACTS = {
     "llama-w8a8.qpkg": TOKENIZER_FLAGS + ["--quant=w8a8", "--kv-dtype=i8",
                                       "--calib-stats=" + LLAMA_STATS],
     "bloom-f32.qpkg": TOKENIZER_FLAGS,
+    "mixtral-f32.qpkg": TOKENIZER_FLAGS,
     # {work} is --work (the calibration text and its statistics live there).
     "w8a8-fallback.qpkg": ["--quant=w8a8", "--no-smoothquant",
                            "--act-quant=per-token", "--int8-fallback=auto",
@@ -166,7 +173,10 @@ KIND_TOLERANCE = {"gemm_i8": 0.0, "gemm_i8+gelu": 1e-5, "gemm_i8+silu": 1e-5,
                   "gemm_f16_sp+silu": 1e-2, "gemm_w4": 1e-2,
                   "gemm_w4+gelu": 1e-2, "gemm_w4+silu": 1e-2, "embedding": 0.0,
                   "elementwise": 1e-5, "norm": 1e-4, "attention": 1e-4,
-                  "quantize": 1e-6, "norm_quantize": 1e-4}
+                  "quantize": 1e-6, "norm_quantize": 1e-4,
+                  # f32 products as the CPU's, summed in another order over
+                  # K <= 256 here (~K ulp), then a gate-weighted sum.
+                  "moe": 1e-4}
 PROMPTS = ["It is a truth universally acknowledged, that",
            "Mr. Darcy", "She"]
 
@@ -299,7 +309,7 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
     # There the check asks that the graph replay's text equal the
     # graph-less checked run's and that step 4's perplexity agree.
     f16_gemms = (name.startswith("f32") or name.startswith("w4a16") or
-                 name.startswith("llama-f32") or name.startswith("bloom-f32"))
+                 name.endswith("-f32.qpkg"))
     near_tie = not same and f16_gemms and checked_text == texts["cuda"]
     rows.append((name, "greedy 32 tokens", "3 prompts", "", "",
                  "identical" if same else

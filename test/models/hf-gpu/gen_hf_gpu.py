@@ -11,7 +11,9 @@ and attention_mask [batch, seq], output logits.
     .venv-real/bin/python test/models/hf-gpu/gen_hf_gpu.py [NAME ...]
 
 writes NAME.onnx beside this file for each of:
-  bloom  BloomForCausalLM: ALiBi attention (the slopes of kv_attention in the CUDA kernels).
+  bloom    BloomForCausalLM: ALiBi attention (the slopes of kv_attention in the CUDA kernels).
+  mixtral  MixtralForCausalLM: mixture of experts (4 experts, top-2, SwiGLU 256; 2 KV heads),
+           raised to qcc.moe (the moe kernel kind).
 """
 import os
 import sys
@@ -20,6 +22,8 @@ import torch
 import transformers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "zoo"))
+from gen_zoo import traceable_masks  # noqa: E402 (the zoo's vmap-free masks)
 VOCAB = 3000
 
 
@@ -29,7 +33,15 @@ def bloom():
         attn_implementation="eager"))
 
 
-MODELS = {"bloom": bloom}
+def mixtral():
+    return transformers.MixtralForCausalLM(transformers.MixtralConfig(
+        vocab_size=VOCAB, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+        num_experts_per_tok=2, max_position_embeddings=512, rms_norm_eps=1e-5,
+        tie_word_embeddings=True, attn_implementation="eager"))
+
+
+MODELS = {"bloom": bloom, "mixtral": mixtral}
 
 
 class Forward(torch.nn.Module):
@@ -47,7 +59,7 @@ def export(name):
     model = MODELS[name]().eval()
     ids = torch.randint(0, VOCAB, (2, 16), dtype=torch.long)
     out = os.path.join(HERE, name + ".onnx")
-    with torch.no_grad():
+    with torch.no_grad(), traceable_masks():
         torch.onnx.export(Forward(model), (ids, torch.ones_like(ids)), out, dynamo=False,
                           opset_version=17, do_constant_folding=True,
                           input_names=["input_ids", "attention_mask"], output_names=["logits"],
