@@ -1311,7 +1311,11 @@ std::vector<Tensor> scatterNdK(const Attrs &attrs, const Operands &ops) {
   }
   std::vector<int64_t> idx = readInts(idxT, "indices");
   std::vector<int64_t> st = stridesOf(x.shape());
-  int64_t slice = 1, tuples = r ? (int64_t)idx.size() / r : 1;
+  // Tuples: the indices' leading dims (also when a tuple is empty, r = 0:
+  // each then addresses the whole input).
+  int64_t slice = 1, tuples = 1;
+  for (int64_t d = 0; d + 1 < idxT.rank(); ++d)
+    tuples *= idxT.dim(d);
   for (int64_t d = r; d < x.rank(); ++d)
     slice *= x.dim(d);
   Tensor res(x.dtype(), x.shape());

@@ -306,6 +306,13 @@ TEST(CpuKernels, ScatterNdReductions) {
             (std::vector<float>{50, 60, 3, 4, 30, 40}));
   EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "min"}}, {&x, &idx, &up})),
             (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  // Empty index tuples ([2, 0]): each of the 2 updates addresses the whole
+  // input (onnxruntime: x + both with reduction add).
+  Tensor none = i64({2, 0}, {});
+  Tensor whole = f32({2, 3, 2}, {10, 20, 30, 40, 50, 60,
+                                 70, 80, 90, 100, 110, 120});
+  EXPECT_EQ(values(run1("scatter_nd", {{"reduction", "add"}}, {&x, &none, &whole})),
+            (std::vector<float>{81, 102, 123, 144, 165, 186}));
 }
 
 TEST(CpuKernels, TileRepeatsEveryDimension) {
