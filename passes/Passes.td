@@ -231,7 +231,9 @@ def RaiseGelu : Pass<"raise-gelu", "mlir::func::FuncOp"> {
       -> `qcc.gelu x {approximate = "none"}`;
     * tanh form (GPT-2 `gelu_new`, `F.gelu(approximate="tanh")`): branch =
       `Add(Tanh(Mul(Add(x, Mul(x^3, 0.044715)), sqrt(2 / pi))), 1)` with
-      `x^3` as `Pow(x, 3)` or `Mul(x, Mul(x, x))`
+      `x^3` as `Pow(x, 3)` or `Mul(x, Mul(x, x))`, or the argument factored as
+      BLOOM writes it, `sqrt(2 / pi) * x * (1 + 0.044715 * x * x)` (each
+      product of three factors grouped either way, `x * x` also `Pow(x, 2)`)
       -> `qcc.gelu x {approximate = "tanh"}`.
 
     Constants are splats of any broadcastable shape that does not change the

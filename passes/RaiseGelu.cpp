@@ -1,8 +1,9 @@
 //===- RaiseGelu.cpp - raise-gelu ----------------------------------------===//
 //
 // GELU as the exporters spell it, a product of the three factors x, 0.5 and
-// (1 + erf(x / sqrt(2))) or (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))),
-// written as two Muls grouped either way, becomes qcc.gelu x.
+// (1 + erf(x / sqrt(2))) or (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (or
+// BLOOM's factored sqrt(2 / pi) x (1 + 0.044715 x^2)), written as two Muls
+// grouped either way, becomes qcc.gelu x.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
@@ -77,9 +78,51 @@ static Value cubeBase(Value v) {
   return x;
 }
 
+/// Whether `v` is 0.044715 x^2: the product of x, x and the constant (two
+/// Muls grouped either way), or of the constant and Square(x).
+static bool isCubicCoeffTimesSquare(Value v, Value x) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul)
+    return false;
+  if (getSquareBase(getOperandBesideSplat(mul, kCubicCoeff)) == x)
+    return true;
+  for (const std::array<Value, 3> &f : threeFactorProducts(mul))
+    for (unsigned i = 0; i < 3; ++i)
+      if (isSplatNear(f[i], kCubicCoeff) && f[(i + 1) % 3] == x &&
+          f[(i + 2) % 3] == x)
+        return true;
+  return false;
+}
+
+/// `x` if `u` = sqrt(2 / pi) x (1 + 0.044715 x^2) as BLOOM writes it: a
+/// product of the three factors (two Muls grouped either way).
+static Value factoredTanhArgument(Value u) {
+  auto mul = u.getDefiningOp<MulOp>();
+  if (!mul)
+    return {};
+  for (const std::array<Value, 3> &f : threeFactorProducts(mul))
+    for (unsigned i = 0; i < 3; ++i) {
+      if (!isSplatNear(f[i], kSqrt2OverPi))
+        continue;
+      for (auto [x, branch] : {std::pair(f[(i + 1) % 3], f[(i + 2) % 3]),
+                               std::pair(f[(i + 2) % 3], f[(i + 1) % 3])}) {
+        Value base = x;
+        if (matchCommutative(branch.getDefiningOp<AddOp>(),
+                             [&](Value q, Value one) {
+                               return isSplatNear(one, 1.0) &&
+                                      isCubicCoeffTimesSquare(q, base);
+                             }))
+          return x;
+      }
+    }
+  return {};
+}
+
 /// `x` if `u` = Mul(Add(x, Mul(x^3, 0.044715)), sqrt(2 / pi)), operands of
-/// the Adds and Muls in any order.
+/// the Adds and Muls in any order, or factoredTanhArgument's form.
 static Value tanhArgument(Value u) {
+  if (Value x = factoredTanhArgument(u))
+    return x;
   Value s = getOperandBesideSplat(u.getDefiningOp<MulOp>(), kSqrt2OverPi);
   if (!s)
     return {};

@@ -100,6 +100,57 @@ func.func @gelu_tanh_swapped(%x: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
 
 // -----
 
+// BLOOM's bloom_gelu_forward: x * 0.5 * (1 + tanh(0.79788456 * x * (1 +
+// 0.044715 * x * x))), as its legacy export writes it.
+// CHECK-LABEL: func.func @gelu_tanh_bloom(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x256xf32>
+// CHECK: %[[Y:.*]] = qcc.gelu %[[X]] {approximate = "tanh"} : tensor<?x?x256xf32>
+// CHECK-NOT: qcc.tanh
+// CHECK-NOT: qcc.mul
+// CHECK: return %[[Y]]
+func.func @gelu_tanh_bloom(%x: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
+  %half = qcc.constant dense<5.000000e-01> : tensor<f32>
+  %k = qcc.constant dense<0.797884583> : tensor<f32>
+  %coeff = qcc.constant dense<4.471500e-02> : tensor<f32>
+  %one = qcc.constant dense<1.000000e+00> : tensor<f32>
+  %a = qcc.mul %x, %half : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %kx = qcc.mul %x, %k : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %cx = qcc.mul %x, %coeff : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %cxx = qcc.mul %cx, %x : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  %q = qcc.add %cxx, %one : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %u = qcc.mul %kx, %q : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  %th = qcc.tanh %u : tensor<?x?x256xf32>
+  %o = qcc.add %th, %one : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %y = qcc.mul %a, %o : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  return %y : tensor<?x?x256xf32>
+}
+
+// -----
+
+// Near miss: BLOOM's form with x^3 where it has x^2 (not GELU).
+// CHECK-LABEL: func.func @gelu_tanh_bloom_cubed(
+// CHECK-NOT: qcc.gelu
+// CHECK: qcc.tanh
+func.func @gelu_tanh_bloom_cubed(%x: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
+  %half = qcc.constant dense<5.000000e-01> : tensor<f32>
+  %k = qcc.constant dense<0.797884583> : tensor<f32>
+  %coeff = qcc.constant dense<4.471500e-02> : tensor<f32>
+  %one = qcc.constant dense<1.000000e+00> : tensor<f32>
+  %a = qcc.mul %x, %half : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %kx = qcc.mul %x, %k : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %cx = qcc.mul %x, %coeff : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %cxx = qcc.mul %cx, %x : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  %cxxx = qcc.mul %cxx, %x : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  %q = qcc.add %cxxx, %one : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %u = qcc.mul %kx, %q : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  %th = qcc.tanh %u : tensor<?x?x256xf32>
+  %o = qcc.add %th, %one : (tensor<?x?x256xf32>, tensor<f32>) -> tensor<?x?x256xf32>
+  %y = qcc.mul %a, %o : (tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  return %y : tensor<?x?x256xf32>
+}
+
+// -----
+
 // Near miss: 0.25 where the erf form has 0.5.
 // CHECK-LABEL: func.func @gelu_erf_wrong_half(
 // CHECK-NOT: qcc.gelu
