@@ -10,12 +10,18 @@
 #include "runtime/CpuQuantKernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "runtime/X86Intrinsics.h"
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define QCC_HAVE_VNNI_KERNEL 1
+#define QCC_HAVE_AMX_KERNEL 1
 #endif
 
 using namespace qcc::rt;
@@ -101,12 +107,134 @@ TileFn tileFor(int mr, int nb) {
 }
 #endif
 
+#ifdef QCC_HAVE_AMX_KERNEL
+// AMX: the packed weight's 16 x 64-byte rows of a column block (16 columns
+// x 4 k each) are an int8 B tile as the tile multiply reads it (K = 64 per
+// tile), so the same packing serves. A 32 x 32 block of the result is four
+// int32 C tiles (0-3) from two A tiles of 16 rows (4, 5) and two B tiles
+// (6, 7); _tile_dpbssd multiplies signed by signed bytes, so neither the
+// +128 nor the column sums are needed, and the int32 sums wrap as vpdpbusd's
+// do (exact, the bound in CpuInt8Gemm.h).
+#define QCC_AMX_TARGET __attribute__((target("amx-tile,amx-int8")))
+constexpr int kAmxRows = 32;  ///< rows of a block (two A tiles)
+constexpr int64_t kAmxK = 64; ///< k per tile multiply (16 groups)
+
+/// The palette-1 configuration: eight tiles of 16 rows x 64 bytes.
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, startRow = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+  AmxConfig() {
+    for (int t = 0; t < 8; ++t)
+      colsb[t] = 64, rows[t] = 16;
+  }
+};
+
+/// Loads the configuration on this thread once (the OS keeps it across
+/// context switches; nothing else in the process uses the tiles).
+QCC_AMX_TARGET void configureAmx() {
+  static thread_local bool configured = false;
+  if (configured)
+    return;
+  static const AmxConfig config;
+  _tile_loadconfig(&config);
+  configured = true;
+}
+
+/// out[32][kTileCols] = x rows [x, x + 32 * ldx) (whole 64-byte steps of
+/// K) times NB column blocks of the weight.
+template <int NB>
+QCC_AMX_TARGET void blockAmx(const int8_t *x, int64_t ldx, const Block *w,
+                             int64_t groups, int32_t *out) {
+  configureAmx();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const int64_t steps = groups * kGroup / kAmxK, groupsPerStep = kAmxK / kGroup;
+  for (int64_t s = 0; s < steps; ++s) {
+    _tile_loadd(4, x + s * kAmxK, ldx);
+    _tile_loadd(5, x + 16 * ldx + s * kAmxK, ldx);
+    _tile_loadd(6, w + s * groupsPerStep, sizeof(Block));
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(2, 5, 6);
+    if constexpr (NB == 2) {
+      _tile_loadd(7, w + groups + s * groupsPerStep, sizeof(Block));
+      _tile_dpbssd(1, 4, 7);
+      _tile_dpbssd(3, 5, 7);
+    }
+  }
+  constexpr int64_t ld = kTileCols * sizeof(int32_t);
+  _tile_stored(0, out, ld);
+  _tile_stored(2, out + 16 * kTileCols, ld);
+  if constexpr (NB == 2) {
+    _tile_stored(1, out + kCols, ld);
+    _tile_stored(3, out + 16 * kTileCols + kCols, ld);
+  }
+}
+
+/// Whether the CPU has AMX-INT8 and the kernel lets this process use the
+/// tile data (Linux asks each process to request it: arch_prctl
+/// ARCH_REQ_XCOMP_PERM for XTILEDATA).
+bool amxUsable() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) ||
+      !(d & (1u << 25)))
+    return false;
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+#endif
+
+/// Whether runTiles takes AMX for an x of M rows against `w`: prefill-sized
+/// (decode's few rows stay on VNNI, which reads the weight once per 8 rows
+/// as well, without a 32-row block's padding) and K in whole tile steps.
+bool takesAmx(int64_t M, const PackedI8Weight &w) {
+  return M > kTileRows && w.k % 64 == 0 && cpuHasAmxInt8() &&
+         cpuKernelPath() == CpuKernelPath::Fast;
+}
+
 /// Runs every tile of x [M, K] times `w` (VNNI: the caller checked
-/// cpuHasVnni()), then sink(m0, rows, n0, cols, acc) with
-/// acc[r * kTileCols + c] the exact sum of row m0 + r, column n0 + c.
+/// cpuHasVnni(); AMX where takesAmx), then sink(m0, rows, n0, cols, acc)
+/// with acc[r * kTileCols + c] the exact sum of row m0 + r, column n0 + c.
 template <class Sink>
 void runTiles(const int8_t *x, int64_t M, const PackedI8Weight &w,
               Sink &&sink) {
+#ifdef QCC_HAVE_AMX_KERNEL
+  if (takesAmx(M, w)) {
+    const int64_t K = w.k, blocks = w.columnBlocks();
+    const int64_t strips = (blocks + kTileBlocks - 1) / kTileBlocks;
+    const int64_t rowBlocks = (M + kAmxRows - 1) / kAmxRows;
+    // The last block's rows past M read zeros.
+    std::vector<int8_t> tail;
+    const int64_t whole = M / kAmxRows * kAmxRows;
+    if (whole < M) {
+      tail.assign((size_t)(kAmxRows * K), 0);
+      std::memcpy(tail.data(), x + whole * K, (size_t)((M - whole) * K));
+    }
+    auto block = [&](int64_t s, int64_t r) {
+      const int64_t b0 = s * kTileBlocks, m0 = r * kAmxRows;
+      const int nb = (int)std::min<int64_t>(kTileBlocks, blocks - b0);
+      const int rows = (int)std::min<int64_t>(kAmxRows, M - m0);
+      const int8_t *xs = m0 < whole ? x + m0 * K : tail.data();
+      alignas(64) int32_t acc[kAmxRows * kTileCols];
+      const Block *wb = w.blocks.data() + b0 * w.groups;
+      if (nb == 2)
+        blockAmx<2>(xs, K, wb, w.groups, acc);
+      else
+        blockAmx<1>(xs, K, wb, w.groups, acc);
+      const int64_t n0 = b0 * kCols;
+      sink(m0, rows, n0, std::min<int64_t>(nb * kCols, w.n - n0), acc);
+    };
+    const int64_t work = M * w.n * K;
+#pragma omp parallel for collapse(2) schedule(static) if (work >= kI8GemmParallelWork)
+    for (int64_t s = 0; s < strips; ++s)
+      for (int64_t r = 0; r < rowBlocks; ++r)
+        block(s, r);
+    return;
+  }
+#endif
 #ifdef QCC_HAVE_VNNI_KERNEL
   const int64_t K = w.k, ldx = w.groups * kGroup;
   // The activations as x + 128, padded to whole groups (the weight's
@@ -193,6 +321,19 @@ bool qcc::rt::cpuHasVnni() {
 #endif
 }
 
+bool qcc::rt::cpuHasAmxInt8() {
+#ifdef QCC_HAVE_AMX_KERNEL
+  // QCC_CPU_AMX=0 keeps the VNNI kernel on an AMX CPU (to compare them).
+  static const bool has = [] {
+    const char *env = std::getenv("QCC_CPU_AMX");
+    return !(env && std::string(env) == "0") && amxUsable();
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 PackedI8Weight qcc::rt::packI8Weight(const int8_t *w, int64_t n, int64_t k,
                                      const SourceDone &done) {
   PackedI8Weight p;
@@ -267,6 +408,33 @@ static std::vector<float> outlierProduct(const QLinearEpilogue &e) {
   return f;
 }
 
+#ifdef QCC_HAVE_VNNI_KERNEL
+/// y[c] = e(acc[c], m, n0 + c) for c < cols without outlier columns, 16
+/// columns at a time: the same IEEE steps in the same order as
+/// numerics::dequantize and the bias add (the integer ones wrapping), so
+/// bit for bit the scalar epilogue's (this file has no FMA contraction).
+QCC_VNNI_TARGET void epilogueRow(const QLinearEpilogue &e, const int32_t *acc,
+                                 int64_t m, int64_t n0, int64_t cols,
+                                 float *y) {
+  const __m512i zp = _mm512_set1_epi32(e.xZero[e.rowZero ? m : 0]);
+  const __m512 xs = _mm512_set1_ps(e.xScale[e.rowScale ? m : 0]);
+  for (int64_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = (__mmask16)(cols - c >= 16 ? 0xFFFF
+                                                   : (1u << (cols - c)) - 1);
+    const int64_t n = n0 + c;
+    __m512i a = _mm512_maskz_loadu_epi32(k, acc + c);
+    __m512i ws = _mm512_maskz_loadu_epi32(k, e.wSum + n);
+    __m512i centered = _mm512_sub_epi32(a, _mm512_mullo_epi32(zp, ws));
+    __m512 scale = _mm512_mul_ps(xs, _mm512_maskz_loadu_ps(k, e.wScale + n));
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(centered), scale);
+    if (e.bias)
+      v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, e.bias + n));
+    _mm512_mask_storeu_ps(y, k, v);
+    y += 16;
+  }
+}
+#endif
+
 std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
                                                const Operands &ops,
                                                const PackedI8Weight *packed) {
@@ -291,6 +459,14 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
     runTiles(e.x, e.M, *packed,
              [&](int64_t m0, int rows, int64_t n0, int64_t cols,
                  const int32_t *acc) {
+#ifdef QCC_HAVE_VNNI_KERNEL
+               if (f.empty()) {
+                 for (int i = 0; i < rows; ++i)
+                   epilogueRow(e, acc + i * kTileCols, m0 + i, n0, cols,
+                               Y + (m0 + i) * N + n0);
+                 return;
+               }
+#endif
                for (int i = 0; i < rows; ++i)
                  for (int64_t c = 0; c < cols; ++c)
                    Y[(m0 + i) * N + n0 + c] =

@@ -18,6 +18,10 @@
 // Tiles of up to 8 rows x 32 columns (16 accumulators): each weight byte is
 // read once per 8 rows, so batch-1..8 decode reads the weights once per
 // step. Threaded (OpenMP) over tiles, column strips outermost.
+// AMX, on CPUs with AMX-INT8 that the OS lets the process use: more than 8
+// rows with K a multiple of 64 run as 32 x 32 blocks of tile multiplies
+// (_tile_dpbssd, signed x signed, from the same packed weight: its 16
+// groups of a column block are a B tile), exact as above.
 // Portable (the knob in CpuKernels.h, and Fast on CPUs without VNNI): no
 // packing; four rows at a time against each dense weight row, K contiguous,
 // in plain C++ that compilers vectorize. Reference: the dense qlinear of
@@ -58,6 +62,10 @@ PackedI8Weight packI8Weight(const int8_t *w, int64_t n, int64_t k,
 
 /// Whether this CPU runs the fast kernel (AVX-512 F/BW/VL + VNNI).
 bool cpuHasVnni();
+
+/// Whether prefill-sized GEMMs run on AMX tiles (AMX-INT8, granted by the
+/// OS; QCC_CPU_AMX=0 turns it off): from the same packed weight, exact.
+bool cpuHasAmxInt8();
 
 /// The packed form of a constant [N, K] weight for `path`: for Fast on a
 /// CPU with VNNI; nullopt otherwise (the portable kernel reads the dense

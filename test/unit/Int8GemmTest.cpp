@@ -27,9 +27,13 @@ const nlohmann::json kNoAttrs = nlohmann::json::object();
 struct Shape3 {
   int64_t M, N, K;
 };
-const Shape3 kShapes[] = {{1, 1, 1},   {1, 17, 5},  {7, 33, 67},
-                          {8, 16, 64}, {9, 50, 131}, {1, 48, 1024},
-                          {13, 31, 3}, {17, 64, 260}};
+// With more than 8 rows and K a multiple of 64 the AMX blocks run where the
+// CPU has them (cpuHasAmxInt8): 32-row blocks with a row tail, an odd
+// column block and a column tail.
+const Shape3 kShapes[] = {{1, 1, 1},    {1, 17, 5},    {7, 33, 67},
+                          {8, 16, 64},  {9, 50, 131},  {1, 48, 1024},
+                          {13, 31, 3},  {17, 64, 260}, {9, 33, 192},
+                          {32, 16, 64}, {40, 50, 128}, {100, 96, 640}};
 
 /// Random int8 in [-128, 127] with, in the first rows, a row of 127s, one of
 /// -127s, one of -128s and one of zeros.
@@ -80,20 +84,29 @@ TEST(Int8Gemm, ExactOnOddShapes) {
 
 TEST(Int8Gemm, LargestDepth) {
   // K = 65535 (qlinear's bound) with every product 128 * 128 or -128 * 127:
-  // the extremes of the int32 sum.
-  const Shape3 s{2, 3, 65535};
-  std::vector<int8_t> x(s.M * s.K, -128), w(s.N * s.K, -128);
-  std::fill(w.begin() + s.K, w.begin() + 2 * s.K, 127);
-  std::vector<int32_t> want = naive(x, w, s);
-  for (bool packed : {true, false}) {
-    if (packed && !cpuHasVnni())
-      continue;
-    PackedI8Weight p = packI8Weight(w.data(), s.N, s.K);
-    std::vector<int32_t> got(s.M * s.N);
-    i8Gemm(x.data(), s.M, w.data(), packed ? &p : nullptr, s.N, s.K,
-           got.data());
-    EXPECT_EQ(got, want) << (packed ? "packed" : "portable");
+  // the extremes of the int32 sum; K = 65472 (a multiple of 64) on 33 rows:
+  // the same on the AMX blocks.
+  for (const Shape3 s : {Shape3{2, 3, 65535}, Shape3{33, 3, 65472}}) {
+    std::vector<int8_t> x(s.M * s.K, -128), w(s.N * s.K, -128);
+    std::fill(w.begin() + s.K, w.begin() + 2 * s.K, 127);
+    std::vector<int32_t> want = naive(x, w, s);
+    for (bool packed : {true, false}) {
+      if (packed && !cpuHasVnni())
+        continue;
+      PackedI8Weight p = packI8Weight(w.data(), s.N, s.K);
+      std::vector<int32_t> got(s.M * s.N);
+      i8Gemm(x.data(), s.M, w.data(), packed ? &p : nullptr, s.N, s.K,
+             got.data());
+      EXPECT_EQ(got, want) << (packed ? "packed" : "portable") << " M=" << s.M;
+    }
   }
+}
+
+TEST(Int8Gemm, ReportsWhetherAmxRuns) {
+  if (!cpuHasAmxInt8())
+    GTEST_SKIP() << "no AMX-INT8 here (or not granted): the blocks of "
+                    "ExactOnOddShapes ran on VNNI";
+  EXPECT_TRUE(cpuHasVnni()); // every AMX CPU has it; the packing needs it
 }
 
 TEST(Int8Gemm, PackedQLinearMatchesReference) {
