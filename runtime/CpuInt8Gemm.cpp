@@ -437,7 +437,8 @@ QCC_VNNI_TARGET void epilogueRow(const QLinearEpilogue &e, const int32_t *acc,
 
 std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
                                                const Operands &ops,
-                                               const PackedI8Weight *packed) {
+                                               const PackedI8Weight *packed,
+                                               const LinearEpilogue &epi) {
   const Tensor *w = ops.size() > 3 ? ops[3] : nullptr;
   if (!w || w->dtype() != DType::I8 || w->rank() != 2)
     return qlinearKernel(attrs, ops); // its errors
@@ -455,6 +456,24 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
   auto outlier = [&](int64_t m, int64_t n) {
     return f.empty() ? 0.0f : f[m * N + n];
   };
+  const float *res = nullptr;
+  if (epi.residual) {
+    if (epi.residual->dtype() != DType::F32 ||
+        epi.residual->shape() != e.resultShape)
+      throw std::runtime_error("qlinear residual " +
+                               shapeString(epi.residual->shape()) +
+                               " must be f32 " + shapeString(e.resultShape));
+    res = epi.residual->data<float>();
+  }
+  // The fused gelu / add over rows [m0, m0 + rows), columns [n0, n0 + cols).
+  auto then = [&](int64_t m0, int64_t rows, int64_t n0, int64_t cols) {
+    if (epi.gelu)
+      geluErfInPlace(Y + m0 * N + n0, cols, N, rows);
+    if (res)
+      for (int64_t m = m0; m < m0 + rows; ++m)
+        for (int64_t c = n0; c < n0 + cols; ++c)
+          Y[m * N + c] += res[m * N + c];
+  };
   if (packed)
     runTiles(e.x, e.M, *packed,
              [&](int64_t m0, int rows, int64_t n0, int64_t cols,
@@ -464,6 +483,7 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
                  for (int i = 0; i < rows; ++i)
                    epilogueRow(e, acc + i * kTileCols, m0 + i, n0, cols,
                                Y + (m0 + i) * N + n0);
+                 then(m0, rows, n0, cols);
                  return;
                }
 #endif
@@ -472,11 +492,14 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
                    Y[(m0 + i) * N + n0 + c] =
                        e(acc[i * kTileCols + c], m0 + i, n0 + c,
                          outlier(m0 + i, n0 + c));
+               then(m0, rows, n0, cols);
              });
-  else
+  else {
     runPortable(e.x, e.M, w->data<int8_t>(), N, e.K,
                 [&](int64_t m, int64_t n, int32_t acc) {
                   Y[m * N + n] = e(acc, m, n, outlier(m, n));
                 });
+    then(0, e.M, 0, N);
+  }
   return {std::move(r)};
 }

@@ -83,9 +83,12 @@ void i8Gemm(const int8_t *x, int64_t M, const int8_t *w,
 /// CpuQuantKernels.h) on the fast or portable path: from `packed` (the
 /// packed ops[3]) when given, else the portable kernel; with outlier columns
 /// the mixed GEMM (plus a float GEMM on the gathered columns, vectorized).
-/// Equals qlinearKernel bit for bit.
+/// Equals qlinearKernel bit for bit; with `epilogue`, equals qlinearKernel
+/// followed by the fast path's gelu or add (LinearEpilogue), applied to each
+/// block as its tile finishes.
 std::vector<Tensor> fastQLinearKernel(const Attrs &attrs, const Operands &ops,
-                                      const PackedI8Weight *packed);
+                                      const PackedI8Weight *packed,
+                                      const LinearEpilogue &epilogue = {});
 
 } // namespace qcc::rt
 

@@ -2542,6 +2542,11 @@ qcc::rt::compressedLinearOperands(const Operands &ops, int64_t N, int64_t K) {
   return {&x, bias};
 }
 
+void qcc::rt::geluErfInPlace(float *y, int64_t cols, int64_t ld,
+                             int64_t rows) {
+  geluRationalInPlace(y, cols, ld, rows);
+}
+
 std::vector<Tensor>
 qcc::rt::linearWithEpilogue(const Operands &ops,
                             const LinearEpilogue &epilogue,

@@ -194,6 +194,9 @@ struct LinearEpilogue {
 std::vector<Tensor> linearWithEpilogue(const Operands &ops,
                                        const LinearEpilogue &epilogue,
                                        const PackedF32Weight *packed = nullptr);
+/// The fast path's exact GELU (the gelu op's, bit for bit) in place over
+/// `rows` rows of `cols` floats, `ld` apart: what an epilogue applies.
+void geluErfInPlace(float *y, int64_t cols, int64_t ld, int64_t rows);
 
 /// Runs the kernel of `op`: a switch over every OpKind without a default, so
 /// that an op without a case is a compiler error (the runtime builds with

@@ -71,17 +71,22 @@ static std::vector<Shape> shapesOf(const Operands &operands) {
   return shapes;
 }
 
-/// The epilogue that node `i` of `fn`, a float32 linear, absorbs from node
-/// i + 1 (CpuKernels.h, LinearEpilogue): an exact gelu of its result, or an
-/// add of its result and another float32 tensor of the result's shape, when
-/// nothing else reads the linear's result. nullopt when there is none.
+/// The epilogue that node `i` of `fn`, a float32 linear or a qlinear (float
+/// result), absorbs from node i + 1 (CpuKernels.h, LinearEpilogue): an exact
+/// gelu of its result, or an add of its result and another float32 tensor
+/// of the result's shape, when nothing else reads the linear's result.
+/// nullopt when there is none.
 static std::optional<LinearEpilogue>
 epilogueAfter(const Artifact &artifact, const Function &fn, size_t i,
               const std::vector<size_t> &lastUse,
               const std::vector<Tensor> &values, const Operands &ops) {
   const Node &node = fn.nodes[i];
-  if (node.kind != OpKind::Linear || node.body || i + 1 >= fn.nodes.size() ||
-      node.outputs.size() != 1 || ops.size() < 2 || !ops[0] || !ops[1])
+  const bool q = node.kind == OpKind::QLinear;
+  // The weight: a linear's operand 1, a qlinear's 3 (QccOps.td).
+  const size_t wi = q ? 3 : 1;
+  if ((node.kind != OpKind::Linear && !q) || node.body ||
+      i + 1 >= fn.nodes.size() || node.outputs.size() != 1 ||
+      ops.size() <= wi || !ops[0] || !ops[wi])
     return std::nullopt;
   const Node &next = fn.nodes[i + 1];
   int64_t out = node.outputs[0];
@@ -89,10 +94,13 @@ epilogueAfter(const Artifact &artifact, const Function &fn, size_t i,
       artifact.valueType(out).first != DType::F32 ||
       artifact.valueType(next.outputs[0]).first != DType::F32)
     return std::nullopt;
+  // A qlinear's integer operands as it takes them, its scales and bias f32
+  // (the fast kernel's types; anything else runs unfused).
   for (const Tensor *t : ops)
-    if (t && t->dtype() != DType::F32)
+    if (t && t->dtype() != DType::F32 &&
+        !(q && (t->dtype() == DType::I8 || t->dtype() == DType::I32)))
       return std::nullopt;
-  const Tensor &x = *ops[0], &w = *ops[1];
+  const Tensor &x = *ops[0], &w = *ops[wi];
   if (x.rank() < 1 || w.rank() != 2)
     return std::nullopt;
   LinearEpilogue epi;
@@ -182,9 +190,14 @@ Session::run(const std::string &name,
       const Node &next = fn.nodes[i + 1];
       std::vector<Tensor> results;
       try {
-        results = linearWithEpilogue(operands, *epi, packedF32Weight(node));
+        results = node.kind == OpKind::QLinear
+                      ? fastQLinearKernel(Attrs(node.attrs), operands,
+                                          packedWeight(node), *epi)
+                      : linearWithEpilogue(operands, *epi,
+                                           packedF32Weight(node));
       } catch (const std::exception &e) {
-        throw std::runtime_error("node '" + node.name + "' (linear, with '" +
+        throw std::runtime_error("node '" + node.name + "' (" +
+                                 opKindName(node.kind) + ", with '" +
                                  next.name + "' fused): " + e.what());
       }
       if (profiling) {
@@ -197,8 +210,10 @@ Session::run(const std::string &name,
           nextIn.push_back(epi->residual->shape());
         Cost cost = nodeCost(artifact, node, in, mid, nullptr, nullptr);
         cost += nodeCost(artifact, next, nextIn, mid, nullptr, nullptr);
-        nodeProfile.add(name, epi->gelu ? "linear+gelu" : "linear+add", secs,
-                        cost);
+        nodeProfile.add(name,
+                        std::string(opKindName(node.kind)) +
+                            (epi->gelu ? "+gelu" : "+add"),
+                        secs, cost);
       }
       values[next.outputs[0]] = std::move(results[0]);
       for (size_t j : {i, i + 1})

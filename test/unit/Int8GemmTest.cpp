@@ -62,6 +62,13 @@ std::vector<int32_t> naive(const std::vector<int8_t> &x,
   return c;
 }
 
+/// A float tensor's own copy (Tensor copies share their data).
+Tensor copyOf(const Tensor &t) {
+  Tensor c(DType::F32, t.shape());
+  std::memcpy(c.data<float>(), t.data<float>(), t.numel() * sizeof(float));
+  return c;
+}
+
 } // namespace
 
 TEST(Int8Gemm, ExactOnOddShapes) {
@@ -150,6 +157,29 @@ TEST(Int8Gemm, PackedQLinearMatchesReference) {
                                  want.numel() * sizeof(float)))
             << (packed ? "packed" : "portable") << " M=" << s.M
             << " N=" << s.N << " K=" << s.K << " perToken=" << perToken;
+        // The session's fusions (qlinear -> gelu, qlinear -> add): bit for
+        // bit the fast path's gelu, or the add, after the qlinear.
+        Tensor gelu = copyOf(want);
+        geluErfInPlace(gelu.data<float>(), s.N, s.N, s.M);
+        LinearEpilogue withGelu;
+        withGelu.gelu = true;
+        Tensor fusedGelu =
+            fastQLinearKernel(Attrs(kNoAttrs), ops, packed, withGelu)[0];
+        EXPECT_EQ(0, std::memcmp(fusedGelu.data<float>(), gelu.data<float>(),
+                                 want.numel() * sizeof(float)))
+            << "gelu " << (packed ? "packed" : "portable") << " M=" << s.M;
+        Tensor residual = copyOf(want), sum = copyOf(want);
+        for (int64_t i = 0; i < want.numel(); ++i) {
+          residual.data<float>()[i] = f(rng) - 0.05f;
+          sum.data<float>()[i] = want.data<float>()[i] + residual.data<float>()[i];
+        }
+        LinearEpilogue withAdd;
+        withAdd.residual = &residual;
+        Tensor fusedAdd =
+            fastQLinearKernel(Attrs(kNoAttrs), ops, packed, withAdd)[0];
+        EXPECT_EQ(0, std::memcmp(fusedAdd.data<float>(), sum.data<float>(),
+                                 want.numel() * sizeof(float)))
+            << "add " << (packed ? "packed" : "portable") << " M=" << s.M;
       }
     }
   }
