@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <fmt/format.h>
@@ -214,6 +215,10 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     q.activations = options.activations;
     q.asymmetric = options.asymmetric;
     fn.addPass(createQuantize(q));
+    // quantize makes one qcc.quantize per qlinear; the q/k/v (and gate/up)
+    // projections of one normed input then quantize it alike: one pass
+    // over it instead of three.
+    fn.addPass(createCSEPass());
   }
   // After the weight passes: qcc.moe takes float experts only, so quantized
   // ones keep the exported per-expert form.
