@@ -56,6 +56,9 @@
 //                    other multiples of 32: <D, 32, 64, 4>;
 //   attention decode (qcc.tokens_per_row = 1): AttnDecodeLaunch<D, 4, 256>
 //                    split + combine.
+//   moe: MoeDefault = MoeLaunch<64, 16, 32, 256> (64 features x 16 routes
+//                    per CTA, K in slices of 32), the routes sorted by one
+//                    CTA of 256, the combine 256 threads x 1 element.
 //
 // Identical translation units are emitted once: a unit's text is built with
 // a placeholder entry name, the first region producing it names it

@@ -925,7 +925,8 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `gemm_i8_mixed` (a qlinear
     with float outlier columns), `gemm_w4` (a linear of a packed int4
     weight), `norm_quantize`, `norm`,
-    `quantize`, `attention`, `embedding`, `elementwise`; the verifier checks
+    `quantize`, `attention`, `embedding`, `elementwise`, `moe` (a
+    `qcc.moe`); the verifier checks
     the body holds the op the kind is built around: for the `_sp` kinds a
     qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments,
     for `gemm_w4` a linear whose weight is a `qcc.weight_int4` without

@@ -1045,7 +1045,8 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`
       ops that produce its query and key when it is their only user (rotary
       and KV append fused into the attention kernel);
-    * `embedding`, `norm`, `quantize` alone; `elementwise`: a chain of
+    * `embedding`, `norm`, `quantize`, `moe` (a `qcc.moe`: its experts'
+      grouped GEMMs over the routed tokens) alone; `elementwise`: a chain of
       elementwise ops, each the only user of the previous one.
 
     An op that could join a group but has to stay out (an activation or

@@ -205,3 +205,18 @@ func.func @int4_weight_act_order(%x: tensor<?x?x64xf32>, %r: tensor<64xi32>) -> 
   %g = qcc.gelu %y : tensor<?x?x32xf32>
   return %g : tensor<?x?x32xf32>
 }
+
+// -----
+
+// A qcc.moe is a moe kernel of its own (the experts' grouped GEMMs over the
+// routed tokens); the router's top-k and gate lookup stay outside.
+// CHECK-LABEL: func.func @moe(
+// CHECK: %[[K:.*]] = qcc.kernel moe "k{{[0-9]+}}"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5)
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.moe
+// CHECK-NEXT: qcc.yield
+// CHECK: return %[[K]]
+func.func @moe(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tensor<?x2xf32>, %up: tensor<4x96x64xf32>, %down: tensor<4x64x96xf32>, %gate: tensor<4x96x64xf32>) -> tensor<?x64xf32> {
+  %y = qcc.moe %x, %ids, %g, %up, %down, %gate {activation = "silu"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<4x96x64xf32>, tensor<4x64x96xf32>, tensor<4x96x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
