@@ -1691,8 +1691,13 @@ std::vector<Tensor> constantOfShapeK(const Attrs &attrs, const Operands &ops) {
            std::to_string(vals.size()));
     if (vals[0].is_number_integer())
       iv = vals[0].get<int64_t>(), fv = (double)iv;
-    else
-      fv = vals[0].get<double>(), iv = (int64_t)fv;
+    else {
+      fv = vals[0].get<double>();
+      // A float value fills a float tensor (iv unused); converting one
+      // outside int64's range (a mask's -3.4e38) would be undefined.
+      if (std::isfinite(fv) && std::fabs(fv) < 9.2e18)
+        iv = (int64_t)fv;
+    }
   }
   if (isHalfFloat(dt)) { // a storage type: filled in f32, rounded once
     Tensor r(DType::F32, out);
@@ -1704,7 +1709,11 @@ std::vector<Tensor> constantOfShapeK(const Attrs &attrs, const Operands &ops) {
     using T = decltype(tag);
     T v;
     if constexpr (std::is_floating_point_v<T>)
-      v = (T)fv;
+      // Past the type's range (a hostile artifact's value): infinity,
+      // not an undefined conversion.
+      v = std::fabs(fv) > (double)std::numeric_limits<T>::max()
+              ? std::copysign(std::numeric_limits<T>::infinity(), (T)(fv > 0 ? 1 : -1))
+              : (T)fv;
     else
       v = dt == DType::Bool ? (T)(iv != 0) : (T)iv;
     std::fill_n(r.data<T>(), r.numel(), v);
