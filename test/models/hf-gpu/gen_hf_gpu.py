@@ -23,7 +23,9 @@ import transformers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "zoo"))
+sys.path.insert(0, os.path.join(HERE, "..", "llama-gpu"))
 from gen_zoo import traceable_masks  # noqa: E402 (the zoo's vmap-free masks)
+from gen_llama_gpu import Forward  # noqa: E402 (logits of (input_ids, attention_mask))
 VOCAB = 3000
 
 
@@ -42,16 +44,6 @@ def mixtral():
 
 
 MODELS = {"bloom": bloom, "mixtral": mixtral}
-
-
-class Forward(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                          use_cache=False).logits
 
 
 def export(name):
