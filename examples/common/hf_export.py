@@ -45,7 +45,6 @@ class Forward(torch.nn.Module):
         return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
 
 
-@contextlib.contextmanager
 def write_json(path, obj):
     """Writes obj as indented UTF-8 JSON to path (through a temporary file)."""
     with open(path + ".tmp", "w", encoding="utf-8") as fh:
@@ -54,6 +53,7 @@ def write_json(path, obj):
     atomic_replace(path + ".tmp", path)
 
 
+@contextlib.contextmanager
 def traceable_masks():
     """transformers >= 4.53 builds (sliding-window) attention masks with torch.vmap, which the
     TorchScript exporter cannot trace; swap in optimum-onnx's vmap-free versions (the patch
