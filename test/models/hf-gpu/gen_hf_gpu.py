@@ -22,10 +22,8 @@ import torch
 import transformers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "zoo"))
-sys.path.insert(0, os.path.join(HERE, "..", "llama-gpu"))
-from gen_zoo import traceable_masks  # noqa: E402 (the zoo's vmap-free masks)
-from gen_llama_gpu import Forward  # noqa: E402 (logits of (input_ids, attention_mask))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "examples", "common"))
+import hf_export  # noqa: E402 (Forward, export_legacy: the examples' exporter)
 VOCAB = 3000
 
 
@@ -49,15 +47,8 @@ MODELS = {"bloom": bloom, "mixtral": mixtral}
 def export(name):
     torch.manual_seed(0)
     model = MODELS[name]().eval()
-    ids = torch.randint(0, VOCAB, (2, 16), dtype=torch.long)
     out = os.path.join(HERE, name + ".onnx")
-    with torch.no_grad(), traceable_masks():
-        torch.onnx.export(Forward(model), (ids, torch.ones_like(ids)), out, dynamo=False,
-                          opset_version=17, do_constant_folding=True,
-                          input_names=["input_ids", "attention_mask"], output_names=["logits"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
-                                        "attention_mask": {0: "batch", 1: "seq"},
-                                        "logits": {0: "batch", 1: "seq"}})
+    hf_export.export_legacy(hf_export.Forward(model), out, patch_masks=True)
     print("wrote", out, os.path.getsize(out), "bytes")
 
 

@@ -49,6 +49,8 @@ import torch
 import transformers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "examples", "common"))
+from hf_export import traceable_masks  # noqa: E402 (optimum's vmap-free masks)
 SEED = 20250101
 REL_TOL = 1e-4
 
@@ -377,26 +379,6 @@ def torch_past(model, feeds, n_layers):
 
 
 # ---------------------------------------------------------------- exports
-
-@contextlib.contextmanager
-def traceable_masks():
-    """transformers >= 4.53 builds attention masks with torch.vmap, which the
-    TorchScript exporter cannot trace; swap in optimum-onnx's vmap-free versions
-    (the same patch optimum applies for its own exports)."""
-    import transformers.masking_utils as mu
-    from optimum.exporters.onnx import model_patcher as mp
-    reg = mu.ALL_MASK_ATTENTION_FUNCTIONS
-    saved = (reg["sdpa"], reg["eager"], mu.find_packed_sequence_indices)
-    reg.register("sdpa", mp.sdpa_mask_without_vmap)
-    reg.register("eager", mp.eager_mask_without_vmap)
-    mu.find_packed_sequence_indices = mp.find_packed_sequence_indices_patched
-    try:
-        yield
-    finally:
-        reg.register("sdpa", saved[0])
-        reg.register("eager", saved[1])
-        mu.find_packed_sequence_indices = saved[2]
-
 
 def export_legacy(model, family, names, path):
     encoder = family in ENCODERS
