@@ -25,6 +25,7 @@
 #define QCC_COMPILER_PIPELINE_H
 
 #include "compiler/Calibration.h"
+#include "format/KvCacheConfig.h"
 #include "passes/Options.h"
 #include "codegen/Emitter.h"
 
@@ -64,7 +65,7 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 
 struct CompileOptions {
   KvLayout kvCache = KvLayout::Paged; ///< for decoders; None: no cache
-  int64_t kvBlockTokens = 16;
+  int64_t kvBlockTokens = format::KvCacheConfig::kDefaultBlockTokens;
   KvDtype kvDtype = KvDtype::F32; ///< I8 needs calibration
   KvScales kvScales = KvScales::PerHead; ///< of an I8 cache
   QuantMode quant = QuantMode::None;

@@ -1,6 +1,6 @@
 //===- QccConstants.cpp - building and reading constant tensors -----------===//
 #include "dialects/QccConstants.h"
-#include "runtime/HalfFloat.h" // header-only scalar conversions
+#include "format/HalfFloat.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -98,7 +98,7 @@ std::optional<std::vector<float>> qcc::getF32Values(ElementsAttr attr) {
   for (size_t i = 0; i < out.size(); ++i) {
     uint16_t h;
     std::memcpy(&h, bytes->data() + 2 * i, 2);
-    out[i] = et.isF16() ? rt::halfToFloat(h) : rt::bf16ToFloat(h);
+    out[i] = et.isF16() ? format::halfToFloat(h) : format::bf16ToFloat(h);
   }
   return out;
 }
@@ -115,8 +115,8 @@ ElementsAttr qcc::makeFloatElements(RankedTensorType type,
   assert((et.isF16() || et.isBF16()) && "not a float element type");
   std::vector<uint16_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i)
-    bits[i] = et.isF16() ? rt::floatToHalf(values[i])
-                         : rt::floatToBF16(values[i]);
+    bits[i] = et.isF16() ? format::floatToHalf(values[i])
+                         : format::floatToBF16(values[i]);
   return makeElements(
       type,
       ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),

@@ -31,7 +31,7 @@ std::string blobName(mlir::ElementsAttr attr, llvm::StringRef fallback);
 std::optional<std::vector<float>> getF32Values(mlir::ElementsAttr attr);
 
 /// makeElements for a float `type` (f32, f16 or bf16) from f32 `values`,
-/// rounded to its element type to nearest even (runtime/HalfFloat.h): a pass
+/// rounded to its element type to nearest even (format/HalfFloat.h): a pass
 /// that rewrites an f16 weight keeps it f16.
 mlir::ElementsAttr makeFloatElements(mlir::RankedTensorType type,
                                      llvm::ArrayRef<float> values,

@@ -2,6 +2,7 @@
 #ifndef QCC_PASSES_PASSES_H
 #define QCC_PASSES_PASSES_H
 
+#include "format/KvCacheConfig.h" // the default block size
 #include "passes/Options.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

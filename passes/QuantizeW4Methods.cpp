@@ -2,7 +2,7 @@
 #include "passes/QuantizeW4Methods.h"
 
 #include "format/Int4.h"
-#include "runtime/HalfFloat.h"
+#include "format/HalfFloat.h"
 
 #include <algorithm>
 #include <cassert>
@@ -26,7 +26,7 @@ double groupAbsMax(const double *x, int64_t count) {
 
 /// f16(step), clamped to the largest finite f16; 1 when zero.
 uint16_t halfScale(double step) {
-  uint16_t h = rt::floatToHalf((float)step);
+  uint16_t h = format::floatToHalf((float)step);
   if ((h & 0x7fff) >= 0x7c00) // infinity (or NaN from a NaN weight)
     return kLargestHalf;
   if ((h & 0x7fff) == 0)
@@ -80,7 +80,7 @@ uint16_t qcc::w4::groupScale(double absmax) {
 }
 
 AsymGrid qcc::w4::asymGroupGrid(double lo, double hi) {
-  uint16_t m = rt::floatToHalf((float)lo);
+  uint16_t m = format::floatToHalf((float)lo);
   if ((m & 0x7fff) > 0x7c00) // NaN from a NaN weight
     m = 0;
   else if ((m & 0x7fff) == 0x7c00) // beyond f16: the largest finite, signed
@@ -106,7 +106,7 @@ double qcc::w4::asymValue(int8_t u, double s, double m) {
   return format::int4::weightValue(u, (float)s, &offset);
 }
 
-double qcc::w4::scaleValue(uint16_t h) { return rt::halfToFloat(h); }
+double qcc::w4::scaleValue(uint16_t h) { return format::halfToFloat(h); }
 
 int8_t qcc::w4::quantizeValue(double w, double s) {
   const double qmax = format::int4::kQMax;
@@ -187,9 +187,9 @@ std::vector<double> qcc::w4::dequantize(const Int4Weight &w, int64_t n,
   std::vector<float> scales(w.scales.size()), offsets(w.offsets.size()),
       dense((size_t)(n * k));
   for (size_t i = 0; i < scales.size(); ++i)
-    scales[i] = rt::halfToFloat(w.scales[i]);
+    scales[i] = format::halfToFloat(w.scales[i]);
   for (size_t i = 0; i < offsets.size(); ++i)
-    offsets[i] = rt::halfToFloat(w.offsets[i]);
+    offsets[i] = format::halfToFloat(w.offsets[i]);
   format::int4::dequantize(packed.data(), scales.data(),
                            w.offsets.empty() ? nullptr : offsets.data(),
                            w.perm.empty() ? nullptr : w.perm.data(), n, k,

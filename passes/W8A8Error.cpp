@@ -1,7 +1,7 @@
 //===- W8A8Error.cpp - W8A8 output error on calibration rows --------------===//
 #include "passes/W8A8Error.h"
 
-#include "codegen/kernels/numerics.h"
+#include "format/device/numerics.h"
 
 #include <algorithm>
 #include <cmath>

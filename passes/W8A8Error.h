@@ -8,7 +8,7 @@
 //   error = ||Y_q - X W^T||^2 with  Y_q = Q(X') Q(W')^T + X_F W_F^T
 //
 // where Q is symmetric int8 fake quantization per row (per token for X, per
-// output channel for W) with the element rule of codegen/kernels/numerics.h,
+// output channel for W) with the element rule of format/device/numerics.h,
 // F the float (outlier) columns, X' and W' X and W with the columns F
 // zeroed, and X_F, W_F those columns alone. With no F it is plain W8A8.
 //

@@ -2,7 +2,7 @@
 #include "runtime/Artifact.h"
 
 #include "format/Quant.h"
-#include "runtime/KvCacheConfig.h"
+#include "format/KvCacheConfig.h"
 
 #include "format/Checked.h"
 #include "format/Int4.h"

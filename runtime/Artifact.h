@@ -23,7 +23,7 @@
 #include "format/OpKind.h"
 #include "format/KernelKinds.h"
 #include "format/LaunchRecord.h"
-#include "runtime/KvCacheConfig.h"
+#include "format/KvCacheConfig.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -36,6 +36,9 @@
 #include <vector>
 
 namespace qcc::rt {
+
+/// The manifest's "kv_cache", parsed and validated at load (format/).
+using format::KvCacheConfig;
 
 // The container (magic, version, header, CRC) is format/ArtifactFormat.h.
 using format::crc32Of;

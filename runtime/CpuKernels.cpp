@@ -2085,7 +2085,7 @@ std::vector<Tensor> moeK(const Attrs &attrs, const Operands &ops) {
 
 std::vector<Tensor> geluK(const Attrs &attrs, const Operands &ops) {
   std::string approx = attrs.s("approximate", "none");
-  // The formulas are the CUDA kernels' (codegen/kernels/numerics.h).
+  // The formulas are the CUDA kernels' (format/device/numerics.h).
   if (approx == "none" && cpuKernelPath() != CpuKernelPath::Reference) {
     const Tensor &x = need(ops, 0, "input");
     requireF32(x, "input");

@@ -12,7 +12,7 @@
 #define QCC_RUNTIME_CPUKERNELS_H
 
 #include "format/OpKind.h"
-#include "codegen/kernels/numerics.h" // formulas shared with the CUDA kernels
+#include "format/device/numerics.h" // formulas shared with the CUDA kernels
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>

@@ -7,7 +7,7 @@
 //             float(acc - zp * wsum[n]) * (xs * ws[n]) + bias[n], in that
 //             order, each step rounded to float32.
 // The element rules (rounding, scales, the dequantization) are those of
-// codegen/kernels/numerics.h, which the CUDA kernels use too (on the fast
+// format/device/numerics.h, which the CUDA kernels use too (on the fast
 // path, symmetric quantize runs them 16 values at a time with AVX-512F where
 // the CPU has it, bit for bit). This file is
 // compiled with -ffp-contract=off (runtime/CMakeLists.txt) so that the

@@ -3,7 +3,7 @@
 // The reference semantics of docs/QUANTIZATION.md section 3 (`qcc.quantize`,
 // `qcc.qlinear`) and the element rule of the int8 KV cache (section 4). The
 // kernels are cases of runCpuKernel(); the scalar rules are those of
-// codegen/kernels/numerics.h, shared with the CUDA kernels, the KV cache and
+// format/device/numerics.h, shared with the CUDA kernels, the KV cache and
 // the tests.
 //
 //===----------------------------------------------------------------------===//
@@ -13,7 +13,7 @@
 #include "format/Quant.h"
 #include "runtime/CpuKernels.h"
 
-#include "codegen/kernels/numerics.h"
+#include "format/device/numerics.h"
 
 namespace qcc::rt {
 

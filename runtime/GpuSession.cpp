@@ -1,7 +1,7 @@
 //===- GpuSession.cpp - the CUDA backend ----------------------------------===//
 #include "runtime/GpuSession.h"
 
-#include "codegen/kernels/host_device.h"
+#include "format/device/host_device.h"
 #include "runtime/CpuKernels.h"
 #include "runtime/HalfFloat.h"
 #include "runtime/ShapeInference.h"

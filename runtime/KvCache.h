@@ -15,7 +15,7 @@
 #define QCC_RUNTIME_KVCACHE_H
 
 #include "runtime/CpuKernels.h"
-#include "runtime/KvCacheConfig.h"
+#include "format/KvCacheConfig.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -31,6 +31,8 @@
 #include <vector>
 
 namespace qcc::rt {
+
+using format::KvCacheConfig;
 
 /// Capacity, chosen by the runtime (qrun options).
 struct KvCacheOptions {

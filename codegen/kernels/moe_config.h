@@ -12,7 +12,7 @@
 #if defined(__CUDACC_RTC__)
 #include "qcc/host_device.h"
 #else
-#include "codegen/kernels/host_device.h"
+#include "format/device/host_device.h"
 #endif
 
 namespace qcc {

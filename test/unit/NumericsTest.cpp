@@ -1,4 +1,4 @@
-//===- NumericsTest.cpp - codegen/kernels/numerics.h on the host ----------===//
+//===- NumericsTest.cpp - format/device/numerics.h on the host ----------===//
 //
 // numerics.h is the one definition of the activation and quantization
 // formulas that the CUDA templates and the CPU kernels share. Here it is
@@ -11,7 +11,7 @@
 // This file is compiled with -ffp-contract=off, as the runtime is.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/kernels/numerics.h"
+#include "format/device/numerics.h"
 #include "runtime/CpuKernels.h"
 #include "runtime/CpuQuantKernels.h"
 

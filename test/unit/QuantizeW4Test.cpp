@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/InverseHessian.h"
 #include "passes/QuantizeW4Methods.h"
-#include "runtime/HalfFloat.h"
+#include "format/HalfFloat.h"
 #include "test/unit/ObsTestData.h"
 
 #include <gtest/gtest.h>
@@ -45,7 +45,7 @@ void expectValidCodes(const w4::Int4Weight &q, int64_t n, int64_t k,
   for (int8_t v : q.q)
     ASSERT_TRUE(v >= lo && v <= hi) << method << ": code " << (int)v;
   for (uint16_t s : q.scales) {
-    float f = rt::halfToFloat(s);
+    float f = format::halfToFloat(s);
     ASSERT_TRUE(std::isfinite(f) && f > 0) << method << ": scale " << f;
   }
 }
@@ -98,11 +98,11 @@ TEST(QuantizeW4, RoundToNearestIsTheDocumentedRule) {
       double mx = 0;
       for (int64_t j = 0; j < g; ++j)
         mx = std::max(mx, std::abs(w[i * k + gi * g + j]));
-      float s = rt::halfToFloat(q.scales[i * (k / g) + gi]);
+      float s = format::halfToFloat(q.scales[i * (k / g) + gi]);
       if (mx == 0) {
         EXPECT_EQ(s, 1.0f);
       } else {
-        EXPECT_EQ(s, rt::halfToFloat(rt::floatToHalf((float)(mx / 7))));
+        EXPECT_EQ(s, format::halfToFloat(format::floatToHalf((float)(mx / 7))));
       }
       for (int64_t j = 0; j < g; ++j) {
         double v = w[i * k + gi * g + j];
@@ -161,21 +161,21 @@ TEST(QuantizeW4, AsymmetricRoundToNearestIsTheDocumentedRule) {
     for (int64_t gi = 0; gi < k / g; ++gi) {
       const double *x = &w[i * k + gi * g];
       double lo = *std::min_element(x, x + g), hi = *std::max_element(x, x + g);
-      float m = rt::halfToFloat(rt::floatToHalf((float)lo));
-      float step = rt::halfToFloat(
-          rt::floatToHalf((float)(std::max(0.0, hi - m) / 15)));
+      float m = format::halfToFloat(format::floatToHalf((float)lo));
+      float step = format::halfToFloat(
+          format::floatToHalf((float)(std::max(0.0, hi - m) / 15)));
       float s = step == 0 ? 1.0f : step;
-      EXPECT_EQ(rt::halfToFloat(q.offsets[i * (k / g) + gi]), m);
-      EXPECT_EQ(rt::halfToFloat(q.scales[i * (k / g) + gi]), s);
+      EXPECT_EQ(format::halfToFloat(q.offsets[i * (k / g) + gi]), m);
+      EXPECT_EQ(format::halfToFloat(q.scales[i * (k / g) + gi]), s);
       for (int64_t j = 0; j < g; ++j) {
         double want = std::clamp(std::nearbyint((x[j] - m) / s), 0.0, 15.0);
         EXPECT_EQ(q.q[i * k + gi * g + j], (int8_t)want);
       }
     }
-  EXPECT_EQ(rt::halfToFloat(q.scales[1]), 1.0f);
-  EXPECT_EQ(rt::halfToFloat(q.offsets[1]), 0.25f);
-  EXPECT_EQ(rt::halfToFloat(q.scales[k / g + 1]), 1.0f); // not negative
-  EXPECT_GT(rt::halfToFloat(q.offsets[k / g + 1]), 0.10002f);
+  EXPECT_EQ(format::halfToFloat(q.scales[1]), 1.0f);
+  EXPECT_EQ(format::halfToFloat(q.offsets[1]), 0.25f);
+  EXPECT_EQ(format::halfToFloat(q.scales[k / g + 1]), 1.0f); // not negative
+  EXPECT_GT(format::halfToFloat(q.offsets[k / g + 1]), 0.10002f);
 }
 
 // A weight that is a dequantized GGUF Q4_1 tensor (w = f32(u d + m), f16 d
@@ -191,8 +191,8 @@ TEST(QuantizeW4, AsymmetricRoundToNearestReproducesAQ4_1Grid) {
   std::vector<double> w((size_t)(n * k));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t gi = 0; gi < k / g; ++gi) {
-      float d = rt::halfToFloat(rt::floatToHalf(std::exp(lg(rng))));
-      float m = rt::halfToFloat(rt::floatToHalf(-8 * d + mg(rng)));
+      float d = format::halfToFloat(format::floatToHalf(std::exp(lg(rng))));
+      float m = format::halfToFloat(format::floatToHalf(-8 * d + mg(rng)));
       for (int64_t j = 0; j < g; ++j) {
         int u = j == 0 ? 0 : j == 1 ? 15 : code(rng);
         w[i * k + gi * g + j] = (double)((float)u * d + m); // GGUF's f32

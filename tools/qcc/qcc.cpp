@@ -111,10 +111,13 @@ EnumOpt<qcc::KvLayout> kvCache(
     cl::values(clEnumValN(qcc::KvLayout::None, "none",
                           "only the full-sequence entry point")),
     cl::init(qcc::KvLayout::Paged), cl::cat(kvCat));
+const std::string kvBlockTokensHelp =
+    "Tokens per block of the paged KV cache (default " +
+    std::to_string(qcc::CompileOptions().kvBlockTokens) + ")";
 cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
-                               cl::desc("Tokens per block of the paged KV "
-                                        "cache (default 16)"),
-                               cl::init(16), cl::cat(kvCat));
+                               cl::desc(kvBlockTokensHelp),
+                               cl::init(qcc::CompileOptions().kvBlockTokens),
+                               cl::cat(kvCat));
 EnumOpt<qcc::KvDtype> kvDtype(
     "kv-dtype",
     cl::desc("KV cache element type: f32 (default) or i8 (per-layer, "

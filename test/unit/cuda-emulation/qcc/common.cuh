@@ -15,7 +15,7 @@
 #include <atomic>
 #include <barrier>
 
-#include "codegen/kernels/numerics.h"
+#include "format/device/numerics.h"
 
 namespace qcc::emu {
 struct Dim3 {

@@ -1,12 +1,12 @@
 //===- KvCacheConfig.cpp - parsing the manifest's "kv_cache" --------------===//
-#include "runtime/KvCacheConfig.h"
+#include "format/KvCacheConfig.h"
 
 #include "format/Checked.h"
 
 #include <cmath>
 #include <stdexcept>
 
-using namespace qcc::rt;
+using namespace qcc::format;
 
 static std::string str(int64_t v) { return std::to_string(v); }
 

@@ -3,7 +3,7 @@
 // One definition of every activation and quantization formula, included by
 // the CUDA templates (NVRTC include name "qcc/numerics.h", via common.cuh)
 // and by the CPU kernels (runtime/CpuKernels.cpp, CpuQuantKernels.cpp as
-// "codegen/kernels/numerics.h"). Plain C++17: under NVRTC there is no
+// "format/device/numerics.h"). Plain C++17: under NVRTC there is no
 // standard library, so only builtins are used there; QCC_HOST_DEVICE makes
 // each function __host__ __device__ under NVRTC / nvcc and a plain inline
 // function elsewhere.
@@ -32,14 +32,14 @@
 // No fast intrinsics (__expf, tanh.approx): agreement first.
 //
 //===----------------------------------------------------------------------===//
-#ifndef QCC_KERNELS_NUMERICS_H
-#define QCC_KERNELS_NUMERICS_H
+#ifndef QCC_FORMAT_DEVICE_NUMERICS_H
+#define QCC_FORMAT_DEVICE_NUMERICS_H
 
 // QCC_HOST_DEVICE (no inline: the functions say it themselves).
 #if defined(__CUDACC_RTC__)
 #include "qcc/host_device.h"
 #else
-#include "codegen/kernels/host_device.h"
+#include "format/device/host_device.h"
 #endif
 
 #if !defined(__CUDACC_RTC__)
@@ -260,4 +260,4 @@ QCC_HOST_DEVICE inline float dequantizeSymmetric(signed char q, float scale) {
 } // namespace numerics
 } // namespace qcc
 
-#endif // QCC_KERNELS_NUMERICS_H
+#endif // QCC_FORMAT_DEVICE_NUMERICS_H

@@ -1,12 +1,13 @@
 //===- host_device.h - QCC_HOST_DEVICE for headers shared with the host --===//
 //
 // __host__ __device__ where CUDA compiles, nothing elsewhere: the plain C++
-// headers of codegen/kernels (numerics.h, *_config.h) are compiled by NVRTC
-// (as "qcc/<file>") and by the host compiler (as "codegen/kernels/<file>").
+// headers shared with the device (format/device/numerics.h, the
+// codegen/kernels/*_config.h) are compiled by NVRTC (as "qcc/<file>") and by
+// the host compiler (as "format/device/<file>", "codegen/kernels/<file>").
 //
 //===----------------------------------------------------------------------===//
-#ifndef QCC_KERNELS_HOST_DEVICE_H
-#define QCC_KERNELS_HOST_DEVICE_H
+#ifndef QCC_FORMAT_DEVICE_HOST_DEVICE_H
+#define QCC_FORMAT_DEVICE_HOST_DEVICE_H
 
 // QCC_UNROLL: `#pragma unroll` for the CUDA compilers; the host compiler
 // does not know the pragma (-Wunknown-pragmas) and unrolls by itself.
@@ -27,4 +28,4 @@ enum : int {
 };
 } // namespace qcc
 
-#endif // QCC_KERNELS_HOST_DEVICE_H
+#endif // QCC_FORMAT_DEVICE_HOST_DEVICE_H

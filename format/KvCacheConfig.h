@@ -5,8 +5,8 @@
 // artifact that loaded has a valid one; the cache itself is runtime/KvCache.h.
 //
 //===----------------------------------------------------------------------===//
-#ifndef QCC_RUNTIME_KVCACHECONFIG_H
-#define QCC_RUNTIME_KVCACHECONFIG_H
+#ifndef QCC_FORMAT_KVCACHECONFIG_H
+#define QCC_FORMAT_KVCACHECONFIG_H
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace qcc::rt {
+namespace qcc::format {
 
 /// The manifest's "kv_cache" object.
 struct KvCacheConfig {
@@ -61,6 +61,6 @@ struct KvCacheConfig {
   static KvCacheConfig fromJson(const nlohmann::json &j);
 };
 
-} // namespace qcc::rt
+} // namespace qcc::format
 
-#endif // QCC_RUNTIME_KVCACHECONFIG_H
+#endif // QCC_FORMAT_KVCACHECONFIG_H
