@@ -28,7 +28,7 @@ Formulas (stated once; the JSON holds every input):
                      1; 2:4 sparse: the compressed values and metadata as stored), except an
                      embedding table, of which only the B gathered rows count. From the artifact's
                      manifest (JSON after the 64-byte header; format/ArtifactFormat.h,
-                     runtime/Artifact.h); synthetic-weight records keep their value's dtype/shape.
+                     runtime/core/Artifact.h); synthetic-weight records keep their value's dtype/shape.
   KV bytes   KV(B)   B x layers x 2 (K, V) x kv_heads x head_dim x ctx x element size
                      (+ the per-layer, per-head scales of an int8 cache: layers x 2 x kv_heads x 4),
                      ctx = the mean number of cached tokens a timed step attends to:
@@ -69,7 +69,7 @@ import measure  # noqa: E402  (beside this file, also in the GPU bundle)
 HEADER = struct.Struct("<8sIIQQQQQII")  # format/ArtifactFormat.h's Header
 MAGIC = b"QCCPKG\r\n"
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i8": 1, "bool": 1}
-# Datasheet dense peaks (runtime/Roofline.cpp's table): H100 SXM5 and H200 share them.
+# Datasheet dense peaks (runtime/core/Roofline.cpp's table): H100 SXM5 and H200 share them.
 DENSE_PEAK = {"f16": 989e12, "i8": 1979e12}
 ARTIFACTS = [("f16", "f16.qpkg", "f16"), ("W8A8", "w8a8.qpkg", "i8"),
              ("2:4 W8A8", "w8a8-sparse.qpkg", "i8")]

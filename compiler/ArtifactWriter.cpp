@@ -8,8 +8,8 @@
 #include "format/ArtifactFormat.h"
 #include "format/OpKind.h"
 #include "passes/ConstEval.h"
-#include "runtime/SyntheticWeights.h"
-#include "runtime/Tensor.h"
+#include "runtime/core/SyntheticWeights.h"
+#include "runtime/core/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

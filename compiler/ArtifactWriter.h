@@ -29,14 +29,14 @@ struct ArtifactOptions {
   /// region is a node {op: "kernel", attrs: {kind, kernel: index into
   /// "kernels" or -1}, body: {args, nodes, yield}}.
   mlir::ModuleOp gpuPlan;
-  /// Benchmark artifacts (--synthetic-weights, runtime/SyntheticWeights.h):
+  /// Benchmark artifacts (--synthetic-weights, runtime/core/SyntheticWeights.h):
   /// weights of at least 64 KiB are written as seeded records that the
   /// loader expands, not as data.
   bool syntheticWeights = false;
 };
 
 /// Serializes every func.func of `module` (made of qcc ops) into the .qpkg
-/// format that runtime/Artifact.h reads: one node per op, constants as aligned
+/// format that runtime/core/Artifact.h reads: one node per op, constants as aligned
 /// blobs in the data section.
 llvm::Error writeArtifact(mlir::ModuleOp module, llvm::StringRef path,
                           const ArtifactOptions &options);

@@ -2,7 +2,7 @@
 #include "compiler/Package.h"
 #include "compiler/ArtifactWriter.h"
 
-#include "runtime/Progress.h"
+#include "runtime/core/Progress.h"
 #ifdef QCC_HAVE_CODEGEN
 #include "codegen/NvrtcCompiler.h"
 #endif

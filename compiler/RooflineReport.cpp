@@ -3,7 +3,7 @@
 
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Pipeline.h"
-#include "runtime/Session.h"
+#include "runtime/cpu/Session.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"

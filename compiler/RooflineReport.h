@@ -4,7 +4,7 @@
 // makes, the regions the CUDA backend launches): FLOPs, bytes moved,
 // arithmetic intensity and the roofline time on H100, H200 and this CPU,
 // at assumed shapes (batch, context). The counts come from
-// runtime/Roofline.h, the one definition qrun --profile uses too; the shapes
+// runtime/core/Roofline.h, the one definition qrun --profile uses too; the shapes
 // from a shape-only run of the plan (glue runs, kernel regions do not).
 // A section compares each 2:4 sparse linear with its dense form (bytes,
 // FLOPs, predicted decode and prefill speedups on the GPUs). docs/ROOFLINE.md
@@ -14,7 +14,7 @@
 #ifndef QCC_COMPILER_ROOFLINEREPORT_H
 #define QCC_COMPILER_ROOFLINEREPORT_H
 
-#include "runtime/Roofline.h"
+#include "runtime/core/Roofline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -29,7 +29,7 @@ struct RooflineOptions {
   /// sequence, decode one new token per sequence over `context` cached ones.
   int64_t batch = 1;
   int64_t context = 512;
-  /// Measure this CPU (runtime/Roofline.h cpuPeaks) and predict for it.
+  /// Measure this CPU (runtime/core/Roofline.h cpuPeaks) and predict for it.
   bool cpu = true;
 };
 

@@ -2,14 +2,14 @@
 //
 // The byte layout of a .qpkg file, the one definition both sides use: the
 // compiler writes it (compiler/ArtifactWriter), the runtime reads it
-// (runtime/Artifact). This library links no LLVM/MLIR and no BLAS.
+// (runtime/core/Artifact). This library links no LLVM/MLIR and no BLAS.
 //
 // Layout (little-endian):
 //   [0, 64)        header: magic "QCCPKG\r\n", format version (u32), flags
 //                  (u32), manifest offset/size (u64 x2), data offset/size
 //                  (u64 x2), file size (u64), CRC-32 (u32) of the whole
 //                  file but this field, reserved (u32, 0)
-//   manifest       JSON (runtime/Artifact.h describes its fields)
+//   manifest       JSON (runtime/core/Artifact.h describes its fields)
 //   data           64-byte aligned blobs: weights, tokenizer, kernels
 //
 // The "\r\n" in the magic catches text-mode transfers; the CRC catches

@@ -1,8 +1,8 @@
 //===- KvCacheConfig.h - the manifest's "kv_cache" object -------*- C++ -*-===//
 //
 // The KV cache's shape as the compiler wrote it (docs/KV_CACHE.md). Parsed
-// and validated by the artifact loader (runtime/Artifact.cpp), so an
-// artifact that loaded has a valid one; the cache itself is runtime/KvCache.h.
+// and validated by the artifact loader (runtime/core/Artifact.cpp), so an
+// artifact that loaded has a valid one; the cache itself is runtime/core/KvCache.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_FORMAT_KVCACHECONFIG_H

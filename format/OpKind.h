@@ -2,7 +2,7 @@
 //
 // The kinds of op an artifact node can hold, from format/OpKinds.def: the
 // compiler writes their names (compiler/ArtifactWriter), the runtime parses
-// each node's name once at load (runtime/Artifact) and dispatches with a
+// each node's name once at load (runtime/core/Artifact) and dispatches with a
 // `switch` over OpKind, so that an op without a case is a compiler warning,
 // not a run-time lookup failure.
 //

@@ -14,7 +14,7 @@
 #define QCC_FUZZ_FUZZARTIFACT_H
 
 #include "format/Checked.h"
-#include "runtime/Artifact.h"
+#include "runtime/core/Artifact.h"
 
 #include <cstring>
 #include <memory>

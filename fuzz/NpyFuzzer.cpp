@@ -4,7 +4,7 @@
 // std::runtime_error naming the file; nothing else.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/TensorIO.h"
+#include "runtime/core/TensorIO.h"
 
 #include <stdexcept>
 

@@ -19,9 +19,9 @@
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
 #include "format/Checked.h"
-#include "runtime/Artifact.h"
-#include "runtime/KvCache.h"
-#include "runtime/Session.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/cpu/Session.h"
 
 #include <algorithm>
 #include <functional>

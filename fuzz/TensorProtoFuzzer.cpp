@@ -4,7 +4,7 @@
 // file; nothing else.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/TensorIO.h"
+#include "runtime/core/TensorIO.h"
 
 #include <stdexcept>
 

@@ -3,7 +3,7 @@
 
 #include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 

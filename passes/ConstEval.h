@@ -1,6 +1,6 @@
 //===- ConstEval.h - evaluating ops at compile time -------------*- C++ -*-===//
 //
-// The CPU reference kernels (runtime/CpuKernels) are the one definition of
+// The CPU reference kernels (runtime/cpu/CpuKernels) are the one definition of
 // what each qcc op computes. Compile-time evaluation calls them instead of a
 // second set of folders, the way IREE's const-eval runs its own runtime:
 // constant subgraphs fold with exactly the semantics the artifact will run,
@@ -15,7 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include "format/OpKind.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 #include "dialects/QccOps.h"
 #include "passes/ConstEval.h"
 #include "passes/PatternUtils.h"
-#include "runtime/HalfFloat.h"
+#include "runtime/core/HalfFloat.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"

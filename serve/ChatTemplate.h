@@ -25,7 +25,7 @@
 #ifndef QCC_SERVE_CHATTEMPLATE_H
 #define QCC_SERVE_CHATTEMPLATE_H
 
-#include "runtime/Tokenizer.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <optional>
 #include <string>

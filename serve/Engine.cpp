@@ -1,8 +1,8 @@
 //===- Engine.cpp - continuous batching over the KV cache -----------------===//
 #include "serve/Engine.h"
 
-#include "runtime/Generator.h"
-#include "runtime/HalfFloat.h"
+#include "runtime/generate/Generator.h"
+#include "runtime/core/HalfFloat.h"
 
 #include <algorithm>
 

@@ -29,12 +29,12 @@
 #ifndef QCC_SERVE_ENGINE_H
 #define QCC_SERVE_ENGINE_H
 
-#include "runtime/Artifact.h"
-#include "runtime/KvCache.h"
-#include "runtime/Sampler.h"
-#include "runtime/Session.h"
-#include "runtime/TextStream.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/generate/Sampler.h"
+#include "runtime/cpu/Session.h"
+#include "runtime/text/TextStream.h"
+#include "runtime/text/Tokenizer.h"
 #include "serve/Metrics.h"
 
 #include <atomic>

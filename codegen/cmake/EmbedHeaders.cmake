@@ -7,7 +7,18 @@
 # string literal, for NvrtcCompiler's embeddedHeaders().
 file(GLOB headers ${HEADERS_DIR}/*.cuh ${HEADERS_DIR}/*.h
   ${SHARED_HEADERS_DIR}/*.h)
-list(SORT headers)
+# Sorted by include name (the file name), whichever folder it comes from.
+set(keyed "")
+foreach(header IN LISTS headers)
+  get_filename_component(name ${header} NAME)
+  list(APPEND keyed "${name}|${header}")
+endforeach()
+list(SORT keyed)
+set(headers "")
+foreach(entry IN LISTS keyed)
+  string(REGEX REPLACE "^[^|]*\\|" "" header "${entry}")
+  list(APPEND headers ${header})
+endforeach()
 set(delim "qcc_cuh")
 set(entries "")
 set(count 0)

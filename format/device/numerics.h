@@ -2,7 +2,7 @@
 //
 // One definition of every activation and quantization formula, included by
 // the CUDA templates (NVRTC include name "qcc/numerics.h", via common.cuh)
-// and by the CPU kernels (runtime/CpuKernels.cpp, CpuQuantKernels.cpp as
+// and by the CPU kernels (runtime/cpu/CpuKernels.cpp, CpuQuantKernels.cpp as
 // "format/device/numerics.h"). Plain C++17: under NVRTC there is no
 // standard library, so only builtins are used there; QCC_HOST_DEVICE makes
 // each function __host__ __device__ under NVRTC / nvcc and a plain inline

@@ -2,8 +2,8 @@
 //
 // The runtime libraries for Python (python/qcc/__init__.py wraps them; docs/
 // PYTHON.md): an Artifact loaded once, Sessions that run its entry points on
-// the CPU or CUDA backend (runtime/Backend.h), generation as qrun --prompt
-// runs it (runtime/Generator.h: generateText), perplexity, the tokenizer.
+// the CPU or CUDA backend (runtime/generate/Backend.h), generation as qrun --prompt
+// runs it (runtime/generate/Generator.h: generateText), perplexity, the tokenizer.
 //
 // The GIL is released while the runtime works. A session serializes its
 // calls with a mutex (one executor, one KV cache at a time), so one session
@@ -12,16 +12,16 @@
 // arguments (types, ranges, arrays) are TypeError or ValueError.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Artifact.h"
-#include "runtime/Backend.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Generator.h"
-#include "runtime/HalfFloat.h"
-#include "runtime/Perplexity.h"
-#include "runtime/Sampler.h"
-#include "runtime/Session.h"
-#include "runtime/TextStream.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/generate/Backend.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/generate/Generator.h"
+#include "runtime/core/HalfFloat.h"
+#include "runtime/generate/Perplexity.h"
+#include "runtime/generate/Sampler.h"
+#include "runtime/cpu/Session.h"
+#include "runtime/text/TextStream.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>

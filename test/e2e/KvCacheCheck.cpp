@@ -31,10 +31,10 @@
 // so its tolerance is 4 such ulps.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Artifact.h"
-#include "runtime/Generator.h"
-#include "runtime/KvCache.h"
-#include "runtime/Session.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/generate/Generator.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/cpu/Session.h"
 
 #include <algorithm>
 #include <map>
@@ -59,7 +59,7 @@ Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids
   return sequenceLogits(s, a.function("main"), ids);
 }
 
-/// One prefill/decode call over the rows `seqs` (runtime/Generator.h's
+/// One prefill/decode call over the rows `seqs` (runtime/generate/Generator.h's
 /// cachedLogits); returns the logits [B, S, vocab].
 Tensor cachedStep(Session &s, const Artifact &a, KvCache &cache,
                   const std::string &entry,

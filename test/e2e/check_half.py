@@ -60,7 +60,7 @@ def run(cmd):
 
 
 def manifest(qpkg):
-    """The JSON manifest of a .qpkg (header: runtime/Artifact.h)."""
+    """The JSON manifest of a .qpkg (header: runtime/core/Artifact.h)."""
     with open(qpkg, "rb") as f:
         data = f.read()
     off, size = struct.unpack_from("<QQ", data, 16)

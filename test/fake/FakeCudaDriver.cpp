@@ -25,7 +25,7 @@
 // allocation, else its value), so two builds' launches can be diffed.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CudaDriver.h"
+#include "runtime/cuda/CudaDriver.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -38,7 +38,7 @@
 
 namespace {
 
-// The runtime's declarations of the driver's types (runtime/CudaDriver.h):
+// The runtime's declarations of the driver's types (runtime/cuda/CudaDriver.h):
 // the runtime calls these functions through pointers of exactly those types
 // (UBSan's -fsanitize=function checks it in the sanitizer build).
 using Api = qcc::rt::CudaApi;

@@ -1,6 +1,6 @@
 //===- ArtifactLoaderTest.cpp - the loader refuses hostile artifacts ------===//
 //
-// runtime/Artifact validates the whole header and manifest at load: the CRC
+// runtime/core/Artifact validates the whole header and manifest at load: the CRC
 // covers the header, offsets and sizes cannot wrap, every id is in range,
 // values are defined before they are read, nesting is bounded. Each case
 // below is a hostile artifact with a valid CRC (anyone can write one) that
@@ -11,10 +11,10 @@
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
 #include "format/Checked.h"
-#include "runtime/Artifact.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Session.h"
-#include "runtime/SyntheticWeights.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Session.h"
+#include "runtime/core/SyntheticWeights.h"
 
 #include <gtest/gtest.h>
 
@@ -348,7 +348,7 @@ TEST(ArtifactLoader, OutlierColumnsAreValidatedAtLoad) {
 
 /// A hostile artifact may lay two constants over the same bytes: here the
 /// int8 weights of two qlinears, [3, 4] and [4, 3], at offset 0. The
-/// session packs weights once per bytes and shape (runtime/Session.h): keyed
+/// session packs weights once per bytes and shape (runtime/cpu/Session.h): keyed
 /// by the bytes alone, the second qlinear got the first one's packed form
 /// and threw "packed weight does not match". Both CPU paths run it and agree
 /// bit for bit (the packed qlinear equals the reference's). On CPUs without
@@ -519,7 +519,7 @@ TEST(ArtifactLoader, OnlyRegularFilesAreRead) {
   }
 }
 
-// qcc --synthetic-weights (runtime/SyntheticWeights.h): records the loader
+// qcc --synthetic-weights (runtime/core/SyntheticWeights.h): records the loader
 // expands, and refuses when it cannot.
 /// main(x: f32[4, 32]) = x + w, w a synthetic f32[4, 32] (record 0).
 json syntheticManifest() {

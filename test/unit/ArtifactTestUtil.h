@@ -12,9 +12,9 @@
 
 #include "compiler/ArtifactWriter.h"
 #include "dialects/QccDialect.h"
-#include "runtime/Artifact.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Session.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Session.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,6 +1,6 @@
 //===- CpuChunkPoolTest.cpp - parallelChunks ------------------------------===//
-#include "runtime/CpuChunkPool.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuChunkPool.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 

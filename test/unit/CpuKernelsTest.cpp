@@ -4,8 +4,8 @@
 // independent of the kernels' code paths (BLAS, broadcast strides).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuDnnl.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuDnnl.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 

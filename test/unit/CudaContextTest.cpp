@@ -6,7 +6,7 @@
 // capture and replay, and out-of-memory as an error.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CudaContext.h"
+#include "runtime/cuda/CudaContext.h"
 
 #include <gtest/gtest.h>
 

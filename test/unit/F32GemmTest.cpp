@@ -1,6 +1,6 @@
 //===- F32GemmTest.cpp - the packed float32 GEMM against double sums ------===//
 //
-// runtime/CpuF32Gemm.h: on odd shapes (N not a multiple of 16, M = 1, a
+// runtime/cpu/CpuF32Gemm.h: on odd shapes (N not a multiple of 16, M = 1, a
 // tile's 12 rows and more, K over one slice) the packed kernel's sums agree
 // with double-precision sums within float32's error bound, and every
 // output block goes to the epilogue exactly once. Skipped (saying so) on
@@ -8,8 +8,8 @@
 // F32LinearArtifactTest.cpp.)
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuF32Gemm.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuF32Gemm.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 

@@ -2,12 +2,12 @@
 //
 // A session runs an artifact's float32 linears (plain, + add and + gelu,
 // which the fast path fuses, and two linears sharing a weight) from the
-// weights packed at load (runtime/CpuF32Gemm.h, on CPUs with AVX-512F) and
+// weights packed at load (runtime/cpu/CpuF32Gemm.h, on CPUs with AVX-512F) and
 // agrees with the reference path, at 1 row (decode) and 13.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuKernels.h"
-#include "runtime/Session.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Session.h"
 #include "test/unit/ArtifactTestUtil.h"
 
 #include <gtest/gtest.h>

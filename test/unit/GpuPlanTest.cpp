@@ -6,9 +6,9 @@
 // whenever the CPU session runs a GPU plan: test/runtime/gpu-plan.test).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/GpuSession.h"
-#include "runtime/HalfFloat.h"
-#include "runtime/ShapeInference.h"
+#include "runtime/cuda/GpuSession.h"
+#include "runtime/core/HalfFloat.h"
+#include "runtime/core/ShapeInference.h"
 
 #include <gtest/gtest.h>
 
@@ -114,7 +114,7 @@ TEST(ShapeRules, KernelBodies) {
 } // namespace
 
 namespace {
-// The one f32 -> f16 conversion (runtime/HalfFloat.h), which GpuSession uses
+// The one f32 -> f16 conversion (runtime/core/HalfFloat.h), which GpuSession uses
 // for f16 GEMM weights.
 TEST(FloatToHalf, RoundsToNearestEven) {
   EXPECT_EQ(floatToHalf(1.0f), 0x3c00);

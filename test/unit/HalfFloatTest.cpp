@@ -1,12 +1,12 @@
 //===- HalfFloatTest.cpp - f16/bf16 conversions and f32 compute -----------===//
 //
-// The runtime's conversions (runtime/HalfFloat.h) against LLVM's APFloat, an
+// The runtime's conversions (runtime/core/HalfFloat.h) against LLVM's APFloat, an
 // independent implementation of IEEE conversions with round-to-nearest-even,
 // over every f16/bf16 bit pattern and many f32 ones, plus hand-written ties.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuKernels.h"
-#include "runtime/HalfFloat.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/core/HalfFloat.h"
 
 #include "llvm/ADT/APFloat.h"
 

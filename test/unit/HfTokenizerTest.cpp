@@ -7,8 +7,8 @@
 // test text (gen_tokenizers.py writes both; no Python is needed here).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/HfTokenizer.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/text/HfTokenizer.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Session.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Session.h"
 #include "test/unit/ArtifactTestUtil.h"
 
 #include <gtest/gtest.h>

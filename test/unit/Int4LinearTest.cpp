@@ -1,7 +1,7 @@
 //===- Int4LinearTest.cpp - the packed int4 layout and W4A16 linears -----===//
 //
 // format/Int4.h (packing, the dequantized weight, validation) and the CPU's
-// W4A16 linear (runtime/CpuInt4Kernels.h): bit for bit equal to a naive loop
+// W4A16 linear (runtime/cpu/CpuInt4Kernels.h): bit for bit equal to a naive loop
 // in the documented summation order, and within the stated bound of the
 // reference path (weight_int4's dequantize, then the BLAS linear); each for
 // the symmetric and the asymmetric (offsets) form.
@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/int4.h"
 #include "format/Int4.h"
-#include "runtime/CpuInt4Kernels.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/HalfFloat.h"
+#include "runtime/cpu/CpuInt4Kernels.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/core/HalfFloat.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- Int8GemmTest.cpp - the packed int8 GEMM against naive sums ---------===//
 //
-// runtime/CpuInt8Gemm.h: the packed VNNI kernel (where the CPU has it) and
+// runtime/cpu/CpuInt8Gemm.h: the packed VNNI kernel (where the CPU has it) and
 // the portable one give the exact int32 sums of a naive int64 loop on odd shapes
 // (K not a multiple of 4, N not of 16, M = 1 and 7, more rows than a tile)
 // and extreme values; the packed qlinear equals the dense reference kernel
@@ -8,8 +8,8 @@
 // -ffp-contract=off).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuInt8Gemm.h"
-#include "runtime/CpuQuantKernels.h"
+#include "runtime/cpu/CpuInt8Gemm.h"
+#include "runtime/cpu/CpuQuantKernels.h"
 
 #include <gtest/gtest.h>
 

@@ -14,8 +14,8 @@
 
 #include <nvrtc.h>
 
-#include <fstream>
-#include <sstream>
+#include "codegen/NvrtcCompiler.h"
+
 #include <string>
 #include <vector>
 
@@ -32,13 +32,6 @@ const char *kHeaders[] = {"common.cuh", "numerics.h", "host_device.h",
                           "attention_decode.cuh", "embedding.cuh",  "elementwise.cuh",
                           "sampling.cuh"};
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct CompileResult {
   bool ok = false;
   std::string log;
@@ -50,7 +43,9 @@ CompileResult compile(const std::string &src, const std::string &arch) {
   std::vector<std::string> names, bodies;
   for (const char *h : kHeaders) {
     names.push_back(std::string("qcc/") + h);
-    bodies.push_back(readFile(std::string(QCC_KERNELS_DIR) + "/" + h));
+    const qcc::codegen::EmbeddedHeader *e =
+        qcc::codegen::findEmbeddedHeader(names.back());
+    bodies.push_back(e ? std::string(e->contents) : std::string());
   }
   std::vector<const char *> hn, hb;
   for (size_t i = 0; i < names.size(); ++i) {

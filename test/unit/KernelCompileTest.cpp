@@ -15,10 +15,9 @@
 
 #include <nvrtc.h>
 
+#include "codegen/NvrtcCompiler.h"
+
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,21 +29,13 @@ struct Compiled {
   std::vector<char> binary; // CUBIN or PTX
 };
 
-/// Every *.cuh and *.h of codegen/kernels as (include name "qcc/<file>",
-/// contents).
+/// The headers the NVRTC driver embeds (codegen/kernels and format/device)
+/// as (include name "qcc/<file>", contents): the very set qcc compiles with.
 std::vector<std::pair<std::string, std::string>> kernelHeaders() {
   std::vector<std::pair<std::string, std::string>> headers;
-  std::error_code ec;
-  for (const auto &e :
-       std::filesystem::directory_iterator(QCC_KERNELS_DIR, ec)) {
-    if (e.path().extension() != ".cuh" && e.path().extension() != ".h")
-      continue;
-    std::ifstream in(e.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    headers.emplace_back("qcc/" + e.path().filename().string(), ss.str());
-  }
-  std::sort(headers.begin(), headers.end());
+  for (const qcc::codegen::EmbeddedHeader &h : qcc::codegen::embeddedHeaders())
+    if (!h.includeName.empty())
+      headers.emplace_back(std::string(h.includeName), std::string(h.contents));
   return headers;
 }
 

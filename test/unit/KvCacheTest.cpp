@@ -1,7 +1,8 @@
 //===- KvCacheTest.cpp - the KV cache, kv_attention and the sampler -------===//
-#include "runtime/CpuKernels.h"
-#include "runtime/KvCache.h"
-#include "runtime/Sampler.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/cpu/KvAttention.h"
+#include "runtime/generate/Sampler.h"
 
 #include <gtest/gtest.h>
 

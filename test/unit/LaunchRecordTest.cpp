@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/LaunchRecord.h"
-#include "runtime/Artifact.h"
+#include "runtime/core/Artifact.h"
 
 #include <gtest/gtest.h>
 

@@ -13,10 +13,10 @@
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
 #include "format/FileBytes.h"
-#include "runtime/Artifact.h"
-#include "runtime/CpuF32Gemm.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Session.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/cpu/CpuF32Gemm.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/Session.h"
 
 #include <gtest/gtest.h>
 

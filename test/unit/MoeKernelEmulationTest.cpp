@@ -15,7 +15,7 @@
 // moves an output by O(1).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include "CudaEmulation.h"
 #include "codegen/kernels/moe.cuh"

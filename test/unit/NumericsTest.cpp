@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/device/numerics.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/CpuQuantKernels.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/CpuQuantKernels.h"
 
 #include <gtest/gtest.h>
 
@@ -139,7 +139,7 @@ TEST(Numerics, RationalErfAccuracy) {
   EXPECT_TRUE(std::isnan(num::rationalErf(std::nanf(""))));
 }
 
-/// The CPU formulas as runtime/CpuKernels.cpp wrote them before numerics.h:
+/// The CPU formulas as runtime/cpu/CpuKernels.cpp wrote them before numerics.h:
 /// the shared definitions reproduce them bit for bit.
 TEST(Numerics, SameBitsAsTheFormerCpuFormulas) {
   const std::vector<float> x = sweep();

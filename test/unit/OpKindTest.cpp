@@ -9,8 +9,8 @@
 #include "dialects/QccDialect.h"
 #include "format/ArtifactFormat.h"
 #include "format/OpKind.h"
-#include "runtime/Artifact.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"

@@ -8,8 +8,8 @@
 #include "compiler/Pipeline.h"
 #include "format/KernelKinds.h"
 #include "dialects/QccOps.h"
-#include "runtime/Artifact.h"
-#include "runtime/KernelListing.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/KernelListing.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

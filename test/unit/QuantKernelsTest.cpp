@@ -6,9 +6,10 @@
 // file, like CpuQuantKernels.cpp, is compiled with -ffp-contract=off).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CpuKernels.h"
-#include "runtime/CpuQuantKernels.h"
-#include "runtime/KvCache.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/CpuQuantKernels.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/cpu/KvAttention.h"
 
 #include <gtest/gtest.h>
 

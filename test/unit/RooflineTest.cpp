@@ -1,6 +1,6 @@
 //===- RooflineTest.cpp - FLOP and byte counts against hand computation ---===//
 //
-// runtime/Roofline.h counts on a small module (written to an artifact in
+// runtime/core/Roofline.h counts on a small module (written to an artifact in
 // memory, as qcc --report does): a linear, a norm, causal and bidirectional
 // GQA attention, kv_attention over a cache and an embedding gather, each
 // against numbers computed by hand below; and the same counts through the
@@ -10,7 +10,7 @@
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Pipeline.h"
 #include "dialects/QccDialect.h"
-#include "runtime/Roofline.h"
+#include "runtime/core/Roofline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "format/Sparse24.h"
-#include "runtime/CpuKernels.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- SparseLinearTest.cpp - 2:4 sparse linears on the CPU --------------===//
 //
-// runtime/CpuSparseKernels.h against the reference (decompress, then the
+// runtime/cpu/CpuSparseKernels.h against the reference (decompress, then the
 // dense linear / qlinear) at edge shapes: int8 bit for bit, float within the
 // bound the header states. The artifact loader's metadata check. End to end:
 // the demo model with its linears pruned 2:4 by magnitude (a test-only
@@ -16,12 +16,12 @@
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
 #include "format/Sparse24.h"
-#include "runtime/CpuInt8Gemm.h"
-#include "runtime/CpuQuantKernels.h"
-#include "runtime/CpuSparseKernels.h"
-#include "runtime/HalfFloat.h"
-#include "runtime/SyntheticWeights.h"
-#include "runtime/Session.h"
+#include "runtime/cpu/CpuInt8Gemm.h"
+#include "runtime/cpu/CpuQuantKernels.h"
+#include "runtime/cpu/CpuSparseKernels.h"
+#include "runtime/core/HalfFloat.h"
+#include "runtime/core/SyntheticWeights.h"
+#include "runtime/cpu/Session.h"
 #include "test/unit/ArtifactTestUtil.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -275,7 +275,7 @@ TEST(SparseArtifact, LoaderRefusesInvalidMetadata) {
   }
 }
 
-// qcc --synthetic-weights (runtime/SyntheticWeights.h): a 2:4 weight's
+// qcc --synthetic-weights (runtime/core/SyntheticWeights.h): a 2:4 weight's
 // values and metadata of 64 KiB or more become records; the loader expands
 // them into valid metadata (its check of every group passes) and values of
 // the weight's RMS; the small bias stays real.
@@ -319,7 +319,7 @@ func.func @main(%x: tensor<1x2048xf32>) -> tensor<1x512xf32> {
   EXPECT_EQ(bias->data<float>()[7], 0.25f);
 }
 
-/// Restores the 2:4 mode a test sets (runtime/CpuSparseKernels.h).
+/// Restores the 2:4 mode a test sets (runtime/cpu/CpuSparseKernels.h).
 struct SparseModeGuard {
   SparseMode saved = sparseMode();
   ~SparseModeGuard() { setSparseMode(saved); }

@@ -1,6 +1,7 @@
 //===- SpeculativeTest.cpp - KV rollback, speculative sampling, lookup ----===//
-#include "runtime/KvCache.h"
-#include "runtime/Speculative.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/cpu/KvAttention.h"
+#include "runtime/generate/Speculative.h"
 
 #include <gtest/gtest.h>
 

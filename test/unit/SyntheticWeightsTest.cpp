@@ -1,14 +1,14 @@
 //===- SyntheticWeightsTest.cpp - seeded stand-in weights -----------------===//
 //
-// runtime/SyntheticWeights: the generators reproduce a weight's scale, give
+// runtime/core/SyntheticWeights: the generators reproduce a weight's scale, give
 // only valid 2:4 metadata, depend on the seed alone. The loader's side is in
 // ArtifactLoaderTest (SyntheticRecords*), the writer's in SparseLinearTest
 // (SparseArtifact.SyntheticWeights) and test/tools/qcc-synthetic-weights.test.
 //
 //===----------------------------------------------------------------------===//
 #include "format/Sparse24.h"
-#include "runtime/HalfFloat.h"
-#include "runtime/SyntheticWeights.h"
+#include "runtime/core/HalfFloat.h"
+#include "runtime/core/SyntheticWeights.h"
 
 #include <gtest/gtest.h>
 

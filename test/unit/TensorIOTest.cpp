@@ -1,6 +1,6 @@
 //===- TensorIOTest.cpp - hostile .npy and TensorProto inputs -------------===//
 //
-// runtime/TensorIO: a file that declares more than it holds, a malformed
+// runtime/core/TensorIO: a file that declares more than it holds, a malformed
 // header or a negative dim is refused with one line naming the file, before
 // anything is allocated; tensors too large for the machine are refused with
 // the size asked and the size there is. fuzz/NpyFuzzer.cpp and
@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/Checked.h"
-#include "runtime/TensorIO.h"
+#include "runtime/core/TensorIO.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 //===- TextStreamTest.cpp - a generated sequence's text, stop strings -----===//
 //
-// runtime/TextStream.h on a real tokenizer (test/models/tokenizers: GPT-2's
+// runtime/text/TextStream.h on a real tokenizer (test/models/tokenizers: GPT-2's
 // byte-level BPE pipeline): pieces add up to the decoded text, a stop string
 // across token boundaries cuts the text before it, and no piece handed out
 // ever holds text that a stop string later cuts.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/TextStream.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/text/TextStream.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <gtest/gtest.h>
 

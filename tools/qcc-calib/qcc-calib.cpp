@@ -3,7 +3,7 @@
 //   qcc-calib FLOAT.qpkg --source SOURCE --samples N --seq-len L --out STATS.json
 //             [--pruning-stats]
 //
-// docs/QUANTIZATION.md section 1; the statistics are runtime/Calibrator.h's.
+// docs/QUANTIZATION.md section 1; the statistics are runtime/generate/Calibrator.h's.
 // SOURCE is a text file (tokenized whole with the artifact's tokenizer; N
 // windows of L tokens spread evenly over it) or a folder with one
 // <input>.npy per model input whose first dimension runs over samples (run
@@ -14,10 +14,10 @@
 // STATS.json.gram (float64; docs/SPARSITY.md), referenced from the JSON.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Artifact.h"
-#include "runtime/Calibrator.h"
-#include "runtime/Progress.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/generate/Calibrator.h"
+#include "runtime/core/Progress.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <CLI/CLI.hpp>
 

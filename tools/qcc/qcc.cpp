@@ -15,7 +15,7 @@
 #include "compiler/Package.h"
 #include "compiler/Pipeline.h"
 #include "compiler/RooflineReport.h"
-#include "runtime/Artifact.h"
+#include "runtime/core/Artifact.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"

@@ -12,27 +12,27 @@
 // are there (--backend=auto, the default), else on the CPU reference backend,
 // saying which in one line on stderr. Errors are one line on stderr and exit
 // status 1. Perplexity, benchmarks with --profile, and --list-kernels are
-// runtime libraries (runtime/Perplexity.h, Benchmark.h, KernelListing.h),
+// runtime libraries (runtime/generate/Perplexity.h, Benchmark.h, KernelListing.h),
 // as are the backend choice (Backend.h) and draft models (Speculative.h);
 // this file parses options, reads files and prompts, and prints.
 //
 //===----------------------------------------------------------------------===//
 #include "format/Checked.h"
-#include "runtime/Artifact.h"
-#include "runtime/Backend.h"
-#include "runtime/Benchmark.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Generator.h"
-#include "runtime/HalfFloat.h"
-#include "runtime/KernelListing.h"
-#include "runtime/KvCache.h"
-#include "runtime/Perplexity.h"
-#include "runtime/Progress.h"
-#include "runtime/Sampler.h"
-#include "runtime/Session.h"
-#include "runtime/Speculative.h"
-#include "runtime/TensorIO.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/generate/Backend.h"
+#include "runtime/generate/Benchmark.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/generate/Generator.h"
+#include "runtime/core/HalfFloat.h"
+#include "runtime/core/KernelListing.h"
+#include "runtime/core/KvCache.h"
+#include "runtime/generate/Perplexity.h"
+#include "runtime/core/Progress.h"
+#include "runtime/generate/Sampler.h"
+#include "runtime/cpu/Session.h"
+#include "runtime/generate/Speculative.h"
+#include "runtime/core/TensorIO.h"
+#include "runtime/text/Tokenizer.h"
 
 #include <CLI/CLI.hpp>
 
@@ -88,7 +88,7 @@ qcc::rt::FileAccess fileAccess(const Options &o) {
   return o.noMmap ? qcc::rt::FileAccess::Read : qcc::rt::FileAccess::Map;
 }
 
-/// --backend, --plan, --check-gpu and --quiet (runtime/Backend.h).
+/// --backend, --plan, --check-gpu and --quiet (runtime/generate/Backend.h).
 BackendOptions backendOptions(const Options &o) {
   BackendOptions b;
   b.backend = o.backend == "cpu"    ? Backend::Cpu

@@ -10,10 +10,10 @@
 // SIGTERM. docs/SERVING.md has the API, the limits and the measurements.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Artifact.h"
-#include "runtime/Backend.h"
-#include "runtime/CpuKernels.h"
-#include "runtime/Tokenizer.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/generate/Backend.h"
+#include "runtime/cpu/CpuKernels.h"
+#include "runtime/text/Tokenizer.h"
 #include "serve/ChatTemplate.h"
 #include "serve/Engine.h"
 #include "serve/HttpServer.h"

@@ -1,0 +1,249 @@
+//===- KvCache.h - the KV cache and the kv_attention kernel -----*- C++ -*-===//
+//
+// The runtime side of docs/KV_CACHE.md. A KvCache holds, for every layer, the
+// keys and values of the tokens each live sequence has seen so far, in one of
+// two layouts:
+//   contiguous  `max_sequences` slots of [layers, 2, kv_heads, max_tokens, D]
+//   paged       a pool of `num_blocks` blocks of
+//               [layers, 2, kv_heads, block_tokens, D] and a block table per
+//               sequence (block i holds positions [i*bt, (i+1)*bt))
+// Both are read and written only through key()/value(), so the kv_attention
+// kernel and its tests are shared by the two layouts.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_KVCACHE_H
+#define QCC_RUNTIME_KVCACHE_H
+
+#include "format/KvCacheConfig.h"
+#include "runtime/core/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace qcc::rt {
+
+using format::KvCacheConfig;
+
+/// Capacity, chosen by the runtime (qrun options).
+struct KvCacheOptions {
+  int64_t maxSequences = 1; // live sequences at once (both layouts)
+  int64_t maxTokens = 0;    // contiguous: tokens per sequence slot
+  int64_t numBlocks = 0;    // paged: blocks in the pool
+  /// false: only the bookkeeping (sequences, lengths, block tables) lives
+  /// here; the CUDA backend keeps the keys and values in device memory of
+  /// storageElements() elements, in the same layout.
+  bool hostStorage = true;
+};
+
+class KvCache {
+public:
+  KvCache(const KvCacheConfig &config, const KvCacheOptions &options);
+
+  /// Checks what the constructor checks before it allocates (positive
+  /// counts; the pool's size within 64 bits and, host storage, within
+  /// memory, the error naming --kv-blocks or --max-tokens) and returns the
+  /// elements of one block (paged) or slot (contiguous). Tools call it
+  /// before setting up a backend, so a pool too large is refused first.
+  static size_t checkCapacity(const KvCacheConfig &config,
+                              const KvCacheOptions &options);
+
+  const KvCacheConfig &config() const { return cfg; }
+  bool paged() const { return isPaged; }
+
+  /// A new empty sequence; throws when every slot is taken.
+  int64_t addSequence();
+  /// Ends a sequence: its slot (and, paged, its blocks) become free.
+  void release(int64_t seq);
+  /// Tokens cached for `seq`.
+  int64_t length(int64_t seq) const;
+  /// Makes room for positions [0, newLength) (paged: allocates blocks);
+  /// does not change length(). Throws when the capacity is exceeded.
+  void reserve(int64_t seq, int64_t newLength);
+  /// Marks n more tokens as cached (they must have been reserved).
+  void advance(int64_t seq, int64_t n);
+  /// Rolls `seq` back to its first `newLength` tokens (<= length()), as when
+  /// a verify step's drafted tokens are rejected: the length and the
+  /// reservation become newLength and, paged, the blocks past it go back to
+  /// the free list in the order reserve() took them, so the bookkeeping is
+  /// what it was before they were appended. Stale keys/values past the length
+  /// stay in memory; attention never reads them and the next append
+  /// overwrites them. Host bookkeeping only: works the same when the CUDA
+  /// backend holds the storage (hostStorage false).
+  void truncate(int64_t seq, int64_t newLength);
+
+  /// The head_dim floats of the key / value of `pos` (pos < reserved);
+  /// f32 caches only.
+  float *key(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot<float>(seq, layer, 0, kvHead, pos);
+  }
+  float *value(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot<float>(seq, layer, 1, kvHead, pos);
+  }
+  /// The same for i8 caches: the head_dim quantized values.
+  int8_t *keyI8(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot<int8_t>(seq, layer, 0, kvHead, pos);
+  }
+  int8_t *valueI8(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
+    return slot<int8_t>(seq, layer, 1, kvHead, pos);
+  }
+
+  /// kivi: the scale of the V row of `pos`, in an array that continues
+  /// with the following positions of the same run (forEachRun's runs).
+  float *valueScales(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos);
+
+  /// Positions [begin, n) of one layer's keys (kv = 0) or values (kv = 1)
+  /// for one head, as runs of consecutive positions stored contiguously: calls
+  /// fn(firstPos, data, count), `data` holding count x head_dim elements
+  /// of type T (float for f32 caches, int8_t for i8; one run per block when
+  /// paged, one run when contiguous). Attention walks the cache this way so
+  /// that the block table is read once per block.
+  template <typename T = float, typename F>
+  void forEachRun(int64_t seq, int64_t layer, int kv, int64_t head,
+                  int64_t begin, int64_t n, F &&fn) {
+    for (int64_t pos = begin; pos < n;) {
+      int64_t count = std::min(n - pos, unitTokens - pos % unitTokens);
+      fn(pos, slot<T>(seq, layer, kv, head, pos), count);
+      pos += count;
+    }
+  }
+
+  /// Bytes of cache memory allocated (kivi: with the V rows' scales).
+  size_t bytes() const {
+    return storageElements() * cfg.elementBytes() +
+           valueScaleElements() * sizeof(float);
+  }
+  /// Bytes one cached token takes (all layers, K and V, kivi: V's scales).
+  size_t bytesPerToken() const {
+    return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) *
+               cfg.elementBytes() +
+           (cfg.valueScalePerToken()
+                ? (size_t)(cfg.layers * cfg.kvHeads) * sizeof(float)
+                : 0);
+  }
+  /// kivi: the V rows' scales of the whole pool or all slots
+  /// ([units][layers][kv_heads][unit tokens]); 0 otherwise.
+  size_t valueScaleElements() const {
+    return cfg.valueScalePerToken() ? storageElements() / (2 * cfg.headDim)
+                                    : 0;
+  }
+  /// Paged: blocks not held by any sequence (free, or holding a published
+  /// prefix no sequence uses, which allocation takes back oldest first);
+  /// contiguous: 0.
+  int64_t freeBlocks() const {
+    return (int64_t)(freeList.size() + evictable.size());
+  }
+
+  /// Prefix caching (paged; docs/SERVING.md): a full block whose tokens are
+  /// known is published under the hash of its tokens and of the blocks
+  /// before it, so that a later sequence starting with the same tokens
+  /// shares it instead of computing it again. A shared block is never
+  /// written: a sequence only appends after its shared blocks.
+  struct PrefixMatch {
+    std::vector<int64_t> blocks; ///< the published blocks, in order
+    int64_t tokens = 0;          ///< blocks.size() * block_tokens
+    int64_t unheld = 0;          ///< of them, held by no sequence now
+    uint64_t hash = 0;           ///< the hash of the matched prefix
+  };
+  /// The longest run of leading full blocks of `tokens` (at most
+  /// `maxTokens` of them) that is published. Each block's tokens are
+  /// compared, not only its hash.
+  PrefixMatch matchPrefix(std::span<const int64_t> tokens,
+                          int64_t maxTokens) const;
+  /// Starts the new, empty sequence `seq` with `match`'s blocks, shared:
+  /// its length and reservation become match.tokens.
+  void attachPrefix(int64_t seq, const PrefixMatch &match);
+  /// Publishes the full blocks of `seq` among its first tokens.size()
+  /// cached tokens, whose ids are `tokens` (blocks already published stay).
+  void publishPrefix(int64_t seq, std::span<const int64_t> tokens);
+  /// Blocks published now (held or not).
+  int64_t publishedBlocks() const { return (int64_t)byHash.size(); }
+  int64_t numBlocks() const { return opts.numBlocks; }
+  /// Paged: the block table of `seq`.
+  const std::vector<int64_t> &blockTable(int64_t seq) const;
+  int64_t maxSequences() const { return opts.maxSequences; }
+  /// Elements of the whole pool (paged) or of all slots (contiguous).
+  size_t storageElements() const {
+    return unitFloats * (size_t)(isPaged ? opts.numBlocks : opts.maxSequences);
+  }
+  /// Contiguous: the slot that holds `seq` (its id).
+  int64_t slotOf(int64_t seq) const { return seq; }
+  /// Contiguous: tokens per slot; paged: tokens per block.
+  int64_t unitTokenCount() const { return unitTokens; }
+  int64_t liveSequences() const;
+
+private:
+  struct Seq {
+    bool live = false;
+    int64_t length = 0, reserved = 0;
+    std::vector<int64_t> blocks; // paged
+    int64_t publishedBlocks = 0; // leading blocks publishPrefix has seen
+    uint64_t chainHash = 0;      // the hash of those blocks' prefix
+  };
+  Seq &get(int64_t seq);
+  const Seq &get(int64_t seq) const;
+  /// Element offset of (layer, kv, head, pos) of `seq` in the storage.
+  size_t offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
+                int64_t pos);
+  template <typename T>
+  T *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head, int64_t pos) {
+    if constexpr (std::is_same_v<T, float>) {
+      requireDType(false);
+      return storage.data() + offset(seq, layer, kv, head, pos);
+    } else {
+      static_assert(std::is_same_v<T, int8_t>, "f32 or i8 caches only");
+      requireDType(true);
+      return storage8.data() + offset(seq, layer, kv, head, pos);
+    }
+  }
+  void requireDType(bool int8) const;
+
+  KvCacheConfig cfg;
+  KvCacheOptions opts;
+  bool isPaged;
+  int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
+  size_t unitFloats;   // elements per block / per slot
+  std::vector<float> storage;   // f32 caches
+  std::vector<int8_t> storage8; // i8 caches
+  std::vector<float> vTokenScales; // kivi: valueScaleElements()
+  std::vector<Seq> seqs;
+  std::vector<int64_t> freeList; // paged: free block ids (LIFO)
+
+  // Prefix caching (paged).
+  struct Published {
+    uint64_t hash = 0, parent = 0; ///< of this block's prefix, its parent's
+    std::vector<int64_t> tokens;   ///< block_tokens ids
+  };
+  /// A block for a sequence: a free one, else the oldest unheld published
+  /// one (unpublished first).
+  int64_t takeBlock();
+  /// One reference to `block` dropped: unheld, it becomes free (published:
+  /// evictable, newest last).
+  void dropBlock(int64_t block);
+  void unpublish(int64_t block);
+  std::vector<int64_t> refs;                  ///< per block: sequences holding it
+  std::vector<std::optional<Published>> published; ///< per block
+  std::unordered_map<uint64_t, int64_t> byHash;
+  std::list<int64_t> evictable; ///< unheld published blocks, oldest first
+  std::vector<std::list<int64_t>::iterator> evictPos; ///< per block
+};
+
+/// Which cache sequence each batch row of a prefill/decode call is, and how
+/// many of its tokens are real (the rest is right padding).
+struct KvBatch {
+  KvCache *cache = nullptr;
+  std::vector<int64_t> seqs;
+  std::vector<int64_t> valid;
+};
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_KVCACHE_H

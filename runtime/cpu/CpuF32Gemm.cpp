@@ -1,0 +1,323 @@
+//===- CpuF32Gemm.cpp - packed float32 GEMM, AVX-512F ---------------------===//
+//
+// See CpuF32Gemm.h for the layout and why it exists.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuF32Gemm.h"
+#include "runtime/cpu/CpuChunkPool.h"
+#include "runtime/cpu/CpuKernels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <omp.h>
+#include <stdexcept>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/cpu/X86Intrinsics.h"
+#define QCC_HAVE_F32_KERNEL 1
+#define QCC_AVX512F_TARGET __attribute__((target("avx512f")))
+#endif
+
+using namespace qcc::rt;
+
+namespace {
+
+constexpr int64_t kCols = PackedF32Weight::kCols;
+/// At most this much K per slice, in equal slices: a slice's partial sums
+/// go through C. Measured on SmolLM2's prefill GEMMs (K = 576 and 1,536),
+/// weights from memory: 384 (the rows' slice in L1) lost 5-10% at 512 rows
+/// to 1,024 (none for K = 576, two of 768 for K = 1,536).
+constexpr int64_t kMaxSliceK = 1024;
+
+/// One tile: MR rows of x from `x` (row stride lda), kLen k from k0 on, NB
+/// column blocks from `w` (block b's 16 values of k at w + b * blockStride +
+/// k * kStride, already offset to k0), into C (row stride ldc) for the
+/// first `cols` columns; goes on from C unless `first`. `prefetch`, when set, is
+/// the same slice of the next strip, pulled into L2 while this tile
+/// computes (measured: 240 to 270 GFLOP/s on SmolLM2's prefill GEMMs, whose
+/// weights come from memory).
+struct Tile {
+  const float *x;
+  int64_t lda;
+  const float *w;
+  int64_t blockStride, kStride, kLen;
+  float *c;
+  int64_t ldc, cols;
+  bool first;
+  const float *prefetch;
+};
+
+#ifdef QCC_HAVE_F32_KERNEL
+template <int MR, int NB> QCC_AVX512F_TARGET void tileAvx512(const Tile &t) {
+  // A later slice goes on from C's partial sums, so that every element is
+  // one FMA chain over k whatever the slicing (a sum's bits then depend on
+  // K only, not on how K was cut: attention's P V, whose K is the keys a
+  // task sees, stays batch-invariant).
+  __m512 acc[MR][NB];
+  for (int m = 0; m < MR; ++m)
+    for (int b = 0; b < NB; ++b) {
+      int64_t left = t.cols - b * kCols;
+      acc[m][b] = t.first || left <= 0
+                      ? _mm512_setzero_ps()
+                      : _mm512_maskz_loadu_ps(firstLanes(left),
+                                              t.c + m * t.ldc + b * kCols);
+    }
+  for (int64_t k = 0; k < t.kLen; ++k) {
+    __m512 w[NB];
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) {
+      w[b] = _mm512_loadu_ps(t.w + b * t.blockStride + k * t.kStride);
+      if (t.prefetch)
+        _mm_prefetch((const char *)(t.prefetch + b * t.blockStride +
+                                    k * t.kStride),
+                     _MM_HINT_T1);
+    }
+    // Unrolled so that the accumulators live in registers (-O2 kept them
+    // on the stack: 60 against 165 GFLOP/s on one core).
+#pragma GCC unroll 12
+    for (int m = 0; m < MR; ++m) {
+      __m512 xb = _mm512_set1_ps(t.x[m * t.lda + k]);
+#pragma GCC unroll 4
+      for (int b = 0; b < NB; ++b)
+        acc[m][b] = _mm512_fmadd_ps(xb, w[b], acc[m][b]);
+    }
+  }
+  for (int b = 0; b < NB; ++b) {
+    int64_t left = t.cols - b * kCols;
+    if (left <= 0)
+      break;
+    __mmask16 mask = firstLanes(left);
+    for (int m = 0; m < MR; ++m) {
+      _mm512_mask_storeu_ps(t.c + m * t.ldc + b * kCols, mask, acc[m][b]);
+    }
+  }
+}
+
+using TileFn = void (*)(const Tile &);
+
+/// The tile shapes: (rows, blocks) with rows x blocks <= 24 accumulators.
+template <int NB> TileFn tileFor(int mr) {
+  if constexpr (NB == 4) {
+    switch (mr) {
+    case 1: return tileAvx512<1, 4>;
+    case 2: return tileAvx512<2, 4>;
+    case 3: return tileAvx512<3, 4>;
+    default: return tileAvx512<4, 4>;
+    }
+  } else {
+    switch (mr) {
+    case 1: return tileAvx512<1, NB>;
+    case 2: return tileAvx512<2, NB>;
+    case 3: return tileAvx512<3, NB>;
+    case 4: return tileAvx512<4, NB>;
+    case 5: return tileAvx512<5, NB>;
+    case 6: return tileAvx512<6, NB>;
+    case 7: return tileAvx512<7, NB>;
+    case 8: return tileAvx512<8, NB>;
+    case 9: return tileAvx512<9, NB>;
+    case 10: return tileAvx512<10, NB>;
+    case 11: return tileAvx512<11, NB>;
+    default: return tileAvx512<12, NB>;
+    }
+  }
+}
+
+TileFn tileFor(int mr, int nb) {
+  switch (nb) {
+  case 1: return tileFor<1>(mr);
+  case 2: return tileFor<2>(mr);
+  case 3: return tileFor<3>(mr);
+  default: return tileFor<4>(mr);
+  }
+}
+#endif
+
+void freeAligned(float *p) { std::free(p); }
+
+} // namespace
+
+bool qcc::rt::cpuHasAvx512F() {
+#ifdef QCC_HAVE_F32_KERNEL
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+#else
+  return false;
+#endif
+}
+
+std::optional<PackedF32Weight> qcc::rt::packF32Weight(const float *w,
+                                                      int64_t n, int64_t k,
+                                                      int64_t ldw,
+                                                      const SourceDone &done) {
+  if (!cpuHasAvx512F() || n <= 0 || k <= 0)
+    return std::nullopt;
+  PackedF32Weight p;
+  p.n = n;
+  p.k = k;
+  size_t bytes = (size_t)p.bytes();
+  void *mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!mem)
+    throw std::bad_alloc();
+  p.data = {static_cast<float *>(mem), freeAligned};
+  std::memset(mem, 0, bytes); // N's padding: zero weights
+  packInChunks(w, n, (size_t)ldw * sizeof(float), kCols, done,
+               [&](int64_t r0, int64_t r1) {
+                 const int64_t b0 = r0 / kCols, b1 = (r1 + kCols - 1) / kCols;
+#pragma omp parallel for schedule(static) if ((r1 - r0) * k >= kParallelWork)
+                 for (int64_t b = b0; b < b1; ++b) {
+                   float *dst = p.data.get() + b * k * kCols;
+                   for (int64_t c = b * kCols; c < std::min(n, (b + 1) * kCols);
+                        ++c) {
+                     const float *row = w + c * ldw;
+                     for (int64_t i = 0; i < k; ++i)
+                       dst[i * kCols + c % kCols] = row[i];
+                   }
+                 }
+               });
+  return p;
+}
+
+#ifdef QCC_HAVE_F32_KERNEL
+namespace {
+
+/// B(k, n) = b[(n / 16) * blockStride + k * kStride + n % 16] for n < N,
+/// k < K, every block's 16 values readable: a packed weight (blockStride
+/// K * 16, kStride 16) or a row-major [K, N] matrix with N a multiple of 16
+/// (blockStride 16, kStride its row stride).
+struct BlockedB {
+  const float *b;
+  int64_t blockStride, kStride, n, k;
+  int64_t columnBlocks() const { return (n + kCols - 1) / kCols; }
+};
+
+/// The strips of C = x B: `blocksPerStrip` column blocks each, all M rows.
+struct Strips {
+  const float *x;
+  int64_t lda, M;
+  BlockedB B;
+  float *C;
+  int64_t ldc;
+  int rowsPerTile, blocksPerStrip;
+  int64_t sliceK;
+
+  Strips(const float *x, int64_t lda, int64_t M, BlockedB B, float *C,
+         int64_t ldc)
+      : x(x), lda(lda), M(M), B(B), C(C), ldc(ldc) {
+    // Decode's few rows: 64-column strips (a row's 4 accumulators hide the
+    // FMA latency); else 32 columns by 12 rows.
+    rowsPerTile = M <= 4 ? 4 : 12;
+    blocksPerStrip = M <= 4 ? 4 : 2;
+    const int64_t slices = (B.k + kMaxSliceK - 1) / kMaxSliceK;
+    sliceK = slices ? (B.k + slices - 1) / slices : 0;
+  }
+  int64_t count() const {
+    return (B.columnBlocks() + blocksPerStrip - 1) / blocksPerStrip;
+  }
+  /// Computes strip s; returns its columns [n0, n1).
+  std::pair<int64_t, int64_t> run(int64_t s, bool prefetchNext) const {
+    const int64_t b0 = s * blocksPerStrip;
+    const int nb =
+        (int)std::min<int64_t>(blocksPerStrip, B.columnBlocks() - b0);
+    const int64_t n0 = b0 * kCols, cols = std::min(B.n, n0 + nb * kCols) - n0;
+    const float *strip = B.b + b0 * B.blockStride;
+    for (int64_t k0 = 0; k0 < B.k; k0 += sliceK) {
+      const int64_t kLen = std::min(sliceK, B.k - k0);
+      for (int64_t m0 = 0; m0 < M; m0 += rowsPerTile) {
+        const int mr = (int)std::min<int64_t>(rowsPerTile, M - m0);
+        const float *next =
+            prefetchNext && m0 == 0 && s + 1 < count()
+                ? strip + blocksPerStrip * B.blockStride + k0 * B.kStride
+                : nullptr;
+        Tile t{x + m0 * lda + k0, lda,    strip + k0 * B.kStride,
+               B.blockStride,     B.kStride, kLen,
+               C + m0 * ldc + n0, ldc,    cols,
+               k0 == 0,           next};
+        tileFor(mr, nb)(t);
+      }
+    }
+    return {n0, n0 + cols};
+  }
+};
+
+} // namespace
+#endif
+
+void qcc::rt::f32GemmThen(
+    const float *x, int64_t lda, int64_t M, const PackedF32Weight &w,
+    float *C, int64_t ldc,
+    const std::function<void(int64_t, int64_t, int64_t, int64_t)> &epilogue) {
+#ifdef QCC_HAVE_F32_KERNEL
+  if (M <= 0)
+    return;
+  const Strips strips(x, lda, M, {w.block(0), w.k * kCols, kCols, w.n, w.k},
+                      C, ldc);
+  auto strip = [&](int64_t s) {
+    auto [n0, n1] = strips.run(s, /*prefetchNext=*/true);
+    epilogue(0, M, n0, n1);
+  };
+  const int64_t work = M * w.n * w.k, count = strips.count();
+  const int threads = cpuThreads();
+  if (threads > 1 && chunkPoolFits(M, work)) {
+    const int64_t per = std::max<int64_t>(1, count / (4 * threads));
+    parallelChunks((count + per - 1) / per, [&](int64_t c) {
+      for (int64_t s = c * per; s < std::min(count, (c + 1) * per); ++s)
+        strip(s);
+    });
+  } else if (threads > 1 && work >= kParallelWork && !omp_in_parallel()) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t s = 0; s < count; ++s)
+      strip(s);
+  } else {
+    for (int64_t s = 0; s < count; ++s)
+      strip(s);
+  }
+#else
+  (void)x, (void)lda, (void)M, (void)w, (void)C, (void)ldc, (void)epilogue;
+  throw std::logic_error("the packed float32 GEMM needs AVX-512F");
+#endif
+}
+
+void qcc::rt::f32GemmRowMajorB(const float *x, int64_t lda, int64_t M,
+                               const float *b, int64_t ldb, int64_t N,
+                               int64_t K, float *C, int64_t ldc) {
+#ifdef QCC_HAVE_F32_KERNEL
+  if (N % kCols != 0)
+    throw std::logic_error("f32GemmRowMajorB: N must be a multiple of 16");
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    for (int64_t m = 0; m < M; ++m)
+      std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    return;
+  }
+  const Strips strips(x, lda, M, {b, kCols, ldb, N, K}, C, ldc);
+  for (int64_t s = 0; s < strips.count(); ++s)
+    strips.run(s, /*prefetchNext=*/false);
+#else
+  (void)x, (void)lda, (void)M, (void)b, (void)ldb, (void)N, (void)K,
+      (void)C, (void)ldc;
+  throw std::logic_error("the packed float32 GEMM needs AVX-512F");
+#endif
+}
+
+void qcc::rt::f32GemmPackedOnThread(const float *x, int64_t lda, int64_t M,
+                                    const PackedF32Weight &w, int64_t n0,
+                                    int64_t n1, float *C, int64_t ldc) {
+#ifdef QCC_HAVE_F32_KERNEL
+  if (n0 % kCols != 0 || n0 < 0 || n1 > w.n)
+    throw std::logic_error("f32GemmPackedOnThread: bad column range");
+  if (M <= 0 || n1 <= n0)
+    return;
+  const Strips strips(x, lda, M,
+                      {w.block(n0 / kCols), w.k * kCols, kCols, n1 - n0, w.k},
+                      C, ldc);
+  for (int64_t s = 0; s < strips.count(); ++s)
+    strips.run(s, /*prefetchNext=*/true);
+#else
+  (void)x, (void)lda, (void)M, (void)w, (void)n0, (void)n1, (void)C,
+      (void)ldc;
+  throw std::logic_error("the packed float32 GEMM needs AVX-512F");
+#endif
+}

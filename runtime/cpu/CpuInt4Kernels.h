@@ -1,0 +1,76 @@
+//===- CpuInt4Kernels.h - W4A16 linears on the CPU --------------*- C++ -*-===//
+//
+// A linear whose weight is `qcc.weight_int4 %packed, %scales [, %perm]
+// [offsets %offsets]` of constants (format/Int4.h) runs from the packed
+// form: per output row n the row's groups are dequantized to f32 (q * s,
+// exact, or u * s + m, one rounding, in the stored column order), then the row
+// is dotted with every input row (with act-order, the input's columns taken in
+// the stored order, x'[j] = x[perm[j]], once per call), so the weight bytes
+// read are the packed ones (K/2 bytes + 2 K/G bytes of scales per row, and
+// as many of offsets) and a
+// dequantized row is reused by all M input rows (prefill) or read once
+// (decode, M = 1: the GEMV).
+//
+// The dot product has one fixed order, so the result is bit for bit that of
+// a naive loop in the same order (test/unit/Int4LinearTest.cpp):
+//   lane l (0..7) sums w'[j] x'[j] over the stored columns j = l (mod 8) in
+//   ascending j (w'[j] = q[j] s[j / G] or u[j] s[j / G] + m[j / G], the
+//   weight's column perm[j]), in f32,
+//   no FMA (-ffp-contract=off); the lanes are then added as
+//   ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), and the bias last.
+// The reference path (CpuKernelPath::Reference) is the op-by-op semantics:
+// weight_int4 dequantizes (its CPU kernel), then the dense linear (BLAS): the
+// same weight, summed in BLAS's order, so the two agree within
+// 2 * gamma(K + 1) * sum_k |w_nk x_mk|, gamma(n) = n u / (1 - n u), u = 2^-24
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_CPUINT4KERNELS_H
+#define QCC_RUNTIME_CPUINT4KERNELS_H
+
+#include "runtime/cpu/CpuKernels.h"
+
+namespace qcc::rt {
+
+/// A packed int4 weight (format/Int4.h): i8 packed [N, K/2], f16 scales
+/// [N, K/G], i32 perm [K] or null, f16 offsets [N, K/G] or null (null:
+/// symmetric); checked by int4Weight().
+struct Int4Weight {
+  const Tensor *packed = nullptr, *scales = nullptr, *perm = nullptr,
+               *offsets = nullptr;
+  int64_t groupSize = 0;
+  int64_t n() const { return packed->dim(0); }
+  int64_t k() const { return packed->dim(1) * 2; }
+};
+
+/// Checks i8 packed [N, K/2], scales [N, K/G] and offsets (null, or the
+/// shape and element type of scales; any float type: the reference kernel
+/// sees them widened to f32), the group size and the perm (i32 [K], a
+/// permutation) or null; throws std::runtime_error with the reason.
+/// Returns K.
+int64_t checkInt4Operands(const Tensor &packed, const Tensor &scales,
+                          const Tensor *perm, const Tensor *offsets,
+                          int64_t groupSize);
+
+/// checkInt4Operands with f16 scales (and offsets).
+Int4Weight int4Weight(const Tensor &packed, const Tensor &scales,
+                      const Tensor *perm, const Tensor *offsets,
+                      int64_t groupSize);
+
+/// One row of a packed weight dequantized in its stored order (no perm):
+/// format::int4::dequantize of one row, with AVX2 where the CPU has it and
+/// G is a multiple of 32 (the same bits). `offset` null: symmetric.
+void dequantizeInt4Row(const int8_t *packed, const float *scale,
+                       const float *offset, int64_t K, int64_t G, float *out);
+
+/// The fixed-order dot product above over K elements (no bias).
+float int4RowDot(const float *w, const float *x, int64_t K);
+
+/// linear(x, weight_int4(...), bias): `ops` are the linear's operands with
+/// the weight slot (ops[1]) not read; x and bias f32 (computeInF32 widens
+/// f16/bf16 ones).
+std::vector<Tensor> int4LinearKernel(const Operands &ops, const Int4Weight &w);
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_CPUINT4KERNELS_H

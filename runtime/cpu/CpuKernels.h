@@ -1,0 +1,237 @@
+//===- CpuKernels.h - the CPU reference backend's op kernels ----*- C++ -*-===//
+//
+// One kernel per op kind (format/OpKinds.def). A kernel reads its
+// operands and attributes, computes the result shapes from the operands'
+// actual shapes (types in the IR may be dynamic) and returns the results.
+// Kernels are the reference semantics of the dialect docs: simple and
+// obviously right; float GEMMs go through BLAS. Errors throw
+// std::runtime_error with the reason (the session adds the node name).
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_CPUKERNELS_H
+#define QCC_RUNTIME_CPUKERNELS_H
+
+#include "format/OpKind.h"
+#include "format/device/numerics.h" // formulas shared with the CUDA kernels
+#include "runtime/core/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+namespace qcc::rt {
+
+struct PackedF32Weight; // CpuF32Gemm.h
+
+/// Read access to a node's attributes, with errors that name the attribute.
+class Attrs {
+public:
+  explicit Attrs(const nlohmann::json &j) : j(j) {}
+  bool has(const char *name) const { return j.contains(name); }
+  int64_t i(const char *name) const;
+  int64_t i(const char *name, int64_t dflt) const;
+  double f(const char *name) const;
+  double f(const char *name, double dflt) const;
+  bool b(const char *name) const;
+  std::string s(const char *name, const std::string &dflt) const;
+  std::vector<int64_t> ints(const char *name) const;
+  std::vector<float> floats(const char *name) const;
+  const nlohmann::json &raw(const char *name) const { return j.at(name); }
+
+private:
+  const nlohmann::json &j;
+};
+
+/// Which implementation the CPU backend's kernels run: one knob for all of
+/// them. Fast (the default): the fastest this CPU allows (attention skips
+/// keys that the causal mask or the sliding window excludes, threads over
+/// (batch, head, query block) and reads a KV cache's rows once per kv head
+/// for its whole query group; sparse linears run from the compressed form
+/// with SIMD intrinsics; qlinears from weights packed at load with AVX-512
+/// VNNI, symmetric quantize with AVX-512F: CpuInt8Gemm.h). Portable: the same algorithms without ISA-specific
+/// intrinsics (the fallback on CPUs without them, selected by the tests).
+/// Reference: the straightforward op-by-op kernels that the others are
+/// tested against (docs/ARCHITECTURE.md, "Semantics, twice"); they differ only in the
+/// order of float sums and in the fast GELU's erf (numerics::rationalErf,
+/// within 4.7e-7), never in integer kernels' results. QCC_CPU_KERNELS=fast|
+/// portable|reference in the environment selects the path at startup,
+/// `qrun --cpu-kernels` on the command line, setCpuKernelPath() at run time.
+enum class CpuKernelPath { Fast, Portable, Reference };
+void setCpuKernelPath(CpuKernelPath path);
+CpuKernelPath cpuKernelPath();
+/// "fast", "portable", "reference"; nullopt for anything else.
+std::optional<CpuKernelPath> parseCpuKernelPath(std::string_view name);
+/// While alive, cpuKernelPath() answers `path` on the constructing thread,
+/// whatever the process-wide path. The compiler's constant folding runs under
+/// ScopedCpuKernelPath(Reference), so that a folded constant depends neither
+/// on QCC_CPU_KERNELS nor on the CPU's instruction set. (The reference
+/// kernels run on the calling thread, so the override reaches all of them.)
+class ScopedCpuKernelPath {
+public:
+  explicit ScopedCpuKernelPath(CpuKernelPath path);
+  ~ScopedCpuKernelPath();
+  ScopedCpuKernelPath(const ScopedCpuKernelPath &) = delete;
+  ScopedCpuKernelPath &operator=(const ScopedCpuKernelPath &) = delete;
+
+private:
+  std::optional<CpuKernelPath> previous;
+};
+const char *cpuKernelPathName(CpuKernelPath path);
+
+/// The CPU backend's threads: one OpenMP pool for the process. Its size is
+/// `qrun --threads N`, else OMP_NUM_THREADS, else the CPUs of the affinity
+/// mask (sched_getaffinity). OpenBLAS runs on the calling thread only
+/// (openblas_set_num_threads(1)): sgemm splits a large product over the
+/// pool itself, so that OpenBLAS's own pthread pool and OpenMP's spinning
+/// workers never compete for the cores (on 2 cores that fight cost more
+/// than either pool gained). The first kernel call sets it up; setting it
+/// again resizes the pool. It also tunes glibc's malloc for the process:
+/// tensors up to 64 MiB from the heap and freed memory kept (up to 256 MiB)
+/// for the next pass, instead of page faults on every fresh tensor.
+void setCpuThreads(int threads); // <= 0: from the affinity mask
+int cpuThreads();
+/// The CPUs this process may run on (its affinity mask), at least 1.
+int affinityCpus();
+
+/// C[M,N] = alpha * op(A) op(B) + beta * C with row-major operands (op
+/// transposes when asked); K == 0 gives C = beta * C. Outside a parallel
+/// region, a product of at least kParallelWork multiply-adds is split over
+/// the pool by column blocks (row blocks when N is small), one
+/// single-threaded OpenBLAS call per block; inside one, it runs on the
+/// calling thread.
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+           float alpha, const float *A, int64_t lda, const float *B,
+           int64_t ldb, float beta, float *C, int64_t ldc);
+
+/// Multiply-adds below which the fast path stays on the calling thread
+/// (GEMMs, attention over (batch, head, query block)): below it, waking
+/// the pool costs more than it saves.
+constexpr int64_t kParallelWork = int64_t(1) << 18;
+
+/// The mask of the first min(count, 16) of 16 lanes (count >= 1): what an
+/// AVX-512 loop's last, partial vector of a row covers.
+inline uint16_t firstLanes(int64_t count) {
+  return count >= 16 ? 0xffff : (uint16_t)((1u << count) - 1);
+}
+
+/// The fast path's core. Row r of Q (Q + r * ldq, D floats) attends keys
+/// [lo[r], hi[r]) of K (key j at K + j * ldk): scores scale * q.k, softcapped
+/// when softcap > 0, plus mask[r * maskRow + j * maskCol] when mask is set,
+/// softmax over the range as `softmax` does (an empty or fully masked range
+/// gives zeros), then O + r * ldo = sum_j p_j V_j (V + j * ldv). Keys outside
+/// every row's range are not read. `scratch` is reused between calls.
+/// `packedK`, when given, is K packed as a linear's weight (CpuF32Gemm.h:
+/// keys as the output columns, from key 0): the scores come from it.
+/// `alibi`, when given, holds row r's ALiBi slope: its scores get
+/// numerics::alibi(alibi[r], j, hi[r] - 1) after the softcap (the row's
+/// query sits at position hi[r] - 1, as in a KV cache).
+void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                const float *K, int64_t ldk, const float *V, int64_t ldv,
+                float scale, float softcap, const int64_t *lo,
+                const int64_t *hi, const float *mask, int64_t maskRow,
+                int64_t maskCol, float *O, int64_t ldo,
+                std::vector<float> &scratch,
+                const PackedF32Weight *packedK = nullptr,
+                const float *alibi = nullptr);
+
+/// `count` cached tokens from position `first`, D elements each, contiguous:
+/// how a KV cache holds a sequence (a paged cache in runs of its blocks).
+template <typename T> struct KvRun {
+  int64_t first;
+  const T *data;
+  int64_t count;
+  /// int8 values: token j's scale is scales[j * scaleStride] (stride 0: one
+  /// scale per head; 1: kivi's per-token scales, stored beside the run).
+  const float *scales = nullptr;
+  int64_t scaleStride = 0;
+};
+
+/// kv_attention's rows straight over the cache's runs, without gathering
+/// them into one buffer first (for decode the copy cost twice the
+/// attention). Row r attends positions [lo[r], hi[r]), which the runs cover;
+/// int8 elements read as q * kScales[d] (keys: D scales, one per channel)
+/// and q * the value run's scale of the token; no mask. Each row's scores,
+/// softmax and weighted sum are computed alone, in an order fixed by its
+/// own range: the same bits whatever the other rows, R, or how the range
+/// is split into runs (the batch invariance docs/SERVING.md states).
+/// `alibi` as attendRows's.
+void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                const std::vector<KvRun<float>> &keys,
+                const std::vector<KvRun<float>> &values, float scale,
+                float softcap, const int64_t *lo, const int64_t *hi, float *O,
+                int64_t ldo, std::vector<float> &scratch,
+                const float *alibi = nullptr);
+void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                const std::vector<KvRun<int8_t>> &keys,
+                const std::vector<KvRun<int8_t>> &values, const float *kScales,
+                float scale, float softcap, const int64_t *lo,
+                const int64_t *hi, float *O, int64_t ldo,
+                std::vector<float> &scratch, const float *alibi = nullptr);
+
+using format::OpKind;
+
+/// Operands in order; an omitted optional operand is nullptr.
+using Operands = std::vector<const Tensor *>;
+
+/// What a linear's output pass applies after the product and the bias: the
+/// epilogue of the kernel plan's GEMM regions. The session fuses a linear
+/// whose only reader is an exact gelu, or an add of the linear and another
+/// tensor of its shape, into it (runtime/cpu/Session.cpp); the fast path applies
+/// it per output block as the GEMM's threads finish them, the reference
+/// path after the whole product, as the separate ops would.
+struct LinearEpilogue {
+  bool gelu = false;                 // then gelu (approximate = "none")
+  const Tensor *residual = nullptr;  // then + residual (the output's shape)
+};
+/// linear (operands input, weight, optional bias), then `epilogue`; on the
+/// fast path from `packed` (the weight packed at load, CpuF32Gemm.h) when
+/// given, else from the weight through BLAS.
+std::vector<Tensor> linearWithEpilogue(const Operands &ops,
+                                       const LinearEpilogue &epilogue,
+                                       const PackedF32Weight *packed = nullptr);
+/// The fast path's exact GELU (the gelu op's, bit for bit) in place over
+/// `rows` rows of `cols` floats, `ld` apart: what an epilogue applies.
+void geluErfInPlace(float *y, int64_t cols, int64_t ld, int64_t rows);
+
+/// Runs the kernel of `op`: a switch over every OpKind without a default, so
+/// that an op without a case is a compiler error (the runtime builds with
+/// -Werror=switch). kv_attention (the session runs it against its KV cache)
+/// and kernel (a region, run op by op) have none: they throw.
+/// The input and bias of a linear whose weight [N, K] runs from a compressed
+/// form (2:4, int4): `ops` are the linear's operands (ops[1], the weight, is
+/// not read); x f32 [..., K], bias f32 [N] or absent. Throws
+/// std::runtime_error naming the mismatch; returns x and the bias (or null).
+std::pair<const Tensor *, const Tensor *>
+compressedLinearOperands(const Operands &ops, int64_t N, int64_t K);
+
+std::vector<Tensor> runCpuKernel(OpKind op, const Attrs &attrs,
+                                 const Operands &operands);
+
+/// Copies n bytes at p to dst: a memcpy, or a reader that does not map a
+/// file's pages (Artifact::read).
+using ReadBytes = std::function<void(const void *p, size_t n, void *dst)>;
+/// qcc.embedding (table, ids) with each row of the table copied by `read`:
+/// the session reads a mapped table's rows without making it resident.
+std::vector<Tensor> embeddingKernel(const Operands &ops, const ReadBytes &read);
+
+/// f16 and bf16 are storage types (runtime/core/HalfFloat.h): the kernels compute
+/// in f32. Calls `kernel` (the kernel of `op`) with every f16/bf16 operand
+/// widened to f32, then narrows each f32 result whose declared type in
+/// `resultTypes` is f16/bf16 (round to nearest even), so that values keep the
+/// IR's storage type between nodes. Ops that only move elements (the
+/// MovesElements trait of OpKinds.def), and cast, take f16/bf16 operands as
+/// they are. Everything that runs a node (the session, compile-time
+/// evaluation) goes through this.
+std::vector<Tensor>
+computeInF32(OpKind op, const Operands &operands,
+             const std::vector<DType> &resultTypes,
+             const std::function<std::vector<Tensor>(const Operands &)> &kernel);
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_CPUKERNELS_H

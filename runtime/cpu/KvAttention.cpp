@@ -1,0 +1,420 @@
+//===- KvAttention.cpp - qcc.kv_attention on the CPU --------------------===//
+#include "runtime/cpu/KvAttention.h"
+
+#include "format/Checked.h"
+#include "runtime/cpu/CpuChunkPool.h"
+#include "runtime/cpu/CpuF32Gemm.h"
+#include "runtime/cpu/CpuQuantKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+
+using namespace qcc::rt;
+
+static std::string str(int64_t v) { return std::to_string(v); }
+
+[[noreturn]] static void fail(const std::string &msg) {
+  throw std::runtime_error("KV cache: " + msg);
+}
+
+//===----------------------------------------------------------------------===//
+// kv_attention
+//===----------------------------------------------------------------------===//
+
+/// Step 1 of kv_attention for batch row b, with the cache holding T: float
+/// stores the values as they are; int8_t stores
+/// clamp(round_half_even(x / s), -127, 127), with s the layer's key scale of
+/// the channel and the value scale of the kv head, or with kivi the V row's
+/// own, symmetricScale(its absmax), stored beside it (docs/QUANTIZATION.md
+/// section 4).
+template <typename T>
+static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
+                      int64_t S, int64_t valid, int64_t cached, int64_t Hkv,
+                      int64_t D, const float *K, const float *V) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  const KvCacheConfig &c = cache.config();
+  // 1. append the valid tokens' keys and values.
+  for (int64_t t = 0; t < valid; ++t)
+    for (int64_t g = 0; g < Hkv; ++g) {
+      const float *kt = K + (b * S + t) * Hkv * D + g * D;
+      const float *vt = V + (b * S + t) * Hkv * D + g * D;
+      if constexpr (isI8) {
+        const float *ks = c.keyScales(layer, g);
+        float vs;
+        if (c.valueScalePerToken()) {
+          float absmax = 0.0f;
+          for (int64_t d = 0; d < D; ++d)
+            absmax = std::max(absmax, std::fabs(vt[d])); // NaN: ignored
+          vs = qcc::numerics::symmetricScale(absmax);
+          *cache.valueScales(seq, layer, g, cached + t) = vs;
+        } else {
+          vs = c.vScales[layer][g];
+        }
+        int8_t *kc = cache.keyI8(seq, layer, g, cached + t);
+        int8_t *vc = cache.valueI8(seq, layer, g, cached + t);
+        quantizeSymmetricRow(kt, D, ks, 0.0f, kc);
+        quantizeSymmetricRow(vt, D, nullptr, vs, vc);
+      } else {
+        std::copy(kt, kt + D, cache.key(seq, layer, g, cached + t));
+        std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
+      }
+    }
+}
+
+/// Step 2 of kv_attention for batch row b, the reference path: one query
+/// head and token at a time; the cached elements read as floats (int8_t:
+/// q * s).
+template <typename T>
+static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
+                      int64_t S, int64_t valid, int64_t cached, int64_t H,
+                      int64_t Hkv, int64_t D, float scale, int64_t window,
+                      float softcap, const std::vector<float> &alibi,
+                      const float *Q, float *O, std::vector<float> &P) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  const KvCacheConfig &c = cache.config();
+  int64_t group = H / Hkv;
+  // 2. causal attention over cache positions [0, cached + t], or its last
+  //    `window` ones, (cached + t - window, cached + t].
+  P.resize((size_t)(cached + valid));
+  for (int64_t h = 0; h < H; ++h) {
+    int64_t g = h / group;
+    // The cached element as a float: itself, or q * s (dequantized) with s
+    // the key channel's scale or the value row's.
+    auto load = [](const T *p, int64_t d, float s) {
+      if constexpr (isI8)
+        return (float)p[d] * s;
+      else
+        return (void)s, p[d];
+    };
+    auto keyScale = [&](int64_t d) {
+      if constexpr (isI8)
+        return c.keyScales(layer, g)[d];
+      else
+        return (void)d, 1.0f;
+    };
+    auto valueScale = [&](int64_t pos) {
+      if constexpr (isI8)
+        return c.valueScalePerToken() ? *cache.valueScales(seq, layer, g, pos)
+                                      : c.vScales[layer][g];
+      else
+        return (void)pos, 1.0f;
+    };
+    for (int64_t t = 0; t < valid; ++t) {
+      const float *qt = Q + (b * S + t) * H * D + h * D;
+      int64_t n = cached + t + 1;
+      int64_t begin = window > 0 ? std::max<int64_t>(n - window, 0) : 0;
+      float mx = -std::numeric_limits<float>::infinity();
+      cache.template forEachRun<T>(
+          seq, layer, 0, g, begin, n,
+          [&](int64_t first, const T *run, int64_t count) {
+            for (int64_t j = 0; j < count; ++j) {
+              const T *kj = run + j * D;
+              float dot = 0;
+              for (int64_t d = 0; d < D; ++d)
+                dot += qt[d] * load(kj, d, keyScale(d));
+              float x = scale * dot;
+              P[first + j] =
+                  softcap > 0.0f ? qcc::numerics::softcap(x, softcap) : x;
+              if (!alibi.empty())
+                P[first + j] +=
+                    qcc::numerics::alibi(alibi[(size_t)h], first + j, n - 1);
+              mx = std::max(mx, P[first + j]);
+            }
+          });
+      // softmax as softmaxRow in CpuKernels.cpp (double sum).
+      double sum = 0;
+      for (int64_t j = begin; j < n; ++j) {
+        float e = std::exp(P[j] - mx);
+        P[j] = e;
+        sum += e;
+      }
+      float *ot = O + (b * S + t) * H * D + h * D;
+      cache.template forEachRun<T>(
+          seq, layer, 1, g, begin, n,
+          [&](int64_t first, const T *run, int64_t count) {
+            for (int64_t j = 0; j < count; ++j) {
+              float p = (float)(P[first + j] / sum);
+              const T *vj = run + j * D;
+              float vs = valueScale(first + j);
+              for (int64_t d = 0; d < D; ++d)
+                ot[d] += p * load(vj, d, vs);
+            }
+          });
+    }
+  }
+}
+
+/// Step 2 of kv_attention, the fast path (CpuKernelPath::Fast and ::Portable): tasks of
+/// (batch row, kv head, block of query tokens), threaded with OpenMP (a
+/// decode-sized batch: over parallelChunks, CpuChunkPool.h). A task
+/// reads the keys and values its tokens see once, in one pass over the cache
+/// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
+/// used in place), and attends every query head of the kv head's group to
+/// them at once (attendRows: the softmax of the reference path, float sums in
+/// another order). A decode step is one task per (row, kv head); its few rows
+/// (R < 4) read the cache's runs in place (attendRuns), not a copy. Both
+/// compute each row's sums in the same order (attendRuns's scores are the
+/// score tiles' FMA chains, its weighted sum the value tiles'), so a row
+/// gets the same bits from either, whatever task it falls in: a request's
+/// tokens do not depend on the batch or on its prompt's chunks (batch
+/// invariance, docs/SERVING.md).
+template <typename T>
+static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
+                       int64_t S, int64_t H, int64_t Hkv, int64_t D,
+                       float scale, int64_t window, float softcap,
+                       const std::vector<float> &alibi, const float *Q,
+                       float *O) {
+  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  const KvCacheConfig &c = cache.config();
+  int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
+  // Query tokens per task: about 32 rows (tokens x heads of the group).
+  int64_t tokens = std::max<int64_t>(1, 32 / group);
+  struct Task {
+    int64_t b, g, t0, count;
+  };
+  std::vector<Task> tasks;
+  int64_t work = 0; // multiply-adds, about
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t g = 0; g < Hkv; ++g)
+      for (int64_t t0 = 0; t0 < kv.valid[b]; t0 += tokens) {
+        tasks.push_back({b, g, t0, std::min(tokens, kv.valid[b] - t0)});
+        work += group * tasks.back().count *
+                (cache.length(kv.seqs[b]) + t0 + tokens) * D * 2;
+      }
+  // A task's buffers, reused from task to task on one thread.
+  struct Scratch {
+    std::vector<float> keys, values, q, out, scratch, slopes;
+    std::vector<int64_t> lo, hi;
+    std::vector<KvRun<T>> keyRuns, valueRuns;
+  };
+  auto runTask = [&](size_t i, Scratch &w) {
+    std::vector<float> &keys = w.keys, &values = w.values, &q = w.q,
+                       &out = w.out, &scratch = w.scratch, &slopes = w.slopes;
+    std::vector<int64_t> &lo = w.lo, &hi = w.hi;
+    std::vector<KvRun<T>> &keyRuns = w.keyRuns, &valueRuns = w.valueRuns;
+      // Plain copies, not a structured binding: the lambdas below capture
+      // them, which C++20 allows but clang 14 (the fuzz build) does not.
+      const int64_t b = tasks[i].b, g = tasks[i].g, t0 = tasks[i].t0,
+                    count = tasks[i].count;
+      int64_t seq = kv.seqs[b], cached = cache.length(seq);
+      // Token t sees positions (n - window, n], n = cached + t + 1.
+      auto first = [&](int64_t t) {
+        return window > 0 ? std::max<int64_t>(cached + t + 1 - window, 0)
+                          : int64_t(0);
+      };
+      int64_t begin = first(t0), end = cached + t0 + count;
+      // A run of values with its scales (int8: per token or per head).
+      auto valueRun = [&](int64_t pos, const T *run, int64_t n) {
+        KvRun<T> r{pos, run, n};
+        if constexpr (isI8) {
+          if (c.valueScalePerToken())
+            r.scales = cache.valueScales(seq, layer, g, pos),
+            r.scaleStride = 1;
+          else
+            r.scales = &c.vScales[layer][g];
+        }
+        return r;
+      };
+      // The keys or values of positions [begin, end) as n x D floats.
+      auto gather = [&](int kvIndex,
+                        std::vector<float> &buf) -> const float * {
+        const float *inPlace = nullptr;
+        buf.resize((size_t)((end - begin) * D));
+        cache.template forEachRun<T>(
+            seq, layer, kvIndex, g, begin, end,
+            [&](int64_t pos, const T *run, int64_t n) {
+              float *dst = buf.data() + (pos - begin) * D;
+              if constexpr (!isI8) {
+                if (n == end - begin) {
+                  inPlace = run;
+                  return;
+                }
+                std::copy_n(run, n * D, dst);
+              } else if (kvIndex == 0) {
+                const float *ks = c.keyScales(layer, g);
+                for (int64_t j = 0; j < n; ++j)
+                  for (int64_t d = 0; d < D; ++d)
+                    dst[j * D + d] = (float)run[j * D + d] * ks[d];
+              } else {
+                KvRun<T> r = valueRun(pos, run, n);
+                for (int64_t j = 0; j < n; ++j)
+                  for (int64_t d = 0; d < D; ++d)
+                    dst[j * D + d] =
+                        (float)run[j * D + d] * r.scales[j * r.scaleStride];
+              }
+            });
+        return inPlace ? inPlace : buf.data();
+      };
+      // Rows (head of the group, token): the queries packed, D apart.
+      int64_t R = group * count;
+      q.resize((size_t)(R * D));
+      out.resize((size_t)(R * D));
+      lo.resize((size_t)R);
+      hi.resize((size_t)R);
+      slopes.resize(alibi.empty() ? 0 : (size_t)R);
+      const float *rowSlopes = alibi.empty() ? nullptr : slopes.data();
+      for (int64_t hh = 0; hh < group; ++hh)
+        for (int64_t t = 0; t < count; ++t) {
+          int64_t r = hh * count + t;
+          if (rowSlopes)
+            slopes[(size_t)r] = alibi[(size_t)(g * group + hh)];
+          const float *src =
+              Q + (b * S + t0 + t) * H * D + (g * group + hh) * D;
+          std::copy(src, src + D, q.data() + r * D);
+          lo[r] = first(t0 + t) - begin;
+          hi[r] = cached + t0 + t + 1 - begin;
+        }
+      if (R < 4) { // decode: straight over the cache, nothing gathered
+        for (int64_t r = 0; r < R; ++r)
+          lo[r] += begin, hi[r] += begin;
+        auto runsOf = [&](int kvIndex, std::vector<KvRun<T>> &runs) {
+          runs.clear();
+          cache.template forEachRun<T>(
+              seq, layer, kvIndex, g, begin, end,
+              [&](int64_t pos, const T *run, int64_t n) {
+                runs.push_back(kvIndex == 1 ? valueRun(pos, run, n)
+                                            : KvRun<T>{pos, run, n});
+              });
+        };
+        runsOf(0, keyRuns);
+        runsOf(1, valueRuns);
+        if constexpr (isI8)
+          attendRuns(R, D, q.data(), D, keyRuns, valueRuns,
+                     c.keyScales(layer, g), scale, softcap, lo.data(),
+                     hi.data(), out.data(), D, scratch, rowSlopes);
+        else
+          attendRuns(R, D, q.data(), D, keyRuns, valueRuns, scale, softcap,
+                     lo.data(), hi.data(), out.data(), D, scratch, rowSlopes);
+      } else {
+        const float *Kr = gather(0, keys);
+        const float *Vr = gather(1, values);
+        // The keys packed for the score tiles (CpuF32Gemm.h), once for
+        // every head of the group.
+        std::optional<PackedF32Weight> packedK =
+            packF32Weight(Kr, end - begin, D);
+        attendRows(R, D, q.data(), D, Kr, D, Vr, D, scale, softcap,
+                   lo.data(), hi.data(), nullptr, 0, 0, out.data(), D,
+                   scratch, packedK ? &*packedK : nullptr, rowSlopes);
+      }
+      for (int64_t hh = 0; hh < group; ++hh)
+        for (int64_t t = 0; t < count; ++t)
+          std::copy_n(out.data() + (hh * count + t) * D, D,
+                      O + (b * S + t0 + t) * H * D + (g * group + hh) * D);
+  };
+  int64_t batchTokens = 0;
+  for (int64_t b = 0; b < B; ++b)
+    batchTokens += kv.valid[b];
+  if (tasks.size() > 1 && chunkPoolFits(batchTokens, work)) { // decode
+    parallelChunks((int64_t)tasks.size(), [&](int64_t i) {
+      thread_local Scratch w;
+      runTask((size_t)i, w);
+    });
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel if (tasks.size() > 1 && work >= kParallelWork)
+  {
+    Scratch w;
+#pragma omp for schedule(dynamic)
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      try {
+        runTask(i, w);
+      } catch (...) {
+#pragma omp critical(qcc_kv_attention_error)
+        if (!error)
+          error = std::current_exception();
+      }
+    }
+  }
+  if (error)
+    std::rethrow_exception(error);
+}
+
+Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
+                            KvBatch &kv) {
+  auto err = [](const std::string &m) { throw std::runtime_error(m); };
+  if (ops.size() < 3 || !ops[0] || !ops[1] || !ops[2])
+    err("kv_attention needs query, key and value");
+  const Tensor &q = *ops[0], &k = *ops[1], &v = *ops[2];
+  for (auto [t, n] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
+    if (t->dtype() != DType::F32)
+      err(std::string(n) + " must be f32");
+    if (t->rank() != 3)
+      err(std::string(n) + " must be [B, S, heads * D], got " +
+          shapeString(t->shape()));
+  }
+  if (!kv.cache)
+    err("kv_attention needs a KV cache");
+  KvCache &cache = *kv.cache;
+  int64_t layer = attrs.i("layer");
+  int64_t H = attrs.i("num_heads"), Hkv = attrs.i("num_kv_heads");
+  float scale = (float)attrs.f("scale");
+  int64_t window = attrs.i("window", 0);
+  float softcap = (float)attrs.f("softcap", 0.0);
+  std::vector<float> alibi;
+  if (attrs.has("alibi"))
+    alibi = attrs.floats("alibi");
+  if (H <= 0 || Hkv <= 0 || H % Hkv != 0)
+    err("num_heads " + str(H) + " must be a positive multiple of "
+        "num_kv_heads " + str(Hkv));
+  int64_t B = q.dim(0), S = q.dim(1);
+  if (q.dim(2) % H != 0)
+    err("query " + shapeString(q.shape()) + ": last dim is not a multiple of " +
+        str(H) + " heads");
+  int64_t D = q.dim(2) / H;
+  if (k.dim(0) != B || v.dim(0) != B || k.dim(1) != S || v.dim(1) != S ||
+      k.dim(2) != Hkv * D || v.dim(2) != Hkv * D)
+    err("kv_attention shapes do not match: query " + shapeString(q.shape()) +
+        ", key " + shapeString(k.shape()) + ", value " +
+        shapeString(v.shape()) + " with " + str(H) + " heads and " + str(Hkv) +
+        " kv heads");
+  if (!alibi.empty() && (int64_t)alibi.size() != H)
+    err("alibi has " + str((int64_t)alibi.size()) + " slopes for " + str(H) +
+        " heads");
+  const KvCacheConfig &c = cache.config();
+  if (Hkv != c.kvHeads || D != c.headDim || layer < 0 || layer >= c.layers)
+    err("layer " + str(layer) + " with " + str(Hkv) + " kv heads of size " +
+        str(D) + " does not fit the cache (" + str(c.layers) + " layers, " +
+        str(c.kvHeads) + " kv heads of size " + str(c.headDim) + ")");
+  if ((int64_t)kv.seqs.size() != B || (int64_t)kv.valid.size() != B)
+    err("the batch has " + str(B) + " rows but the KV batch describes " +
+        str((int64_t)kv.seqs.size()) + " sequences");
+
+  Tensor r(DType::F32, {B, S, H * D}); // zeros: padding rows stay zero
+  const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
+  float *O = r.data<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t seq = kv.seqs[b], valid = kv.valid[b];
+    if (valid < 0 || valid > S)
+      err("row " + str(b) + ": " + str(valid) + " valid tokens in a row of " +
+          str(S));
+    int64_t cached = cache.length(seq);
+    if (c.isInt8())
+      appendRow<int8_t>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
+    else
+      appendRow<float>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
+  }
+  if (cpuKernelPath() != CpuKernelPath::Reference) {
+    if (c.isInt8())
+      attendFast<int8_t>(cache, kv, layer, S, H, Hkv, D, scale, window,
+                         softcap, alibi, Q, O);
+    else
+      attendFast<float>(cache, kv, layer, S, H, Hkv, D, scale, window, softcap,
+                        alibi, Q, O);
+    return r;
+  }
+  std::vector<float> P;
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t seq = kv.seqs[b], valid = kv.valid[b], cached = cache.length(seq);
+    if (c.isInt8())
+      attendRow<int8_t>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
+                        scale, window, softcap, alibi, Q, O, P);
+    else
+      attendRow<float>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
+                       scale, window, softcap, alibi, Q, O, P);
+  }
+  return r;
+}

@@ -1,0 +1,233 @@
+//===- CudaContext.cpp - one GPU through the dlopen'ed driver API ---------===//
+#include "runtime/cuda/CudaContext.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+using namespace qcc::rt;
+
+namespace {
+// Values from cuda.h (stable ABI).
+constexpr unsigned kStreamNonBlocking = 1;      // CU_STREAM_NON_BLOCKING
+constexpr int kCaptureModeThreadLocal = 1;      // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+constexpr int kAttrMaxDynamicSharedBytes = 8;   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
+constexpr int kJitErrorLogBufferSize = 6;       // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+constexpr int kErrorOutOfMemory = 2;            // CUDA_ERROR_OUT_OF_MEMORY
+} // namespace
+
+CudaContext::CudaContext(std::shared_ptr<CudaDriver> driver, int ordinal)
+    : drv(std::move(driver)) {
+  if (ordinal < 0 || ordinal >= (int)drv->devices().size())
+    throw std::runtime_error("CUDA: no device " + std::to_string(ordinal));
+  dev = drv->devices()[ordinal];
+  const CudaApi &f = drv->api();
+  check(f.cuDevicePrimaryCtxRetain(&ctx, dev.ordinal),
+        "creating a context on " + dev.name);
+  check(f.cuCtxSetCurrent(ctx), "making the context current");
+  check(f.cuStreamCreate(&stream, kStreamNonBlocking), "creating a stream");
+}
+
+CudaContext::~CudaContext() {
+  const CudaApi &f = drv->api();
+  for (void *e : events)
+    f.cuEventDestroy(static_cast<CudaApi::CUevent>(e));
+  if (stream)
+    f.cuStreamDestroy(stream);
+  if (ctx)
+    f.cuDevicePrimaryCtxRelease(dev.ordinal);
+}
+
+void CudaContext::fail(const std::string &what, int result) const {
+  throw std::runtime_error("CUDA: " + what + ": " + drv->errorString(result));
+}
+
+DevicePtr CudaContext::alloc(size_t bytes) {
+  if (bytes == 0)
+    return 0;
+  if (limit && evictor && inUse + bytes > limit)
+    evictor(inUse + bytes - limit, false);
+  DevicePtr p = 0;
+  int r = drv->api().cuMemAlloc(&p, bytes);
+  if (r == kErrorOutOfMemory && evictor) {
+    evictor(bytes, true);
+    r = drv->api().cuMemAlloc(&p, bytes);
+  }
+  if (r == kErrorOutOfMemory) {
+    auto [free, total] = memoryInfo();
+    throw std::runtime_error("CUDA: out of GPU memory allocating " +
+                             std::to_string(bytes) + " bytes (" +
+                             std::to_string(free) + " free of " +
+                             std::to_string(total) + ")");
+  }
+  check(r, "allocating " + std::to_string(bytes) + " bytes");
+  sizes[p] = bytes;
+  inUse += bytes;
+  peak = std::max(peak, inUse);
+  return p;
+}
+
+void CudaContext::free(DevicePtr p) {
+  if (!p)
+    return;
+  drv->api().cuMemFree(p); // freeing cannot usefully fail here
+  if (auto it = sizes.find(p); it != sizes.end()) {
+    inUse -= it->second;
+    sizes.erase(it);
+  }
+}
+
+std::pair<size_t, size_t> CudaContext::memoryInfo() const {
+  size_t free = 0, total = 0;
+  drv->api().cuMemGetInfo(&free, &total);
+  return {free, total};
+}
+
+void CudaContext::upload(DevicePtr dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return;
+  // Pageable source: wait until the copy is done before the caller reuses it.
+  check(drv->api().cuMemcpyHtoDAsync(dst, src, bytes, stream),
+        "copying " + std::to_string(bytes) + " bytes to the GPU");
+  synchronize("copy to the GPU");
+}
+
+void CudaContext::download(void *dst, DevicePtr src, size_t bytes) {
+  if (bytes == 0)
+    return;
+  check(drv->api().cuMemcpyDtoHAsync(dst, src, bytes, stream),
+        "copying " + std::to_string(bytes) + " bytes from the GPU");
+  synchronize("copy from the GPU");
+}
+
+void CudaContext::copy(DevicePtr dst, DevicePtr src, size_t bytes) {
+  if (bytes)
+    check(drv->api().cuMemcpyDtoDAsync(dst, src, bytes, stream),
+          "copying " + std::to_string(bytes) + " bytes on the GPU");
+}
+
+void CudaContext::copy2D(DevicePtr dst, size_t dstPitch, DevicePtr src,
+                         size_t srcPitch, size_t widthBytes, size_t height) {
+  if (widthBytes == 0 || height == 0)
+    return;
+  CudaApi::Memcpy2D c{};
+  c.srcMemoryType = 2; // CU_MEMORYTYPE_DEVICE
+  c.srcDevice = src;
+  c.srcPitch = srcPitch;
+  c.dstMemoryType = 2;
+  c.dstDevice = dst;
+  c.dstPitch = dstPitch;
+  c.WidthInBytes = widthBytes;
+  c.Height = height;
+  check(drv->api().cuMemcpy2DAsync(&c, stream),
+        "strided copy of " + std::to_string(height) + " rows of " +
+            std::to_string(widthBytes) + " bytes on the GPU");
+}
+
+void CudaContext::memsetZero(DevicePtr dst, size_t bytes) {
+  if (bytes)
+    check(drv->api().cuMemsetD8Async(dst, 0, bytes, stream),
+          "clearing " + std::to_string(bytes) + " bytes");
+}
+
+CudaContext::Module CudaContext::loadModule(const void *image,
+                                            const std::string &what) {
+  std::vector<char> log(8192, '\0');
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
+  void *values[] = {log.data(), reinterpret_cast<void *>(log.size())};
+  Module m = nullptr;
+  int r = drv->api().cuModuleLoadDataEx(&m, image, 2, options, values);
+  if (r != 0) {
+    std::string jit(log.data());
+    fail("loading module " + what + (jit.empty() ? "" : " (JIT log: " + jit +
+                                                             ")"),
+         r);
+  }
+  return m;
+}
+
+void CudaContext::unloadModule(Module m) {
+  if (m)
+    drv->api().cuModuleUnload(m); // at teardown: nothing useful to do on error
+}
+
+CudaContext::Function CudaContext::function(Module m,
+                                            const std::string &entry) {
+  Function f = nullptr;
+  check(drv->api().cuModuleGetFunction(&f, m, entry.c_str()),
+        "finding kernel " + entry);
+  return f;
+}
+
+void CudaContext::setMaxDynamicSharedMemory(Function f, int bytes,
+                                            const std::string &entry) {
+  if (bytes <= 48 * 1024)
+    return;
+  check(drv->api().cuFuncSetAttribute(f, kAttrMaxDynamicSharedBytes, bytes),
+        "kernel " + entry + ": allowing " + std::to_string(bytes) +
+            " bytes of dynamic shared memory on " + dev.arch());
+}
+
+void CudaContext::launch(Function f, Dim3 grid, Dim3 block,
+                         unsigned sharedBytes, void **args,
+                         const std::string &entry) {
+  check(drv->api().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y,
+                                  block.z, sharedBytes, stream, args, nullptr),
+        "kernel launch " + entry + " (grid " + std::to_string(grid.x) + "x" +
+            std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+            ", block " + std::to_string(block.x) + ", " +
+            std::to_string(sharedBytes) + " B shared)");
+}
+
+void CudaContext::synchronize(const std::string &what) {
+  check(drv->api().cuStreamSynchronize(stream), what);
+}
+
+void CudaContext::beginCapture() {
+  check(drv->api().cuStreamBeginCapture(stream, kCaptureModeThreadLocal),
+        "starting a CUDA graph capture");
+}
+
+CudaContext::Graph CudaContext::endCapture() {
+  CudaApi::CUgraph graph = nullptr;
+  check(drv->api().cuStreamEndCapture(stream, &graph),
+        "ending a CUDA graph capture");
+  CudaApi::CUgraphExec exec = nullptr;
+  int r = drv->api().cuGraphInstantiateWithFlags(&exec, graph, 0);
+  drv->api().cuGraphDestroy(graph);
+  check(r, "instantiating a CUDA graph");
+  return exec;
+}
+
+void CudaContext::replay(Graph g) {
+  check(drv->api().cuGraphLaunch(g, stream), "replaying a CUDA graph");
+}
+
+void CudaContext::destroy(Graph g) {
+  if (g)
+    drv->api().cuGraphExecDestroy(g);
+}
+
+int CudaContext::mark() {
+  CudaApi::CUevent e = nullptr;
+  check(drv->api().cuEventCreate(&e, 0), "creating an event");
+  events.push_back(e);
+  check(drv->api().cuEventRecord(e, stream), "recording an event");
+  return (int)events.size() - 1;
+}
+
+float CudaContext::elapsedMs(int from, int to) {
+  auto a = static_cast<CudaApi::CUevent>(events.at(from));
+  auto b = static_cast<CudaApi::CUevent>(events.at(to));
+  check(drv->api().cuEventSynchronize(b), "waiting for an event");
+  float ms = 0;
+  check(drv->api().cuEventElapsedTime(&ms, a, b), "timing events");
+  return ms;
+}
+
+void CudaContext::clearMarks() {
+  for (void *e : events)
+    drv->api().cuEventDestroy(static_cast<CudaApi::CUevent>(e));
+  events.clear();
+}

@@ -1,0 +1,121 @@
+//===- Backend.cpp - choosing the CPU or CUDA backend ---------------------===//
+#include "runtime/generate/Backend.h"
+
+#include "runtime/cpu/CpuSparseKernels.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/GpuSession.h"
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+
+namespace qcc::rt {
+
+std::unique_ptr<Executor> makeExecutor(const Artifact &a,
+                                       const BackendOptions &o,
+                                       std::ostream &log) {
+  bool kernels = o.plan == Session::Plan::Kernels;
+  auto cpu = [&](const std::string &why) {
+    if (!o.quiet)
+      log << "[" << o.tool << "] CPU backend: " << why << "\n";
+    bool sparse24 = false;
+    for (const Function &f : a.functions())
+      for (const Node &n : f.nodes)
+        sparse24 |= n.kind == OpKind::Sparse24;
+    if (!o.quiet && sparse24 && sparseRunsDense())
+      log << "[" << o.tool << "] 2:4 weights expanded to the dense layout "
+          << "once: this CPU's dense int8/f32 GEMMs are faster than the "
+          << "sparse kernels (QCC_CPU_SPARSE=sparse keeps them; "
+          << "docs/SPARSITY.md)\n";
+    auto s = std::make_unique<Session>(a);
+    s->setPlan(o.plan);
+    return s;
+  };
+  if (o.backend == Backend::Cpu)
+    return cpu("--backend=cpu" +
+               std::string(kernels ? " (GPU plan, op by op)" : ""));
+  std::string why;
+  std::shared_ptr<CudaDriver> driver = CudaDriver::load(why);
+  if (driver) {
+    try {
+      auto ctx = std::make_shared<CudaContext>(driver, 0);
+      auto g = std::make_unique<GpuSession>(a, ctx);
+      g->setCheck(o.checkGpu);
+      g->setMemoryLimit(o.gpuMemoryLimit);
+      const CudaDevice &d = ctx->device();
+      if (!o.quiet)
+        log << "[" << o.tool << "] CUDA backend: " << d.name << " (" << d.arch() << "); "
+            << g->planSummary() << "\n";
+      return g;
+    } catch (const std::exception &e) {
+      why = e.what();
+    }
+  }
+  if (o.backend == Backend::Cuda)
+    throw std::runtime_error("--backend=cuda: " + why);
+  return cpu(why);
+}
+
+void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
+  auto *g = dynamic_cast<GpuSession *>(&e);
+  if (!g)
+    return;
+  const auto &s = g->stats();
+  if (!quiet) {
+    log << "[qrun] CUDA: " << s.runs << " runs, " << s.kernelLaunches
+        << " kernel launches, " << s.graphCaptures << " graphs captured, "
+        << s.graphReplays << " replayed, " << s.hostNodes
+        << " nodes on the host";
+    for (const auto &[op, n] : s.hostOps)
+      log << " " << op << " x" << n;
+    log << "\n";
+    log << "[qrun] CUDA memory: peak " << g->devicePeakBytes()
+        << " bytes on the device, weights " << g->deviceWeightBytes()
+        << " bytes";
+    if (g->streamedAfterOutOfMemory())
+      log << "; the GPU ran out of memory: weights streamed since, "
+          << s.weightUploads << " weight uploads (" << s.weightUploadBytes
+          << " bytes), " << s.weightEvictions << " evictions";
+    else if (g->memoryLimit())
+      log << "; limit " << g->memoryLimit() << " bytes: " << s.weightUploads
+          << " weight uploads (" << s.weightUploadBytes << " bytes), "
+          << s.weightEvictions << " evictions"
+          << (g->devicePeakBytes() > g->memoryLimit()
+                  ? " (over the limit: the activations, the KV cache and "
+                    "one node's weights alone need more)"
+                  : "");
+    log << "\n";
+  }
+  if (g->checks().empty())
+    return;
+  // Per kind: the worst region (test/e2e/check_gpu.py states the tolerances).
+  std::map<std::string, GpuSession::RegionCheck> worst;
+  for (const auto &c : g->checks()) {
+    auto &w = worst[c.kind];
+    double rel = c.maxAbsError / std::max(1.0, c.maxAbsReference);
+    double wrel = w.maxAbsError / std::max(1.0, w.maxAbsReference);
+    if (w.kind.empty() || rel > wrel || c.mismatchedInts > w.mismatchedInts)
+      w = c;
+  }
+  for (const auto &[kind, c] : worst)
+    out << "check " << kind << ": worst region " << c.function << "/"
+        << c.region << " max abs error " << c.maxAbsError << " (max |cpu| "
+        << c.maxAbsReference << "), integer elements off by 1: "
+        << c.offByOneInts << " of " << c.intElements
+        << ", off by more: " << c.mismatchedInts << "\n";
+}
+
+void listDevices(std::ostream &out) {
+  std::string why;
+  auto driver = CudaDriver::load(why);
+  if (!driver) {
+    out << why << "\n";
+    return;
+  }
+  out << "CUDA driver " << driver->driverVersion() << "\n";
+  for (const CudaDevice &d : driver->devices())
+    out << d.ordinal << ": " << d.name << ", " << d.arch() << ", "
+        << d.totalMemory / (1 << 20) << " MiB\n";
+}
+
+} // namespace qcc::rt
