@@ -2,7 +2,7 @@
 //
 // The float model runs in qcc-calib, a runtime tool, not in this process:
 // the tokenizer library carries its own protobuf, which cannot be loaded next
-// to ONNX's (see runtime/CMakeLists.txt).
+// to ONNX's (see runtime/text/CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Calibration.h"

@@ -2,7 +2,7 @@
 //
 // One definition of every activation and quantization formula, included by
 // the CUDA templates (NVRTC include name "qcc/numerics.h", via common.cuh)
-// and by the CPU kernels (runtime/cpu/CpuKernels.cpp, CpuQuantKernels.cpp as
+// and by the CPU kernels (runtime/cpu/Cpu*Kernels.cpp, CpuQuantKernels.cpp as
 // "format/device/numerics.h"). Plain C++17: under NVRTC there is no
 // standard library, so only builtins are used there; QCC_HOST_DEVICE makes
 // each function __host__ __device__ under NVRTC / nvcc and a plain inline
@@ -14,8 +14,8 @@
 //     device these are __fadd_rn etc., which are never contracted into an
 //     FMA; on the host they are plain operators, so a translation unit that
 //     calls a formula with a product feeding a sum (geluTanh) must be
-//     compiled with -ffp-contract=off (runtime/CMakeLists.txt does so for
-//     CpuKernels.cpp and CpuQuantKernels.cpp; GCC's default, fast, fuses
+//     compiled with -ffp-contract=off (runtime/cpu/CMakeLists.txt does so for
+//     the CPU kernel families; GCC's default, fast, fuses
 //     a * b + c into an FMA on a host that has one).
 //   - quantization (roundHalfEven, quantizeSymmetric, quantizeAsymmetric,
 //     the scales, dequantize) uses only exact or correctly rounded steps:

@@ -1,7 +1,7 @@
 //===- CpuInt8Gemm.cpp - packed int8 GEMM: AVX-512 VNNI and portable ------===//
 //
 // See CpuInt8Gemm.h for the layout and the exactness argument. Compiled with
-// -ffp-contract=off (runtime/CMakeLists.txt): the qlinear epilogue is
+// -ffp-contract=off (runtime/cpu/CMakeLists.txt): the qlinear epilogue is
 // QLinearEpilogue, rounded as the reference rounds it.
 //
 //===----------------------------------------------------------------------===//

@@ -1,4 +1,4 @@
-//===- CpuPeaks.cpp - this CPU's roofline, measured ------------------------===//
+//===- CpuPeaks.cpp - this CPU's roofline, measured -----------------------===//
 #include "runtime/cpu/CpuPeaks.h"
 
 #include "runtime/cpu/CpuInt8Gemm.h"

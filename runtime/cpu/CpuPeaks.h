@@ -1,4 +1,4 @@
-//===- CpuPeaks.h - this CPU's roofline, measured ----------------*- C++ -*-===//
+//===- CpuPeaks.h - this CPU's roofline, measured ---------------*- C++ -*-===//
 //
 // The CPU's peaks are measured with the CPU backend's own kernels, so they
 // live in its room; the cost model they are read against is

@@ -10,7 +10,7 @@
 // format/device/numerics.h, which the CUDA kernels use too (on the fast
 // path, symmetric quantize runs them 16 values at a time with AVX-512F where
 // the CPU has it, bit for bit). This file is
-// compiled with -ffp-contract=off (runtime/CMakeLists.txt) so that the
+// compiled with -ffp-contract=off (runtime/cpu/CMakeLists.txt) so that the
 // epilogue's multiply and add are never fused into one FMA: the CUDA kernels
 // and the tests apply the same two roundings.
 //

@@ -47,7 +47,7 @@ inline constexpr int64_t kQLinearParallelWork = int64_t(1) << 20;
 /// (the dense [N, K] i8 tensor, or the 2:4 compressed form of one), and the
 /// epilogue that turns row m, column n's int32 sum into the result: the one
 /// definition of it for every CPU qlinear (dense, 2:4 sparse). Inline, so its
-/// callers must be compiled with -ffp-contract=off (runtime/CMakeLists.txt).
+/// callers must be compiled with -ffp-contract=off (runtime/cpu/CMakeLists.txt).
 struct QLinearEpilogue {
   int64_t M = 0, N = 0, K = 0; ///< rows of the input, of the weight, depth
   Shape resultShape;            ///< the input's shape with N last

@@ -1,4 +1,4 @@
-//===- KvAttention.cpp - qcc.kv_attention on the CPU --------------------===//
+//===- KvAttention.cpp - qcc.kv_attention on the CPU ----------------------===//
 #include "runtime/cpu/KvAttention.h"
 
 #include "format/Checked.h"
@@ -124,7 +124,7 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
               mx = std::max(mx, P[first + j]);
             }
           });
-      // softmax as softmaxRow in CpuKernels.cpp (double sum).
+      // softmax as softmaxRow in CpuTransformerKernels.cpp (double sum).
       double sum = 0;
       for (int64_t j = begin; j < n; ++j) {
         float e = std::exp(P[j] - mx);

@@ -9,7 +9,7 @@
 // <input>.npy per model input whose first dimension runs over samples (run
 // in batches of up to 8; an `attention_mask` input's zeros mark positions
 // that are not observed; --seq-len is then unused). qcc runs this tool: the
-// tokenizer cannot share a process with ONNX (runtime/CMakeLists.txt).
+// tokenizer cannot share a process with ONNX (runtime/text/CMakeLists.txt).
 // --pruning-stats also writes the linears' input Gram matrices to
 // STATS.json.gram (float64; docs/SPARSITY.md), referenced from the JSON.
 //
