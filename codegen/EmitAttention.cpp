@@ -72,10 +72,10 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   // Sliding window and logit softcap (0 = none), baked into the unit.
   int64_t window = kv ? kvAttn.getWindow() : plain.getWindow();
   llvm::APFloat softcap = kv ? kvAttn.getSoftcap() : plain.getSoftcap();
-  std::string windowInit = llvm::formatv("  p.window = {0}; p.softcap = {1};\n",
-                                         window,
-                                         floatLiteral(softcap.convertToFloat()))
-                               .str();
+  // The fields of the parameter struct that are not wrapper parameters.
+  FieldValues fields;
+  fields.values = {{"window", std::to_string(window)},
+                   {"softcap", floatLiteral(softcap.convertToFloat())}};
   // ALiBi slopes (kv_attention only; plain attention carries its bias in
   // the mask), one per query head, as a device array in the unit.
   std::string alibiTable;
@@ -85,7 +85,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     for (float m : *slopes)
       alibiTable += floatLiteral(m) + ", ";
     alibiTable += "};\n";
-    windowInit += "  p.alibi = qcc_alibi;\n";
+    fields.values.push_back({"alibi", "qcc_alibi"});
   }
   Value qIn = kv ? kvAttn.getQuery() : plain.getQuery();
   Value kIn = kv ? kvAttn.getKey() : plain.getKey();
@@ -214,6 +214,10 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                     : Param::runtimeValue("tokens", RuntimeValue::KvMaxTokens));
   }
 
+  // rope and cache are structs of their own (rotary.cuh, kv_cache.cuh),
+  // filled field by field.
+  fields.statements = {{"rope", ropeInit}, {"cache", cacheInit}};
+
   Unit u;
   Expr batch = u.symbol("batch", Expr::dim(TensorRef::operand(qi), 0));
   Expr seqQ = u.symbol("seq_q", Expr::dim(TensorRef::operand(qi), 1));
@@ -252,6 +256,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
         .scalar(Param::int32("num_heads", H))
         .scalar(Param::int32("splits", splits));
     int threads = tiles->decodeThreads, combineThreads = tiles->combineThreads;
+    static constexpr ParamsField kDecodeFields[] = {
+        QCC_PARAMS_FIELDS(QCC_ATTN_DECODE_PARAMS)};
+    std::string fill = assignFields(kDecodeFields, splitIface, fields);
     u.source = [=](const std::string &entry) {
       return header({"attention_decode.cuh"}) + alibiTable +
              llvm::formatv("typedef qcc::AttnDecodeParams<float, float, {0}> "
@@ -259,22 +266,16 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                            cache)
                  .str() +
              wrapperHead(std::to_string(threads), entry, splitIface) +
-             "  Params p;\n"
-             "  p.q = q; p.k = k; p.v = v; p.out = out; p.ws_ml = ws_ml; "
-             "p.ws_acc = ws_acc;\n"
-             "  p.batch = batch; p.num_heads = num_heads; p.num_kv_heads = "
-             "num_kv_heads; p.scale = scale;\n"
-             "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n" +
-             windowInit + ropeInit + cacheInit +
+             "  Params p;\n" + fill +
              llvm::formatv("  qcc::attentionDecodeSplit<{0}, {1}, {2}, {3}>(p);"
                            "\n}\n",
                            D, warps, chunk, rotaryArg)
                  .str() +
              wrapperHead(std::to_string(D), entry + "_combine", combineIface) +
-             llvm::formatv("  qcc::attentionDecodeCombineRow<{0}, float>(ws_ml, "
-                           "ws_acc, out, num_heads, splits);\n}\n",
-                           D)
-                 .str();
+             forwardTo(llvm::formatv("qcc::attentionDecodeCombineRow<{0}, float>",
+                                     D)
+                           .str(),
+                       combineIface);
     };
     LaunchStep split = step("", threads, splitIface, splits, H, batch,
                             tiles->decodeSmem);
@@ -311,6 +312,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
       .append(cacheIface)
       .append(ropeIface);
   int threads = tiles->prefillThreads;
+  static constexpr ParamsField kPrefillFields[] = {
+      QCC_PARAMS_FIELDS(QCC_ATTN_PREFILL_PARAMS)};
+  std::string fill = assignFields(kPrefillFields, iface, fields);
   u.source = [=](const std::string &entry) {
     return header({"attention_prefill.cuh"}) + alibiTable +
            llvm::formatv("typedef qcc::AttnPrefillParams<float, float, {0}> "
@@ -319,13 +323,8 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                .str() +
            wrapperHead(std::to_string(threads), entry, iface) +
            "  extern __shared__ float qcc_smem[];\n"
-           "  Params p;\n"
-           "  p.q = q; p.k = k; p.v = v; p.out = out;\n"
-           "  p.batch = batch; p.seq_q = seq_q; p.seq_kv = seq_kv;\n"
-           "  p.num_heads = num_heads; p.num_kv_heads = num_kv_heads; "
-           "p.scale = scale;\n"
-           "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n" +
-           windowInit + ropeInit + cacheInit +
+           "  Params p;\n" +
+           fill +
            llvm::formatv("  qcc::attentionPrefillTile<{0}, {1}, {2}, {3}, {4}, "
                          "{5}>(p, qcc_smem);\n}\n",
                          D, bq, bkv, warps, causal ? "true" : "false",

@@ -96,12 +96,47 @@ public:
   /// "const float *x, int M": the wrapper's parameter list.
   std::string signature() const;
   const std::vector<format::Param> &params() const { return params_; }
+  /// Whether a parameter is called `name`.
+  bool has(llvm::StringRef name) const;
   bool empty() const { return params_.empty(); }
 
 private:
   std::vector<std::string> decls_;
   std::vector<format::Param> params_;
 };
+
+/// One field of a device parameter struct as its declaration lists it
+/// (the *_PARAMS X-macros of codegen/kernels/*_config.h, which the device
+/// templates expand into the struct): a name, whether it has a default, or
+/// (name null) the end of a group.
+struct ParamsField {
+  const char *name;
+  bool hasDefault;
+};
+#define QCC_EMIT_PARAMS_FIELD(type, name, init) {#name, sizeof(#init) > 1},
+#define QCC_EMIT_PARAMS_LINE() {nullptr, false},
+/// The fields of the struct a *_PARAMS X-macro declares, in order.
+#define QCC_PARAMS_FIELDS(LIST)                                                \
+  LIST(QCC_EMIT_PARAMS_FIELD, QCC_EMIT_PARAMS_LINE)
+
+/// What a wrapper puts into a parameter struct's fields: by default the
+/// interface's parameter of the same name; `values` gives an expression for
+/// others ("nullptr", "rows", a baked constant); `statements` the lines
+/// that fill a field that is a struct of its own ("  p.rope.cos = ...;\n").
+/// A field with a default may be left out; one without, or a value for no
+/// field, is a bug in the emitter (report_fatal_error), so the struct's
+/// declaration and the wrapper cannot drift apart.
+struct FieldValues {
+  std::vector<std::pair<std::string, std::string>> values, statements;
+};
+/// `  p.a = a; p.b = b;\n` per group of `fields`, in declaration order.
+std::string assignFields(llvm::ArrayRef<ParamsField> fields,
+                         const KernelInterface &iface,
+                         const FieldValues &given = {});
+/// `{a, b, c}`: the aggregate initializer of `fields` (no nested structs).
+std::string aggregateInit(llvm::ArrayRef<ParamsField> fields,
+                          const KernelInterface &iface,
+                          const FieldValues &given = {});
 
 /// A launch step: the entry suffix, block size, grid, dynamic shared memory
 /// and its interface's parameters.
@@ -114,6 +149,10 @@ format::LaunchStep step(std::string suffix, unsigned threads,
 /// followed by " {\n" (the wrapper's opening line).
 std::string wrapperHead(const std::string &bounds, const std::string &entry,
                         const KernelInterface &iface);
+
+/// `  <callee>(a, b, ...);\n}\n`: a wrapper body that passes its
+/// parameters on as they are, in order (the wrapper's closing brace too).
+std::string forwardTo(const std::string &callee, const KernelInterface &iface);
 
 /// The generated unit's first lines: a banner and the device templates.
 std::string header(std::initializer_list<const char *> includes);

@@ -39,10 +39,8 @@ Unit emitEmbedding(const Region &r) {
   u.source = [=](const std::string &entry) {
     return header({"embedding.cuh"}) +
            wrapperHead(std::to_string(threads), entry, iface) +
-           llvm::formatv("  qcc::embeddingRow<{0}>(table, ids, out, "
-                         "error_flag, vocab, dim, num_ids);\n}\n",
-                         threads)
-               .str();
+           forwardTo(llvm::formatv("qcc::embeddingRow<{0}>", threads).str(),
+                     iface);
   };
   u.launch.steps.push_back(step("", threads, iface, numIds));
   return u;

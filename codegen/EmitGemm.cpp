@@ -299,11 +299,25 @@ Unit emitGemm(const Region &r) {
   // chunk (kGemvRows); each launches only when its rows are given.
   const GemmTile *rowsTile =
       decode && !w4 && !sparse ? &kGemvRows[i8 ? 0 : 1] : nullptr;
+  // The mainloop's parameter struct; a decode GEMV's M is its row chunk's.
+  static constexpr ParamsField kGemmFields[] = {
+      QCC_PARAMS_FIELDS(QCC_GEMM_PARAMS)};
+  static constexpr ParamsField kGemmSpFields[] = {
+      QCC_PARAMS_FIELDS(QCC_GEMM_SP_PARAMS)};
+  FieldValues gemmFields;
+  if (sparse)
+    gemmFields.values = {{"values", "wv"}, {"meta", "wmeta"}};
+  else
+    gemmFields.values = {{"A", "x"}, {"B", "w"}};
+  if (decode)
+    gemmFields.values.push_back({"M", "rows"});
   std::string gemmParams =
-      sparse ? "  qcc::GemmSpParams<" + elem + "> p = {x, wv, wmeta, " +
-                   (decode ? "rows" : "M") + ", N, K};\n"
-             : "  qcc::GemmParams<" + elem + "> p = {x, w, " +
-                   (decode ? "rows" : "M") + ", N, K};\n";
+      w4 ? ""
+      : sparse
+          ? "  qcc::GemmSpParams<" + elem + "> p = " +
+                aggregateInit(kGemmSpFields, iface, gemmFields) + ";\n"
+          : "  qcc::GemmParams<" + elem + "> p = " +
+                aggregateInit(kGemmFields, iface, gemmFields) + ";\n";
   std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
   // The wrapper's body over the configuration type named `cfg` ("Cfg", or
   // "CfgRows" for the _rows entry: the same body over the other tile).
@@ -338,6 +352,12 @@ Unit emitGemm(const Region &r) {
     castIface.pointer("const float", Param::operand("x", xi))
         .pointer("__half", Param::workspaceBuffer("x16", x16))
         .scalar(Param::int64("n", xn));
+  static constexpr ParamsField kCastFields[] = {
+      QCC_PARAMS_FIELDS(QCC_CAST_F32_TO_F16_PARAMS)};
+  std::string castParams =
+      fromF32 ? "  qcc::CastF32ToF16Params p = " +
+                    aggregateInit(kCastFields, castIface) + ";\n"
+              : "";
   std::string rowsType = rowsTile ? rowsTile->type : "";
   u.source = [=, tileType = std::string(tile.type)](const std::string &entry) {
     std::string src = includes + "typedef " + tileType + " Cfg;\n" +
@@ -350,7 +370,7 @@ Unit emitGemm(const Region &r) {
     if (!castIface.empty())
       src += wrapperHead(std::to_string(Cast::kThreads), entry + "_cast",
                          castIface) +
-             "  qcc::CastF32ToF16Params p = {x, x16, n};\n"
+             castParams +
              "  qcc::cast_f32_to_f16<qcc::CastF32ToF16Config>(p);\n}\n";
     return src;
   };

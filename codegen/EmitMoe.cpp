@@ -106,15 +106,14 @@ Unit emitMoe(const Region &r) {
                .str() +
            wrapperHead(std::to_string(Cfg::kRouteThreads), entry + "_routes",
                        routesIface) +
-           "  qcc::moeRoutes<Cfg>(expert_ids, routes, experts, offsets, list, "
-           "error_flag);\n}\n" +
+           forwardTo("qcc::moeRoutes<Cfg>", routesIface) +
            wrapperHead(std::to_string(Cfg::kBlockThreads), entry + "_up",
                        upIface) +
-           llvm::formatv("  qcc::moeGroupedGemm<Cfg, {0}, "
-                         "qcc::MoeActivation::{1}, true, true>(x, up, gate, "
-                         "offsets, list, k, n, kdim, h);\n}\n",
-                         gated ? "true" : "false", actType)
-               .str() +
+           forwardTo(llvm::formatv("qcc::moeGroupedGemm<Cfg, {0}, "
+                                   "qcc::MoeActivation::{1}, true, true>",
+                                   gated ? "true" : "false", actType)
+                         .str(),
+                     upIface) +
            wrapperHead(std::to_string(Cfg::kBlockThreads), entry + "_down",
                        downIface) +
            llvm::formatv("  qcc::moeGroupedGemm<Cfg, false, "
@@ -124,8 +123,7 @@ Unit emitMoe(const Region &r) {
                .str() +
            wrapperHead(std::to_string(Cfg::kCombineThreads), entry,
                        combineIface) +
-           "  qcc::moeCombine<Cfg>(y, gates, expert_ids, experts, tokens, k, "
-           "hidden, out);\n}\n";
+           forwardTo("qcc::moeCombine<Cfg>", combineIface);
   };
   LaunchStep sort = step("_routes", Cfg::kRouteThreads, routesIface, 1);
   sort.name = "routes";

@@ -65,18 +65,21 @@ Unit emitNorm(const Region &r, bool quantize) {
       .scalar(Param::int32("dim", D))
       .scalar(Param::float32("epsilon", eps));
   std::string kind = layer ? "qcc::NormKind::LayerNorm" : "qcc::NormKind::RmsNorm";
+  // Without quantization the q fields stay null (no such parameters).
+  FieldValues fields;
+  if (!quantize)
+    fields.values = {
+        {"q", "nullptr"}, {"q_scale", "nullptr"}, {"q_zero_point", "nullptr"}};
+  static constexpr ParamsField kNormFields[] = {
+      QCC_PARAMS_FIELDS(QCC_NORM_PARAMS)};
+  std::string fill = assignFields(kNormFields, iface, fields);
   u.source = [=](const std::string &entry) {
-    return header({"norm.cuh"}) + wrapperHead(std::to_string(threads), entry, iface) +
-           llvm::formatv(
-               "  qcc::NormParams<{0}, {0}, float> p;\n"
-               "  p.in = in; p.gamma = gamma; p.beta = beta; p.out = out;\n"
-               "  p.q = {1}; p.q_scale = {2}; p.q_zero_point = {3};\n"
-               "  p.rows = rows; p.dim = dim; p.epsilon = epsilon;\n"
-               "  qcc::normRow<{4}, {5}, {6}>(p);\n}\n",
-               inT, quantize ? "q" : "nullptr",
-               quantize ? "q_scale" : "nullptr",
-               quantize ? "q_zero_point" : "nullptr", threads, kind,
-               quantize ? "true" : "false")
+    return header({"norm.cuh"}) +
+           wrapperHead(std::to_string(threads), entry, iface) +
+           llvm::formatv("  qcc::NormParams<{0}, {0}, float> p;\n", inT).str() +
+           fill +
+           llvm::formatv("  qcc::normRow<{0}, {1}, {2}>(p);\n}\n", threads,
+                         kind, quantize ? "true" : "false")
                .str();
   };
   u.launch.steps.push_back(step("", threads, iface, rows));
@@ -130,10 +133,10 @@ Unit emitQuantize(const Region &r) {
   u.source = [=](const std::string &entry) {
     return header({"quantize.cuh"}) +
            wrapperHead(std::to_string(threads), entry, iface) +
-           llvm::formatv("  qcc::quantize_rows<{0}, {1}{2}>(x, q, s, z, M, "
-                         "K);\n}\n",
-                         threads, asymmetric, skip)
-               .str();
+           forwardTo(llvm::formatv("qcc::quantize_rows<{0}, {1}{2}>", threads,
+                                   asymmetric, skip)
+                         .str(),
+                     iface);
   };
   u.launch.steps.push_back(step("", threads, iface, M));
   return u;

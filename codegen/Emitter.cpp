@@ -121,11 +121,109 @@ KernelInterface &KernelInterface::append(const KernelInterface &other) {
   return *this;
 }
 
+bool KernelInterface::has(StringRef name) const {
+  return llvm::any_of(params_, [&](const Param &p) { return p.name == name; });
+}
+
 std::string KernelInterface::signature() const {
   std::string s;
   for (const std::string &d : decls_)
     s += (s.empty() ? "" : ", ") + d;
   return s;
+}
+
+namespace {
+/// The fields of `fields` in order, each with its value, or with the
+/// statements that fill it (`nested`); a field left at its default is left
+/// out. Reports a field without a value, or a value for no field, as fatal.
+struct FilledField {
+  const char *name; // nullptr: the end of a group
+  std::string value;
+  bool nested = false;
+};
+std::vector<FilledField> fillFields(ArrayRef<ParamsField> fields,
+                                    const KernelInterface &iface,
+                                    const FieldValues &given) {
+  auto lookup = [](const std::vector<std::pair<std::string, std::string>> &m,
+                   StringRef name) -> const std::string * {
+    for (const auto &[k, v] : m)
+      if (k == name)
+        return &v;
+    return nullptr;
+  };
+  std::vector<FilledField> out;
+  size_t used = 0;
+  for (const ParamsField &f : fields) {
+    if (!f.name) {
+      out.push_back({nullptr, "", false});
+      continue;
+    }
+    if (const std::string *v = lookup(given.values, f.name)) {
+      out.push_back({f.name, *v, false});
+      ++used;
+    } else if (const std::string *s = lookup(given.statements, f.name)) {
+      out.push_back({f.name, *s, true});
+      ++used;
+    } else if (iface.has(f.name)) {
+      out.push_back({f.name, f.name, false});
+    } else if (!f.hasDefault) {
+      llvm::report_fatal_error(llvm::Twine("qcc emitter: parameter struct "
+                                           "field '") +
+                               f.name + "' has no value");
+    }
+  }
+  if (used != given.values.size() + given.statements.size())
+    llvm::report_fatal_error("qcc emitter: a value for no parameter struct "
+                             "field");
+  return out;
+}
+} // namespace
+
+std::string assignFields(ArrayRef<ParamsField> fields,
+                         const KernelInterface &iface,
+                         const FieldValues &given) {
+  std::string s, line;
+  auto endLine = [&] {
+    if (!line.empty()) {
+      s += "  ";
+      s += line;
+      s += "\n";
+    }
+    line.clear();
+  };
+  for (const FilledField &f : fillFields(fields, iface, given)) {
+    if (!f.name) {
+      endLine();
+    } else if (f.nested) {
+      endLine();
+      s += f.value;
+    } else {
+      if (!line.empty())
+        line += " ";
+      line += std::string("p.") + f.name + " = " + f.value + ";";
+    }
+  }
+  endLine();
+  return s;
+}
+
+std::string aggregateInit(ArrayRef<ParamsField> fields,
+                          const KernelInterface &iface,
+                          const FieldValues &given) {
+  std::string s;
+  size_t named = llvm::count_if(fields, [](const ParamsField &f) { return f.name; });
+  for (const FilledField &f : fillFields(fields, iface, given)) {
+    assert(!f.nested && "an aggregate initializer of nested statements");
+    if (f.name) {
+      s += (s.empty() ? "" : ", ") + f.value;
+      --named;
+    }
+  }
+  // Positional: a field left at its default would shift the ones after it.
+  if (named != 0)
+    llvm::report_fatal_error("qcc emitter: an aggregate initializer that "
+                             "leaves a field out");
+  return "{" + s + "}";
 }
 
 LaunchStep step(std::string suffix, unsigned threads,
@@ -146,6 +244,13 @@ std::string wrapperHead(const std::string &bounds, const std::string &entry,
                         const KernelInterface &iface) {
   return "extern \"C\" __global__ void __launch_bounds__(" + bounds + ")\n" +
          entry + "(" + iface.signature() + ") {\n";
+}
+
+std::string forwardTo(const std::string &callee, const KernelInterface &iface) {
+  std::string args;
+  for (const Param &p : iface.params())
+    args += (args.empty() ? "" : ", ") + p.name;
+  return "  " + callee + "(" + args + ");\n}\n";
 }
 
 RankedTensorType tensorOf(Value v) {
