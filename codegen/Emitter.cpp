@@ -1,26 +1,23 @@
 //===- Emitter.cpp - qcc.kernel regions -> CUDA C++ -----------------------===//
 //
-// See Emitter.h for the launch record and the tile heuristics.
+// See Emitter.h for the launch record and the tile heuristics. This file is
+// the driver (the switch over the kernel kind, unit naming and sharing) and
+// what the families share (EmitCommon.h); each family is in its own file.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Emitter.h"
+#include "codegen/EmitCommon.h"
 #include "dialects/QccAttrNames.h"
 
-#include "codegen/kernels/attention_config.h"
-#include "codegen/kernels/gemm_config.h"
-#include "codegen/kernels/moe_config.h"
-#include "codegen/kernels/norm_config.h"
 #include "dialects/QccOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/Support/FormatVariadic.h"
 
+#include <cassert>
 #include <cstdio>
 
 #include <map>
-#include <sstream>
 
 using namespace mlir;
 using nlohmann::json;
@@ -39,33 +36,221 @@ json EmittedKernel::manifest() const {
   return j;
 }
 
+namespace detail {
+
+using format::ParamKind;
+int Region::argIndex(Value v) const {
+  if (auto a = dyn_cast<BlockArgument>(v))
+    if (a.getOwner() == &body)
+      return a.getArgNumber();
+  return -1;
+}
+
+int Region::resultIndex(Value v) const {
+  auto y = cast<qcc::YieldOp>(body.getTerminator());
+  for (auto [i, x] : llvm::enumerate(y.getValues()))
+    if (x == v)
+      return i;
+  return -1;
+}
+
+Unit unsupported(std::string why) {
+  Unit u;
+  u.unsupported = std::move(why);
+  return u;
+}
+
 namespace {
+/// The C type of a scalar parameter's 8-byte slot as the runtime fills it
+/// (format/LaunchRecord.h), or nullptr for a pointer.
+const char *scalarType(const Param &p) {
+  switch (p.kind) {
+  case ParamKind::Int32:
+    return "int";
+  case ParamKind::Int64:
+    return "long long";
+  case ParamKind::Float32:
+    return "float";
+  case ParamKind::Runtime:
+    switch (p.runtime) {
+    case RuntimeValue::KvMaxBlocksPerSeq:
+    case RuntimeValue::KvMaxTokens:
+      return "int";
+    case RuntimeValue::KvPool:
+    case RuntimeValue::KvData:
+    case RuntimeValue::KvBlockTable:
+    case RuntimeValue::KvSlotOfRow:
+    case RuntimeValue::KvKScales:
+    case RuntimeValue::KvVScales:
+    case RuntimeValue::CachedLens:
+    case RuntimeValue::ValidLens:
+    case RuntimeValue::ErrorFlag:
+    case RuntimeValue::KvVTokenScales:
+      return nullptr;
+    }
+    return nullptr;
+  case ParamKind::Operand:
+  case ParamKind::OperandF16:
+  case ParamKind::Result:
+  case ParamKind::Null:
+  case ParamKind::Workspace:
+    return nullptr;
+  }
+  return nullptr;
+}
+} // namespace
 
-constexpr const char *kEntry = "@ENTRY@";
+KernelInterface &KernelInterface::pointer(std::string pointee, Param p) {
+  assert(!scalarType(p) && "a scalar parameter declared as a pointer");
+  decls_.push_back(std::move(pointee) + " *" + p.name);
+  params_.push_back(std::move(p));
+  return *this;
+}
 
-using format::Expr;
-using format::LaunchStep;
-using format::Param;
-using format::RuntimeValue;
-using format::TensorRef;
+KernelInterface &KernelInterface::scalar(Param p) {
+  const char *type = scalarType(p);
+  assert(type && "a pointer parameter declared as a scalar");
+  decls_.push_back(std::string(type) + " " + p.name);
+  params_.push_back(std::move(p));
+  return *this;
+}
 
-LaunchStep step(std::string suffix, unsigned threads, Expr gx, Expr gy = 1,
-                Expr gz = 1, uint32_t smem = 0) {
+KernelInterface &KernelInterface::append(const KernelInterface &other) {
+  llvm::append_range(decls_, other.decls_);
+  llvm::append_range(params_, other.params_);
+  return *this;
+}
+
+bool KernelInterface::has(StringRef name) const {
+  return llvm::any_of(params_, [&](const Param &p) { return p.name == name; });
+}
+
+std::string KernelInterface::signature() const {
+  std::string s;
+  for (const std::string &d : decls_)
+    s += (s.empty() ? "" : ", ") + d;
+  return s;
+}
+
+namespace {
+/// The fields of `fields` in order, each with its value, or with the
+/// statements that fill it (`nested`); a field left at its default is left
+/// out. Reports a field without a value, or a value for no field, as fatal.
+struct FilledField {
+  const char *name; // nullptr: the end of a group
+  std::string value;
+  bool nested = false;
+};
+std::vector<FilledField> fillFields(ArrayRef<ParamsField> fields,
+                                    const KernelInterface &iface,
+                                    const FieldValues &given) {
+  auto lookup = [](const std::vector<std::pair<std::string, std::string>> &m,
+                   StringRef name) -> const std::string * {
+    for (const auto &[k, v] : m)
+      if (k == name)
+        return &v;
+    return nullptr;
+  };
+  std::vector<FilledField> out;
+  size_t used = 0;
+  for (const ParamsField &f : fields) {
+    if (!f.name) {
+      out.push_back({nullptr, "", false});
+      continue;
+    }
+    if (const std::string *v = lookup(given.values, f.name)) {
+      out.push_back({f.name, *v, false});
+      ++used;
+    } else if (const std::string *s = lookup(given.statements, f.name)) {
+      out.push_back({f.name, *s, true});
+      ++used;
+    } else if (iface.has(f.name)) {
+      out.push_back({f.name, f.name, false});
+    } else if (!f.hasDefault) {
+      llvm::report_fatal_error(llvm::Twine("qcc emitter: parameter struct "
+                                           "field '") +
+                               f.name + "' has no value");
+    }
+  }
+  if (used != given.values.size() + given.statements.size())
+    llvm::report_fatal_error("qcc emitter: a value for no parameter struct "
+                             "field");
+  return out;
+}
+} // namespace
+
+std::string assignFields(ArrayRef<ParamsField> fields,
+                         const KernelInterface &iface,
+                         const FieldValues &given) {
+  std::string s, line;
+  auto endLine = [&] {
+    if (!line.empty()) {
+      s += "  ";
+      s += line;
+      s += "\n";
+    }
+    line.clear();
+  };
+  for (const FilledField &f : fillFields(fields, iface, given)) {
+    if (!f.name) {
+      endLine();
+    } else if (f.nested) {
+      endLine();
+      s += f.value;
+    } else {
+      if (!line.empty())
+        line += " ";
+      line += std::string("p.") + f.name + " = " + f.value + ";";
+    }
+  }
+  endLine();
+  return s;
+}
+
+std::string aggregateInit(ArrayRef<ParamsField> fields,
+                          const KernelInterface &iface,
+                          const FieldValues &given) {
+  std::string s;
+  size_t named = llvm::count_if(fields, [](const ParamsField &f) { return f.name; });
+  for (const FilledField &f : fillFields(fields, iface, given)) {
+    assert(!f.nested && "an aggregate initializer of nested statements");
+    if (f.name) {
+      s += (s.empty() ? "" : ", ") + f.value;
+      --named;
+    }
+  }
+  // Positional: a field left at its default would shift the ones after it.
+  if (named != 0)
+    llvm::report_fatal_error("qcc emitter: an aggregate initializer that "
+                             "leaves a field out");
+  return "{" + s + "}";
+}
+
+LaunchStep step(std::string suffix, unsigned threads,
+                const KernelInterface &iface, Expr gx, Expr gy, Expr gz,
+                uint32_t smem) {
   LaunchStep s;
-  s.entry = kEntry + suffix;
+  s.entry = std::move(suffix);
   s.block[0] = threads;
   s.grid[0] = std::move(gx);
   s.grid[1] = std::move(gy);
   s.grid[2] = std::move(gz);
   s.dynamicSmem = smem;
+  s.params = iface.params();
   return s;
 }
 
-void replaceAll(std::string &s, const std::string &from,
-                const std::string &to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;
-       pos += to.size())
-    s.replace(pos, from.size(), to);
+std::string wrapperHead(const std::string &bounds, const std::string &entry,
+                        const KernelInterface &iface) {
+  return "extern \"C\" __global__ void __launch_bounds__(" + bounds + ")\n" +
+         entry + "(" + iface.signature() + ") {\n";
+}
+
+std::string forwardTo(const std::string &callee, const KernelInterface &iface) {
+  std::string args;
+  for (const Param &p : iface.params())
+    args += (args.empty() ? "" : ", ") + p.name;
+  return "  " + callee + "(" + args + ");\n}\n";
 }
 
 RankedTensorType tensorOf(Value v) {
@@ -76,62 +261,12 @@ int64_t lastDim(Value v) {
   return t && t.getRank() > 0 ? t.getShape().back() : ShapedType::kDynamic;
 }
 
-/// C++ spelling of a float element type, or "".
 std::string cType(Type t) {
   if (t.isF32())
     return "float";
   if (t.isF16())
     return "__half";
   return "";
-}
-
-/// Per region: where its block arguments / yielded values come from.
-struct Region {
-  mutable qcc::KernelOp kernel;
-  Block &body;
-  std::string function;
-  bool decode;
-  explicit Region(qcc::KernelOp k, std::string fn, bool decode)
-      : kernel(k), body(k.getBody().front()), function(std::move(fn)),
-        decode(decode) {}
-  /// Operand index of a block argument, or -1.
-  int argIndex(Value v) const {
-    if (auto a = dyn_cast<BlockArgument>(v))
-      if (a.getOwner() == &body)
-        return a.getArgNumber();
-    return -1;
-  }
-  /// Result index under which `v` is yielded, or -1.
-  int resultIndex(Value v) const {
-    auto y = cast<qcc::YieldOp>(body.getTerminator());
-    for (auto [i, x] : llvm::enumerate(y.getValues()))
-      if (x == v)
-        return i;
-    return -1;
-  }
-  template <class T> T find() const {
-    for (Operation &op : body)
-      if (auto t = dyn_cast<T>(op))
-        return t;
-    return nullptr;
-  }
-};
-
-/// The outcome of emitting one region.
-struct Unit {
-  std::string source; // with kEntry placeholders (also in step entries)
-  format::LaunchRecord launch;
-  std::string unsupported;
-  /// Defines a named size and returns a reference to it.
-  Expr symbol(const std::string &name, Expr value) {
-    return Expr::symbol(launch.addSymbol(name, std::move(value)));
-  }
-};
-
-Unit unsupported(std::string why) {
-  Unit u;
-  u.unsupported = std::move(why);
-  return u;
 }
 
 std::string header(std::initializer_list<const char *> includes) {
@@ -141,113 +276,12 @@ std::string header(std::initializer_list<const char *> includes) {
   return s + "\n";
 }
 
-/// A float as a CUDA literal that reads back to the same float (9
-/// significant digits round-trip binary32).
 std::string floatLiteral(float x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9ef", (double)x);
   return buf;
 }
 
-//===--- GEMM -------------------------------------------------------------===//
-
-/// A GEMM tile configuration: the type a unit instantiates (its C++
-/// spelling) and the launch facts read from that type (gemm_config.h).
-struct GemmTile {
-  const char *type;
-  int threads, smem, blockM, blockN;
-  template <class Cfg> static constexpr GemmTile of(const char *type) {
-    return {type, Cfg::kThreads, Cfg::kSmemBytes, Cfg::kBlockM, Cfg::kBlockN};
-  }
-};
-// Spelled by the type's own tokens, so spelling and sizes cannot disagree.
-#define QCC_GEMM_TILE(...)                                                     \
-  GemmTile::of<qcc::__VA_ARGS__>("qcc::" #__VA_ARGS__)
-/// The tiles the heuristics pick from (Emitter.h), each {int8, f16}.
-constexpr GemmTile kGemmWide[2] = {
-    QCC_GEMM_TILE(GemmI8Config<128, 128, 64, 64, 64, 4>),
-    QCC_GEMM_TILE(GemmF16Config<128, 128, 64, 64, 64, 4>)};
-constexpr GemmTile kGemmNarrow[2] = {
-    QCC_GEMM_TILE(GemmI8Config<64, 64, 64, 32, 32, 4>),
-    QCC_GEMM_TILE(GemmF16Config<64, 64, 64, 32, 32, 4>)};
-/// Decode GEMVs, picked at run time by the rows of the call (bench/gemv_bench.cu
-/// on an H200, docs/GPU_NOTES.md): up to 8 rows, one column per warp with 4 K
-/// chunks in flight per lane; more rows (row chunks over grid.y), two columns
-/// per warp, one chunk: its fewer, lighter blocks keep the chunks that share a
-/// weight row resident together, so the weight comes from L2 after the first.
-constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 1, 4>),
-                               QCC_GEMM_TILE(GemvF16Config<8, 4, 1, 4>)};
-constexpr GemmTile kGemvRows[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 2>),
-                                   QCC_GEMM_TILE(GemvF16Config<8, 4, 2>)};
-/// The 2:4 sparse GEMM (gemm_sp.cuh): same families, BlockK 128 (a row's
-/// metadata for one K tile is one 16-byte cp.async).
-constexpr GemmTile kGemmSpWide[2] = {
-    QCC_GEMM_TILE(GemmSpI8Config<128, 128, 128, 64, 64, 3>),
-    QCC_GEMM_TILE(GemmSpF16Config<128, 128, 128, 64, 64, 3>)};
-constexpr GemmTile kGemmSpNarrow[2] = {
-    QCC_GEMM_TILE(GemmSpI8Config<64, 64, 128, 32, 32, 4>),
-    QCC_GEMM_TILE(GemmSpF16Config<64, 64, 128, 32, 32, 3>)};
-constexpr GemmTile kGemvSp[2] = {QCC_GEMM_TILE(GemvSpI8Config<8, 4, 2>),
-                                 QCC_GEMM_TILE(GemvSpF16Config<8, 4, 2>)};
-/// gemm_w4 (gemv_w4.cuh): decode, up to 4 rows per block; prefill, M tiled
-/// by 16 rows per block (one output channel per warp).
-constexpr GemmTile kGemmW4[2] = {QCC_GEMM_TILE(GemvW4Config<4, 4, 2>),
-                                 QCC_GEMM_TILE(GemvW4Config<16, 8, 1>)};
-#undef QCC_GEMM_TILE
-static_assert(kGemmWide[1].smem <= kMaxDynamicSmemSm80 &&
-                  kGemmNarrow[1].smem <= kMaxDynamicSmemSm80 &&
-                  kGemmSpWide[1].smem <= kMaxDynamicSmemSm80 &&
-                  kGemmSpNarrow[1].smem <= kMaxDynamicSmemSm80,
-              "GEMM tiles must fit sm_80");
-
-const GemmTile &gemmW4Tile(bool decode) { return kGemmW4[decode ? 0 : 1]; }
-
-const GemmTile &gemmTile(bool i8, bool sparse, bool decode, int64_t N) {
-  const GemmTile *family =
-      sparse ? (decode ? kGemvSp : N >= 1024 ? kGemmSpWide : kGemmSpNarrow)
-             : (decode ? kGemv : N >= 1024 ? kGemmWide : kGemmNarrow);
-  return family[i8 ? 0 : 1];
-}
-
-/// The float epilogue after the GEMM (+ dequant): activation and residual.
-struct Epilogue {
-  std::string act; // "", "qcc::GeluErf", "qcc::GeluTanh", "qcc::Silu"
-  int residual = -1; // operand index of the residual
-  Value result;      // the yielded value
-  std::string error;
-};
-
-Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
-  Epilogue e;
-  Value cur = gemm->getResult(0);
-  for (Operation *op = gemm->getNextNode(); op && !isa<qcc::YieldOp>(op);
-       op = op->getNextNode()) {
-    if (auto g = dyn_cast<qcc::GeluOp>(op)) {
-      e.act = g.getApproximate() == "tanh" ? "qcc::GeluTanh" : "qcc::GeluErf";
-    } else if (isa<qcc::SiluOp>(op)) {
-      e.act = "qcc::Silu";
-    } else if (auto add = dyn_cast<qcc::AddOp>(op)) {
-      Value other = add->getOperand(0) == cur ? add->getOperand(1)
-                                              : add->getOperand(0);
-      e.residual = r.argIndex(other);
-      if (e.residual < 0 || tensorOf(other) != tensorOf(cur)) {
-        e.error = "residual add of an unsupported operand";
-        return e;
-      }
-    } else {
-      e.error = "'" + op->getName().getStringRef().str() +
-                "' in a GEMM epilogue";
-      return e;
-    }
-    cur = op->getResult(0);
-  }
-  e.result = cur;
-  if (r.resultIndex(cur) != 0 || r.kernel.getNumResults() != 1)
-    e.error = "GEMM region must yield only its final value";
-  return e;
-}
-
-/// The device type naming a linear's float outlier columns (common.cuh).
 std::string outlierColumnsType(ArrayRef<int64_t> columns) {
   std::string s = "qcc::OutlierColumns<";
   for (size_t i = 0; i < columns.size(); ++i)
@@ -255,985 +289,11 @@ std::string outlierColumnsType(ArrayRef<int64_t> columns) {
   return s + ">";
 }
 
-Unit emitGemm(const Region &r) {
-  auto q = r.find<qcc::QLinearOp>();
-  auto f = r.find<qcc::LinearOp>();
-  qcc::KernelKind kind = r.kernel.getKind();
-  bool i8 = kind == qcc::KernelKind::GemmI8 ||
-            kind == qcc::KernelKind::GemmI8Sp ||
-            kind == qcc::KernelKind::GemmI8Mixed;
-  // 2:4 sparse: the weight is a qcc.sparse_2_4 of the operands `values`
-  // [N, K/2] and `meta` [N, K/32] (format/Sparse24.h), read as they are.
-  bool sparse =
-      kind == qcc::KernelKind::GemmI8Sp || kind == qcc::KernelKind::GemmF16Sp;
-  // W4A16: the weight is a qcc.weight_int4 of the operands `packed`
-  // [N, K/2], f16 `scales` [N, K/G] and, asymmetric, f16 `offsets` [N, K/G]
-  // (format/Int4.h), read as they are; gemv_w4.cuh dequantizes in
-  // registers.
-  bool w4 = kind == qcc::KernelKind::GemmW4;
-  Operation *gemm = i8 ? q.getOperation() : f.getOperation();
-  if (!gemm)
-    return unsupported("GEMM region without its GEMM op");
-  // gemm_i8_mixed: a qlinear with float outlier columns; the int8 GEMM's
-  // epilogue adds the float product of the gathered columns.
-  bool mixed = kind == qcc::KernelKind::GemmI8Mixed;
-  if (i8 && !mixed && q.getOutlierColumns())
-    return unsupported("a qlinear with outlier columns outside a "
-                       "gemm_i8_mixed region");
-  Value x = i8 ? q.getInput() : f.getInput();
-  Value w = i8 ? q.getWeight() : f.getWeight();
-  Value bias = i8 ? q.getBias() : f.getBias();
-  auto sp = w.getDefiningOp<qcc::Sparse24Op>();
-  if (sparse && !sp)
-    return unsupported("sparse GEMM region without its qcc.sparse_2_4");
-  auto wq = w.getDefiningOp<qcc::WeightInt4Op>();
-  if (w4 && (!wq || wq.getPerm()))
-    return unsupported("gemm_w4 region without its qcc.weight_int4 (or with "
-                       "act-order's perm)");
-  // wi: the dense weight, the 2:4 values or the packed int4; mi: the 2:4
-  // metadata or the int4 scales.
-  int xi = r.argIndex(x),
-      wi = r.argIndex(sparse ? sp.getValues() : w4 ? wq.getPacked() : w);
-  int mi = sparse ? r.argIndex(sp.getMeta())
-           : w4   ? r.argIndex(wq.getScales())
-                  : 0;
-  int oi = w4 && wq.getOffsets() ? r.argIndex(wq.getOffsets()) : 0;
-  if (xi < 0 || wi < 0 || mi < 0 || oi < 0)
-    return unsupported("GEMM operands computed inside the region");
-  bool w4Offsets = w4 && wq.getOffsets();
-  auto wt = tensorOf(w);
-  if (!wt || !wt.hasStaticShape() || wt.getRank() != 2)
-    return unsupported("GEMM with a dynamic weight shape");
-  int64_t N = wt.getShape()[0], K = wt.getShape()[1];
-  std::string elem = "qcc::int8_t";
-  int elemBytes = 1;
-  // f32 linears run as f16 GEMMs (f32 accumulation and epilogue): the
-  // runtime converts the weight to f16 once when it uploads it, and a first
-  // launch step converts the activations into a workspace.
-  bool fromF32 = false;
-  if (!i8) {
-    Type xt = tensorOf(x).getElementType(), wtE = wt.getElementType();
-    // gemm_w4: the weight's float type is only its dequantized view.
-    fromF32 = xt.isF32() && (w4 || wtE.isF32());
-    if (!fromF32 && (!xt.isF16() || (!w4 && !wtE.isF16())))
-      return unsupported("no CUDA kernel for bf16 or mixed-type linear yet");
-    elem = "__half";
-    elemBytes = 2;
-  }
-  int64_t G = w4 ? (int64_t)wq.getGroupSize() : 0;
-  if (w4 && (K % qcc::GemvW4Config<1, 1, 1>::kKMultiple != 0 || G % 32 != 0))
-    return unsupported("gemm_w4 needs K and the group size to be multiples "
-                       "of 32");
-  if ((K * elemBytes) % 16 != 0)
-    return unsupported(llvm::formatv("GEMM with K = {0} (K * {1} bytes must "
-                                     "be a multiple of 16)",
-                                     K, elemBytes)
-                           .str());
-  Epilogue epi = gemmEpilogue(r, gemm);
-  if (!epi.error.empty())
-    return unsupported(epi.error);
-  std::string outT = i8 ? "float" : cType(tensorOf(epi.result).getElementType());
-  std::string biasT = i8 || fromF32 ? "float" : "__half";
-  if (outT.empty())
-    return unsupported("GEMM result of an unsupported element type");
-  bool decode = r.decode;
+} // namespace detail
 
-  Unit u;
-  Expr M = u.symbol("M", Expr::rows(TensorRef::operand(xi)));
-  Expr xn;
-  uint32_t x16 = 0;
-  if (fromF32) {
-    xn = u.symbol("xn", Expr::numel(TensorRef::operand(xi)));
-    x16 = u.launch.addWorkspace("x16", Expr::mul({xn, 2}));
-  }
-  // Parameters and the matching C++ signature.
-  std::vector<std::pair<std::string, Param>> params;
-  const char *wName = sparse ? "wv" : "w";
-  if (w4) {
-    params.push_back(fromF32 ? std::pair{std::string("const __half *x"),
-                                         Param::workspaceBuffer("x", x16)}
-                             : std::pair{std::string("const __half *x"),
-                                         Param::operand("x", xi)});
-    params.push_back({"const qcc::int8_t *w", Param::operand("w", wi)});
-    params.push_back({"const __half *wscale", Param::operand("wscale", mi)});
-    if (w4Offsets)
-      params.push_back(
-          {"const __half *woffset", Param::operand("woffset", oi)});
-  } else if (fromF32) {
-    params.push_back({"const __half *x", Param::workspaceBuffer("x", x16)});
-    params.push_back({std::string("const __half *") + wName,
-                      Param::operandF16(wName, wi)});
-  } else {
-    params.push_back({"const " + elem + " *x", Param::operand("x", xi)});
-    params.push_back(
-        {"const " + elem + " *" + wName, Param::operand(wName, wi)});
-  }
-  if (sparse)
-    params.push_back({"const qcc::int32_t *wmeta", Param::operand("wmeta", mi)});
-  std::string stages;
-  // per token: [..., 1] of the input's rank; per tensor: [1]
-  bool perToken =
-      i8 && tensorOf(q.getInputScale()).getRank() == tensorOf(x).getRank();
-  if (i8) {
-    int xs = r.argIndex(q.getInputScale()),
-        xz = r.argIndex(q.getInputZeroPoint()),
-        ws = r.argIndex(q.getWeightScale()),
-        wsum = r.argIndex(q.getWeightSum());
-    if (xs < 0 || xz < 0 || ws < 0 || wsum < 0)
-      return unsupported("GEMM operands computed inside the region");
-    params.push_back({"const float *xs", Param::operand("xs", xs)});
-    params.push_back({"const qcc::int32_t *xz", Param::operand("xz", xz)});
-    params.push_back({"const float *ws", Param::operand("ws", ws)});
-    params.push_back(
-        {"const qcc::int32_t *wsum", Param::operand("wsum", wsum)});
-    std::string st = perToken ? "1" : "0";
-    stages += "qcc::DequantPerTokenPerChannel{xs, " + st + ", xz, " + st +
-              ", ws, wsum}";
-  }
-  std::string types = i8 ? "qcc::DequantPerTokenPerChannel" : "";
-  auto addStage = [&](const std::string &type, const std::string &init) {
-    types += (types.empty() ? "" : ", ") + type;
-    stages += (stages.empty() ? "" : ", ") + init;
-  };
-  if (mixed) {
-    int xf = r.argIndex(q.getOutlierInput()),
-        wo = r.argIndex(q.getOutlierWeight());
-    if (xf < 0 || wo < 0)
-      return unsupported("GEMM operands computed inside the region");
-    params.push_back({"const float *xf", Param::operand("xf", xf)});
-    params.push_back({"const float *wo", Param::operand("wo", wo)});
-    std::string stage =
-        "qcc::AddOutliers<" + outlierColumnsType(*q.getOutlierColumns()) + ">";
-    addStage(stage, stage + "{xf, K, wo}");
-  }
-  if (bias) {
-    int bi = r.argIndex(bias);
-    params.push_back({"const " + biasT + " *bias", Param::operand("bias", bi)});
-    addStage("qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
-                 ">",
-             "qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
-                 ">{bias}");
-  }
-  if (!epi.act.empty())
-    addStage(epi.act, epi.act + "{}");
-  if (epi.residual >= 0) {
-    std::string rt = outT == "float" ? "" : outT;
-    params.push_back(
-        {"const " + outT + " *res", Param::operand("res", epi.residual)});
-    addStage("qcc::AddResidual<" + rt + ">",
-             "qcc::AddResidual<" + rt + ">{res, N}");
-  }
-  std::string store = outT == "float" ? "qcc::StoreF32" : "qcc::StoreF16";
-  params.push_back({outT + " *y", Param::result("y", 0)});
-  addStage(store, store + "{y, N}");
-  params.push_back({"int M", Param::int32("M", M)});
-  params.push_back({"int N", Param::int32("N", N)});
-  params.push_back({"int K", Param::int32("K", K)});
-  if (w4)
-    params.push_back({"int G", Param::int32("G", G)});
+namespace {
 
-  std::string sig;
-  std::vector<Param> plist;
-  for (auto &[decl, p] : params) {
-    sig += (sig.empty() ? "" : ", ") + decl;
-    plist.push_back(p);
-  }
-  std::string src = header({w4       ? "gemv_w4.cuh"
-                            : sparse ? "gemm_sp.cuh"
-                            : i8     ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
-                                     : "gemm_f16.cuh"});
-  const GemmTile &tile = w4 ? gemmW4Tile(decode) : gemmTile(i8, sparse, decode, N);
-  // A dense decode GEMV has a second entry for calls of more than one row
-  // chunk (kGemvRows); each launches only when its rows are given.
-  const GemmTile *rowsTile =
-      decode && !w4 && !sparse ? &kGemvRows[i8 ? 0 : 1] : nullptr;
-  src += "typedef " + std::string(tile.type) + " Cfg;\n";
-  std::string gemmParams =
-      sparse ? "  qcc::GemmSpParams<" + elem + "> p = {x, wv, wmeta, " +
-                   (decode ? "rows" : "M") + ", N, K};\n"
-             : "  qcc::GemmParams<" + elem + "> p = {x, w, " +
-                   (decode ? "rows" : "M") + ", N, K};\n";
-  std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
-  std::string body;
-  if (decode && !w4) { // gemv_w4 tiles M over blockIdx.y itself
-    // Row chunk blockIdx.y: offset every per-row pointer by m0 rows.
-    body += "  const int m0 = blockIdx.y * Cfg::kMaxM;\n";
-    body += "  const int rows = M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM;\n";
-    body += "  x += (long long)m0 * K;\n";
-    if (perToken)
-      body += "  xs += m0;\n  xz += m0;\n";
-    if (mixed)
-      body += "  xf += (long long)m0 * K;\n";
-    if (epi.residual >= 0)
-      body += "  res += (long long)m0 * N;\n";
-    body += "  y += (long long)m0 * N;\n";
-  }
-  std::string call =
-      w4 ? chain + "  qcc::gemv_w4<Cfg>(x, w, wscale, " +
-               (w4Offsets ? "woffset" : "nullptr") + ", M, N, K, G, epi);\n"
-         : body + gemmParams + chain + "  qcc::" + (decode ? "gemv" : "gemm") +
-               (i8 ? "_i8" : "_f16") + (sparse ? "_sp" : "") +
-               "<Cfg>(p, epi);\n";
-  src += std::string("extern \"C\" __global__ void __launch_bounds__(Cfg::"
-                     "kThreads)\n") +
-         kEntry + "(" + sig + ") {\n" + call + "}\n";
-  LaunchStep main =
-      step("", tile.threads, (N + tile.blockN - 1) / tile.blockN,
-           Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
-  main.params = plist;
-  std::optional<LaunchStep> rowsStep;
-  if (rowsTile) {
-    assert(rowsTile->blockM == tile.blockM && "one row chunk means the same in both");
-    // The same body over the other configuration.
-    std::string rowsCall = call;
-    replaceAll(rowsCall, "Cfg::", "CfgRows::");
-    replaceAll(rowsCall, "<Cfg>", "<CfgRows>");
-    src += "typedef " + std::string(rowsTile->type) + " CfgRows;\n" +
-           "extern \"C\" __global__ void __launch_bounds__(CfgRows::kThreads)\n" +
-           kEntry + "_rows(" + sig + ") {\n" + rowsCall + "}\n";
-    rowsStep = step("_rows", rowsTile->threads,
-                    (N + rowsTile->blockN - 1) / rowsTile->blockN,
-                    Expr::ceilDiv(M, rowsTile->blockM), 1, rowsTile->smem);
-    rowsStep->name = "rows";
-    rowsStep->params = std::move(plist);
-    rowsStep->when = Expr::gt(M, tile.blockM);
-    main.when = Expr::gt(tile.blockM + 1, M);
-  }
-  if (fromF32) {
-    // Step 1: x (f32) -> workspace x16 (f16, round to nearest even).
-    using Cast = qcc::CastF32ToF16Config;
-    src += llvm::formatv("extern \"C\" __global__ void __launch_bounds__({0})\n"
-                         "{1}_cast(const float *x, __half *x16, long long n) {{\n"
-                         "  qcc::CastF32ToF16Params p = {{x, x16, n};\n"
-                         "  qcc::cast_f32_to_f16<qcc::CastF32ToF16Config>(p);\n}\n",
-                         Cast::kThreads, kEntry)
-               .str();
-    LaunchStep cast = step("_cast", Cast::kThreads,
-                           Expr::ceilDiv(xn, Cast::kThreads), 1, 1,
-                           Cast::kSmemBytes);
-    cast.name = "cast";
-    cast.params = {Param::operand("x", xi), Param::workspaceBuffer("x16", x16),
-                   Param::int64("n", xn)};
-    u.launch.steps.push_back(std::move(cast));
-  }
-  u.source = src;
-  u.launch.steps.push_back(std::move(main));
-  if (rowsStep)
-    u.launch.steps.push_back(std::move(*rowsStep));
-  return u;
-}
-
-//===--- norms and quantize -----------------------------------------------===//
-
-Unit emitNorm(const Region &r, bool quantize) {
-  auto ln = r.find<qcc::LayerNormOp>();
-  auto rms = r.find<qcc::RmsNormOp>();
-  if (!ln && !rms)
-    return unsupported("norm region without a norm");
-  bool layer = bool(ln);
-  Operation *norm = layer ? ln.getOperation() : rms.getOperation();
-  Value x = layer ? ln.getInput() : rms.getInput();
-  Value gamma = layer ? ln.getGamma() : rms.getGamma();
-  Value beta = layer ? ln.getBeta() : Value();
-  float eps = (layer ? ln.getEpsilon() : rms.getEpsilon()).convertToFloat();
-  std::string inT = cType(tensorOf(x).getElementType());
-  if (inT.empty() || !tensorOf(gamma).getElementType().isF32())
-    return unsupported("norm of an unsupported element type");
-  int64_t D = lastDim(x);
-  if (ShapedType::isDynamic(D))
-    return unsupported("norm over a dynamic dimension");
-  int xi = r.argIndex(x), gi = r.argIndex(gamma);
-  if (xi < 0 || gi < 0 || (beta && r.argIndex(beta) < 0))
-    return unsupported("norm operands computed inside the region");
-  qcc::QuantizeOp q = quantize ? r.find<qcc::QuantizeOp>() : nullptr;
-  if (quantize) {
-    if (!q || q.getGranularity() != "per_token" || q.getAsymmetric() ||
-        q->getAttr("scale") || q.getOutlierColumns())
-      return unsupported("norm_quantize: only symmetric dynamic per-token "
-                         "quantization is fused yet");
-  }
-  int normOut = r.resultIndex(norm->getResult(0));
-  int threads = qcc::normBlockThreads(D);
-  Unit u;
-  Expr rows = u.symbol("rows", Expr::rows(TensorRef::operand(xi)));
-  std::vector<Param> params;
-  params.push_back(Param::operand("in", xi));
-  params.push_back(Param::operand("gamma", gi));
-  params.push_back(beta ? Param::operand("beta", r.argIndex(beta))
-                        : Param::null("beta"));
-  params.push_back(normOut >= 0 ? Param::result("out", normOut)
-                                : Param::null("out"));
-  if (quantize) {
-    params.push_back(Param::result("q", r.resultIndex(q.getResult())));
-    params.push_back(Param::result("q_scale", r.resultIndex(q.getScaleOut())));
-    int zi = r.resultIndex(q.getZeroPoint());
-    params.push_back(zi >= 0 ? Param::result("q_zero_point", zi)
-                             : Param::null("q_zero_point"));
-  }
-  params.push_back(Param::int32("rows", rows));
-  params.push_back(Param::int32("dim", D));
-  params.push_back(Param::float32("epsilon", eps));
-  std::string kind = layer ? "qcc::NormKind::LayerNorm" : "qcc::NormKind::RmsNorm";
-  std::string src = header({"norm.cuh"});
-  src += llvm::formatv(
-             "extern \"C\" __global__ void __launch_bounds__({0})\n{1}(const "
-             "{2} *in, const float *gamma, const float *beta, {2} *out, {3}int "
-             "rows, int dim, float epsilon) {{\n"
-             "  qcc::NormParams<{2}, {2}, float> p;\n"
-             "  p.in = in; p.gamma = gamma; p.beta = beta; p.out = out;\n"
-             "  p.q = {4}; p.q_scale = {5}; p.q_zero_point = {6};\n"
-             "  p.rows = rows; p.dim = dim; p.epsilon = epsilon;\n"
-             "  qcc::normRow<{0}, {7}, {8}>(p);\n}\n",
-             threads, kEntry, inT,
-             quantize ? "signed char *q, float *q_scale, int *q_zero_point, "
-                      : "",
-             quantize ? "q" : "nullptr", quantize ? "q_scale" : "nullptr",
-             quantize ? "q_zero_point" : "nullptr", kind,
-             quantize ? "true" : "false")
-             .str();
-  u.source = src;
-  LaunchStep s = step("", threads, rows);
-  s.params = std::move(params);
-  u.launch.steps.push_back(std::move(s));
-  return u;
-}
-
-Unit emitQuantize(const Region &r) {
-  auto q = r.find<qcc::QuantizeOp>();
-  if (!q)
-    return unsupported("quantize region without qcc.quantize");
-  std::string inT = cType(tensorOf(q.getInput()).getElementType());
-  if (inT.empty())
-    return unsupported("quantize of an unsupported element type");
-  if (q->getAttr("scale"))
-    return unsupported("no CUDA kernel for static quantize regions yet");
-  bool perToken = q.getGranularity() == "per_token";
-  // Outlier columns are read as 0: a row's column is its index in the row,
-  // so only per-token rows know them.
-  std::string skip;
-  if (auto cols = q.getOutlierColumns()) {
-    if (!perToken)
-      return unsupported("no CUDA kernel for a per-tensor quantize with "
-                         "outlier columns");
-    skip = ", " + outlierColumnsType(*cols);
-  }
-  constexpr int threads = 256;
-  int xi = r.argIndex(q.getInput());
-  if (xi < 0)
-    return unsupported("quantize of a value computed inside the region");
-  TensorRef xt = TensorRef::operand(xi);
-  Unit u;
-  Expr M, K;
-  if (perToken) {
-    M = u.symbol("M", Expr::rows(xt));
-    int64_t k = lastDim(q.getInput());
-    K = u.symbol("K", ShapedType::isDynamic(k) ? Expr::dim(xt, -1) : Expr(k));
-  } else {
-    M = u.symbol("M", 1);
-    K = u.symbol("K", Expr::numel(xt));
-  }
-  std::vector<Param> params;
-  params.push_back(Param::operand("x", xi));
-  params.push_back(Param::result("q", r.resultIndex(q.getResult())));
-  params.push_back(Param::result("s", r.resultIndex(q.getScaleOut())));
-  int zi = r.resultIndex(q.getZeroPoint());
-  params.push_back(zi >= 0 ? Param::result("z", zi) : Param::null("z"));
-  params.push_back(Param::int32("M", M));
-  params.push_back(Param::int32("K", K));
-  u.source = header({"quantize.cuh"}) +
-             llvm::formatv("extern \"C\" __global__ void "
-                           "__launch_bounds__({0})\n{1}(const {2} *x, "
-                           "qcc::int8_t *q, float *s, qcc::int32_t *z, int M, "
-                           "int K) {{\n  qcc::quantize_rows<{0}, {3}{4}>(x, q, "
-                           "s, z, M, K);\n}\n",
-                           threads, kEntry, inT,
-                           q.getAsymmetric() ? "true" : "false", skip)
-                 .str();
-  LaunchStep s = step("", threads, M);
-  s.params = std::move(params);
-  u.launch.steps.push_back(std::move(s));
-  return u;
-}
-
-//===--- embedding, elementwise -------------------------------------------===//
-
-Unit emitEmbedding(const Region &r) {
-  auto e = r.find<qcc::EmbeddingOp>();
-  auto table = tensorOf(e.getTable());
-  std::string tT = cType(table.getElementType());
-  std::string oT = cType(tensorOf(e.getResult()).getElementType());
-  if (!tensorOf(e.getIds()).getElementType().isInteger(64) || tT.empty() ||
-      oT.empty() || !table.hasStaticShape())
-    return unsupported("embedding of unsupported types");
-  constexpr int threads = 128;
-  int ti = r.argIndex(e.getTable()), ii = r.argIndex(e.getIds());
-  if (ti < 0 || ii < 0)
-    return unsupported("embedding operands computed inside the region");
-  Unit u;
-  Expr numIds = u.symbol("num_ids", Expr::numel(TensorRef::operand(ii)));
-  std::vector<Param> params = {
-      Param::operand("table", ti),
-      Param::operand("ids", ii),
-      Param::result("out", 0),
-      Param::runtimeValue("error_flag", RuntimeValue::ErrorFlag),
-      Param::int64("vocab", table.getShape()[0]),
-      Param::int32("dim", table.getShape()[1]),
-      Param::int32("num_ids", numIds)};
-  u.source = header({"embedding.cuh"}) +
-             llvm::formatv("extern \"C\" __global__ void "
-                           "__launch_bounds__({0})\n{1}(const {2} *table, "
-                           "const long long *ids, {3} *out, int *error_flag, "
-                           "long long vocab, int dim, int num_ids) {{\n"
-                           "  qcc::embeddingRow<{0}>(table, ids, out, "
-                           "error_flag, vocab, dim, num_ids);\n}\n",
-                           threads, kEntry, tT, oT)
-                 .str();
-  LaunchStep s = step("", threads, numIds);
-  s.params = std::move(params);
-  u.launch.steps.push_back(std::move(s));
-  return u;
-}
-
-Unit emitElementwise(const Region &r) {
-  llvm::DenseMap<Value, std::string> expr;
-  for (BlockArgument a : r.body.getArguments())
-    expr[a] = "qcc::ew::Arg<" + std::to_string(a.getArgNumber()) + ">";
-  for (Operation &op : r.body.without_terminator()) {
-    auto in = [&](unsigned i) { return expr.lookup(op.getOperand(i)); };
-    std::string e;
-    if (isa<qcc::AddOp>(op))
-      e = "qcc::ew::Add<" + in(0) + ", " + in(1) + ">";
-    else if (isa<qcc::SubOp>(op))
-      e = "qcc::ew::Sub<" + in(0) + ", " + in(1) + ">";
-    else if (isa<qcc::MulOp>(op))
-      e = "qcc::ew::Mul<" + in(0) + ", " + in(1) + ">";
-    else if (isa<qcc::DivOp>(op))
-      e = "qcc::ew::Div<" + in(0) + ", " + in(1) + ">";
-    else if (auto g = dyn_cast<qcc::GeluOp>(op))
-      e = std::string(g.getApproximate() == "tanh" ? "qcc::ew::GeluTanh<"
-                                                   : "qcc::ew::Gelu<") +
-          in(0) + ">";
-    else if (isa<qcc::SiluOp>(op))
-      e = "qcc::ew::Silu<" + in(0) + ">";
-    else if (isa<qcc::SigmoidOp>(op))
-      e = "qcc::ew::Sigmoid<" + in(0) + ">";
-    else if (isa<qcc::ReluOp>(op))
-      e = "qcc::ew::Relu<" + in(0) + ">";
-    else if (isa<qcc::NegOp>(op))
-      e = "qcc::ew::Neg<" + in(0) + ">";
-    else if (isa<qcc::TanhOp>(op))
-      e = "qcc::ew::Tanh<" + in(0) + ">";
-    else if (isa<qcc::ExpOp>(op))
-      e = "qcc::ew::Exp<" + in(0) + ">";
-    else if (isa<qcc::SqrtOp>(op))
-      e = "qcc::ew::Sqrt<" + in(0) + ">";
-    else if (isa<qcc::ReciprocalOp>(op))
-      e = "qcc::ew::Reciprocal<" + in(0) + ">";
-    else
-      return unsupported("no CUDA kernel for '" +
-                         op.getName().getStringRef().str() +
-                         "' in an elementwise chain yet");
-    for (Value v : op.getOperands())
-      if (!cType(tensorOf(v).getElementType()).size() ||
-          !tensorOf(v).getElementType().isF32())
-        return unsupported("elementwise chain over non-f32 tensors");
-    expr[op.getResult(0)] = e;
-  }
-  auto yield = cast<qcc::YieldOp>(r.body.getTerminator());
-  if (yield.getValues().size() != 1)
-    return unsupported("elementwise region with several results");
-  unsigned n = r.body.getNumArguments();
-  constexpr int threads = 256, perThread = 4;
-  Unit u;
-  Expr numel = u.symbol("n", Expr::numel(TensorRef::result(0)));
-  std::vector<Param> params;
-  std::string sig, load;
-  for (unsigned j = 0; j < n; ++j) {
-    params.push_back(Param::operand("in" + std::to_string(j), j));
-    sig += llvm::formatv("const float *in{0}, ", j).str();
-  }
-  for (unsigned j = 0; j < n; ++j) {
-    // Broadcast operands are read modulo their size (0: as many elements as
-    // the result).
-    Expr nj = Expr::numel(TensorRef::operand(j));
-    params.push_back(Param::int64("mod" + std::to_string(j),
-                                  Expr::select(Expr::eq(nj, numel), 0, nj)));
-    sig += llvm::formatv("long long mod{0}, ", j).str();
-    load += llvm::formatv("    x[{0}] = in{0}[mod{0} != 0 ? i % mod{0} : i];\n",
-                          j)
-                .str();
-  }
-  params.push_back(Param::result("out", 0));
-  params.push_back(Param::int64("n", numel));
-  u.source =
-      header({"elementwise.cuh"}) + "typedef " +
-      expr.lookup(yield.getValues()[0]) + " Chain;\n" +
-      llvm::formatv(
-          "extern \"C\" __global__ void __launch_bounds__({0})\n{1}({2}float "
-          "*out, long long n) {{\n"
-          "  const long long base = (long long)blockIdx.x * {0} * {3} + "
-          "threadIdx.x;\n"
-          "#pragma unroll\n  for (int e = 0; e < {3}; ++e) {{\n"
-          "    const long long i = base + (long long)e * {0};\n"
-          "    if (i >= n) return;\n    float x[{4}];\n{5}"
-          "    out[i] = Chain::eval(x);\n  }\n}\n",
-          threads, kEntry, sig, perThread, n, load)
-          .str();
-  LaunchStep s = step("", threads, Expr::ceilDiv(numel, threads * perThread));
-  s.params = std::move(params);
-  u.launch.steps.push_back(std::move(s));
-  return u;
-}
-
-//===--- attention ----------------------------------------------------------===//
-
-/// The attention launch configurations for one head size, read from the
-/// types the units instantiate (attention_config.h).
-struct AttnTiles {
-  int headDim;
-  /// Prefill: AttnPrefillLaunch<D, blockQ, blockKV, prefillWarps>.
-  int blockQ, blockKV, prefillWarps, prefillThreads, prefillSmem;
-  /// Decode: AttnDecodeLaunch<D, decodeWarps, chunk> split + combine.
-  int decodeWarps, chunk, decodeThreads, decodeSmem, combineThreads;
-  template <int D> static constexpr AttnTiles of() {
-    using Prefill = qcc::AttnPrefillLaunch<D, D == 64 ? 64 : 32, 64, 4>;
-    using Split = qcc::AttnDecodeLaunch<D, 4, 256>;
-    using Combine = qcc::AttnDecodeCombineLaunch<D>;
-    return {D,
-            Prefill::kBlockQ,
-            Prefill::kBlockKV,
-            Prefill::kNumWarps,
-            Prefill::kBlockThreads,
-            Prefill::kDynamicSmemBytes,
-            Split::kNumWarps,
-            Split::kChunkSize,
-            Split::kBlockThreads,
-            Split::kDynamicSmemBytes,
-            Combine::kBlockThreads};
-  }
-};
-/// One entry per head size the kernels take (multiples of 32 up to 256).
-constexpr AttnTiles kAttnTiles[] = {
-    AttnTiles::of<32>(),  AttnTiles::of<64>(),  AttnTiles::of<96>(),
-    AttnTiles::of<128>(), AttnTiles::of<160>(), AttnTiles::of<192>(),
-    AttnTiles::of<224>(), AttnTiles::of<256>()};
-
-const AttnTiles *attnTiles(int64_t headDim) {
-  for (const AttnTiles &t : kAttnTiles)
-    if (t.headDim == headDim)
-      return &t;
-  return nullptr;
-}
-
-Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
-  auto plain = r.find<qcc::AttentionOp>();
-  auto kvAttn = r.find<qcc::KvAttentionOp>();
-  if (!plain && !kvAttn)
-    return unsupported("attention region without attention");
-  bool kv = !plain;
-  Operation *attn = kv ? kvAttn.getOperation() : plain.getOperation();
-  if (!kv && plain.getMask())
-    return unsupported("no CUDA kernel for masked attention yet");
-  int64_t H = kv ? kvAttn.getNumHeads() : plain.getNumHeads();
-  int64_t Hkv = kv ? kvAttn.getNumKvHeads() : plain.getNumKvHeads();
-  float scale = (kv ? kvAttn.getScale() : plain.getScale()).convertToFloat();
-  // Sliding window and logit softcap (0 = none), baked into the unit.
-  int64_t window = kv ? kvAttn.getWindow() : plain.getWindow();
-  llvm::APFloat softcap = kv ? kvAttn.getSoftcap() : plain.getSoftcap();
-  std::string windowInit = llvm::formatv("  p.window = {0}; p.softcap = {1};\n",
-                                         window,
-                                         floatLiteral(softcap.convertToFloat()))
-                               .str();
-  // ALiBi slopes (kv_attention only; plain attention carries its bias in
-  // the mask), one per query head, as a device array in the unit.
-  std::string alibiTable;
-  if (std::optional<ArrayRef<float>> slopes =
-          kv ? kvAttn.getAlibi() : std::nullopt) {
-    alibiTable = "__device__ const float qcc_alibi[] = {";
-    for (float m : *slopes)
-      alibiTable += floatLiteral(m) + ", ";
-    alibiTable += "};\n";
-    windowInit += "  p.alibi = qcc_alibi;\n";
-  }
-  Value qIn = kv ? kvAttn.getQuery() : plain.getQuery();
-  Value kIn = kv ? kvAttn.getKey() : plain.getKey();
-  Value vIn = kv ? kvAttn.getValue() : plain.getValue();
-  int64_t width = lastDim(qIn);
-  if (ShapedType::isDynamic(width) || width % H != 0)
-    return unsupported("attention with a dynamic head size");
-  int64_t D = width / H;
-  const AttnTiles *tiles = attnTiles(D);
-  if (!tiles)
-    return unsupported(
-        llvm::formatv("attention with head size {0} (needs a multiple of 32 "
-                      "<= 256)",
-                      D)
-            .str());
-  std::string T = cType(tensorOf(qIn).getElementType());
-  if (T != "float")
-    return unsupported("attention over non-f32 tensors");
-  // Fused rotary: q and k are rotated on the fly, from one cos/sin pair over
-  // the first rotary_dim values of each head (RopeTables; batch_stride from
-  // the tables' shape at run time).
-  auto rq = qIn.getDefiningOp<qcc::RotaryOp>();
-  auto rk = kIn.getDefiningOp<qcc::RotaryOp>();
-  bool rotary = rq || rk;
-  int ci = -1, si = -1;
-  if (rotary) {
-    if (!rq || !rk)
-      return unsupported("rotary on only one of q and k");
-    if (rq.getCos() != rk.getCos() || rq.getSin() != rk.getSin())
-      return unsupported("q and k rotated with different cos/sin tables");
-    if ((int64_t)rq.getHeadDim() != D || (int64_t)rk.getHeadDim() != D)
-      return unsupported("rotary head size differs from the attention's");
-    if (rq.getRotatedDim() != rk.getRotatedDim())
-      return unsupported("q and k rotated over different rotary_dim");
-    if (!tensorOf(rq.getCos()).getElementType().isF32())
-      return unsupported("rotary tables of a type other than f32");
-    qIn = rq.getInput();
-    kIn = rk.getInput();
-    ci = r.argIndex(rq.getCos());
-    si = r.argIndex(rq.getSin());
-  }
-  int qi = r.argIndex(qIn), ki = r.argIndex(kIn), vi = r.argIndex(vIn);
-  if (qi < 0 || ki < 0 || vi < 0 || (rotary && (ci < 0 || si < 0)))
-    return unsupported("attention operands computed inside the region");
-  // The kernel writes only the attention output (rotated q/k stay inside).
-  if (r.kernel.getNumResults() != 1 || r.resultIndex(attn->getResult(0)) != 0)
-    return unsupported("attention region must yield only the attention output");
-  std::string ropeSig, ropeInit = "  p.rope.cos = nullptr; p.rope.sin = "
-                                  "nullptr; p.rope.batch_stride = 0; "
-                                  "p.rope.rotary_dim = 0;\n";
-  std::vector<Param> ropeParams;
-  if (rotary) {
-    ropeSig = ", const float *rope_cos, const float *rope_sin, long long "
-              "rope_stride";
-    ropeInit = "  p.rope.cos = rope_cos; p.rope.sin = rope_sin; "
-               "p.rope.batch_stride = rope_stride; p.rope.rotary_dim = " +
-               std::to_string(rq.getRotatedDim()) + ";\n";
-    // Tables [B, S, W] with B > 1 advance by S * W per sequence; shared
-    // tables ([1, S, W] or [S, W]) do not.
-    TensorRef cos = TensorRef::operand(ci);
-    Expr stride = 0;
-    if (tensorOf(rq.getCos()).getRank() == 3)
-      stride =
-          Expr::select(Expr::gt(Expr::dim(cos, 0), 1),
-                       Expr::mul({Expr::dim(cos, 1), Expr::dim(cos, 2)}), 0);
-    ropeParams = {Param::operand("rope_cos", ci),
-                  Param::operand("rope_sin", si),
-                  Param::int64("rope_stride", stride)};
-  }
-  const char *rotaryArg = rotary ? "true" : "false";
-
-  std::string cache = "qcc::NoCache", storage = "float";
-  bool paged = true;
-  if (kv) {
-    if (!kvCache)
-      return unsupported("kv_attention without a module qcc.kv_cache");
-    auto layout = kvCache.getAs<StringAttr>("layout");
-    auto dtype = kvCache.getAs<StringAttr>("dtype");
-    paged = layout && layout.getValue() == "paged";
-    std::string dt = dtype ? dtype.getValue().str() : "f32";
-    storage = dt == "i8" ? "signed char" : dt == "f16" ? "__half" : "float";
-    cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
-            storage + ">";
-  }
-  int64_t layer = kv ? kvAttn.getLayer() : int64_t(0);
-  int64_t layers = 0, blockTokens = 0;
-  if (kv) {
-    if (auto l = kvCache.getAs<IntegerAttr>("layers"))
-      layers = l.getInt();
-    if (auto b = kvCache.getAs<IntegerAttr>("block_tokens"))
-      blockTokens = b.getInt();
-  }
-
-  // Cache parameters (shared by prefill and decode).
-  std::string cacheSig, cacheInit;
-  std::vector<Param> cacheParams;
-  if (kv) {
-    cacheSig = ", const float *k_scales, const float *v_scales, "
-               "float *v_token_scales, int layers, int layer, " +
-               storage + " *cache, const int *table, int table_stride, int "
-                         "tokens";
-    cacheInit = "  p.cache.k_scales = k_scales; p.cache.v_scales = v_scales;\n"
-                "  p.cache.v_token_scales = v_token_scales;\n"
-                "  p.cache.layers = layers; p.cache.layer = layer;\n"
-                "  p.cache.kv_heads = p.num_kv_heads; p.cache.head_dim = " +
-                std::to_string(D) + ";\n";
-    cacheInit += paged ? "  p.cache.pool = cache; p.cache.block_table = table;\n"
-                         "  p.cache.max_blocks_per_seq = table_stride;\n"
-                         "  p.cache.block_tokens = tokens;\n"
-                       : "  p.cache.data = cache; p.cache.slot_of_row = table;\n"
-                         "  p.cache.max_tokens = tokens;\n";
-    cacheParams.push_back(
-        Param::runtimeValue("k_scales", RuntimeValue::KvKScales));
-    cacheParams.push_back(
-        Param::runtimeValue("v_scales", RuntimeValue::KvVScales));
-    cacheParams.push_back(Param::runtimeValue("v_token_scales",
-                                              RuntimeValue::KvVTokenScales));
-    cacheParams.push_back(Param::int32("layers", layers));
-    cacheParams.push_back(Param::int32("layer", layer));
-    cacheParams.push_back(Param::runtimeValue(
-        "cache", paged ? RuntimeValue::KvPool : RuntimeValue::KvData));
-    cacheParams.push_back(
-        Param::runtimeValue("table", paged ? RuntimeValue::KvBlockTable
-                                           : RuntimeValue::KvSlotOfRow));
-    cacheParams.push_back(
-        paged ? Param::runtimeValue("table_stride",
-                                    RuntimeValue::KvMaxBlocksPerSeq)
-              : Param::int32("table_stride", 0));
-    cacheParams.push_back(
-        paged ? Param::int32("tokens", blockTokens)
-              : Param::runtimeValue("tokens", RuntimeValue::KvMaxTokens));
-  }
-
-  Unit u;
-  Expr batch = u.symbol("batch", Expr::dim(TensorRef::operand(qi), 0));
-  Expr seqQ = u.symbol("seq_q", Expr::dim(TensorRef::operand(qi), 1));
-  Expr seqKv = u.symbol("seq_kv", Expr::dim(TensorRef::operand(ki), 1));
-
-  if (kv && r.decode) {
-    const int warps = tiles->decodeWarps, chunk = tiles->chunk;
-    Expr splits = u.symbol(
-        "splits",
-        Expr::ceilDiv(Expr::runtimeSize(format::RuntimeSize::MaxContextLen),
-                      chunk));
-    Expr bh = Expr::mul({batch, H});
-    uint32_t ml = u.launch.addWorkspace("ml", Expr::mul({bh, splits, 2 * 4}));
-    uint32_t acc = u.launch.addWorkspace("acc", Expr::mul({bh, splits, D * 4}));
-    std::string src = header({"attention_decode.cuh"}) + alibiTable;
-    src += llvm::formatv(
-               "typedef qcc::AttnDecodeParams<float, float, {0}> Params;\n"
-               "extern \"C\" __global__ void __launch_bounds__({1})\n"
-               "{2}(const float *q, const float *k, const float *v, float "
-               "*out, float *ws_ml, float *ws_acc, int batch, int num_heads, "
-               "int num_kv_heads, float scale, const int *cached_lens, const "
-               "int *valid_lens{3}) {{\n"
-               "  Params p;\n"
-               "  p.q = q; p.k = k; p.v = v; p.out = out; p.ws_ml = ws_ml; "
-               "p.ws_acc = ws_acc;\n"
-               "  p.batch = batch; p.num_heads = num_heads; p.num_kv_heads = "
-               "num_kv_heads; p.scale = scale;\n"
-               "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n"
-               "{10}{8}{4}"
-               "  qcc::attentionDecodeSplit<{5}, {6}, {7}, {9}>(p);\n}\n"
-               "extern \"C\" __global__ void __launch_bounds__({5})\n"
-               "{2}_combine(const float *ws_ml, const float *ws_acc, float "
-               "*out, int num_heads, int splits) {{\n"
-               "  qcc::attentionDecodeCombineRow<{5}, float>(ws_ml, ws_acc, "
-               "out, num_heads, splits);\n}\n",
-               cache, tiles->decodeThreads, kEntry, cacheSig + ropeSig,
-               cacheInit, D,
-               warps, chunk, ropeInit, rotaryArg, windowInit)
-               .str();
-    u.source = src;
-    LaunchStep split =
-        step("", tiles->decodeThreads, splits, H, batch, tiles->decodeSmem);
-    split.name = "split";
-    split.params = {
-        Param::operand("q", qi),
-        Param::operand("k", ki),
-        Param::operand("v", vi),
-        Param::result("out", 0),
-        Param::workspaceBuffer("ws_ml", ml),
-        Param::workspaceBuffer("ws_acc", acc),
-        Param::int32("batch", batch),
-        Param::int32("num_heads", H),
-        Param::int32("num_kv_heads", Hkv),
-        Param::float32("scale", scale),
-        Param::runtimeValue("cached_lens", RuntimeValue::CachedLens),
-        Param::runtimeValue("valid_lens", RuntimeValue::ValidLens)};
-    llvm::append_range(split.params, cacheParams);
-    llvm::append_range(split.params, ropeParams);
-    LaunchStep combine = step("_combine", tiles->combineThreads, H, batch);
-    combine.name = "combine";
-    combine.when = Expr::gt(splits, 1);
-    combine.params = {Param::workspaceBuffer("ws_ml", ml),
-                      Param::workspaceBuffer("ws_acc", acc),
-                      Param::result("out", 0), Param::int32("num_heads", H),
-                      Param::int32("splits", splits)};
-    u.launch.steps.push_back(std::move(split));
-    u.launch.steps.push_back(std::move(combine));
-    return u;
-  }
-
-  // Prefill (or plain attention without a cache).
-  int bq = tiles->blockQ, bkv = tiles->blockKV, warps = tiles->prefillWarps;
-  bool causal = kv || plain.getCausal();
-  int smem = tiles->prefillSmem;
-  std::string src = header({"attention_prefill.cuh"}) + alibiTable;
-  src += llvm::formatv(
-             "typedef qcc::AttnPrefillParams<float, float, {0}> Params;\n"
-             "extern \"C\" __global__ void __launch_bounds__({1})\n"
-             "{2}(const float *q, const float *k, const float *v, float *out, "
-             "int batch, int seq_q, int seq_kv, int num_heads, int "
-             "num_kv_heads, float scale, const int *cached_lens, const int "
-             "*valid_lens{3}) {{\n"
-             "  extern __shared__ float qcc_smem[];\n"
-             "  Params p;\n"
-             "  p.q = q; p.k = k; p.v = v; p.out = out;\n"
-             "  p.batch = batch; p.seq_q = seq_q; p.seq_kv = seq_kv;\n"
-             "  p.num_heads = num_heads; p.num_kv_heads = num_kv_heads; "
-             "p.scale = scale;\n"
-             "  p.cached_lens = cached_lens; p.valid_lens = valid_lens;\n"
-             "{12}{10}{4}"
-             "  qcc::attentionPrefillTile<{5}, {6}, {7}, {8}, {9}, {11}>(p, "
-             "qcc_smem);\n}\n",
-             cache, tiles->prefillThreads, kEntry, cacheSig + ropeSig,
-             cacheInit, D, bq,
-             bkv, warps, causal ? "true" : "false", ropeInit, rotaryArg,
-             windowInit)
-             .str();
-  u.source = src;
-  LaunchStep s = step("", tiles->prefillThreads, Expr::ceilDiv(seqQ, bq), H,
-                      batch, smem);
-  s.params = {Param::operand("q", qi),
-              Param::operand("k", ki),
-              Param::operand("v", vi),
-              Param::result("out", 0),
-              Param::int32("batch", batch),
-              Param::int32("seq_q", seqQ),
-              Param::int32("seq_kv", seqKv),
-              Param::int32("num_heads", H),
-              Param::int32("num_kv_heads", Hkv),
-              Param::float32("scale", scale),
-              kv ? Param::runtimeValue("cached_lens", RuntimeValue::CachedLens)
-                 : Param::null("cached_lens"),
-              kv ? Param::runtimeValue("valid_lens", RuntimeValue::ValidLens)
-                 : Param::null("valid_lens")};
-  llvm::append_range(s.params, cacheParams);
-  llvm::append_range(s.params, ropeParams);
-  u.launch.steps.push_back(std::move(s));
-  return u;
-}
-
-//===--- mixture of experts -------------------------------------------------===//
-
-/// qcc.moe as moe.cuh's four steps: routes by expert, the grouped up (and
-/// gate) GEMM with the activation, the grouped down GEMM, each token's
-/// gate-weighted sum (MoeDefault, moe_config.h).
-Unit emitMoe(const Region &r) {
-  using Cfg = qcc::MoeDefault;
-  auto moe = r.find<qcc::MoeOp>();
-  int xi = r.argIndex(moe.getInput()), ii = r.argIndex(moe.getExpertIds()),
-      gi = r.argIndex(moe.getGates()), ui = r.argIndex(moe.getUpWeight()),
-      di = r.argIndex(moe.getDownWeight());
-  bool gated = static_cast<bool>(moe.getGateWeight());
-  int wi = gated ? r.argIndex(moe.getGateWeight()) : 0;
-  if (xi < 0 || ii < 0 || gi < 0 || ui < 0 || di < 0 || wi < 0)
-    return unsupported("moe operands computed inside the region");
-  for (Value v : moe->getOperands())
-    if (auto t = dyn_cast<RankedTensorType>(v.getType());
-        v != moe.getExpertIds() && (!t || !t.getElementType().isF32()))
-      return unsupported("moe over non-f32 tensors");
-  if (!tensorOf(moe.getResult()).getElementType().isF32())
-    return unsupported("moe over non-f32 tensors");
-  auto up = tensorOf(moe.getUpWeight());
-  auto ids = tensorOf(moe.getExpertIds());
-  if (!up.hasStaticShape() || ids.getRank() != 2 ||
-      ShapedType::isDynamic(ids.getDimSize(1)))
-    return unsupported("moe with dynamic experts, sizes or top-k");
-  int64_t E = up.getDimSize(0), I = up.getDimSize(1), H = up.getDimSize(2),
-          k = ids.getDimSize(1);
-  if (E > 65535 || I > (1 << 30) || H > (1 << 30) || k > 1024)
-    return unsupported("moe sizes beyond the kernel's grid");
-  llvm::StringRef act = moe.getActivation();
-  const char *actType = act == "silu"        ? "Silu"
-                        : act == "gelu"      ? "Gelu"
-                        : act == "gelu_tanh" ? "GeluTanh"
-                        : act == "relu"      ? "Relu"
-                                             : nullptr;
-  if (!actType)
-    return unsupported(("moe activation " + act).str());
-  Unit u;
-  Expr T = u.symbol("tokens", Expr::dim(TensorRef::operand(xi), 0));
-  Expr routes = u.symbol("routes", Expr::mul({T, k}));
-  uint32_t offsets = u.launch.addWorkspace("offsets", (E + 1) * 4);
-  uint32_t list = u.launch.addWorkspace("list", Expr::mul({routes, 4}));
-  uint32_t h = u.launch.addWorkspace("h", Expr::mul({routes, I * 4}));
-  uint32_t y = u.launch.addWorkspace("y", Expr::mul({routes, H * 4}));
-  std::string src = header({"moe.cuh"});
-  src += llvm::formatv(
-             "typedef qcc::MoeLaunch<{0}, {1}, {2}, {3}> Cfg;\n"
-             "extern \"C\" __global__ void __launch_bounds__({4})\n"
-             "{5}_routes(const long long *expert_ids, int routes, int experts, "
-             "int *offsets, int *list, int *error_flag) {{\n"
-             "  qcc::moeRoutes<Cfg>(expert_ids, routes, experts, offsets, list, "
-             "error_flag);\n}\n"
-             "extern \"C\" __global__ void __launch_bounds__({3})\n"
-             "{5}_up(const float *x, const float *up, const float *gate, const "
-             "int *offsets, const int *list, int k, int n, int kdim, float *h) {{\n"
-             "  qcc::moeGroupedGemm<Cfg, {6}, qcc::MoeActivation::{7}, true, "
-             "true>(x, up, gate, offsets, list, k, n, kdim, h);\n}\n"
-             "extern \"C\" __global__ void __launch_bounds__({3})\n"
-             "{5}_down(const float *h, const float *down, const int *offsets, "
-             "const int *list, int k, int n, int kdim, float *y) {{\n"
-             "  qcc::moeGroupedGemm<Cfg, false, qcc::MoeActivation::{7}, false, "
-             "false>(h, down, nullptr, offsets, list, k, n, kdim, y);\n}\n"
-             "extern \"C\" __global__ void __launch_bounds__({8})\n"
-             "{5}(const float *y, const float *gates, const long long "
-             "*expert_ids, int experts, int tokens, int k, int hidden, float "
-             "*out) {{\n"
-             "  qcc::moeCombine<Cfg>(y, gates, expert_ids, experts, tokens, k, "
-             "hidden, out);\n}\n",
-             Cfg::kTileN, Cfg::kTileR, Cfg::kTileK, Cfg::kBlockThreads,
-             Cfg::kRouteThreads, kEntry, gated ? "true" : "false", actType,
-             Cfg::kCombineThreads)
-             .str();
-  u.source = std::move(src);
-  LaunchStep sort = step("_routes", Cfg::kRouteThreads, 1);
-  sort.name = "routes";
-  sort.params = {Param::operand("expert_ids", ii),
-                 Param::int32("routes", routes),
-                 Param::int32("experts", E),
-                 Param::workspaceBuffer("offsets", offsets),
-                 Param::workspaceBuffer("list", list),
-                 Param::runtimeValue("error_flag", RuntimeValue::ErrorFlag)};
-  // The grouped GEMMs: A (x or h), W (up or down) and, for up, the gate; N
-  // features of K-wide rows into the workspace `out`.
-  auto gemmStep = [&](const char *name, Param a, Param w,
-                      std::optional<Param> gate, int64_t n, int64_t kdim,
-                      const char *outName, uint32_t out) {
-    LaunchStep s = step(std::string("_") + name, Cfg::kBlockThreads,
-                        Cfg::gridFeatures(n), E,
-                        Expr::ceilDiv(routes, Cfg::kTileR));
-    s.name = name;
-    s.params = {std::move(a), std::move(w)};
-    if (gate)
-      s.params.push_back(std::move(*gate));
-    llvm::append_range(
-        s.params, std::vector<Param>{
-                      Param::workspaceBuffer("offsets", offsets),
-                      Param::workspaceBuffer("list", list), Param::int32("k", k),
-                      Param::int32("n", n), Param::int32("kdim", kdim),
-                      Param::workspaceBuffer(outName, out)});
-    return s;
-  };
-  LaunchStep upStep =
-      gemmStep("up", Param::operand("x", xi), Param::operand("up", ui),
-               gated ? Param::operand("gate", wi) : Param::null("gate"), I, H,
-               "h", h);
-  LaunchStep downStep =
-      gemmStep("down", Param::workspaceBuffer("h", h),
-               Param::operand("down", di), std::nullopt, H, I, "y", y);
-  LaunchStep combine = step("", Cfg::kCombineThreads,
-                            Expr::ceilDiv(Expr::mul({T, H}),
-                                          Cfg::kCombineThreads));
-  combine.name = "combine";
-  combine.params = {Param::workspaceBuffer("y", y),
-                    Param::operand("gates", gi),
-                    Param::operand("expert_ids", ii),
-                    Param::int32("experts", E),
-                    Param::int32("tokens", T),
-                    Param::int32("k", k),
-                    Param::int32("hidden", H),
-                    Param::result("out", 0)};
-  for (LaunchStep *s : {&sort, &upStep, &downStep, &combine}) {
-    s->when = Expr::gt(T, 0);
-    u.launch.steps.push_back(std::move(*s));
-  }
-  return u;
-}
+using namespace detail;
 
 /// Entry points that take one token per row (kv-cache-layout marks its
 /// `decode` with qcc.tokens_per_row = 1, docs/KV_CACHE.md): GEMMs take the
@@ -1243,12 +303,16 @@ bool takesOneTokenPerRow(func::FuncOp fn) {
   return tokens && tokens.getInt() == 1;
 }
 
+/// The name units are compared under: two regions share a unit when their
+/// sources for the same entry name are equal.
+constexpr const char *kKeyEntry = "qcc_unit";
+
 } // namespace
 
 EmitResult emitKernels(ModuleOp module) {
   EmitResult result;
   auto kvCache = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr);
-  std::map<std::string, size_t> unitOf; // placeholder text -> unit index
+  std::map<std::string, size_t> unitOf; // source for kKeyEntry -> unit index
   for (auto fn : module.getOps<func::FuncOp>()) {
     bool decode = takesOneTokenPerRow(fn);
     fn.walk([&](qcc::KernelOp k) {
@@ -1294,12 +358,12 @@ EmitResult emitKernels(ModuleOp module) {
       e.unsupported = u.unsupported;
       size_t index = result.kernels.size();
       if (e.unsupported.empty()) {
-        auto [it, fresh] = unitOf.try_emplace(u.source, result.units.size());
+        auto [it, fresh] =
+            unitOf.try_emplace(u.source(kKeyEntry), result.units.size());
         if (fresh) {
           KernelUnit unit;
           unit.name = "qcc_" + e.function + "_" + e.name;
-          unit.source = u.source;
-          replaceAll(unit.source, kEntry, unit.name);
+          unit.source = u.source(unit.name);
           result.units.push_back(std::move(unit));
         }
         KernelUnit &unit = result.units[it->second];
@@ -1308,7 +372,7 @@ EmitResult emitKernels(ModuleOp module) {
         e.source = unit.source;
         e.entry = unit.name;
         for (LaunchStep &step : u.launch.steps)
-          replaceAll(step.entry, kEntry, unit.name);
+          step.entry = unit.name + step.entry;
       }
       e.launch = u.launch;
       result.kernels.push_back(std::move(e));

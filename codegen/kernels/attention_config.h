@@ -64,4 +64,58 @@ template <int HeadDim> struct AttnDecodeCombineLaunch {
 
 } // namespace qcc
 
+// The parameter structs of attention_prefill.cuh and attention_decode.cuh,
+// declared once: FIELD(type, name, default) in order, LINE() between groups.
+// The device templates declare the structs from them and the emitter's
+// wrappers fill them from them (EmitAttention.cpp), a group per line, so a
+// field added here is one the wrapper must fill. `rope` and `cache` are
+// structs of their own (rotary.cuh, kv_cache.cuh), filled field by field.
+
+/// The fields both share after the sizes: the sequences' lengths, the
+/// baked-in variants, rotary and the cache.
+#define QCC_ATTN_SEQUENCE_PARAMS(FIELD, LINE)                                 \
+  LINE()                                                                      \
+  FIELD(const int *, cached_lens, ) /* [B] (prefill: cache only) */           \
+  FIELD(const int *, valid_lens, )  /* [B] or null (all seq_q; decode: 1) */  \
+  LINE()                                                                      \
+  FIELD(int, window, = 0)           /* 0 = none */                            \
+  FIELD(float, softcap, = 0.0f)     /* 0 = none */                            \
+  LINE()                                                                      \
+  FIELD(const float *, alibi, = nullptr) /* [num_heads] ALiBi slopes, or none */ \
+  LINE()                                                                      \
+  FIELD(RopeTables<RopeT>, rope, ) /* Rotary only; indexed by the input token index */ \
+  LINE()                                                                      \
+  FIELD(Cache, cache, )
+
+/// AttnPrefillParams<T, RopeT, Cache>.
+#define QCC_ATTN_PREFILL_PARAMS(FIELD, LINE)                                  \
+  FIELD(const T *, q, )     /* [B, seq_q, H * D] */                           \
+  FIELD(const T *, k, )     /* [B, seq_kv, Hkv * D] (seq_kv = seq_q with a cache) */ \
+  FIELD(const T *, v, )                                                       \
+  FIELD(T *, out, )         /* [B, seq_q, H * D] */                           \
+  LINE()                                                                      \
+  FIELD(int, batch, )                                                         \
+  FIELD(int, seq_q, )                                                         \
+  FIELD(int, seq_kv, )      /* NoCache only */                                \
+  LINE()                                                                      \
+  FIELD(int, num_heads, )                                                     \
+  FIELD(int, num_kv_heads, )                                                  \
+  FIELD(float, scale, )                                                       \
+  QCC_ATTN_SEQUENCE_PARAMS(FIELD, LINE)
+
+/// AttnDecodeParams<T, RopeT, Cache>.
+#define QCC_ATTN_DECODE_PARAMS(FIELD, LINE)                                   \
+  FIELD(const T *, q, )     /* [B, 1, H * D] */                               \
+  FIELD(const T *, k, )     /* [B, 1, Hkv * D] */                             \
+  FIELD(const T *, v, )                                                       \
+  FIELD(T *, out, )         /* [B, 1, H * D] (no split) */                    \
+  FIELD(float *, ws_ml, )   /* [B, H, splits, 2]  (split) */                  \
+  FIELD(float *, ws_acc, )  /* [B, H, splits, D]  (split) */                  \
+  LINE()                                                                      \
+  FIELD(int, batch, )                                                         \
+  FIELD(int, num_heads, )                                                     \
+  FIELD(int, num_kv_heads, )                                                  \
+  FIELD(float, scale, )                                                       \
+  QCC_ATTN_SEQUENCE_PARAMS(FIELD, LINE)
+
 #endif // QCC_KERNELS_ATTENTION_CONFIG_H

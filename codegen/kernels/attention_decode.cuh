@@ -55,24 +55,9 @@
 
 namespace qcc {
 
+/// The fields are declared in attention_config.h (QCC_ATTN_DECODE_PARAMS).
 template <typename T, typename RopeT, typename Cache> struct AttnDecodeParams {
-  const T *q;          // [B, 1, H * D]
-  const T *k;          // [B, 1, Hkv * D]
-  const T *v;
-  T *out;              // [B, 1, H * D] (no split)
-  float *ws_ml;        // [B, H, splits, 2]  (split)
-  float *ws_acc;       // [B, H, splits, D]  (split)
-  int batch;
-  int num_heads;
-  int num_kv_heads;
-  float scale;
-  float softcap = 0.0f;   // 0 = none
-  int window = 0;         // 0 = none
-  const float *alibi = nullptr; // [num_heads] ALiBi slopes, or none
-  const int *cached_lens; // [B]
-  const int *valid_lens;  // [B] or null (all 1)
-  RopeTables<RopeT> rope;
-  Cache cache;
+  QCC_ATTN_DECODE_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 
 template <int HeadDim, int NumWarps, int ChunkSize, bool Rotary, typename T,

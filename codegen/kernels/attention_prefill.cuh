@@ -55,24 +55,9 @@
 
 namespace qcc {
 
+/// The fields are declared in attention_config.h (QCC_ATTN_PREFILL_PARAMS).
 template <typename T, typename RopeT, typename Cache> struct AttnPrefillParams {
-  const T *q;          // [B, seq_q, H * D]
-  const T *k;          // [B, seq_kv, Hkv * D] (seq_kv = seq_q with a cache)
-  const T *v;
-  T *out;              // [B, seq_q, H * D]
-  int batch;
-  int seq_q;
-  int seq_kv;          // NoCache only
-  int num_heads;
-  int num_kv_heads;
-  float scale;
-  float softcap = 0.0f; // 0 = none
-  int window = 0;       // 0 = none
-  const float *alibi = nullptr; // [num_heads] ALiBi slopes, or none
-  const int *cached_lens; // [B] (cache only)
-  const int *valid_lens;  // [B] or null (all seq_q)
-  RopeTables<RopeT> rope; // Rotary only; indexed by the input token index
-  Cache cache;
+  QCC_ATTN_PREFILL_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 
 namespace detail {

@@ -50,6 +50,11 @@ static_assert(sizeof(int8_t) == 1 && sizeof(int16_t) == 2 &&
 
 #define QCC_DEVICE __device__ __forceinline__
 
+// Expand a parameter struct's field list (the *_PARAMS X-macros of the
+// *_config.h headers, which the emitter expands too) into its members.
+#define QCC_PARAMS_MEMBER(type, name, init) type name init;
+#define QCC_PARAMS_LINE()
+
 template <int A, int B> struct CeilDiv {
   static constexpr int value = (A + B - 1) / B;
 };

@@ -164,6 +164,36 @@ struct CastF32ToF16Config {
   static constexpr int kSmemBytes = 0;
 };
 
+// The parameter structs of the GEMM family, declared once: FIELD(type, name,
+// default) in order (LINE() is unused: the emitter's wrappers build these
+// with one aggregate initializer). The device templates declare the structs
+// from them and the emitter's wrappers fill them from them (EmitGemm.cpp),
+// so a field added here is one the wrapper must fill.
+
+/// GemmParams (gemm_core.cuh): the operands of C = A * B^T.
+#define QCC_GEMM_PARAMS(FIELD, LINE)                                          \
+  FIELD(const Element *, A, ) /* [M, K] row-major */                          \
+  FIELD(const Element *, B, ) /* [N, K] row-major */                          \
+  FIELD(int, M, )                                                             \
+  FIELD(int, N, )                                                             \
+  FIELD(int, K, )
+
+/// GemmSpParams (gemm_sp.cuh): the operands of C = x * sparse_2_4(values,
+/// meta)^T.
+#define QCC_GEMM_SP_PARAMS(FIELD, LINE)                                       \
+  FIELD(const Element *, x, )      /* [M, K] row-major */                     \
+  FIELD(const Element *, values, ) /* [N, K/2] row-major */                   \
+  FIELD(const int32_t *, meta, )   /* [N, K/32] row-major */                  \
+  FIELD(int, M, )                                                             \
+  FIELD(int, N, )                                                             \
+  FIELD(int, K, )
+
+/// CastF32ToF16Params (gemm_f16.cuh): x (f32) -> x16 (f16), n elements.
+#define QCC_CAST_F32_TO_F16_PARAMS(FIELD, LINE)                               \
+  FIELD(const float *, x, )                                                   \
+  FIELD(__half *, x16, )                                                      \
+  FIELD(long long, n, )
+
 } // namespace qcc
 
 #endif // QCC_KERNELS_GEMM_CONFIG_H

@@ -75,10 +75,9 @@ struct MmaBF16 {
 /// C = A * B^T. The epilogue chain holds the rest (scales, bias, residual,
 /// output). The emitter's extern "C" wrappers take the launch record's
 /// parameters one by one and build this.
+/// The fields are declared in gemm_config.h (QCC_GEMM_PARAMS).
 template <class Element> struct GemmParams {
-  const Element *A; // [M, K] row-major
-  const Element *B; // [N, K] row-major
-  int M, N, K;
+  QCC_GEMM_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800

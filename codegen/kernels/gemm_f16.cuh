@@ -75,10 +75,9 @@ QCC_DEVICE void gemv_f16(const GemmParams<__half> &p, Epilogue epi) {
 
 /// The f32 GEMM's first step, x (f32) -> x16 (f16, round to nearest even):
 /// one element per thread of a CastF32ToF16Config launch.
+/// The fields are declared in gemm_config.h (QCC_CAST_F32_TO_F16_PARAMS).
 struct CastF32ToF16Params {
-  const float *x;
-  __half *x16;
-  long long n;
+  QCC_CAST_F32_TO_F16_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 template <class Cfg>
 QCC_DEVICE void cast_f32_to_f16(const CastF32ToF16Params &p) {

@@ -63,11 +63,9 @@ namespace qcc {
 
 /// The sparse GEMM family's parameters: the operands of
 /// C = x * sparse_2_4(values, meta)^T. The epilogue chain holds the rest.
+/// The fields are declared in gemm_config.h (QCC_GEMM_SP_PARAMS).
 template <class Element> struct GemmSpParams {
-  const Element *x;      // [M, K] row-major
-  const Element *values; // [N, K/2] row-major
-  const int32_t *meta;   // [N, K/32] row-major
-  int M, N, K;
+  QCC_GEMM_SP_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 
 namespace detail {

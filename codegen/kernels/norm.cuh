@@ -34,17 +34,9 @@ namespace qcc {
 
 enum class NormKind { LayerNorm = 0, RmsNorm = 1 };
 
+/// The fields are declared in norm_config.h (QCC_NORM_PARAMS).
 template <typename InT, typename OutT, typename ParamT = float> struct NormParams {
-  const InT *in;        // [rows, D]
-  const ParamT *gamma;  // [D]
-  const ParamT *beta;   // [D] or null (layer_norm only)
-  OutT *out;            // [rows, D] (may be null when quantizing)
-  signed char *q;       // [rows, D] int8 (Quantize only)
-  float *q_scale;       // [rows]
-  int *q_zero_point;    // [rows] (written 0), may be null
-  int rows;
-  int dim;
-  float epsilon;
+  QCC_NORM_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 
 namespace detail {

@@ -10,6 +10,7 @@
 // which the host and (with NVRTC) the device compile alike.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/EmitCommon.h"
 #include "codegen/Emitter.h"
 #include "codegen/kernels/attention_config.h"
 #include "codegen/kernels/gemm_config.h"
@@ -255,6 +256,30 @@ TEST(EmitterTest, AlibiSlopesReachAttention) {
         << src;
     EXPECT_NE(src.find("p.alibi = qcc_alibi;"), std::string::npos);
   }
+}
+
+TEST(EmitterTest, WrappersFillParamsStructsFromTheirDeclaration) {
+  // A parameter struct's fields come from its *_PARAMS list: each takes the
+  // wrapper parameter of its name or a given value, a group per line; a
+  // field without either (say, one just added to the list) stops the
+  // emitter rather than being left unset.
+  using namespace qcc::codegen::detail;
+  KernelInterface iface;
+  iface.pointer("const float", qcc::format::Param::operand("in", 0))
+      .pointer("float", qcc::format::Param::result("out", 0))
+      .scalar(qcc::format::Param::int32("rows", 4));
+  EXPECT_EQ(iface.signature(), "const float *in, float *out, int rows");
+  static constexpr ParamsField kNorm[] = {QCC_PARAMS_FIELDS(QCC_NORM_PARAMS)};
+  FieldValues given;
+  given.values = {{"gamma", "g"}, {"beta", "nullptr"}, {"q", "nullptr"},
+                  {"q_scale", "nullptr"}, {"q_zero_point", "nullptr"},
+                  {"dim", "8"}, {"epsilon", "1e-5f"}};
+  EXPECT_EQ(assignFields(kNorm, iface, given),
+            "  p.in = in; p.gamma = g; p.beta = nullptr; p.out = out;\n"
+            "  p.q = nullptr; p.q_scale = nullptr; p.q_zero_point = nullptr;\n"
+            "  p.rows = rows; p.dim = 8; p.epsilon = 1e-5f;\n");
+  given.values.pop_back(); // epsilon: no parameter, no value
+  EXPECT_DEATH(assignFields(kNorm, iface, given), "'epsilon' has no value");
 }
 
 #ifdef QCC_HAVE_CODEGEN

@@ -1,0 +1,404 @@
+//===- EmitGemm.cpp - GEMM and GEMV regions -> CUDA C++ -------------------===//
+//
+// The six GEMM kinds (gemm_i8, gemm_f16, their 2:4 sparse forms,
+// gemm_i8_mixed, gemm_w4): a wrapper that builds the GEMM's parameters and
+// its epilogue chain (epilogue.cuh) and calls the mainloop of gemm_i8.cuh,
+// gemm_f16.cuh, gemm_sp.cuh, gemv_i8.cuh or gemv_w4.cuh, with the tile
+// heuristics of Emitter.h.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/EmitCommon.h"
+#include "codegen/Emitter.h"
+
+#include "codegen/kernels/gemm_config.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cassert>
+#include <optional>
+
+using namespace mlir;
+
+namespace qcc::codegen::detail {
+namespace {
+
+/// A GEMM tile configuration: the type a unit instantiates (its C++
+/// spelling) and the launch facts read from that type (gemm_config.h).
+struct GemmTile {
+  const char *type;
+  int threads, smem, blockM, blockN;
+  template <class Cfg> static constexpr GemmTile of(const char *type) {
+    return {type, Cfg::kThreads, Cfg::kSmemBytes, Cfg::kBlockM, Cfg::kBlockN};
+  }
+};
+// Spelled by the type's own tokens, so spelling and sizes cannot disagree.
+#define QCC_GEMM_TILE(...)                                                     \
+  GemmTile::of<qcc::__VA_ARGS__>("qcc::" #__VA_ARGS__)
+/// The tiles the heuristics pick from (Emitter.h), each {int8, f16}.
+constexpr GemmTile kGemmWide[2] = {
+    QCC_GEMM_TILE(GemmI8Config<128, 128, 64, 64, 64, 4>),
+    QCC_GEMM_TILE(GemmF16Config<128, 128, 64, 64, 64, 4>)};
+constexpr GemmTile kGemmNarrow[2] = {
+    QCC_GEMM_TILE(GemmI8Config<64, 64, 64, 32, 32, 4>),
+    QCC_GEMM_TILE(GemmF16Config<64, 64, 64, 32, 32, 4>)};
+/// Decode GEMVs, picked at run time by the rows of the call (bench/gemv_bench.cu
+/// on an H200, docs/GPU_NOTES.md): up to 8 rows, one column per warp with 4 K
+/// chunks in flight per lane; more rows (row chunks over grid.y), two columns
+/// per warp, one chunk: its fewer, lighter blocks keep the chunks that share a
+/// weight row resident together, so the weight comes from L2 after the first.
+constexpr GemmTile kGemv[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 1, 4>),
+                               QCC_GEMM_TILE(GemvF16Config<8, 4, 1, 4>)};
+constexpr GemmTile kGemvRows[2] = {QCC_GEMM_TILE(GemvI8Config<8, 4, 2>),
+                                   QCC_GEMM_TILE(GemvF16Config<8, 4, 2>)};
+/// The 2:4 sparse GEMM (gemm_sp.cuh): same families, BlockK 128 (a row's
+/// metadata for one K tile is one 16-byte cp.async).
+constexpr GemmTile kGemmSpWide[2] = {
+    QCC_GEMM_TILE(GemmSpI8Config<128, 128, 128, 64, 64, 3>),
+    QCC_GEMM_TILE(GemmSpF16Config<128, 128, 128, 64, 64, 3>)};
+constexpr GemmTile kGemmSpNarrow[2] = {
+    QCC_GEMM_TILE(GemmSpI8Config<64, 64, 128, 32, 32, 4>),
+    QCC_GEMM_TILE(GemmSpF16Config<64, 64, 128, 32, 32, 3>)};
+constexpr GemmTile kGemvSp[2] = {QCC_GEMM_TILE(GemvSpI8Config<8, 4, 2>),
+                                 QCC_GEMM_TILE(GemvSpF16Config<8, 4, 2>)};
+/// gemm_w4 (gemv_w4.cuh): decode, up to 4 rows per block; prefill, M tiled
+/// by 16 rows per block (one output channel per warp).
+constexpr GemmTile kGemmW4[2] = {QCC_GEMM_TILE(GemvW4Config<4, 4, 2>),
+                                 QCC_GEMM_TILE(GemvW4Config<16, 8, 1>)};
+#undef QCC_GEMM_TILE
+static_assert(kGemmWide[1].smem <= kMaxDynamicSmemSm80 &&
+                  kGemmNarrow[1].smem <= kMaxDynamicSmemSm80 &&
+                  kGemmSpWide[1].smem <= kMaxDynamicSmemSm80 &&
+                  kGemmSpNarrow[1].smem <= kMaxDynamicSmemSm80,
+              "GEMM tiles must fit sm_80");
+
+const GemmTile &gemmW4Tile(bool decode) { return kGemmW4[decode ? 0 : 1]; }
+
+const GemmTile &gemmTile(bool i8, bool sparse, bool decode, int64_t N) {
+  const GemmTile *family =
+      sparse ? (decode ? kGemvSp : N >= 1024 ? kGemmSpWide : kGemmSpNarrow)
+             : (decode ? kGemv : N >= 1024 ? kGemmWide : kGemmNarrow);
+  return family[i8 ? 0 : 1];
+}
+
+/// The float epilogue after the GEMM (+ dequant): activation and residual.
+struct Epilogue {
+  std::string act; // "", "qcc::GeluErf", "qcc::GeluTanh", "qcc::Silu"
+  int residual = -1; // operand index of the residual
+  Value result;      // the yielded value
+  std::string error;
+};
+
+Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
+  Epilogue e;
+  Value cur = gemm->getResult(0);
+  for (Operation *op = gemm->getNextNode(); op && !isa<qcc::YieldOp>(op);
+       op = op->getNextNode()) {
+    if (auto g = dyn_cast<qcc::GeluOp>(op)) {
+      e.act = g.getApproximate() == "tanh" ? "qcc::GeluTanh" : "qcc::GeluErf";
+    } else if (isa<qcc::SiluOp>(op)) {
+      e.act = "qcc::Silu";
+    } else if (auto add = dyn_cast<qcc::AddOp>(op)) {
+      Value other = add->getOperand(0) == cur ? add->getOperand(1)
+                                              : add->getOperand(0);
+      e.residual = r.argIndex(other);
+      if (e.residual < 0 || tensorOf(other) != tensorOf(cur)) {
+        e.error = "residual add of an unsupported operand";
+        return e;
+      }
+    } else {
+      e.error = "'" + op->getName().getStringRef().str() +
+                "' in a GEMM epilogue";
+      return e;
+    }
+    cur = op->getResult(0);
+  }
+  e.result = cur;
+  if (r.resultIndex(cur) != 0 || r.kernel.getNumResults() != 1)
+    e.error = "GEMM region must yield only its final value";
+  return e;
+}
+
+} // namespace
+
+Unit emitGemm(const Region &r) {
+  auto q = r.find<qcc::QLinearOp>();
+  auto f = r.find<qcc::LinearOp>();
+  qcc::KernelKind kind = r.kernel.getKind();
+  bool i8 = kind == qcc::KernelKind::GemmI8 ||
+            kind == qcc::KernelKind::GemmI8Sp ||
+            kind == qcc::KernelKind::GemmI8Mixed;
+  // 2:4 sparse: the weight is a qcc.sparse_2_4 of the operands `values`
+  // [N, K/2] and `meta` [N, K/32] (format/Sparse24.h), read as they are.
+  bool sparse =
+      kind == qcc::KernelKind::GemmI8Sp || kind == qcc::KernelKind::GemmF16Sp;
+  // W4A16: the weight is a qcc.weight_int4 of the operands `packed`
+  // [N, K/2], f16 `scales` [N, K/G] and, asymmetric, f16 `offsets` [N, K/G]
+  // (format/Int4.h), read as they are; gemv_w4.cuh dequantizes in
+  // registers.
+  bool w4 = kind == qcc::KernelKind::GemmW4;
+  Operation *gemm = i8 ? q.getOperation() : f.getOperation();
+  if (!gemm)
+    return unsupported("GEMM region without its GEMM op");
+  // gemm_i8_mixed: a qlinear with float outlier columns; the int8 GEMM's
+  // epilogue adds the float product of the gathered columns.
+  bool mixed = kind == qcc::KernelKind::GemmI8Mixed;
+  if (i8 && !mixed && q.getOutlierColumns())
+    return unsupported("a qlinear with outlier columns outside a "
+                       "gemm_i8_mixed region");
+  Value x = i8 ? q.getInput() : f.getInput();
+  Value w = i8 ? q.getWeight() : f.getWeight();
+  Value bias = i8 ? q.getBias() : f.getBias();
+  auto sp = w.getDefiningOp<qcc::Sparse24Op>();
+  if (sparse && !sp)
+    return unsupported("sparse GEMM region without its qcc.sparse_2_4");
+  auto wq = w.getDefiningOp<qcc::WeightInt4Op>();
+  if (w4 && (!wq || wq.getPerm()))
+    return unsupported("gemm_w4 region without its qcc.weight_int4 (or with "
+                       "act-order's perm)");
+  // wi: the dense weight, the 2:4 values or the packed int4; mi: the 2:4
+  // metadata or the int4 scales.
+  int xi = r.argIndex(x),
+      wi = r.argIndex(sparse ? sp.getValues() : w4 ? wq.getPacked() : w);
+  int mi = sparse ? r.argIndex(sp.getMeta())
+           : w4   ? r.argIndex(wq.getScales())
+                  : 0;
+  int oi = w4 && wq.getOffsets() ? r.argIndex(wq.getOffsets()) : 0;
+  if (xi < 0 || wi < 0 || mi < 0 || oi < 0)
+    return unsupported("GEMM operands computed inside the region");
+  bool w4Offsets = w4 && wq.getOffsets();
+  auto wt = tensorOf(w);
+  if (!wt || !wt.hasStaticShape() || wt.getRank() != 2)
+    return unsupported("GEMM with a dynamic weight shape");
+  int64_t N = wt.getShape()[0], K = wt.getShape()[1];
+  std::string elem = "qcc::int8_t";
+  int elemBytes = 1;
+  // f32 linears run as f16 GEMMs (f32 accumulation and epilogue): the
+  // runtime converts the weight to f16 once when it uploads it, and a first
+  // launch step converts the activations into a workspace.
+  bool fromF32 = false;
+  if (!i8) {
+    Type xt = tensorOf(x).getElementType(), wtE = wt.getElementType();
+    // gemm_w4: the weight's float type is only its dequantized view.
+    fromF32 = xt.isF32() && (w4 || wtE.isF32());
+    if (!fromF32 && (!xt.isF16() || (!w4 && !wtE.isF16())))
+      return unsupported("no CUDA kernel for bf16 or mixed-type linear yet");
+    elem = "__half";
+    elemBytes = 2;
+  }
+  int64_t G = w4 ? (int64_t)wq.getGroupSize() : 0;
+  if (w4 && (K % qcc::GemvW4Config<1, 1, 1>::kKMultiple != 0 || G % 32 != 0))
+    return unsupported("gemm_w4 needs K and the group size to be multiples "
+                       "of 32");
+  if ((K * elemBytes) % 16 != 0)
+    return unsupported(llvm::formatv("GEMM with K = {0} (K * {1} bytes must "
+                                     "be a multiple of 16)",
+                                     K, elemBytes)
+                           .str());
+  Epilogue epi = gemmEpilogue(r, gemm);
+  if (!epi.error.empty())
+    return unsupported(epi.error);
+  std::string outT = i8 ? "float" : cType(tensorOf(epi.result).getElementType());
+  std::string biasT = i8 || fromF32 ? "float" : "__half";
+  if (outT.empty())
+    return unsupported("GEMM result of an unsupported element type");
+  bool decode = r.decode;
+
+  Unit u;
+  Expr M = u.symbol("M", Expr::rows(TensorRef::operand(xi)));
+  Expr xn;
+  uint32_t x16 = 0;
+  if (fromF32) {
+    xn = u.symbol("xn", Expr::numel(TensorRef::operand(xi)));
+    x16 = u.launch.addWorkspace("x16", Expr::mul({xn, 2}));
+  }
+  // The wrapper's parameters (the main step's and the _rows step's).
+  KernelInterface iface;
+  const char *wName = sparse ? "wv" : "w";
+  if (w4) {
+    iface.pointer("const __half", fromF32 ? Param::workspaceBuffer("x", x16)
+                                          : Param::operand("x", xi));
+    iface.pointer("const qcc::int8_t", Param::operand("w", wi));
+    iface.pointer("const __half", Param::operand("wscale", mi));
+    if (w4Offsets)
+      iface.pointer("const __half", Param::operand("woffset", oi));
+  } else if (fromF32) {
+    iface.pointer("const __half", Param::workspaceBuffer("x", x16));
+    iface.pointer("const __half", Param::operandF16(wName, wi));
+  } else {
+    iface.pointer("const " + elem, Param::operand("x", xi));
+    iface.pointer("const " + elem, Param::operand(wName, wi));
+  }
+  if (sparse)
+    iface.pointer("const qcc::int32_t", Param::operand("wmeta", mi));
+  std::string stages;
+  // per token: [..., 1] of the input's rank; per tensor: [1]
+  bool perToken =
+      i8 && tensorOf(q.getInputScale()).getRank() == tensorOf(x).getRank();
+  if (i8) {
+    int xs = r.argIndex(q.getInputScale()),
+        xz = r.argIndex(q.getInputZeroPoint()),
+        ws = r.argIndex(q.getWeightScale()),
+        wsum = r.argIndex(q.getWeightSum());
+    if (xs < 0 || xz < 0 || ws < 0 || wsum < 0)
+      return unsupported("GEMM operands computed inside the region");
+    iface.pointer("const float", Param::operand("xs", xs));
+    iface.pointer("const qcc::int32_t", Param::operand("xz", xz));
+    iface.pointer("const float", Param::operand("ws", ws));
+    iface.pointer("const qcc::int32_t", Param::operand("wsum", wsum));
+    std::string st = perToken ? "1" : "0";
+    stages += "qcc::DequantPerTokenPerChannel{xs, " + st + ", xz, " + st +
+              ", ws, wsum}";
+  }
+  std::string types = i8 ? "qcc::DequantPerTokenPerChannel" : "";
+  auto addStage = [&](const std::string &type, const std::string &init) {
+    types += (types.empty() ? "" : ", ") + type;
+    stages += (stages.empty() ? "" : ", ") + init;
+  };
+  if (mixed) {
+    int xf = r.argIndex(q.getOutlierInput()),
+        wo = r.argIndex(q.getOutlierWeight());
+    if (xf < 0 || wo < 0)
+      return unsupported("GEMM operands computed inside the region");
+    iface.pointer("const float", Param::operand("xf", xf));
+    iface.pointer("const float", Param::operand("wo", wo));
+    std::string stage =
+        "qcc::AddOutliers<" + outlierColumnsType(*q.getOutlierColumns()) + ">";
+    addStage(stage, stage + "{xf, K, wo}");
+  }
+  if (bias) {
+    int bi = r.argIndex(bias);
+    iface.pointer("const " + biasT, Param::operand("bias", bi));
+    addStage("qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
+                 ">",
+             "qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
+                 ">{bias}");
+  }
+  if (!epi.act.empty())
+    addStage(epi.act, epi.act + "{}");
+  if (epi.residual >= 0) {
+    std::string rt = outT == "float" ? "" : outT;
+    iface.pointer("const " + outT, Param::operand("res", epi.residual));
+    addStage("qcc::AddResidual<" + rt + ">",
+             "qcc::AddResidual<" + rt + ">{res, N}");
+  }
+  std::string store = outT == "float" ? "qcc::StoreF32" : "qcc::StoreF16";
+  iface.pointer(outT, Param::result("y", 0));
+  addStage(store, store + "{y, N}");
+  iface.scalar(Param::int32("M", M));
+  iface.scalar(Param::int32("N", N));
+  iface.scalar(Param::int32("K", K));
+  if (w4)
+    iface.scalar(Param::int32("G", G));
+
+  std::string includes = header({w4       ? "gemv_w4.cuh"
+                                 : sparse ? "gemm_sp.cuh"
+                                 : i8 ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
+                                      : "gemm_f16.cuh"});
+  const GemmTile &tile = w4 ? gemmW4Tile(decode) : gemmTile(i8, sparse, decode, N);
+  // A dense decode GEMV has a second entry for calls of more than one row
+  // chunk (kGemvRows); each launches only when its rows are given.
+  const GemmTile *rowsTile =
+      decode && !w4 && !sparse ? &kGemvRows[i8 ? 0 : 1] : nullptr;
+  // The mainloop's parameter struct; a decode GEMV's M is its row chunk's.
+  static constexpr ParamsField kGemmFields[] = {
+      QCC_PARAMS_FIELDS(QCC_GEMM_PARAMS)};
+  static constexpr ParamsField kGemmSpFields[] = {
+      QCC_PARAMS_FIELDS(QCC_GEMM_SP_PARAMS)};
+  FieldValues gemmFields;
+  if (sparse)
+    gemmFields.values = {{"values", "wv"}, {"meta", "wmeta"}};
+  else
+    gemmFields.values = {{"A", "x"}, {"B", "w"}};
+  if (decode)
+    gemmFields.values.push_back({"M", "rows"});
+  std::string gemmParams =
+      w4 ? ""
+      : sparse
+          ? "  qcc::GemmSpParams<" + elem + "> p = " +
+                aggregateInit(kGemmSpFields, iface, gemmFields) + ";\n"
+          : "  qcc::GemmParams<" + elem + "> p = " +
+                aggregateInit(kGemmFields, iface, gemmFields) + ";\n";
+  std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
+  // The wrapper's body over the configuration type named `cfg` ("Cfg", or
+  // "CfgRows" for the _rows entry: the same body over the other tile).
+  auto call = [=](const std::string &cfg) {
+    if (w4) // gemv_w4 tiles M over blockIdx.y itself
+      return chain + "  qcc::gemv_w4<" + cfg + ">(x, w, wscale, " +
+             (w4Offsets ? "woffset" : "nullptr") + ", M, N, K, G, epi);\n";
+    std::string body;
+    if (decode) {
+      // Row chunk blockIdx.y: offset every per-row pointer by m0 rows.
+      body += "  const int m0 = blockIdx.y * " + cfg + "::kMaxM;\n";
+      body += "  const int rows = M - m0 < " + cfg + "::kMaxM ? M - m0 : " +
+              cfg + "::kMaxM;\n";
+      body += "  x += (long long)m0 * K;\n";
+      if (perToken)
+        body += "  xs += m0;\n  xz += m0;\n";
+      if (mixed)
+        body += "  xf += (long long)m0 * K;\n";
+      if (epi.residual >= 0)
+        body += "  res += (long long)m0 * N;\n";
+      body += "  y += (long long)m0 * N;\n";
+    }
+    return body + gemmParams + chain + "  qcc::" + (decode ? "gemv" : "gemm") +
+           (i8 ? "_i8" : "_f16") + (sparse ? "_sp" : "") + "<" + cfg +
+           ">(p, epi);\n";
+  };
+  // The f32 GEMM's first step: x (f32) -> workspace x16 (f16, round to
+  // nearest even).
+  using Cast = qcc::CastF32ToF16Config;
+  KernelInterface castIface;
+  if (fromF32)
+    castIface.pointer("const float", Param::operand("x", xi))
+        .pointer("__half", Param::workspaceBuffer("x16", x16))
+        .scalar(Param::int64("n", xn));
+  static constexpr ParamsField kCastFields[] = {
+      QCC_PARAMS_FIELDS(QCC_CAST_F32_TO_F16_PARAMS)};
+  std::string castParams =
+      fromF32 ? "  qcc::CastF32ToF16Params p = " +
+                    aggregateInit(kCastFields, castIface) + ";\n"
+              : "";
+  std::string rowsType = rowsTile ? rowsTile->type : "";
+  u.source = [=, tileType = std::string(tile.type)](const std::string &entry) {
+    std::string src = includes + "typedef " + tileType + " Cfg;\n" +
+                      wrapperHead("Cfg::kThreads", entry, iface) + call("Cfg") +
+                      "}\n";
+    if (!rowsType.empty())
+      src += "typedef " + rowsType + " CfgRows;\n" +
+             wrapperHead("CfgRows::kThreads", entry + "_rows", iface) +
+             call("CfgRows") + "}\n";
+    if (!castIface.empty())
+      src += wrapperHead(std::to_string(Cast::kThreads), entry + "_cast",
+                         castIface) +
+             castParams +
+             "  qcc::cast_f32_to_f16<qcc::CastF32ToF16Config>(p);\n}\n";
+    return src;
+  };
+  LaunchStep main =
+      step("", tile.threads, iface, (N + tile.blockN - 1) / tile.blockN,
+           Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
+  std::optional<LaunchStep> rowsStep;
+  if (rowsTile) {
+    assert(rowsTile->blockM == tile.blockM && "one row chunk means the same in both");
+    rowsStep = step("_rows", rowsTile->threads, iface,
+                    (N + rowsTile->blockN - 1) / rowsTile->blockN,
+                    Expr::ceilDiv(M, rowsTile->blockM), 1, rowsTile->smem);
+    rowsStep->name = "rows";
+    rowsStep->when = Expr::gt(M, tile.blockM);
+    main.when = Expr::gt(tile.blockM + 1, M);
+  }
+  if (fromF32) {
+    LaunchStep cast = step("_cast", Cast::kThreads, castIface,
+                           Expr::ceilDiv(xn, Cast::kThreads), 1, 1,
+                           Cast::kSmemBytes);
+    cast.name = "cast";
+    u.launch.steps.push_back(std::move(cast));
+  }
+  u.launch.steps.push_back(std::move(main));
+  if (rowsStep)
+    u.launch.steps.push_back(std::move(*rowsStep));
+  return u;
+}
+
+
+} // namespace qcc::codegen::detail
