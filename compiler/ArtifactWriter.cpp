@@ -6,6 +6,7 @@
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
 #include "format/ArtifactFormat.h"
+#include "format/KvCacheConfig.h"
 #include "format/OpKind.h"
 #include "passes/ConstEval.h"
 #include "runtime/core/SyntheticWeights.h"
@@ -353,6 +354,13 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
       if (!j)
         return error(path + ": qcc.kv_cache: " + llvm::toString(j.takeError()));
       kvCache[a.getName().str()] = *j;
+    }
+    // What the loader will accept, checked by its own parser: an artifact
+    // whose cache the runtime would refuse is not written.
+    try {
+      format::KvCacheConfig::fromJson(kvCache);
+    } catch (const std::exception &e) {
+      return error(path + ": qcc.kv_cache: " + e.what());
     }
   }
   json manifest{{"format_version", format::kFormatVersion},

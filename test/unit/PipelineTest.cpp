@@ -4,14 +4,17 @@
 // leaves what it promises; package writes what qrun --list-kernels reads.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/ArtifactWriter.h"
 #include "compiler/Package.h"
 #include "compiler/Pipeline.h"
 #include "format/KernelKinds.h"
+#include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "runtime/core/Artifact.h"
 #include "runtime/core/KernelListing.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -109,6 +112,27 @@ TEST(Pipeline, PackageWithoutGpuKernels) {
   EXPECT_EQ(list.str(),
             "no GPU kernels (compiled with --no-cuda or without CUDA)\n");
   llvm::sys::fs::remove(path);
+}
+
+// The artifact writer parses the module's qcc.kv_cache with the loader's own
+// parser (format/KvCacheConfig.h): a cache the runtime would refuse is a
+// compile error naming the attribute, not an artifact that cannot load.
+TEST(Pipeline, PackageRefusesACacheTheLoaderWouldRefuse) {
+  mlir::MLIRContext ctx;
+  auto c = qcc::compileTo(ctx, kGpt2, Phase::KvLayout);
+  ASSERT_TRUE(!!c) << llvm::toString(c.takeError());
+  mlir::ModuleOp m = *c->module;
+  auto good = qcc::serializeArtifact(m, "gpt2", {});
+  ASSERT_TRUE(!!good) << llvm::toString(good.takeError());
+  mlir::NamedAttrList kv(m->getAttrOfType<mlir::DictionaryAttr>(qcc::kKvCacheAttr));
+  mlir::Builder b(&ctx);
+  kv.set("layout", b.getStringAttr("ring"));
+  m->setAttr(qcc::kKvCacheAttr, kv.getDictionary(&ctx));
+  auto bad = qcc::serializeArtifact(m, "gpt2", {});
+  ASSERT_FALSE(!!bad);
+  std::string why = llvm::toString(bad.takeError());
+  EXPECT_NE(why.find("qcc.kv_cache"), std::string::npos) << why;
+  EXPECT_NE(why.find("unknown layout 'ring'"), std::string::npos) << why;
 }
 
 // package after emit, with stand-in binaries for the compile phase (NVRTC is
