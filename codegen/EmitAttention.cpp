@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
+#include "dialects/QccRuntimeAttrs.h"
 
 #include "codegen/kernels/attention_config.h"
 
@@ -157,24 +158,20 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
 
   std::string cache = "qcc::NoCache", storage = "float";
   bool paged = true;
-  if (kv) {
-    if (!kvCache)
-      return unsupported("kv_attention without a module qcc.kv_cache");
-    auto layout = kvCache.getAs<StringAttr>("layout");
-    auto dtype = kvCache.getAs<StringAttr>("dtype");
-    paged = layout && layout.getValue() == "paged";
-    std::string dt = dtype ? dtype.getValue().str() : "f32";
-    storage = dt == "i8" ? "signed char" : dt == "f16" ? "__half" : "float";
-    cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
-            storage + ">";
-  }
   int64_t layer = kv ? kvAttn.getLayer() : int64_t(0);
   int64_t layers = 0, blockTokens = 0;
   if (kv) {
-    if (auto l = kvCache.getAs<IntegerAttr>("layers"))
-      layers = l.getInt();
-    if (auto b = kvCache.getAs<IntegerAttr>("block_tokens"))
-      blockTokens = b.getInt();
+    if (!kvCache)
+      return unsupported("kv_attention without a module qcc.kv_cache");
+    auto config = kvCacheConfig(kvCache);
+    if (!config)
+      return unsupported("kv_attention: " + llvm::toString(config.takeError()));
+    paged = config->layout == "paged";
+    storage = config->isInt8() ? "signed char" : "float";
+    cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
+            storage + ">";
+    layers = config->layers;
+    blockTokens = config->blockTokens;
   }
 
   // Cache parameters (shared by prefill and decode).

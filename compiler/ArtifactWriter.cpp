@@ -5,8 +5,8 @@
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
+#include "dialects/QccRuntimeAttrs.h"
 #include "format/ArtifactFormat.h"
-#include "format/KvCacheConfig.h"
 #include "format/OpKind.h"
 #include "passes/ConstEval.h"
 #include "runtime/core/SyntheticWeights.h"
@@ -345,23 +345,18 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
     record["binaries"] = binaries;
     kernels.push_back(record);
   }
-  // The KV cache layout chosen by kv-cache-layout, for the runtime.
+  // The KV cache layout chosen by kv-cache-layout, for the runtime, checked
+  // by the loader's own parser: an artifact whose cache the runtime would
+  // refuse is not written.
   json kvCache = nullptr;
   if (auto kv = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr)) {
-    kvCache = json::object();
-    for (NamedAttribute a : kv) {
-      auto j = qcc::runtimeAttr(a.getValue());
-      if (!j)
-        return error(path + ": qcc.kv_cache: " + llvm::toString(j.takeError()));
-      kvCache[a.getName().str()] = *j;
-    }
-    // What the loader will accept, checked by its own parser: an artifact
-    // whose cache the runtime would refuse is not written.
-    try {
-      format::KvCacheConfig::fromJson(kvCache);
-    } catch (const std::exception &e) {
-      return error(path + ": qcc.kv_cache: " + e.what());
-    }
+    auto config = qcc::kvCacheConfig(kv);
+    if (!config)
+      return error(path + ": " + llvm::toString(config.takeError()));
+    auto j = qcc::kvCacheJson(kv);
+    if (!j)
+      return error(path + ": " + llvm::toString(j.takeError()));
+    kvCache = *j;
   }
   json manifest{{"format_version", format::kFormatVersion},
                 {"producer", "qcc"},

@@ -125,3 +125,14 @@ void KvCacheConfig::checkContext(int64_t tokens, const std::string &what) const 
     fail(what + " needs " + std::to_string(tokens) +
          " positions, but the model has " + std::to_string(maxPositions));
 }
+
+std::optional<KvCacheConfig> KvCacheConfig::parse(const nlohmann::json &j,
+                                                  std::string *why) {
+  try {
+    return fromJson(j);
+  } catch (const std::exception &e) {
+    if (why)
+      *why = e.what();
+    return std::nullopt;
+  }
+}

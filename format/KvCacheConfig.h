@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct KvCacheConfig {
 
   /// Parses and validates the manifest object; throws std::runtime_error.
   static KvCacheConfig fromJson(const nlohmann::json &j);
+  /// The same without exceptions (for code built without them, as MLIR's
+  /// is): nullopt and the reason in `why`.
+  static std::optional<KvCacheConfig> parse(const nlohmann::json &j,
+                                            std::string *why);
 };
 
 } // namespace qcc::format

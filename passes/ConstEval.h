@@ -14,6 +14,7 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/Support/Error.h"
 
+#include "dialects/QccRuntimeAttrs.h"
 #include "format/OpKind.h"
 #include "runtime/cpu/CpuKernels.h"
 
@@ -28,18 +29,6 @@ namespace qcc {
 /// qcc mnemonic parsed. None for an op of another dialect, and for qcc.constant
 /// and qcc.yield, which are no nodes.
 std::optional<format::OpKind> runtimeOpKind(mlir::Operation *op);
-
-/// The runtime's name of an element type ("f32", "i64", "bool", ...), or ""
-/// for a type the runtime does not have.
-std::string runtimeDType(mlir::Type elementType);
-
-/// An attribute as the runtime reads it: numbers, booleans, strings, i64
-/// arrays, and small element attributes as {dtype, values}.
-llvm::Expected<nlohmann::json> runtimeAttr(mlir::Attribute attr);
-
-/// A qcc op's attributes as the runtime reads them (what the artifact holds
-/// for the node): compile-time-only attributes dropped, a cast's target added.
-llvm::Expected<nlohmann::json> runtimeAttrs(mlir::Operation *op);
 
 /// Evaluates `op` with the CPU reference kernel of its kind on constant
 /// `operands` (one per operand, null for an omitted optional one). Fails with

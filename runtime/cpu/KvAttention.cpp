@@ -16,10 +16,6 @@ using namespace qcc::rt;
 
 static std::string str(int64_t v) { return std::to_string(v); }
 
-[[noreturn]] static void fail(const std::string &msg) {
-  throw std::runtime_error("KV cache: " + msg);
-}
-
 //===----------------------------------------------------------------------===//
 // kv_attention
 //===----------------------------------------------------------------------===//
