@@ -69,9 +69,10 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
   "$NVCC" -std=c++17 -O2 -arch=sm_90 -I. test/e2e/mma_sp_layout.cu -o "$STAGE/qcc-gpu/mma_sp_layout"
   # The decode GEMV's configs side by side (bench/gemv_bench.cu); the kernel
-  # headers include each other as qcc/<name>.
-  mkdir -p "$STAGE/include"
-  ln -s "$PWD/codegen/kernels" "$STAGE/include/qcc"
+  # headers include each other as qcc/<name>, as NVRTC sees them:
+  # codegen/kernels and format/device side by side.
+  mkdir -p "$STAGE/include/qcc"
+  ln -s "$PWD"/codegen/kernels/* "$PWD"/format/device/* "$STAGE/include/qcc/"
   "$NVCC" -std=c++17 -O3 -arch=sm_90 -I"$STAGE/include" -I. bench/gemv_bench.cu -o "$STAGE/qcc-gpu/gemv_bench"
 fi
 if [ $BENCH = 1 ]; then
