@@ -5,6 +5,12 @@
 // tile kernel (attention_prefill.cuh), or in a one-token-per-row entry point
 // the split-K decode kernel and its combine step (attention_decode.cuh).
 //
+// Tiles (asserted in EmitterTest):
+//   attention prefill: AttnPrefillLaunch, HeadDim 64: <64, 64, 64, 4>;
+//                    other multiples of 32: <D, 32, 64, 4>;
+//   attention decode (qcc.tokens_per_row = 1): AttnDecodeLaunch<D, 4, 256>
+//                    split + combine.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
 #include "dialects/QccRuntimeAttrs.h"

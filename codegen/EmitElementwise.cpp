@@ -4,6 +4,10 @@
 // chain as one expression type of elementwise.cuh's qcc::ew functors,
 // evaluated per element with broadcast operands read modulo their size.
 //
+// Tiles (asserted in EmitterTest):
+//   embedding: 128 threads, one CTA per id;
+//   elementwise: 256 threads x 4 elements;
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
 

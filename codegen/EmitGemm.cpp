@@ -3,8 +3,40 @@
 // The six GEMM kinds (gemm_i8, gemm_f16, their 2:4 sparse forms,
 // gemm_i8_mixed, gemm_w4): a wrapper that builds the GEMM's parameters and
 // its epilogue chain (epilogue.cuh) and calls the mainloop of gemm_i8.cuh,
-// gemm_f16.cuh, gemm_sp.cuh, gemv_i8.cuh or gemv_w4.cuh, with the tile
-// heuristics of Emitter.h.
+// gemm_f16.cuh, gemm_sp.cuh, gemv_i8.cuh or gemv_w4.cuh.
+//
+// Tiles (asserted in EmitterTest):
+//   gemm_i8 prefill: N >= 1024: GemmI8Config<128, 128, 64, 64, 64, 4>
+//                    (128 threads, 81,920 B smem); else <64, 64, 64, 32, 32,
+//                    4> (128 threads, 40,960 B);
+//   gemm_i8 in a function with qcc.tokens_per_row = 1 (kv-cache-layout's
+//                    decode entry point): two entries, one launched per call
+//                    by the launch record's `when`: up to 8 rows
+//                    GemvI8Config<8, 4, 1, 4> (one column per warp, 4 K
+//                    chunks in flight per lane), more rows <8, 4, 2> (entry
+//                    suffix _rows), both with grid.y = ceil(M / 8) row chunks
+//                    (the wrapper offsets pointers by 8 rows per y); measured
+//                    on an H200, docs/GPU_NOTES.md;
+//   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors a
+//                    first step converts x into workspace.x16
+//                    (CastF32ToF16Config, 256 threads) and the weight is
+//                    converted to f16 at upload;
+//   gemm_i8_mixed (a qlinear with float outlier columns): gemm_i8's tiles
+//                    and parameters plus xf (the f32 input) and wo (the f32
+//                    weight columns) after wsum; the epilogue's
+//                    AddOutliers<OutlierColumns<c...>> (the columns are in
+//                    the type) adds their product after the dequantization;
+//   gemm_i8_sp / gemm_f16_sp (2:4 sparse weight, gemm_sp.cuh): the same
+//                    families with GemmSpI8Config / GemmSpF16Config, BlockK
+//                    128: N >= 1024: <128, 128, 128, 64, 64, 3> (int8 92,160
+//                    B, f16 165,888 B); else <64, 64, 128, 32, 32, 4 (int8) /
+//                    3 (f16)>; decode: GemvSpI8Config / GemvSpF16Config<8,
+//                    4, 2>. Parameters: x, wv (values), wmeta, then as the
+//                    dense GEMM's;
+//   gemm_w4 (gemv_w4.cuh, one output channel per warp): decode
+//                    GemvW4Config<4, 4, 2> (up to 4 rows per block), prefill
+//                    <16, 8, 1> (M over grid.y = ceil(M / 16)); K and the
+//                    group size must be multiples of 32, else unsupported.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
@@ -34,7 +66,7 @@ struct GemmTile {
 // Spelled by the type's own tokens, so spelling and sizes cannot disagree.
 #define QCC_GEMM_TILE(...)                                                     \
   GemmTile::of<qcc::__VA_ARGS__>("qcc::" #__VA_ARGS__)
-/// The tiles the heuristics pick from (Emitter.h), each {int8, f16}.
+/// The tiles the heuristics pick from (this file's header), each {int8, f16}.
 constexpr GemmTile kGemmWide[2] = {
     QCC_GEMM_TILE(GemmI8Config<128, 128, 64, 64, 64, 4>),
     QCC_GEMM_TILE(GemmF16Config<128, 128, 64, 64, 64, 4>)};

@@ -2,6 +2,11 @@
 //
 // qcc.moe as moe.cuh's four steps (MoeDefault, moe_config.h).
 //
+// Tiles (asserted in EmitterTest):
+//   moe: MoeDefault = MoeLaunch<64, 16, 32, 256> (64 features x 16 routes
+//                    per CTA, K in slices of 32), the routes sorted by one
+//                    CTA of 256, the combine 256 threads x 1 element.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
 

@@ -4,6 +4,11 @@
 // the symmetric dynamic per-token quantization of its output, and the
 // standalone dynamic quantize (quantize.cuh).
 //
+// Tiles (asserted in EmitterTest):
+//   norm / norm_quantize: normBlockThreads(D): D <= 1024: 128 threads,
+//                    <= 4096: 256, else 512;
+//   quantize: 256 threads, one CTA per row (per tensor: one row);
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
 

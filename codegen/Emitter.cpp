@@ -1,8 +1,8 @@
 //===- Emitter.cpp - qcc.kernel regions -> CUDA C++ -----------------------===//
 //
-// See Emitter.h for the launch record and the tile heuristics. This file is
-// the driver (the switch over the kernel kind, unit naming and sharing) and
-// what the families share (EmitCommon.h); each family is in its own file.
+// See Emitter.h for the launch record; each family's file lists its tiles.
+// This file is the driver (the switch over the kernel kind, unit naming and
+// sharing) and what the families share (EmitCommon.h).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Emitter.h"

@@ -137,7 +137,7 @@ TEST(EmitterTest, DecodeGemvPicksItsConfigByRows) {
 }
 
 TEST(EmitterTest, HeuristicTilesFitSm80) {
-  // The tiles the heuristics can choose (Emitter.h); AttnPrefillLaunch
+  // The tiles the heuristics can choose (Emit<Family>.cpp); AttnPrefillLaunch
   // static_asserts its own sm_80 limit.
   EXPECT_EQ((qcc::GemmI8Config<128, 128, 64, 64, 64, 4>::kSmemBytes), 81920);
   EXPECT_EQ((qcc::GemmI8Config<64, 64, 64, 32, 32, 4>::kSmemBytes), 40960);
