@@ -1,7 +1,9 @@
 //===- DialectTest.cpp - dialect helpers ----------------------------------===//
 #include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
+#include "dialects/QccRuntimeAttrs.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -92,3 +94,48 @@ TEST(KernelKindTest, GemmColumn) {
   }
 }
 } // namespace
+
+// The compiler reads the module's qcc.kv_cache through the loader's parser
+// (format/KvCacheConfig.h): the same defaults, the same refusals, the field
+// named.
+TEST(KvCacheAttr, ParsedByTheLoadersParser) {
+  MLIRContext ctx;
+  Builder b(&ctx);
+  auto dict = [&](std::initializer_list<NamedAttribute> attrs) {
+    return b.getDictionaryAttr(attrs);
+  };
+  auto ok = qcc::kvCacheConfig(dict(
+      {b.getNamedAttr("layout", b.getStringAttr("contiguous")),
+       b.getNamedAttr("layers", b.getI64IntegerAttr(2)),
+       b.getNamedAttr("kv_heads", b.getI64IntegerAttr(4)),
+       b.getNamedAttr("head_dim", b.getI64IntegerAttr(8))}));
+  ASSERT_TRUE(!!ok) << llvm::toString(ok.takeError());
+  EXPECT_EQ(ok->layout, "contiguous");
+  EXPECT_EQ(ok->layers, 2);
+  EXPECT_EQ(ok->kvHeads, 4);
+  EXPECT_EQ(ok->headDim, 8);
+  EXPECT_EQ(ok->dtype, "f32");
+  EXPECT_EQ(ok->blockTokens, qcc::format::KvCacheConfig::kDefaultBlockTokens);
+
+  auto noHeads = qcc::kvCacheConfig(
+      dict({b.getNamedAttr("layout", b.getStringAttr("contiguous")),
+            b.getNamedAttr("layers", b.getI64IntegerAttr(2)),
+            b.getNamedAttr("head_dim", b.getI64IntegerAttr(8))}));
+  ASSERT_FALSE(!!noHeads);
+  std::string why = llvm::toString(noHeads.takeError());
+  EXPECT_NE(why.find("qcc.kv_cache"), std::string::npos) << why;
+  EXPECT_NE(why.find("kv_heads"), std::string::npos) << why;
+
+  // A paged cache needs its block size, as at load.
+  auto paged = qcc::kvCacheConfig(
+      dict({b.getNamedAttr("layers", b.getI64IntegerAttr(2)),
+            b.getNamedAttr("kv_heads", b.getI64IntegerAttr(4)),
+            b.getNamedAttr("head_dim", b.getI64IntegerAttr(8))}));
+  ASSERT_FALSE(!!paged);
+  why = llvm::toString(paged.takeError());
+  EXPECT_NE(why.find("block_tokens"), std::string::npos) << why;
+
+  auto none = qcc::kvCacheConfig(nullptr);
+  ASSERT_FALSE(!!none);
+  llvm::consumeError(none.takeError());
+}
