@@ -350,12 +350,12 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
   // refuse is not written.
   json kvCache = nullptr;
   if (auto kv = module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr)) {
-    auto config = qcc::kvCacheConfig(kv);
-    if (!config)
-      return error(path + ": " + llvm::toString(config.takeError()));
     auto j = qcc::kvCacheJson(kv);
     if (!j)
       return error(path + ": " + llvm::toString(j.takeError()));
+    std::string why;
+    if (!format::KvCacheConfig::parse(*j, &why))
+      return error(path + ": qcc.kv_cache: " + why);
     kvCache = *j;
   }
   json manifest{{"format_version", format::kFormatVersion},
