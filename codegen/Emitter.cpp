@@ -236,6 +236,8 @@ LaunchStep step(std::string suffix, unsigned threads,
   s.grid[1] = std::move(gy);
   s.grid[2] = std::move(gz);
   s.dynamicSmem = smem;
+  // Every entry starts with wrapperHead's wait (programmatic launch is safe).
+  s.waitsForPriorGrids = true;
   s.params = iface.params();
   return s;
 }
@@ -243,7 +245,8 @@ LaunchStep step(std::string suffix, unsigned threads,
 std::string wrapperHead(const std::string &bounds, const std::string &entry,
                         const KernelInterface &iface) {
   return "extern \"C\" __global__ void __launch_bounds__(" + bounds + ")\n" +
-         entry + "(" + iface.signature() + ") {\n";
+         entry + "(" + iface.signature() + ") {\n" +
+         "  qcc::wait_for_prior_grids();\n";
 }
 
 std::string forwardTo(const std::string &callee, const KernelInterface &iface) {

@@ -370,6 +370,8 @@ json toJson(const LaunchRecord &r) {
       j["name"] = s.name;
     if (s.when)
       j["when"] = toJson(*s.when, r);
+    if (s.waitsForPriorGrids)
+      j["waits_for_prior_grids"] = true;
     json params = json::array();
     for (const Param &p : s.params)
       params.push_back(paramJson(p, r));
@@ -609,6 +611,12 @@ LaunchRecord fromJson(const json &j) {
     }
     if (s.contains("when"))
       step.when = parse.expr(s["when"], where + " when");
+    if (s.contains("waits_for_prior_grids")) {
+      if (!s["waits_for_prior_grids"].is_boolean())
+        bad(where, "waits_for_prior_grids " +
+                       s["waits_for_prior_grids"].dump() + " is not a boolean");
+      step.waitsForPriorGrids = s["waits_for_prior_grids"].get<bool>();
+    }
     if (!s.contains("params") || !s["params"].is_array())
       bad(where, "no params");
     for (size_t k = 0; k < s["params"].size(); ++k)

@@ -19,6 +19,10 @@
 //               "grid": {"x": E, "y": E, "z": E},
 //               "dynamic_smem": 81920,     bytes
 //               "when": E,                 optional: launch only when E != 0
+//               "waits_for_prior_grids": true,  optional: the entry waits
+//                                          for the grids before it (sm_90
+//                                          griddepcontrol), so the runtime
+//                                          may launch it early (PDL)
 //               "params": [P, ...]}, ...]} kernel parameters in order
 // Expressions E: an integer; a symbol name; {"rows"|"numel": T} (product of
 // all dims but the last / of all dims); {"dim": T + {"axis": a}} (a < 0
@@ -173,6 +177,9 @@ struct LaunchStep {
   Expr grid[3] = {1, 1, 1};
   uint32_t dynamicSmem = 0;
   std::optional<Expr> when;
+  /// The kernel waits for the grids before it on entry
+  /// (qcc::wait_for_prior_grids): programmatic dependent launch is safe.
+  bool waitsForPriorGrids = false;
   std::vector<Param> params;
   bool operator==(const LaunchStep &) const = default;
 };

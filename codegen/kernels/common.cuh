@@ -19,6 +19,7 @@
 //   reductions         warpSum / warpMax / warpMin, warpReduce<Op>,
 //                      blockReduce<Threads, Op>
 //   outlier columns    OutlierColumns<c...> (the LLM.int8()-style fallback)
+//   launch order       wait_for_prior_grids() (programmatic dependent launch)
 //
 // cp.async, ldmatrix and mma need sm_80+; on older targets the cp.async
 // helpers fall back to synchronous copies and the others are not defined, so
@@ -96,6 +97,21 @@ constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 //===--- shared memory addresses, cp.async --------------------------------===//
+
+// Programmatic dependent launch (sm_90+). The runtime launches every kernel
+// with programmatic stream serialization on such GPUs, so a kernel may start
+// while the one before it in the stream is still running. Every emitted entry
+// calls this first: it waits until the prior grids have completed and their
+// writes are visible (so completion stays transitive along the stream: a
+// kernel that finishes has waited for all before it), then lets the next
+// kernel launch, whose launch and block scheduling then overlap this one.
+// Without the launch attribute (eager profiling, sm_80) both are no-ops.
+QCC_DEVICE void wait_for_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 QCC_DEVICE uint32_t smem_u32(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

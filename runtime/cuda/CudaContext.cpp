@@ -2,6 +2,8 @@
 #include "runtime/cuda/CudaContext.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -27,6 +29,14 @@ CudaContext::CudaContext(std::shared_ptr<CudaDriver> driver, int ordinal)
         "creating a context on " + dev.name);
   check(f.cuCtxSetCurrent(ctx), "making the context current");
   check(f.cuStreamCreate(&stream, kStreamNonBlocking), "creating a stream");
+  // Programmatic dependent launch needs sm_90 and cuLaunchKernelEx; every
+  // emitted kernel waits for the grids before it on entry
+  // (qcc::wait_for_prior_grids), so launching it early is safe.
+  // QCC_CUDA_PDL=0 launches in plain stream order (to measure the
+  // difference, or to rule it out).
+  const char *pdl = std::getenv("QCC_CUDA_PDL");
+  programmatic = dev.major >= 9 && f.cuLaunchKernelEx &&
+                 !(pdl && std::strcmp(pdl, "0") == 0);
 }
 
 CudaContext::~CudaContext() {
@@ -171,9 +181,22 @@ void CudaContext::setMaxDynamicSharedMemory(Function f, int bytes,
 
 void CudaContext::launch(Function f, Dim3 grid, Dim3 block,
                          unsigned sharedBytes, void **args,
-                         const std::string &entry) {
-  check(drv->api().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y,
-                                  block.z, sharedBytes, stream, args, nullptr),
+                         const std::string &entry, bool waitsForPriorGrids) {
+  int r;
+  if (programmatic && waitsForPriorGrids) {
+    CudaApi::LaunchAttribute attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.id = CudaApi::kLaunchAttrProgrammaticSerialization;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CudaApi::LaunchConfig config{grid.x,      grid.y, grid.z, block.x,
+                                 block.y,     block.z, sharedBytes, stream,
+                                 &attr,       1};
+    r = drv->api().cuLaunchKernelEx(&config, f, args, nullptr);
+  } else {
+    r = drv->api().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y,
+                                  block.z, sharedBytes, stream, args, nullptr);
+  }
+  check(r,
         "kernel launch " + entry + " (grid " + std::to_string(grid.x) + "x" +
             std::to_string(grid.y) + "x" + std::to_string(grid.z) +
             ", block " + std::to_string(block.x) + ", " +

@@ -90,9 +90,17 @@ public:
                                  const std::string &entry);
 
   /// Launches on the stream; `args` as cuLaunchKernel takes them (an array
-  /// of pointers to each parameter's value).
+  /// of pointers to each parameter's value). A kernel that `waitsForPriorGrids`
+  /// on entry (the emitted ones: codegen/kernels/common.cuh,
+  /// wait_for_prior_grids) is launched with programmatic stream
+  /// serialization where programmaticLaunch(): it may start before the one
+  /// before it ends, its launch overlapping that kernel's tail.
   void launch(Function f, Dim3 grid, Dim3 block, unsigned sharedBytes,
-              void **args, const std::string &entry);
+              void **args, const std::string &entry,
+              bool waitsForPriorGrids = false);
+  /// Whether launches use programmatic stream serialization (sm_90+, a
+  /// driver with cuLaunchKernelEx, QCC_CUDA_PDL not 0).
+  bool programmaticLaunch() const { return programmatic; }
   /// Waits for the stream; a failed kernel surfaces here as an error.
   void synchronize(const std::string &what);
 
@@ -119,6 +127,7 @@ private:
   std::vector<void *> events; // CUevent
   std::map<DevicePtr, size_t> sizes; // of the live allocations
   size_t inUse = 0, peak = 0, limit = 0;
+  bool programmatic = false;
   Evictor evictor;
   [[noreturn]] void fail(const std::string &what, int result) const;
   void check(int result, const std::string &what) const {

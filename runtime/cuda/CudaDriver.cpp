@@ -86,6 +86,9 @@ std::unique_ptr<CudaDriver> CudaDriver::load(std::string &why) {
       return nullptr;
     }
   }
+  // Optional entry points: the runtime works without them.
+  f.cuLaunchKernelEx = reinterpret_cast<decltype(f.cuLaunchKernelEx)>(
+      dlsym(h, "cuLaunchKernelEx"));
   if (int r = f.cuInit(0)) {
     why = "the CUDA driver failed to initialize: " + d->errorString(r);
     return nullptr;

@@ -81,6 +81,30 @@ struct CudaApi {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
+  /// CUlaunchAttribute and CUlaunchConfig (cuda.h's layout): an attribute
+  /// is an 8-byte id slot and a 64-byte value union.
+  struct LaunchAttribute {
+    int id;
+    char pad[4];
+    union {
+      char bytes[64];
+      int programmaticStreamSerializationAllowed;
+    } value;
+  };
+  static_assert(sizeof(LaunchAttribute) == 72, "cuda.h's CUlaunchAttribute");
+  struct LaunchConfig {
+    unsigned gridDimX, gridDimY, gridDimZ;
+    unsigned blockDimX, blockDimY, blockDimZ;
+    unsigned sharedMemBytes;
+    CUstream hStream;
+    LaunchAttribute *attrs;
+    unsigned numAttrs;
+  };
+  /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+  static constexpr int kLaunchAttrProgrammaticSerialization = 6;
+  /// Optional (CUDA 12.0+): nullptr when the driver lacks it.
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig *, CUfunction, void **,
+                               void **);
   // Graphs and events.
   CUresult (*cuStreamBeginCapture)(CUstream, int);
   CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);

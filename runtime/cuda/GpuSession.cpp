@@ -625,7 +625,7 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
       }
     }
     ctx->launch(l.steps.at(s), grid, block, step.dynamicSmem, args.data(),
-                step.entry);
+                step.entry, step.waitsForPriorGrids);
     if (syncEachLaunch && !r.capturing)
       ctx->synchronize("kernel " + step.entry + " (region " + node.name + ")");
     if (!r.capturing)

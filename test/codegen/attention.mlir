@@ -8,7 +8,7 @@
 
 // Causal, 4 heads of 64.
 // CHECK-LABEL: ===== unit qcc_causal_k0 (regions: causal/k0) kind attention
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":49408,"entry":"qcc_causal_k0","grid":{"x":{"ceil_div":["seq_q",64]},"y":4,"z":"batch"},"params":[{"name":"q","operand":0},{"name":"k","operand":1},{"name":"v","operand":2},{"name":"out","result":0},{"int":"batch","name":"batch"},{"int":"seq_q","name":"seq_q"},{"int":"seq_kv","name":"seq_kv"},{"int":4,"name":"num_heads"},{"int":4,"name":"num_kv_heads"},{"float":0.125,"name":"scale"},{"name":"cached_lens","null":true},{"name":"valid_lens","null":true}]}]
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":49408,"entry":"qcc_causal_k0","grid":{"x":{"ceil_div":["seq_q",64]},"y":4,"z":"batch"},"params":[{"name":"q","operand":0},{"name":"k","operand":1},{"name":"v","operand":2},{"name":"out","result":0},{"int":"batch","name":"batch"},{"int":"seq_q","name":"seq_q"},{"int":"seq_kv","name":"seq_kv"},{"int":4,"name":"num_heads"},{"int":4,"name":"num_kv_heads"},{"float":0.125,"name":"scale"},{"name":"cached_lens","null":true},{"name":"valid_lens","null":true}],"waits_for_prior_grids":true}]
 // CHECK: #include "qcc/attention_prefill.cuh"
 // CHECK: AttnPrefillParams<float, float, qcc::NoCache>
 // CHECK: qcc_causal_k0(

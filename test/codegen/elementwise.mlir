@@ -7,7 +7,7 @@
 
 // silu(a) * b + bias, the bias broadcast over rows.
 // CHECK-LABEL: ===== unit qcc_chain_k0 (regions: chain/k0) kind elementwise
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":256,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_chain_k0","grid":{"x":{"ceil_div":["n",1024]},"y":1,"z":1},"params":[{"name":"in0","operand":0},{"name":"in1","operand":1},{"name":"in2","operand":2},{"int64":{"select":[{"eq":[{"numel":{"operand":0}},"n"]},0,{"numel":{"operand":0}}]},"name":"mod0"},{"int64":{{.*}}"name":"mod1"},{"int64":{{.*}}"name":"mod2"},{"name":"out","result":0},{"int64":"n","name":"n"}]}],"symbols":{"n":{"numel":{"result":0}}}
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":256,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_chain_k0","grid":{"x":{"ceil_div":["n",1024]},"y":1,"z":1},"params":[{"name":"in0","operand":0},{"name":"in1","operand":1},{"name":"in2","operand":2},{"int64":{"select":[{"eq":[{"numel":{"operand":0}},"n"]},0,{"numel":{"operand":0}}]},"name":"mod0"},{"int64":{{.*}}"name":"mod1"},{"int64":{{.*}}"name":"mod2"},{"name":"out","result":0},{"int64":"n","name":"n"}],"waits_for_prior_grids":true}],"symbols":{"n":{"numel":{"result":0}}}
 // CHECK: #include "qcc/elementwise.cuh"
 // CHECK: qcc::ew::Add<qcc::ew::Mul<qcc::ew::Silu<qcc::ew::Arg<0>>, qcc::ew::Arg<1>>, qcc::ew::Arg<2>>
 // CHECK: qcc_chain_k0(

@@ -4,7 +4,7 @@
 // RUN: qcc-opt --qcc-print-cuda %s -o /dev/null | FileCheck %s
 
 // CHECK-LABEL: ===== unit qcc_tokens_k0 (regions: tokens/k0) kind embedding
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_tokens_k0","grid":{"x":"num_ids","y":1,"z":1},"params":[{"name":"table","operand":0},{"name":"ids","operand":1},{"name":"out","result":0},{"name":"error_flag","runtime":"error_flag"},{"int64":3000,"name":"vocab"},{"int":256,"name":"dim"},{"int":"num_ids","name":"num_ids"}]}],"symbols":{"num_ids":{"numel":{"operand":1}}}
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_tokens_k0","grid":{"x":"num_ids","y":1,"z":1},"params":[{"name":"table","operand":0},{"name":"ids","operand":1},{"name":"out","result":0},{"name":"error_flag","runtime":"error_flag"},{"int64":3000,"name":"vocab"},{"int":256,"name":"dim"},{"int":"num_ids","name":"num_ids"}],"waits_for_prior_grids":true}],"symbols":{"num_ids":{"numel":{"operand":1}}}
 // CHECK: #include "qcc/embedding.cuh"
 // CHECK: qcc_tokens_k0(
 // CHECK: embeddingRow<128>

@@ -7,8 +7,8 @@
 // RUN: qcc-opt --qcc-print-cuda %s -o /dev/null | FileCheck %s
 
 // CHECK-LABEL: ===== unit qcc_bias_k0 (regions: bias/k0) kind gemm_f16
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":256,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_bias_k0_cast","grid":{"x":{"ceil_div":["xn",256]},"y":1,"z":1},"name":"cast","params":[{"name":"x","operand":0},{"name":"x16","workspace":"x16"},{"int64":"xn","name":"n"}]}
-// CHECK-SAME: {"block":{"x":128,"y":1,"z":1},"dynamic_smem":73728,"entry":"qcc_bias_k0","grid":{"x":8,"y":{"ceil_div":["M",64]},"z":1},"params":[{"name":"x","workspace":"x16"},{"name":"w","operand_f16":1},{"name":"bias","operand":2},{"name":"y","result":0},{"int":"M","name":"M"},{"int":512,"name":"N"},{"int":256,"name":"K"}]}]
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":256,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_bias_k0_cast","grid":{"x":{"ceil_div":["xn",256]},"y":1,"z":1},"name":"cast","params":[{"name":"x","operand":0},{"name":"x16","workspace":"x16"},{"int64":"xn","name":"n"}],"waits_for_prior_grids":true}
+// CHECK-SAME: {"block":{"x":128,"y":1,"z":1},"dynamic_smem":73728,"entry":"qcc_bias_k0","grid":{"x":8,"y":{"ceil_div":["M",64]},"z":1},"params":[{"name":"x","workspace":"x16"},{"name":"w","operand_f16":1},{"name":"bias","operand":2},{"name":"y","result":0},{"int":"M","name":"M"},{"int":512,"name":"N"},{"int":256,"name":"K"}],"waits_for_prior_grids":true}]
 // CHECK-SAME: "workspace":{"x16":{"mul":["xn",2]}}
 // CHECK: #include "qcc/gemm_f16.cuh"
 // CHECK: GemmF16Config

@@ -9,7 +9,7 @@
 // per row and stage; 4 stages, 61,440 B); x, then the compressed weight
 // (values, metadata), then the dense GEMM's parameters.
 // CHECK-LABEL: ===== unit qcc_i8_k0 (regions: i8/k0) kind gemm_i8_sp
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":61440,"entry":"qcc_i8_k0","grid":{"x":12,"y":{"ceil_div":["M",64]},"z":1},"params":[{"name":"x","operand":2},{"name":"wv","operand":0},{"name":"wmeta","operand":1},{"name":"xs","operand":3},{"name":"xz","operand":4},{"name":"ws","operand":5},{"name":"wsum","operand":6},{"name":"bias","operand":7},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}]}]
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":61440,"entry":"qcc_i8_k0","grid":{"x":12,"y":{"ceil_div":["M",64]},"z":1},"params":[{"name":"x","operand":2},{"name":"wv","operand":0},{"name":"wmeta","operand":1},{"name":"xs","operand":3},{"name":"xz","operand":4},{"name":"ws","operand":5},{"name":"wsum","operand":6},{"name":"bias","operand":7},{"name":"y","result":0},{"int":"M","name":"M"},{"int":768,"name":"N"},{"int":256,"name":"K"}],"waits_for_prior_grids":true}]
 // CHECK: #include "qcc/gemm_sp.cuh"
 // CHECK: typedef qcc::GemmSpI8Config<64, 64, 128, 32, 32, 4> Cfg;
 // CHECK: qcc_i8_k0(const qcc::int8_t *x, const qcc::int8_t *wv, const qcc::int32_t *wmeta, const float *xs,

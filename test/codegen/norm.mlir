@@ -4,7 +4,7 @@
 // RUN: qcc-opt --qcc-print-cuda %s -o /dev/null | FileCheck %s
 
 // CHECK-LABEL: ===== unit qcc_layer_k0 (regions: layer/k0) kind norm
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_layer_k0","grid":{"x":"rows","y":1,"z":1},"params":[{"name":"in","operand":0},{"name":"gamma","operand":1},{"name":"beta","operand":2},{"name":"out","result":0},{"int":"rows","name":"rows"},{"int":256,"name":"dim"},{"float":9.999999747378752e-06,"name":"epsilon"}]}]
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_layer_k0","grid":{"x":"rows","y":1,"z":1},"params":[{"name":"in","operand":0},{"name":"gamma","operand":1},{"name":"beta","operand":2},{"name":"out","result":0},{"int":"rows","name":"rows"},{"int":256,"name":"dim"},{"float":9.999999747378752e-06,"name":"epsilon"}],"waits_for_prior_grids":true}]
 // CHECK: #include "qcc/norm.cuh"
 // CHECK: extern "C" __global__
 // CHECK: qcc_layer_k0(

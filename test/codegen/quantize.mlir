@@ -4,7 +4,7 @@
 // RUN: qcc-opt --qcc-print-cuda %s -o /dev/null | FileCheck %s
 
 // CHECK-LABEL: ===== unit qcc_per_token_k0 (regions: per_token/k0) kind quantize
-// CHECK-NEXT: // launch: {"steps":[{"block":{"x":256,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_per_token_k0","grid":{"x":"M","y":1,"z":1},"params":[{"name":"x","operand":0},{"name":"q","result":0},{"name":"s","result":1},{"name":"z","result":2},{"int":"M","name":"M"},{"int":"K","name":"K"}]}],"symbols":{"K":1024,"M":{"rows":{"operand":0}}}
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":256,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_per_token_k0","grid":{"x":"M","y":1,"z":1},"params":[{"name":"x","operand":0},{"name":"q","result":0},{"name":"s","result":1},{"name":"z","result":2},{"int":"M","name":"M"},{"int":"K","name":"K"}],"waits_for_prior_grids":true}],"symbols":{"K":1024,"M":{"rows":{"operand":0}}}
 // CHECK: #include "qcc/quantize.cuh"
 // CHECK: qcc_per_token_k0(
 // CHECK: quantize_rows<256, false>

@@ -114,14 +114,15 @@ struct State {
   long modules = 0;  // loaded and not unloaded
   bool capturing = false;
   long capturedLaunches = 0;
+  long programmatic = 0; // launches with programmatic stream serialization
   ~State() {
     std::fprintf(stderr,
                  "fake-cuda: %zu allocations (peak %zu bytes), %ld launches, "
                  "%ld graphs captured (%ld launches), %ld replays, %ld "
                  "pointer parameters checked, %zu leaked, %ld modules "
-                 "leaked, %ld violations\n",
+                 "leaked, %ld violations, %ld programmatic launches\n",
                  allocations, peak, launches, graphs, captured, replays,
-                 pointers, live.size(), modules, violations);
+                 pointers, live.size(), modules, violations, programmatic);
   }
 };
 State &state() {
@@ -417,6 +418,47 @@ int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
   else
     ++s.launches;
   return 0;
+}
+// cuda.h's CUlaunchAttribute / CUlaunchConfig (runtime/cuda/CudaDriver.h
+// mirrors them too).
+struct FakeLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int value;
+  } value;
+};
+struct FakeLaunchConfig {
+  unsigned gx, gy, gz, bx, by, bz, smem;
+  CUstream stream;
+  FakeLaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+// Only programmatic stream serialization (id 6), and only where the real
+// driver has it (sm_90+).
+int cuLaunchKernelEx(const FakeLaunchConfig *c, CUfunction f, void **args,
+                     void **extra) {
+  if (!c || (c->numAttrs && !c->attrs) || c->numAttrs > 8)
+    return violation("cuLaunchKernelEx without a valid configuration");
+  bool programmatic = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    if (c->attrs[i].id != 6 || (c->attrs[i].value.value != 0 &&
+                                c->attrs[i].value.value != 1))
+      return violation("cuLaunchKernelEx: launch attribute " +
+                       std::to_string(c->attrs[i].id) + " (value " +
+                       std::to_string(c->attrs[i].value.value) +
+                       ") is not programmatic stream serialization");
+    programmatic = c->attrs[i].value.value == 1;
+  }
+  if (programmatic && arch() < 90)
+    return violation("programmatic dependent launch on sm_" +
+                     std::to_string(arch()));
+  int r = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz,
+                         c->smem, c->stream, args, extra);
+  if (r == 0 && programmatic)
+    ++state().programmatic;
+  return r;
 }
 
 int cuStreamBeginCapture_v2(CUstream, int) {

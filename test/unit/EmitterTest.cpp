@@ -282,7 +282,55 @@ TEST(EmitterTest, WrappersFillParamsStructsFromTheirDeclaration) {
   EXPECT_DEATH(assignFields(kNorm, iface, given), "'epsilon' has no value");
 }
 
+TEST(EmitterTest, EveryEntryWaitsForPriorGridsFirst) {
+  // Programmatic dependent launch is safe only for a kernel whose first act
+  // is to wait for the grids before it (else it could read what they have
+  // not written, or finish before them and break the chain for the next
+  // kernel). The runtime trusts the record's waitsForPriorGrids, so the
+  // record must match the source: the wait opens every entry.
+  mlir::MLIRContext ctx;
+  EmitResult r = emitDemo(ctx);
+  ASSERT_FALSE(r.kernels.empty());
+  size_t checked = 0;
+  for (const EmittedKernel &k : r.kernels)
+    for (const auto &step : k.launch.steps) {
+      EXPECT_TRUE(step.waitsForPriorGrids) << step.entry;
+      const std::string &name = step.entry;
+      size_t at = k.source.find("\n" + name + "(");
+      ASSERT_NE(at, std::string::npos) << name;
+      size_t body = k.source.find(") {\n", at);
+      ASSERT_NE(body, std::string::npos) << name;
+      const std::string wait = "  qcc::wait_for_prior_grids();\n";
+      EXPECT_EQ(k.source.compare(body + 4, wait.size(), wait), 0) << name;
+      ++checked;
+    }
+  EXPECT_GT(checked, r.kernels.size());
+}
+
 #ifdef QCC_HAVE_CODEGEN
+TEST(EmitterTest, PriorGridWaitIsHoppersInstruction) {
+  // griddepcontrol exists from sm_90: the compute_90 PTX carries it, the
+  // sm_80 build compiles it out (there the runtime launches in stream
+  // order).
+  std::string src = "#include \"qcc/common.cuh\"\n"
+                    "extern \"C\" __global__ void qcc_wait(float *x) {\n"
+                    "  qcc::wait_for_prior_grids();\n  x[threadIdx.x] = 1.0f;\n}\n";
+  CompileOptions options;
+  options.cubinArchs = {"sm_80"};
+  options.ptxArch = "compute_90";
+  options.useCache = false;
+  auto hopper = compileKernels({{"wait", src}}, options);
+  ASSERT_TRUE(static_cast<bool>(hopper)) << llvm::toString(hopper.takeError());
+  const std::string &ptx = hopper->front().ptx;
+  EXPECT_NE(ptx.find("griddepcontrol.wait"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("griddepcontrol.launch_dependents"), std::string::npos);
+  EXPECT_LT(ptx.find("griddepcontrol.wait"), ptx.find("st.global"));
+  options.ptxArch = "compute_80";
+  auto ampere = compileKernels({{"wait", src}}, options);
+  ASSERT_TRUE(static_cast<bool>(ampere)) << llvm::toString(ampere.takeError());
+  EXPECT_EQ(ampere->front().ptx.find("griddepcontrol"), std::string::npos);
+}
+
 TEST(EmitterTest, ConfigHeadersCompileOnTheDevice) {
   // The embedded configuration headers stand alone under NVRTC and give the
   // device the sizes the host (the emitter) reads.

@@ -68,6 +68,7 @@ LaunchRecord sample() {
   s.grid[2] = Expr::dim(x, -1);
   s.dynamicSmem = 81920;
   s.when = Expr::gt(splits, 1);
+  s.waitsForPriorGrids = true;
   auto p = [](const char *name, ParamKind kind) {
     Param q;
     q.name = name;
@@ -101,6 +102,12 @@ TEST(LaunchRecord, RoundTrip) {
   LaunchRecord back = fromJson(json::parse(j.dump()));
   EXPECT_EQ(back, r);
   EXPECT_EQ(toJson(back), j);
+  EXPECT_EQ(j["steps"][0]["waits_for_prior_grids"], true);
+  // A step that does not wait says nothing (older records read the same).
+  LaunchRecord plain = r;
+  plain.steps[0].waitsForPriorGrids = false;
+  EXPECT_FALSE(toJson(plain)["steps"][0].contains("waits_for_prior_grids"));
+  EXPECT_EQ(fromJson(toJson(plain)), plain);
   EXPECT_EQ(r.maxIndex(TensorRef::Side::Operand), 1);
   EXPECT_EQ(r.maxIndex(TensorRef::Side::Result), 0);
   for (int i = 0; i <= (int)RuntimeValue::KvVTokenScales; ++i)
@@ -155,6 +162,9 @@ TEST(LaunchRecord, MalformedIsRefused) {
             std::string::npos);
   EXPECT_NE(with(json::json_pointer("/steps/0/grid/y"), json{{"ceil_div", {1}}})
                 .find("ceil_div needs 2 arguments"),
+            std::string::npos);
+  EXPECT_NE(with(json::json_pointer("/steps/0/waits_for_prior_grids"), 1)
+                .find("step 0: waits_for_prior_grids 1 is not a boolean"),
             std::string::npos);
   json noEntry = good;
   noEntry["steps"][0].erase("entry");
