@@ -16,6 +16,16 @@
 //    replays; and one whole decode step's GEMVs (16 layers of q, k, v, o,
 //    gate, up, down plus the LM head) in one graph. GB/s counts weight bytes
 //    only, against a 1 GiB device-to-device copy measured in the same run.
+// 3. The f16 GEMV over f32 activations (rounded to f16 as they are loaded,
+//    what the emitter's decode GEMV of an f32 linear does instead of a cast
+//    launch): bit for bit the f16 GEMV over the activations rounded first.
+// 4. Launch modes of one decode step's GEMVs (graph of 113 launches): plain
+//    stream order; programmatic dependent launch (every kernel starts with
+//    qcc::wait_for_prior_grids, as the emitted ones do); and PDL with each
+//    block's weight rows prefetched into L2 before the wait
+//    (gemv_prefetch_weights).
+// Every timing line is also printed as CSV ("tune,..."), the raw material
+// of a tuning table.
 #include "qcc/gemm_f16.cuh"
 #include "qcc/gemv_i8.cuh"
 
@@ -48,14 +58,28 @@ template <class Cfg> struct RowChunk {
         rows(M - m0 < Cfg::kMaxM ? M - m0 : Cfg::kMaxM) {}
 };
 
+// How a kernel starts: plain (kPlain: the wait is a no-op when launched
+// without the attribute), waiting for the grids before it (kPdl, launched
+// with programmatic stream serialization), or prefetching its weights into
+// L2 first (kPdlPrefetch).
+enum LaunchMode { kPlain, kPdl, kPdlPrefetch };
+const char *const kModeNames[] = {"plain", "pdl", "pdl+prefetch"};
+template <class Cfg, int Mode, class Element>
+__device__ void enter(const Element *w, int N, int K) {
+  if (Mode == kPdlPrefetch)
+    qcc::gemv_prefetch_weights<Cfg>(w, N, K);
+  qcc::wait_for_prior_grids();
+}
+
 // The epilogues the artifacts use for these GEMVs (per-token x per-channel
 // dequantization into f32; f16 straight to f32), and StoreI32 for the exact
 // check.
-template <class Cfg>
+template <class Cfg, int Mode = kPlain>
 __global__ void __launch_bounds__(Cfg::kThreads)
     gemvI8Dequant(const qcc::int8_t *x, const qcc::int8_t *w, const float *xs,
                   const float *ws, const qcc::int32_t *wsum, float *y, int M,
                   int N, int K) {
+  enter<Cfg, Mode>(w, N, K);
   RowChunk<Cfg> r(M);
   qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::StoreF32> epi(
       qcc::DequantPerTokenPerChannel{xs + r.m0, 1, nullptr, 0, ws, wsum},
@@ -72,13 +96,32 @@ __global__ void __launch_bounds__(Cfg::kThreads)
   qcc::GemmParams<qcc::int8_t> p = {x + (long long)r.m0 * K, w, r.rows, N, K};
   qcc::gemv_i8<Cfg>(p, epi);
 }
-template <class Cfg>
+// AElement __half: f16 activations; float: f32 ones rounded on load.
+template <class Cfg, int Mode = kPlain, class AElement = __half>
 __global__ void __launch_bounds__(Cfg::kThreads)
-    gemvF16(const __half *x, const __half *w, float *y, int M, int N, int K) {
+    gemvF16(const AElement *x, const __half *w, float *y, int M, int N, int K) {
+  enter<Cfg, Mode>(w, N, K);
   RowChunk<Cfg> r(M);
   qcc::Chain<qcc::StoreF32> epi(qcc::StoreF32{y + (long long)r.m0 * N, N});
-  qcc::GemmParams<__half> p = {x + (long long)r.m0 * K, w, r.rows, N, K};
+  qcc::GemmParams<__half, AElement> p = {x + (long long)r.m0 * K, w, r.rows, N, K};
   qcc::gemv_f16<Cfg>(p, epi);
+}
+
+// Launches `kernel` on `st`, with programmatic stream serialization unless
+// `mode` is kPlain.
+template <class... Params, class... Args>
+void launchMode(int mode, void (*kernel)(Params...), dim3 grid, unsigned threads,
+                cudaStream_t st, Args... args) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(threads);
+  config.stream = st;
+  config.attrs = mode == kPlain ? nullptr : &attr;
+  config.numAttrs = mode == kPlain ? 0 : 1;
+  CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
 }
 
 struct Shape {
@@ -222,6 +265,55 @@ template <class Cfg> void checkF16(const char *name, cudaStream_t st) {
   }
 }
 
+// f32 activations rounded on load == f16 activations rounded on the host
+// (round to nearest even both), bit for bit, with PDL and the prefetch on.
+template <class Cfg> void checkF16FromF32(const char *name, cudaStream_t st) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (int M : {1, 8, 20}) {
+    const int N = 1000, K = 2056;
+    std::vector<float> x(size_t(M) * K);
+    std::vector<__half> xh(x.size()), w(size_t(N) * K);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = d(rng);
+      xh[i] = __float2half_rn(x[i]);
+    }
+    for (auto &v : w) v = __float2half(d(rng) * 0.05f);
+    float *dx, *dy, *dyh;
+    __half *dxh, *dw;
+    CHECK(cudaMalloc(&dx, x.size() * 4));
+    CHECK(cudaMalloc(&dxh, x.size() * 2));
+    CHECK(cudaMalloc(&dw, w.size() * 2));
+    CHECK(cudaMalloc(&dy, size_t(M) * N * 4));
+    CHECK(cudaMalloc(&dyh, size_t(M) * N * 4));
+    CHECK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dxh, xh.data(), xh.size() * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dw, w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(dy, 0xff, size_t(M) * N * 4)); // NaN poison
+    CHECK(cudaMemset(dyh, 0xff, size_t(M) * N * 4));
+    launchMode(kPdlPrefetch, gemvF16<Cfg, kPdlPrefetch, float>, gridOf<Cfg>(M, N),
+               Cfg::kThreads, st, dx, dw, dy, M, N, K);
+    launchMode(kPdl, gemvF16<Cfg, kPdl, __half>, gridOf<Cfg>(M, N), Cfg::kThreads,
+               st, dxh, dw, dyh, M, N, K);
+    CHECK(cudaStreamSynchronize(st));
+    CHECK(cudaGetLastError());
+    std::vector<float> y(size_t(M) * N), yh(y.size());
+    CHECK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(yh.data(), dyh, yh.size() * 4, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (size_t i = 0; i < y.size(); ++i)
+      bad += std::memcmp(&y[i], &yh[i], 4) != 0 || std::isnan(y[i]);
+    std::printf("check %-28s M=%d: %s (%d of %d differ from the f16 GEMV)\n",
+                name, M, bad ? "FAIL" : "exact", bad, M * N);
+    failures += bad != 0;
+    CHECK(cudaFree(dx));
+    CHECK(cudaFree(dxh));
+    CHECK(cudaFree(dw));
+    CHECK(cudaFree(dy));
+    CHECK(cudaFree(dyh));
+  }
+}
+
 // Time config Cfg on every shape and on one decode step; f16 when F16.
 template <class Cfg, bool F16>
 void timeConfig(const char *name, Bufs &b, cudaStream_t st, double copyGBs) {
@@ -250,6 +342,8 @@ void timeConfig(const char *name, Bufs &b, cudaStream_t st, double copyGBs) {
       std::snprintf(buf, sizeof buf, " %s %5.1fus %4.0f%%", s.name, us,
                     100 * gbs / copyGBs);
       line += buf;
+      std::printf("tune,%s,%s,%d,%s,%d,%d,%.2f\n", F16 ? "f16" : "int8", name,
+                  M, s.name, s.N, s.K, us);
     }
     // One decode step: 16 layers' GEMVs over distinct weights, then the head.
     size_t layerBytes = 0;
@@ -270,7 +364,58 @@ void timeConfig(const char *name, Bufs &b, cudaStream_t st, double copyGBs) {
     std::printf("%-7s %-26s M=%d step %6.3f ms %6.0f GB/s %3.0f%% |%s\n",
                 F16 ? "f16" : "int8", name, M, ms, gbs, 100 * gbs / copyGBs,
                 line.c_str());
+    std::printf("tune,%s,%s,%d,step,0,0,%.2f\n", F16 ? "f16" : "int8", name,
+                M, ms * 1e3);
   }
+}
+
+// One decode step's 113 GEMVs in one graph, in each launch mode, config Cfg
+// (F16: f16 weights over f32 activations, as an f32 model's decode runs).
+template <class Cfg, bool F16>
+void timeModes(const char *name, Bufs &b, cudaStream_t st, double copyGBs, int M) {
+  const int elem = F16 ? 2 : 1;
+  size_t layerBytes = 0;
+  for (const Shape &s : kLayer)
+    layerBytes += size_t(s.N) * s.K * elem;
+  size_t stepBytes = 16 * layerBytes + size_t(kHead.N) * kHead.K * elem;
+  std::string line;
+  for (int mode : {kPlain, kPdl, kPdlPrefetch}) {
+    auto launch = [&](int N, int K, size_t off) {
+      dim3 g = gridOf<Cfg>(M, N);
+      if constexpr (F16) {
+        auto k = mode == kPlain ? gemvF16<Cfg, kPlain, float>
+                 : mode == kPdl ? gemvF16<Cfg, kPdl, float>
+                                : gemvF16<Cfg, kPdlPrefetch, float>;
+        launchMode(mode, k, g, Cfg::kThreads, st, (const float *)b.x,
+                   (const __half *)(b.w + off), b.y, M, N, K);
+      } else {
+        auto k = mode == kPlain ? gemvI8Dequant<Cfg, kPlain>
+                 : mode == kPdl ? gemvI8Dequant<Cfg, kPdl>
+                                : gemvI8Dequant<Cfg, kPdlPrefetch>;
+        launchMode(mode, k, g, Cfg::kThreads, st, (const qcc::int8_t *)b.x,
+                   (const qcc::int8_t *)(b.w + off), (const float *)b.xs,
+                   (const float *)b.ws, (const qcc::int32_t *)b.wsum, b.y, M, N, K);
+      }
+    };
+    float ms = timeGraph(st, 1, [&](int) {
+      size_t off = 0;
+      for (int l = 0; l < 16; ++l)
+        for (const Shape &s : kLayer) {
+          launch(s.N, s.K, off);
+          off += size_t(s.N) * s.K * elem;
+        }
+      launch(kHead.N, kHead.K, off);
+    });
+    double gbs = stepBytes / (ms * 1e6);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %s %6.3f ms %3.0f%%", kModeNames[mode], ms,
+                  100 * gbs / copyGBs);
+    line += buf;
+    std::printf("tune,%s-step-%s,%s,%d,step,0,0,%.2f\n", F16 ? "f16xf32" : "int8",
+                kModeNames[mode], name, M, ms * 1e3);
+  }
+  std::printf("modes %-7s %-14s M=%-2d |%s\n", F16 ? "f16xf32" : "int8", name, M,
+              line.c_str());
 }
 
 #define I8(MaxM, W, C, S) qcc::GemvI8Config<MaxM, W, C, S>
@@ -301,6 +446,8 @@ int main() {
   CHECK_F16(8, 4, 2, 1);
   CHECK_F16(8, 4, 2, 4);
   CHECK_F16(8, 4, 1, 4);
+  checkF16FromF32<F16(8, 4, 1, 4)>("f16 x f32 " NAME(8, 4, 1, 4), st);
+  checkF16FromF32<F16(8, 4, 2, 1)>("f16 x f32 " NAME(8, 4, 2, 1), st);
 
   // The copy ceiling: 1 GiB device to device, bytes read + written.
   Bufs b;
@@ -323,8 +470,12 @@ int main() {
   std::printf("copy (1 GiB device to device, read + write): %.0f GB/s\n", copyGBs);
   CHECK(cudaFree(c0));
 
-  CHECK(cudaMalloc(&b.x, 32 * 5632 * 2));
-  CHECK(cudaMemset(b.x, 0x21, 32 * 5632 * 2));
+  CHECK(cudaMalloc(&b.x, 32 * 5632 * 4)); // f32 activations for f16 x f32
+  {
+    // Never zeros: as f32 0.63, as f16 pairs 1.78, as int8 bytes 33 and 63.
+    std::vector<unsigned> xv(32 * 5632, 0x3f213f21u);
+    CHECK(cudaMemcpy(b.x, xv.data(), xv.size() * 4, cudaMemcpyHostToDevice));
+  }
   CHECK(cudaMalloc(&b.xs, 32 * 4));
   CHECK(cudaMalloc(&b.ws, 32000 * 4));
   CHECK(cudaMalloc(&b.wsum, 32000 * 4));
@@ -350,6 +501,13 @@ int main() {
   TIME_F16(8, 4, 2, 1);
   TIME_F16(8, 4, 2, 4);
   TIME_F16(8, 4, 1, 4);
+  std::printf("launch modes: one decode step's 113 GEMVs (the emitter's configs by rows)\n");
+  for (int M : {1, 8})
+    timeModes<I8(8, 4, 1, 4), false>(NAME(8, 4, 1, 4), b, st, copyGBs, M);
+  timeModes<I8(8, 4, 2, 1), false>(NAME(8, 4, 2, 1), b, st, copyGBs, 32);
+  for (int M : {1, 8})
+    timeModes<F16(8, 4, 1, 4), true>(NAME(8, 4, 1, 4), b, st, copyGBs, M);
+  timeModes<F16(8, 4, 2, 1), true>(NAME(8, 4, 2, 1), b, st, copyGBs, 32);
   std::printf("gemv_bench: %d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }

@@ -146,9 +146,13 @@ format::LaunchStep step(std::string suffix, unsigned threads,
                         uint32_t smem = 0);
 
 /// `extern "C" __global__ void __launch_bounds__(<bounds>)\n<entry>(<sig>)`
-/// followed by " {\n" (the wrapper's opening line).
+/// followed by " {\n" (the wrapper's opening line), then `beforeWait`
+/// (statements that read only weights: nothing earlier in the stream writes
+/// them) and the wait for the grids before it (qcc::wait_for_prior_grids),
+/// which makes programmatic dependent launch safe (step() records it).
 std::string wrapperHead(const std::string &bounds, const std::string &entry,
-                        const KernelInterface &iface);
+                        const KernelInterface &iface,
+                        const std::string &beforeWait = "");
 
 /// `  <callee>(a, b, ...);\n}\n`: a wrapper body that passes its
 /// parameters on as they are, in order (the wrapper's closing brace too).

@@ -17,10 +17,11 @@
 //                    suffix _rows), both with grid.y = ceil(M / 8) row chunks
 //                    (the wrapper offsets pointers by 8 rows per y); measured
 //                    on an H200, docs/GPU_NOTES.md;
-//   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors a
-//                    first step converts x into workspace.x16
-//                    (CastF32ToF16Config, 256 threads) and the weight is
-//                    converted to f16 at upload;
+//   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors
+//                    the weight is converted to f16 at upload, and a first
+//                    step converts x into workspace.x16 (CastF32ToF16Config,
+//                    256 threads), except in a dense decode GEMV, which
+//                    rounds x to f16 as it loads it (no cast launch);
 //   gemm_i8_mixed (a qlinear with float outlier columns): gemm_i8's tiles
 //                    and parameters plus xf (the f32 input) and wo (the f32
 //                    weight columns) after wsum; the epilogue's
@@ -234,12 +235,17 @@ Unit emitGemm(const Region &r) {
   if (outT.empty())
     return unsupported("GEMM result of an unsupported element type");
   bool decode = r.decode;
+  // A dense decode GEMV rounds f32 activations to f16 as it loads them
+  // (ActivationChunk<__half, float>): the same values as the cast step,
+  // one launch fewer per linear and step.
+  bool castOnLoad = fromF32 && decode && !w4 && !sparse;
+  bool castStep = fromF32 && !castOnLoad;
 
   Unit u;
   Expr M = u.symbol("M", Expr::rows(TensorRef::operand(xi)));
   Expr xn;
   uint32_t x16 = 0;
-  if (fromF32) {
+  if (castStep) {
     xn = u.symbol("xn", Expr::numel(TensorRef::operand(xi)));
     x16 = u.launch.addWorkspace("x16", Expr::mul({xn, 2}));
   }
@@ -247,14 +253,16 @@ Unit emitGemm(const Region &r) {
   KernelInterface iface;
   const char *wName = sparse ? "wv" : "w";
   if (w4) {
-    iface.pointer("const __half", fromF32 ? Param::workspaceBuffer("x", x16)
-                                          : Param::operand("x", xi));
+    iface.pointer("const __half", castStep ? Param::workspaceBuffer("x", x16)
+                                           : Param::operand("x", xi));
     iface.pointer("const qcc::int8_t", Param::operand("w", wi));
     iface.pointer("const __half", Param::operand("wscale", mi));
     if (w4Offsets)
       iface.pointer("const __half", Param::operand("woffset", oi));
   } else if (fromF32) {
-    iface.pointer("const __half", Param::workspaceBuffer("x", x16));
+    iface.pointer(castOnLoad ? "const float" : "const __half",
+                  castOnLoad ? Param::operand("x", xi)
+                             : Param::workspaceBuffer("x", x16));
     iface.pointer("const __half", Param::operandF16(wName, wi));
   } else {
     iface.pointer("const " + elem, Param::operand("x", xi));
@@ -348,8 +356,9 @@ Unit emitGemm(const Region &r) {
       : sparse
           ? "  qcc::GemmSpParams<" + elem + "> p = " +
                 aggregateInit(kGemmSpFields, iface, gemmFields) + ";\n"
-          : "  qcc::GemmParams<" + elem + "> p = " +
-                aggregateInit(kGemmFields, iface, gemmFields) + ";\n";
+          : "  qcc::GemmParams<" + elem + (castOnLoad ? ", float" : "") +
+                "> p = " + aggregateInit(kGemmFields, iface, gemmFields) +
+                ";\n";
   std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
   // The wrapper's body over the configuration type named `cfg` ("Cfg", or
   // "CfgRows" for the _rows entry: the same body over the other tile).
@@ -380,24 +389,33 @@ Unit emitGemm(const Region &r) {
   // nearest even).
   using Cast = qcc::CastF32ToF16Config;
   KernelInterface castIface;
-  if (fromF32)
+  if (castStep)
     castIface.pointer("const float", Param::operand("x", xi))
         .pointer("__half", Param::workspaceBuffer("x16", x16))
         .scalar(Param::int64("n", xn));
   static constexpr ParamsField kCastFields[] = {
       QCC_PARAMS_FIELDS(QCC_CAST_F32_TO_F16_PARAMS)};
   std::string castParams =
-      fromF32 ? "  qcc::CastF32ToF16Params p = " +
+      castStep ? "  qcc::CastF32ToF16Params p = " +
                     aggregateInit(kCastFields, castIface) + ";\n"
               : "";
   std::string rowsType = rowsTile ? rowsTile->type : "";
+  // A dense decode GEMV asks L2 for its block's weight rows before it waits
+  // for the kernel before it (launched early under programmatic dependent
+  // launch, it then starts from L2; measured by bench/gemv_bench.cu).
+  auto prefetch = [=](const std::string &cfg) {
+    return rowsTile ? "  qcc::gemv_prefetch_weights<" + cfg + ">(w, N, K);\n"
+                    : std::string();
+  };
   u.source = [=, tileType = std::string(tile.type)](const std::string &entry) {
     std::string src = includes + "typedef " + tileType + " Cfg;\n" +
-                      wrapperHead("Cfg::kThreads", entry, iface) + call("Cfg") +
-                      "}\n";
+                      wrapperHead("Cfg::kThreads", entry, iface,
+                                  prefetch("Cfg")) +
+                      call("Cfg") + "}\n";
     if (!rowsType.empty())
       src += "typedef " + rowsType + " CfgRows;\n" +
-             wrapperHead("CfgRows::kThreads", entry + "_rows", iface) +
+             wrapperHead("CfgRows::kThreads", entry + "_rows", iface,
+                         prefetch("CfgRows")) +
              call("CfgRows") + "}\n";
     if (!castIface.empty())
       src += wrapperHead(std::to_string(Cast::kThreads), entry + "_cast",
@@ -419,7 +437,7 @@ Unit emitGemm(const Region &r) {
     rowsStep->when = Expr::gt(M, tile.blockM);
     main.when = Expr::gt(tile.blockM + 1, M);
   }
-  if (fromF32) {
+  if (castStep) {
     LaunchStep cast = step("_cast", Cast::kThreads, castIface,
                            Expr::ceilDiv(xn, Cast::kThreads), 1, 1,
                            Cast::kSmemBytes);

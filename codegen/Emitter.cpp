@@ -243,9 +243,10 @@ LaunchStep step(std::string suffix, unsigned threads,
 }
 
 std::string wrapperHead(const std::string &bounds, const std::string &entry,
-                        const KernelInterface &iface) {
+                        const KernelInterface &iface,
+                        const std::string &beforeWait) {
   return "extern \"C\" __global__ void __launch_bounds__(" + bounds + ")\n" +
-         entry + "(" + iface.signature() + ") {\n" +
+         entry + "(" + iface.signature() + ") {\n" + beforeWait +
          "  qcc::wait_for_prior_grids();\n";
 }
 

@@ -19,7 +19,8 @@
 //   reductions         warpSum / warpMax / warpMin, warpReduce<Op>,
 //                      blockReduce<Threads, Op>
 //   outlier columns    OutlierColumns<c...> (the LLM.int8()-style fallback)
-//   launch order       wait_for_prior_grids() (programmatic dependent launch)
+//   launch order       wait_for_prior_grids() (programmatic dependent launch),
+//                      prefetch_l2_bulk(p, bytes) (weights, before the wait)
 //
 // cp.async, ldmatrix and mma need sm_80+; on older targets the cp.async
 // helpers fall back to synchronous copies and the others are not defined, so
@@ -110,6 +111,17 @@ QCC_DEVICE void wait_for_prior_grids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Asks L2 to fetch [p, p + bytes) without waiting for it (sm_90's bulk
+// prefetch; p 16-byte aligned, bytes a multiple of 16; a no-op below sm_90).
+// Only for bytes no kernel of the step writes (weights): it may run before
+// wait_for_prior_grids.
+QCC_DEVICE void prefetch_l2_bulk(const void *p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes)
+               : "memory");
 #endif
 }
 

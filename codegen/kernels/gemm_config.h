@@ -172,7 +172,7 @@ struct CastF32ToF16Config {
 
 /// GemmParams (gemm_core.cuh): the operands of C = A * B^T.
 #define QCC_GEMM_PARAMS(FIELD, LINE)                                          \
-  FIELD(const Element *, A, ) /* [M, K] row-major */                          \
+  FIELD(const AElement *, A, ) /* [M, K] row-major */                         \
   FIELD(const Element *, B, ) /* [N, K] row-major */                          \
   FIELD(int, M, )                                                             \
   FIELD(int, N, )                                                             \

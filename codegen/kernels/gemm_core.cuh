@@ -76,7 +76,9 @@ struct MmaBF16 {
 /// output). The emitter's extern "C" wrappers take the launch record's
 /// parameters one by one and build this.
 /// The fields are declared in gemm_config.h (QCC_GEMM_PARAMS).
-template <class Element> struct GemmParams {
+/// AElement: the activations' storage type, the weights' (Element) but for
+/// a decode GEMV of f32 activations against f16 weights (rounded on load).
+template <class Element, class AElement = Element> struct GemmParams {
   QCC_GEMM_PARAMS(QCC_PARAMS_MEMBER, QCC_PARAMS_LINE)
 };
 
@@ -314,14 +316,58 @@ QCC_DEVICE void gemv_reduce_visit(Acc (&acc)[ColsPerWarp][MaxM], int lane,
 /// row a lane loads before it uses the first, so that KSteps * ColsPerWarp
 /// 16-byte loads per lane are in flight: decode is a stream of weight bytes,
 /// and with one chunk at a time a warp waits a full memory latency per 1 KB.
+namespace detail {
+/// 16 bytes of an activation row in the weights' element type, at byte
+/// offset `kb` of such a row: a plain load when the activations are stored
+/// so, else converted on load.
+template <class Element, class AElement> struct ActivationChunk;
+template <class Element> struct ActivationChunk<Element, Element> {
+  QCC_DEVICE static int4 load(const Element *row, int kb) {
+    return __ldg(reinterpret_cast<const int4 *>(
+        reinterpret_cast<const char *>(row) + kb));
+  }
+};
+/// f32 activations against f16 weights: eight floats (32 bytes) rounded to
+/// f16 (nearest even), the values the f32 GEMM's cast step
+/// (cast_f32_to_f16) writes, so the product is the same bit for bit without
+/// that launch. Needs 32-byte aligned rows (K % 8 == 0).
+template <> struct ActivationChunk<__half, float> {
+  QCC_DEVICE static int4 load(const float *row, int kb) {
+    const float4 *p = reinterpret_cast<const float4 *>(row + kb / 2);
+    const float4 a = __ldg(p), b = __ldg(p + 1);
+    __half2 h[4] = {__floats2half2_rn(a.x, a.y), __floats2half2_rn(a.z, a.w),
+                    __floats2half2_rn(b.x, b.y), __floats2half2_rn(b.z, b.w)};
+    return *reinterpret_cast<const int4 *>(h);
+  }
+};
+} // namespace detail
+
+/// A decode GEMV block's weight rows (Cfg::kBlockN of [N, K] from its
+/// first column), asked of L2 by one thread of row chunk 0: under
+/// programmatic dependent launch this runs while the kernel before is still
+/// streaming its own weights, so this one starts from L2 (weights only:
+/// nothing in the step writes them).
+template <class Cfg, class Element>
+QCC_DEVICE void gemv_prefetch_weights(const Element *B, int N, int K) {
+  if (threadIdx.x != 0 || blockIdx.y != 0)
+    return;
+  const int n0 = blockIdx.x * Cfg::kBlockN;
+  const int rows = N - n0 < Cfg::kBlockN ? N - n0 : Cfg::kBlockN;
+  if (rows <= 0)
+    return;
+  // K * sizeof(Element) is a multiple of 16 (the GEMV's own requirement).
+  const char *p = reinterpret_cast<const char *>(B + static_cast<int64_t>(n0) * K);
+  prefetch_l2_bulk(p, static_cast<uint32_t>(rows) * K * sizeof(Element));
+}
+
 template <class Dot, int MaxM, int Warps, int ColsPerWarp, int KSteps,
-          class Epilogue>
-QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
+          class Epilogue, class AElement = typename Dot::Element>
+QCC_DEVICE void gemv_mainloop(const AElement *A,
                               const typename Dot::Element *B, int M, int N,
                               int K, const Epilogue &epi) {
   static_assert(KSteps >= 1, "");
   typedef typename Dot::Acc Acc;
-  const char *gA = reinterpret_cast<const char *>(A);
+  typedef detail::ActivationChunk<typename Dot::Element, AElement> Chunk;
   const char *gB = reinterpret_cast<const char *>(B);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * Warps + warp) * ColsPerWarp;
@@ -353,8 +399,7 @@ QCC_DEVICE void gemv_mainloop(const typename Dot::Element *A,
 #pragma unroll
       for (int m = 0; m < MaxM; ++m)
         if (m < M) {
-          int4 a = __ldg(reinterpret_cast<const int4 *>(
-              gA + static_cast<int64_t>(m) * KB + kb));
+          int4 a = Chunk::load(A + static_cast<int64_t>(m) * K, kb);
 #pragma unroll
           for (int c = 0; c < ColsPerWarp; ++c)
             acc[c][m] = Dot::dot(a, w[s][c], acc[c][m]);

@@ -15,7 +15,8 @@
 // Requirements: A, B 16-byte aligned, K % 8 == 0, M, N arbitrary.
 // Tile constraints: WarpM, WarpN multiples of 16, BlockK multiple of 16.
 //
-// Skinny M (decode, M <= MaxM): gemv_f16 / gemv_bf16, f32 accumulation;
+// Skinny M (decode, M <= MaxM): gemv_f16 / gemv_bf16, f32 accumulation
+// (gemv_f16 also over f32 activations, rounded to f16 as it loads them);
 //   blockDim = (32 * Warps), gridDim = (ceil(N / (Warps * ColsPerWarp))),
 //   no dynamic shared memory; K % 8 == 0.
 //
@@ -57,18 +58,21 @@ QCC_DEVICE void gemm_bf16_mainloop(const __nv_bfloat16 *A,
 }
 #endif
 
-template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue>
-QCC_DEVICE void gemv_f16(const __half *A, const __half *B, int M, int N, int K,
-                         Epilogue epi) {
+/// A: f16 activations, or f32 ones rounded to f16 as they are loaded (the
+/// f32 GEMM's decode GEMV, without a cast launch).
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue,
+          class AElement>
+QCC_DEVICE void gemv_f16(const AElement *A, const __half *B, int M, int N,
+                         int K, Epilogue epi) {
   static_assert(!Epilogue::kIntInput,
                 "gemv_f16: the epilogue takes the f32 accumulator");
-  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N,
-                                                                   K, epi);
+  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp, KSteps, Epilogue,
+                AElement>(A, B, M, N, K, epi);
 }
 
 /// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM).
-template <class Cfg, class Epilogue>
-QCC_DEVICE void gemv_f16(const GemmParams<__half> &p, Epilogue epi) {
+template <class Cfg, class Epilogue, class AElement>
+QCC_DEVICE void gemv_f16(const GemmParams<__half, AElement> &p, Epilogue epi) {
   gemv_f16<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
       p.A, p.B, p.M, p.N, p.K, epi);
 }
