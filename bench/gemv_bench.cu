@@ -135,6 +135,16 @@ const Shape kLayer[] = {{"q", 2048, 2048},    {"k", 512, 2048},
                         {"gate", 5632, 2048}, {"up", 5632, 2048},
                         {"down", 2048, 5632}};
 const Shape kHead = {"lm_head", 32000, 2048};
+// The other benchmark models' GEMV shapes, timed for the tuning CSV only:
+// SmolLM2-135M (576 wide, 9 / 3 heads of 64, FFN 1536, vocab 49152) and
+// Llama-3.2-1B (FFN 8192, vocab 128256; q, k, o as above).
+const Shape kTuneOnly[] = {{"smol_q", 576, 576},       {"smol_kv", 192, 576},
+                           {"smol_gate", 1536, 576},   {"smol_down", 576, 1536},
+                           {"smol_head", 49152, 576},  {"l32_gate", 8192, 2048},
+                           {"l32_down", 2048, 8192},   {"l32_head", 128256, 2048}};
+
+// The largest K and N of any shape above (buffers are sized for them).
+constexpr int kMaxK = 8192, kMaxN = 128256;
 
 template <class Cfg> dim3 gridOf(int M, int N) {
   return dim3((N + Cfg::kBlockN - 1) / Cfg::kBlockN,
@@ -331,9 +341,11 @@ void timeConfig(const char *name, Bufs &b, cudaStream_t st, double copyGBs) {
     std::string line;
     std::vector<Shape> shapes(std::begin(kLayer), std::end(kLayer));
     shapes.push_back(kHead);
+    shapes.insert(shapes.end(), std::begin(kTuneOnly), std::end(kTuneOnly));
     for (const Shape &s : shapes) {
       if (s.name[0] == 'v' || s.name[0] == 'u') // same shapes as k, gate
         continue;
+      const bool tuneOnly = &s - shapes.data() > (int)std::size(kLayer);
       size_t bytes = size_t(s.N) * s.K * elem;
       int count = int(std::min<size_t>(64, b.wBytes / bytes));
       float ms = timeGraph(st, count, [&](int i) { launch(M, s.N, s.K, bytes * i); });
@@ -341,7 +353,8 @@ void timeConfig(const char *name, Bufs &b, cudaStream_t st, double copyGBs) {
       char buf[96];
       std::snprintf(buf, sizeof buf, " %s %5.1fus %4.0f%%", s.name, us,
                     100 * gbs / copyGBs);
-      line += buf;
+      if (!tuneOnly)
+        line += buf;
       std::printf("tune,%s,%s,%d,%s,%d,%d,%.2f\n", F16 ? "f16" : "int8", name,
                   M, s.name, s.N, s.K, us);
     }
@@ -470,19 +483,19 @@ int main() {
   std::printf("copy (1 GiB device to device, read + write): %.0f GB/s\n", copyGBs);
   CHECK(cudaFree(c0));
 
-  CHECK(cudaMalloc(&b.x, 32 * 5632 * 4)); // f32 activations for f16 x f32
+  CHECK(cudaMalloc(&b.x, 32 * kMaxK * 4)); // f32 activations for f16 x f32
   {
     // Never zeros: as f32 0.63, as f16 pairs 1.78, as int8 bytes 33 and 63.
-    std::vector<unsigned> xv(32 * 5632, 0x3f213f21u);
+    std::vector<unsigned> xv(32 * kMaxK, 0x3f213f21u);
     CHECK(cudaMemcpy(b.x, xv.data(), xv.size() * 4, cudaMemcpyHostToDevice));
   }
   CHECK(cudaMalloc(&b.xs, 32 * 4));
-  CHECK(cudaMalloc(&b.ws, 32000 * 4));
-  CHECK(cudaMalloc(&b.wsum, 32000 * 4));
-  CHECK(cudaMalloc(&b.y, size_t(32) * 32000 * 4));
+  CHECK(cudaMalloc(&b.ws, kMaxN * 4));
+  CHECK(cudaMalloc(&b.wsum, kMaxN * 4));
+  CHECK(cudaMalloc(&b.y, size_t(32) * kMaxN * 4));
   CHECK(cudaMemset(b.xs, 0, 32 * 4));
-  CHECK(cudaMemset(b.ws, 0, 32000 * 4));
-  CHECK(cudaMemset(b.wsum, 0, 32000 * 4));
+  CHECK(cudaMemset(b.ws, 0, kMaxN * 4));
+  CHECK(cudaMemset(b.wsum, 0, kMaxN * 4));
 
   std::printf("per shape: time per launch and %% of the copy bandwidth (weight bytes only)\n");
 #define TIME_I8(MaxM, W, C, S) timeConfig<I8(MaxM, W, C, S), false>(NAME(MaxM, W, C, S), b, st, copyGBs)

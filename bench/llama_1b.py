@@ -40,6 +40,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "examples", "smollm2"))
 from convert import Forward  # noqa: E402  input_ids, attention_mask -> logits, no KV cache
+from hf_export import traceable_masks  # noqa: E402  (on convert's path: examples/common)
 # The shape of issue 12 (and of bench/gpu_reference.py's PyTorch models).
 CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
               num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=4096,
@@ -74,7 +75,8 @@ def export(model, path):
     out_dir = os.path.dirname(path)
     with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
         raw = os.path.join(scratch, "model.onnx")
-        with torch.no_grad():
+
+        def run():
             torch.onnx.export(
                 Forward(model), (ids, mask), raw,
                 dynamo=False, opset_version=17, do_constant_folding=True,
@@ -82,6 +84,13 @@ def export(model, path):
                 dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
                               "attention_mask": {0: "batch", 1: "seq"},
                               "logits": {0: "batch", 1: "seq"}})
+        with torch.no_grad():
+            try:
+                run()
+            except IndexError as e:  # as examples/smollm2/convert.py: transformers 4.57's vmap masks
+                log(f"legacy export failed ({e}); again with optimum's vmap-free mask functions")
+                with traceable_masks():
+                    run()
         log(f"exported (peak RSS {peak_rss_mib():.0f} MiB); gathering the external data")
         proto = onnx.load(raw, load_external_data=True)
         data = os.path.basename(path) + ".data"

@@ -189,6 +189,14 @@ private:
     Operation *norm = quantize->getOperand(0).getDefiningOp();
     if (!norm || !isa<LayerNormOp, RmsNormOp>(norm) || claimed.contains(norm))
       return;
+    // The exporters' shape arithmetic reads the normed value's shape (a
+    // Hugging Face LLaMA's view of q, k and v): the norm's input has the
+    // same one, so such a read does not keep the normed value alive.
+    Value normed = norm->getResult(0), in = norm->getOperand(0);
+    if (in.getType() == normed.getType())
+      for (OpOperand &use : llvm::make_early_inc_range(normed.getUses()))
+        if (isa<ShapeOp>(use.getOwner()))
+          use.set(in);
     if (soleUser(norm) != quantize)
       return decline(quantize, "the " + norm->getName().getStringRef() +
                                    " it quantizes has other users");

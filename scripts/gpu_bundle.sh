@@ -8,10 +8,11 @@
 # which run.sh runs before check_gpu.py.
 #
 #   ./scripts/gpu_bundle.sh [--bench]     # here, after ./scripts/build.sh
-#   .gpu-bundle/run.sh [--no-reference] [--bench-only]
+#   .gpu-bundle/run.sh [--no-reference] [--bench-only] [--no-profiles]
 #                                         # there: check_gpu.py's table, profiles,
 #                                         # then bench/gpu_reference.py (and with
-#                                         # --bench, bench/gpu_bench.py's table)
+#                                         # --bench, bench/gpu_bench.py's table and
+#                                         # programmatic launch on / off)
 #
 # --bench also packs issue 12's 1B LLaMA (bench/llama_1b.py; reused from
 # $LLAMA_DIR, default build/llama1b, else written there with .venv-real)
@@ -112,13 +113,16 @@ export LD_LIBRARY_PATH="$DEST/qcc-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 Q="$DEST/qcc-gpu/qrun"
 REFERENCE=1
 CHECKS=1
+PROFILES=1
 for arg in "$@"; do
   case "$arg" in
     --no-reference) REFERENCE=0 ;;
     --bench-only) CHECKS=0 ;;
-    *) echo "run.sh: unknown option '$arg' (--no-reference, --bench-only)" >&2; exit 1 ;;
+    --no-profiles) PROFILES=0 ;;
+    *) echo "run.sh: unknown option '$arg' (--no-reference, --bench-only, --no-profiles)" >&2; exit 1 ;;
   esac
 done
+LOG="${OUT:-/tmp}"
 "$Q" --devices
 status=0
 if [ $CHECKS = 1 ]; then
@@ -126,17 +130,37 @@ if [ $CHECKS = 1 ]; then
     "$DEST/qcc-gpu/mma_sp_layout" || status=1
   fi
   if [ -x "$DEST/qcc-gpu/gemv_bench" ]; then
-    "$DEST/qcc-gpu/gemv_bench" || status=1
+    # The tuning CSV lines ("tune,...") go to their own file.
+    "$DEST/qcc-gpu/gemv_bench" > "$LOG/gemv.log" 2>&1 || status=1
+    grep -v '^tune,' "$LOG/gemv.log" || true
+    grep '^tune,' "$LOG/gemv.log" > "$LOG/gemv-tune.csv" || true
   fi
   "${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" || status=$?
   # Per-kernel timings (CUDA events) of each artifact, whatever the checks
   # said: the table on stdout, JSON under $OUT when the device tool gives one.
-  for a in "$DEST"/qcc-gpu/artifacts/*.qpkg; do
+  [ $PROFILES = 1 ] && for a in "$DEST"/qcc-gpu/artifacts/*.qpkg; do
     name=$(basename "$a" .qpkg)
     echo "== profile: $name (--bench-generate 8 128 32)"
     "$Q" "$a" --backend=cuda --bench-generate 8 128 32 --profile \
       --profile-json "${OUT:-/tmp}/profile-$name.json" || echo "profile of $name failed"
   done
+fi
+if [ -d "$DEST/qcc-gpu/bench" ]; then
+  # Programmatic dependent launch on and off (QCC_CUDA_PDL), interleaved,
+  # on the same artifacts: decode tok/s.
+  for round in 1 2; do
+    for name in f16 w8a8; do
+      a="$DEST/qcc-gpu/bench/$name.qpkg"
+      [ -f "$a" ] || continue
+      for b in 1 8 32; do
+        for pdl in 1 0; do
+          r=$(QCC_CUDA_PDL=$pdl timeout 60 "$Q" "$a" --backend=cuda --bench-generate "$b" 512 64 2>&1 |
+            grep -o 'decode [0-9.]* tokens/s' || echo "failed")
+          echo "pdl-ab round $round $name b$b pdl=$pdl: $r"
+        done
+      done
+    done
+  done | tee "$LOG/pdl-ab.log"
 fi
 # PyTorch's f16 figures and the machine's ceilings (issue 12's reference
 # column), unless --no-reference.

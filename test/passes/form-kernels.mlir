@@ -125,6 +125,22 @@ func.func @norm_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x
 
 // -----
 
+// A shape read of the normed value (a Hugging Face export's view arithmetic)
+// reads the norm's input instead, and the norm fuses with its quantize.
+// CHECK-LABEL: func.func @norm_shape_read(
+// CHECK: qcc.shape %arg0
+// CHECK: qcc.kernel norm_quantize
+// CHECK-NOT: qcc.kernel norm "
+func.func @norm_shape_read(%x: tensor<?x64xf32>) -> (tensor<2xi64>, tensor<?x64xi8>) {
+  %g = qcc.constant dense<1.0> : tensor<64xf32>
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %s = qcc.shape %n : (tensor<?x64xf32>) -> tensor<2xi64>
+  %q, %qs, %qz = qcc.quantize %n {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %s, %q : tensor<2xi64>, tensor<?x64xi8>
+}
+
+// -----
+
 // Near miss: a rotary whose result is also returned stays outside the
 // attention kernel (the kernel does not write the rotated keys out).
 // CHECK-LABEL: func.func @rotary_used_twice(
