@@ -116,7 +116,8 @@ const GemmTile &gemmTile(bool i8, bool sparse, bool decode, int64_t N) {
 /// The float epilogue after the GEMM (+ dequant): activation and residual.
 struct Epilogue {
   std::string act; // "", "qcc::GeluErf", "qcc::GeluTanh", "qcc::Silu"
-  int residual = -1; // operand index of the residual
+  int factor = -1;   // operand index of a same-shape factor (after act)
+  int residual = -1; // operand index of the residual (after the factor)
   Value result;      // the yielded value
   std::string error;
 };
@@ -126,10 +127,27 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
   Value cur = gemm->getResult(0);
   for (Operation *op = gemm->getNextNode(); op && !isa<qcc::YieldOp>(op);
        op = op->getNextNode()) {
+    // The chain applies act, factor, residual in that order (form-kernels
+    // forms no other).
+    if (e.factor >= 0 || e.residual >= 0) {
+      if (!isa<qcc::AddOp>(op) || e.residual >= 0) {
+        e.error = "'" + op->getName().getStringRef().str() +
+                  "' after a GEMM epilogue's product or residual add";
+        return e;
+      }
+    }
     if (auto g = dyn_cast<qcc::GeluOp>(op)) {
       e.act = g.getApproximate() == "tanh" ? "qcc::GeluTanh" : "qcc::GeluErf";
     } else if (isa<qcc::SiluOp>(op)) {
       e.act = "qcc::Silu";
+    } else if (auto mul = dyn_cast<qcc::MulOp>(op)) {
+      Value other = mul->getOperand(0) == cur ? mul->getOperand(1)
+                                              : mul->getOperand(0);
+      e.factor = r.argIndex(other);
+      if (e.factor < 0 || tensorOf(other) != tensorOf(cur)) {
+        e.error = "product with an unsupported operand";
+        return e;
+      }
     } else if (auto add = dyn_cast<qcc::AddOp>(op)) {
       Value other = add->getOperand(0) == cur ? add->getOperand(1)
                                               : add->getOperand(0);
@@ -315,6 +333,12 @@ Unit emitGemm(const Region &r) {
   }
   if (!epi.act.empty())
     addStage(epi.act, epi.act + "{}");
+  if (epi.factor >= 0) {
+    std::string ft = outT == "float" ? "" : outT;
+    iface.pointer("const " + outT, Param::operand("factor", epi.factor));
+    addStage("qcc::MulOperand<" + ft + ">",
+             "qcc::MulOperand<" + ft + ">{factor, N}");
+  }
   if (epi.residual >= 0) {
     std::string rt = outT == "float" ? "" : outT;
     iface.pointer("const " + outT, Param::operand("res", epi.residual));
@@ -377,6 +401,8 @@ Unit emitGemm(const Region &r) {
         body += "  xs += m0;\n  xz += m0;\n";
       if (mixed)
         body += "  xf += (long long)m0 * K;\n";
+      if (epi.factor >= 0)
+        body += "  factor += (long long)m0 * N;\n";
       if (epi.residual >= 0)
         body += "  res += (long long)m0 * N;\n";
       body += "  y += (long long)m0 * N;\n";

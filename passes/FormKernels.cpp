@@ -126,7 +126,7 @@ private:
     return "";
   }
 
-  /// GEMM + activation + residual add.
+  /// GEMM + activation + product + residual add.
   void formGemm(Operation *gemm) {
     // W4A16: the weight_int4 joins the region (packed weight, scales and
     // offsets enter as operands); a linear gemm_w4 cannot run stays out of
@@ -148,6 +148,16 @@ private:
     };
     if (Operation *u = soleUser(last);
         u && isa<GeluOp, SiluOp>(u) && joins(u)) {
+      group.push_back(u);
+      last = u;
+    }
+    // A product with a tensor of the same shape (SwiGLU's silu(gate) * up):
+    // the GEMM multiplies as it stores, without an elementwise launch.
+    if (Operation *u = soleUser(last);
+        u && isa<MulOp>(u) &&
+        u->getOperand(0).getType() == u->getOperand(1).getType() &&
+        u->getResult(0).getType() == last->getResult(0).getType() &&
+        joins(u)) {
       group.push_back(u);
       last = u;
     }

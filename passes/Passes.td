@@ -1031,8 +1031,9 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
 
     * `gemm_i8` / `gemm_f16`: a `qcc.qlinear` (or float `qcc.linear`) with
       its epilogue: an activation (`gelu`, `silu`) that is its only user,
-      then a residual `add` of the same shape that is the activation's (or
-      the GEMM's) only user; `gemm_i8_mixed` for a qlinear with float
+      then a `mul` by a tensor of the same shape (SwiGLU's silu(gate) * up:
+      the gate GEMM's region takes it), then a residual `add` of the same
+      shape, each the only user of what precedes it; `gemm_i8_mixed` for a qlinear with float
       outlier columns (int8-fallback); `gemm_i8_sp` / `gemm_f16_sp` when the weight is
       a `qcc.sparse_2_4` used only there (it joins the region, so its values
       and metadata are the operands); `gemm_w4` when the weight is a
@@ -1042,7 +1043,8 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
       a multiple of 32, a shared weight) stays out of every region with a
       remark, and the GPU plan runs it on the host;
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
-      `qcc.quantize` of its output (the scale is computed in the same kernel);
+      `qcc.quantize` of its output (the scale is computed in the same kernel;
+      a `shape` of the normed value is made to read the norm's input);
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`
       ops that produce its query and key when it is their only user (rotary
       and KV append fused into the attention kernel);

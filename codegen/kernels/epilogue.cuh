@@ -94,6 +94,17 @@ template <class T = float> struct AddResidual {
   }
 };
 
+/// qcc.mul by a tensor of the GEMM result's shape (SwiGLU's silu(gate) * up):
+/// the element of row m, column n.
+template <class T = float> struct MulOperand {
+  static constexpr bool kIntInput = false;
+  const T *factor;
+  int ld;
+  QCC_DEVICE float apply(float v, int m, int n) const {
+    return numerics::fmul(v, toFloat(factor[static_cast<int64_t>(m) * ld + n]));
+  }
+};
+
 /// qcc.gelu approximate = "none" (numerics::geluErf).
 struct GeluErf {
   static constexpr bool kIntInput = false;

@@ -55,4 +55,31 @@ func.func @residual(%x: tensor<?x?x512xf32>, %w: tensor<256x512xf32>, %r: tensor
   return %0 : tensor<?x?x256xf32>
 }
 
+// Decode (one token per row): the f32 activations are rounded to f16 as the
+// GEMV loads them (no _cast step, x is the operand itself); the block's
+// weight rows are prefetched into L2 before the wait; SwiGLU's product with
+// the up projection is an epilogue stage.
+// CHECK-LABEL: ===== unit qcc_swiglu_k0 (regions: swiglu/k0) kind gemm_f16
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_swiglu_k0","grid":{"x":256,"y":{"ceil_div":["M",8]},"z":1},"params":[{"name":"x","operand":0},{"name":"w","operand_f16":1},{"name":"factor","operand":2},{"name":"y","result":0},
+// CHECK-NOT: _cast
+// CHECK: qcc_swiglu_k0(const float *x, const __half *w, const float *factor, float *y, int M, int N, int K) {
+// CHECK-NEXT: qcc::gemv_prefetch_weights<Cfg>(w, N, K);
+// CHECK-NEXT: qcc::wait_for_prior_grids();
+// CHECK: factor += (long long)m0 * N;
+// CHECK: qcc::GemmParams<__half, float> p = {x, w, rows, N, K};
+// CHECK: qcc::Chain<qcc::Silu, qcc::MulOperand<>, qcc::StoreF32>
+// CHECK: qcc::gemv_f16<Cfg>(p, epi);
+// CHECK: qcc_swiglu_k0_rows(
+// CHECK-NEXT: qcc::gemv_prefetch_weights<CfgRows>(w, N, K);
+func.func @swiglu(%x: tensor<?x?x256xf32>, %w: tensor<1024x256xf32>, %up: tensor<?x?x1024xf32>) -> tensor<?x?x1024xf32> attributes {qcc.tokens_per_row = 1 : i64} {
+  %0 = qcc.kernel gemm_f16 "k0"(%x, %w, %up) : (tensor<?x?x256xf32>, tensor<1024x256xf32>, tensor<?x?x1024xf32>) -> tensor<?x?x1024xf32> {
+  ^bb0(%a1: tensor<?x?x256xf32>, %a2: tensor<1024x256xf32>, %a3: tensor<?x?x1024xf32>):
+    %1 = qcc.linear %a1, %a2 : (tensor<?x?x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x1024xf32>
+    %2 = qcc.silu %1 : tensor<?x?x1024xf32>
+    %3 = qcc.mul %2, %a3 : (tensor<?x?x1024xf32>, tensor<?x?x1024xf32>) -> tensor<?x?x1024xf32>
+    qcc.yield %3 : tensor<?x?x1024xf32>
+  }
+  return %0 : tensor<?x?x1024xf32>
+}
+
 // CHECK-NOT: ===== no kernel

@@ -125,6 +125,33 @@ func.func @norm_used_twice(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x
 
 // -----
 
+// SwiGLU: silu(gate) * up joins the gate GEMM (the product is an epilogue
+// stage over the up GEMM's result); the up GEMM's region is the GEMM alone.
+// CHECK-LABEL: func.func @swiglu(
+// CHECK: %[[UP:.*]] = qcc.kernel gemm_f16 "k{{[0-9]+}}"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.kernel gemm_f16 "k{{[0-9]+}}"(%arg0, %{{.*}}, %[[UP]])
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.silu
+// CHECK-NEXT: qcc.mul
+// CHECK-NEXT: qcc.yield
+// CHECK-NOT: qcc.kernel elementwise
+func.func @swiglu(%x: tensor<?x64xf32>) -> tensor<?x96xf32> {
+  %wg = qcc.constant dense<0.5> : tensor<96x64xf32>
+  %wu = qcc.constant dense<0.25> : tensor<96x64xf32>
+  %g = qcc.linear %x, %wg : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
+  %a = qcc.silu %g : tensor<?x96xf32>
+  %u = qcc.linear %x, %wu : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
+  // expected-remark @+1 {{form-kernels: qcc.mul not fused: it joined another GEMM's region}}
+  %m = qcc.mul %a, %u : (tensor<?x96xf32>, tensor<?x96xf32>) -> tensor<?x96xf32>
+  return %m : tensor<?x96xf32>
+}
+
+// -----
+
 // A shape read of the normed value (a Hugging Face export's view arithmetic)
 // reads the norm's input instead, and the norm fuses with its quantize.
 // CHECK-LABEL: func.func @norm_shape_read(
