@@ -22,6 +22,9 @@
 //                    step converts x into workspace.x16 (CastF32ToF16Config,
 //                    256 threads), except in a dense decode GEMV, which
 //                    rounds x to f16 as it loads it (no cast launch);
+//   grouped decode GEMV (several plain GEMMs over one input, form-kernels'
+//                    q, k, v): the decode GEMV's two tiles, member g over
+//                    its own range of grid.x's column blocks;
 //   gemm_i8_mixed (a qlinear with float outlier columns): gemm_i8's tiles
 //                    and parameters plus xf (the f32 input) and wo (the f32
 //                    weight columns) after wsum; the epilogue's
@@ -171,7 +174,199 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
 
 } // namespace
 
+namespace {
+
+/// A grouped decode GEMV: form-kernels' sibling GEMMs over one input (q, k
+/// and v of one normed row) in one launch. Member g owns a range of column
+/// blocks of grid.x (its own weight, dequantization, bias and result) and
+/// runs the single GEMV's mainloop over it with its block index within the
+/// range; rows in 8-row chunks over grid.y, the second entry (_rows) above
+/// 8 rows, as a single decode GEMV.
+Unit emitGemmGroup(const Region &r, ArrayRef<Operation *> gemms) {
+  if (!r.decode)
+    return unsupported("grouped GEMMs outside a decode entry point");
+  bool i8 = isa<qcc::QLinearOp>(gemms.front());
+  auto input = [&](Operation *g) {
+    return i8 ? cast<qcc::QLinearOp>(g).getInput()
+              : cast<qcc::LinearOp>(g).getInput();
+  };
+  Value x = input(gemms.front());
+  int xi = r.argIndex(x);
+  int64_t K = lastDim(x);
+  Type xt = tensorOf(x).getElementType();
+  if (xi < 0 || ShapedType::isDynamic(K))
+    return unsupported("grouped GEMMs over an input computed inside the region");
+  // f32 activations are rounded to f16 as they are loaded (as in a single
+  // decode GEMV of an f32 linear); f16 ones are read as they are.
+  bool castOnLoad = !i8 && xt.isF32();
+  if (!i8 && !castOnLoad && !xt.isF16())
+    return unsupported("no CUDA kernel for bf16 grouped GEMMs yet");
+  int elemBytes = i8 ? 1 : 2;
+  if ((K * elemBytes) % 16 != 0)
+    return unsupported("grouped GEMMs with K * element bytes not a multiple of 16");
+  std::string elem = i8 ? "qcc::int8_t" : "__half";
+
+  Unit u;
+  Expr M = u.symbol("M", Expr::rows(TensorRef::operand(xi)));
+  KernelInterface iface;
+  iface.pointer(i8 ? "const qcc::int8_t"
+                   : castOnLoad ? "const float" : "const __half",
+                Param::operand("x", xi));
+  bool perToken = false;
+  if (i8) {
+    auto q0 = cast<qcc::QLinearOp>(gemms.front());
+    int xs = r.argIndex(q0.getInputScale()), xz = r.argIndex(q0.getInputZeroPoint());
+    if (xs < 0 || xz < 0)
+      return unsupported("GEMM operands computed inside the region");
+    perToken = tensorOf(q0.getInputScale()).getRank() == tensorOf(x).getRank();
+    iface.pointer("const float", Param::operand("xs", xs));
+    iface.pointer("const qcc::int32_t", Param::operand("xz", xz));
+  }
+  struct Member {
+    int64_t N;
+    std::string chainType, chainInit, y;
+  };
+  std::vector<Member> members;
+  for (auto [g, gemm] : llvm::enumerate(gemms)) {
+    std::string id = std::to_string(g);
+    if (input(gemm) != x || gemm->getResult(0).getUses().empty())
+      return unsupported("grouped GEMMs over different inputs");
+    Value w = i8 ? cast<qcc::QLinearOp>(gemm).getWeight()
+                 : cast<qcc::LinearOp>(gemm).getWeight();
+    Value bias = i8 ? cast<qcc::QLinearOp>(gemm).getBias()
+                    : cast<qcc::LinearOp>(gemm).getBias();
+    auto wt = tensorOf(w);
+    int wi = r.argIndex(w), yi = r.resultIndex(gemm->getResult(0));
+    if (wi < 0 || yi < 0 || !wt || !wt.hasStaticShape() || wt.getRank() != 2 ||
+        wt.getShape()[1] != K)
+      return unsupported("a grouped GEMM's weight or result is not the "
+                         "region's");
+    Type we = wt.getElementType();
+    if (!i8 && !(castOnLoad ? we.isF32() : we.isF16()))
+      return unsupported("no CUDA kernel for mixed-type linear yet");
+    Member m;
+    m.N = wt.getShape()[0];
+    iface.pointer("const " + elem, castOnLoad ? Param::operandF16("w" + id, wi)
+                                              : Param::operand("w" + id, wi));
+    std::string types, inits;
+    auto addStage = [&](const std::string &type, const std::string &init) {
+      types += (types.empty() ? "" : ", ") + type;
+      inits += (inits.empty() ? "" : ", ") + init;
+    };
+    if (i8) {
+      auto q = cast<qcc::QLinearOp>(gemm);
+      int ws = r.argIndex(q.getWeightScale()), wsum = r.argIndex(q.getWeightSum());
+      if (ws < 0 || wsum < 0 || q.getInputScale() != cast<qcc::QLinearOp>(gemms.front()).getInputScale() ||
+          q.getInputZeroPoint() != cast<qcc::QLinearOp>(gemms.front()).getInputZeroPoint() ||
+          q.getOutlierColumns())
+        return unsupported("grouped int8 GEMMs that do not share their input's quantization");
+      iface.pointer("const float", Param::operand("ws" + id, ws));
+      iface.pointer("const qcc::int32_t", Param::operand("wsum" + id, wsum));
+      std::string st = perToken ? "1" : "0";
+      addStage("qcc::DequantPerTokenPerChannel",
+               "qcc::DequantPerTokenPerChannel{xs, " + st + ", xz, " + st +
+                   ", ws" + id + ", wsum" + id + "}");
+    }
+    if (bias) {
+      int bi = r.argIndex(bias);
+      if (bi < 0)
+        return unsupported("GEMM operands computed inside the region");
+      std::string biasT = i8 || castOnLoad ? "float" : "__half";
+      std::string t = biasT == "float" ? "" : biasT;
+      iface.pointer("const " + biasT, Param::operand("bias" + id, bi));
+      addStage("qcc::AddBias<" + t + ">", "qcc::AddBias<" + t + ">{bias" + id + "}");
+    }
+    std::string outT =
+        i8 ? "float" : cType(tensorOf(gemm->getResult(0)).getElementType());
+    if (outT.empty())
+      return unsupported("GEMM result of an unsupported element type");
+    m.y = "y" + id;
+    iface.pointer(outT, Param::result(m.y, yi));
+    std::string store = outT == "float" ? "qcc::StoreF32" : "qcc::StoreF16";
+    std::string n = std::to_string(m.N);
+    addStage(store, store + "{" + m.y + " + (long long)m0 * " + n + ", " + n + "}");
+    m.chainType = "qcc::Chain<" + types + ">";
+    m.chainInit = inits;
+    members.push_back(std::move(m));
+  }
+  iface.scalar(Param::int32("M", M));
+  iface.scalar(Param::int32("K", K));
+
+  static constexpr ParamsField kGemmFields[] = {
+      QCC_PARAMS_FIELDS(QCC_GEMM_PARAMS)};
+  const GemmTile &tile = kGemv[i8 ? 0 : 1], &rowsTile = kGemvRows[i8 ? 0 : 1];
+  assert(rowsTile.blockM == tile.blockM && "one row chunk means the same in both");
+  auto blocks = [&](const GemmTile &t) {
+    int64_t total = 0;
+    for (const Member &m : members)
+      total += (m.N + t.blockN - 1) / t.blockN;
+    return total;
+  };
+  // The wrapper over configuration `cfg` whose blocks are `blockN` wide.
+  auto wrapper = [=](const std::string &cfg, const std::string &entry,
+                     int blockN) {
+    std::string prefetch, body;
+    int64_t first = 0;
+    for (auto [g, m] : llvm::enumerate(members)) {
+      int64_t count = (m.N + blockN - 1) / blockN;
+      std::string id = std::to_string(g), n = std::to_string(m.N),
+                  lo = std::to_string(first), hi = std::to_string(first + count);
+      bool last = g + 1 == members.size();
+      std::string cond = last ? "" : "if (b < " + hi + ") ";
+      std::string head = (g ? "  else " : "  ") + cond;
+      prefetch += head + "qcc::gemv_prefetch_weights<" + cfg + ">(w" + id +
+                  ", " + n + ", K, b - " + lo + ");\n";
+      FieldValues fields;
+      fields.values = {{"A", "x"}, {"B", "w" + id}, {"M", "rows"}, {"N", n}};
+      body += head + "{\n    qcc::GemmParams<" + elem +
+              (castOnLoad ? ", float" : "") + "> p = " +
+              aggregateInit(kGemmFields, iface, fields) + ";\n    " +
+              m.chainType + " epi(" + m.chainInit + ");\n    qcc::gemv_" +
+              (i8 ? "i8" : "f16") + "<" + cfg + ">(p, epi, b - " + lo +
+              ");\n  }\n";
+      first += count;
+    }
+    std::string rowsBody =
+        "  const int m0 = blockIdx.y * " + cfg + "::kMaxM;\n"
+        "  const int rows = M - m0 < " + cfg + "::kMaxM ? M - m0 : " + cfg +
+        "::kMaxM;\n  x += (long long)m0 * K;\n" +
+        (i8 && perToken ? "  xs += m0;\n  xz += m0;\n" : "");
+    // The block index is read before the wait only to pick the weights to
+    // prefetch.
+    return wrapperHead(cfg + "::kThreads", entry, iface,
+                       "  const int b = blockIdx.x;\n" + prefetch) +
+           rowsBody + body + "}\n";
+  };
+  std::string include = i8 ? "gemv_i8.cuh" : "gemm_f16.cuh";
+  u.source = [=, tileType = std::string(tile.type),
+              rowsType = std::string(rowsTile.type),
+              blockN = tile.blockN,
+              rowsBlockN = rowsTile.blockN](const std::string &entry) {
+    return header({include.c_str()}) + "typedef " + tileType + " Cfg;\n" +
+           wrapper("Cfg", entry, blockN) + "typedef " + rowsType +
+           " CfgRows;\n" + wrapper("CfgRows", entry + "_rows", rowsBlockN);
+  };
+  LaunchStep main = step("", tile.threads, iface, blocks(tile),
+                         Expr::ceilDiv(M, tile.blockM), 1, tile.smem);
+  LaunchStep rows = step("_rows", rowsTile.threads, iface, blocks(rowsTile),
+                         Expr::ceilDiv(M, rowsTile.blockM), 1, rowsTile.smem);
+  rows.name = "rows";
+  rows.when = Expr::gt(M, tile.blockM);
+  main.when = Expr::gt(tile.blockM + 1, M);
+  u.launch.steps.push_back(std::move(main));
+  u.launch.steps.push_back(std::move(rows));
+  return u;
+}
+
+} // namespace
+
 Unit emitGemm(const Region &r) {
+  SmallVector<Operation *> gemms;
+  for (Operation &op : r.body)
+    if (isa<qcc::QLinearOp, qcc::LinearOp>(op))
+      gemms.push_back(&op);
+  if (gemms.size() > 1)
+    return emitGemmGroup(r, gemms);
   auto q = r.find<qcc::QLinearOp>();
   auto f = r.find<qcc::LinearOp>();
   qcc::KernelKind kind = r.kernel.getKind();

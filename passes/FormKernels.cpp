@@ -6,6 +6,7 @@
 // gather, a chain of elementwise ops. Shape glue stays outside.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "passes/ConstEval.h"
 #include "passes/Passes.h"
@@ -55,6 +56,9 @@ public:
     for (Operation *op : ops)
       if (isa<QLinearOp, LinearOp>(op))
         formGemm(op);
+    if (auto tokens = fn->getAttrOfType<IntegerAttr>(kTokensPerRowAttr);
+        tokens && tokens.getInt() == 1)
+      groupSiblingGemvs();
     for (Operation *op : ops)
       if (isa<QuantizeOp>(op) && !claimed.contains(op))
         formNormQuantize(op);
@@ -194,6 +198,78 @@ private:
                          : (i8 ? KernelKind::GemmI8 : KernelKind::GemmF16));
   }
 
+  /// Decode: plain dense GEMMs (no epilogue op) over the same input (q, k
+  /// and v of one normed, quantized row) become one grouped GEMV launch,
+  /// each member with its own blocks. The region goes where the first
+  /// member was, so its operands must all be defined before it.
+  void groupSiblingGemvs() {
+    // The input a plain dense GEMM group reads, as a key: the activation
+    // and, for int8, its scale and zero point.
+    auto key = [](const std::pair<SmallVector<Operation *>, KernelKind> &g)
+        -> std::optional<std::tuple<Value, Value, Value>> {
+      if (g.first.size() != 1 ||
+          (g.second != KernelKind::GemmI8 && g.second != KernelKind::GemmF16))
+        return std::nullopt;
+      if (auto q = dyn_cast<QLinearOp>(g.first[0]))
+        return std::make_tuple(q.getInput(), q.getInputScale(),
+                               q.getInputZeroPoint());
+      if (auto l = dyn_cast<LinearOp>(g.first[0]))
+        return std::make_tuple(l.getInput(), Value(), Value());
+      return std::nullopt;
+    };
+    std::vector<std::pair<SmallVector<Operation *>, KernelKind>> merged;
+    std::vector<bool> taken(groups.size(), false);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (taken[i])
+        continue;
+      auto k = key(groups[i]);
+      SmallVector<size_t> members = {i};
+      if (k)
+        for (size_t j = i + 1; j < groups.size(); ++j)
+          if (!taken[j] && groups[j].second == groups[i].second &&
+              key(groups[j]) == k)
+            members.push_back(j);
+      if (members.size() > 1 && operandsPrecede(groups, members)) {
+        SmallVector<Operation *> ops;
+        for (size_t m : members) {
+          ops.push_back(groups[m].first[0]);
+          taken[m] = true;
+        }
+        llvm::sort(ops, [](Operation *a, Operation *b) {
+          return a->isBeforeInBlock(b);
+        });
+        LLVM_DEBUG(llvm::dbgs() << "form-kernels: " << ops.size()
+                                << " sibling GEMVs grouped at "
+                                << ops.front()->getLoc() << "\n");
+        merged.emplace_back(std::move(ops), groups[i].second);
+        atFront.insert(merged.back().first.front());
+        continue;
+      }
+      taken[i] = true;
+      merged.push_back(std::move(groups[i]));
+    }
+    groups = std::move(merged);
+  }
+
+  /// Whether every operand of the groups `members` is defined before the
+  /// first of their GEMMs (a block argument, or an op earlier in the block).
+  static bool operandsPrecede(
+      const std::vector<std::pair<SmallVector<Operation *>, KernelKind>> &groups,
+      ArrayRef<size_t> members) {
+    Operation *first = groups[members[0]].first[0];
+    for (size_t m : members)
+      if (groups[m].first[0]->isBeforeInBlock(first))
+        first = groups[m].first[0];
+    for (size_t m : members)
+      for (Value v : groups[m].first[0]->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && def->getBlock() == first->getBlock() &&
+            !def->isBeforeInBlock(first))
+          return false;
+      }
+    return true;
+  }
+
   /// norm + the per-token quantize of its output (scale computed in-kernel).
   void formNormQuantize(Operation *quantize) {
     Operation *norm = quantize->getOperand(0).getDefiningOp();
@@ -257,7 +333,9 @@ private:
             }))
           outputs.push_back(r);
     }
-    OpBuilder b(group.back());
+    // A grouped GEMV goes where its first member was (its members' users may
+    // come before the last member); every other group at its last op.
+    OpBuilder b(atFront.contains(group.front()) ? group.front() : group.back());
     std::string name = ("k" + Twine(counter++)).str();
     auto kernel = KernelOp::create(
         b, group.back()->getLoc(), ValueRange(outputs).getTypes(),
@@ -285,6 +363,7 @@ private:
   func::FuncOp fn;
   llvm::SmallPtrSet<Operation *, 32> claimed;
   llvm::SmallPtrSet<Operation *, 4> sharedSparse;
+  llvm::SmallPtrSet<Operation *, 8> atFront; // grouped GEMVs' first members
   std::vector<std::pair<SmallVector<Operation *>, KernelKind>> groups;
   int counter = 0;
 };

@@ -1042,6 +1042,11 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
       gemm_w4 cannot run (act-order's permutation, K or the group size not
       a multiple of 32, a shared weight) stays out of every region with a
       remark, and the GPU plan runs it on the host;
+    * in a decode entry point (`qcc.tokens_per_row = 1`), plain dense
+      `gemm_i8` / `gemm_f16` regions (no epilogue op) over the same input
+      (and int8 scale) join one region with a result each: q, k and v of
+      one row become one grouped GEMV launch. The region goes where the
+      first of them was, so only when every operand is defined before it;
     * `norm_quantize`: a `layer_norm` / `rms_norm` whose only user is the
       `qcc.quantize` of its output (the scale is computed in the same kernel;
       a `shape` of the normed value is made to read the norm's input);

@@ -114,6 +114,7 @@ Q="$DEST/qcc-gpu/qrun"
 REFERENCE=1
 CHECKS=1
 PROFILES=1
+mkdir -p "$DEST/profiles"
 for arg in "$@"; do
   case "$arg" in
     --no-reference) REFERENCE=0 ;;
@@ -130,10 +131,10 @@ if [ $CHECKS = 1 ]; then
     "$DEST/qcc-gpu/mma_sp_layout" || status=1
   fi
   if [ -x "$DEST/qcc-gpu/gemv_bench" ]; then
-    # The tuning CSV lines ("tune,...") go to their own file.
+    # The whole log (with the tuning CSV lines, "tune,...") under $OUT; the
+    # rest here.
     "$DEST/qcc-gpu/gemv_bench" > "$LOG/gemv.log" 2>&1 || status=1
     grep -v '^tune,' "$LOG/gemv.log" || true
-    grep '^tune,' "$LOG/gemv.log" > "$LOG/gemv-tune.csv" || true
   fi
   "${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" || status=$?
   # Per-kernel timings (CUDA events) of each artifact, whatever the checks
@@ -142,7 +143,7 @@ if [ $CHECKS = 1 ]; then
     name=$(basename "$a" .qpkg)
     echo "== profile: $name (--bench-generate 8 128 32)"
     "$Q" "$a" --backend=cuda --bench-generate 8 128 32 --profile \
-      --profile-json "${OUT:-/tmp}/profile-$name.json" || echo "profile of $name failed"
+      --profile-json "$DEST/profiles/profile-$name.json" || echo "profile of $name failed"
   done
 fi
 if [ -d "$DEST/qcc-gpu/bench" ]; then
@@ -174,7 +175,7 @@ fi
 if [ -d "$DEST/qcc-gpu/bench" ]; then
   if [ $REFERENCE = 1 ] && [ -f "$REF" ]; then
     "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_bench.py" --qrun "$Q" --artifacts "$DEST/qcc-gpu/bench" \
-      --reference "$REF" --json "${OUT:-/tmp}/gpu-bench.json" --profile-dir "${OUT:-/tmp}" || status=1
+      --reference "$REF" --json "${OUT:-/tmp}/gpu-bench.json" --profile-dir "$DEST/profiles" || status=1
   else
     echo "gpu_bench.py skipped: it needs gpu_reference.py's JSON of this run"
   fi
@@ -184,6 +185,10 @@ if [ -d "$DEST/qcc-gpu/bench" ]; then
     "$Q" "$DEST/qcc-gpu/bench/w8a8.qpkg" --backend=cuda --bench-generate 1 512 16 --profile \
       --profile-json "${OUT:-/tmp}/profile-1b-w8a8-decode.json" || echo "profile failed"
   fi
+fi
+# The profiles in one file: the device tool brings back at most 8 files.
+if [ -n "${OUT:-}" ] && [ -n "$(ls "$DEST/profiles")" ]; then
+  tar -C "$DEST" -czf "$OUT/profiles.tgz" profiles
 fi
 exit $status
 RUN

@@ -342,16 +342,16 @@ template <> struct ActivationChunk<__half, float> {
 };
 } // namespace detail
 
-/// A decode GEMV block's weight rows (Cfg::kBlockN of [N, K] from its
-/// first column), asked of L2 by one thread of row chunk 0: under
-/// programmatic dependent launch this runs while the kernel before is still
-/// streaming its own weights, so this one starts from L2 (weights only:
-/// nothing in the step writes them).
+/// A decode GEMV block's weight rows (Cfg::kBlockN of [N, K] from column
+/// block `block`'s first column), asked of L2 by one thread of row chunk 0:
+/// under programmatic dependent launch this runs while the kernel before is
+/// still streaming its own weights, so this one starts from L2 (weights
+/// only: nothing in the step writes them).
 template <class Cfg, class Element>
-QCC_DEVICE void gemv_prefetch_weights(const Element *B, int N, int K) {
+QCC_DEVICE void gemv_prefetch_weights(const Element *B, int N, int K, int block) {
   if (threadIdx.x != 0 || blockIdx.y != 0)
     return;
-  const int n0 = blockIdx.x * Cfg::kBlockN;
+  const int n0 = block * Cfg::kBlockN;
   const int rows = N - n0 < Cfg::kBlockN ? N - n0 : Cfg::kBlockN;
   if (rows <= 0)
     return;
@@ -359,18 +359,23 @@ QCC_DEVICE void gemv_prefetch_weights(const Element *B, int N, int K) {
   const char *p = reinterpret_cast<const char *>(B + static_cast<int64_t>(n0) * K);
   prefetch_l2_bulk(p, static_cast<uint32_t>(rows) * K * sizeof(Element));
 }
+/// The block's own column block (blockIdx.x).
+template <class Cfg, class Element>
+QCC_DEVICE void gemv_prefetch_weights(const Element *B, int N, int K) {
+  gemv_prefetch_weights<Cfg>(B, N, K, (int)blockIdx.x);
+}
 
 template <class Dot, int MaxM, int Warps, int ColsPerWarp, int KSteps,
           class Epilogue, class AElement = typename Dot::Element>
 QCC_DEVICE void gemv_mainloop(const AElement *A,
                               const typename Dot::Element *B, int M, int N,
-                              int K, const Epilogue &epi) {
+                              int K, const Epilogue &epi, int block) {
   static_assert(KSteps >= 1, "");
   typedef typename Dot::Acc Acc;
   typedef detail::ActivationChunk<typename Dot::Element, AElement> Chunk;
   const char *gB = reinterpret_cast<const char *>(B);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int n0 = (blockIdx.x * Warps + warp) * ColsPerWarp;
+  const int n0 = (block * Warps + warp) * ColsPerWarp;
   const int KB = K * Dot::kElemBytes;
   constexpr int kChunk = 32 * 16;
 
@@ -408,6 +413,17 @@ QCC_DEVICE void gemv_mainloop(const AElement *A,
   }
 
   gemv_reduce_visit<ColsPerWarp, MaxM>(acc, lane, M, N, n0, epi);
+}
+/// Column block blockIdx.x. A grouped GEMV (several weights over one input
+/// in one launch: q, k and v) gives each member its own range of blocks and
+/// passes the block index within it.
+template <class Dot, int MaxM, int Warps, int ColsPerWarp, int KSteps,
+          class Epilogue, class AElement = typename Dot::Element>
+QCC_DEVICE void gemv_mainloop(const AElement *A,
+                              const typename Dot::Element *B, int M, int N,
+                              int K, const Epilogue &epi) {
+  gemv_mainloop<Dot, MaxM, Warps, ColsPerWarp, KSteps, Epilogue, AElement>(
+      A, B, M, N, K, epi, (int)blockIdx.x);
 }
 
 } // namespace qcc

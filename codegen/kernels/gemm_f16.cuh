@@ -70,6 +70,17 @@ QCC_DEVICE void gemv_f16(const AElement *A, const __half *B, int M, int N,
                 AElement>(A, B, M, N, K, epi);
 }
 
+/// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM), column block
+/// `block` (a grouped GEMV member's block index).
+template <class Cfg, class Epilogue, class AElement>
+QCC_DEVICE void gemv_f16(const GemmParams<__half, AElement> &p, Epilogue epi,
+                         int block) {
+  static_assert(!Epilogue::kIntInput,
+                "gemv_f16: the epilogue takes the f32 accumulator");
+  gemv_mainloop<detail::DotF16, Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp,
+                Cfg::kKSteps>(p.A, p.B, p.M, p.N, p.K, epi, block);
+}
+
 /// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM).
 template <class Cfg, class Epilogue, class AElement>
 QCC_DEVICE void gemv_f16(const GemmParams<__half, AElement> &p, Epilogue epi) {

@@ -33,11 +33,20 @@ QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
                                                                   epi);
 }
 
-/// `Cfg` (a GemvI8Config) over `p` (p.M <= Cfg::kMaxM).
+/// `Cfg` (a GemvI8Config) over `p` (p.M <= Cfg::kMaxM), column block
+/// `block` (blockIdx.x, or a grouped GEMV member's block index).
+template <class Cfg, class Epilogue>
+QCC_DEVICE void gemv_i8(const GemmParams<int8_t> &p, Epilogue epi,
+                        int block) {
+  static_assert(Epilogue::kIntInput,
+                "gemv_i8: the epilogue must start with an int32 stage "
+                "(DequantPerTokenPerChannel or StoreI32)");
+  gemv_mainloop<detail::DotS8, Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp,
+                Cfg::kKSteps>(p.A, p.B, p.M, p.N, p.K, epi, block);
+}
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_i8(const GemmParams<int8_t> &p, Epilogue epi) {
-  gemv_i8<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
-      p.A, p.B, p.M, p.N, p.K, epi);
+  gemv_i8<Cfg>(p, epi, (int)blockIdx.x);
 }
 
 } // namespace qcc

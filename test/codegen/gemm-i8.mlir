@@ -70,3 +70,36 @@ func.func @residual(%x: tensor<?x?x1024xi8>, %xs: tensor<?x?x1xf32>, %xz: tensor
 }
 
 // CHECK-NOT: ===== no kernel
+
+// A grouped decode GEMV (form-kernels' q, k, v over one quantized row): one
+// launch, member g over its own range of column blocks (q: 64 / 4 = 16
+// blocks, k: 8; the _rows entry's blocks are 8 wide: 8 + 4), each its own
+// weight, dequantization and result.
+// CHECK-LABEL: ===== unit qcc_group_k0 (regions: group/k0) kind gemm_i8
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_group_k0","grid":{"x":24,"y":{"ceil_div":["M",8]},"z":1},"params":[{"name":"x","operand":0},{"name":"xs","operand":1},{"name":"xz","operand":2},{"name":"w0","operand":3},{"name":"ws0","operand":4},{"name":"wsum0","operand":5},{"name":"y0","result":0},{"name":"w1","operand":6},{"name":"ws1","operand":7},{"name":"wsum1","operand":8},{"name":"bias1","operand":9},{"name":"y1","result":1},{"int":"M","name":"M"},{"int":64,"name":"K"}],"waits_for_prior_grids":true,"when":{"gt":[9,"M"]}},{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_group_k0_rows","grid":{"x":12,
+// CHECK: qcc_group_k0(const qcc::int8_t *x, const float *xs, const qcc::int32_t *xz, const qcc::int8_t *w0, const float *ws0, const qcc::int32_t *wsum0, float *y0, const qcc::int8_t *w1, const float *ws1, const qcc::int32_t *wsum1, const float *bias1, float *y1, int M, int K) {
+// CHECK-NEXT: const int b = blockIdx.x;
+// CHECK-NEXT: if (b < 16) qcc::gemv_prefetch_weights<Cfg>(w0, 64, K, b - 0);
+// CHECK-NEXT: else qcc::gemv_prefetch_weights<Cfg>(w1, 32, K, b - 16);
+// CHECK-NEXT: qcc::wait_for_prior_grids();
+// CHECK: xs += m0;
+// CHECK: if (b < 16) {
+// CHECK-NEXT: qcc::GemmParams<qcc::int8_t> p = {x, w0, rows, 64, K};
+// CHECK-NEXT: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::StoreF32> epi(qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws0, wsum0}, qcc::StoreF32{y0 + (long long)m0 * 64, 64});
+// CHECK-NEXT: qcc::gemv_i8<Cfg>(p, epi, b - 0);
+// CHECK: else {
+// CHECK-NEXT: qcc::GemmParams<qcc::int8_t> p = {x, w1, rows, 32, K};
+// CHECK-NEXT: qcc::Chain<qcc::DequantPerTokenPerChannel, qcc::AddBias<>, qcc::StoreF32> epi(qcc::DequantPerTokenPerChannel{xs, 1, xz, 1, ws1, wsum1}, qcc::AddBias<>{bias1}, qcc::StoreF32{y1 + (long long)m0 * 32, 32});
+// CHECK-NEXT: qcc::gemv_i8<Cfg>(p, epi, b - 16);
+// CHECK: qcc_group_k0_rows(
+// CHECK-NEXT: const int b = blockIdx.x;
+// CHECK-NEXT: if (b < 8) qcc::gemv_prefetch_weights<CfgRows>(w0, 64, K, b - 0);
+func.func @group(%x: tensor<?x1x64xi8>, %xs: tensor<?x1x1xf32>, %xz: tensor<?x1x1xi32>, %wq: tensor<64x64xi8>, %sq: tensor<64xf32>, %nq: tensor<64xi32>, %wk: tensor<32x64xi8>, %sk: tensor<32xf32>, %nk: tensor<32xi32>, %bk: tensor<32xf32>) -> (tensor<?x1x64xf32>, tensor<?x1x32xf32>) attributes {qcc.tokens_per_row = 1 : i64} {
+  %0:2 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %wq, %sq, %nq, %wk, %sk, %nk, %bk) : (tensor<?x1x64xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<64x64xi8>, tensor<64xf32>, tensor<64xi32>, tensor<32x64xi8>, tensor<32xf32>, tensor<32xi32>, tensor<32xf32>) -> (tensor<?x1x64xf32>, tensor<?x1x32xf32>) {
+  ^bb0(%a0: tensor<?x1x64xi8>, %a1: tensor<?x1x1xf32>, %a2: tensor<?x1x1xi32>, %a3: tensor<64x64xi8>, %a4: tensor<64xf32>, %a5: tensor<64xi32>, %a6: tensor<32x64xi8>, %a7: tensor<32xf32>, %a8: tensor<32xi32>, %a9: tensor<32xf32>):
+    %1 = qcc.qlinear %a0, %a1, %a2, %a3, %a4, %a5 : (tensor<?x1x64xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<64x64xi8>, tensor<64xf32>, tensor<64xi32>) -> tensor<?x1x64xf32>
+    %2 = qcc.qlinear %a0, %a1, %a2, %a6, %a7, %a8, %a9 : (tensor<?x1x64xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<32x64xi8>, tensor<32xf32>, tensor<32xi32>, tensor<32xf32>) -> tensor<?x1x32xf32>
+    qcc.yield %1, %2 : tensor<?x1x64xf32>, tensor<?x1x32xf32>
+  }
+  return %0#0, %0#1 : tensor<?x1x64xf32>, tensor<?x1x32xf32>
+}

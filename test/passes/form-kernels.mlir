@@ -152,6 +152,56 @@ func.func @swiglu(%x: tensor<?x64xf32>) -> tensor<?x96xf32> {
 
 // -----
 
+// Decode: plain GEMMs over one quantized input (q, k, v) become one grouped
+// GEMV region with a result each, placed where the first was (a user of q
+// comes before the v GEMM); k's GEMM with an activation keeps its own
+// region. Outside decode they stay apart.
+// CHECK-LABEL: func.func @qkv_decode(
+// CHECK: %[[G:.*]]:2 = qcc.kernel gemm_i8 "k{{[0-9]+}}"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.qlinear
+// CHECK-NEXT: qcc.qlinear
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.shape %[[G]]#0
+// CHECK: qcc.kernel gemm_i8 {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.qlinear
+// CHECK-NEXT: qcc.silu
+func.func @qkv_decode(%x: tensor<?x1x64xi8>, %xs: tensor<?x1x1xf32>, %xz: tensor<?x1x1xi32>) -> (tensor<?x1x64xf32>, tensor<3xi64>, tensor<?x1x32xf32>, tensor<?x1x32xf32>) attributes {qcc.tokens_per_row = 1 : i64} {
+  %wq = qcc.constant dense<1> : tensor<64x64xi8>
+  %wk = qcc.constant dense<2> : tensor<32x64xi8>
+  %wv = qcc.constant dense<3> : tensor<32x64xi8>
+  %s64 = qcc.constant dense<0.1> : tensor<64xf32>
+  %n64 = qcc.constant dense<64> : tensor<64xi32>
+  %s32 = qcc.constant dense<0.1> : tensor<32xf32>
+  %n32 = qcc.constant dense<64> : tensor<32xi32>
+  %q = qcc.qlinear %x, %xs, %xz, %wq, %s64, %n64 : (tensor<?x1x64xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<64x64xi8>, tensor<64xf32>, tensor<64xi32>) -> tensor<?x1x64xf32>
+  %shape = qcc.shape %q : (tensor<?x1x64xf32>) -> tensor<3xi64>
+  %k = qcc.qlinear %x, %xs, %xz, %wk, %s32, %n32 : (tensor<?x1x64xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<32x64xi8>, tensor<32xf32>, tensor<32xi32>) -> tensor<?x1x32xf32>
+  %ka = qcc.silu %k : tensor<?x1x32xf32>
+  %v = qcc.qlinear %x, %xs, %xz, %wv, %s32, %n32 : (tensor<?x1x64xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<32x64xi8>, tensor<32xf32>, tensor<32xi32>) -> tensor<?x1x32xf32>
+  return %q, %shape, %ka, %v : tensor<?x1x64xf32>, tensor<3xi64>, tensor<?x1x32xf32>, tensor<?x1x32xf32>
+}
+
+// CHECK-LABEL: func.func @qk_prefill(
+// CHECK: qcc.kernel gemm_f16 {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.yield
+// CHECK: qcc.kernel gemm_f16 {{.*}} {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: qcc.linear
+// CHECK-NEXT: qcc.yield
+func.func @qk_prefill(%x: tensor<?x?x64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %wq = qcc.constant dense<1.0> : tensor<64x64xf32>
+  %wk = qcc.constant dense<2.0> : tensor<64x64xf32>
+  %q = qcc.linear %x, %wq : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %k = qcc.linear %x, %wk : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  return %q, %k : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
 // A shape read of the normed value (a Hugging Face export's view arithmetic)
 // reads the norm's input instead, and the norm fuses with its quantize.
 // CHECK-LABEL: func.func @norm_shape_read(
