@@ -176,6 +176,40 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
 
 namespace {
 
+/// A GEMM's epilogue chain (epilogue.cuh's qcc::Chain), stage by stage in
+/// order: its type and its constructor arguments.
+struct ChainBuilder {
+  std::string types, inits;
+  void add(const std::string &type, const std::string &init) {
+    types += (types.empty() ? "" : ", ") + type;
+    inits += (inits.empty() ? "" : ", ") + init;
+  }
+  /// `add` of a stage constructed from `args` ("{...}").
+  void stage(const std::string &type, const std::string &args) {
+    add(type, type + "{" + args + "}");
+  }
+  std::string declaration() const {
+    return "qcc::Chain<" + types + "> epi(" + inits + ");";
+  }
+};
+
+/// The int8 GEMM's first stage: dequantization by the input's scale and zero
+/// point (`xs`, `xz`: per token, else per tensor) and the weight's channel
+/// scales and sums (`ws<id>`, `wsum<id>`).
+void dequantStage(ChainBuilder &c, bool perToken, const std::string &id) {
+  std::string st = perToken ? "1" : "0";
+  c.stage("qcc::DequantPerTokenPerChannel",
+          "xs, " + st + ", xz, " + st + ", ws" + id + ", wsum" + id);
+}
+/// AddBias / StoreF32 or StoreF16 over element type `t` ("float", "__half").
+void biasStage(ChainBuilder &c, const std::string &t, const std::string &bias) {
+  c.stage("qcc::AddBias<" + (t == "float" ? std::string() : t) + ">", bias);
+}
+void storeStage(ChainBuilder &c, const std::string &t, const std::string &y,
+                const std::string &ld) {
+  c.stage(t == "float" ? "qcc::StoreF32" : "qcc::StoreF16", y + ", " + ld);
+}
+
 /// A grouped decode GEMV: form-kernels' sibling GEMMs over one input (q, k
 /// and v of one normed row) in one launch. Member g owns a range of column
 /// blocks of grid.x (its own weight, dequantization, bias and result) and
@@ -224,7 +258,7 @@ Unit emitGemmGroup(const Region &r, ArrayRef<Operation *> gemms) {
   }
   struct Member {
     int64_t N;
-    std::string chainType, chainInit, y;
+    ChainBuilder chain;
   };
   std::vector<Member> members;
   for (auto [g, gemm] : llvm::enumerate(gemms)) {
@@ -248,11 +282,6 @@ Unit emitGemmGroup(const Region &r, ArrayRef<Operation *> gemms) {
     m.N = wt.getShape()[0];
     iface.pointer("const " + elem, castOnLoad ? Param::operandF16("w" + id, wi)
                                               : Param::operand("w" + id, wi));
-    std::string types, inits;
-    auto addStage = [&](const std::string &type, const std::string &init) {
-      types += (types.empty() ? "" : ", ") + type;
-      inits += (inits.empty() ? "" : ", ") + init;
-    };
     if (i8) {
       auto q = cast<qcc::QLinearOp>(gemm);
       int ws = r.argIndex(q.getWeightScale()), wsum = r.argIndex(q.getWeightSum());
@@ -262,31 +291,23 @@ Unit emitGemmGroup(const Region &r, ArrayRef<Operation *> gemms) {
         return unsupported("grouped int8 GEMMs that do not share their input's quantization");
       iface.pointer("const float", Param::operand("ws" + id, ws));
       iface.pointer("const qcc::int32_t", Param::operand("wsum" + id, wsum));
-      std::string st = perToken ? "1" : "0";
-      addStage("qcc::DequantPerTokenPerChannel",
-               "qcc::DequantPerTokenPerChannel{xs, " + st + ", xz, " + st +
-                   ", ws" + id + ", wsum" + id + "}");
+      dequantStage(m.chain, perToken, id);
     }
     if (bias) {
       int bi = r.argIndex(bias);
       if (bi < 0)
         return unsupported("GEMM operands computed inside the region");
       std::string biasT = i8 || castOnLoad ? "float" : "__half";
-      std::string t = biasT == "float" ? "" : biasT;
       iface.pointer("const " + biasT, Param::operand("bias" + id, bi));
-      addStage("qcc::AddBias<" + t + ">", "qcc::AddBias<" + t + ">{bias" + id + "}");
+      biasStage(m.chain, biasT, "bias" + id);
     }
     std::string outT =
         i8 ? "float" : cType(tensorOf(gemm->getResult(0)).getElementType());
     if (outT.empty())
       return unsupported("GEMM result of an unsupported element type");
-    m.y = "y" + id;
-    iface.pointer(outT, Param::result(m.y, yi));
-    std::string store = outT == "float" ? "qcc::StoreF32" : "qcc::StoreF16";
+    iface.pointer(outT, Param::result("y" + id, yi));
     std::string n = std::to_string(m.N);
-    addStage(store, store + "{" + m.y + " + (long long)m0 * " + n + ", " + n + "}");
-    m.chainType = "qcc::Chain<" + types + ">";
-    m.chainInit = inits;
+    storeStage(m.chain, outT, "y" + id + " + (long long)m0 * " + n, n);
     members.push_back(std::move(m));
   }
   iface.scalar(Param::int32("M", M));
@@ -321,7 +342,7 @@ Unit emitGemmGroup(const Region &r, ArrayRef<Operation *> gemms) {
       body += head + "{\n    qcc::GemmParams<" + elem +
               (castOnLoad ? ", float" : "") + "> p = " +
               aggregateInit(kGemmFields, iface, fields) + ";\n    " +
-              m.chainType + " epi(" + m.chainInit + ");\n    qcc::gemv_" +
+              m.chain.declaration() + "\n    qcc::gemv_" +
               (i8 ? "i8" : "f16") + "<" + cfg + ">(p, epi, b - " + lo +
               ");\n  }\n";
       first += count;
@@ -483,7 +504,7 @@ Unit emitGemm(const Region &r) {
   }
   if (sparse)
     iface.pointer("const qcc::int32_t", Param::operand("wmeta", mi));
-  std::string stages;
+  ChainBuilder chain;
   // per token: [..., 1] of the input's rank; per tensor: [1]
   bool perToken =
       i8 && tensorOf(q.getInputScale()).getRank() == tensorOf(x).getRank();
@@ -498,15 +519,8 @@ Unit emitGemm(const Region &r) {
     iface.pointer("const qcc::int32_t", Param::operand("xz", xz));
     iface.pointer("const float", Param::operand("ws", ws));
     iface.pointer("const qcc::int32_t", Param::operand("wsum", wsum));
-    std::string st = perToken ? "1" : "0";
-    stages += "qcc::DequantPerTokenPerChannel{xs, " + st + ", xz, " + st +
-              ", ws, wsum}";
+    dequantStage(chain, perToken, "");
   }
-  std::string types = i8 ? "qcc::DequantPerTokenPerChannel" : "";
-  auto addStage = [&](const std::string &type, const std::string &init) {
-    types += (types.empty() ? "" : ", ") + type;
-    stages += (stages.empty() ? "" : ", ") + init;
-  };
   if (mixed) {
     int xf = r.argIndex(q.getOutlierInput()),
         wo = r.argIndex(q.getOutlierWeight());
@@ -516,33 +530,27 @@ Unit emitGemm(const Region &r) {
     iface.pointer("const float", Param::operand("wo", wo));
     std::string stage =
         "qcc::AddOutliers<" + outlierColumnsType(*q.getOutlierColumns()) + ">";
-    addStage(stage, stage + "{xf, K, wo}");
+    chain.stage(stage, "xf, K, wo");
   }
   if (bias) {
     int bi = r.argIndex(bias);
     iface.pointer("const " + biasT, Param::operand("bias", bi));
-    addStage("qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
-                 ">",
-             "qcc::AddBias<" + (biasT == "float" ? std::string() : biasT) +
-                 ">{bias}");
+    biasStage(chain, biasT, "bias");
   }
   if (!epi.act.empty())
-    addStage(epi.act, epi.act + "{}");
+    chain.stage(epi.act, "");
   if (epi.factor >= 0) {
     std::string ft = outT == "float" ? "" : outT;
     iface.pointer("const " + outT, Param::operand("factor", epi.factor));
-    addStage("qcc::MulOperand<" + ft + ">",
-             "qcc::MulOperand<" + ft + ">{factor, N}");
+    chain.stage("qcc::MulOperand<" + ft + ">", "factor, N");
   }
   if (epi.residual >= 0) {
     std::string rt = outT == "float" ? "" : outT;
     iface.pointer("const " + outT, Param::operand("res", epi.residual));
-    addStage("qcc::AddResidual<" + rt + ">",
-             "qcc::AddResidual<" + rt + ">{res, N}");
+    chain.stage("qcc::AddResidual<" + rt + ">", "res, N");
   }
-  std::string store = outT == "float" ? "qcc::StoreF32" : "qcc::StoreF16";
   iface.pointer(outT, Param::result("y", 0));
-  addStage(store, store + "{y, N}");
+  storeStage(chain, outT, "y", "N");
   iface.scalar(Param::int32("M", M));
   iface.scalar(Param::int32("N", N));
   iface.scalar(Param::int32("K", K));
@@ -578,12 +586,12 @@ Unit emitGemm(const Region &r) {
           : "  qcc::GemmParams<" + elem + (castOnLoad ? ", float" : "") +
                 "> p = " + aggregateInit(kGemmFields, iface, gemmFields) +
                 ";\n";
-  std::string chain = "  qcc::Chain<" + types + "> epi(" + stages + ");\n";
+  std::string epilogue = "  " + chain.declaration() + "\n";
   // The wrapper's body over the configuration type named `cfg` ("Cfg", or
   // "CfgRows" for the _rows entry: the same body over the other tile).
   auto call = [=](const std::string &cfg) {
     if (w4) // gemv_w4 tiles M over blockIdx.y itself
-      return chain + "  qcc::gemv_w4<" + cfg + ">(x, w, wscale, " +
+      return epilogue + "  qcc::gemv_w4<" + cfg + ">(x, w, wscale, " +
              (w4Offsets ? "woffset" : "nullptr") + ", M, N, K, G, epi);\n";
     std::string body;
     if (decode) {
@@ -602,7 +610,7 @@ Unit emitGemm(const Region &r) {
         body += "  res += (long long)m0 * N;\n";
       body += "  y += (long long)m0 * N;\n";
     }
-    return body + gemmParams + chain + "  qcc::" + (decode ? "gemv" : "gemm") +
+    return body + gemmParams + epilogue + "  qcc::" + (decode ? "gemv" : "gemm") +
            (i8 ? "_i8" : "_f16") + (sparse ? "_sp" : "") + "<" + cfg +
            ">(p, epi);\n";
   };
