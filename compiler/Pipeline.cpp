@@ -234,9 +234,11 @@ llvm::Error qcc::kvLayoutPhase(ModuleOp module, llvm::StringRef sourcePath,
   KvCacheLayoutOptions kv;
   kv.layout = options.kvCache;
   kv.blockTokens = options.kvBlockTokens;
+  kv.maxPositionsBound = options.maxPositions;
   kv.kvDtype = options.kvDtype;
   kv.kvScales = options.kvScales;
   pm.addPass(createKvCacheLayout(kv));
+  pm.nest<func::FuncOp>().addPass(createTabulatePositions());
   return runPasses(pm, module, sourcePath);
 }
 
@@ -312,7 +314,8 @@ llvm::Error qcc::CompileOptions::validate() const {
        {Range{"kv-block-tokens", kvBlockTokens, 1, 4096},
         Range{"calib-samples", calibration.samples, 1, 1 << 20},
         Range{"calib-seq-len", calibration.seqLen, 1, 1 << 20},
-        Range{"group-size", w4GroupSize, 2, 1 << 20}})
+        Range{"group-size", w4GroupSize, 2, 1 << 20},
+        Range{"max-positions", maxPositions, 0, int64_t(1) << 24}})
     if (r.value < r.lo || r.value > r.hi)
       return fail(llvm::Twine("--") + r.flag + " must be in [" +
                   llvm::Twine(r.lo) + ", " + llvm::Twine(r.hi) + "], not " +

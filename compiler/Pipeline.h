@@ -66,6 +66,10 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 struct CompileOptions {
   KvLayout kvCache = KvLayout::Paged; ///< for decoders; None: no cache
   int64_t kvBlockTokens = format::KvCacheConfig::kDefaultBlockTokens;
+  /// The most positions a sequence may reach (0: the model's own bound, if
+  /// it has one). Bounds the cache, so position-only values (rotary cos and
+  /// sin) can become tables (tabulate-positions).
+  int64_t maxPositions = 0;
   KvDtype kvDtype = KvDtype::F32; ///< I8 needs calibration
   KvScales kvScales = KvScales::PerHead; ///< of an I8 cache
   QuantMode quant = QuantMode::None;

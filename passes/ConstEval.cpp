@@ -140,3 +140,25 @@ qcc::evaluateOp(Operation *op, ArrayRef<ElementsAttr> operands,
   }
   return results;
 }
+
+FailureOr<rt::Tensor> SampleEvaluator::eval(Value v, int depth) {
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  Operation *op = v.getDefiningOp();
+  // The subgraphs checked here are a few ops long; the bound keeps a
+  // value that reaches the whole model from walking it.
+  if (!op || depth > 32 || op->getNumRegions() != 0 ||
+      !isa<QccDialect>(op->getDialect()))
+    return failure();
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    auto t = tensorFromElements(c.getValue());
+    if (failed(t) || t->numel() > (1 << 16))
+      return failure();
+    return memo[v] = *t;
+  }
+  auto out =
+      evaluateOpOnValues(op, [&](Value o) { return eval(o, depth + 1); });
+  if (failed(out))
+    return failure();
+  return memo[v] = (*out)[cast<OpResult>(v).getResultNumber()];
+}

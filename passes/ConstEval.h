@@ -18,6 +18,8 @@
 #include "format/OpKind.h"
 #include "runtime/cpu/CpuKernels.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -56,6 +58,19 @@ mlir::FailureOr<std::vector<rt::Tensor>> evaluateOpOnValues(
     mlir::Operation *op,
     llvm::function_ref<mlir::FailureOr<rt::Tensor>(mlir::Value)> operandOf,
     std::string *why = nullptr);
+
+/// Evaluates values of a small subgraph on sample tensors bound to some of
+/// its values; constants are read, every other op runs its CPU reference
+/// kernel. Fails on a value neither bound nor computable from bound ones
+/// (or more than 32 ops up, or through a constant over 65,536 elements).
+class SampleEvaluator {
+public:
+  void bind(mlir::Value v, rt::Tensor t) { memo[v] = std::move(t); }
+  mlir::FailureOr<rt::Tensor> eval(mlir::Value v, int depth = 0);
+
+private:
+  llvm::DenseMap<mlir::Value, rt::Tensor> memo;
+};
 
 } // namespace qcc
 

@@ -667,6 +667,10 @@ struct KvCacheLayoutPass
     if (maskContext > 0)
       maxPositions = maxPositions > 0 ? std::min(maxPositions, maskContext)
                                       : maskContext;
+    if (maxPositionsBound > 0) // the option: what the user bounds it to
+      maxPositions = maxPositions > 0 ? std::min<int64_t>(maxPositions,
+                                                          maxPositionsBound)
+                                      : maxPositionsBound;
     if (maxPositions > 0) {
       NamedAttrList kvAttrs(module->getAttrOfType<DictionaryAttr>(qcc::kKvCacheAttr));
       kvAttrs.set("max_positions", b.getI64IntegerAttr(maxPositions));

@@ -730,12 +730,50 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
            "KV cache element type (i8 scales come from the attention ops' "
            "qcc.k_absmax / qcc.v_absmax statistics)",
            [{::qcc::optionValues(::qcc::kKvDtypeNames)}]>,
+    Option<"maxPositionsBound", "max-positions", "int64_t", /*default=*/"0",
+           "The most positions a sequence may reach (0: the model's own "
+           "bound, if any); the smaller of the two is the cache's "
+           "max_positions">,
     Option<"kvScales", "kv-scales", "::qcc::KvScales",
            /*default=*/"::qcc::KvScales::PerHead",
            "Scales of an i8 cache (kivi: K per channel from "
            "qcc.k_channel_absmax, V per token computed on append)",
            [{::qcc::optionValues(::qcc::kKvScalesNames)}]>,
   ];
+}
+
+def TabulatePositions : Pass<"tabulate-positions", "mlir::func::FuncOp"> {
+  let summary = "Values of the positions alone become rows of a table";
+  let description = [{
+    In an entry point that takes per-sequence `positions` (kv-cache-layout's
+    prefill, prefill_last and decode) of a module with a KV cache, a float
+    value computed from the positions and constants alone, one row per
+    position ([B, S] -> [B, S, D]: a Hugging Face export's rotary cos and
+    sin, positions x inv_freq, concat, cos), is computed at compile time for
+    every position the cache holds (`max_positions` rows, with the CPU
+    reference kernels, so the CPU reads the bits it would have computed)
+    and read with `qcc.embedding(table, positions)`. The GPU plan then runs
+    a gather kernel instead of host nodes before every decode step, and a
+    position outside the cache is an error rather than a value.
+
+    A candidate is checked on samples before it is replaced: evaluated on
+    positions [[0 .. max_positions - 1]] it must give [1, max_positions, D]
+    (the table), and on a [2, 3] batch of other positions the table's rows
+    of those positions, bit for bit. Tables of more than 2^22 elements are
+    not made. The ops only the replaced values used are erased.
+
+    ```mlir
+    // before (decode; qcc.kv_cache max_positions = 4096)
+    %p = qcc.unsqueeze %positions {axes = array<i64: 2>} : ...
+    %f = qcc.cast %p : tensor<?x?x1xi64> to tensor<?x?x1xf32>
+    %a = qcc.mul %f, %inv_freq : (tensor<?x?x1xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+    %e = qcc.concat %a, %a {axis = 2 : i64} : ... -> tensor<?x?x32xf32>
+    %cos = qcc.cos %e : tensor<?x?x32xf32>
+    // after
+    %table = qcc.constant dense<...> : tensor<4096x32xf32>
+    %cos = qcc.embedding %table, %positions : (tensor<4096x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+    ```
+  }];
 }
 
 def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {

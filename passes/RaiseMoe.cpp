@@ -36,38 +36,6 @@ using namespace qcc;
 
 namespace {
 
-/// Evaluates values of a small subgraph on sample tensors bound to some of
-/// its values; constants are read, every other op runs its CPU reference
-/// kernel. Fails on a value neither bound nor computable from bound ones.
-class SampleEvaluator {
-public:
-  void bind(Value v, rt::Tensor t) { memo[v] = std::move(t); }
-
-  FailureOr<rt::Tensor> eval(Value v, int depth = 0) {
-    if (auto it = memo.find(v); it != memo.end())
-      return it->second;
-    Operation *op = v.getDefiningOp();
-    // The subgraphs checked here are a few ops long; the bound keeps a
-    // value that reaches the whole model from walking it.
-    if (!op || depth > 32 || op->getNumRegions() != 0 ||
-        !isa<QccDialect>(op->getDialect()))
-      return failure();
-    if (auto c = dyn_cast<ConstantOp>(op)) {
-      auto t = tensorFromElements(c.getValue());
-      if (failed(t) || t->numel() > (1 << 16))
-        return failure();
-      return memo[v] = *t;
-    }
-    auto out = evaluateOpOnValues(
-        op, [&](Value o) { return eval(o, depth + 1); });
-    if (failed(out))
-      return failure();
-    return memo[v] = (*out)[cast<OpResult>(v).getResultNumber()];
-  }
-
-private:
-  llvm::DenseMap<Value, rt::Tensor> memo;
-};
 
 int64_t intAt(const rt::Tensor &t, int64_t i) {
   switch (t.dtype()) {

@@ -208,6 +208,8 @@ TEST(Pipeline, ValidateRulesBetweenOptions) {
       {"block 0", [](auto &o) { o.kvBlockTokens = 0; },
        "--kv-block-tokens must be in [1, 4096], not 0"},
       {"block 4096", [](auto &o) { o.kvBlockTokens = 4096; }, ""},
+      {"positions", [](auto &o) { o.maxPositions = -1; },
+       "--max-positions must be in [0, 16777216], not -1"},
       {"samples", [](auto &o) { o.calibration.samples = int64_t(1) << 40; },
        "--calib-samples must be in [1, 1048576], not 1099511627776"},
       {"seq len", [](auto &o) { o.calibration.seqLen = -1; },

@@ -118,6 +118,14 @@ cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
                                cl::desc(kvBlockTokensHelp),
                                cl::init(qcc::CompileOptions().kvBlockTokens),
                                cl::cat(kvCat));
+cl::opt<int64_t> maxPositions(
+    "max-positions",
+    cl::desc("The most positions a sequence may reach (default: the model's "
+             "own bound, if it has one). Longer sequences are refused at run "
+             "time; in exchange the rotary cos / sin of every position are "
+             "precomputed tables, and a GPU decode step computes none of them "
+             "on the host"),
+    cl::value_desc("n"), cl::init(0), cl::cat(kvCat));
 EnumOpt<qcc::KvDtype> kvDtype(
     "kv-dtype",
     cl::desc("KV cache element type: f32 (default) or i8 (per-layer, "
@@ -432,6 +440,7 @@ int main(int argc, char **argv) {
   qcc::CompileOptions options;
   options.kvCache = kvCache;
   options.kvBlockTokens = kvBlockTokens;
+  options.maxPositions = maxPositions;
   options.kvDtype = kvDtype;
   options.kvScales = kvScales;
   options.quant = quant;
