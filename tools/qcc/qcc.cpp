@@ -121,10 +121,8 @@ cl::opt<int64_t> kvBlockTokens("kv-block-tokens",
 cl::opt<int64_t> maxPositions(
     "max-positions",
     cl::desc("The most positions a sequence may reach (default: the model's "
-             "own bound, if it has one). Longer sequences are refused at run "
-             "time; in exchange the rotary cos / sin of every position are "
-             "precomputed tables, and a GPU decode step computes none of them "
-             "on the host"),
+             "own bound, if any); longer ones are refused at run time. Rotary "
+             "cos / sin then become precomputed tables (docs/KV_CACHE.md)"),
     cl::value_desc("n"), cl::init(0), cl::cat(kvCat));
 EnumOpt<qcc::KvDtype> kvDtype(
     "kv-dtype",
