@@ -419,43 +419,32 @@ int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
     ++s.launches;
   return 0;
 }
-// cuda.h's CUlaunchAttribute / CUlaunchConfig (runtime/cuda/CudaDriver.h
-// mirrors them too).
-struct FakeLaunchAttribute {
-  int id;
-  char pad[4];
-  union {
-    char bytes[64];
-    int value;
-  } value;
-};
-struct FakeLaunchConfig {
-  unsigned gx, gy, gz, bx, by, bz, smem;
-  CUstream stream;
-  FakeLaunchAttribute *attrs;
-  unsigned numAttrs;
-};
 // Only programmatic stream serialization (id 6), and only where the real
 // driver has it (sm_90+).
-int cuLaunchKernelEx(const FakeLaunchConfig *c, CUfunction f, void **args,
+// The runtime's copy of cuda.h's CUlaunchConfig (the function's type must be
+// the one the runtime calls it through: UBSan checks).
+using LaunchConfig = Api::LaunchConfig;
+int cuLaunchKernelEx(const LaunchConfig *c, CUfunction f, void **args,
                      void **extra) {
   if (!c || (c->numAttrs && !c->attrs) || c->numAttrs > 8)
     return violation("cuLaunchKernelEx without a valid configuration");
   bool programmatic = false;
   for (unsigned i = 0; i < c->numAttrs; ++i) {
-    if (c->attrs[i].id != 6 || (c->attrs[i].value.value != 0 &&
-                                c->attrs[i].value.value != 1))
+    const int value = c->attrs[i].value.programmaticStreamSerializationAllowed;
+    if (c->attrs[i].id != Api::kLaunchAttrProgrammaticSerialization ||
+        (value != 0 && value != 1))
       return violation("cuLaunchKernelEx: launch attribute " +
                        std::to_string(c->attrs[i].id) + " (value " +
-                       std::to_string(c->attrs[i].value.value) +
+                       std::to_string(value) +
                        ") is not programmatic stream serialization");
-    programmatic = c->attrs[i].value.value == 1;
+    programmatic = value == 1;
   }
   if (programmatic && arch() < 90)
     return violation("programmatic dependent launch on sm_" +
                      std::to_string(arch()));
-  int r = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz,
-                         c->smem, c->stream, args, extra);
+  int r = cuLaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ,
+                         c->blockDimX, c->blockDimY, c->blockDimZ,
+                         c->sharedMemBytes, c->hStream, args, extra);
   if (r == 0 && programmatic)
     ++state().programmatic;
   return r;
