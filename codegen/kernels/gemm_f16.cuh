@@ -59,33 +59,36 @@ QCC_DEVICE void gemm_bf16_mainloop(const __nv_bfloat16 *A,
 #endif
 
 /// A: f16 activations, or f32 ones rounded to f16 as they are loaded (the
-/// f32 GEMM's decode GEMV, without a cast launch).
+/// f32 GEMM's decode GEMV, without a cast launch); column block `block`
+/// (blockIdx.x, or a grouped GEMV member's block index within its range).
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue,
+          class AElement>
+QCC_DEVICE void gemv_f16(const AElement *A, const __half *B, int M, int N,
+                         int K, Epilogue epi, int block) {
+  static_assert(!Epilogue::kIntInput,
+                "gemv_f16: the epilogue takes the f32 accumulator");
+  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp, KSteps, Epilogue,
+                AElement>(A, B, M, N, K, epi, block);
+}
 template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue,
           class AElement>
 QCC_DEVICE void gemv_f16(const AElement *A, const __half *B, int M, int N,
                          int K, Epilogue epi) {
-  static_assert(!Epilogue::kIntInput,
-                "gemv_f16: the epilogue takes the f32 accumulator");
-  gemv_mainloop<detail::DotF16, MaxM, Warps, ColsPerWarp, KSteps, Epilogue,
-                AElement>(A, B, M, N, K, epi);
+  gemv_f16<MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N, K, epi,
+                                             (int)blockIdx.x);
 }
 
 /// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM), column block
-/// `block` (a grouped GEMV member's block index).
+/// `block`, or blockIdx.x.
 template <class Cfg, class Epilogue, class AElement>
 QCC_DEVICE void gemv_f16(const GemmParams<__half, AElement> &p, Epilogue epi,
                          int block) {
-  static_assert(!Epilogue::kIntInput,
-                "gemv_f16: the epilogue takes the f32 accumulator");
-  gemv_mainloop<detail::DotF16, Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp,
-                Cfg::kKSteps>(p.A, p.B, p.M, p.N, p.K, epi, block);
+  gemv_f16<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
+      p.A, p.B, p.M, p.N, p.K, epi, block);
 }
-
-/// `Cfg` (a GemvF16Config) over `p` (p.M <= Cfg::kMaxM).
 template <class Cfg, class Epilogue, class AElement>
 QCC_DEVICE void gemv_f16(const GemmParams<__half, AElement> &p, Epilogue epi) {
-  gemv_f16<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
-      p.A, p.B, p.M, p.N, p.K, epi);
+  gemv_f16<Cfg>(p, epi, (int)blockIdx.x);
 }
 
 /// The f32 GEMM's first step, x (f32) -> x16 (f16, round to nearest even):

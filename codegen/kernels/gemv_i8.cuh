@@ -23,26 +23,31 @@
 
 namespace qcc {
 
+/// Column block `block` (blockIdx.x, or a grouped GEMV member's block index
+/// within its range).
 template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue>
 QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
-                        Epilogue epi) {
+                        Epilogue epi, int block) {
   static_assert(Epilogue::kIntInput,
                 "gemv_i8: the epilogue must start with an int32 stage "
                 "(DequantPerTokenPerChannel or StoreI32)");
   gemv_mainloop<detail::DotS8, MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N, K,
-                                                                  epi);
+                                                                  epi, block);
+}
+template <int MaxM, int Warps, int ColsPerWarp, int KSteps = 1, class Epilogue>
+QCC_DEVICE void gemv_i8(const int8_t *A, const int8_t *B, int M, int N, int K,
+                        Epilogue epi) {
+  gemv_i8<MaxM, Warps, ColsPerWarp, KSteps>(A, B, M, N, K, epi,
+                                            (int)blockIdx.x);
 }
 
 /// `Cfg` (a GemvI8Config) over `p` (p.M <= Cfg::kMaxM), column block
-/// `block` (blockIdx.x, or a grouped GEMV member's block index).
+/// `block`, or blockIdx.x.
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_i8(const GemmParams<int8_t> &p, Epilogue epi,
                         int block) {
-  static_assert(Epilogue::kIntInput,
-                "gemv_i8: the epilogue must start with an int32 stage "
-                "(DequantPerTokenPerChannel or StoreI32)");
-  gemv_mainloop<detail::DotS8, Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp,
-                Cfg::kKSteps>(p.A, p.B, p.M, p.N, p.K, epi, block);
+  gemv_i8<Cfg::kMaxM, Cfg::kWarps, Cfg::kColsPerWarp, Cfg::kKSteps>(
+      p.A, p.B, p.M, p.N, p.K, epi, block);
 }
 template <class Cfg, class Epilogue>
 QCC_DEVICE void gemv_i8(const GemmParams<int8_t> &p, Epilogue epi) {
