@@ -143,20 +143,16 @@ Epilogue gemmEpilogue(const Region &r, Operation *gemm) {
       e.act = g.getApproximate() == "tanh" ? "qcc::GeluTanh" : "qcc::GeluErf";
     } else if (isa<qcc::SiluOp>(op)) {
       e.act = "qcc::Silu";
-    } else if (auto mul = dyn_cast<qcc::MulOp>(op)) {
-      Value other = mul->getOperand(0) == cur ? mul->getOperand(1)
-                                              : mul->getOperand(0);
-      e.factor = r.argIndex(other);
-      if (e.factor < 0 || tensorOf(other) != tensorOf(cur)) {
-        e.error = "product with an unsupported operand";
-        return e;
-      }
-    } else if (auto add = dyn_cast<qcc::AddOp>(op)) {
-      Value other = add->getOperand(0) == cur ? add->getOperand(1)
-                                              : add->getOperand(0);
-      e.residual = r.argIndex(other);
-      if (e.residual < 0 || tensorOf(other) != tensorOf(cur)) {
-        e.error = "residual add of an unsupported operand";
+    } else if (isa<qcc::MulOp, qcc::AddOp>(op)) {
+      // The other operand: a region operand of the running value's shape.
+      Value other = op->getOperand(0) == cur ? op->getOperand(1)
+                                             : op->getOperand(0);
+      int index = tensorOf(other) == tensorOf(cur) ? r.argIndex(other) : -1;
+      bool mul = isa<qcc::MulOp>(op);
+      (mul ? e.factor : e.residual) = index;
+      if (index < 0) {
+        e.error = mul ? "product with an unsupported operand"
+                      : "residual add of an unsupported operand";
         return e;
       }
     } else {

@@ -84,24 +84,30 @@ template <class T = float> struct AddBias {
   }
 };
 
-/// v + residual[m * ld + n]; residual is f32 (default), f16 or bf16.
-template <class T = float> struct AddResidual {
-  static constexpr bool kIntInput = false;
-  const T *residual;
+/// A tensor of the GEMM result's shape, row-major with leading dimension
+/// `ld`, that a stage reads element (m, n) of: f32 (default), f16 or bf16.
+template <class T> struct ResultShaped {
+  const T *data;
   int ld;
-  QCC_DEVICE float apply(float v, int m, int n) const {
-    return numerics::fadd(v, toFloat(residual[static_cast<int64_t>(m) * ld + n]));
+  QCC_DEVICE float at(int m, int n) const {
+    return toFloat(data[static_cast<int64_t>(m) * ld + n]);
   }
 };
 
-/// qcc.mul by a tensor of the GEMM result's shape (SwiGLU's silu(gate) * up):
-/// the element of row m, column n.
-template <class T = float> struct MulOperand {
+/// v + residual[m, n] (qcc::AddResidual<>{res, N}).
+template <class T = float> struct AddResidual : ResultShaped<T> {
   static constexpr bool kIntInput = false;
-  const T *factor;
-  int ld;
   QCC_DEVICE float apply(float v, int m, int n) const {
-    return numerics::fmul(v, toFloat(factor[static_cast<int64_t>(m) * ld + n]));
+    return numerics::fadd(v, this->at(m, n));
+  }
+};
+
+/// v * factor[m, n]: qcc.mul by a tensor of the GEMM result's shape
+/// (SwiGLU's silu(gate) * up; qcc::MulOperand<>{factor, N}).
+template <class T = float> struct MulOperand : ResultShaped<T> {
+  static constexpr bool kIntInput = false;
+  QCC_DEVICE float apply(float v, int m, int n) const {
+    return numerics::fmul(v, this->at(m, n));
   }
 };
 

@@ -338,6 +338,7 @@ TEST(EmitterTest, PriorGridWaitIsHoppersInstruction) {
   const std::string &ptx = hopper->front().ptx;
   EXPECT_NE(ptx.find("griddepcontrol.wait"), std::string::npos) << ptx;
   EXPECT_NE(ptx.find("griddepcontrol.launch_dependents"), std::string::npos);
+  ASSERT_NE(ptx.find("st.global"), std::string::npos);
   EXPECT_LT(ptx.find("griddepcontrol.wait"), ptx.find("st.global"));
   options.ptxArch = "compute_80";
   auto ampere = compileKernels({{"wait", src}}, options);
