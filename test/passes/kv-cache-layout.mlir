@@ -1,6 +1,9 @@
 // RUN: qcc-opt %s --kv-cache-layout --split-input-file | FileCheck %s --check-prefixes=CHECK,PAGED
 // RUN: qcc-opt %s --kv-cache-layout="layout=contiguous" --split-input-file | FileCheck %s --check-prefixes=CHECK,CONTIG
 // RUN: qcc-opt %s --kv-cache-layout="block-tokens=32" --split-input-file | FileCheck %s --check-prefix=BLOCK32
+// max-positions bounds the context further, never past the model's own bound.
+// RUN: qcc-opt %s --kv-cache-layout="max-positions=20" --split-input-file | FileCheck %s --check-prefix=MAX20
+// RUN: qcc-opt %s --kv-cache-layout="max-positions=64" --split-input-file | FileCheck %s --check-prefix=MAX64
 
 // MHA (GPT-2 style): learned positions from range(0, seq) become the
 // positions input; attention becomes kv_attention with a layer index.
@@ -8,6 +11,8 @@
 // PAGED: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "paged", max_positions = 32 : i64}}
 // CONTIG: module attributes {qcc.kv_cache = {block_tokens = 16 : i64, dtype = "f32", head_dim = 16 : i64, kv_heads = 4 : i64, layers = 2 : i64, layout = "contiguous", max_positions = 32 : i64}}
 // BLOCK32: qcc.kv_cache = {block_tokens = 32 : i64
+// MAX20: layout = "paged", max_positions = 20 : i64}}
+// MAX64: layout = "paged", max_positions = 32 : i64}}
 // CHECK-LABEL: func.func @main(
 // CHECK: qcc.attention
 // CHECK: qcc.attention
