@@ -367,6 +367,12 @@ qcc::serializeArtifact(ModuleOp module, llvm::StringRef path,
                 {"sections", sections}};
   if (!kvCache.is_null())
     manifest["kv_cache"] = kvCache;
+  if (auto names = module->getAttrOfType<ArrayAttr>(qcc::kLoraAdaptersAttr)) {
+    json adapters = json::array();
+    for (auto name : names.getAsValueRange<StringAttr>())
+      adapters.push_back(name.str());
+    manifest["lora_adapters"] = adapters;
+  }
   if (options.syntheticWeights)
     manifest["synthetic"] = w.synthetic;
   if (!options.kernels.empty()) {

@@ -9,8 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/OnnxImporter.h"
+#include "compiler/LoraMerge.h"
 #include "compiler/OnnxConverter.h"
+#include "dialects/QccAttrNames.h"
 
+#include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -103,8 +106,9 @@ llvm::Expected<int64_t> elementCount(llvm::ArrayRef<int64_t> dims) {
 
 class Importer {
 public:
-  Importer(MLIRContext &ctx, StringRef path)
-      : ctx(ctx), builder(&ctx), sink{path.str()}, path(path.str()) {}
+  Importer(MLIRContext &ctx, StringRef path, const ImportOptions &options)
+      : ctx(ctx), builder(&ctx), sink{path.str()}, path(path.str()),
+        options(options) {}
   /// A model held in memory: `name` stands for the file (no external data).
   Importer(MLIRContext &ctx, StringRef bytes, StringRef name)
       : ctx(ctx), builder(&ctx), sink{name.str()}, path(name.str()),
@@ -124,6 +128,9 @@ private:
   llvm::Error checkDeclaredShape(const onnx::ValueInfoProto &vi);
   llvm::Expected<ExternalRange> externalRange(const onnx::TensorProto &t);
   llvm::Error importInitializer(const onnx::TensorProto &t);
+  llvm::Error mergeLoraAdapters(const onnx::GraphProto &graph);
+  llvm::Error findRuntimeLora(const onnx::GraphProto &graph);
+  llvm::Error addLoraBranch(const onnx::NodeProto &node);
   llvm::Error importNode(const onnx::NodeProto &node);
   llvm::Expected<const OnnxConverter *>
   converterFor(const onnx::NodeProto &node);
@@ -135,6 +142,7 @@ private:
   OpBuilder builder;
   ErrorSink sink;
   std::string path;
+  ImportOptions options;
   /// The model's bytes when it is held in memory (inMemory).
   StringRef bytes;
   bool inMemory = false;
@@ -148,6 +156,12 @@ private:
   /// uint8 initializers, for the converters that read them (readsPacked).
   llvm::StringMap<PackedTensor> packedTensors;
   llvm::StringMap<onnx::TypeProto> types;
+  /// Runtime LoRA adapters: per adapter, its targets; per adapted node, the
+  /// (adapter index, target) pairs.
+  std::vector<std::vector<LoraTarget>> loraTargets;
+  std::map<const onnx::NodeProto *,
+           std::vector<std::pair<size_t, const LoraTarget *>>>
+      loraReaders;
   /// The first error diagnostic of the verifier (run()'s handler).
   std::string diagnostic;
 };
@@ -536,6 +550,108 @@ llvm::Error Importer::importInitializer(const onnx::TensorProto &t) {
   return llvm::Error::success();
 }
 
+/// Adds each adapter's updates to the weights they name (their constants,
+/// which no node has read yet).
+llvm::Error Importer::mergeLoraAdapters(const onnx::GraphProto &graph) {
+  for (const LoraAdapter &adapter : options.loraMerges) {
+    auto targets = findLoraTargets(graph, adapter);
+    if (!targets)
+      return sink.error("--lora " + llvm::toString(targets.takeError()));
+    for (const LoraTarget &target : *targets) {
+      auto constant = values.lookup(target.initializer).getDefiningOp<ConstantOp>();
+      auto weight = constant ? getF32Values(constant.getValue()) : std::nullopt;
+      if (!weight)
+        return sink.error("--lora " + adapter.dir + ": the weight '" +
+                          target.initializer + "' of module '" +
+                          target.factors->module + "' has no float data");
+      addLoraUpdate(target, *weight);
+      auto type = cast<RankedTensorType>(constant.getType());
+      constant.setValueAttr(
+          makeFloatElements(type, *weight, blobName(constant.getValue(),
+                                                    target.initializer)));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::findRuntimeLora(const onnx::GraphProto &graph) {
+  if (options.loraAdapters.empty())
+    return llvm::Error::success();
+  loraTargets.reserve(options.loraAdapters.size());
+  SmallVector<Attribute> names;
+  for (const auto &[name, adapter] : options.loraAdapters) {
+    auto targets = findLoraTargets(graph, adapter);
+    if (!targets)
+      return sink.error("--lora-adapter " + name + "=" +
+                        llvm::toString(targets.takeError()));
+    for (const LoraTarget &t : *targets)
+      if (t.factors->kind != LoraFactors::Kind::Linear)
+        return sink.error("--lora-adapter " + name + "=" + adapter.dir +
+                          ": module '" + t.factors->module +
+                          "' is an embedding: runtime adapters apply to "
+                          "linears only (merge it with --lora)");
+    loraTargets.push_back(std::move(*targets));
+    names.push_back(builder.getStringAttr(name));
+  }
+  for (size_t j = 0; j < loraTargets.size(); ++j)
+    for (const LoraTarget &t : loraTargets[j])
+      loraReaders[t.reader].push_back({j, &t});
+  auto module = builder.getInsertionBlock()->getParentOp()
+                    ->getParentOfType<ModuleOp>();
+  module->setAttr(kLoraAdaptersAttr, builder.getArrayAttr(names));
+  return llvm::Error::success();
+}
+
+/// After `node` (an adapted MatMul / Gemm): its result plus qcc.lora of its
+/// input, the adapters' factors stacked [J, R, K] and [J, N, R] (ranks
+/// padded with zeros, PEFT's scaling folded into B, zeros for the adapters
+/// that leave this linear alone).
+llvm::Error Importer::addLoraBranch(const onnx::NodeProto &node) {
+  const auto &uses = loraReaders.at(&node);
+  Value x = values.lookup(node.input(0));
+  Value y = node.output_size() > 0 ? values.lookup(node.output(0)) : Value();
+  auto yt = y ? dyn_cast<RankedTensorType>(y.getType()) : RankedTensorType();
+  const LoraFactors &first = *uses.front().second->factors;
+  int64_t K = first.cols, N = first.rows;
+  if (!x || !yt || !isa<FloatType>(yt.getElementType()))
+    return sink.nodeError(node, "--lora-adapter: the adapted linear's result "
+                                "is not a float tensor");
+  int64_t J = (int64_t)options.loraAdapters.size(), R = 0;
+  for (const auto &[j, t] : uses)
+    R = std::max(R, t->factors->rank);
+  std::vector<float> a((size_t)(J * R * K), 0.f), b((size_t)(J * N * R), 0.f);
+  for (const auto &[j, t] : uses) {
+    const LoraFactors &f = *t->factors;
+    for (int64_t r = 0; r < f.rank; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        a[(size_t)((j * R + r) * K + k)] = f.a[(size_t)(r * K + k)];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t r = 0; r < f.rank; ++r)
+        b[(size_t)((j * N + n) * R + r)] =
+            (float)(f.scaling * f.b[(size_t)(n * f.rank + r)]);
+  }
+  Location loc = NameLoc::get(builder.getStringAttr(node.name()),
+                              FileLineColLoc::get(&ctx, path, 0, 0));
+  auto f32 = builder.getF32Type();
+  std::string weight = uses.front().second->initializer;
+  auto constant = [&](ArrayRef<int64_t> shape, const std::vector<float> &v,
+                      const std::string &name) {
+    return ConstantOp::create(
+               builder, loc,
+               makeFloatElements(RankedTensorType::get(shape, f32), v, name))
+        .getResult();
+  };
+  Value aStack = constant({J, R, K}, a, weight + ".lora_a");
+  Value bStack = constant({J, N, R}, b, weight + ".lora_b");
+  Value delta = LoraOp::create(builder, loc, yt, x, aStack, bStack);
+  if (failed(verify(delta.getDefiningOp())))
+    return sink.nodeError(node, "--lora-adapter: the adapter's factors do not "
+                                "fit the linear's input and result (" +
+                                diagnostic + ")");
+  values[node.output(0)] = AddOp::create(builder, loc, yt, y, delta);
+  return llvm::Error::success();
+}
+
 /// The contrib converter (onnxruntime's ops) for `node`, null if there is
 /// none. ONNX's schemas do not know these ops: the version is the newest one
 /// the table lists that the model's opset for the op's domain selects.
@@ -805,15 +921,23 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
   for (const auto &t : graph.initializer())
     if (auto err = importInitializer(t))
       return std::move(err);
+  if (auto err = mergeLoraAdapters(graph))
+    return std::move(err);
+  if (auto err = findRuntimeLora(graph))
+    return std::move(err);
   {
     ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
       if (diagnostic.empty() && d.getSeverity() == DiagnosticSeverity::Error)
         diagnostic = d.str();
       return success();
     });
-    for (const auto &node : graph.node())
+    for (const auto &node : graph.node()) {
       if (auto err = importNode(node))
         return std::move(err);
+      if (loraReaders.count(&node))
+        if (auto err = addLoraBranch(node))
+          return std::move(err);
+    }
   }
 
   SmallVector<Value> results;
@@ -849,8 +973,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-qcc::importOnnxFile(MLIRContext &context, StringRef path) {
-  Importer importer(context, path);
+qcc::importOnnxFile(MLIRContext &context, StringRef path,
+                    const ImportOptions &options) {
+  Importer importer(context, path, options);
   return importer.run();
 }
 

@@ -2,6 +2,8 @@
 #ifndef QCC_COMPILER_ONNXIMPORTER_H
 #define QCC_COMPILER_ONNXIMPORTER_H
 
+#include "compiler/LoraAdapter.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
@@ -18,12 +20,22 @@ inline constexpr int64_t kMaxTestedOpset = 17;
 /// checker and shape inference know fewer opsets) cannot check them.
 inline constexpr int64_t kMaxKnownOpset = 21;
 
+struct ImportOptions {
+  /// LoRA adapters merged into the weights they name as they are imported
+  /// (compiler/LoraMerge.h), in order.
+  std::vector<LoraAdapter> loraMerges;
+  /// LoRA adapters compiled beside the base weights, chosen per sequence at
+  /// run time (qcc.lora after each adapted linear; docs/LORA.md), by name.
+  std::vector<std::pair<std::string, LoraAdapter>> loraAdapters;
+};
+
 /// Reads an ONNX model (with external-data weights beside it) and returns a
 /// module holding `func.func @main` made of qcc primitive ops. On failure the
 /// error is one line naming the file and, where there is one, the node name,
 /// the op type and the reason.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-importOnnxFile(mlir::MLIRContext &context, llvm::StringRef path);
+importOnnxFile(mlir::MLIRContext &context, llvm::StringRef path,
+               const ImportOptions &options = {});
 
 /// importOnnxFile for a model held in memory (the importer's fuzz target):
 /// `name` stands for the file in errors; external data is refused, as there

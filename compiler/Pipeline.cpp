@@ -9,9 +9,13 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <fmt/format.h>
+
+#include <cmath>
+#include <set>
 
 using namespace mlir;
 
@@ -129,8 +133,23 @@ std::optional<qcc::Phase> qcc::parsePhase(llvm::StringRef name) {
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-qcc::importPhase(MLIRContext &context, llvm::StringRef onnxPath) {
-  return importOnnxFile(context, onnxPath);
+qcc::importPhase(MLIRContext &context, llvm::StringRef onnxPath,
+                 const CompileOptions &options) {
+  ImportOptions import;
+  for (const LoraSpec &spec : options.loraMerges) {
+    auto adapter = readPeftAdapter(spec.dir, spec.scale);
+    if (!adapter)
+      return error("--lora " + llvm::toString(adapter.takeError()));
+    import.loraMerges.push_back(std::move(*adapter));
+  }
+  for (const LoraSpec &spec : options.loraAdapters) {
+    auto adapter = readPeftAdapter(spec.dir, spec.scale);
+    if (!adapter)
+      return error("--lora-adapter " + spec.name + "=" +
+                   llvm::toString(adapter.takeError()));
+    import.loraAdapters.emplace_back(spec.name, std::move(*adapter));
+  }
+  return importOnnxFile(context, onnxPath, import);
 }
 
 llvm::Error qcc::raisePhase(ModuleOp module, llvm::StringRef sourcePath) {
@@ -259,7 +278,7 @@ llvm::Error qcc::runPhase(MLIRContext &context, Compilation &c, Phase phase) {
   auto run = [&]() -> llvm::Error {
     switch (phase) {
     case Phase::Import: {
-      auto module = importPhase(context, c.sourcePath);
+      auto module = importPhase(context, c.sourcePath, o);
       if (!module)
         return module.takeError();
       c.module = std::move(*module);
@@ -301,6 +320,14 @@ llvm::Error qcc::runPhase(MLIRContext &context, Compilation &c, Phase phase) {
   return llvm::Error::success();
 }
 
+/// Adapter names travel in manifests, HTTP requests and metrics labels.
+static bool isAdapterName(llvm::StringRef name) {
+  return !name.empty() && name.size() <= 64 &&
+         llvm::all_of(name, [](char c) {
+           return llvm::isAlnum(c) || c == '.' || c == '_' || c == '-';
+         });
+}
+
 llvm::Error qcc::CompileOptions::validate() const {
   auto fail = [](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
@@ -324,6 +351,22 @@ llvm::Error qcc::CompileOptions::validate() const {
       !(smoothQuantAlpha >= 0.0 && smoothQuantAlpha <= 1.0)) // also NaN
     return fail("--smoothquant-alpha must be in [0, 1] or auto, not " +
                 fmt::format("{}", smoothQuantAlpha));
+  for (const LoraSpec &spec : loraMerges)
+    if (!std::isfinite(spec.scale))
+      return fail("--lora " + spec.dir + ": the scale must be a finite "
+                  "number");
+  std::set<std::string> adapterNames;
+  for (const LoraSpec &spec : loraAdapters) {
+    if (!std::isfinite(spec.scale))
+      return fail("--lora-adapter " + spec.name + ": the scale must be a "
+                  "finite number");
+    if (!isAdapterName(spec.name))
+      return fail("--lora-adapter: the name '" + spec.name + "' must be 1-64 "
+                  "characters of A-Z a-z 0-9 . _ -");
+    if (!adapterNames.insert(spec.name).second)
+      return fail("--lora-adapter: the name '" + spec.name + "' is given "
+                  "twice");
+  }
   if (kvScales == KvScales::Kivi && kvDtype != KvDtype::I8)
     return fail("--kv-scales=kivi needs --kv-dtype=i8");
   if (sparsity == Sparsity::None && (prune || !sparsityExclude.empty()))
@@ -343,6 +386,37 @@ llvm::Error qcc::CompileOptions::validate() const {
   if (quant == QuantMode::W4A16 && sparsity != Sparsity::None)
     return fail("--quant=w4a16 and --sparsity=2:4 do not combine (yet)");
   return llvm::Error::success();
+}
+
+llvm::Expected<qcc::LoraSpec> qcc::parseLoraSpec(llvm::StringRef text,
+                                                 bool named) {
+  const char *flag = named ? "--lora-adapter" : "--lora";
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::Twine(flag) + " " + text + ": " + why);
+  };
+  LoraSpec spec;
+  llvm::StringRef rest = text;
+  if (named) {
+    auto [name, dir] = text.split('=');
+    if (name.empty() || dir.empty())
+      return fail("needs NAME=DIR or NAME=DIR:SCALE");
+    spec.name = name.str();
+    rest = dir;
+  }
+  spec.dir = rest.str();
+  auto [dir, scale] = rest.rsplit(':');
+  // A folder whose name has a colon is taken whole when it exists.
+  if (dir.size() < rest.size() && !llvm::sys::fs::is_directory(rest)) {
+    double value;
+    if (scale.getAsDouble(value) || !std::isfinite(value))
+      return fail("the scale after ':' must be a number, not '" + scale + "'");
+    spec.dir = dir.str();
+    spec.scale = value;
+  }
+  if (spec.dir.empty())
+    return fail("needs a folder");
+  return spec;
 }
 
 llvm::Error qcc::parseSmoothQuantAlpha(llvm::StringRef text,

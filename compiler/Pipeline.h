@@ -63,7 +63,25 @@ llvm::ArrayRef<Phase> allPhases();
 /// The phase named `name` (phaseName's spelling), or nullopt.
 std::optional<Phase> parsePhase(llvm::StringRef name);
 
+/// A LoRA adapter: merged (qcc --lora DIR[:SCALE]) or compiled beside the
+/// base weights under a name (qcc --lora-adapter NAME=DIR[:SCALE]).
+struct LoraSpec {
+  std::string name;   ///< runtime adapters only
+  std::string dir;    ///< PEFT's save_pretrained folder
+  double scale = 1.0; ///< times PEFT's own scaling (alpha / r)
+};
+
+/// --lora's value "DIR" or "DIR:SCALE" (SCALE a number), or with `named`
+/// --lora-adapter's "NAME=DIR[:SCALE]"; one line naming the flag otherwise.
+llvm::Expected<LoraSpec> parseLoraSpec(llvm::StringRef text, bool named);
+
 struct CompileOptions {
+  /// import: LoRA adapters merged into the weights, in order, before any
+  /// pass (so calibration and quantization see the adapted model).
+  std::vector<LoraSpec> loraMerges;
+  /// import: LoRA adapters kept apart and chosen per sequence at run time
+  /// (qcc.lora; names unique, [A-Za-z0-9._-]).
+  std::vector<LoraSpec> loraAdapters;
   KvLayout kvCache = KvLayout::Paged; ///< for decoders; None: no cache
   int64_t kvBlockTokens = format::KvCacheConfig::kDefaultBlockTokens;
   /// The most positions a sequence may reach (0: the model's own bound, if
@@ -161,7 +179,8 @@ struct Compilation {
 /// errors are one line naming `sourcePath` (and the node, for import
 /// errors). Warnings (a feature left out, saying why) go to stderr at once.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-importPhase(mlir::MLIRContext &context, llvm::StringRef onnxPath);
+importPhase(mlir::MLIRContext &context, llvm::StringRef onnxPath,
+            const CompileOptions &options = {});
 llvm::Error raisePhase(mlir::ModuleOp module, llvm::StringRef sourcePath);
 llvm::Error calibratePhase(mlir::ModuleOp module, llvm::StringRef sourcePath,
                            const CompileOptions &options);

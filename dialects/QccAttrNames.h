@@ -31,6 +31,10 @@ inline constexpr llvm::StringLiteral kOutlierColumnsAttr =
 /// On the module: the KV cache layout (kv-cache-layout -> emitter, artifact
 /// writer; docs/KV_CACHE.md).
 inline constexpr llvm::StringLiteral kKvCacheAttr = "qcc.kv_cache";
+/// On the module: the names of the runtime LoRA adapters, in qcc.lora's
+/// order (ArrayAttr of strings; the importer -> the artifact's manifest,
+/// "lora_adapters"; docs/LORA.md).
+inline constexpr llvm::StringLiteral kLoraAdaptersAttr = "qcc.lora_adapters";
 /// On an entry point that takes one token per row (kv-cache-layout's decode
 /// -> the emitter's tile choice).
 inline constexpr llvm::StringLiteral kTokensPerRowAttr = "qcc.tokens_per_row";

@@ -1078,5 +1078,24 @@ LogicalResult EmbeddingOp::verify() {
   return success();
 }
 
+LogicalResult LoraOp::verify() {
+  auto in = getInput().getType();
+  auto a = getA().getType();
+  auto b = getB().getType();
+  auto out = getResult().getType();
+  if (a.getRank() != 3 || b.getRank() != 3)
+    return emitOpError("a must be [J, R, K] and b [J, N, R]");
+  if (in.getRank() < 1 || out.getRank() != in.getRank() ||
+      !shapesAgree(out.getShape().drop_back(), in.getShape().drop_back()))
+    return emitOpError("result must be input's shape with N last");
+  if (!sizesAgree(a.getDimSize(0), b.getDimSize(0)) ||
+      !sizesAgree(a.getDimSize(1), b.getDimSize(2)) ||
+      !sizesAgree(a.getDimSize(2), in.getShape().back()) ||
+      !sizesAgree(b.getDimSize(1), out.getShape().back()))
+    return emitOpError("a [J, R, K] and b [J, N, R] must agree with each "
+                       "other, with input's K and the result's N");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/QccOps.cpp.inc"

@@ -1053,4 +1053,39 @@ def Qcc_EmbeddingOp : Qcc_Op<"embedding"> {
   let hasVerifier = 1;
 }
 
+def Qcc_LoraOp : Qcc_Op<"lora"> {
+  let summary = "Runtime LoRA adapters: each sequence's low-rank update";
+  let description = [{
+    The update that a linear reading `input` [..., K] gains from the LoRA
+    adapter its sequence runs with (S-LoRA / Punica: adapters chosen per
+    request, the base weights shared; docs/LORA.md):
+
+    ```
+    result[row, n] = sum_r b[j, n, r] * sum_k a[j, r, k] * input[row, k]
+    ```
+
+    with j + 1 the adapter of the row's sequence, or result[row, :] = 0 for
+    sequences that run without one (adapter 0). `a` [J, R, K] and `b` [J, N,
+    R] stack the J adapters compiled into the artifact, their ranks padded
+    to R with zeros and PEFT's scaling folded into `b`. The adapters are not
+    an operand: the runtime passes one per sequence with each call (the
+    batch the KV cache serves; one for every row of a call without a cache),
+    the way a kv_attention reads the cache. Rows are input's leading
+    dimensions flattened; with B sequences in the call, row i is sequence
+    i / (rows / B).
+
+    ```mlir
+    %d = qcc.lora %x, %a, %b : (tensor<?x?x64xf32>, tensor<2x4x64xf32>,
+                                tensor<2x32x4xf32>) -> tensor<?x?x32xf32>
+    %y = qcc.add %linear, %d : ...
+    ```
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, Qcc_FloatTensor:$a,
+                       Qcc_FloatTensor:$b);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $a `,` $b attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // QCC_OPS_TD

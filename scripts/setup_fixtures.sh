@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates .venv-fixtures: the heavy Python environment (torch, transformers,
-# optimum ONNX exporter, onnxscript, onnx, onnxruntime, sentencepiece) used ONLY
-# to regenerate the model zoo fixtures under test/models/zoo (see
-# test/models/zoo/README.md) and to train the demo models (examples/austen).
+# optimum ONNX exporter, onnxscript, onnx, onnxruntime, sentencepiece, peft) used
+# ONLY to regenerate the model zoo fixtures under test/models/zoo (see
+# test/models/zoo/README.md) and the LoRA adapter fixtures under test/models/lora
+# (test/models/lora/README.md), and to train the demo models (examples/austen).
 # qcc's build, tests and run path never need it. Safe to run again: it only
 # installs what is missing.
 #
@@ -33,11 +34,11 @@ fi
 # onnxruntime-genai: its model builder imports transformers 5 classes from 0.16
 # on, so it is pinned to the last release that works with transformers 4.57.
 GENAI_PIN=onnxruntime-genai==0.15.2
-PKGS=(numpy onnx onnxruntime onnxscript transformers optimum-onnx sentencepiece)
+PKGS=(numpy onnx onnxruntime onnxscript transformers optimum-onnx sentencepiece peft)
 if [ "$WITH_GENAI" = 1 ]; then PKGS+=("$GENAI_PIN"); fi
 if ! "$VENV/bin/python" - "$WITH_GENAI" "${GENAI_PIN#*==}" <<'EOF' 2>/dev/null
 import sys, importlib.metadata as md
-import numpy, onnx, onnxruntime, onnxscript, transformers, sentencepiece
+import numpy, onnx, onnxruntime, onnxscript, transformers, sentencepiece, peft
 import optimum.exporters.onnx
 if sys.argv[1] == "1":
     import onnxruntime_genai
@@ -51,7 +52,7 @@ fi
 "$VENV/bin/python" - <<'EOF'
 import importlib.metadata as md
 names = ["torch", "transformers", "optimum", "optimum-onnx", "onnx", "onnxruntime",
-         "onnxscript", "onnxruntime-genai", "sentencepiece", "numpy"]
+         "onnxscript", "onnxruntime-genai", "sentencepiece", "peft", "numpy"]
 vs = []
 for n in names:
     try:

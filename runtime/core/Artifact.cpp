@@ -798,11 +798,41 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
         l.fail(std::string("manifest: ") + e.what());
       }
     }
+    if (m.contains("lora_adapters")) {
+      const json &names = m.at("lora_adapters");
+      if (!names.is_array() || names.size() > 4096)
+        l.fail("manifest: lora_adapters is not a list of adapter names");
+      for (const json &n : names) {
+        if (!n.is_string() || n.get<std::string>().empty() ||
+            n.get<std::string>().size() > 64 ||
+            std::count(a.loraAdapters_.begin(), a.loraAdapters_.end(),
+                       n.get<std::string>()))
+          l.fail("manifest: lora_adapters holds an empty, long or repeated "
+                 "name");
+        a.loraAdapters_.push_back(n.get<std::string>());
+      }
+    }
     a.dataOffset_ = h.dataOffset;
   } catch (const json::exception &e) {
     l.fail(std::string("corrupted manifest: ") + e.what());
   }
   return a;
+}
+
+int64_t Artifact::loraAdapterIndex(const std::string &name) const {
+  if (name.empty() || name == "base")
+    return 0;
+  for (size_t j = 0; j < loraAdapters_.size(); ++j)
+    if (loraAdapters_[j] == name)
+      return (int64_t)j + 1;
+  std::string known;
+  for (const std::string &n : loraAdapters_)
+    known += (known.empty() ? "" : ", ") + n;
+  throw std::runtime_error(path_ + ": no LoRA adapter named '" + name + "' (" +
+                           (known.empty() ? "it was compiled without any: qcc "
+                                            "--lora-adapter NAME=DIR"
+                                          : "it has " + known) +
+                           ")");
 }
 
 const Function &Artifact::function(const std::string &name) const {

@@ -170,6 +170,13 @@ public:
   std::optional<std::string_view> section(const std::string &name) const;
   /// The manifest's "kv_cache", parsed and validated once at load; null
   /// when the artifact has no KV cache.
+  /// The runtime LoRA adapters compiled beside the base weights, in
+  /// qcc.lora's order: adapter j + 1 of a sequence is lora_adapters[j]
+  /// (docs/LORA.md). Empty: none.
+  const std::vector<std::string> &loraAdapters() const { return loraAdapters_; }
+  /// The 1-based adapter index of `name` ("" or "base": 0); throws naming
+  /// the adapters there are.
+  int64_t loraAdapterIndex(const std::string &name) const;
   const KvCacheConfig *kvCache() const {
     return kvCache_ ? &*kvCache_ : nullptr;
   }
@@ -188,6 +195,7 @@ private:
   /// "sections": name -> (offset, size) in the data, validated at load.
   std::map<std::string, std::pair<uint64_t, uint64_t>> sections_;
   std::optional<KvCacheConfig> kvCache_;
+  std::vector<std::string> loraAdapters_;
   uint64_t dataOffset_ = 0;
 };
 

@@ -148,9 +148,18 @@ void KvCache::unpublish(int64_t b) {
   published[b].reset();
 }
 
+/// The hash a sequence's chain of prefix blocks starts from: the adapter's
+/// (0 for none), so that blocks are shared only within one adapter.
+static uint64_t rootHash(int64_t adapter) {
+  return adapter == 0 ? 0 : 0x9e3779b97f4a7c15ull * (uint64_t)adapter + 1;
+}
+
 KvCache::PrefixMatch KvCache::matchPrefix(std::span<const int64_t> tokens,
-                                          int64_t maxTokens) const {
+                                          int64_t maxTokens,
+                                          int64_t adapter) const {
   PrefixMatch m;
+  m.adapter = adapter;
+  m.hash = rootHash(adapter);
   if (!isPaged)
     return m;
   int64_t bt = cfg.blockTokens;
@@ -177,6 +186,9 @@ void KvCache::attachPrefix(int64_t seq, const PrefixMatch &m) {
   Seq &s = get(seq);
   if (!s.blocks.empty() || s.reserved != 0)
     fail("sequence " + str(seq) + ": a prefix attaches to a new sequence only");
+  if (m.adapter != s.adapter)
+    fail("sequence " + str(seq) + ": a prefix of adapter " + str(m.adapter) +
+         " cannot start a sequence of adapter " + str(s.adapter));
   for (int64_t b : m.blocks) {
     if (b < 0 || b >= opts.numBlocks || !published[b])
       fail("block " + str(b) + " is not a published prefix block");
@@ -219,11 +231,15 @@ const KvCache::Seq &KvCache::get(int64_t seq) const {
   return seqs[seq];
 }
 
-int64_t KvCache::addSequence() {
+int64_t KvCache::addSequence(int64_t adapter) {
+  if (adapter < 0)
+    fail("a sequence's adapter must be >= 0, not " + str(adapter));
   for (size_t i = 0; i < seqs.size(); ++i)
     if (!seqs[i].live) {
       seqs[i] = Seq();
       seqs[i].live = true;
+      seqs[i].adapter = adapter;
+      seqs[i].chainHash = rootHash(adapter);
       return (int64_t)i;
     }
   fail("no free sequence slot (max_sequences = " + str(opts.maxSequences) +
@@ -239,6 +255,8 @@ void KvCache::release(int64_t seq) {
 }
 
 int64_t KvCache::length(int64_t seq) const { return get(seq).length; }
+
+int64_t KvCache::adapter(int64_t seq) const { return get(seq).adapter; }
 
 int64_t KvCache::liveSequences() const {
   int64_t n = 0;
@@ -300,7 +318,7 @@ void KvCache::truncate(int64_t seq, int64_t newLength) {
     }
     // publishPrefix walks the chain again from the first block.
     if (s.publishedBlocks > newLength / cfg.blockTokens)
-      s.publishedBlocks = 0, s.chainHash = 0;
+      s.publishedBlocks = 0, s.chainHash = rootHash(s.adapter);
     // Last block first: reserve() popped them from the back in table order.
     while (s.blocks.size() > keep) {
       dropBlock(s.blocks.back());

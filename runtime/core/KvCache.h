@@ -60,7 +60,12 @@ public:
   bool paged() const { return isPaged; }
 
   /// A new empty sequence; throws when every slot is taken.
-  int64_t addSequence();
+  /// `adapter`: the runtime LoRA adapter the sequence runs with (0: none;
+  /// qcc.lora, docs/LORA.md); its prefix blocks are shared only with
+  /// sequences of the same adapter.
+  int64_t addSequence(int64_t adapter = 0);
+  /// The LoRA adapter of `seq` (addSequence's).
+  int64_t adapter(int64_t seq) const;
   /// Ends a sequence: its slot (and, paged, its blocks) become free.
   void release(int64_t seq);
   /// Tokens cached for `seq`.
@@ -152,12 +157,13 @@ public:
     int64_t tokens = 0;          ///< blocks.size() * block_tokens
     int64_t unheld = 0;          ///< of them, held by no sequence now
     uint64_t hash = 0;           ///< the hash of the matched prefix
+    int64_t adapter = 0;         ///< whose blocks they are
   };
   /// The longest run of leading full blocks of `tokens` (at most
   /// `maxTokens` of them) that is published. Each block's tokens are
   /// compared, not only its hash.
-  PrefixMatch matchPrefix(std::span<const int64_t> tokens,
-                          int64_t maxTokens) const;
+  PrefixMatch matchPrefix(std::span<const int64_t> tokens, int64_t maxTokens,
+                          int64_t adapter = 0) const;
   /// Starts the new, empty sequence `seq` with `match`'s blocks, shared:
   /// its length and reservation become match.tokens.
   void attachPrefix(int64_t seq, const PrefixMatch &match);
@@ -184,6 +190,7 @@ private:
   struct Seq {
     bool live = false;
     int64_t length = 0, reserved = 0;
+    int64_t adapter = 0;
     std::vector<int64_t> blocks; // paged
     int64_t publishedBlocks = 0; // leading blocks publishPrefix has seen
     uint64_t chainHash = 0;      // the hash of those blocks' prefix
@@ -242,6 +249,9 @@ struct KvBatch {
   KvCache *cache = nullptr;
   std::vector<int64_t> seqs;
   std::vector<int64_t> valid;
+  /// Per row: the runtime LoRA adapter (qcc.lora; 0 none). Empty: none.
+  /// A call without a cache (cache null) may carry these alone.
+  std::vector<int64_t> adapters;
 };
 
 } // namespace qcc::rt

@@ -105,6 +105,14 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
     double k = (double)x.back();
     return 2.0 * (elements(x) / std::max(1.0, k)) * (double)w[0] * k;
   }
+  case OpKind::Lora: {
+    // Every row adapted: x A^T (R K) then B (N R) per row.
+    const Shape &x = operandShape(n, ops, 0, 1);
+    const Shape &a = operandShape(n, ops, 1, 3);
+    const Shape &b = operandShape(n, ops, 2, 3);
+    double k = (double)std::max<int64_t>(1, x.back());
+    return 2.0 * (elements(x) / k) * (double)a[1] * (k + (double)b[1]);
+  }
   case OpKind::Moe: {
     // Each of the T k routes runs one expert: 2 I H per matrix.
     const Shape &ids = operandShape(n, ops, 1, 2);

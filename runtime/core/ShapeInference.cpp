@@ -131,6 +131,11 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
     y.back() = w[0];
     return {y};
   }
+  case OpKind::Lora: { // input [..., K], b [J, N, R] -> [..., N]
+    Shape y = operandShape(n, ops, 0, 1);
+    y.back() = operandShape(n, ops, 2, 3)[1];
+    return {y};
+  }
   case OpKind::Moe: // [T, H] in, [T, H] out
     return {operandShape(n, ops, 0, 2)};
   case OpKind::Sparse24:

@@ -230,3 +230,60 @@ void qcc::rt::sgemm(bool transA, bool transB, int64_t M, int64_t N,
   sgemmThen(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
             [](int64_t, int64_t, int64_t, int64_t) {});
 }
+
+std::vector<Tensor> qcc::rt::loraKernel(const Operands &ops,
+                                        const std::vector<int64_t> &adapters) {
+  const Tensor &x = need(ops, 0, "input");
+  const Tensor &a = need(ops, 1, "a");
+  const Tensor &b = need(ops, 2, "b");
+  requireF32(x, "lora input");
+  requireF32(a, "lora a");
+  requireF32(b, "lora b");
+  if (x.rank() < 1 || a.rank() != 3 || b.rank() != 3 || a.dim(0) != b.dim(0) ||
+      a.dim(1) != b.dim(2) || a.dim(2) != x.dim(-1))
+    fail("lora: input " + shapeString(x.shape()) + ", a " +
+         shapeString(a.shape()) + " and b " + shapeString(b.shape()) +
+         " are not [..., K], [J, R, K] and [J, N, R]");
+  int64_t J = a.dim(0), R = a.dim(1), K = a.dim(2), N = b.dim(1);
+  Shape outShape = x.shape();
+  outShape.back() = N;
+  Tensor y(DType::F32, outShape); // zeros: rows without an adapter
+  int64_t rows = K > 0 ? x.numel() / K : 0;
+  if (adapters.empty() || rows == 0)
+    return {y};
+  int64_t seqs = (int64_t)adapters.size();
+  if (rows % seqs != 0)
+    fail("lora: " + std::to_string(rows) + " rows are not a whole number of "
+         "rows for each of the call's " + std::to_string(seqs) +
+         " sequences");
+  int64_t perSeq = rows / seqs;
+  const float *xs = x.data<float>(), *as = a.data<float>(),
+              *bs = b.data<float>();
+  float *ys = y.data<float>();
+  std::vector<double> t((size_t)R);
+  for (int64_t s = 0; s < seqs; ++s) {
+    int64_t j = adapters[(size_t)s];
+    if (j < 0 || j > J)
+      fail("lora: adapter " + std::to_string(j) + " of sequence " +
+           std::to_string(s) + " is not in [0, " + std::to_string(J) + "]");
+    if (j == 0)
+      continue;
+    const float *aj = as + (j - 1) * R * K, *bj = bs + (j - 1) * N * R;
+    for (int64_t row = s * perSeq; row < (s + 1) * perSeq; ++row) {
+      const float *xr = xs + row * K;
+      for (int64_t r = 0; r < R; ++r) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += (double)aj[r * K + k] * xr[k];
+        t[(size_t)r] = acc;
+      }
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t r = 0; r < R; ++r)
+          acc += (double)bj[n * R + r] * t[(size_t)r];
+        ys[row * N + n] = (float)acc;
+      }
+    }
+  }
+  return {y};
+}

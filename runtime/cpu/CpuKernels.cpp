@@ -392,6 +392,7 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   // The session runs kv_attention against its KV cache, and a kernel
   // region op by op.
   case OpKind::KvAttention:
+  case OpKind::Lora:
   case OpKind::Kernel:
     break;
   }

@@ -200,8 +200,9 @@ void geluErfInPlace(float *y, int64_t cols, int64_t ld, int64_t rows);
 
 /// Runs the kernel of `op`: a switch over every OpKind without a default, so
 /// that an op without a case is a compiler error (the runtime builds with
-/// -Werror=switch). kv_attention (the session runs it against its KV cache)
-/// and kernel (a region, run op by op) have none: they throw.
+/// -Werror=switch). kv_attention (the session runs it against its KV cache),
+/// lora (with the call's adapters) and kernel (a region, run op by op) have
+/// none: they throw.
 /// The input and bias of a linear whose weight [N, K] runs from a compressed
 /// form (2:4, int4): `ops` are the linear's operands (ops[1], the weight, is
 /// not read); x f32 [..., K], bias f32 [N] or absent. Throws
@@ -211,6 +212,14 @@ compressedLinearOperands(const Operands &ops, int64_t N, int64_t K);
 
 std::vector<Tensor> runCpuKernel(OpKind op, const Attrs &attrs,
                                  const Operands &operands);
+
+/// qcc.lora (input [..., K], a [J, R, K], b [J, N, R]) for a call whose
+/// sequences run with `adapters` (one per sequence, 0: none, j: a[j - 1]
+/// and b[j - 1]; empty: every row none): each row's x A^T, then B, summed
+/// in double per product. Throws naming a row count the sequences do not
+/// divide or an adapter out of [0, J].
+std::vector<Tensor> loraKernel(const Operands &ops,
+                               const std::vector<int64_t> &adapters);
 
 /// Copies n bytes at p to dst: a memcpy, or a reader that does not map a
 /// file's pages (Artifact::read).

@@ -142,10 +142,16 @@ Session::run(const std::string &name,
   // Free each value after its last use to bound memory.
   std::vector<size_t> lastUse = lastUses(fn, values.size());
 
-  if (kv) {
-    if (!kv->cache)
-      throw std::runtime_error("entry point " + name + ": the KV batch has no "
-                               "cache");
+  // A batch without a cache carries only the rows' LoRA adapters.
+  KvBatch *cached = kv && kv->cache ? kv : nullptr;
+  if (kv && cached && !kv->adapters.empty() &&
+      kv->adapters.size() != kv->seqs.size())
+    throw std::runtime_error("entry point " + name + ": the KV batch has " +
+                             std::to_string(kv->seqs.size()) +
+                             " sequences but " +
+                             std::to_string(kv->adapters.size()) +
+                             " adapters");
+  if (cached) {
     if (kv->seqs.size() != kv->valid.size())
       throw std::runtime_error("entry point " + name + ": the KV batch has " +
                                std::to_string(kv->seqs.size()) +
@@ -159,7 +165,7 @@ Session::run(const std::string &name,
 
   // What kv_attention nodes see of the cache (for costs).
   KvState kvState;
-  if (kv) {
+  if (cached) {
     for (size_t b = 0; b < kv->seqs.size(); ++b)
       kvState.cached.push_back(kv->cache->length(kv->seqs[b]));
     kvState.valid = kv->valid;
@@ -244,7 +250,7 @@ Session::run(const std::string &name,
                                  numElements(in[0]) / std::max<int64_t>(
                                                           1, in[0].back()))
                     .dense
-              : nodeCost(artifact, node, in, out, kv ? &kvState : nullptr,
+              : nodeCost(artifact, node, in, out, cached ? &kvState : nullptr,
                          use && !use->isInt4() ? &use->compressed : nullptr);
       if (tracer)
         tracer({name, node, cost, secs});
@@ -257,7 +263,7 @@ Session::run(const std::string &name,
       if (id >= 0 && lastUse[id] == i && !artifact.constant(id))
         values[id] = Tensor();
   }
-  if (kv)
+  if (cached)
     for (size_t b = 0; b < kv->seqs.size(); ++b)
       kv->cache->advance(kv->seqs[b], kv->valid[b]);
   std::map<std::string, Tensor> out;
@@ -291,9 +297,12 @@ Operands Session::operandsOf(const Node &node,
 }
 
 std::vector<Tensor> Session::runOne(const Node &node,
-                                    const Operands &operands) {
+                                    const Operands &operands,
+                                    const std::vector<int64_t> &adapters) {
   std::vector<Tensor> values(artifact.numValues());
-  return runNode(node, operands, values, nullptr, "(host)");
+  KvBatch context; // no cache: the adapters only
+  context.adapters = adapters;
+  return runNode(node, operands, values, &context, "(host)");
 }
 
 const std::vector<Session::CompressedUse> &
@@ -526,7 +535,7 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
             " but the region computes " + shapeString(results[r].shape()));
   } else {
     bool isKv = node.kind == OpKind::KvAttention;
-    if (isKv && !kv)
+    if (isKv && !(kv && kv->cache))
       throw std::runtime_error("entry point " + function +
                                " needs a KV cache (node '" + node.name +
                                "' is kv_attention)");
@@ -540,6 +549,9 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
           [&](const Operands &ops) -> std::vector<Tensor> {
             if (isKv)
               return {kvAttention(attrs, ops, *kv)};
+            if (node.kind == OpKind::Lora)
+              return loraKernel(ops, kv ? kv->adapters
+                                        : std::vector<int64_t>());
             // A mapped table's rows by pread: mapped reads would make
             // whole page-cache folios of it resident.
             if (node.kind == OpKind::Embedding)

@@ -57,7 +57,10 @@ public:
   /// Runs one node (a kernel node through its body) outside any entry
   /// point, without a KV cache: the CUDA backend's host fallback and its
   /// check mode.
-  std::vector<Tensor> runOne(const Node &node, const Operands &operands);
+  /// `adapters`: the call's per-sequence LoRA adapters (KvBatch::adapters),
+  /// which a qcc.lora node reads.
+  std::vector<Tensor> runOne(const Node &node, const Operands &operands,
+                             const std::vector<int64_t> &adapters = {});
 
   /// Called after each node runs with the node, its operands and its
   /// results (before any value is freed), e.g. to collect calibration

@@ -110,6 +110,7 @@ struct GpuSession::Run {
   DevicePool *pool = nullptr;
   std::vector<Value> values;
   KvBatch *kv = nullptr;
+  std::vector<int64_t> adapters; // per sequence, for qcc.lora (host nodes)
   bool capturing = false; // recording a graph: allocate, never copy
   bool pinUploads = false; // a graph's runs: see Value::pinned
   int64_t maxContext = 0, tableStride = 0, maxTokens = 0;
@@ -827,7 +828,7 @@ std::vector<Tensor> GpuSession::runOnCpu(const Node &node, Run &r) {
   Operands ops;
   for (size_t i = 0; i < in.size(); ++i)
     ops.push_back(node.inputs[i] < 0 ? nullptr : &in[i]);
-  return cpu.runOne(node, ops);
+  return cpu.runOne(node, ops, r.adapters);
 }
 
 void GpuSession::runOnHost(const Node &node, Run &r) {
@@ -1033,8 +1034,12 @@ GpuSession::run(const std::string &name,
     throw std::runtime_error(artifact.path() + ": no GPU plan for entry point '" +
                              name + "'");
   checkInputs(*fn, inputs);
+  // A batch without a cache carries only the rows' LoRA adapters.
+  std::vector<int64_t> adapters = kv ? kv->adapters : std::vector<int64_t>();
+  if (kv && !kv->cache)
+    kv = nullptr;
   if (kv) {
-    if (!kv->cache || kv->seqs.size() != kv->valid.size())
+    if (kv->seqs.size() != kv->valid.size())
       throw std::runtime_error("entry point " + name + ": malformed KV batch");
     for (size_t b = 0; b < kv->seqs.size(); ++b)
       kv->cache->reserve(kv->seqs[b],
@@ -1091,6 +1096,7 @@ GpuSession::run(const std::string &name,
     r.capturing = capturing;
     r.pinUploads = p != pool.get(); // a graph's pool: its first run and capture
     r.values.assign(artifact.numValues(), Value());
+    r.adapters = adapters;
     r.errorFlag = r.scratchAlloc(sizeof(int32_t));
     prepareKv(kv, r);
     setInputs(r);

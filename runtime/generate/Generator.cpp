@@ -114,7 +114,7 @@ Generator::generate(const std::vector<std::vector<int64_t>> &prompts,
     // token (prefill_last when the artifact has it).
     std::vector<std::span<const int64_t>> tokens;
     for (size_t i = 0; i < N; ++i) {
-      seqOf[i] = cache.addSequence();
+      seqOf[i] = cache.addSequence(o.adapter);
       live[i] = true;
       tokens.push_back(prompts[i]);
       res.prefillTokens += (int64_t)prompts[i].size();
@@ -198,6 +198,7 @@ cacheInputs(const Function &fn, KvCache &cache, const std::vector<int64_t> &seqs
       pos.data<int64_t>()[r * width + t] = real ? cached + t : 0;
     }
     batch.valid.push_back((int64_t)tokens[r].size());
+    batch.adapters.push_back(cache.adapter(seqs[r]));
   }
   return {{fn.inputs[0].name, ids}, {fn.inputs[1].name, pos}};
 }

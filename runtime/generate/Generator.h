@@ -29,6 +29,9 @@ inline double secondsSince(std::chrono::steady_clock::time_point t0) {
 
 struct GenerateOptions {
   int64_t maxNewTokens = 32;
+  /// The runtime LoRA adapter every sequence runs with (Artifact::
+  /// loraAdapterIndex; 0: none).
+  int64_t adapter = 0;
   int64_t eosId = -1; // < 0: none
   /// Each sequence is sampled with its own prompt and generated tokens as
   /// the repetition penalty's history.

@@ -184,7 +184,9 @@ SpeculativeGenerator::generate(const std::vector<std::vector<int64_t>> &prompts,
         o.onFinish(i);
       continue;
     }
-    int64_t tseq = target.cache->addSequence(), dseq = -1;
+    // The draft runs without the target's adapter: its proposals are only
+    // proposals (the target's verification keeps the adapter's tokens).
+    int64_t tseq = target.cache->addSequence(o.adapter), dseq = -1;
     try {
       if (draft)
         dseq = draft->cache->addSequence();

@@ -1,6 +1,6 @@
 //===- KvCacheCheck.cpp - cached generation equals full recompute ---------===//
 //
-//   qcc-kv-check MODEL.qpkg[=REFERENCE.qpkg]...
+//   qcc-kv-check MODEL.qpkg[@ADAPTER,...][=REFERENCE.qpkg]...
 //   qcc-kv-check --batch-invariance-only MODEL.qpkg...   (3 only: int8 KV
 //        caches, whose logits differ from the float `main` by quantization)
 //
@@ -22,6 +22,10 @@
 //  4. prefill_last (when the artifact has it): the logits of each prompt's
 //     last token are bit for bit those of prefill at that position (the
 //     head's rows gathered first compute the same row-wise arithmetic).
+// With @ADAPTER,... (runtime LoRA adapters, docs/LORA.md; "base" for none),
+// sequence i runs with the (i mod n)-th: one batch mixes adapters, and
+// `main` runs each sequence with its own (a REFERENCE without adapters, e.g.
+// the adapter merged by qcc --lora, ignores them).
 // Tolerance for 1: max |cached - full| <= 1e-4 * max |full| per sequence.
 // Both paths do the same float operations per token; only the summation
 // order differs (per-row attention over the cache versus one GEMM), so the
@@ -54,9 +58,19 @@ double toleranceFor(DType t) {
   return t == DType::F16 ? 4 * 0x1p-11 : t == DType::BF16 ? 4 * 0x1p-8 : 1e-4;
 }
 
-/// Logits of `main` over one whole, unpadded sequence: [seq, vocab].
-Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids) {
-  return sequenceLogits(s, a.function("main"), ids);
+/// Logits of `main` over one whole, unpadded sequence with LoRA adapter
+/// `adapter`: [seq, vocab].
+Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids,
+                  int64_t adapter = 0) {
+  if (adapter == 0)
+    return sequenceLogits(s, a.function("main"), ids);
+  const Function &fn = a.function("main");
+  Tensor in(DType::I64, {1, (int64_t)ids.size()});
+  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
+  KvBatch adapters; // no cache: the adapter alone
+  adapters.adapters = {adapter};
+  Tensor l = logitsOf(s.run(fn.name, sequenceInputs(fn, in), &adapters), fn);
+  return l.reshaped({l.dim(1), l.dim(2)});
 }
 
 /// One prefill/decode call over the rows `seqs` (runtime/generate/Generator.h's
@@ -83,7 +97,22 @@ int64_t argmax(const float *p, int64_t n) {
 bool check(const std::string &spec, bool invarianceOnly) {
   size_t eq = spec.find('=');
   std::string path = spec.substr(0, eq);
+  std::vector<std::string> adapterNames;
+  if (size_t at = path.find('@'); at != std::string::npos) {
+    std::string list = path.substr(at + 1);
+    path.resize(at);
+    for (size_t b = 0, e; b <= list.size(); b = e + 1) {
+      e = std::min(list.find(',', b), list.size());
+      adapterNames.push_back(list.substr(b, e - b));
+    }
+  }
   Artifact a = Artifact::load(path);
+  std::vector<int64_t> adapters;
+  for (const std::string &n : adapterNames)
+    adapters.push_back(a.loraAdapterIndex(n));
+  if (adapters.empty())
+    adapters = {0};
+  auto adapterOf = [&](size_t i) { return adapters[i % adapters.size()]; };
   std::optional<Artifact> refArtifact;
   if (eq != std::string::npos)
     refArtifact = Artifact::load(spec.substr(eq + 1));
@@ -119,12 +148,12 @@ bool check(const std::string &spec, bool invarianceOnly) {
   KvCache cache(cfg, opts);
   std::vector<int64_t> seqs;
   for (size_t i = 0; i < promptLens.size(); ++i)
-    seqs.push_back(cache.addSequence());
+    seqs.push_back(cache.addSequence(adapterOf(i)));
 
   double worst = 0;
   std::vector<Tensor> full;
-  for (const auto &t : seqTokens)
-    full.push_back(fullLogits(refSession, ref, t));
+  for (size_t i = 0; i < seqTokens.size(); ++i)
+    full.push_back(fullLogits(refSession, ref, seqTokens[i], adapterOf(i)));
   // The batched logits per sequence and position, for check 3.
   std::vector<std::vector<std::vector<float>>> batched(seqs.size());
   auto compare = [&](size_t i, const float *row, int64_t pos) {
@@ -165,7 +194,7 @@ bool check(const std::string &spec, bool invarianceOnly) {
     std::vector<int64_t> fresh;
     std::vector<std::span<const int64_t>> spans;
     for (size_t i = 0; i < seqs.size(); ++i) {
-      fresh.push_back(cache.addSequence());
+      fresh.push_back(cache.addSequence(adapterOf(i)));
       spans.push_back(prompts[i]);
     }
     Tensor l = cachedLastLogits(session, a.function("prefill"), last, cache,
@@ -187,7 +216,7 @@ bool check(const std::string &spec, bool invarianceOnly) {
   for (int64_t chunk : {int64_t(0), int64_t(2)}) {
     std::string &found = chunk ? chunkedVariance : variance;
     for (size_t i = 0; i < seqs.size() && found.empty(); ++i) {
-      int64_t seq = cache.addSequence();
+      int64_t seq = cache.addSequence(adapterOf(i));
       std::vector<std::vector<float>> alone;
       int64_t p = promptLens[i];
       for (int64_t t0 = 0; t0 < p;) {
@@ -235,20 +264,33 @@ bool check(const std::string &spec, bool invarianceOnly) {
 
   // Greedy generation: cached versus full recompute.
   const int64_t newTokens = 12;
-  GenerateOptions g;
-  g.maxNewTokens = newTokens;
   Generator gen(a, session, cache);
-  GenerateResult cached = gen.generate(prompts, g);
+  // One batch when every sequence has the same adapter (a Generator call
+  // runs one adapter), else one call per sequence.
+  std::vector<std::vector<int64_t>> cachedTokens;
+  if (adapters.size() == 1) {
+    GenerateOptions g;
+    g.maxNewTokens = newTokens;
+    g.adapter = adapters[0];
+    cachedTokens = gen.generate(prompts, g).tokens;
+  } else {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      GenerateOptions g;
+      g.maxNewTokens = newTokens;
+      g.adapter = adapterOf(i);
+      cachedTokens.push_back(gen.generate({prompts[i]}, g).tokens[0]);
+    }
+  }
   bool same = true;
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<int64_t> ids = prompts[i], out;
     for (int64_t n = 0; n < newTokens; ++n) {
-      Tensor l = fullLogits(refSession, ref, ids);
+      Tensor l = fullLogits(refSession, ref, ids, adapterOf(i));
       int64_t next = argmax(l.data<float>() + (ids.size() - 1) * vocab, vocab);
       out.push_back(next);
       ids.push_back(next);
     }
-    same &= out == cached.tokens[i];
+    same &= out == cachedTokens[i];
   }
 
   bool ok = worst <= tolerance && same && variance.empty() &&

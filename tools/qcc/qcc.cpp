@@ -95,6 +95,18 @@ cl::opt<bool> noCuda("no-cuda",
 cl::opt<std::string> outputPath("o",
                                 cl::desc("Output file (IR: default stdout)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(outputCat));
+cl::list<std::string> lora(
+    "lora",
+    cl::desc("Merge a PEFT LoRA adapter (the folder save_pretrained wrote) "
+             "into the weights before quantization, its update times SCALE "
+             "(default 1); repeatable (docs/LORA.md)"),
+    cl::value_desc("dir[:scale]"), cl::cat(inputCat));
+cl::list<std::string> loraAdapter(
+    "lora-adapter",
+    cl::desc("Compile a PEFT LoRA adapter beside the base weights under NAME, "
+             "chosen per request at run time (qrun --lora NAME); "
+             "repeatable (docs/LORA.md)"),
+    cl::value_desc("name=dir[:scale]"), cl::cat(inputCat));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("Tokenizer to embed in the artifact: a Hugging Face "
@@ -436,6 +448,22 @@ int main(int argc, char **argv) {
       !inRange("report-context", reportContext, 1, 1 << 20))
     return 1;
   qcc::CompileOptions options;
+  auto fail = [](Error err) {
+    WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
+    return 1;
+  };
+  for (const std::string &text : lora) {
+    auto spec = qcc::parseLoraSpec(text, /*named=*/false);
+    if (!spec)
+      return fail(spec.takeError());
+    options.loraMerges.push_back(*spec);
+  }
+  for (const std::string &text : loraAdapter) {
+    auto spec = qcc::parseLoraSpec(text, /*named=*/true);
+    if (!spec)
+      return fail(spec.takeError());
+    options.loraAdapters.push_back(*spec);
+  }
   options.kvCache = kvCache;
   options.kvBlockTokens = kvBlockTokens;
   options.maxPositions = maxPositions;
@@ -464,10 +492,6 @@ int main(int argc, char **argv) {
   options.quiet = quiet;
   options.artifactPath = outputPath;
   options.syntheticWeights = syntheticWeights;
-  auto fail = [](Error err) {
-    WithColor::error(errs(), "qcc") << toString(std::move(err)) << "\n";
-    return 1;
-  };
   if (auto err = qcc::parseSmoothQuantAlpha(smoothAlpha, options))
     return fail(std::move(err));
   if (auto err = options.validate())

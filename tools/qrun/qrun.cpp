@@ -56,6 +56,8 @@ struct Options {
   std::string promptsFile;
   int maxNewTokens = 32;
   std::string eosToken; // stop token by its text (default: the tokenizer's)
+  std::string lora;     // --lora: a runtime adapter of the artifact
+  int64_t adapter = 0;  // its index (Artifact::loraAdapterIndex)
   SamplerOptions sampler;
   int64_t kvBlocks = 0;  // paged pool size (0: enough for the batch)
   int64_t maxTokens = 0; // contiguous capacity (0: prompt + new, rounded up)
@@ -149,7 +151,16 @@ int runTensors(const Options &o, const Artifact &a) {
         t = convertFloat(t, DType::BF16);
     inputs[name] = std::move(t);
   }
-  auto outputs = session.run(o.function, inputs);
+  // The adapter of every row: a call without a cache carries it alone.
+  KvBatch adapters;
+  const Function &fn = a.function(o.function);
+  if (o.adapter != 0 && !fn.inputs.empty()) {
+    auto first = inputs.find(fn.inputs[0].name);
+    if (first != inputs.end() && first->second.rank() > 0)
+      adapters.adapters.assign((size_t)first->second.dim(0), o.adapter);
+  }
+  auto outputs = session.run(o.function, inputs,
+                             adapters.adapters.empty() ? nullptr : &adapters);
   reportGpu(o, session);
   std::filesystem::create_directories(o.outputDir);
   for (const auto &[name, t] : outputs) {
@@ -201,6 +212,7 @@ GenerateOptions generateOptions(const Options &o, const Tokenizer &tok,
                                 Printer &out) {
   GenerateOptions g;
   g.maxNewTokens = o.maxNewTokens;
+  g.adapter = o.adapter;
   g.eosId = stopToken(o, tok);
   g.sampler = o.sampler;
   g.onToken = [&out](size_t i, int64_t id) { out.token(i, id); };
@@ -485,6 +497,9 @@ int main(int argc, char **argv) {
       ->capture_default_str()
       ->check(countValidator)
       ->group(kText);
+  app.add_option("--lora", o.lora,
+                 "Run with this LoRA adapter of the artifact (compiled with "
+                 "qcc --lora-adapter NAME=DIR; docs/LORA.md)");
   app.add_option("--eos-token", o.eosToken,
                  "Stop a continuation at this token, given by its text (e.g. "
                  "\"<|im_end|>\"; default: the tokenizer's EOS)")
@@ -693,6 +708,7 @@ int main(int argc, char **argv) {
 
   try {
     Artifact a = Artifact::load(o.model, fileAccess(o));
+    o.adapter = a.loraAdapterIndex(o.lora);
     if (a.syntheticBytes() && !o.quiet)
       std::cerr << "[qrun] synthetic weights (qcc --synthetic-weights): "
                 << a.syntheticBytes() / (1 << 20)
