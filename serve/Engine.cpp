@@ -280,13 +280,14 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
       int64_t need = r.promptTokens() + r.params.maxNewTokens;
       KvCache::PrefixMatch match;
       if (opts.prefixCache)
-        match = cache->matchPrefix(r.params.prompt, r.promptTokens() - 1);
+        match = cache->matchPrefix(r.params.prompt, r.promptTokens() - 1,
+                                   r.params.adapter);
       // Shared blocks no sequence holds now stop being free.
       if (cache->paged() &&
           cache->freeBlocks() - match.unheld <
               unitsFor(need) - (int64_t)match.blocks.size())
         break;
-      r.seq = cache->addSequence();
+      r.seq = cache->addSequence(r.params.adapter);
       if (!match.blocks.empty())
         cache->attachPrefix(r.seq, match);
       cache->reserve(r.seq, need);

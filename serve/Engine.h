@@ -67,6 +67,7 @@ const char *finishReasonName(FinishReason reason);
 struct RequestParams {
   std::vector<int64_t> prompt; ///< token ids, not empty
   int64_t maxNewTokens = 16;   ///< >= 1
+  int64_t adapter = 0;         ///< runtime LoRA adapter (0: none)
   rt::SamplerOptions sampler;
   std::vector<int64_t> stopIds;       ///< tokens that end the request (EOS, end of turn)
   std::vector<std::string> stopTexts; ///< OpenAI's `stop` strings

@@ -64,7 +64,7 @@ struct OpenAiServer::Impl {
   Impl(Engine &e, const qcc::rt::Tokenizer &t, const ServerOptions &o)
       : engine(e), opts(o),
         context{t, o.chatFormat, o.modelName, e.maxContext(),
-                o.chatDefaultMaxTokens} {}
+                o.chatDefaultMaxTokens, o.loraAdapters} {}
 
   void routes();
   void complete(const httplib::Request &req, httplib::Response &res, bool chat);
@@ -99,14 +99,14 @@ void OpenAiServer::Impl::complete(const httplib::Request &req,
     if (u.reason == FinishReason::Cancelled) // the engine is stopping
       return sendError(res, 503, "the server is shutting down",
                        "service_unavailable");
-    res.set_content(dumpJson(responseBody(api, id, created, opts.modelName,
+    res.set_content(dumpJson(responseBody(api, id, created, api.model,
                                           u.text, u.reason,
                                           usageOf(*request, u))),
                     kJson);
     return;
   }
   auto s = std::make_shared<Stream>(
-      Stream{request, api, id, created, opts.modelName});
+      Stream{request, api, id, created, api.model});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -156,12 +156,21 @@ void OpenAiServer::Impl::routes() {
   });
   http.Get("/v1/models", [this](const httplib::Request &,
                                 httplib::Response &res) {
-    json model = {{"id", opts.modelName},
-                  {"object", "model"},
-                  {"created", started},
-                  {"owned_by", "qcc"},
-                  {"max_model_len", engine.maxContext()}};
-    res.set_content(dumpJson({{"object", "list"}, {"data", {model}}}), kJson);
+    json models = json::array();
+    models.push_back({{"id", opts.modelName},
+                      {"object", "model"},
+                      {"created", started},
+                      {"owned_by", "qcc"},
+                      {"max_model_len", engine.maxContext()}});
+    // Each LoRA adapter, with its base model as parent (vLLM's form).
+    for (const std::string &a : opts.loraAdapters)
+      models.push_back({{"id", a},
+                        {"object", "model"},
+                        {"created", started},
+                        {"owned_by", "qcc"},
+                        {"parent", opts.modelName},
+                        {"max_model_len", engine.maxContext()}});
+    res.set_content(dumpJson({{"object", "list"}, {"data", models}}), kJson);
   });
   http.Get("/metrics", [this](const httplib::Request &,
                               httplib::Response &res) {

@@ -30,6 +30,9 @@ struct ServerOptions {
   int threads = 128;
   size_t maxBodyBytes = 1 << 20;
   std::string modelName;
+  /// The artifact's runtime LoRA adapters (Artifact::loraAdapters): each is
+  /// served as a model of its own name (docs/LORA.md).
+  std::vector<std::string> loraAdapters;
   ChatFormat chatFormat = ChatFormat::Plain;
   int64_t chatDefaultMaxTokens = 256;
 };

@@ -3,6 +3,7 @@
 
 #include "format/Checked.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -157,11 +158,19 @@ ApiRequest qcc::serve::parseApiRequest(const std::string &body, bool chat,
   r.chat = chat;
   if (!j.contains("model"))
     throw bad("model", "is required");
-  std::string model = string(j["model"], "model");
-  if (model != c.modelName)
-    throw ApiError(404, "model '" + model + "' is not served here (this "
-                        "server serves '" + c.modelName + "')",
+  r.model = string(j["model"], "model");
+  auto adapter = std::find(c.loraAdapters.begin(), c.loraAdapters.end(),
+                           r.model);
+  if (adapter != c.loraAdapters.end()) {
+    r.params.adapter = adapter - c.loraAdapters.begin() + 1;
+  } else if (r.model != c.modelName) {
+    std::string served = "'" + c.modelName + "'";
+    for (const std::string &a : c.loraAdapters)
+      served += ", '" + a + "'";
+    throw ApiError(404, "model '" + r.model + "' is not served here (this "
+                        "server serves " + served + ")",
                    "model", "model_not_found");
+  }
 
   rt::SamplerOptions &s = r.params.sampler;
   s.temperature = 1.0; // OpenAI's defaults

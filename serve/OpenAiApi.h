@@ -39,9 +39,13 @@ struct ApiContext {
   int64_t maxContext = 2048;
   /// max_tokens when a chat request gives none (completions: 16, OpenAI's).
   int64_t chatDefaultMaxTokens = 256;
+  /// Runtime LoRA adapters, served as models of their names: a request's
+  /// `model` picks adapter j + 1 by lora_adapters[j] (vLLM's convention).
+  std::vector<std::string> loraAdapters;
 };
 
 struct ApiRequest {
+  std::string model; ///< as requested: the base model's name or an adapter's
   bool chat = false;
   bool stream = false;
   bool includeUsage = false; ///< stream_options.include_usage

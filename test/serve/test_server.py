@@ -309,3 +309,69 @@ def test_encoder_is_refused(workdir):
                        text=True, timeout=60)
     assert p.returncode == 1
     assert "serving needs the prefill and decode entry points" in p.stderr, p.stderr
+
+
+def test_lora_adapters_per_request(workdir):
+    """Runtime LoRA adapters (docs/LORA.md) are models of their own names: a
+    request picks one by `model`, greedy text equal to `qrun --lora`; requests
+    of the base model and of the adapter run in one batch without mixing,
+    and the prefix cache shares blocks within one adapter only."""
+    import subprocess
+    import openai
+    from conftest import ROOT, DEMO, tool
+    artifact = workdir / "demo-lora.qpkg"
+    adapter = ROOT / "test" / "runtime" / "Inputs" / "austen-lora"
+    subprocess.run([str(tool("qcc")), str(DEMO / "model.onnx"), "--no-cuda",
+                    f"--lora-adapter=x={adapter}", "-o", str(artifact)],
+                   check=True, capture_output=True)
+
+    def qrun(prompt, lora):
+        out = subprocess.run(
+            [str(tool("qrun")), str(artifact), "--backend=cpu", "--threads", "2",
+             "--quiet", "--prompt", prompt, "--max-new-tokens", "12"]
+            + (["--lora", lora] if lora else []),
+            check=True, capture_output=True, text=True).stdout
+        return out[len(prompt):-1]
+
+    s = Server(artifact, "--max-sequences", "8", "--max-context", "256")
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0,
+                          timeout=120)
+        models = {m.id: m for m in c.models.list().data}
+        assert set(models) == {"demo-lora", "x"}
+        assert models["x"].model_extra.get("parent") == "demo-lora"
+        prompt = ("Sir Walter Elliot, of Kellynch Hall, in Somersetshire, was a man "
+                  "who, for his own amusement, never took up any book but the "
+                  "Baronetage;")
+        want = {"demo-lora": qrun(prompt, None), "x": qrun(prompt, "x")}
+        assert want["demo-lora"] != want["x"]
+
+        def ask(model):
+            return c.completions.create(model=model, prompt=prompt, max_tokens=12,
+                                        temperature=0)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            runs = list(pool.map(ask, ["x", "demo-lora", "x", "demo-lora"]))
+        for model, r in zip(["x", "demo-lora", "x", "demo-lora"], runs):
+            assert r.model == model
+            assert r.choices[0].text == want[model], (model, r.choices[0].text)
+        # Blocks an adapter computed are shared with that adapter only: a
+        # prompt new to both, served by x, then twice by the base model.
+        fresh = "Anne Elliot had been a very pretty girl, but her bloom had " \
+                "vanished early; and as even in its height, her father had " \
+                "found little to admire in her,"
+        assert cached_tokens(c, "x", fresh) == 0
+        assert cached_tokens(c, "demo-lora", fresh) == 0
+        assert cached_tokens(c, "demo-lora", fresh) >= 16
+        assert cached_tokens(c, "x", fresh) >= 16
+        with pytest.raises(openai.NotFoundError) as e:
+            c.completions.create(model="y", prompt="x", max_tokens=1)
+        assert "'demo-lora', 'x'" in str(e.value)
+        c.close()
+    finally:
+        s.stop()
+
+
+def cached_tokens(client, model, prompt):
+    """Prompt tokens a one-token completion found in the prefix cache."""
+    return client.completions.create(model=model, prompt=prompt, max_tokens=1,
+                                     temperature=0).usage.prompt_tokens_details.cached_tokens

@@ -166,9 +166,14 @@ int main(int argc, char **argv) {
         o.model, noMmap ? rt::FileAccess::Read : rt::FileAccess::Map);
     serve::Engine::checkServable(artifact);
     rt::Tokenizer tokenizer = rt::artifactTokenizer(artifact);
+    o.server.loraAdapters = artifact.loraAdapters();
     o.server.modelName = o.modelName.empty()
                              ? std::filesystem::path(o.model).stem().string()
                              : o.modelName;
+    for (const std::string &a : o.server.loraAdapters)
+      if (a == o.server.modelName)
+        throw std::runtime_error("the model name '" + a + "' is also a LoRA "
+                                 "adapter's name (--model-name picks another)");
     if (o.chatTemplate == "auto") {
       o.server.chatFormat = serve::detectChatFormat(tokenizer);
     } else if (auto f = serve::parseChatFormat(o.chatTemplate)) {
