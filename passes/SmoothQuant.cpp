@@ -77,6 +77,9 @@ struct Group {
   /// except under an attention, where column h*D + d reads V channel
   /// g*D + d of the KV head g that query head h shares.
   std::vector<size_t> channelOf;
+  /// Runtime LoRA adapters reading the activation (qcc.lora, docs/LORA.md):
+  /// their A columns absorb s as the linears' weight columns do.
+  SmallVector<LoraOp> loras;
 };
 
 struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
@@ -198,6 +201,12 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
           return false;
         continue;
       }
+      if (auto lora = dyn_cast<LoraOp>(user);
+          lora && lora.getInput() == out &&
+          getF32Values(getConstant(lora.getA()))) {
+        g.loras.push_back(lora);
+        continue;
+      }
       // Any other consumer would see the smoothed values.
       auto l = dyn_cast<LinearOp>(user);
       if (!l || l.getInput() != out) {
@@ -227,6 +236,13 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
           getF32Values(getConstant(l.getWeight()))->size() % width != 0) {
         decline(g.anchor, "a qcc.linear's statistics or weight columns do not "
                           "match the width of its input");
+        return false;
+      }
+    for (LoraOp lora : g.loras)
+      if (cast<RankedTensorType>(lora.getA().getType()).getShape().back() !=
+          (int64_t)width) {
+        decline(g.anchor, "a qcc.lora's A columns do not match the width of "
+                          "its input");
         return false;
       }
     return true;
@@ -657,6 +673,17 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
                  DenseElementsAttr::get(
                      RankedTensorType::get({(int64_t)k}, lb.getF32Type()),
                      ArrayRef<float>(x)));
+    }
+    // A LoRA adapter reads X / s too: (A s) (X / s) = A X.
+    for (LoraOp lora : g.loras) {
+      auto a = *getF32Values(getConstant(lora.getA()));
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] *= sc[i % k];
+      OpBuilder lb(lora);
+      Value av = lora.getA();
+      lora.getAMutable().assign(
+          f32Constant(lb, lora.getLoc(), cast<RankedTensorType>(av.getType()),
+                      a, nameOf(av, "_smoothed")));
     }
   }
 };

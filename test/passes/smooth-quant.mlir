@@ -31,6 +31,28 @@ func.func @qkv_share_one_scale(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<
 
 // -----
 
+// A runtime LoRA adapter reading the norm (qcc.lora) joins the group: its A
+// columns absorb s as the weight columns do ((A s)(X / s) = A X): s = [2, 1],
+// A [[[1, 1]], [[3, -1]]] -> [[[2, 1]], [[6, -1]]]; B is untouched.
+// CHECK-LABEL: func.func @lora_reads_the_norm(
+// CHECK: %[[B:.*]] = qcc.constant dense<5.000000e-01> : tensor<2x2x1xf32>
+// CHECK: %[[N:.*]] = qcc.rms_norm
+// CHECK: %[[A:.*]] = qcc.constant dense<{{\[\[\[}}2.000000e+00, 1.000000e+00]], {{\[\[}}6.000000e+00, -1.000000e+00]]]> : tensor<2x1x2xf32>
+// CHECK: qcc.lora %[[N]], %[[A]], %[[B]]
+func.func @lora_reads_the_norm(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %w = qcc.constant dense<[[1.0, 1.0], [1.0, 1.0]]> : tensor<2x2xf32>
+  %a = qcc.constant dense<[[[1.0, 1.0]], [[3.0, -1.0]]]> : tensor<2x1x2xf32>
+  %b = qcc.constant dense<0.5> : tensor<2x2x1xf32>
+  %n = qcc.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %y = qcc.linear %n, %w {qcc.input_absmax = dense<[4.0, 1.0]> : tensor<2xf32>} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %d = qcc.lora %n, %a, %b : (tensor<?x2xf32>, tensor<2x1x2xf32>, tensor<2x2x1xf32>) -> tensor<?x2xf32>
+  %s = qcc.add %y, %d : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %s : tensor<?x2xf32>
+}
+
+// -----
+
 // rms_norm has no beta; gate/up share one s.
 // CHECK-LABEL: func.func @rms_gate_up(
 // CHECK: %[[G:.*]] = qcc.constant dense<[5.000000e-01, 1.000000e+00]> : tensor<2xf32>
