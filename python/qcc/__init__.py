@@ -43,6 +43,8 @@ def compile(model: Union[str, _os.PathLike], output: Union[str, _os.PathLike],
     sparsity ("none", "2:4"), prune, sparsity_exclude (a list), kv_cache
     ("paged", "contiguous", "none"), kv_block_tokens, kv_dtype, kv_scales,
     tokenizer (default: tokenizer.json or tokenizer.model beside the model),
+    lora (a list of "DIR[:SCALE]": PEFT adapters merged), lora_adapters (a
+    list of "NAME=DIR[:SCALE]": adapters chosen at run time, docs/LORA.md),
     cuda (False: qcc --no-cuda) and quiet (default True: errors and warnings
     only). An invalid value or combination raises ValueError with qcc's line;
     a model or file qcc refuses raises qcc.Error.
@@ -112,21 +114,23 @@ class Session(_runtime.Session):
                  stop: Union[None, str, Sequence[str]] = None,
                  eos_token: Optional[str] = None, no_cache: bool = False,
                  context: int = 128,
-                 on_text: Optional[Callable[[int, str], Optional[bool]]] = None
+                 on_text: Optional[Callable[[int, str], Optional[bool]]] = None,
+                 lora: Optional[str] = None
                  ) -> Union[Generation, List[Generation]]:
         """Continues each prompt, as `qrun --prompt` does (same defaults:
         greedy; the same tokens for the same options). One prompt gives one
         Generation, a list a list (one batch). stop: strings that end a
         continuation (left out of its text). on_text(index, piece) is called
         with text as it becomes final; returning False ends that
-        continuation. no_cache / context: qrun --no-cache / --context."""
+        continuation. no_cache / context: qrun --no-cache / --context.
+        lora: a runtime LoRA adapter of the artifact by name (qrun --lora)."""
         single = isinstance(prompts, str)
         batch = [prompts] if single else list(prompts)
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         results = super().generate(
             batch, max_new_tokens, temperature, top_k, top_p, seed,
             repeat_penalty, repeat_last_n, stops, eos_token, no_cache, context,
-            on_text)
+            on_text, lora)
         out = [Generation(**r) for r in results]
         return out[0] if single else out
 

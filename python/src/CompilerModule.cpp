@@ -57,7 +57,9 @@ std::string compile(const std::string &model, const std::string &output,
                     const std::string &kvCache, int64_t kvBlockTokens,
                     const std::string &kvDtype, const std::string &kvScales,
                     std::optional<std::string> tokenizer, bool cuda,
-                    bool quiet, const std::string &calibTool) {
+                    bool quiet, std::vector<std::string> lora,
+                    std::vector<std::string> loraAdapters,
+                    const std::string &calibTool) {
   if (output.empty() || output == "-")
     throw nb::value_error("output must be the artifact's path (MODEL.qpkg)");
   qcc::CompileOptions o;
@@ -95,6 +97,15 @@ std::string compile(const std::string &model, const std::string &output,
   o.calibration.seqLen = calibSeqLen;
   o.calibration.statsPath = calibStats.value_or("");
   o.calibration.toolPath = calibTool;
+  // Spelled as qcc's flags: "DIR[:SCALE]", "NAME=DIR[:SCALE]".
+  for (auto [texts, named] : {std::pair(&lora, false),
+                              std::pair(&loraAdapters, true)})
+    for (const std::string &text : *texts) {
+      auto spec = qcc::parseLoraSpec(text, named);
+      if (!spec)
+        throw nb::value_error(llvm::toString(spec.takeError()).c_str());
+      (named ? o.loraAdapters : o.loraMerges).push_back(*spec);
+    }
   o.gpuKernels = cuda;
   o.quiet = quiet;
   o.artifactPath = output;
@@ -143,5 +154,7 @@ NB_MODULE(_compiler, m) {
         nb::arg("kv_cache") = "paged", nb::arg("kv_block_tokens") = defaults.kvBlockTokens,
         nb::arg("kv_dtype") = "f32", nb::arg("kv_scales") = "per-head",
         nb::arg("tokenizer").none() = nb::none(), nb::arg("cuda") = true,
-        nb::arg("quiet") = true, nb::arg("calib_tool") = "");
+        nb::arg("quiet") = true, nb::arg("lora") = std::vector<std::string>(),
+        nb::arg("lora_adapters") = std::vector<std::string>(),
+        nb::arg("calib_tool") = "");
 }

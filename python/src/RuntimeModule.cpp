@@ -205,6 +205,10 @@ struct GenerationRequest {
 
 class PySession {
 public:
+  /// A runtime LoRA adapter's index by name (Artifact::loraAdapterIndex).
+  int64_t loraAdapterIndex(const std::string &name) const {
+    return artifact->loraAdapterIndex(name);
+  }
   PySession(const PyArtifact &a, const std::string &backend, int threads,
             const std::string &plan)
       : artifact(a.artifact) {
@@ -478,9 +482,15 @@ NB_MODULE(_runtime, m) {
              double topP, uint64_t seed, double repeatPenalty,
              int64_t repeatLastN, std::vector<std::string> stop,
              std::optional<std::string> eosToken, bool noCache,
-             int64_t context, nb::object onText) {
+             int64_t context, nb::object onText,
+             std::optional<std::string> lora) {
             GenerationRequest r;
             r.prompts = std::move(prompts);
+            try {
+              r.options.adapter = s.loraAdapterIndex(lora.value_or(""));
+            } catch (const std::runtime_error &e) {
+              throw nb::value_error(e.what());
+            }
             r.options.maxNewTokens = maxNewTokens;
             r.options.sampler.temperature = temperature;
             r.options.sampler.topK = topK;
@@ -499,7 +509,8 @@ NB_MODULE(_runtime, m) {
           nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
           nb::arg("seed"), nb::arg("repeat_penalty"), nb::arg("repeat_last_n"),
           nb::arg("stop"), nb::arg("eos_token").none(), nb::arg("no_cache"),
-          nb::arg("context"), nb::arg("on_text").none())
+          nb::arg("context"), nb::arg("on_text").none(),
+          nb::arg("lora").none())
       .def("perplexity", &PySession::perplexity, nb::arg("text"),
            nb::arg("context") = 128, nb::arg("no_cache") = false,
            nb::arg("function") = "main")

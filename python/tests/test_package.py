@@ -116,6 +116,27 @@ def test_perplexity_equals_qrun(session, demo_float, qrun, tmp_path):
     assert line.startswith(f"perplexity {r['perplexity']:.6g} over {r['predicted']} ")
 
 
+def test_lora_adapters(workdir, qrun):
+    """Runtime LoRA adapters by name (docs/LORA.md), as qrun --lora runs them;
+    a merged adapter compiles too; an unknown name is a ValueError."""
+    adapter = ROOT / "test" / "runtime" / "Inputs" / "austen-lora"
+    out = workdir / "demo-lora.qpkg"
+    qcc.compile(DEMO / "model.onnx", out, cuda=False,
+                lora_adapters=[f"x={adapter}"])
+    s = qcc.Session(out, backend="cpu", threads=2)
+    for lora in (None, "x"):
+        expected = qrun(out, "--backend=cpu", "--threads", 2, "--quiet", "--prompt",
+                        PROMPT, "--max-new-tokens", 12, *(["--lora", lora] if lora else []))
+        assert PROMPT + s.generate(PROMPT, 12, lora=lora).text == expected.rstrip("\n")
+    assert s.generate(PROMPT, 12, lora="x").text != s.generate(PROMPT, 12).text
+    with pytest.raises(ValueError, match="no LoRA adapter named 'y'"):
+        s.generate(PROMPT, 4, lora="y")
+    merged = workdir / "demo-merged.qpkg"
+    qcc.compile(DEMO / "model.onnx", merged, cuda=False, lora=[f"{adapter}:0.5"])
+    with pytest.raises(ValueError, match="the scale after ':' must be a number"):
+        qcc.compile(DEMO / "model.onnx", merged, cuda=False, lora=[f"{adapter}:x"])
+
+
 def test_compile_w8a8_with_calibration(workdir):
     # Calibration runs the package's own qcc-calib.
     calib = workdir / "calib.txt"

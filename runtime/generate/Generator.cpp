@@ -173,10 +173,15 @@ Tensor qcc::rt::logitsOf(const std::map<std::string, Tensor> &outputs,
 }
 
 Tensor qcc::rt::sequenceLogits(Executor &executor, const Function &fn,
-                               const std::vector<int64_t> &ids) {
+                               const std::vector<int64_t> &ids,
+                               int64_t adapter) {
   Tensor in(DType::I64, {1, (int64_t)ids.size()});
   std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  return logitsOf(executor.run(fn.name, sequenceInputs(fn, in)), fn);
+  KvBatch adapters; // no cache: the adapter alone
+  adapters.adapters = {adapter};
+  return logitsOf(executor.run(fn.name, sequenceInputs(fn, in),
+                               adapter ? &adapters : nullptr),
+                  fn);
 }
 
 /// The ids and positions inputs of a cache entry point (cachedLogits) and
@@ -275,7 +280,7 @@ GenerateResult qcc::rt::generateByRecompute(
     for (int64_t step = 0; step < o.maxNewTokens; ++step) {
       std::vector<int64_t> window(
           ids.end() - std::min<size_t>(ids.size(), context), ids.end());
-      Tensor logits = sequenceLogits(session, fn, window);
+      Tensor logits = sequenceLogits(session, fn, window, o.adapter);
       int64_t vocab = logits.dim(-1);
       const float *last = logits.data<float>() + (window.size() - 1) * vocab;
       int64_t next = sampler.sample(last, vocab, ids);

@@ -77,8 +77,9 @@ Tensor logitsOf(const std::map<std::string, Tensor> &outputs,
                 const Function &fn);
 /// Logits for one sequence of `ids` through full-sequence entry point `fn`:
 /// [1, seq, vocab].
+/// `adapter`: the runtime LoRA adapter to run with (0: none).
 Tensor sequenceLogits(Executor &executor, const Function &fn,
-                      const std::vector<int64_t> &ids);
+                      const std::vector<int64_t> &ids, int64_t adapter = 0);
 
 /// One call of a cache entry point `fn` (prefill or decode): row b
 /// continues sequence seqs[b] of `cache` with tokens[b] at positions

@@ -28,7 +28,7 @@ PerplexityEvaluator::~PerplexityEvaluator() = default;
 
 Tensor PerplexityEvaluator::windowLogits(const std::vector<int64_t> &window) {
   if (!cache)
-    return sequenceLogits(executor, fn, window);
+    return sequenceLogits(executor, fn, window, options.adapter);
   const Function &pre = artifact.function("prefill");
   int64_t n = window.size();
   Tensor tokens(DType::I64, {1, n}), pos(DType::I64, {1, n});
@@ -36,8 +36,8 @@ Tensor PerplexityEvaluator::windowLogits(const std::vector<int64_t> &window) {
     tokens.data<int64_t>()[t] = window[t];
     pos.data<int64_t>()[t] = t;
   }
-  int64_t seq = cache->addSequence();
-  KvBatch batch{cache.get(), {seq}, {n}};
+  int64_t seq = cache->addSequence(options.adapter);
+  KvBatch batch{cache.get(), {seq}, {n}, {options.adapter}};
   Tensor logits = logitsOf(
       executor.run("prefill",
                    {{pre.inputs[0].name, tokens}, {pre.inputs[1].name, pos}},

@@ -25,6 +25,7 @@ struct PerplexityOptions {
   int64_t context = 128;         ///< tokens per window (> 0)
   bool useCache = true;  ///< through `prefill` when the artifact has a cache
   bool progress = false; ///< a progress line on stderr
+  int64_t adapter = 0;   ///< runtime LoRA adapter (0: none)
 };
 
 struct PerplexityResult {

@@ -62,15 +62,7 @@ double toleranceFor(DType t) {
 /// `adapter`: [seq, vocab].
 Tensor fullLogits(Session &s, const Artifact &a, const std::vector<int64_t> &ids,
                   int64_t adapter = 0) {
-  if (adapter == 0)
-    return sequenceLogits(s, a.function("main"), ids);
-  const Function &fn = a.function("main");
-  Tensor in(DType::I64, {1, (int64_t)ids.size()});
-  std::copy(ids.begin(), ids.end(), in.data<int64_t>());
-  KvBatch adapters; // no cache: the adapter alone
-  adapters.adapters = {adapter};
-  Tensor l = logitsOf(s.run(fn.name, sequenceInputs(fn, in), &adapters), fn);
-  return l.reshaped({l.dim(1), l.dim(2)});
+  return sequenceLogits(s, a.function("main"), ids, adapter);
 }
 
 /// One prefill/decode call over the rows `seqs` (runtime/generate/Generator.h's

@@ -332,6 +332,7 @@ int runPerplexity(const Options &o, const Artifact &a) {
   p.function = o.function;
   p.context = o.context;
   p.useCache = !o.noCache;
+  p.adapter = o.adapter;
   p.progress = !o.quiet && Progress::stderrIsTerminal();
   PerplexityEvaluator evaluator(a, *exec, p);
   Tokenizer tok = artifactTokenizer(a);
@@ -728,6 +729,9 @@ int main(int argc, char **argv) {
       throw std::runtime_error("choose one of --input (with --output-dir), "
                                "--prompt / --prompts-file, --perplexity or "
                                "--bench");
+    if (o.adapter != 0 && (!o.bench.empty() || !o.benchGenerate.empty()))
+      throw std::runtime_error("--lora does not apply to --bench and "
+                               "--bench-generate (they run the base model)");
     if (!o.benchGenerate.empty())
       return runBenchGenerate(o, a);
     if (!o.bench.empty())
