@@ -809,6 +809,10 @@ def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
       (the int8 KV scale) becomes absmax / min_d s_d per head: a bound that
       never clips.
 
+    A runtime LoRA adapter reading the activation (`qcc.lora`, docs/LORA.md)
+    joins the group: its A columns are multiplied by s like the linears'
+    weight columns ((A s)(X / s) = A X).
+
     Other producers (a non-gated MLP's gelu, an embedding, an argument)
     cannot absorb 1/s; no explicit scale op is inserted: those linears stay
     unsmoothed, with a remark on the linear.

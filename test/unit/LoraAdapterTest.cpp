@@ -9,6 +9,8 @@
 #include "compiler/OnnxImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Safetensors.h"
+#include "dialects/QccConstants.h"
+#include "dialects/QccOps.h"
 #include "runtime/core/KvCache.h"
 #include "runtime/cpu/CpuKernels.h"
 
@@ -327,4 +329,58 @@ TEST(LoraKernel, PrefixBlocksAreSharedWithinOneAdapter) {
   int64_t other = cache.addSequence(2);
   EXPECT_THROW(cache.attachPrefix(other, cache.matchPrefix(tokens, 4, 1)),
                std::runtime_error);
+}
+
+TEST(LoraAdapter, AnEmbeddingGainsTheTransposedUpdate) {
+  // lora_embedding_A [1, 128] picks row 5; lora_embedding_B [64, 1] = j:
+  // table row 5 gains scaling * j in column j (scaling = 2 / 1).
+  std::vector<float> a(128, 0.f), b(64);
+  a[5] = 1;
+  for (int j = 0; j < 64; ++j)
+    b[j] = (float)j;
+  std::string data((a.size() + b.size()) * 4, '\0');
+  std::memcpy(data.data(), a.data(), a.size() * 4);
+  std::memcpy(data.data() + a.size() * 4, b.data(), b.size() * 4);
+  std::string m = "base_model.model.model.embed_tokens";
+  AdapterDir dir(kConfig,
+                 safetensors("{\"" + m + ".lora_embedding_A\":{\"dtype\":\"F32\","
+                             "\"shape\":[1,128],\"data_offsets\":[0,512]},\"" +
+                                 m + ".lora_embedding_B\":{\"dtype\":\"F32\","
+                                     "\"shape\":[64,1],\"data_offsets\":[512,768]}}",
+                             data));
+  auto adapter = qcc::readPeftAdapter(dir.path);
+  ASSERT_TRUE(bool(adapter)) << llvm::toString(adapter.takeError());
+  std::string model = source("test/models/lora/llama/model.onnx");
+  // A context each: a blob's name is unique within one.
+  auto table = [&](const qcc::ImportOptions &options) {
+    mlir::MLIRContext ctx;
+    auto module = qcc::importOnnxFile(ctx, model, options);
+    EXPECT_TRUE(bool(module)) << llvm::toString(module.takeError());
+    std::vector<float> values;
+    (*module)->walk([&](qcc::ConstantOp c) {
+      // The merged table is a new blob named after the old one.
+      if (llvm::StringRef(qcc::blobName(c.getValue(), ""))
+              .starts_with("model.model.embed_tokens.weight"))
+        values = *qcc::getF32Values(c.getValue());
+    });
+    return values;
+  };
+  std::vector<float> base = table({});
+  qcc::ImportOptions merged;
+  merged.loraMerges.push_back(*adapter);
+  std::vector<float> adapted = table(merged);
+  ASSERT_EQ(base.size(), 128u * 64u);
+  ASSERT_EQ(adapted.size(), base.size());
+  for (size_t i = 0; i < base.size(); ++i) {
+    float expected = i / 64 == 5 ? base[i] + 2.f * (float)(i % 64) : base[i];
+    ASSERT_EQ(adapted[i], expected) << i;
+  }
+  // At run time adapters apply to linears only.
+  qcc::ImportOptions runtime;
+  runtime.loraAdapters.emplace_back("e", *adapter);
+  mlir::MLIRContext ctx;
+  auto refused = qcc::importOnnxFile(ctx, model, runtime);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("is an embedding"),
+            std::string::npos);
 }
