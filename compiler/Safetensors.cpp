@@ -82,7 +82,10 @@ SafetensorsFile::parse(std::unique_ptr<llvm::MemoryBuffer> buffer,
   if (header.is_discarded() || !header.is_object())
     return fail(name, "not a safetensors file (the header is not a JSON "
                       "object)");
-  for (const auto &[key, entry] : header.items()) {
+  for (const auto &item : header.items()) {
+    // Named, not bound: clang 14's lambdas cannot capture a binding.
+    const std::string &key = item.key();
+    const nlohmann::json &entry = item.value();
     if (key == "__metadata__")
       continue;
     auto bad = [&](const std::string &why) {

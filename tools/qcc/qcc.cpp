@@ -187,7 +187,7 @@ cl::opt<int64_t> groupSize("group-size",
                             cl::desc("W4A16: weights per int4 scale along K "
                                      "(default 128)"),
                             cl::init(128), cl::cat(quantCat));
-// W4A16 choices named in --quant's help, kept out of the list (80 lines).
+// W4A16 choices named in --quant's help, kept out of the list (a short --help).
 cl::opt<bool> actOrder("act-order",
                        cl::desc("W4A16 GPTQ: visit columns by descending "
                                 "Hessian diagonal"),
@@ -247,7 +247,7 @@ cl::opt<int64_t> reportContext(
     cl::desc("Tokens per sequence for main and prefill; cached tokens for "
              "decode (default 512)"),
     cl::init(512), cl::cat(reportCat));
-// Hidden (--help-hidden, docs/ROOFLINE.md): --help stays under 80 lines.
+// Hidden (--help-hidden, docs/ROOFLINE.md): --help stays short.
 cl::opt<bool> reportCpu("report-cpu",
                         cl::desc("Measure this CPU's peaks (about a second) "
                                  "and predict for it (default true; "
