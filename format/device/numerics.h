@@ -257,6 +257,68 @@ QCC_HOST_DEVICE inline float dequantizeSymmetric(signed char q, float scale) {
   return fmul(i2f(q), scale);
 }
 
+//===--- FP8 E4M3 (OCP's "E4M3FN": bias 7, no infinities) -----------------===//
+//
+// 1 sign, 4 exponent and 3 mantissa bits: normals (8 + m) 2^(e - 10) for
+// e = 1..15 (e = 15, m = 7 is NaN), subnormals m 2^-9, the largest finite
+// 448. Encoding saturates (|x| > 448 -> 448, as the device's
+// cvt.rn.satfinite) and rounds to nearest even; every step is exact or one
+// correctly rounded operation, so it is bit for bit the same everywhere and
+// equals ml_dtypes' float8_e4m3fn conversion of the saturated value
+// (test/unit/NumericsTest.cpp checks every code and a sweep of inputs).
+
+constexpr float kE4M3Max = 448.0f;
+
+#if defined(__CUDA_ARCH__)
+QCC_HOST_DEVICE inline bool signBit(float x) { return __float_as_uint(x) >> 31; }
+QCC_HOST_DEVICE inline float quietNaN() { return __uint_as_float(0x7fc00000u); }
+QCC_HOST_DEVICE inline float scaleByPow2(float x, int k) { return ldexpf(x, k); }
+QCC_HOST_DEVICE inline int binade(float x) { // floor(log2(x)), x > 0 finite
+  int k;
+  frexpf(x, &k);
+  return k - 1;
+}
+#else
+QCC_HOST_DEVICE inline bool signBit(float x) { return std::signbit(x); }
+QCC_HOST_DEVICE inline float quietNaN() { return std::nanf(""); }
+QCC_HOST_DEVICE inline float scaleByPow2(float x, int k) { return std::ldexp(x, k); }
+QCC_HOST_DEVICE inline int binade(float x) { // floor(log2(x)), x > 0 finite
+  int k;
+  std::frexp(x, &k);
+  return k - 1;
+}
+#endif
+
+/// The E4M3 code of x: NaN -> 0x7f (with x's sign), |x| > 448 -> 448.
+QCC_HOST_DEVICE inline unsigned char floatToE4M3(float x) {
+  unsigned char sign = signBit(x) ? 0x80 : 0;
+  if (x != x)
+    return (unsigned char)(0x7f | sign);
+  float a = x < 0.0f ? -x : x;
+  if (a > kE4M3Max)
+    a = kE4M3Max;
+  // Subnormals and the smallest normal: m 2^-9 with m = round(a 2^9) <= 8
+  // (8 is exactly the code of 2^-6: the carry into the exponent is the
+  // code's own arithmetic).
+  if (a < 0.015625f)
+    return (unsigned char)(sign | (int)roundHalfEven(scaleByPow2(a, 9)));
+  // Normals in binade e (2^e <= a < 2^(e+1), e in [-6, 8]): 8 + m =
+  // round(a 2^(3 - e)) in [8, 16]; 16 carries into the next binade the
+  // same way. Scaling by a power of two is exact.
+  int e = binade(a);
+  int m = (int)roundHalfEven(scaleByPow2(a, 3 - e));
+  return (unsigned char)(sign | (((e + 7) << 3) + m - 8));
+}
+
+/// The value of E4M3 code c (0x7f and 0xff: NaN).
+QCC_HOST_DEVICE inline float e4m3ToFloat(unsigned char c) {
+  int e = (c >> 3) & 15, m = c & 7;
+  float v = e == 15 && m == 7 ? quietNaN()
+            : e == 0          ? scaleByPow2(i2f(m), -9)
+                              : scaleByPow2(i2f(8 + m), e - 10);
+  return (c & 0x80) ? -v : v;
+}
+
 } // namespace numerics
 } // namespace qcc
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/device/numerics.h"
+#include "runtime/core/TensorIO.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/CpuQuantKernels.h"
 
@@ -219,3 +220,41 @@ TEST(Numerics, Quantization) {
 }
 
 } // namespace
+
+// FP8 E4M3 against ml_dtypes' float8_e4m3fn (test/models/fp8/gen_e4m3.py):
+// every code's value, and the code of every input (each finite value, the
+// ties between neighbours and a float either side, zeros, subnormals, random
+// values at every scale), bit for bit; then saturation and NaN.
+TEST(Numerics, E4M3MatchesMlDtypes) {
+  using namespace qcc::numerics;
+  std::string dir = std::string(QCC_SOURCE_DIR) + "/test/models/fp8/";
+  qcc::rt::Tensor decode = qcc::rt::readTensorFile(dir + "e4m3_decode.npy");
+  qcc::rt::Tensor in = qcc::rt::readTensorFile(dir + "e4m3_inputs.npy");
+  qcc::rt::Tensor codes = qcc::rt::readTensorFile(dir + "e4m3_codes.npy");
+  ASSERT_EQ(decode.numel(), 256);
+  for (int c = 0; c < 256; ++c) {
+    float want = decode.data<float>()[c], got = e4m3ToFloat((unsigned char)c);
+    if (std::isnan(want))
+      EXPECT_TRUE(std::isnan(got)) << c;
+    else
+      EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << c;
+  }
+  ASSERT_EQ(in.numel(), codes.numel());
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    float x = in.data<float>()[i];
+    int want = codes.data<int32_t>()[i], got = floatToE4M3(x);
+    if (got != want && ++mismatches <= 5)
+      ADD_FAILURE() << "x = " << x << ": code " << got << ", ml_dtypes " << want;
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << in.numel();
+  // Saturation (the device's satfinite), NaN, and every code round-trips.
+  EXPECT_EQ(floatToE4M3(1e30f), 0x7e);
+  EXPECT_EQ(floatToE4M3(-500.0f), 0xfe);
+  EXPECT_EQ(floatToE4M3(std::numeric_limits<float>::infinity()), 0x7e);
+  EXPECT_EQ(floatToE4M3(std::nanf("")), 0x7f);
+  EXPECT_EQ(floatToE4M3(-0.0f), 0x80);
+  for (int c = 0; c < 256; ++c)
+    if ((c & 0x7f) != 0x7f)
+      EXPECT_EQ(floatToE4M3(e4m3ToFloat((unsigned char)c)), c) << c;
+}
