@@ -130,7 +130,11 @@ private:
   llvm::Error importInitializer(const onnx::TensorProto &t);
   llvm::Error mergeLoraAdapters(const onnx::GraphProto &graph);
   llvm::Error findRuntimeLora(const onnx::GraphProto &graph);
-  llvm::Error addLoraBranch(const onnx::NodeProto &node);
+  llvm::Error addLoraBranch(const onnx::NodeProto &reader,
+                            const onnx::NodeProto &at);
+  bool routesRows(Value v);
+  bool chosenByRouter(Value indices);
+  bool carriesTokens(Value v);
   llvm::Error importNode(const onnx::NodeProto &node);
   llvm::Expected<const OnnxConverter *>
   converterFor(const onnx::NodeProto &node);
@@ -162,6 +166,12 @@ private:
   std::map<const onnx::NodeProto *,
            std::vector<std::pair<size_t, const LoraTarget *>>>
       loraReaders;
+  /// Where each adapted node's update is added: after the node, or after
+  /// the bias Add that is its only reader (so that raise-linear still folds
+  /// the bias into the linear).
+  std::map<const onnx::NodeProto *, const onnx::NodeProto *> loraAttach;
+  /// routesRows' answers so far.
+  llvm::DenseMap<Value, bool> routed;
   /// The first error diagnostic of the verifier (run()'s handler).
   std::string diagnostic;
 };
@@ -596,26 +606,175 @@ llvm::Error Importer::findRuntimeLora(const onnx::GraphProto &graph) {
   for (size_t j = 0; j < loraTargets.size(); ++j)
     for (const LoraTarget &t : loraTargets[j])
       loraReaders[t.reader].push_back({j, &t});
+  std::map<std::string, std::vector<const onnx::NodeProto *>> consumers;
+  for (const auto &n : graph.node())
+    for (const auto &in : n.input())
+      consumers[in].push_back(&n);
+  llvm::StringSet<llvm::MallocAllocator> initializerNames;
+  for (const auto &t : graph.initializer())
+    initializerNames.insert(t.name());
+  for (const auto &[reader, uses] : loraReaders) {
+    const onnx::NodeProto *at = reader;
+    const auto &readers = consumers[reader->output(0)];
+    bool isOutput = llvm::any_of(graph.output(), [&](const auto &o) {
+      return o.name() == reader->output(0);
+    });
+    if (readers.size() == 1 && !isOutput && readers[0]->op_type() == "Add" &&
+        readers[0]->domain().empty() && readers[0]->input_size() == 2) {
+      const onnx::NodeProto *add = readers[0];
+      const std::string &other = add->input(0) == reader->output(0)
+                                     ? add->input(1)
+                                     : add->input(0);
+      if (initializerNames.contains(other))
+        at = add;
+    }
+    loraAttach[at] = reader;
+  }
   auto module = builder.getInsertionBlock()->getParentOp()
                     ->getParentOfType<ModuleOp>();
   module->setAttr(kLoraAdaptersAttr, builder.getArrayAttr(names));
   return llvm::Error::success();
 }
 
-/// After `node` (an adapted MatMul / Gemm): its result plus qcc.lora of its
-/// input, the adapters' factors stacked [J, R, K] and [J, N, R] (ranks
-/// padded with zeros, PEFT's scaling folded into B, zeros for the adapters
-/// that leave this linear alone).
-llvm::Error Importer::addLoraBranch(const onnx::NodeProto &node) {
+/// Whether `indices` derive from a top_k or non_zero (a router's choice).
+bool Importer::chosenByRouter(Value indices) {
+  SmallVector<Value> stack{indices};
+  llvm::DenseSet<Value> seen;
+  while (!stack.empty()) {
+    Value v = stack.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue;
+    if (isa<TopKOp, NonZeroOp>(def))
+      return true;
+    for (Value operand : def->getOperands())
+      stack.push_back(operand);
+  }
+  return false;
+}
+
+/// Whether float `v` is computed from the tokens' hidden states: it reaches
+/// an embedding lookup (a gather of a float constant) or a float input, not
+/// only positions and constants (Cohere's rotary angles, gathered through a
+/// non_zero of a length mask, are not).
+bool Importer::carriesTokens(Value v) {
+  SmallVector<Value> stack{v};
+  llvm::DenseSet<Value> seen;
+  while (!stack.empty()) {
+    Value cur = stack.pop_back_val();
+    if (!seen.insert(cur).second)
+      continue;
+    bool isFloat =
+        isa<FloatType>(cast<ShapedType>(cur.getType()).getElementType());
+    Operation *def = cur.getDefiningOp();
+    if (!def) {
+      if (isFloat)
+        return true;
+      continue;
+    }
+    if (auto g = dyn_cast<GatherOp>(def);
+        g && isFloat && g.getInput().getDefiningOp<ConstantOp>())
+      return true;
+    for (Value operand : def->getOperands())
+      stack.push_back(operand);
+  }
+  return false;
+}
+
+/// Whether some row of `root` may come from a float activation's rows gathered
+/// along a leading axis by a router's choice (a mixture-of-experts expert's
+/// routed tokens), so that its rows are no longer the batch's tokens in
+/// order. A scatter restores the order (its data is in token order); a
+/// gather along the last axis moves features, not rows; gathers of
+/// constants (embedding tables, cos/sin caches), of integers (shapes) and by
+/// positions or ids are lookups.
+bool Importer::routesRows(Value root) {
+  // A leading-axis gather of a computed float value by indices that a
+  // router chose (top_k, non_zero: data-dependent routing). Lookups by
+  // positions or ids (rotary tables, embeddings, a cache's gathered
+  // present) keep their rows' tokens.
+  auto gathersRows = [&](Operation *def) {
+    Value data = def->getNumOperands() > 1 ? def->getOperand(0) : Value();
+    if (!data || data.getDefiningOp<ConstantOp>() ||
+        !isa<FloatType>(cast<ShapedType>(data.getType()).getElementType()))
+      return false;
+    auto leading = [&](int64_t axis) {
+      int64_t rank = cast<RankedTensorType>(data.getType()).getRank();
+      return (axis < 0 ? axis + rank : axis) < rank - 1;
+    };
+    bool rowGather = false;
+    if (auto g = dyn_cast<GatherOp>(def))
+      rowGather = leading(g.getAxis());
+    else if (auto g = dyn_cast<GatherElementsOp>(def))
+      rowGather = leading(g.getAxis());
+    else
+      rowGather = isa<GatherNdOp>(def);
+    return rowGather && chosenByRouter(def->getOperand(1)) &&
+           carriesTokens(data);
+  };
+  // Iterative post-order over the producers (a deep graph would overflow
+  // a recursive walk), answers kept in `routed`.
+  struct Frame {
+    Value v;
+    unsigned next;
+  };
+  SmallVector<Frame> stack;
+  if (!routed.count(root))
+    stack.push_back({root, 0});
+  while (!stack.empty()) {
+    size_t top = stack.size() - 1;
+    Value v = stack[top].v;
+    Operation *def = v.getDefiningOp();
+    if (stack[top].next == 0 &&
+        (!def || isa<ConstantOp, ScatterNdOp, ScatterElementsOp>(def) ||
+         gathersRows(def))) {
+      routed[v] = def && gathersRows(def);
+      stack.pop_back();
+      continue;
+    }
+    if (stack[top].next < def->getNumOperands()) {
+      Value operand = def->getOperand(stack[top].next++);
+      if (!routed.count(operand))
+        stack.push_back({operand, 0});
+      continue;
+    }
+    bool any = false;
+    for (Value operand : def->getOperands())
+      any |= routed.lookup(operand);
+    routed[v] = any;
+    stack.pop_back();
+  }
+  return routed.lookup(root);
+}
+
+/// After `at` (an adapted MatMul / Gemm `reader`, or its bias Add): its
+/// result plus qcc.lora of the reader's input, the adapters' factors stacked
+/// [J, R, K] and [J, N, R] (ranks padded with zeros, PEFT's scaling folded
+/// into B, zeros for the adapters that leave this linear alone).
+llvm::Error Importer::addLoraBranch(const onnx::NodeProto &node,
+                                    const onnx::NodeProto &at) {
   const auto &uses = loraReaders.at(&node);
   Value x = values.lookup(node.input(0));
-  Value y = node.output_size() > 0 ? values.lookup(node.output(0)) : Value();
+  Value y = at.output_size() > 0 ? values.lookup(at.output(0)) : Value();
   auto yt = y ? dyn_cast<RankedTensorType>(y.getType()) : RankedTensorType();
   const LoraFactors &first = *uses.front().second->factors;
   int64_t K = first.cols, N = first.rows;
   if (!x || !yt || !isa<FloatType>(yt.getElementType()))
     return sink.nodeError(node, "--lora-adapter: the adapted linear's result "
                                 "is not a float tensor");
+  // Rows must be the batch's tokens in order for each to know its sequence:
+  // not rows gathered from them (a mixture-of-experts expert's routed
+  // tokens).
+  if (routesRows(x))
+    return sink.nodeError(node, "--lora-adapter: module '" +
+                                    uses.front().second->factors->module +
+                                    "': its linear reads rows gathered from "
+                                    "the batch's tokens (a mixture-of-experts "
+                                    "expert's routed tokens), so a row's "
+                                    "sequence and adapter are unknown; merge it "
+                                    "with --lora");
   int64_t J = (int64_t)options.loraAdapters.size(), R = 0;
   for (const auto &[j, t] : uses)
     R = std::max(R, t->factors->rank);
@@ -648,7 +807,7 @@ llvm::Error Importer::addLoraBranch(const onnx::NodeProto &node) {
     return sink.nodeError(node, "--lora-adapter: the adapter's factors do not "
                                 "fit the linear's input and result (" +
                                 diagnostic + ")");
-  values[node.output(0)] = AddOp::create(builder, loc, yt, y, delta);
+  values[at.output(0)] = AddOp::create(builder, loc, yt, y, delta);
   return llvm::Error::success();
 }
 
@@ -934,8 +1093,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> Importer::run() {
     for (const auto &node : graph.node()) {
       if (auto err = importNode(node))
         return std::move(err);
-      if (loraReaders.count(&node))
-        if (auto err = addLoraBranch(node))
+      if (auto it = loraAttach.find(&node); it != loraAttach.end())
+        if (auto err = addLoraBranch(*it->second, node))
           return std::move(err);
     }
   }

@@ -384,3 +384,38 @@ TEST(LoraAdapter, AnEmbeddingGainsTheTransposedUpdate) {
   EXPECT_NE(llvm::toString(refused.takeError()).find("is an embedding"),
             std::string::npos);
 }
+
+TEST(LoraAdapter, RuntimeAdaptersNeedRowsInBatchOrder) {
+  // A mixture-of-experts expert reads its routed rows: at run time a row's
+  // sequence (so its adapter) is unknown there. Merging is fine.
+  std::vector<float> a(2 * 64, 0.01f), b(128 * 2, 0.01f);
+  std::string data((a.size() + b.size()) * 4, '\0');
+  std::memcpy(data.data(), a.data(), a.size() * 4);
+  std::memcpy(data.data() + a.size() * 4, b.data(), b.size() * 4);
+  std::string m = "base_model.model.model.layers.0.block_sparse_moe.experts.0.w1";
+  AdapterDir dir(R"({"r": 2, "lora_alpha": 2})",
+                 safetensors("{\"" + m + ".lora_A.weight\":{\"dtype\":\"F32\","
+                             "\"shape\":[2,64],\"data_offsets\":[0,512]},\"" +
+                                 m + ".lora_B.weight\":{\"dtype\":\"F32\","
+                                     "\"shape\":[128,2],\"data_offsets\":[512,1536]}}",
+                             data));
+  auto adapter = qcc::readPeftAdapter(dir.path);
+  ASSERT_TRUE(bool(adapter)) << llvm::toString(adapter.takeError());
+  std::string model = source("test/models/zoo/mixtral-legacy/model.onnx");
+  {
+    mlir::MLIRContext ctx;
+    qcc::ImportOptions runtime;
+    runtime.loraAdapters.emplace_back("x", *adapter);
+    auto refused = qcc::importOnnxFile(ctx, model, runtime);
+    ASSERT_FALSE(bool(refused));
+    EXPECT_NE(llvm::toString(refused.takeError())
+                  .find("experts.0.w1': its linear reads rows gathered from "
+                        "the batch's tokens"),
+              std::string::npos);
+  }
+  mlir::MLIRContext ctx;
+  qcc::ImportOptions merged;
+  merged.loraMerges.push_back(*adapter);
+  auto ok = qcc::importOnnxFile(ctx, model, merged);
+  EXPECT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+}
