@@ -22,6 +22,7 @@
 // (createRepeatedHeads), which raise-attention reads as GQA.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
@@ -168,6 +169,20 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     int64_t unit = fs.unit, perGroup = fs.partsPerGroup;
     c = perGroup * unit; // a group's rows
     auto linear = fs.packed.getDefiningOp<LinearOp>();
+    // A runtime LoRA adapter's update on it (the importer's add(linear,
+    // lora), docs/LORA.md) is regrouped with it: B's rows as the weight's.
+    LoraOp lora;
+    Operation *projection = linear;
+    if (auto add = fs.packed.getDefiningOp<AddOp>(); add && !linear) {
+      auto l = add.getLhs().getDefiningOp<LinearOp>();
+      auto d = add.getRhs().getDefiningOp<LoraOp>();
+      if (l && d && l->hasOneUse() && d->hasOneUse() &&
+          d.getInput() == l.getInput() && getConstant(d.getB())) {
+        linear = l;
+        lora = d;
+        projection = add;
+      }
+    }
     if (!linear)
       return rewriter.notifyMatchFailure(reshape, "not a linear's head split");
     // Besides the head split, the linear may only be asked for its shape:
@@ -175,7 +190,7 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     // are dropped (checked below).
     SmallVector<ShapeOp> shapeUsers;
     bool widthRead = false;
-    for (Operation *user : linear->getUsers()) {
+    for (Operation *user : projection->getUsers()) {
       if (user == reshape)
         continue;
       auto shape = dyn_cast<ShapeOp>(user);
@@ -306,13 +321,40 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
       return rewriter.notifyMatchFailure(reshape, "weight data not readable");
 
     Location loc = linear.getLoc();
-    // Where the linear was: its Shape users may come before the head split.
-    rewriter.setInsertionPointAfter(linear);
+    // Where the linear was (its Shape users may come before the head
+    // split); with an adapter, after its update, whose factors come later.
+    rewriter.setInsertionPointAfter(projection);
     Value wv = ConstantOp::create(rewriter, loc, w2);
     Value bv = b2 ? ConstantOp::create(rewriter, loc, b2).getResult() : Value();
-    auto grouped = LinearOp::create(
-        rewriter, loc, RankedTensorType::get({bDim, sDim, rows}, et),
-        linear.getInput(), wv, bv);
+    auto groupedType = RankedTensorType::get({bDim, sDim, rows}, et);
+    Value grouped = LinearOp::create(rewriter, loc, groupedType,
+                                     linear.getInput(), wv, bv);
+    if (lora) {
+      // B [J, N, R]: each adapter's rows gathered as the weight's.
+      ElementsAttr b = getConstant(lora.getB());
+      auto bt = cast<RankedTensorType>(b.getType());
+      int64_t J = bt.getDimSize(0), N = bt.getDimSize(1), R = bt.getDimSize(2);
+      auto values = getF32Values(b);
+      if (!values || N != heads * c)
+        return rewriter.notifyMatchFailure(reshape, "lora factors not readable");
+      SmallVector<int64_t> picked;
+      for (auto [lo, hi] : bounds)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t r = lo; r < hi; ++r)
+            picked.push_back(h * c + r);
+      std::vector<float> b2;
+      for (int64_t j = 0; j < J; ++j)
+        for (int64_t n : picked)
+          for (int64_t r = 0; r < R; ++r)
+            b2.push_back((*values)[(size_t)((j * N + n) * R + r)]);
+      Value bv2 = ConstantOp::create(
+          rewriter, loc,
+          makeFloatElements(RankedTensorType::get({J, rows, R}, bt.getElementType()),
+                            b2, blobName(b, "lora_b") + "_grouped"));
+      Value delta = LoraOp::create(rewriter, loc, groupedType,
+                                   linear.getInput(), lora.getA(), bv2);
+      grouped = AddOp::create(rewriter, loc, groupedType, grouped, delta);
+    }
     for (ShapeOp shape : shapeUsers)
       rewriter.modifyOpInPlace(shape, [&] { shape->setOperand(0, grouped); });
     auto i64 = rewriter.getI64Type();
@@ -356,6 +398,10 @@ struct GroupFusedHeadsPattern : OpRewritePattern<ReshapeOp> {
     if (transpose)
       rewriter.eraseOp(transpose);
     rewriter.eraseOp(reshape);
+    if (projection != linear) {
+      rewriter.eraseOp(projection);
+      rewriter.eraseOp(lora);
+    }
     rewriter.eraseOp(linear);
     return success();
   }

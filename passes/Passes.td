@@ -432,6 +432,11 @@ def GroupFusedHeads : Pass<"group-fused-heads", "mlir::func::FuncOp"> {
     %k = qcc.reshape %kr, %kshape : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<?x?x4x2xf32>
     ```
 
+    A projection that carries a runtime LoRA adapter's update (the
+    importer's `add(linear, lora)`, docs/LORA.md) is regrouped with it: the
+    rows of B [J, N, R] are gathered as the weight's, and the grouped
+    projection is `add(linear, lora)` again.
+
     Left alone: head splits with any other user, a linear with users other
     than the head split and Shape ops (of its width only when no row is
     dropped), or with a non-constant weight, overlapping parts, parts whose

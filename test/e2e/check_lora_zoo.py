@@ -7,9 +7,8 @@ case (q/k/v/o, MLP, fused projections, experts), then
      added to its weights by numpy;
   2. runtime (qcc --lora-adapter x=..., qrun --lora x) = the same;
   3. the KV cache with the runtime adapter (qcc-kv-check RUNTIME@x=MERGED):
-     every decoder, except the families whose fused QKV projection the
-     raising passes cannot split once it carries an update (no cache: the
-     documented limitation), where the artifact must have no cache;
+     every decoder (fused QKV projections included: group-fused-heads
+     regroups B's rows with the weight's);
   4. mixture-of-experts experts at run time are refused by name (their rows
      are routed tokens), and the same model with adapters on its attention
      only passes 1-3.
@@ -46,9 +45,6 @@ TARGETS = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
            "out_proj", "qkv_proj", "gate_up_proj", "dense_h_to_4h", "dense_4h_to_h",
            "query", "key", "value", "q_lin", "k_lin", "v_lin", "out_lin", "lin1", "lin2",
            "qkv", "fc_in", "fc_out", "w1", "w2", "w3"}
-# Fused QKV projections split into heads by the raising passes: with a
-# runtime adapter on them the attention is not raised (docs/LORA.md).
-NO_CACHE_FAMILIES = ("bloom", "codegen", "falcon_gqa", "gpt_neox")
 DEFAULT = ["llama-past", "gpt2-legacy", "qwen2-legacy", "cohere-past", "gemma-genai",
            "gpt_neox-legacy", "mixtral-legacy"]
 
@@ -162,15 +158,8 @@ def check(case, args, tmp, experts=True):
         rc, out, err = check_zoo.run([args.kv_check, f"{runtime}@x={merged}"])
         encoder = "no KV cache in the artifact" in out and case.split("-")[0] in (
             "bert", "distilbert")
-        no_cache = case.split("-")[0].replace("_half", "") in NO_CACHE_FAMILIES
         if encoder:
             cells.append("kv - (encoder)")
-        elif no_cache:
-            ok = "no KV cache in the artifact" in out
-            cells.append("kv none (fused QKV)" if ok else "kv UNEXPECTED")
-            if not ok:
-                failures.append(f"{case}: expected no KV cache (fused QKV); the "
-                                f"limitation in docs/LORA.md is stale: {out.strip()[-200:]}")
         else:
             cells.append("kv PASS" if rc == 0 else "kv FAIL")
             if rc != 0:

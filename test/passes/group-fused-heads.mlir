@@ -38,6 +38,44 @@ func.func @neox_qkv(%x: tensor<?x?x4xf32>) -> (tensor<?x2x?x?xf32>, tensor<?x2x?
 
 // -----
 
+// The same projection with a runtime LoRA adapter's update on it (the
+// importer's add(linear, lora), docs/LORA.md): B's rows [J, N, R] are
+// regrouped as the weight's (B row n holds n), and the grouped projection is
+// add(linear, lora) again, reading the same A.
+// CHECK-LABEL: func.func @neox_qkv_lora(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x4xf32>
+// CHECK-DAG: %[[A:.*]] = qcc.constant dense<1.000000e+00> : tensor<2x1x4xf32>
+// CHECK-DAG: %[[B:.*]] = qcc.constant dense<{{\[\[\[}}0.000000e+00], [1.000000e+00], [6.000000e+00], [7.000000e+00], [2.000000e+00], [3.000000e+00], [8.000000e+00], [9.000000e+00], [4.000000e+00], [5.000000e+00], [1.000000e+01], [1.100000e+01]], {{\[\[}}0.000000e+00], [1.000000e+00], [6.000000e+00]
+// CHECK: %[[G:.*]] = qcc.linear %[[X]], %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> tensor<?x?x12xf32>
+// CHECK: %[[D:.*]] = qcc.lora %[[X]], %[[A]], %[[B]] : (tensor<?x?x4xf32>, tensor<2x1x4xf32>, tensor<2x12x1xf32>) -> tensor<?x?x12xf32>
+// CHECK: %[[S:.*]] = qcc.add %[[G]], %[[D]]
+// CHECK: qcc.slice %[[S]]
+// CHECK-NOT: qcc.lora
+func.func @neox_qkv_lora(%x: tensor<?x?x4xf32>) -> (tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>) {
+  %w = qcc.constant dense<[[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0], [3.0, 3.0, 3.0, 3.0], [4.0, 4.0, 4.0, 4.0], [5.0, 5.0, 5.0, 5.0], [6.0, 6.0, 6.0, 6.0], [7.0, 7.0, 7.0, 7.0], [8.0, 8.0, 8.0, 8.0], [9.0, 9.0, 9.0, 9.0], [10.0, 10.0, 10.0, 10.0], [11.0, 11.0, 11.0, 11.0]]> : tensor<12x4xf32>
+  %b = qcc.constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]> : tensor<12xf32>
+  %la = qcc.constant dense<1.0> : tensor<2x1x4xf32>
+  %lb = qcc.constant dense<[[[0.0], [1.0], [2.0], [3.0], [4.0], [5.0], [6.0], [7.0], [8.0], [9.0], [10.0], [11.0]], [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0], [6.0], [7.0], [8.0], [9.0], [10.0], [11.0]]]> : tensor<2x12x1xf32>
+  %l = qcc.linear %x, %w, %b : (tensor<?x?x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> tensor<?x?x12xf32>
+  %d = qcc.lora %x, %la, %lb : (tensor<?x?x4xf32>, tensor<2x1x4xf32>, tensor<2x12x1xf32>) -> tensor<?x?x12xf32>
+  %p = qcc.add %l, %d : (tensor<?x?x12xf32>, tensor<?x?x12xf32>) -> tensor<?x?x12xf32>
+  %bs = qcc.shape %p {end = 2 : i64} : (tensor<?x?x12xf32>) -> tensor<2xi64>
+  %hd = qcc.constant dense<[-1, 6]> : tensor<2xi64>
+  %shape = qcc.concat %bs, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %r = qcc.reshape %p, %shape : (tensor<?x?x12xf32>, tensor<4xi64>) -> tensor<?x?x2x6xf32>
+  %t = qcc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x2x6xf32>) -> tensor<?x2x?x6xf32>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c2 = qcc.constant dense<2> : tensor<1xi64>
+  %c4 = qcc.constant dense<4> : tensor<1xi64>
+  %c6 = qcc.constant dense<6> : tensor<1xi64>
+  %q = qcc.slice %t, %c0, %c2 {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x2x?x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x?xf32>
+  %k = qcc.slice %t, %c2, %c4 {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x2x?x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x?xf32>
+  %v = qcc.slice %t, %c4, %c6 {axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<?x2x?x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x2x?x?xf32>
+  return %q, %k, %v : tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>
+}
+
+// -----
+
 // Near miss: the head split has a user other than a slice (the whole heads
 // are read too), so the projection keeps its layout.
 // CHECK-LABEL: func.func @other_user(
