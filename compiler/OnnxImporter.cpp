@@ -636,23 +636,28 @@ llvm::Error Importer::findRuntimeLora(const onnx::GraphProto &graph) {
   return llvm::Error::success();
 }
 
-/// Whether `indices` derive from a top_k or non_zero (a router's choice).
-bool Importer::chosenByRouter(Value indices) {
-  SmallVector<Value> stack{indices};
+/// Whether `v` or a value it is computed from satisfies `matches`.
+static bool computedFrom(Value v, llvm::function_ref<bool(Value)> matches) {
+  SmallVector<Value> stack{v};
   llvm::DenseSet<Value> seen;
   while (!stack.empty()) {
-    Value v = stack.pop_back_val();
-    if (!seen.insert(v).second)
+    Value cur = stack.pop_back_val();
+    if (!seen.insert(cur).second)
       continue;
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      continue;
-    if (isa<TopKOp, NonZeroOp>(def))
+    if (matches(cur))
       return true;
-    for (Value operand : def->getOperands())
-      stack.push_back(operand);
+    if (Operation *def = cur.getDefiningOp())
+      for (Value operand : def->getOperands())
+        stack.push_back(operand);
   }
   return false;
+}
+
+/// Whether `indices` derive from a top_k or non_zero (a router's choice).
+bool Importer::chosenByRouter(Value indices) {
+  return computedFrom(indices, [](Value v) {
+    return v.getDefiningOp<TopKOp>() || v.getDefiningOp<NonZeroOp>();
+  });
 }
 
 /// Whether float `v` is computed from the tokens' hidden states: it reaches
@@ -660,27 +665,14 @@ bool Importer::chosenByRouter(Value indices) {
 /// only positions and constants (Cohere's rotary angles, gathered through a
 /// non_zero of a length mask, are not).
 bool Importer::carriesTokens(Value v) {
-  SmallVector<Value> stack{v};
-  llvm::DenseSet<Value> seen;
-  while (!stack.empty()) {
-    Value cur = stack.pop_back_val();
-    if (!seen.insert(cur).second)
-      continue;
-    bool isFloat =
-        isa<FloatType>(cast<ShapedType>(cur.getType()).getElementType());
-    Operation *def = cur.getDefiningOp();
-    if (!def) {
-      if (isFloat)
-        return true;
-      continue;
-    }
-    if (auto g = dyn_cast<GatherOp>(def);
-        g && isFloat && g.getInput().getDefiningOp<ConstantOp>())
+  return computedFrom(v, [](Value cur) {
+    if (!isa<FloatType>(cast<ShapedType>(cur.getType()).getElementType()))
+      return false;
+    if (isa<BlockArgument>(cur))
       return true;
-    for (Value operand : def->getOperands())
-      stack.push_back(operand);
-  }
-  return false;
+    auto g = cur.getDefiningOp<GatherOp>();
+    return g && g.getInput().getDefiningOp<ConstantOp>();
+  });
 }
 
 /// Whether some row of `root` may come from a float activation's rows gathered
