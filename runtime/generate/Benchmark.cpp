@@ -71,7 +71,8 @@ ForwardBench qcc::rt::benchForward(Executor &session, const Function &fn,
 GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
                                      int64_t batch, int64_t context,
                                      int64_t steps, int64_t vocab,
-                                     bool recompute, const std::string &label) {
+                                     bool recompute, const std::string &label,
+                                     int64_t adapter) {
   requireGenerateBenchMemory(label, batch, context, steps, vocab);
   std::vector<int64_t> stream = benchTokenIds(batch * context, vocab);
   std::vector<std::vector<int64_t>> prompts;
@@ -91,8 +92,11 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
       for (int64_t b = 0; b < batch; ++b)
         std::copy(ids[b].begin(), ids[b].end(),
                   in.data<int64_t>() + b * len);
-      Tensor logits =
-          logitsOf(session.run("main", sequenceInputs(main, in)), main);
+      KvBatch adapters; // no cache: the rows' adapter alone
+      adapters.adapters.assign((size_t)batch, adapter);
+      Tensor logits = logitsOf(session.run("main", sequenceInputs(main, in),
+                                           adapter ? &adapters : nullptr),
+                               main);
       for (int64_t b = 0; b < batch; ++b) {
         const float *row = logits.data<float>() + ((b + 1) * len - 1) * vocab;
         ids[b].push_back(std::max_element(row, row + vocab) - row);
@@ -119,6 +123,7 @@ GenerateBench qcc::rt::benchGenerate(const Artifact &a, Executor &session,
   Generator gen(a, session, cache);
   GenerateOptions g;
   g.maxNewTokens = steps + 1; // the first comes from the prefill
+  g.adapter = adapter;
   // The same generation once first, on the same cache (its sequences are
   // released at the end): the timed one then finds the weights uploaded,
   // the kernels loaded and, on the GPU, its decode graphs captured, as a

@@ -57,11 +57,12 @@ struct GenerateBench {
 };
 /// With `recompute`, through `main`; else through prefill and decode and the
 /// artifact's KV cache ("kv_cache"; `label` names the request when the model
-/// has too few positions).
+/// has too few positions). Every sequence runs with runtime LoRA adapter
+/// `adapter` (0: none).
 GenerateBench benchGenerate(const Artifact &artifact, Executor &executor,
                             int64_t batch, int64_t context, int64_t steps,
                             int64_t vocab, bool recompute,
-                            const std::string &label);
+                            const std::string &label, int64_t adapter = 0);
 
 /// The profile an executor gathered (Executor::enableProfile): per entry
 /// point and node kind (a kernel region's kind with the GPU plan, else the

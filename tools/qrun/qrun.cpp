@@ -380,7 +380,7 @@ int runBenchGenerate(const Options &o, const Artifact &a) {
   auto exec = makeExecutor(o, a);
   exec->enableProfile(o.profile);
   GenerateBench r = benchGenerate(a, *exec, batch, context, steps, vocab,
-                                  o.noCache, "--bench-generate");
+                                  o.noCache, "--bench-generate", o.adapter);
   if (r.recompute) {
     std::cout << "batch " << batch << " context " << context
               << ": recompute decode " << r.recomputeTokensPerSecond
@@ -729,9 +729,10 @@ int main(int argc, char **argv) {
       throw std::runtime_error("choose one of --input (with --output-dir), "
                                "--prompt / --prompts-file, --perplexity or "
                                "--bench");
-    if (o.adapter != 0 && (!o.bench.empty() || !o.benchGenerate.empty()))
-      throw std::runtime_error("--lora does not apply to --bench and "
-                               "--bench-generate (they run the base model)");
+    if (o.adapter != 0 && !o.bench.empty())
+      throw std::runtime_error("--lora does not apply to --bench (a forward "
+                               "pass of the base model); --bench-generate "
+                               "takes it");
     if (!o.benchGenerate.empty())
       return runBenchGenerate(o, a);
     if (!o.bench.empty())
