@@ -613,7 +613,9 @@ llvm::Error Importer::findRuntimeLora(const onnx::GraphProto &graph) {
   llvm::StringSet<llvm::MallocAllocator> initializerNames;
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());
-  for (const auto &[reader, uses] : loraReaders) {
+  for (const auto &entry : loraReaders) {
+    // Named, not bound: clang 14's lambdas cannot capture a binding.
+    const onnx::NodeProto *reader = entry.first;
     const onnx::NodeProto *at = reader;
     const auto &readers = consumers[reader->output(0)];
     bool isOutput = llvm::any_of(graph.output(), [&](const auto &o) {

@@ -363,6 +363,9 @@ llvm::Error qcc::CompileOptions::validate() const {
     if (!isAdapterName(spec.name))
       return fail("--lora-adapter: the name '" + spec.name + "' must be 1-64 "
                   "characters of A-Z a-z 0-9 . _ -");
+    if (spec.name == "base")
+      return fail("--lora-adapter: 'base' names the model without an adapter "
+                  "(qrun --lora base); choose another name");
     if (!adapterNames.insert(spec.name).second)
       return fail("--lora-adapter: the name '" + spec.name + "' is given "
                   "twice");

@@ -804,11 +804,11 @@ Artifact Artifact::fromFile(std::shared_ptr<const format::FileBytes> file,
         l.fail("manifest: lora_adapters is not a list of adapter names");
       for (const json &n : names) {
         if (!n.is_string() || n.get<std::string>().empty() ||
-            n.get<std::string>().size() > 64 ||
+            n.get<std::string>().size() > 64 || n == "base" ||
             std::count(a.loraAdapters_.begin(), a.loraAdapters_.end(),
                        n.get<std::string>()))
-          l.fail("manifest: lora_adapters holds an empty, long or repeated "
-                 "name");
+          l.fail("manifest: lora_adapters holds an empty, long, repeated or "
+                 "reserved ('base') name");
         a.loraAdapters_.push_back(n.get<std::string>());
       }
     }

@@ -275,6 +275,9 @@ TEST(LoraAdapter, FlagsNameAdaptersAndScales) {
   o.loraAdapters = {{"a b", "d1", 1.0}};
   EXPECT_NE(llvm::toString(o.validate()).find("must be 1-64 characters"),
             std::string::npos);
+  o.loraAdapters = {{"base", "d1", 1.0}};
+  EXPECT_NE(llvm::toString(o.validate()).find("'base' names the model"),
+            std::string::npos);
   o.loraAdapters = {{"ok", "d1", 1.0}};
   EXPECT_FALSE(bool(o.validate()));
 }
