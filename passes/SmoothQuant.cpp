@@ -657,15 +657,20 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
     llvm::DenseMap<Attribute, Attribute> rescaledGram;
     for (LinearOp l : g.consumers)
       rescaleStatistics(l, sc, rescaledGram);
+    // A constant whose last axis is the smoothed input's, times s.
+    auto scaleColumns = [&](Operation *user, OpOperand &operand) {
+      Value v = operand.get();
+      auto values = *getF32Values(getConstant(v));
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] *= sc[i % k];
+      OpBuilder b(user);
+      operand.assign(f32Constant(b, user->getLoc(),
+                                 cast<RankedTensorType>(v.getType()), values,
+                                 nameOf(v, "_smoothed")));
+    };
     for (LinearOp l : g.consumers) {
-      auto w = *getF32Values(getConstant(l.getWeight()));
-      for (size_t i = 0; i < w.size(); ++i)
-        w[i] *= sc[i % k];
+      scaleColumns(l, l.getWeightMutable());
       OpBuilder lb(l);
-      Value wv = l.getWeight();
-      l.getWeightMutable().assign(
-          f32Constant(lb, l.getLoc(), cast<RankedTensorType>(wv.getType()), w,
-                      nameOf(wv, "_smoothed")));
       auto x = *absmaxOf(l);
       for (size_t c = 0; c < k; ++c)
         x[c] /= sc[c];
@@ -675,16 +680,8 @@ struct SmoothQuantPass : qcc::impl::SmoothQuantBase<SmoothQuantPass> {
                      ArrayRef<float>(x)));
     }
     // A LoRA adapter reads X / s too: (A s) (X / s) = A X.
-    for (LoraOp lora : g.loras) {
-      auto a = *getF32Values(getConstant(lora.getA()));
-      for (size_t i = 0; i < a.size(); ++i)
-        a[i] *= sc[i % k];
-      OpBuilder lb(lora);
-      Value av = lora.getA();
-      lora.getAMutable().assign(
-          f32Constant(lb, lora.getLoc(), cast<RankedTensorType>(av.getType()),
-                      a, nameOf(av, "_smoothed")));
-    }
+    for (LoraOp lora : g.loras)
+      scaleColumns(lora, lora.getAMutable());
   }
 };
 

@@ -85,6 +85,32 @@ std::string rankOneWeights(const char *module = kQ) {
 
 const char *kConfig = R"({"peft_type": "LORA", "r": 1, "lora_alpha": 2})";
 
+/// An adapter file of one module's two f32 factors, named with `suffixes`
+/// (".lora_A.weight" / ".lora_B.weight", or the embedding's).
+std::string twoFactors(const std::string &module,
+                       std::pair<const char *, const char *> suffixes,
+                       std::pair<int64_t, int64_t> aShape,
+                       const std::vector<float> &a,
+                       std::pair<int64_t, int64_t> bShape,
+                       const std::vector<float> &b) {
+  std::string data((a.size() + b.size()) * 4, '\0');
+  std::memcpy(data.data(), a.data(), a.size() * 4);
+  std::memcpy(data.data() + a.size() * 4, b.data(), b.size() * 4);
+  auto entry = [](const std::string &name, std::pair<int64_t, int64_t> shape,
+                  size_t begin, size_t end) {
+    return "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" +
+           std::to_string(shape.first) + "," + std::to_string(shape.second) +
+           "],\"data_offsets\":[" + std::to_string(begin) + "," +
+           std::to_string(end) + "]}";
+  };
+  return safetensors("{" + entry(module + suffixes.first, aShape, 0, a.size() * 4) +
+                         "," +
+                         entry(module + suffixes.second, bShape, a.size() * 4,
+                               data.size()) +
+                         "}",
+                     data);
+}
+
 } // namespace
 
 TEST(Safetensors, RefusesHostileHeaders) {
@@ -341,16 +367,9 @@ TEST(LoraAdapter, AnEmbeddingGainsTheTransposedUpdate) {
   a[5] = 1;
   for (int j = 0; j < 64; ++j)
     b[j] = (float)j;
-  std::string data((a.size() + b.size()) * 4, '\0');
-  std::memcpy(data.data(), a.data(), a.size() * 4);
-  std::memcpy(data.data() + a.size() * 4, b.data(), b.size() * 4);
-  std::string m = "base_model.model.model.embed_tokens";
-  AdapterDir dir(kConfig,
-                 safetensors("{\"" + m + ".lora_embedding_A\":{\"dtype\":\"F32\","
-                             "\"shape\":[1,128],\"data_offsets\":[0,512]},\"" +
-                                 m + ".lora_embedding_B\":{\"dtype\":\"F32\","
-                                     "\"shape\":[64,1],\"data_offsets\":[512,768]}}",
-                             data));
+  AdapterDir dir(kConfig, twoFactors("base_model.model.model.embed_tokens",
+                                     {".lora_embedding_A", ".lora_embedding_B"},
+                                     {1, 128}, a, {64, 1}, b));
   auto adapter = qcc::readPeftAdapter(dir.path);
   ASSERT_TRUE(bool(adapter)) << llvm::toString(adapter.takeError());
   std::string model = source("test/models/lora/llama/model.onnx");
@@ -392,16 +411,11 @@ TEST(LoraAdapter, RuntimeAdaptersNeedRowsInBatchOrder) {
   // A mixture-of-experts expert reads its routed rows: at run time a row's
   // sequence (so its adapter) is unknown there. Merging is fine.
   std::vector<float> a(2 * 64, 0.01f), b(128 * 2, 0.01f);
-  std::string data((a.size() + b.size()) * 4, '\0');
-  std::memcpy(data.data(), a.data(), a.size() * 4);
-  std::memcpy(data.data() + a.size() * 4, b.data(), b.size() * 4);
-  std::string m = "base_model.model.model.layers.0.block_sparse_moe.experts.0.w1";
   AdapterDir dir(R"({"r": 2, "lora_alpha": 2})",
-                 safetensors("{\"" + m + ".lora_A.weight\":{\"dtype\":\"F32\","
-                             "\"shape\":[2,64],\"data_offsets\":[0,512]},\"" +
-                                 m + ".lora_B.weight\":{\"dtype\":\"F32\","
-                                     "\"shape\":[128,2],\"data_offsets\":[512,1536]}}",
-                             data));
+                 twoFactors("base_model.model.model.layers.0.block_sparse_moe."
+                            "experts.0.w1",
+                            {".lora_A.weight", ".lora_B.weight"}, {2, 64}, a,
+                            {128, 2}, b));
   auto adapter = qcc::readPeftAdapter(dir.path);
   ASSERT_TRUE(bool(adapter)) << llvm::toString(adapter.takeError());
   std::string model = source("test/models/zoo/mixtral-legacy/model.onnx");
