@@ -721,12 +721,16 @@ bool Importer::routesRows(Value root) {
     size_t top = stack.size() - 1;
     Value v = stack[top].v;
     Operation *def = v.getDefiningOp();
-    if (stack[top].next == 0 &&
-        (!def || isa<ConstantOp, ScatterNdOp, ScatterElementsOp>(def) ||
-         gathersRows(def))) {
-      routed[v] = def && gathersRows(def);
-      stack.pop_back();
-      continue;
+    if (stack[top].next == 0) {
+      // Leaves: arguments, constants and scatters keep the tokens' order;
+      // a router's gather is where it is lost (decided once).
+      bool gathers = def && gathersRows(def);
+      if (!def || gathers ||
+          isa<ConstantOp, ScatterNdOp, ScatterElementsOp>(def)) {
+        routed[v] = gathers;
+        stack.pop_back();
+        continue;
+      }
     }
     if (stack[top].next < def->getNumOperands()) {
       Value operand = def->getOperand(stack[top].next++);

@@ -144,7 +144,7 @@ Session::run(const std::string &name,
 
   // A batch without a cache carries only the rows' LoRA adapters.
   KvBatch *cached = kv && kv->cache ? kv : nullptr;
-  if (kv && cached && !kv->adapters.empty() &&
+  if (cached && !kv->adapters.empty() &&
       kv->adapters.size() != kv->seqs.size())
     throw std::runtime_error("entry point " + name + ": the KV batch has " +
                              std::to_string(kv->seqs.size()) +
