@@ -507,8 +507,11 @@ std::vector<float> alibiSlopes(Value mask, const DecoderInputs &inputs) {
   Sample s{1, seq, past, {ones(k)}};
   SliceEvaluator ev(inputs, s);
   auto m = ev.eval(mask);
+  // A hostile graph can compute an empty mask (a batch or head count of 0):
+  // there is no row to read slopes from.
   if (failed(m) || m->dtype() != rt::DType::F32 || m->rank() != 4 ||
-      m->dim(3) != k || (m->dim(2) != seq && m->dim(2) != 1))
+      m->dim(3) != k || (m->dim(2) != seq && m->dim(2) != 1) ||
+      m->dim(0) < 1 || m->dim(1) < 1)
     return {};
   int64_t heads = m->dim(1), rows = m->dim(2);
   const float *x = m->data<float>();
