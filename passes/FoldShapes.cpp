@@ -1070,7 +1070,10 @@ struct RefineStaticSlice : OpRewritePattern<SliceOp> {
 /// to [B, S, G, n, D] and views them as [B, S, -1, D], which comes out
 /// [?, ?, ?, D]; with H static, its later view [B, H, S, D] of the
 /// transposed heads is an identity. Only where every user is a view or
-/// shape op, whose types do not depend on it (as RefineStaticSlice).
+/// shape op, whose types do not depend on it (as RefineStaticSlice), or a
+/// MatMul / linear, whose verifiers only ask that the sizes agree: Hugging
+/// Face's attention output `reshape(*input_shape, -1)` before o_proj then
+/// keeps its hidden size, and the reshape folds as an identity.
 template <typename OpT>
 struct RefineViewType : OpRewritePattern<OpT> {
   using OpRewritePattern<OpT>::OpRewritePattern;
@@ -1079,7 +1082,8 @@ struct RefineViewType : OpRewritePattern<OpT> {
                                 PatternRewriter &rewriter) const override {
     auto out = cast<RankedTensorType>(op.getType());
     for (Operation *u : op->getUsers())
-      if (!isa<ReshapeOp, TransposeOp, ShapeOp, SliceOp, ExpandOp>(u))
+      if (!isa<ReshapeOp, TransposeOp, ShapeOp, SliceOp, ExpandOp, MatMulOp,
+               LinearOp, QLinearOp>(u))
         return rewriter.notifyMatchFailure(op, "a user's type may depend on it");
     SmallVector<int64_t> shape(out.getShape());
     bool changed = false;

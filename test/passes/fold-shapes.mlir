@@ -812,3 +812,31 @@ func.func @refine_view_type_read_by_add(%x: tensor<?x?x64xf32>, %y: tensor<?x?x?
   %a = qcc.add %r, %y : (tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x?x?x16xf32>
   return %a : tensor<?x?x?x16xf32>
 }
+
+// -----
+
+// Hugging Face's attention output `reshape(*input_shape, -1)` before o_proj:
+// the batch and sequence sizes read off the layer's input, the last one
+// inferred. The linear reading it checks only that sizes agree, so the view
+// takes its input's type and folds away with the shape arithmetic (decode
+// steps then have no host node).
+// CHECK-LABEL: func.func @o_proj_input_view(
+// CHECK-SAME: %[[X:.*]]: tensor<?x?x128xf32>
+// CHECK-NOT: qcc.reshape
+// CHECK-NOT: qcc.shape
+// CHECK: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x128xf32>, tensor<64x128xf32>)
+func.func @o_proj_input_view(%x: tensor<?x?x128xf32>, %w: tensor<128x128xf32>, %wo: tensor<64x128xf32>) -> tensor<?x?x64xf32> {
+  %c0 = qcc.constant dense<0> : tensor<i64>
+  %c1 = qcc.constant dense<1> : tensor<i64>
+  %m1 = qcc.constant dense<-1> : tensor<1xi64>
+  %s = qcc.shape %x : (tensor<?x?x128xf32>) -> tensor<3xi64>
+  %b = qcc.gather %s, %c0 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %l = qcc.gather %s, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %a = qcc.linear %x, %w : (tensor<?x?x128xf32>, tensor<128x128xf32>) -> tensor<?x?x128xf32>
+  %b1 = qcc.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %l1 = qcc.unsqueeze %l {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %t = qcc.concat %b1, %l1, %m1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %v = qcc.reshape %a, %t : (tensor<?x?x128xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %o = qcc.linear %v, %wo : (tensor<?x?x?xf32>, tensor<64x128xf32>) -> tensor<?x?x64xf32>
+  return %o : tensor<?x?x64xf32>
+}
