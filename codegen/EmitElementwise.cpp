@@ -2,7 +2,7 @@
 //
 // embedding (one CTA per id, embedding.cuh) and elementwise chains: the
 // chain as one expression type of elementwise.cuh's qcc::ew functors,
-// evaluated per element with broadcast operands read modulo their size.
+// evaluated per element, broadcast operands read as broadcast.h indexes.
 //
 // Tiles (asserted in EmitterTest):
 //   embedding: 128 threads, one CTA per id;
@@ -81,6 +81,10 @@ Unit emitElementwise(const Region &r) {
       e = "qcc::ew::Tanh<" + in(0) + ">";
     else if (isa<qcc::ExpOp>(op))
       e = "qcc::ew::Exp<" + in(0) + ">";
+    else if (isa<qcc::CosOp>(op))
+      e = "qcc::ew::Cos<" + in(0) + ">";
+    else if (isa<qcc::SinOp>(op))
+      e = "qcc::ew::Sin<" + in(0) + ">";
     else if (isa<qcc::SqrtOp>(op))
       e = "qcc::ew::Sqrt<" + in(0) + ">";
     else if (isa<qcc::ReciprocalOp>(op))
@@ -102,19 +106,78 @@ Unit emitElementwise(const Region &r) {
   constexpr int threads = 256, perThread = 4;
   Unit u;
   Expr numel = u.symbol("n", Expr::numel(TensorRef::result(0)));
+  auto outType = cast<RankedTensorType>(r.kernel->getResult(0).getType());
+  int64_t rank = outType.getRank();
   KernelInterface iface;
-  std::string load;
   for (unsigned j = 0; j < n; ++j)
     iface.pointer("const float", Param::operand("in" + std::to_string(j), j));
+  // How each operand is read (ONNX broadcasting, broadcast.h): at i when its
+  // shape is statically the result's, at 0 when it is statically one
+  // element, at i modulo its size when it is statically the result's
+  // trailing dimensions, else at i when it has as many elements as the result (then it
+  // is the result's shape) and at broadcastIndex's element otherwise, from
+  // the result's dimensions and the operand's strides (0 along a dimension
+  // of size 1 or missing on the left).
+  std::string load, arrays;
+  bool needDims = false;
   for (unsigned j = 0; j < n; ++j) {
-    // Broadcast operands are read modulo their size (0: as many elements as
-    // the result).
-    Expr nj = Expr::numel(TensorRef::operand(j));
-    iface.scalar(Param::int64("mod" + std::to_string(j),
-                              Expr::select(Expr::eq(nj, numel), 0, nj)));
-    load += llvm::formatv("    x[{0}] = in{0}[mod{0} != 0 ? i % mod{0} : i];\n",
-                          j)
+    auto t = cast<RankedTensorType>(r.body.getArgument(j).getType());
+    std::string in = "in" + std::to_string(j);
+    if (t.hasStaticShape() && t.getShape() == outType.getShape()) {
+      load += llvm::formatv("    x[{0}] = {1}[i];\n", j, in).str();
+      continue;
+    }
+    if (t.hasStaticShape() && t.getNumElements() == 1) {
+      load += llvm::formatv("    x[{0}] = {1}[0];\n", j, in).str();
+      continue;
+    }
+    // Statically the result's trailing dimensions (a bias): i modulo its
+    // size, a constant.
+    if (t.hasStaticShape() && t.getRank() < rank &&
+        outType.getShape().take_back(t.getRank()) == t.getShape()) {
+      load += llvm::formatv("    x[{0}] = {1}[i % {2}LL];\n", j, in,
+                            t.getNumElements())
+                  .str();
+      continue;
+    }
+    needDims = true;
+    std::string full = "full" + std::to_string(j);
+    iface.scalar(Param::int64(full, Expr::eq(Expr::numel(TensorRef::operand(j)),
+                                            numel)));
+    std::string strides;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t k = d - (rank - t.getRank());
+      Expr stride = 0;
+      if (k >= 0) {
+        std::vector<Expr> after{1};
+        for (int64_t m = k + 1; m < t.getRank(); ++m)
+          after.push_back(Expr::dim(TensorRef::operand(j), m));
+        stride = Expr::select(Expr::eq(Expr::dim(TensorRef::operand(j), k), 1),
+                              0, Expr::mul(std::move(after)));
+      }
+      std::string name = llvm::formatv("s{0}_{1}", j, d).str();
+      iface.scalar(Param::int64(name, stride));
+      strides += (d ? ", " : "") + name;
+    }
+    arrays += llvm::formatv("  const long long st{0}[{1}] = {{{2}};\n", j,
+                            rank, strides)
+                  .str();
+    load += llvm::formatv("    x[{0}] = {1}[{2} ? i : "
+                          "qcc::broadcastIndex(i, dims, st{0})];\n",
+                          j, in, full)
                 .str();
+  }
+  if (needDims) {
+    std::string dims;
+    for (int64_t d = 0; d < rank; ++d) {
+      std::string name = "d" + std::to_string(d);
+      iface.scalar(Param::int64(name, Expr::dim(TensorRef::result(0), d)));
+      dims += (d ? ", " : "") + name;
+    }
+    arrays = llvm::formatv("  const long long dims[{0}] = {{{1}};\n", rank,
+                           dims)
+                 .str() +
+             arrays;
   }
   iface.pointer("float", Param::result("out", 0))
       .scalar(Param::int64("n", numel));
@@ -123,13 +186,13 @@ Unit emitElementwise(const Region &r) {
     return header({"elementwise.cuh"}) + "typedef " + chain + " Chain;\n" +
            wrapperHead(std::to_string(threads), entry, iface) +
            llvm::formatv(
-               "  const long long base = (long long)blockIdx.x * {0} * {1} + "
+               "{4}  const long long base = (long long)blockIdx.x * {0} * {1} + "
                "threadIdx.x;\n"
                "#pragma unroll\n  for (int e = 0; e < {1}; ++e) {{\n"
                "    const long long i = base + (long long)e * {0};\n"
                "    if (i >= n) return;\n    float x[{2}];\n{3}"
                "    out[i] = Chain::eval(x);\n  }\n}\n",
-               threads, perThread, n, load)
+               threads, perThread, n, load, arrays)
                .str();
   };
   u.launch.steps.push_back(

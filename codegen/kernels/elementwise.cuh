@@ -7,7 +7,8 @@
 //   Gelu<A>                0.5 a (1 + erf(a / sqrt(2)))           (approximate = "none")
 //   GeluTanh<A>            0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))
 //   Silu<A>                a / (1 + exp(-a))
-//   Sigmoid<A>, Relu<A>, Neg<A>, Tanh<A>, Exp<A>, Sqrt<A>, Reciprocal<A>
+//   Sigmoid<A>, Relu<A>, Neg<A>, Tanh<A>, Exp<A>, Cos<A>, Sin<A>, Sqrt<A>,
+//   Reciprocal<A>
 // Every formula is the CPU kernel's own, from numerics.h (qcc::numerics): the
 // same operations in the same order, so results differ from the CPU's only
 // by the ulps of the erf / tanh / exp library calls (numerics.h).
@@ -15,9 +16,11 @@
 // Add<Gelu<Add<Arg<0>, Arg<1>>>, Arg<2>>. Each type has
 //   static __device__ float eval(const float *x).
 //
-// Inputs may broadcast along the innermost dimensions: input j is read at
-// index i % mod[j] (mod[j] = 0 means no broadcast, i.e. same shape as out;
-// a bias of width C uses mod = C; a scalar uses mod = 1).
+// The emitted kernels read a broadcast input at broadcast.h's index (ONNX
+// broadcasting along any dimensions; EmitElementwise.cpp). The reference
+// elementwiseKernel below reads input j at i % mod[j] (mod[j] = 0: the
+// output's shape; a bias of width C: mod = C; a scalar: mod = 1), which
+// covers broadcasting along the leading dimensions only.
 //
 // Launch (ElementwiseLaunch<BlockThreads, ElemsPerThread>):
 //   grid = ceil(n / (BlockThreads * ElemsPerThread)), block = BlockThreads,
@@ -27,6 +30,7 @@
 #ifndef QCC_KERNELS_ELEMENTWISE_CUH
 #define QCC_KERNELS_ELEMENTWISE_CUH
 
+#include "qcc/broadcast.h"
 #include "qcc/common.cuh"
 
 namespace qcc {
@@ -91,6 +95,16 @@ template <typename A> struct Tanh {
 template <typename A> struct Exp {
   static __device__ __forceinline__ float eval(const float *x) {
     return numerics::libmExp(A::eval(x));
+  }
+};
+template <typename A> struct Cos {
+  static __device__ __forceinline__ float eval(const float *x) {
+    return numerics::libmCos(A::eval(x));
+  }
+};
+template <typename A> struct Sin {
+  static __device__ __forceinline__ float eval(const float *x) {
+    return numerics::libmSin(A::eval(x));
   }
 };
 template <typename A> struct Sqrt {

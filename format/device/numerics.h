@@ -84,11 +84,15 @@ QCC_HOST_DEVICE inline float libmErf(float x) { return ::erff(x); }
 QCC_HOST_DEVICE inline float libmExp(float x) { return ::expf(x); }
 QCC_HOST_DEVICE inline float libmTanh(float x) { return ::tanhf(x); }
 QCC_HOST_DEVICE inline double libmTanh(double x) { return ::tanh(x); }
+QCC_HOST_DEVICE inline float libmCos(float x) { return ::cosf(x); }
+QCC_HOST_DEVICE inline float libmSin(float x) { return ::sinf(x); }
 #else
 QCC_HOST_DEVICE inline float libmErf(float x) { return std::erf(x); }
 QCC_HOST_DEVICE inline float libmExp(float x) { return std::exp(x); }
 QCC_HOST_DEVICE inline float libmTanh(float x) { return std::tanh(x); }
 QCC_HOST_DEVICE inline double libmTanh(double x) { return std::tanh(x); }
+QCC_HOST_DEVICE inline float libmCos(float x) { return std::cos(x); }
+QCC_HOST_DEVICE inline float libmSin(float x) { return std::sin(x); }
 #endif
 
 //===--- activations (dialects/QccOps.td) ---------------------------------===//

@@ -324,16 +324,20 @@ std::vector<Tensor> qcc::rt::runCpuKernel(OpKind op, const Attrs &attrs,
   case OpKind::Erf:
     return unaryF32(op, ops, [](float x) { return std::erf(x); });
   case OpKind::Tanh:
-    return unaryF32(op, ops, [](float x) { return std::tanh(x); });
+    return unaryF32(op, ops,
+                    [](float x) { return qcc::numerics::libmTanh(x); });
   case OpKind::Sigmoid:
     return unaryF32(op, ops,
                     [](float x) { return qcc::numerics::sigmoid(x); });
   case OpKind::Exp:
-    return unaryF32(op, ops, [](float x) { return std::exp(x); });
+    return unaryF32(op, ops,
+                    [](float x) { return qcc::numerics::libmExp(x); });
   case OpKind::Cos:
-    return unaryF32(op, ops, [](float x) { return std::cos(x); });
+    return unaryF32(op, ops,
+                    [](float x) { return qcc::numerics::libmCos(x); });
   case OpKind::Sin:
-    return unaryF32(op, ops, [](float x) { return std::sin(x); });
+    return unaryF32(op, ops,
+                    [](float x) { return qcc::numerics::libmSin(x); });
   case OpKind::Relu:
     return unaryF32(op, ops, [](float x) { return qcc::numerics::relu(x); });
   case OpKind::Neg:

@@ -7,7 +7,7 @@
 // CHECK: ===== unit qcc_supported_k0 (regions: supported/k0) kind elementwise
 // CHECK-NOT: ===== unit
 // CHECK: ===== no kernel for head16/k0 (attention): attention with head size 16 (needs a multiple of 32 <= 256)
-// CHECK-NEXT: ===== no kernel for cosine/k0 (elementwise): no CUDA kernel for 'qcc.cos' in an elementwise chain yet
+// CHECK-NEXT: ===== no kernel for logarithm/k0 (elementwise): no CUDA kernel for 'qcc.log' in an elementwise chain yet
 // CHECK-NEXT: ===== no kernel for odd_k/k0 (gemm_f16): GEMM with K = 172 (K * 2 bytes must be a multiple of 16)
 // CHECK-NOT: =====
 
@@ -20,10 +20,10 @@ func.func @head16(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?
   return %0 : tensor<?x?x64xf32>
 }
 
-func.func @cosine(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+func.func @logarithm(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %0 = qcc.kernel elementwise "k0"(%x) : (tensor<?x16xf32>) -> tensor<?x16xf32> {
   ^bb0(%a1: tensor<?x16xf32>):
-    %1 = qcc.cos %a1 : tensor<?x16xf32>
+    %1 = qcc.log %a1 : tensor<?x16xf32>
     qcc.yield %1 : tensor<?x16xf32>
   }
   return %0 : tensor<?x16xf32>

@@ -13,6 +13,7 @@
 #include "codegen/EmitCommon.h"
 #include "codegen/Emitter.h"
 #include "codegen/kernels/attention_config.h"
+#include "codegen/kernels/broadcast.h"
 #include "codegen/kernels/gemm_config.h"
 #include "codegen/kernels/norm_config.h"
 #include "compiler/Pipeline.h"
@@ -30,6 +31,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 namespace {
@@ -255,6 +257,100 @@ TEST(EmitterTest, AlibiSlopesReachAttention) {
               std::string::npos)
         << src;
     EXPECT_NE(src.find("p.alibi = qcc_alibi;"), std::string::npos);
+  }
+}
+
+/// An elementwise chain reads each operand where ONNX broadcasting says:
+/// the emitted launch parameters, evaluated for concrete shapes, and
+/// broadcast.h's index (the kernel's own formula) give every output
+/// element's operand element, checked against coordinates computed here.
+/// Mixtral's router normalizes its top-k weights as [T, 2] / [T, 1]: read
+/// modulo its size, the [T, 1] operand gave the wrong row (an H200 run,
+/// 2026-11-30: error 0.12).
+TEST(EmitterTest, ElementwiseOperandsBroadcastAsOnnx) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<qcc::QccDialect, mlir::func::FuncDialect>();
+  const char *text = R"(
+func.func @chain(%a: tensor<?x?x4xf32>, %b: tensor<?x1x4xf32>, %c: tensor<4xf32>, %d: tensor<?x?x1xf32>, %e: tensor<f32>, %f: tensor<?x?x?xf32>) -> tensor<?x?x4xf32> {
+  %0 = qcc.kernel elementwise "k0"(%a, %b, %c, %d, %e, %f) : (tensor<?x?x4xf32>, tensor<?x1x4xf32>, tensor<4xf32>, tensor<?x?x1xf32>, tensor<f32>, tensor<?x?x?xf32>) -> tensor<?x?x4xf32> {
+  ^bb0(%a1: tensor<?x?x4xf32>, %b1: tensor<?x1x4xf32>, %c1: tensor<4xf32>, %d1: tensor<?x?x1xf32>, %e1: tensor<f32>, %f1: tensor<?x?x?xf32>):
+    %1 = qcc.add %a1, %b1 : (tensor<?x?x4xf32>, tensor<?x1x4xf32>) -> tensor<?x?x4xf32>
+    %2 = qcc.mul %1, %c1 : (tensor<?x?x4xf32>, tensor<4xf32>) -> tensor<?x?x4xf32>
+    %3 = qcc.div %2, %d1 : (tensor<?x?x4xf32>, tensor<?x?x1xf32>) -> tensor<?x?x4xf32>
+    %4 = qcc.sub %3, %e1 : (tensor<?x?x4xf32>, tensor<f32>) -> tensor<?x?x4xf32>
+    %5 = qcc.add %4, %f1 : (tensor<?x?x4xf32>, tensor<?x?x?xf32>) -> tensor<?x?x4xf32>
+    qcc.yield %5 : tensor<?x?x4xf32>
+  }
+  return %0 : tensor<?x?x4xf32>
+})";
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module);
+  EmitResult r = emitKernels(*module);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  const EmittedKernel &k = r.kernels[0];
+  ASSERT_EQ(k.unsupported, "");
+  const std::vector<int64_t> out{3, 5, 4};
+  // Operand shapes at run time; %f is [3, 1, 4] once (broadcast along a
+  // dynamic dimension) and the result's shape once.
+  for (int64_t fRows : {1, 5}) {
+    std::vector<std::vector<int64_t>> shapes{
+        {3, 5, 4}, {3, 1, 4}, {4}, {3, 5, 1}, {}, {3, fRows, 4}};
+    qcc::format::ExprEvaluator eval(
+        k.launch,
+        {[&](qcc::format::TensorRef t) -> const std::vector<int64_t> & {
+           return t.side == qcc::format::TensorRef::Side::Result
+                      ? out
+                      : shapes[t.index];
+         },
+         [](qcc::format::RuntimeSize) -> int64_t { return 0; }});
+    std::map<std::string, int64_t> param;
+    for (const auto &p : k.launch.steps.front().params)
+      if (p.kind == qcc::format::ParamKind::Int64)
+        param[p.name] = eval(p.expr);
+    long long dims[3];
+    for (int d = 0; d < 3; ++d)
+      dims[d] = param.count("d" + std::to_string(d))
+                    ? param["d" + std::to_string(d)]
+                    : -1;
+    for (size_t j = 0; j < shapes.size(); ++j) {
+      std::string sj = std::to_string(j);
+      const auto &shape = shapes[j];
+      int64_t lead = 3 - (int64_t)shape.size();
+      for (int64_t i = 0; i < 3 * 5 * 4; ++i) {
+        // The reference: the output's coordinates, clamped to 0 along the
+        // operand's size-1 dimensions, row-major over the operand's shape.
+        int64_t coord[3] = {i / 20, i / 4 % 5, i % 4}, want = 0;
+        for (int64_t a = 0; a < (int64_t)shape.size(); ++a)
+          want = want * shape[a] + (shape[a] == 1 ? 0 : coord[a + lead]);
+        int64_t got;
+        if (!param.count("full" + sj)) {
+          // Read at 0 (static one element), at i modulo a static size (a
+          // bias) or at i (the result's static shape).
+          std::string read = "x[" + sj + "] = in" + sj + "[";
+          size_t at = k.source.find(read);
+          ASSERT_NE(at, std::string::npos) << k.source;
+          std::string index =
+              k.source.substr(at + read.size(),
+                              k.source.find(']', at + read.size()) - at -
+                                  read.size());
+          if (index == "0")
+            got = 0;
+          else if (index.rfind("i % ", 0) == 0)
+            got = i % std::stoll(index.substr(4));
+          else
+            got = i;
+        } else if (param["full" + sj]) {
+          got = i;
+        } else {
+          long long st[3];
+          for (int d = 0; d < 3; ++d)
+            st[d] = param["s" + sj + "_" + std::to_string(d)];
+          got = qcc::broadcastIndex<3>(i, dims, st);
+        }
+        ASSERT_EQ(got, want) << "operand " << j << " element " << i
+                             << " (%f rows " << fRows << ")";
+      }
+    }
   }
 }
 

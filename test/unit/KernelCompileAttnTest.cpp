@@ -26,7 +26,7 @@ namespace {
 // configurations; quantize.cuh belongs to the GEMM library (quantize_rows is
 // the dynamic per-token / per-tensor quantize) and is compiled here too.
 const char *kHeaders[] = {"common.cuh", "numerics.h", "host_device.h",
-                          "attention_config.h", "norm_config.h",
+                          "attention_config.h", "norm_config.h", "broadcast.h",
                           "quantize_static.cuh",     "kv_cache.cuh",          "rotary.cuh",
                           "norm.cuh",      "quantize.cuh",          "attention_prefill.cuh",
                           "attention_decode.cuh", "embedding.cuh",  "elementwise.cuh",
