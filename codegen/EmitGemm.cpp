@@ -16,7 +16,10 @@
 //                    chunks in flight per lane), more rows <8, 4, 2> (entry
 //                    suffix _rows), both with grid.y = ceil(M / 8) row chunks
 //                    (the wrapper offsets pointers by 8 rows per y); measured
-//                    on an H200, docs/GPU_NOTES.md;
+//                    on an H200, docs/GPU_NOTES.md. Weight shapes in
+//                    codegen/tuning/gemv_sm90.inc (bench/gemv_tuning.py from
+//                    gemv_bench's sweep) take the entries measured fastest
+//                    there (a wide gate or LM head: <8, 4, 2, 1> up to 8 rows);
 //   gemm_f16: same tiles as gemm_i8 (2-byte elements); over f32 tensors
 //                    the weight is converted to f16 at upload, and a first
 //                    step converts x into workspace.x16 (CastF32ToF16Config,
@@ -52,6 +55,8 @@
 
 #include <cassert>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 using namespace mlir;
 
@@ -100,7 +105,44 @@ constexpr GemmTile kGemvSp[2] = {QCC_GEMM_TILE(GemvSpI8Config<8, 4, 2>),
 /// by 16 rows per block (one output channel per warp).
 constexpr GemmTile kGemmW4[2] = {QCC_GEMM_TILE(GemvW4Config<4, 4, 2>),
                                  QCC_GEMM_TILE(GemvW4Config<16, 8, 1>)};
+/// Decode GEMV entries measured faster than kGemv / kGemvRows for their
+/// weight shape on an H200 (bench/gemv_tuning.py wrote the table from
+/// bench/gemv_bench.cu's sweep; docs/GPU_NOTES.md). The sm_80 binaries share
+/// the choice: it is made once per unit, from the Hopper measurement.
+struct TunedGemv {
+  bool i8;
+  int rows; ///< 1: the entry for up to 8 rows; 32: the row-chunk entry
+  int64_t N, K;
+  GemmTile tile;
+};
+#define QCC_GEMV_TUNED(Cfg, Rows, N, K, ...)                                   \
+  {std::string_view(#Cfg) == "GemvI8Config", Rows, N, K,                       \
+   QCC_GEMM_TILE(Cfg<__VA_ARGS__>)},
+constexpr TunedGemv kTunedGemvSm90[] = {
+#include "codegen/tuning/gemv_sm90.inc"
+};
+#undef QCC_GEMV_TUNED
 #undef QCC_GEMM_TILE
+constexpr bool tunedGemvsChunkRowsAlike() {
+  for (const TunedGemv &t : kTunedGemvSm90)
+    if (t.tile.blockM != kGemv[0].blockM || (t.rows != 1 && t.rows != 32))
+      return false;
+  return kGemv[0].blockM == kGemvRows[0].blockM;
+}
+static_assert(tunedGemvsChunkRowsAlike(),
+              "both decode GEMV entries must chunk rows alike");
+
+/// The decode GEMV's two entries (up to 8 rows, more rows) for a [N, K]
+/// weight: the tuning table's where it measured one, else the defaults.
+std::pair<const GemmTile *, const GemmTile *> decodeGemvTiles(bool i8,
+                                                              int64_t N,
+                                                              int64_t K) {
+  const GemmTile *one = &kGemv[i8 ? 0 : 1], *rows = &kGemvRows[i8 ? 0 : 1];
+  for (const TunedGemv &t : kTunedGemvSm90)
+    if (t.i8 == i8 && t.N == N && t.K == K)
+      (t.rows == 1 ? one : rows) = &t.tile;
+  return {one, rows};
+}
 static_assert(kGemmWide[1].smem <= kMaxDynamicSmemSm80 &&
                   kGemmNarrow[1].smem <= kMaxDynamicSmemSm80 &&
                   kGemmSpWide[1].smem <= kMaxDynamicSmemSm80 &&
@@ -311,8 +353,14 @@ Unit emitGemmGroup(const Region &r, ArrayRef<Operation *> gemms) {
 
   static constexpr ParamsField kGemmFields[] = {
       QCC_PARAMS_FIELDS(QCC_GEMM_PARAMS)};
-  const GemmTile &tile = kGemv[i8 ? 0 : 1], &rowsTile = kGemvRows[i8 ? 0 : 1];
-  assert(rowsTile.blockM == tile.blockM && "one row chunk means the same in both");
+  // One configuration for all members: the tuned one of the member with the
+  // most weight bytes.
+  const Member *largest = &members.front();
+  for (const Member &m : members)
+    if (m.N > largest->N)
+      largest = &m;
+  auto [tilePtr, rowsPtr] = decodeGemvTiles(i8, largest->N, K);
+  const GemmTile &tile = *tilePtr, &rowsTile = *rowsPtr;
   auto blocks = [&](const GemmTile &t) {
     int64_t total = 0;
     for (const Member &m : members)
@@ -557,11 +605,14 @@ Unit emitGemm(const Region &r) {
                                  : sparse ? "gemm_sp.cuh"
                                  : i8 ? (decode ? "gemv_i8.cuh" : "gemm_i8.cuh")
                                       : "gemm_f16.cuh"});
-  const GemmTile &tile = w4 ? gemmW4Tile(decode) : gemmTile(i8, sparse, decode, N);
   // A dense decode GEMV has a second entry for calls of more than one row
-  // chunk (kGemvRows); each launches only when its rows are given.
+  // chunk; each launches only when its rows are given.
+  bool denseDecode = decode && !w4 && !sparse;
+  const GemmTile &tile = w4            ? gemmW4Tile(decode)
+                         : denseDecode ? *decodeGemvTiles(i8, N, K).first
+                                       : gemmTile(i8, sparse, decode, N);
   const GemmTile *rowsTile =
-      decode && !w4 && !sparse ? &kGemvRows[i8 ? 0 : 1] : nullptr;
+      denseDecode ? decodeGemvTiles(i8, N, K).second : nullptr;
   // The mainloop's parameter struct; a decode GEMV's M is its row chunk's.
   static constexpr ParamsField kGemmFields[] = {
       QCC_PARAMS_FIELDS(QCC_GEMM_PARAMS)};

@@ -103,3 +103,31 @@ func.func @group(%x: tensor<?x1x64xi8>, %xs: tensor<?x1x1xf32>, %xz: tensor<?x1x
   }
   return %0#0, %0#1 : tensor<?x1x64xf32>, tensor<?x1x32xf32>
 }
+
+// A decode GEMV over a weight shape the tuning table measured
+// (codegen/tuning/gemv_sm90.inc: [5632, 2048], a 1B LLaMA's gate): up to 8
+// rows the table's <8, 4, 2, 1>, more rows the default <8, 4, 2, 1>;
+// grid.x = 5632 / 8 column blocks.
+// CHECK-LABEL: ===== unit qcc_tuned_k0 (regions: tuned/k0) kind gemm_i8
+// CHECK-NEXT: // launch: {"steps":[{"block":{"x":128,"y":1,"z":1},"dynamic_smem":0,"entry":"qcc_tuned_k0","grid":{"x":704,
+// CHECK: typedef qcc::GemvI8Config<8, 4, 2, 1> Cfg;
+func.func @tuned(%x: tensor<?x1x2048xi8>, %xs: tensor<?x1x1xf32>, %xz: tensor<?x1x1xi32>, %w: tensor<5632x2048xi8>, %ws: tensor<5632xf32>, %wsum: tensor<5632xi32>) -> tensor<?x1x5632xf32> attributes {qcc.tokens_per_row = 1 : i64} {
+  %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum) : (tensor<?x1x2048xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<5632x2048xi8>, tensor<5632xf32>, tensor<5632xi32>) -> tensor<?x1x5632xf32> {
+  ^bb0(%a0: tensor<?x1x2048xi8>, %a1: tensor<?x1x1xf32>, %a2: tensor<?x1x1xi32>, %a3: tensor<5632x2048xi8>, %a4: tensor<5632xf32>, %a5: tensor<5632xi32>):
+    %1 = qcc.qlinear %a0, %a1, %a2, %a3, %a4, %a5 : (tensor<?x1x2048xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<5632x2048xi8>, tensor<5632xf32>, tensor<5632xi32>) -> tensor<?x1x5632xf32>
+    qcc.yield %1 : tensor<?x1x5632xf32>
+  }
+  return %0 : tensor<?x1x5632xf32>
+}
+
+// The same at [2048, 2048] (not in the table): the default <8, 4, 1, 4>.
+// CHECK-LABEL: ===== unit qcc_untuned_k0 (regions: untuned/k0) kind gemm_i8
+// CHECK: typedef qcc::GemvI8Config<8, 4, 1, 4> Cfg;
+func.func @untuned(%x: tensor<?x1x2048xi8>, %xs: tensor<?x1x1xf32>, %xz: tensor<?x1x1xi32>, %w: tensor<2048x2048xi8>, %ws: tensor<2048xf32>, %wsum: tensor<2048xi32>) -> tensor<?x1x2048xf32> attributes {qcc.tokens_per_row = 1 : i64} {
+  %0 = qcc.kernel gemm_i8 "k0"(%x, %xs, %xz, %w, %ws, %wsum) : (tensor<?x1x2048xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<2048x2048xi8>, tensor<2048xf32>, tensor<2048xi32>) -> tensor<?x1x2048xf32> {
+  ^bb0(%a0: tensor<?x1x2048xi8>, %a1: tensor<?x1x1xf32>, %a2: tensor<?x1x1xi32>, %a3: tensor<2048x2048xi8>, %a4: tensor<2048xf32>, %a5: tensor<2048xi32>):
+    %1 = qcc.qlinear %a0, %a1, %a2, %a3, %a4, %a5 : (tensor<?x1x2048xi8>, tensor<?x1x1xf32>, tensor<?x1x1xi32>, tensor<2048x2048xi8>, tensor<2048xf32>, tensor<2048xi32>) -> tensor<?x1x2048xf32>
+    qcc.yield %1 : tensor<?x1x2048xf32>
+  }
+  return %0 : tensor<?x1x2048xf32>
+}
