@@ -251,7 +251,8 @@ def torch_rows(ref, context, width, vocab):
             tps = ref.get("%s_b%d_tokps" % (prefix, b))
             if tps is None:
                 continue
-            w = 2 * ref["params"] - 2 * vocab * width + b * 2 * width  # embedding: b rows
+            # The embedding: b rows (its table is the LM head too when tied).
+            w = 2 * ref["params"] - (0 if ref.get("tied") else 2 * vocab * width) + b * 2 * width
             k = kv_bytes(kv, b, ctx)
             step = b / tps
             row["decode"][b] = {"tokps": tps, "step_s": step, "weight_bytes": w, "kv_bytes": k,
@@ -346,7 +347,8 @@ def main():
                if k not in ref]
     if missing:
         sys.exit("gpu_bench.py: %s lacks %s (an older gpu_reference.py?)" % (args.reference, ", ".join(missing)))
-    p_lin = ref["params"] - ref["vocab"] * ref["width"]  # all but the embedding table
+    # All but the embedding table (which is the LM head, a linear, when tied).
+    p_lin = ref["params"] - (0 if ref.get("tied") else ref["vocab"] * ref["width"])
 
     rows, notes = [], []
     for name, file, dtype in ARTIFACTS:

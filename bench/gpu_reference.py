@@ -2,6 +2,7 @@
 """The GPU machine's ceilings and PyTorch's f16 figures for issue 12's table.
 
     python3 bench/gpu_reference.py [--json FILE] [--compile]
+    python3 bench/gpu_reference.py --shape llama32-1b --lean-graph-only [--json FILE]
 
 Runs on the device tool's machine (PyTorch and transformers are there).
 Measures, with CUDA events (median of repeats, after warm-up, on random
@@ -19,6 +20,9 @@ data — never zeros):
     transformers), f16, with the same weights: decode tokens/s at batch 1, 8,
     32 with 512 tokens of context, eager and with the decode step captured in
     one CUDA graph (torch.cuda.CUDAGraph), and prefill of 2048 tokens.
+--shape llama32-1b takes Llama-3.2-1B's shape instead (FFN 8192, vocab 128256,
+tied embeddings, rope theta 500000: bench/llama_1b.py --shape llama32-1b);
+--lean-graph-only measures only the lean CUDA-graph decode (and the ceilings).
 Prints one table and writes the numbers as JSON. test/e2e/check_lean_llama.py
 checks LeanLlama against transformers' LlamaForCausalLM on the CPU.
 """
@@ -31,7 +35,10 @@ import time
 import torch
 
 LAYERS, WIDTH, HEADS, KV_HEADS, FFN, VOCAB = 16, 2048, 32, 8, 5632, 32000
-ROPE_THETA, RMS_EPS = 10000.0, 1e-5
+ROPE_THETA, RMS_EPS, TIED = 10000.0, 1e-5, False
+# --shape: bench/llama_1b.py's shapes.
+SHAPES = {"issue12": dict(FFN=5632, VOCAB=32000, ROPE_THETA=10000.0, TIED=False),
+          "llama32-1b": dict(FFN=8192, VOCAB=128256, ROPE_THETA=500000.0, TIED=True)}
 CONTEXT, DECODE_STEPS, WARMUP_STEPS, PREFILL = 512, 32, 3, 2048
 
 
@@ -192,11 +199,13 @@ class LeanLlama:
         return F.linear(self._rms(x, self.norm), self.lm_head)
 
 
-def lean_llama(model, gen):
+def lean_llama(model, gen, graph_only=False):
     """LeanLlama's f16 figures on the GPU with `model`'s weights: decode
-    eager and as one CUDA graph per step, prefill of PREFILL tokens."""
+    eager and as one CUDA graph per step, prefill of PREFILL tokens (with
+    `graph_only`, the CUDA-graph decode alone)."""
     lean = LeanLlama({k: v.detach() for k, v in model.state_dict().items()},
-                     HEADS, KV_HEADS, eps=model.config.rms_norm_eps)
+                     HEADS, KV_HEADS, eps=model.config.rms_norm_eps,
+                     theta=ROPE_THETA)
     out = {}
     # The static cache holds the prompt, the warm-up (twice with a graph:
     # before the capture and after) and the timed steps, rounded up to 64
@@ -243,10 +252,14 @@ def lean_llama(model, gen):
         return batch / (step_ms * 1e-3), step_ms
 
     for graph, name in ((False, "lean"), (True, "lean_graph")):
+        if graph_only and not graph:
+            continue
         for batch in (1, 8, 32):
             tps, ms = decode(batch, graph)
             out["%s_decode_b%d_tokps" % (name, batch)] = tps
             out["%s_decode_b%d_step_ms" % (name, batch)] = ms
+    if graph_only:
+        return out
     ids = torch.randint(0, VOCAB, (1, PREFILL), device="cuda", generator=gen)
     pos = torch.arange(PREFILL, device="cuda")
     with torch.no_grad():
@@ -255,12 +268,12 @@ def lean_llama(model, gen):
     return out
 
 
-def llama(compile_decode):
+def llama(compile_decode, lean_graph_only=False):
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=WIDTH,
                       intermediate_size=FFN, num_hidden_layers=LAYERS,
                       num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
-                      max_position_embeddings=4096, tie_word_embeddings=False,
+                      max_position_embeddings=4096, tie_word_embeddings=TIED,
                       rms_norm_eps=RMS_EPS,
                       rope_parameters={"rope_type": "default",
                                        "rope_theta": ROPE_THETA})
@@ -270,6 +283,9 @@ def llama(compile_decode):
     params = sum(p.numel() for p in model.parameters())
     out = {"params": params, "weight_bytes": 2 * params}
     gen = torch.Generator(device="cuda").manual_seed(1)
+    if lean_graph_only:
+        out.update(lean_llama(model, gen, graph_only=True))
+        return out
 
     @torch.no_grad()
     def decode_rate(batch, context=CONTEXT, steps=DECODE_STEPS, fwd=model):
@@ -327,7 +343,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="issue12")
+    ap.add_argument("--lean-graph-only", action="store_true")
     args = ap.parse_args()
+    globals().update(SHAPES[args.shape])
     if not torch.cuda.is_available():
         print("SKIP: no GPU for PyTorch")
         return 77
@@ -338,10 +357,11 @@ def main():
            # The model's shape and the decode counts, for bench/gpu_bench.py.
            "layers": LAYERS, "width": WIDTH, "heads": HEADS, "kv_heads": KV_HEADS,
            "head_dim": WIDTH // HEADS, "ffn": FFN, "vocab": VOCAB,
+           "shape": args.shape, "tied": TIED,
            "context": CONTEXT, "decode_steps": DECODE_STEPS,
            "warmup_steps": WARMUP_STEPS, "prefill": PREFILL}
     res.update(ceilings())
-    res.update(llama(args.compile))
+    res.update(llama(args.compile, args.lean_graph_only))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

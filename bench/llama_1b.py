@@ -15,7 +15,7 @@ Writes into --out (default build/llama1b/):
   calib/attention_mask.npy     random-id sequences of --calib-len tokens (int64 [N, L]), mask all ones
   llama1b.json                 config, parameter count, seed, export time, versions
 
-    .venv-real/bin/python bench/llama_1b.py [--out DIR]
+    .venv-real/bin/python bench/llama_1b.py [--out DIR] [--shape llama32-1b]
     qcc DIR/model.onnx -o f16.qpkg
     qcc DIR/model.onnx --quant=w8a8 --kv-dtype=i8 --calib=DIR/calib --calib-samples=8 \
         --calib-stats=DIR/stats.json -o w8a8.qpkg
@@ -46,6 +46,14 @@ CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hi
               num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=4096,
               rms_norm_eps=1e-5, tie_word_embeddings=False,
               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+# --shape llama32-1b: Llama-3.2-1B's shape (its config.json on the Hugging Face hub: FFN 8192,
+# vocab 128256, tied embeddings, rope theta 500000; 1.24B parameters), so the GPU table compares
+# with published batch-1 decode figures of that model. Plain rope (no llama3 frequency scaling):
+# the same kernels and bytes. gpu_reference.py --shape llama32-1b is the PyTorch side.
+SHAPES = {"issue12": CONFIG,
+          "llama32-1b": dict(CONFIG, intermediate_size=8192, vocab_size=128256,
+                             tie_word_embeddings=True, max_position_embeddings=131072,
+                             rope_parameters={"rope_type": "default", "rope_theta": 500000.0})}
 SEED = 0
 
 
@@ -112,14 +120,16 @@ def main():
     ap.add_argument("--calib-samples", type=int, default=8)
     ap.add_argument("--calib-len", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="issue12")
     args = ap.parse_args()
+    config = SHAPES[args.shape]
     if args.calib_samples < 1 or args.calib_len < 1:
         sys.exit("llama_1b.py: --calib-samples and --calib-len must be >= 1")
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
 
     t = time.time()
-    model = build_model()
+    model = build_model(config)
     params = sum(p.numel() for p in model.parameters())
     init_s = time.time() - t
     log(f"LlamaForCausalLM: {params:,} parameters, initialised in {init_s:.1f}s")
@@ -133,12 +143,12 @@ def main():
     calib = os.path.join(args.out, "calib")
     os.makedirs(calib, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    ids = rng.integers(0, CONFIG["vocab_size"], size=(args.calib_samples, args.calib_len), dtype=np.int64)
+    ids = rng.integers(0, config["vocab_size"], size=(args.calib_samples, args.calib_len), dtype=np.int64)
     np.save(os.path.join(calib, "input_ids.npy"), ids)
     np.save(os.path.join(calib, "attention_mask.npy"), np.ones_like(ids))
     log(f"wrote {calib}/input_ids.npy, attention_mask.npy ({args.calib_samples} x {args.calib_len})")
 
-    meta = {"config": CONFIG, "parameters": params, "seed": SEED,
+    meta = {"shape": args.shape, "config": config, "parameters": params, "seed": SEED,
             "init": "transformers LlamaForCausalLM default (normal, std initializer_range=0.02)",
             "export": "torch.onnx.export(dynamo=False, opset_version=17, do_constant_folding=True)",
             "export_seconds": round(export_s, 1), "peak_rss_mib": round(peak_rss_mib()),

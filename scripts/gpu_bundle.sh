@@ -8,7 +8,7 @@
 # which run.sh runs before check_gpu.py.
 #
 #   ./scripts/gpu_bundle.sh [--bench]     # here, after ./scripts/build.sh
-#   .gpu-bundle/run.sh [--no-reference] [--bench-only] [--no-profiles]
+#   .gpu-bundle/run.sh [--no-reference] [--bench-only] [--no-profiles] [--no-gemv]
 #                                         # there: check_gpu.py's table, profiles,
 #                                         # then bench/gpu_reference.py (and with
 #                                         # --bench, bench/gpu_bench.py's table and
@@ -95,9 +95,32 @@ if [ $BENCH = 1 ]; then
     # cos/sin become tables, so a decode step has no host work (KV_CACHE.md).
     "$BUILD/bin/qcc" "$LLAMA/model.onnx" --quiet --synthetic-weights --max-positions=4096 ${spec#*:} -o "$B/$name.qpkg"
   done
+  # Llama-3.2-1B's shape (bench/llama_1b.py --shape llama32-1b: FFN 8192,
+  # vocab 128256, tied embeddings), f16 and W8A8, for the comparison with
+  # published batch-1 decode figures of that model (issue 34).
+  L32="${LLAMA32_DIR:-build/llama32-1b}"
+  if [ ! -f "$L32/model.onnx" ] || [ ! -f "$L32/model.onnx.data" ] || [ ! -d "$L32/calib" ]; then
+    echo "gpu_bundle: writing the Llama-3.2-1B-shaped model into $L32 (bench/llama_1b.py --shape llama32-1b)"
+    "${PYTHON_REAL:-.venv-real/bin/python}" bench/llama_1b.py --shape llama32-1b --out "$L32"
+  fi
+  B32="$STAGE/qcc-gpu/bench-l32"
+  mkdir -p "$B32"
+  W8A8_32="--quant=w8a8 --kv-dtype=i8 --calib=$L32/calib --calib-samples=8 --calib-stats=$L32/stats.json"
+  for spec in "f16:" "w8a8:$W8A8_32"; do
+    name=${spec%%:*}
+    echo "gpu_bundle: compiling the Llama-3.2-1B-shaped model: $name"
+    # shellcheck disable=SC2086 # the flags are words
+    "$BUILD/bin/qcc" "$L32/model.onnx" --quiet --synthetic-weights --max-positions=4096 ${spec#*:} -o "$B32/$name.qpkg"
+  done
   cp bench/gpu_bench.py bench/measure.py "$STAGE/qcc-gpu/"
-  ls -l "$B"
+  ls -l "$B" "$B32"
 fi
+# Artifacts left out to stay under the device tool's 64 MiB (names under
+# artifacts/, space-separated); check_gpu.py then skips them, saying so.
+for name in ${GPU_BUNDLE_DROP:-}; do
+  rm -f "$A/$name"
+  echo "$name" >> "$STAGE/qcc-gpu/dropped.txt"
+done
 # check_gpu.py finds the model and stats relative to the repo root; it only
 # reads them when it compiles (--qcc), which it does not do there.
 rm -rf "$OUT"
@@ -116,13 +139,15 @@ Q="$DEST/qcc-gpu/qrun"
 REFERENCE=1
 CHECKS=1
 PROFILES=1
+GEMV=1
 mkdir -p "$DEST/profiles"
 for arg in "$@"; do
   case "$arg" in
     --no-reference) REFERENCE=0 ;;
     --bench-only) CHECKS=0 ;;
     --no-profiles) PROFILES=0 ;;
-    *) echo "run.sh: unknown option '$arg' (--no-reference, --bench-only, --no-profiles)" >&2; exit 1 ;;
+    --no-gemv) GEMV=0 ;;
+    *) echo "run.sh: unknown option '$arg' (--no-reference, --bench-only, --no-profiles, --no-gemv)" >&2; exit 1 ;;
   esac
 done
 LOG="${OUT:-/tmp}"
@@ -132,13 +157,17 @@ if [ $CHECKS = 1 ]; then
   if [ -x "$DEST/qcc-gpu/mma_sp_layout" ]; then
     "$DEST/qcc-gpu/mma_sp_layout" || status=1
   fi
-  if [ -x "$DEST/qcc-gpu/gemv_bench" ]; then
+  if [ $GEMV = 1 ] && [ -x "$DEST/qcc-gpu/gemv_bench" ]; then
     # The whole log (with the tuning CSV lines, "tune,...") under $OUT; the
     # rest here.
     "$DEST/qcc-gpu/gemv_bench" > "$LOG/gemv.log" 2>&1 || status=1
     grep -v '^tune,' "$LOG/gemv.log" || true
   fi
-  "${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" || status=$?
+  SKIP=()
+  if [ -f "$DEST/qcc-gpu/dropped.txt" ]; then
+    while read -r name; do SKIP+=(--skip "$name"); done < "$DEST/qcc-gpu/dropped.txt"
+  fi
+  "${PYTHON:-python3}" "$DEST/qcc-gpu/test/e2e/check_gpu.py" --qrun "$Q" --work "$DEST/qcc-gpu/artifacts" "${SKIP[@]}" || status=$?
   # Per-kernel timings (CUDA events) of each artifact, whatever the checks
   # said: the table on stdout, JSON under $OUT when the device tool gives one.
   [ $PROFILES = 1 ] && for a in "$DEST"/qcc-gpu/artifacts/*.qpkg; do
@@ -186,6 +215,18 @@ if [ -d "$DEST/qcc-gpu/bench" ]; then
     echo "== profile: 1B w8a8 decode (--bench-generate 1 512 16)"
     "$Q" "$DEST/qcc-gpu/bench/w8a8.qpkg" --backend=cuda --bench-generate 1 512 16 --profile \
       --profile-json "${OUT:-/tmp}/profile-1b-w8a8-decode.json" || echo "profile failed"
+  fi
+fi
+# The Llama-3.2-1B-shaped rows: PyTorch's lean CUDA-graph decode of that
+# shape and qrun's, in a table of their own.
+if [ -d "$DEST/qcc-gpu/bench-l32" ] && [ $REFERENCE = 1 ]; then
+  REF32="${OUT:-/tmp}/torch-reference-l32.json"
+  rm -f "$REF32"
+  "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_reference.py" --shape llama32-1b --lean-graph-only \
+    --json "$REF32" > /dev/null || echo "gpu_reference.py --shape llama32-1b failed"
+  if [ -f "$REF32" ]; then
+    "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_bench.py" --qrun "$Q" --artifacts "$DEST/qcc-gpu/bench-l32" \
+      --reference "$REF32" --json "${OUT:-/tmp}/gpu-bench-l32.json" --profile-dir "$DEST/profiles" || status=1
   fi
 fi
 # The profiles in one file: the device tool brings back at most 8 files.

@@ -389,6 +389,9 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--compile-only", action="store_true",
                     help="compile the artifacts into --work and stop (needs --qcc)")
+    ap.add_argument("--skip", action="append", default=[], metavar="NAME",
+                    help="leave artifact NAME out, saying so (a bundle that had to drop it "
+                    "to fit the device tool's 64 MiB)")
     args = ap.parse_args()
     if args.compile_only and not (args.qcc and args.work):
         ap.error("--compile-only needs --qcc and --work")
@@ -431,6 +434,9 @@ def main():
     failures = []
     rows = []
     for name in list(ARTIFACTS) + list(SPARSE_ARTIFACTS):
+        if name in args.skip:
+            rows.append((name, "skipped (--skip)", "", "", "", "", "SKIP"))
+            continue
         mask = (["--input", "attention_mask=" + mask_path]
                 if MODELS.get(name) in HF_EXPORTS else [])
         # One artifact's error (a qrun failure) is its failure, not the

@@ -19,7 +19,8 @@ random-id .npy inputs as bench/llama_1b.py writes them), then checks:
   - gpu_bench.py --backend=cpu (tiny counts; 32 timed steps after qrun's warm-up, ~20 ms here, well
     above this machine's run-to-run noise) with a made-up reference JSON runs, prints one
     table with the qrun rows and the three PyTorch rows, every qrun decode rate finite and > 0,
-    and a PyTorch row's MBU equal to the formula's value from the made-up numbers.
+    and a PyTorch row's MBU equal to the formula's value from the made-up numbers (also with
+    tied embeddings, whose table is read as the LM head).
 Runs in well under a minute.
 """
 import argparse
@@ -153,6 +154,14 @@ def main():
         want = (w + k) / (1 / 50.0) / 10e9
         if abs(hf["mbu"] - want) > 1e-12 * want:
             return fail("HF MBU b1 %r, formula %r" % (hf["mbu"], want))
+        # Tied embeddings (gpu_reference.py --shape llama32-1b): the table is
+        # the LM head too, so every parameter is read once per step (plus
+        # the gathered rows).
+        tied = dict(gpu_bench.torch_rows(dict(ref, tied=True), 16, width, ref["vocab"]))
+        want = (2 * params + 2 * width + k) / (1 / 50.0) / 10e9
+        got = tied[gpu_bench.HF_ROW]["decode"][1]["mbu"]
+        if abs(got - want) > 1e-12 * want:
+            return fail("tied HF MBU b1 %r, formula %r" % (got, want))
     print("PASS")
     return 0
 
