@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace qcc {
 #define GEN_PASS_DEF_FOLDSHAPES
@@ -820,6 +821,29 @@ struct FoldShapeOnlyPermutation : OpRewritePattern<GatherOp> {
   }
 };
 
+/// Constants of `linear`'s weight rows `rows` (and its bias's), in that
+/// order, created before `linear`; std::nullopt when the weight or bias is
+/// not a readable constant. The bias value is null for a linear without one.
+std::optional<std::pair<Value, Value>>
+linearRows(PatternRewriter &rewriter, LinearOp linear, ArrayRef<int64_t> rows,
+           StringRef suffix) {
+  ElementsAttr weight = getConstant(linear.getWeight());
+  ElementsAttr bias =
+      linear.getBias() ? getConstant(linear.getBias()) : ElementsAttr();
+  if (!weight || (linear.getBias() && !bias))
+    return std::nullopt;
+  ElementsAttr w2 = gatherRows(weight, rows, suffix);
+  ElementsAttr b2 = bias ? gatherRows(bias, rows, suffix) : ElementsAttr();
+  if (!w2 || (bias && !b2))
+    return std::nullopt;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(linear);
+  Location loc = linear.getLoc();
+  Value wv = ConstantOp::create(rewriter, loc, w2);
+  Value bv = b2 ? ConstantOp::create(rewriter, loc, b2).getResult() : Value();
+  return std::pair(wv, bv);
+}
+
 /// Gather(linear, P, last axis) with P a permutation -> the linear with its
 /// constant weight rows (and bias) in the order P: its output features come
 /// out permuted at no cost (raise-rotary gathers an interleaved rotary's q
@@ -866,29 +890,60 @@ struct FoldPermutationIntoLinear : OpRewritePattern<GatherOp> {
         return rewriter.notifyMatchFailure(
             gather, "another user reads the permuted rows");
     }
-    ElementsAttr weight = getConstant(linear.getWeight());
-    ElementsAttr bias =
-        linear.getBias() ? getConstant(linear.getBias()) : ElementsAttr();
-    if (!weight || (linear.getBias() && !bias))
-      return rewriter.notifyMatchFailure(gather,
-                                         "weight or bias is not a constant");
     SmallVector<int64_t> rows = llvm::to_vector(llvm::seq<int64_t>(0, n));
     for (auto [i, p] : llvm::enumerate(*perm))
       rows[lo + i] = lo + p;
-    ElementsAttr w2 = gatherRows(weight, rows, "_permuted");
-    ElementsAttr b2 = bias ? gatherRows(bias, rows, "_permuted") : ElementsAttr();
-    if (!w2 || (bias && !b2))
-      return rewriter.notifyMatchFailure(gather, "weight data not readable");
-    Location loc = linear.getLoc();
-    rewriter.setInsertionPoint(linear);
-    Value wv = ConstantOp::create(rewriter, loc, w2);
-    Value bv = b2 ? ConstantOp::create(rewriter, loc, b2).getResult() : Value();
+    auto permuted = linearRows(rewriter, linear, rows, "_permuted");
+    if (!permuted)
+      return rewriter.notifyMatchFailure(
+          gather, "weight or bias is not a readable constant");
+    auto [wv, bv] = *permuted;
     rewriter.modifyOpInPlace(linear, [&] {
       linear.getWeightMutable().assign(wv);
       if (bv)
         linear.getBiasMutable().assign(bv);
     });
     rewriter.replaceOp(gather, input);
+    return success();
+  }
+};
+
+/// Slice(linear(x, W, b), lo, hi, last axis) -> linear(x, W[lo:hi], b[lo:hi])
+/// when every user of the linear is such a slice: a fused projection (BLOOM's
+/// query_key_value, Falcon's, GPT-NeoX's, after group-fused-heads made each
+/// part one block) becomes one linear per part. The parts then need no copy
+/// out of the fused result (a strided slice of device data, which kept a
+/// decode step from being one CUDA graph), and form-kernels groups them as
+/// it groups q, k and v.
+struct FoldSliceIntoLinear : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SliceOp part,
+                                PatternRewriter &rewriter) const override {
+    auto linear = part.getInput().getDefiningOp<LinearOp>();
+    if (!linear)
+      return rewriter.notifyMatchFailure(part, "not a part of a linear");
+    auto n = (int64_t)linear.getType().getShape().back();
+    if (ShapedType::isDynamic(n))
+      return rewriter.notifyMatchFailure(part, "dynamic output features");
+    for (Operation *user : linear->getUsers()) {
+      auto other = dyn_cast<SliceOp>(user);
+      if (!other || !lastAxisRange(other, n))
+        return rewriter.notifyMatchFailure(
+            part, "the linear has a user other than last-axis slices");
+    }
+    auto [lo, hi] = *lastAxisRange(part, n);
+    auto out = part.getType();
+    if (hi <= lo || out.getShape().back() != hi - lo)
+      return rewriter.notifyMatchFailure(part, "empty or mistyped part");
+    SmallVector<int64_t> rows = llvm::to_vector(llvm::seq<int64_t>(lo, hi));
+    auto sliced = linearRows(rewriter, linear, rows,
+                             llvm::formatv("_rows{0}_{1}", lo, hi).str());
+    if (!sliced)
+      return rewriter.notifyMatchFailure(
+          part, "weight or bias is not a readable constant");
+    rewriter.replaceOpWithNewOp<LinearOp>(part, out, linear.getInput(),
+                                          sliced->first, sliced->second);
     return success();
   }
 };
@@ -1262,6 +1317,7 @@ struct FoldShapesPass : qcc::impl::FoldShapesBase<FoldShapesPass> {
                  FoldMergedHeadsBatch, FoldTransposeChain, FoldConcatOfEmpty,
                  FoldGatherOfOneIndex, FoldGatherNdOfOneIndex,
                  FoldPermutationIntoLinear, FoldShapeOnlyPermutation,
+                 FoldSliceIntoLinear,
                  FoldSliceOfTranspose, FoldHeadSliceIntoPacked,
                  RefineStaticSlice, RefineViewType<ExpandOp>,
                  RefineViewType<ReshapeOp>, RefineViewType<TransposeOp>,

@@ -68,6 +68,10 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
       parts or shapes. (raise-rotary's interleaved rotary permutes q and k.)
     - A permutation whose result is read only for its shape (Shape ops, and
       views read only so) -> its input.
+    - A linear read only through constant last-axis Slices, Slice(linear(x,
+      W, b), lo, hi) -> linear(x, W[lo:hi], b[lo:hi]) per part: a fused
+      projection (BLOOM's query_key_value) becomes one linear per part, with
+      no strided copy of the fused result.
     - Attention on [B * H, S, D] views (BLOOM's baddbmm(alibi, q, k^T) and
       bmm(probs, v)): the un-merge Reshape([B * H, X, Y] -> [B, H, X', Y'])
       of a tree of batched MatMuls, Transpose[0, 2, 1]s and elementwise Add /
@@ -77,12 +81,14 @@ def FoldShapes : Pass<"fold-shapes", "mlir::func::FuncOp"> {
       or fixed by the other dims being x's), or scalars -> the same ops on
       the heads (the reshape kept only where it does not restore them);
       Shapes of the merged ops are computed from the heads' dims.
-    - Expand, Reshape and Transpose results whose users are views or shape
-      ops take the static sizes their operands fix (an Expand to a
+    - Expand, Reshape and Transpose results whose users are views, shape
+      ops, MatMuls or linears (whose verifiers ask only that sizes agree)
+      take the static sizes their operands fix (an Expand to a
       constant; a Reshape's -1 from the input dims the other target dims do
       not account for; a transposed static dim): Falcon's legacy [B, S, -1,
       D] view of its expanded kv heads, whose later [B, H, S, D] view is
-      then an identity.
+      then an identity; Hugging Face's attention output
+      `reshape(*input_shape, -1)` before o_proj, then an identity too.
 
     Dimensions are also compared after tracing them to the reshape and
     expand targets that set them (`resolveDimExpr`), and a batched MatMul's

@@ -567,13 +567,14 @@ func.func @permutation_into_linear(%x: tensor<?x?x2xf32>) -> tensor<?x?x4xf32> {
 // -----
 
 // A part of a fused projection (group-fused-heads' slices): rows [2, 4) are
-// permuted in place; the other part reads rows [0, 2) as before.
+// permuted in place; the other part reads rows [0, 2) as before. Both parts
+// then become linears of their own (every user of the linear is a part).
 // CHECK-LABEL: func.func @permutation_into_linear_part(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x2xf32>
-// CHECK: %[[W:.*]] = qcc.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00], [7.000000e+00, 8.000000e+00], [5.000000e+00, 6.000000e+00]]> : tensor<4x2xf32>
-// CHECK: %[[Y:.*]] = qcc.linear %[[X]], %[[W]] :
-// CHECK: %[[A:.*]] = qcc.slice %[[Y]]
-// CHECK: %[[P:.*]] = qcc.slice %[[Y]]
+// CHECK-DAG: %[[WP:.*]] = qcc.constant dense<{{\[}}[7.000000e+00, 8.000000e+00], [5.000000e+00, 6.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[WA:.*]] = qcc.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[A:.*]] = qcc.linear %[[X]], %[[WA]] :
+// CHECK-DAG: %[[P:.*]] = qcc.linear %[[X]], %[[WP]] :
 // CHECK-NOT: qcc.gather
 // CHECK: return %[[A]], %[[P]]
 func.func @permutation_into_linear_part(%x: tensor<?x?x2xf32>) -> (tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
@@ -839,4 +840,48 @@ func.func @o_proj_input_view(%x: tensor<?x?x128xf32>, %w: tensor<128x128xf32>, %
   %v = qcc.reshape %a, %t : (tensor<?x?x128xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
   %o = qcc.linear %v, %wo : (tensor<?x?x?xf32>, tensor<64x128xf32>) -> tensor<?x?x64xf32>
   return %o : tensor<?x?x64xf32>
+}
+
+// -----
+
+// A fused projection read only through constant last-axis parts (BLOOM's
+// query_key_value after group-fused-heads): one linear per part, over its
+// rows of the weight and the bias; no strided copy of the fused result.
+// CHECK-LABEL: func.func @slices_into_linears(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?x2xf32>
+// CHECK-DAG: %[[W0:.*]] = qcc.constant dense<{{\[}}[1.000000e+00, 2.000000e+00]]> : tensor<1x2xf32>
+// CHECK-DAG: %[[B0:.*]] = qcc.constant dense<1.000000e+01> : tensor<1xf32>
+// CHECK-DAG: %[[W1:.*]] = qcc.constant dense<{{\[}}[3.000000e+00, 4.000000e+00], [5.000000e+00, 6.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[B1:.*]] = qcc.constant dense<[2.000000e+01, 3.000000e+01]> : tensor<2xf32>
+// CHECK-DAG: %[[Q:.*]] = qcc.linear %[[X]], %[[W0]], %[[B0]] :
+// CHECK-DAG: %[[K:.*]] = qcc.linear %[[X]], %[[W1]], %[[B1]] :
+// CHECK-NOT: qcc.slice
+// CHECK: return %[[Q]], %[[K]]
+func.func @slices_into_linears(%x: tensor<?x?x2xf32>) -> (tensor<?x?x1xf32>, tensor<?x?x2xf32>) {
+  %w = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %b = qcc.constant dense<[10.0, 20.0, 30.0]> : tensor<3xf32>
+  %y = qcc.linear %x, %w, %b : (tensor<?x?x2xf32>, tensor<3x2xf32>, tensor<3xf32>) -> tensor<?x?x3xf32>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c1 = qcc.constant dense<1> : tensor<1xi64>
+  %end = qcc.constant dense<9223372036854775807> : tensor<1xi64>
+  %q = qcc.slice %y, %c0, %c1 {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<?x?x3xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x1xf32>
+  %k = qcc.slice %y, %c1, %end {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x3xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x2xf32>
+  return %q, %k : tensor<?x?x1xf32>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Near miss: the fused result is also read whole; the linear and its part
+// stay (splitting would compute the part's rows twice).
+// CHECK-LABEL: func.func @slice_of_linear_read_whole(
+// CHECK: %[[Y:.*]] = qcc.linear
+// CHECK: %[[P:.*]] = qcc.slice %[[Y]]
+// CHECK: return %[[Y]], %[[P]]
+func.func @slice_of_linear_read_whole(%x: tensor<?x?x2xf32>) -> (tensor<?x?x3xf32>, tensor<?x?x1xf32>) {
+  %w = qcc.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %y = qcc.linear %x, %w : (tensor<?x?x2xf32>, tensor<3x2xf32>) -> tensor<?x?x3xf32>
+  %c0 = qcc.constant dense<0> : tensor<1xi64>
+  %c1 = qcc.constant dense<1> : tensor<1xi64>
+  %p = qcc.slice %y, %c0, %c1 {axes = array<i64: 2>, steps = array<i64: 1>} : (tensor<?x?x3xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x1xf32>
+  return %y, %p : tensor<?x?x3xf32>, tensor<?x?x1xf32>
 }
