@@ -177,6 +177,7 @@ Unit emitNorm(const Region &r, bool quantize);
 Unit emitQuantize(const Region &r);
 Unit emitEmbedding(const Region &r);
 Unit emitElementwise(const Region &r);
+Unit emitRouter(const Region &r);
 Unit emitAttention(const Region &r, mlir::DictionaryAttr kvCache);
 Unit emitMoe(const Region &r);
 

@@ -1,8 +1,11 @@
 //===- EmitMoe.cpp - mixture-of-experts regions -> CUDA C++ ---------------===//
 //
-// qcc.moe as moe.cuh's four steps (MoeDefault, moe_config.h).
+// qcc.moe as moe.cuh's four steps (MoeDefault, moe_config.h); a router
+// region (softmax, top_k, renormalization) as router.cuh's one.
 //
 // Tiles (asserted in EmitterTest):
+//   router: one warp per token row, 4 rows per CTA (RouterLaunch<4>), the
+//                    row's experts PerLane = ceil(E / 32) per lane;
 //   moe: MoeDefault = MoeLaunch<64, 16, 32, 256> (64 features x 16 routes
 //                    per CTA, K in slices of 32), the routes sorted by one
 //                    CTA of 256, the combine 256 threads x 1 element.
@@ -153,5 +156,51 @@ Unit emitMoe(const Region &r) {
   return u;
 }
 
+
+/// A router region as router.cuh's routerRow: softmax over the experts,
+/// top_k, and the renormalization when the region divides the top-k values
+/// by their sum.
+Unit emitRouter(const Region &r) {
+  auto softmax = r.find<qcc::SoftmaxOp>();
+  auto topk = r.find<qcc::TopKOp>();
+  auto div = r.find<qcc::DivOp>();
+  int li = r.argIndex(softmax.getInput());
+  if (li < 0)
+    return unsupported("router logits computed inside the region");
+  auto logits = tensorOf(softmax.getInput());
+  int64_t rank = logits.getRank(), E = logits.getShape().back();
+  auto values = tensorOf(topk.getValues());
+  int64_t K = values.getShape().back();
+  if (rank < 1 || ShapedType::isDynamic(E) || ShapedType::isDynamic(K) ||
+      !logits.getElementType().isF32())
+    return unsupported("router over dynamic or non-f32 experts");
+  if (E > 1024 || K > 16)
+    return unsupported("router of more than 1024 experts or top-k over 16");
+  Value gatesValue = div ? div.getResult() : topk.getValues();
+  int gi = r.resultIndex(gatesValue), ii = r.resultIndex(topk.getIndices());
+  if (gi < 0 || ii < 0)
+    return unsupported("router region must yield its gates and expert ids");
+  constexpr int warps = 4;
+  int64_t perLane = (E + 31) / 32;
+  Unit u;
+  Expr rows = u.symbol("rows", Expr::rows(TensorRef::operand(li)));
+  KernelInterface iface;
+  iface.pointer("const float", Param::operand("logits", li))
+      .pointer("float", Param::result("gates", gi))
+      .pointer("long long", Param::result("ids", ii))
+      .scalar(Param::int64("rows", rows));
+  std::string callee =
+      llvm::formatv("qcc::routerRow<{0}, {1}, {2}, {3}, {4}>", warps, E, K,
+                    perLane, div ? "true" : "false")
+          .str();
+  u.source = [=](const std::string &entry) {
+    return header({"router.cuh"}) +
+           wrapperHead(std::to_string(32 * warps), entry, iface) +
+           forwardTo(callee, iface);
+  };
+  u.launch.steps.push_back(
+      step("", 32 * warps, iface, Expr::ceilDiv(rows, warps)));
+  return u;
+}
 
 } // namespace qcc::codegen::detail

@@ -352,6 +352,9 @@ EmitResult emitKernels(ModuleOp module) {
       case qcc::KernelKind::Moe:
         u = emitMoe(r);
         break;
+      case qcc::KernelKind::Router:
+        u = emitRouter(r);
+        break;
       }
 
       EmittedKernel e;

@@ -38,6 +38,10 @@ inline constexpr llvm::StringLiteral kLoraAdaptersAttr = "qcc.lora_adapters";
 /// On an entry point that takes one token per row (kv-cache-layout's decode
 /// -> the emitter's tile choice).
 inline constexpr llvm::StringLiteral kTokensPerRowAttr = "qcc.tokens_per_row";
+/// On a qcc.top_k in a router kernel region (form-kernels): its k, which
+/// fixes its results' size along the axis; the runtime sizes the region's
+/// results from it without reading the k operand.
+inline constexpr llvm::StringLiteral kStaticTopKAttr = "qcc.k";
 
 } // namespace qcc
 

@@ -27,7 +27,8 @@ def Qcc_KernelKind : I32EnumAttr<"KernelKind",
   I32EnumAttrCase<"GemmF16Sp", 9, "gemm_f16_sp">,
   I32EnumAttrCase<"GemmI8Mixed", 10, "gemm_i8_mixed">,
   I32EnumAttrCase<"GemmW4", 11, "gemm_w4">,
-  I32EnumAttrCase<"Moe", 12, "moe">]> {
+  I32EnumAttrCase<"Moe", 12, "moe">,
+  I32EnumAttrCase<"Router", 13, "router">]> {
   let cppNamespace = "::qcc";
 }
 

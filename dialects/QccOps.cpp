@@ -1003,6 +1003,10 @@ LogicalResult KernelOp::verify() {
   case KernelKind::Moe:
     needs = holds(MoeOp()) ? nullptr : "a qcc.moe";
     break;
+  case KernelKind::Router:
+    needs = holds(SoftmaxOp()) && holds(TopKOp()) ? nullptr
+                                                  : "a qcc.softmax and a qcc.top_k";
+    break;
   }
   if (needs)
     return emitOpError("of kind '") << stringifyKernelKind(getKind())

@@ -3,7 +3,8 @@
 // Groups ops into qcc.kernel regions, one per future GPU kernel: a GEMM with
 // its epilogue chain (and the qcc.sparse_2_4 of a 2:4 weight), a norm with the per-token quantize of its output,
 // attention with the rotary embeddings of its query and key, an embedding
-// gather, a chain of elementwise ops. Shape glue stays outside.
+// gather, a chain of elementwise ops, a mixture-of-experts router (softmax,
+// top_k, renormalization). Shape glue stays outside.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccAttrNames.h"
@@ -65,6 +66,9 @@ public:
     for (Operation *op : ops)
       if (isa<AttentionOp, KvAttentionOp>(op))
         formAttention(op);
+    for (Operation *op : ops)
+      if (auto softmax = dyn_cast<SoftmaxOp>(op); softmax && !claimed.contains(op))
+        formRouter(softmax);
     for (Operation *op : ops) {
       if (claimed.contains(op))
         continue;
@@ -301,6 +305,48 @@ private:
       }
     group.push_back(attention);
     form(group, KernelKind::Attention);
+  }
+
+  /// A mixture-of-experts router (router.cuh): a softmax over the last axis
+  /// read only by a top_k of the largest along it, of a static k; with the
+  /// renormalization when the top-k values are read only by their sum over
+  /// the last axis (kept) and the division by it. Anything else stays out.
+  void formRouter(SoftmaxOp softmax) {
+    auto type = softmax.getType();
+    int64_t rank = type.getRank(), axis = softmax.getAxis();
+    if (rank < 1 || (axis != rank - 1 && axis != -1))
+      return;
+    auto topk = dyn_cast_or_null<TopKOp>(soleUser(softmax));
+    if (!topk || claimed.contains(topk) || !topk.getLargest() ||
+        (topk.getAxis() != rank - 1 && topk.getAxis() != -1) ||
+        ShapedType::isDynamic(topk.getValues().getType().getShape().back()))
+      return;
+    SmallVector<Operation *> group = {softmax, topk};
+    // The renormalization: values / reduce_sum(values, last axis, kept).
+    Value values = topk.getValues();
+    ReduceSumOp sum;
+    DivOp div;
+    for (Operation *u : values.getUsers()) {
+      if (auto r = dyn_cast<ReduceSumOp>(u))
+        sum = r;
+      else if (auto d = dyn_cast<DivOp>(u))
+        div = d;
+    }
+    bool renorm =
+        sum && div && llvm::range_size(values.getUsers()) == 2 &&
+        sum.getKeepdims() && sum.getAxes().size() == 1 &&
+        (sum.getAxes()[0] == rank - 1 || sum.getAxes()[0] == -1) &&
+        sum.getResult().hasOneUse() && div.getLhs() == values &&
+        div.getRhs() == sum.getResult() && div.getType() == values.getType() &&
+        !claimed.contains(sum) && !claimed.contains(div);
+    if (renorm) {
+      group.push_back(sum);
+      group.push_back(div);
+    }
+    topk->setAttr(kStaticTopKAttr,
+                  IntegerAttr::get(IntegerType::get(topk.getContext(), 64),
+                                   topk.getValues().getType().getShape().back()));
+    form(group, KernelKind::Router);
   }
 
   /// A chain of elementwise ops, each the only user of the previous.

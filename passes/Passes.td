@@ -1106,6 +1106,11 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     * `attention`: `qcc.attention` / `qcc.kv_attention` with the `rotary`
       ops that produce its query and key when it is their only user (rotary
       and KV append fused into the attention kernel);
+    * `router`: a `softmax` over the last axis read only by a `top_k` of
+      the largest along it (static k, recorded on it as `qcc.k` for the
+      runtime's shapes), with the renormalization when the top-k values are
+      read only by their `reduce_sum` over the last axis (kept) and the
+      `div` by it (Mixtral's router);
     * `embedding`, `norm`, `quantize`, `moe` (a `qcc.moe`: its experts'
       grouped GEMMs over the routed tokens) alone; `elementwise`: a chain of
       elementwise ops, each the only user of the previous one.

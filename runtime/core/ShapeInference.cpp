@@ -155,6 +155,47 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   }
   case OpKind::GatherElements:
     return {operandShape(n, ops, 1, 1)};
+  case OpKind::ReduceMean:
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax: { // the router region's sum of its top-k gates
+    Shape y = operandShape(n, ops, 0, 0);
+    int64_t rank = (int64_t)y.size();
+    std::vector<bool> reduced((size_t)rank, false);
+    if (!n.attrs.contains("axes") || !n.attrs["axes"].is_array())
+      fail(n, "no axes");
+    for (const auto &a : n.attrs["axes"]) {
+      if (!a.is_number_integer())
+        fail(n, "a non-integer axis");
+      int64_t axis = a.get<int64_t>();
+      if (axis < -rank || axis >= rank)
+        fail(n, "axis out of range");
+      reduced[(size_t)(axis < 0 ? axis + rank : axis)] = true;
+    }
+    bool keep = n.attrs.value("keepdims", true);
+    Shape out;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!reduced[(size_t)d])
+        out.push_back(y[(size_t)d]);
+      else if (keep)
+        out.push_back(1);
+    return {out};
+  }
+  case OpKind::TopK: {
+    // Its size along the axis is the value of k: known without it only in a
+    // router region, whose top_k carries it ("qcc.k", form-kernels).
+    if (!n.attrs.contains("qcc.k") || !n.attrs["qcc.k"].is_number_integer())
+      fail(n, "no shape rule for this op outside a router region");
+    Shape y = operandShape(n, ops, 0, 1);
+    int64_t rank = (int64_t)y.size(), axis = n.attrs.value("axis", int64_t(-1));
+    if (axis < -rank || axis >= rank)
+      fail(n, "axis out of range");
+    int64_t k = n.attrs["qcc.k"].get<int64_t>();
+    int64_t &d = y[(size_t)(axis < 0 ? axis + rank : axis)];
+    if (k < 0 || k > d)
+      fail(n, "k = " + std::to_string(k) + " is out of range for " + shapeString(y));
+    d = k;
+    return {y, y};
+  }
   case OpKind::Embedding: {
     const Shape &table = operandShape(n, ops, 0, 2);
     Shape y = operandShape(n, ops, 1, 0);
@@ -165,9 +206,6 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   // form-kernels puts none of these into a region.
   case OpKind::MatMul:
   case OpKind::Gemm:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMax:
   case OpKind::Transpose:
   case OpKind::Reshape:
   case OpKind::Flatten:
@@ -181,7 +219,6 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   case OpKind::ScatterNd:
   case OpKind::ScatterElements:
   case OpKind::Tile:
-  case OpKind::TopK:    // its size along the axis is the value of k
   case OpKind::OneHot:  // its new dimension is the value of depth
   case OpKind::NonZero: // data-dependent: known only once it has run
   case OpKind::Shape:

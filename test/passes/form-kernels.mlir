@@ -313,3 +313,56 @@ func.func @moe(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tensor<?x2xf32>,
   %y = qcc.moe %x, %ids, %g, %up, %down, %gate {activation = "silu"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<4x96x64xf32>, tensor<4x64x96xf32>, tensor<4x96x64xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// A mixture-of-experts router (Mixtral): softmax over the experts, top_k of
+// the largest, the top-k values over their sum: one router region yielding
+// the ids and the renormalized gates; its top_k carries its static k
+// ("qcc.k") for the runtime's shapes. The experts (qcc.moe) are a region of
+// their own.
+// CHECK-LABEL: func.func @router_renormalized(
+// CHECK: %[[R:.*]]:2 = qcc.kernel router "k{{[0-9]+}}"(%{{.*}}, %{{.*}}) : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xi64>, tensor<?x2xf32>)
+// CHECK: qcc.softmax
+// CHECK: qcc.top_k {{.*}} {axis = 1 : i64, qcc.k = 2 : i64}
+// CHECK: qcc.reduce_sum
+// CHECK: qcc.div
+// CHECK: qcc.kernel moe {{.*}}(%{{.*}}, %[[R]]#0, %[[R]]#1,
+func.func @router_renormalized(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %up: tensor<4x16x8xf32>, %down: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  %k = qcc.constant dense<2> : tensor<1xi64>
+  %p = qcc.softmax %logits {axis = 1 : i64} : tensor<?x4xf32>
+  %v, %i = qcc.top_k %p, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %s = qcc.reduce_sum %v {axes = array<i64: 1>} : (tensor<?x2xf32>) -> tensor<?x1xf32>
+  %g = qcc.div %v, %s : (tensor<?x2xf32>, tensor<?x1xf32>) -> tensor<?x2xf32>
+  %y = qcc.moe %x, %i, %g, %up, %down {activation = "relu"} : (tensor<?x8xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// Without the renormalization (Qwen-MoE's norm_topk_prob off): the region
+// yields the top-k values themselves.
+// CHECK-LABEL: func.func @router_plain(
+// CHECK: %[[R:.*]]:2 = qcc.kernel router "k{{[0-9]+}}"(%{{.*}}, %{{.*}}) : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK-NOT: qcc.reduce_sum
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @router_plain(%logits: tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %k = qcc.constant dense<2> : tensor<1xi64>
+  %p = qcc.softmax %logits {axis = -1 : i64} : tensor<?x4xf32>
+  %v, %i = qcc.top_k %p, %k {axis = -1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  return %v, %i : tensor<?x2xf32>, tensor<?x2xi64>
+}
+
+// -----
+
+// Near miss: the probabilities are read beside the top_k (an auxiliary
+// loss, say): the softmax stays out of any region.
+// CHECK-LABEL: func.func @router_probabilities_read(
+// CHECK-NOT: qcc.kernel router
+// CHECK: qcc.softmax
+func.func @router_probabilities_read(%logits: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x2xi64>) {
+  %k = qcc.constant dense<2> : tensor<1xi64>
+  %p = qcc.softmax %logits {axis = 1 : i64} : tensor<?x4xf32>
+  %v, %i = qcc.top_k %p, %k {axis = 1 : i64} : (tensor<?x4xf32>, tensor<1xi64>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  return %p, %i : tensor<?x4xf32>, tensor<?x2xi64>
+}

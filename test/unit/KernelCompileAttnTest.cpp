@@ -29,7 +29,7 @@ const char *kHeaders[] = {"common.cuh", "numerics.h", "host_device.h",
                           "attention_config.h", "norm_config.h", "broadcast.h",
                           "quantize_static.cuh",     "kv_cache.cuh",          "rotary.cuh",
                           "norm.cuh",      "quantize.cuh",          "attention_prefill.cuh",
-                          "attention_decode.cuh", "embedding.cuh",  "elementwise.cuh",
+                          "attention_decode.cuh", "embedding.cuh",  "elementwise.cuh", "router.cuh",
                           "sampling.cuh"};
 
 struct CompileResult {
@@ -168,6 +168,7 @@ const char *kMiscSrc = R"(
 #include "qcc/rotary.cuh"
 #include "qcc/embedding.cuh"
 #include "qcc/elementwise.cuh"
+#include "qcc/router.cuh"
 #include "qcc/sampling.cuh"
 using namespace qcc;
 template __global__ void qcc::rotaryKernel<128, __half, float>(const __half *, __half *,
@@ -190,6 +191,14 @@ template __global__ void qcc::elementwiseKernel<128, 2, BiasGeluRes, float, floa
     ElementwiseParams<float, float, 3>);
 template __global__ void qcc::elementwiseKernel<128, 1, ew::GeluTanh<ew::Arg<0>>, float, __half, 1>(
     ElementwiseParams<float, __half, 1>);
+extern "C" __global__ void __launch_bounds__(128)
+router_mixtral(const float *l, float *g, long long *ids, long long rows) {
+  routerRow<4, 8, 2, 1, true>(l, g, ids, rows);
+}
+extern "C" __global__ void __launch_bounds__(128)
+router_wide(const float *l, float *g, long long *ids, long long rows) {
+  routerRow<4, 128, 8, 4, false>(l, g, ids, rows);
+}
 template __global__ void qcc::argmaxKernel<256, float>(const float *, long long *, float *, int, int);
 template __global__ void qcc::argmaxKernel<1024, __half>(const __half *, long long *, float *, int, int);
 template __global__ void qcc::topkKernel<64, 64, float>(const float *, float *, long long *, int, int, int);
@@ -202,7 +211,9 @@ TEST(KernelCompileAttn, Norm) { expectCompiles(kNormSrc); }
 TEST(KernelCompileAttn, Quantize) { expectCompiles(kQuantizeSrc); }
 TEST(KernelCompileAttn, AttentionPrefill) { expectCompiles(kPrefillSrc); }
 TEST(KernelCompileAttn, AttentionDecode) { expectCompiles(kDecodeSrc); }
-TEST(KernelCompileAttn, RotaryEmbeddingElementwiseSampling) { expectCompiles(kMiscSrc); }
+TEST(KernelCompileAttn, RotaryEmbeddingElementwiseRouterSampling) {
+  expectCompiles(kMiscSrc);
+}
 
 #else // no CUDA toolkit: nothing to compile with
 
