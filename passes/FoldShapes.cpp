@@ -897,7 +897,8 @@ struct FoldPermutationIntoLinear : OpRewritePattern<GatherOp> {
     if (!permuted)
       return rewriter.notifyMatchFailure(
           gather, "weight or bias is not a readable constant");
-    auto [wv, bv] = *permuted;
+    // Copies, not structured bindings: clang 14 rejects capturing those.
+    Value wv = permuted->first, bv = permuted->second;
     rewriter.modifyOpInPlace(linear, [&] {
       linear.getWeightMutable().assign(wv);
       if (bv)
