@@ -73,7 +73,7 @@ QCC_UNROLL
       sum += p[i];
     }
 QCC_UNROLL
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullMask, sum, o);
 QCC_UNROLL
     for (int i = 0; i < PerLane; ++i) p[i] = (float)((double)p[i] / sum);
   }
@@ -95,8 +95,8 @@ QCC_UNROLL
       }
 QCC_UNROLL
     for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      const float ov = __shfl_xor_sync(kFullMask, bv, o);
+      const int oi = __shfl_xor_sync(kFullMask, bi, o);
       if (oi >= 0 && (bi < 0 || routerBefore(ov, oi, bv, bi))) {
         bv = ov;
         bi = oi;

@@ -61,10 +61,11 @@ template <typename T> T __shfl_xor_sync(unsigned, T v, int laneMask) {
 }
 
 namespace qcc {
+constexpr unsigned kFullMask = 0xffffffffu;
 QCC_DEVICE float negInf() { return -std::numeric_limits<float>::infinity(); }
 QCC_DEVICE float warpMax(float v) {
   for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
   return v;
 }
 } // namespace qcc
