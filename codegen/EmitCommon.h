@@ -171,13 +171,11 @@ std::string floatLiteral(float x);
 /// The device type naming a linear's float outlier columns (common.cuh).
 std::string outlierColumnsType(llvm::ArrayRef<int64_t> columns);
 
-// The kernel families (the switch in Emitter.cpp).
+// The kernel families (format::KernelFamily, the switch in Emitter.cpp):
+// each tells its kinds apart (r.kernel.getKind()).
 Unit emitGemm(const Region &r);
-Unit emitNorm(const Region &r, bool quantize);
-Unit emitQuantize(const Region &r);
-Unit emitEmbedding(const Region &r);
+Unit emitNorm(const Region &r);
 Unit emitElementwise(const Region &r);
-Unit emitRouter(const Region &r);
 Unit emitAttention(const Region &r, mlir::DictionaryAttr kvCache);
 Unit emitMoe(const Region &r);
 

@@ -18,7 +18,7 @@ using namespace mlir;
 
 namespace qcc::codegen::detail {
 
-Unit emitEmbedding(const Region &r) {
+static Unit emitEmbedding(const Region &r) {
   auto e = r.find<qcc::EmbeddingOp>();
   auto table = tensorOf(e.getTable());
   std::string tT = cType(table.getElementType());
@@ -50,7 +50,7 @@ Unit emitEmbedding(const Region &r) {
   return u;
 }
 
-Unit emitElementwise(const Region &r) {
+static Unit emitChain(const Region &r) {
   llvm::DenseMap<Value, std::string> expr;
   for (BlockArgument a : r.body.getArguments())
     expr[a] = "qcc::ew::Arg<" + std::to_string(a.getArgNumber()) + ">";
@@ -200,5 +200,13 @@ Unit emitElementwise(const Region &r) {
   return u;
 }
 
+
+/// The elementwise family: embedding (a table lookup) and elementwise
+/// chains.
+Unit emitElementwise(const Region &r) {
+  if (r.kernel.getKind() == qcc::KernelKind::Embedding)
+    return emitEmbedding(r);
+  return emitChain(r);
+}
 
 } // namespace qcc::codegen::detail

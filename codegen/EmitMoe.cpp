@@ -26,7 +26,7 @@ namespace qcc::codegen::detail {
 /// qcc.moe as moe.cuh's four steps: routes by expert, the grouped up (and
 /// gate) GEMM with the activation, the grouped down GEMM, each token's
 /// gate-weighted sum (MoeDefault, moe_config.h).
-Unit emitMoe(const Region &r) {
+static Unit emitExperts(const Region &r) {
   using Cfg = qcc::MoeDefault;
   auto moe = r.find<qcc::MoeOp>();
   int xi = r.argIndex(moe.getInput()), ii = r.argIndex(moe.getExpertIds()),
@@ -156,11 +156,10 @@ Unit emitMoe(const Region &r) {
   return u;
 }
 
-
 /// A router region as router.cuh's routerRow: softmax over the experts,
 /// top_k, and the renormalization when the region divides the top-k values
 /// by their sum.
-Unit emitRouter(const Region &r) {
+static Unit emitRouter(const Region &r) {
   auto softmax = r.find<qcc::SoftmaxOp>();
   auto topk = r.find<qcc::TopKOp>();
   auto div = r.find<qcc::DivOp>();
@@ -201,6 +200,13 @@ Unit emitRouter(const Region &r) {
   u.launch.steps.push_back(
       step("", 32 * warps, iface, Expr::ceilDiv(rows, warps)));
   return u;
+}
+
+/// The mixture-of-experts family: the experts (qcc.moe) and the router.
+Unit emitMoe(const Region &r) {
+  if (r.kernel.getKind() == qcc::KernelKind::Router)
+    return emitRouter(r);
+  return emitExperts(r);
 }
 
 } // namespace qcc::codegen::detail

@@ -20,7 +20,7 @@ using namespace mlir;
 
 namespace qcc::codegen::detail {
 
-Unit emitNorm(const Region &r, bool quantize) {
+static Unit emitNormRows(const Region &r, bool quantize) {
   auto ln = r.find<qcc::LayerNormOp>();
   auto rms = r.find<qcc::RmsNormOp>();
   if (!ln && !rms)
@@ -91,7 +91,7 @@ Unit emitNorm(const Region &r, bool quantize) {
   return u;
 }
 
-Unit emitQuantize(const Region &r) {
+static Unit emitQuantize(const Region &r) {
   auto q = r.find<qcc::QuantizeOp>();
   if (!q)
     return unsupported("quantize region without qcc.quantize");
@@ -147,5 +147,13 @@ Unit emitQuantize(const Region &r) {
   return u;
 }
 
+
+/// The norm family: norm, norm_quantize, quantize.
+Unit emitNorm(const Region &r) {
+  qcc::KernelKind kind = r.kernel.getKind();
+  if (kind == qcc::KernelKind::Quantize)
+    return emitQuantize(r);
+  return emitNormRows(r, kind == qcc::KernelKind::NormQuantize);
+}
 
 } // namespace qcc::codegen::detail

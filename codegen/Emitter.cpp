@@ -322,46 +322,28 @@ EmitResult emitKernels(ModuleOp module) {
     fn.walk([&](qcc::KernelOp k) {
       Region r(k, fn.getSymName().str(), decode);
       Unit u;
-      switch (k.getKind()) {
-      case qcc::KernelKind::GemmI8:
-      case qcc::KernelKind::GemmF16:
-      case qcc::KernelKind::GemmI8Sp:
-      case qcc::KernelKind::GemmF16Sp:
-      case qcc::KernelKind::GemmI8Mixed:
-      case qcc::KernelKind::GemmW4:
+      switch (format::family(k.getKind())) {
+      case format::KernelFamily::Gemm:
         u = emitGemm(r);
         break;
-      case qcc::KernelKind::NormQuantize:
-        u = emitNorm(r, true);
+      case format::KernelFamily::Norm:
+        u = emitNorm(r);
         break;
-      case qcc::KernelKind::Norm:
-        u = emitNorm(r, false);
-        break;
-      case qcc::KernelKind::Quantize:
-        u = emitQuantize(r);
-        break;
-      case qcc::KernelKind::Embedding:
-        u = emitEmbedding(r);
-        break;
-      case qcc::KernelKind::Elementwise:
+      case format::KernelFamily::Elementwise:
         u = emitElementwise(r);
         break;
-      case qcc::KernelKind::Attention:
+      case format::KernelFamily::Attention:
         u = emitAttention(r, kvCache);
         break;
-      case qcc::KernelKind::Moe:
+      case format::KernelFamily::Moe:
         u = emitMoe(r);
-        break;
-      case qcc::KernelKind::Router:
-        u = emitRouter(r);
         break;
       }
 
       EmittedKernel e;
       e.function = r.function;
       e.name = k.getSymName().str();
-      // The ODS enum lists format/KernelKinds.def in order (KernelKindTest).
-      e.kind = static_cast<format::KernelKind>(k.getKind());
+      e.kind = k.getKind();
       e.unsupported = u.unsupported;
       size_t index = result.kernels.size();
       if (e.unsupported.empty()) {

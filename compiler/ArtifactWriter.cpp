@@ -230,7 +230,7 @@ struct Writer {
         // The region's name identifies it; its kernel (if compiled) by index.
         std::string region = k.getSymName().str();
         node["name"] = region;
-        attrs["kind"] = qcc::stringifyKernelKind(k.getKind()).str();
+        attrs["kind"] = qcc::format::spelling(k.getKind());
         auto it = kernelIndex.find({currentFunction, region});
         attrs["kernel"] = it == kernelIndex.end() ? int64_t(-1) : it->second;
         json args = json::array(), bodyNodes = json::array(),

@@ -11,25 +11,20 @@
 include "dialects/QccDialect.td"
 include "mlir/IR/EnumAttr.td"
 
-// format/KernelKinds.def, in its order and spellings (the runtime links no
-// MLIR; KernelKindTest checks that the two agree).
-def Qcc_KernelKind : I32EnumAttr<"KernelKind",
-    "the device template family of a qcc.kernel region", [
-  I32EnumAttrCase<"GemmI8", 0, "gemm_i8">,
-  I32EnumAttrCase<"GemmF16", 1, "gemm_f16">,
-  I32EnumAttrCase<"Norm", 2, "norm">,
-  I32EnumAttrCase<"NormQuantize", 3, "norm_quantize">,
-  I32EnumAttrCase<"Quantize", 4, "quantize">,
-  I32EnumAttrCase<"Embedding", 5, "embedding">,
-  I32EnumAttrCase<"Elementwise", 6, "elementwise">,
-  I32EnumAttrCase<"Attention", 7, "attention">,
-  I32EnumAttrCase<"GemmI8Sp", 8, "gemm_i8_sp">,
-  I32EnumAttrCase<"GemmF16Sp", 9, "gemm_f16_sp">,
-  I32EnumAttrCase<"GemmI8Mixed", 10, "gemm_i8_mixed">,
-  I32EnumAttrCase<"GemmW4", 11, "gemm_w4">,
-  I32EnumAttrCase<"Moe", 12, "moe">,
-  I32EnumAttrCase<"Router", 13, "router">]> {
-  let cppNamespace = "::qcc";
+// The kind of a qcc.kernel region: format/KernelKinds.def's enum itself (the
+// one definition, which the runtime shares without MLIR), spelled as the
+// table spells it: `#qcc.kernel_kind<gemm_i8>`, and bare in qcc.kernel's
+// custom form (`qcc.kernel gemm_i8 "k3" ...`). A new kind is a line of that table, not a case here.
+def Qcc_KernelKindAttr : AttrDef<Qcc_Dialect, "KernelKind"> {
+  let mnemonic = "kernel_kind";
+  let summary = "The device template family of a qcc.kernel region";
+  let parameters = (ins "::qcc::format::KernelKind":$value);
+  let hasCustomAssemblyFormat = 1;
+  // The op accessors return the enum, the builders take it.
+  let returnType = "::qcc::format::KernelKind";
+  let convertFromStorage = "$_self.getValue()";
+  let constBuilderCall =
+      "::qcc::KernelKindAttr::get($_builder.getContext(), $0)";
 }
 
 def Qcc_QuantScheme : I32EnumAttr<"QuantScheme",

@@ -38,6 +38,33 @@ qcc::QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+// A kernel kind is spelled as format/KernelKinds.def spells it:
+// `#qcc.kernel_kind<gemm_i8>`, and a bare keyword in qcc.kernel's custom
+// form (parseKernelKindKeyword, QccOps.cpp).
+FailureOr<qcc::format::KernelKind> qcc::parseKernelKindKeyword(AsmParser &parser) {
+  llvm::SMLoc at = parser.getCurrentLocation();
+  StringRef word;
+  if (failed(parser.parseKeyword(&word)))
+    return failure();
+  std::optional<qcc::format::KernelKind> kind = qcc::format::parseKernelKind(word);
+  if (!kind)
+    return parser.emitError(at) << "unknown kernel kind '" << word << "'";
+  return *kind;
+}
+
+Attribute qcc::KernelKindAttr::parse(AsmParser &parser, Type) {
+  FailureOr<qcc::format::KernelKind> kind;
+  if (failed(parser.parseLess()) ||
+      failed(kind = parseKernelKindKeyword(parser)) ||
+      failed(parser.parseGreater()))
+    return {};
+  return KernelKindAttr::get(parser.getContext(), *kind);
+}
+
+void qcc::KernelKindAttr::print(AsmPrinter &printer) const {
+  printer << "<" << qcc::format::spelling(getValue()) << ">";
+}
+
 Operation *qcc::QccDialect::materializeConstant(OpBuilder &builder,
                                                 Attribute value, Type type,
                                                 Location loc) {

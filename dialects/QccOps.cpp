@@ -909,6 +909,20 @@ LogicalResult QLinearOp::verifyOutliers() {
   return success();
 }
 
+/// qcc.kernel's kind, bare (`qcc.kernel gemm_i8 "k3" ...`).
+static ParseResult parseKernelKind(OpAsmParser &parser, KernelKindAttr &kind) {
+  FailureOr<format::KernelKind> k = parseKernelKindKeyword(parser);
+  if (failed(k))
+    return failure();
+  kind = KernelKindAttr::get(parser.getContext(), *k);
+  return success();
+}
+
+static void printKernelKind(OpAsmPrinter &printer, KernelOp,
+                            KernelKindAttr kind) {
+  printer << format::spelling(kind.getValue());
+}
+
 /// Whether `body` holds a `Gemm` (linear / qlinear) whose weight is a
 /// qcc.sparse_2_4 of the region's block arguments: what the sparse GEMM kinds
 /// read straight from the compressed form.
@@ -1009,7 +1023,7 @@ LogicalResult KernelOp::verify() {
     break;
   }
   if (needs)
-    return emitOpError("of kind '") << stringifyKernelKind(getKind())
+    return emitOpError("of kind '") << format::spelling(getKind())
                                     << "' needs " << needs << " in its body";
   return success();
 }

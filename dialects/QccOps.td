@@ -913,7 +913,7 @@ def Qcc_WeightInt4Op : Qcc_Op<"weight_int4", [AttrSizedOperandSegments]> {
 // Kernel regions (form-kernels)
 //===----------------------------------------------------------------------===//
 
-// Qcc_KernelKind: dialects/QccAttrs.td (the dialect's one enum file).
+// Qcc_KernelKindAttr: dialects/QccAttrs.td (format/KernelKinds.def's enum).
 
 def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     [IsolatedFromAbove, SingleBlock]> {
@@ -921,19 +921,13 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
   let description = [{
     The body computes the results from the block arguments (one per
     operand) with the ops it holds, in their usual semantics; `kind` names
-    the device template family the emitter instantiates (`gemm_i8`,
-    `gemm_f16`, `gemm_i8_sp`, `gemm_f16_sp`, `gemm_i8_mixed` (a qlinear
-    with float outlier columns), `gemm_w4` (a linear of a packed int4
-    weight), `norm_quantize`, `norm`,
-    `quantize`, `attention`, `embedding`, `elementwise`, `moe` (a
-    `qcc.moe`); the verifier checks
-    the body holds the op the kind is built around: for the `_sp` kinds a
-    qlinear / linear whose weight is a `qcc.sparse_2_4` of block arguments,
-    for `gemm_w4` a linear whose weight is a `qcc.weight_int4` without
-    perm of block arguments), `name` is unique in the function. The region
-    is isolated from above: weights enter as operands (a 2:4 weight as its
-    values and metadata, an int4 weight as its packed bytes, scales and
-    offsets).
+    the device template the emitter instantiates, one of
+    format/KernelKinds.def's (spelled as that table spells it); the verifier
+    checks the body holds the op the kind is built around (for the 2:4 and
+    int4 kinds, a weight view of block arguments: the compressed weight is
+    read as it is); `name` is unique in the function. The region is
+    isolated from above: weights enter as operands. form-kernels
+    (passes/Passes.td) says which groups become which kind.
 
     ```mlir
     %y = qcc.kernel gemm_i8 "k3" (%xq, %xs, %xz, %w, %ws, %wsum, %b)
@@ -945,12 +939,12 @@ def Qcc_KernelOp : Op<Qcc_Dialect, "kernel",
     }
     ```
   }];
-  let arguments = (ins Variadic<AnyType>:$inputs, Qcc_KernelKind:$kind,
+  let arguments = (ins Variadic<AnyType>:$inputs, Qcc_KernelKindAttr:$kind,
                    StrAttr:$sym_name);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$kind $sym_name `(` $inputs `)` attr-dict `:` "
-                       "functional-type($inputs, $results) $body";
+  let assemblyFormat = "custom<KernelKind>($kind) $sym_name `(` $inputs `)` "
+                       "attr-dict `:` functional-type($inputs, $results) $body";
   let hasVerifier = 1;
 }
 

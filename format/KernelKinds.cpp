@@ -5,7 +5,7 @@ namespace qcc::format {
 
 const char *spelling(KernelKind k) {
   switch (k) {
-#define QCC_KERNEL_KIND(Name, Spelling, IsGemm)                                \
+#define QCC_KERNEL_KIND(Name, Spelling, Family)                                \
   case KernelKind::Name:                                                       \
     return Spelling;
 #include "format/KernelKinds.def"
@@ -14,21 +14,21 @@ const char *spelling(KernelKind k) {
 }
 
 std::optional<KernelKind> parseKernelKind(std::string_view s) {
-#define QCC_KERNEL_KIND(Name, Spelling, IsGemm)                                \
+#define QCC_KERNEL_KIND(Name, Spelling, Family)                                \
   if (s == Spelling)                                                           \
     return KernelKind::Name;
 #include "format/KernelKinds.def"
   return std::nullopt;
 }
 
-bool isGemm(KernelKind k) {
+KernelFamily family(KernelKind k) {
   switch (k) {
-#define QCC_KERNEL_KIND(Name, Spelling, IsGemm)                                \
+#define QCC_KERNEL_KIND(Name, Spelling, Family)                                \
   case KernelKind::Name:                                                       \
-    return IsGemm;
+    return KernelFamily::Family;
 #include "format/KernelKinds.def"
   }
-  return false;
+  return KernelFamily::Elementwise;
 }
 
 } // namespace qcc::format

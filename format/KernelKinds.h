@@ -13,13 +13,17 @@
 
 namespace qcc::format {
 
+/// The kinds the emitter instantiates with one emit function
+/// (codegen/Emit<Family>.cpp), which tells its kinds apart.
+enum class KernelFamily { Gemm, Norm, Elementwise, Attention, Moe };
+
 enum class KernelKind {
-#define QCC_KERNEL_KIND(Name, Spelling, IsGemm) Name,
+#define QCC_KERNEL_KIND(Name, Spelling, Family) Name,
 #include "format/KernelKinds.def"
 };
 
 inline constexpr int kNumKernelKinds = 0
-#define QCC_KERNEL_KIND(Name, Spelling, IsGemm) +1
+#define QCC_KERNEL_KIND(Name, Spelling, Family) +1
 #include "format/KernelKinds.def"
     ;
 
@@ -27,8 +31,10 @@ inline constexpr int kNumKernelKinds = 0
 const char *spelling(KernelKind k);
 /// The kind of a spelling, if it is one.
 std::optional<KernelKind> parseKernelKind(std::string_view s);
-/// A GEMM with its epilogue chain (the IsGemm column of KernelKinds.def).
-bool isGemm(KernelKind k);
+/// The family column of KernelKinds.def.
+KernelFamily family(KernelKind k);
+/// A GEMM with its epilogue chain (the GEMM family).
+inline bool isGemm(KernelKind k) { return family(k) == KernelFamily::Gemm; }
 
 } // namespace qcc::format
 

@@ -89,7 +89,7 @@ public:
 
 private:
   void form(SmallVector<Operation *> group, KernelKind kind) {
-    LLVM_DEBUG(llvm::dbgs() << "form-kernels: " << stringifyKernelKind(kind) << " of "
+    LLVM_DEBUG(llvm::dbgs() << "form-kernels: " << qcc::format::spelling(kind) << " of "
                             << group.size() << " op(s) at "
                             << group.back()->getLoc() << "\n");
     for (Operation *op : group)

@@ -1128,7 +1128,7 @@ def FormKernels : Pass<"form-kernels", "mlir::func::FuncOp"> {
     %y = qcc.qlinear %q, %s, %z, %w, %ws, %wsum, %b : ...
     %g = qcc.gelu %y : tensor<?x?x1024xf32>
     // after
-    %y = qcc.kernel "gemm_i8" "k0" (%q, %s, %z, %w, %ws, %wsum, %b) : (...) -> tensor<?x?x1024xf32> {
+    %y = qcc.kernel gemm_i8 "k0" (%q, %s, %z, %w, %ws, %wsum, %b) : (...) -> tensor<?x?x1024xf32> {
     ^bb0(...):
       %0 = qcc.qlinear ...
       %1 = qcc.gelu %0 : tensor<?x?x1024xf32>

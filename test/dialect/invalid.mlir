@@ -182,7 +182,8 @@ func.func @quantize_per_channel(%x: tensor<?x2xf32>) -> tensor<?x2xi8> {
 // -----
 
 func.func @kernel_kind_unknown(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{expected string or keyword containing one of the following enum values}}
+  // A kind is a spelling of format/KernelKinds.def; another is named.
+  // expected-error @+1 {{unknown kernel kind 'gemm_i4'}}
   %0 = qcc.kernel gemm_i4 "k0" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
     qcc.yield %a : tensor<4x8xf32>

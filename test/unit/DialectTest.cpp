@@ -1,11 +1,16 @@
 //===- DialectTest.cpp - dialect helpers ----------------------------------===//
 #include "dialects/QccConstants.h"
+#include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"
 #include "dialects/QccRuntimeAttrs.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -68,19 +73,52 @@ TEST(Constants, SplatExpandsToEveryElement) {
 #include "format/KernelKinds.h"
 
 namespace {
-// The runtime links no MLIR, so the kernel kinds exist twice: the ODS enum
-// (dialects/QccOps.td) and format/KernelKinds.def. Same order, same names.
-TEST(KernelKindTest, OdsEnumMatchesTheDefTable) {
-  EXPECT_EQ(qcc::getMaxEnumValForKernelKind() + 1,
-            (uint32_t)qcc::format::kNumKernelKinds);
+// The dialect's kind attribute holds format/KernelKinds.def's enum: every
+// kind prints as the table spells it and parses back, in the attribute's own
+// form and in qcc.kernel's bare form; an unknown spelling is refused by name.
+TEST(KernelKindTest, AttributeSpellsTheTable) {
+  MLIRContext ctx;
+  ctx.loadDialect<qcc::QccDialect, func::FuncDialect>();
   for (int i = 0; i < qcc::format::kNumKernelKinds; ++i) {
-    auto ods = qcc::symbolizeKernelKind((uint32_t)i);
-    ASSERT_TRUE(ods.has_value()) << i;
-    EXPECT_EQ(qcc::stringifyKernelKind(*ods).str(),
-              qcc::format::spelling((qcc::format::KernelKind)i));
-    EXPECT_EQ(qcc::format::parseKernelKind(qcc::stringifyKernelKind(*ods)),
-              (qcc::format::KernelKind)i);
+    auto k = (qcc::format::KernelKind)i;
+    std::string text =
+        std::string("#qcc.kernel_kind<") + qcc::format::spelling(k) + ">";
+    Attribute parsed = parseAttribute(text, &ctx);
+    auto attr = dyn_cast_or_null<qcc::KernelKindAttr>(parsed);
+    ASSERT_TRUE(attr) << text;
+    EXPECT_EQ(attr.getValue(), k);
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    Attribute(attr).print(os);
+    EXPECT_EQ(printed, text);
+
+    // qcc.kernel with this kind, bare, round-trips through its custom form.
+    std::string op = std::string("func.func @f(%a: f32) -> f32 {\n"
+                                 "  %0 = qcc.kernel ") +
+                     qcc::format::spelling(k) +
+                     " \"k0\"(%a) : (f32) -> f32 {\n"
+                     "  ^bb0(%x: f32):\n    qcc.yield %x : f32\n  }\n"
+                     "  return %0 : f32\n}\n";
+    ParserConfig config(&ctx, /*verifyAfterParse=*/false);
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(op, config);
+    ASSERT_TRUE(m) << op;
+    qcc::KernelOp kernel;
+    m->walk([&](qcc::KernelOp o) { kernel = o; });
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel.getKind(), k);
+    // (The body holds no anchor op: printed as if verified, both forms.)
+    std::string custom, generic;
+    llvm::raw_string_ostream cos(custom), gos(generic);
+    m->print(cos, OpPrintingFlags().assumeVerified());
+    m->print(gos, OpPrintingFlags().assumeVerified().printGenericOpForm());
+    EXPECT_NE(custom.find(std::string("qcc.kernel ") +
+                          qcc::format::spelling(k) + " \"k0\""),
+              std::string::npos)
+        << custom;
+    EXPECT_NE(generic.find("kind = " + text), std::string::npos) << generic;
   }
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  EXPECT_FALSE(parseAttribute("#qcc.kernel_kind<gemm_i9>", &ctx));
 }
 
 // The GEMM column of the table: exactly the kinds whose template family is a
