@@ -3,7 +3,7 @@
 
 #include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
-#include "runtime/cpu/CpuKernels.h"
+#include "runtime/reference/ReferenceKernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -74,13 +74,12 @@ qcc::evaluateOpOnTensors(Operation *op, const rt::Operands &operands,
   }
   std::vector<rt::Tensor> out;
   try {
-    // A folded constant is the reference kernels' result, whatever the
-    // environment (QCC_CPU_KERNELS) and the compiling machine's CPU.
-    rt::ScopedCpuKernelPath reference(rt::CpuKernelPath::Reference);
+    // A folded constant is the reference kernels' result: the same bits
+    // whatever the environment and the compiling machine's CPU.
     rt::Attrs a(*attrs);
     out = rt::computeInF32(
         *kind, operands, resultTypes, [&](const rt::Operands &ops) {
-          return rt::runCpuKernel(*kind, a, ops);
+          return rt::reference::runKernel(*kind, a, ops);
         });
   } catch (const std::exception &e) {
     return refuse(e.what());

@@ -1,7 +1,7 @@
 //===- ConstEval.h - evaluating ops at compile time -------------*- C++ -*-===//
 //
-// The CPU reference kernels (runtime/cpu/CpuKernels) are the one definition of
-// what each qcc op computes. Compile-time evaluation calls them instead of a
+// The reference kernels (runtime/reference/ReferenceKernels.h) are the one
+// definition of what each qcc op computes. Compile-time evaluation calls them instead of a
 // second set of folders, the way IREE's const-eval runs its own runtime:
 // constant subgraphs fold with exactly the semantics the artifact will run,
 // and analyses can evaluate a subgraph on sample inputs (mask builders).
@@ -16,7 +16,7 @@
 
 #include "dialects/QccRuntimeAttrs.h"
 #include "format/OpKind.h"
-#include "runtime/cpu/CpuKernels.h"
+#include "runtime/reference/ReferenceKernels.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -32,7 +32,7 @@ namespace qcc {
 /// and qcc.yield, which are no nodes.
 std::optional<format::OpKind> runtimeOpKind(mlir::Operation *op);
 
-/// Evaluates `op` with the CPU reference kernel of its kind on constant
+/// Evaluates `op` with the reference kernel of its kind on constant
 /// `operands` (one per operand, null for an omitted optional one). Fails with
 /// the reason in `why` when the op has no kernel, an operand has no data, or
 /// the kernel refuses its inputs.

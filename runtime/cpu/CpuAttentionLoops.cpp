@@ -107,7 +107,7 @@ void qcc::rt::attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
     if (mask)
       for (int64_t j = a; j < e; ++j)
         row[j] += mask[r * maskRow + (j0 + j) * maskCol];
-    softmaxRow(row + a, e - a); // fully masked rows become zeros
+    softmaxRowFast(row + a, e - a); // fully masked rows become zeros
   }
   if (few)
     for (int64_t r = 0; r < R; ++r) {
@@ -367,7 +367,7 @@ void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
     if (alibi)
       for (int64_t j = 0; j < len; ++j)
         row[j] += qcc::numerics::alibi(alibi[r], lo[r] + j, hi[r] - 1);
-    softmaxRow(row, len);
+    softmaxRowFast(row, len);
     float *o = O + r * ldo;
     forRunsIn(values, lo[r], hi[r],
               [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
@@ -419,7 +419,7 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     if (alibi)
       for (int64_t j = 0; j < e - a; ++j)
         row[j] += qcc::numerics::alibi(alibi[r], a + j, e - 1);
-    softmaxRow(row, e - a);
+    softmaxRowFast(row, e - a);
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
       if constexpr (isI8)

@@ -25,38 +25,6 @@ namespace {
 
 } // namespace
 
-int64_t qcc::rt::checkInt4Operands(const Tensor &packed, const Tensor &scales,
-                                   const Tensor *perm, const Tensor *offsets,
-                                   int64_t groupSize) {
-  if (packed.rank() != 2 || packed.dtype() != DType::I8 || scales.rank() != 2)
-    fail("weight_int4 needs i8 packed [N, K/2] and scales [N, K/G], got " +
-         shapeString(packed.shape()) + " " + dtypeName(packed.dtype()) +
-         " and " + shapeString(scales.shape()));
-  int64_t n = packed.dim(0), k = packed.dim(1) * 2;
-  if (std::string why = i4::groupSizeError(k, groupSize); !why.empty())
-    fail("weight_int4: " + why);
-  if (scales.dim(0) != n || scales.dim(1) != i4::scaleCols(k, groupSize))
-    fail("weight_int4 packed " + shapeString(packed.shape()) + " and scales " +
-         shapeString(scales.shape()) +
-         " do not describe an [N, K] weight in "
-         "groups of " +
-         std::to_string(groupSize));
-  if (offsets && (offsets->shape() != scales.shape() ||
-                  offsets->dtype() != scales.dtype()))
-    fail("weight_int4 offsets must be " + shapeString(scales.shape()) + " " +
-         dtypeName(scales.dtype()) + " as the scales, got " +
-         shapeString(offsets->shape()) + " " + dtypeName(offsets->dtype()));
-  if (perm) {
-    if (perm->dtype() != DType::I32 || perm->shape() != Shape{k})
-      fail("weight_int4 perm must be i32 [" + std::to_string(k) + "], got " +
-           shapeString(perm->shape()) + " " + dtypeName(perm->dtype()));
-    if (std::string why = i4::permutationError(perm->data<int32_t>(), k);
-        !why.empty())
-      fail("weight_int4: " + why);
-  }
-  return k;
-}
-
 Int4Weight qcc::rt::int4Weight(const Tensor &packed, const Tensor &scales,
                                const Tensor *perm, const Tensor *offsets,
                                int64_t groupSize) {

@@ -43,15 +43,6 @@ struct Int4Weight {
   int64_t k() const { return packed->dim(1) * 2; }
 };
 
-/// Checks i8 packed [N, K/2], scales [N, K/G] and offsets (null, or the
-/// shape and element type of scales; any float type: the reference kernel
-/// sees them widened to f32), the group size and the perm (i32 [K], a
-/// permutation) or null; throws std::runtime_error with the reason.
-/// Returns K.
-int64_t checkInt4Operands(const Tensor &packed, const Tensor &scales,
-                          const Tensor *perm, const Tensor *offsets,
-                          int64_t groupSize);
-
 /// checkInt4Operands with f16 scales (and offsets).
 Int4Weight int4Weight(const Tensor &packed, const Tensor &scales,
                       const Tensor *perm, const Tensor *offsets,

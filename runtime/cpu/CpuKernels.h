@@ -1,21 +1,17 @@
-//===- CpuKernels.h - the CPU reference backend's op kernels ----*- C++ -*-===//
+//===- CpuKernels.h - the CPU backend's op kernels --------------*- C++ -*-===//
 //
-// One kernel per op kind (format/OpKinds.def). A kernel reads its
-// operands and attributes, computes the result shapes from the operands'
-// actual shapes (types in the IR may be dynamic) and returns the results.
-// Kernels are the reference semantics of the dialect docs: simple and
-// obviously right; float GEMMs go through BLAS. Errors throw
-// std::runtime_error with the reason (the session adds the node name).
+// runCpuKernel: the reference semantics of every op kind
+// (runtime/reference/ReferenceKernels.h), with the ops where the profile
+// shows time run by faster kernels on the fast and portable paths: threaded,
+// vectorized, float GEMMs through BLAS (or oneDNN), weights packed at load.
+// Errors throw std::runtime_error with the reason (the session adds the node
+// name).
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_CPUKERNELS_H
 #define QCC_RUNTIME_CPUKERNELS_H
 
-#include "format/OpKind.h"
-#include "format/device/numerics.h" // formulas shared with the CUDA kernels
-#include "runtime/core/Tensor.h"
-
-#include <nlohmann/json.hpp>
+#include "runtime/reference/ReferenceKernels.h"
 
 #include <cmath>
 #include <functional>
@@ -28,25 +24,6 @@ namespace qcc::rt {
 
 struct PackedF32Weight; // CpuF32Gemm.h
 
-/// Read access to a node's attributes, with errors that name the attribute.
-class Attrs {
-public:
-  explicit Attrs(const nlohmann::json &j) : j(j) {}
-  bool has(const char *name) const { return j.contains(name); }
-  int64_t i(const char *name) const;
-  int64_t i(const char *name, int64_t dflt) const;
-  double f(const char *name) const;
-  double f(const char *name, double dflt) const;
-  bool b(const char *name) const;
-  std::string s(const char *name, const std::string &dflt) const;
-  std::vector<int64_t> ints(const char *name) const;
-  std::vector<float> floats(const char *name) const;
-  const nlohmann::json &raw(const char *name) const { return j.at(name); }
-
-private:
-  const nlohmann::json &j;
-};
-
 /// Which implementation the CPU backend's kernels run: one knob for all of
 /// them. Fast (the default): the fastest this CPU allows (attention skips
 /// keys that the causal mask or the sliding window excludes, threads over
@@ -55,10 +32,11 @@ private:
 /// with SIMD intrinsics; qlinears from weights packed at load with AVX-512
 /// VNNI, symmetric quantize with AVX-512F: CpuInt8Gemm.h). Portable: the same algorithms without ISA-specific
 /// intrinsics (the fallback on CPUs without them, selected by the tests).
-/// Reference: the straightforward op-by-op kernels that the others are
-/// tested against (docs/ARCHITECTURE.md, "Semantics, twice"); they differ only in the
-/// order of float sums and in the fast GELU's erf (numerics::rationalErf,
-/// within 4.7e-7), never in integer kernels' results. QCC_CPU_KERNELS=fast|
+/// Reference: the reference kernels themselves (runtime/reference), that the
+/// others are tested against (docs/ARCHITECTURE.md, "Semantics, twice");
+/// they differ only in the order of float sums and in the fast GELU's erf
+/// (numerics::rationalErf, within 4.7e-7), never in integer kernels'
+/// results. QCC_CPU_KERNELS=fast|
 /// portable|reference in the environment selects the path at startup,
 /// `qrun --cpu-kernels` on the command line, setCpuKernelPath() at run time.
 enum class CpuKernelPath { Fast, Portable, Reference };
@@ -67,10 +45,7 @@ CpuKernelPath cpuKernelPath();
 /// "fast", "portable", "reference"; nullopt for anything else.
 std::optional<CpuKernelPath> parseCpuKernelPath(std::string_view name);
 /// While alive, cpuKernelPath() answers `path` on the constructing thread,
-/// whatever the process-wide path. The compiler's constant folding runs under
-/// ScopedCpuKernelPath(Reference), so that a folded constant depends neither
-/// on QCC_CPU_KERNELS nor on the CPU's instruction set. (The reference
-/// kernels run on the calling thread, so the override reaches all of them.)
+/// whatever the process-wide path (the tests compare the paths with it).
 class ScopedCpuKernelPath {
 public:
   explicit ScopedCpuKernelPath(CpuKernelPath path);
@@ -173,21 +148,6 @@ void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 const int64_t *hi, float *O, int64_t ldo,
                 std::vector<float> &scratch, const float *alibi = nullptr);
 
-using format::OpKind;
-
-/// Operands in order; an omitted optional operand is nullptr.
-using Operands = std::vector<const Tensor *>;
-
-/// What a linear's output pass applies after the product and the bias: the
-/// epilogue of the kernel plan's GEMM regions. The session fuses a linear
-/// whose only reader is an exact gelu, or an add of the linear and another
-/// tensor of its shape, into it (runtime/cpu/Session.cpp); the fast path applies
-/// it per output block as the GEMM's threads finish them, the reference
-/// path after the whole product, as the separate ops would.
-struct LinearEpilogue {
-  bool gelu = false;                 // then gelu (approximate = "none")
-  const Tensor *residual = nullptr;  // then + residual (the output's shape)
-};
 /// linear (operands input, weight, optional bias), then `epilogue`; on the
 /// fast path from `packed` (the weight packed at load, CpuF32Gemm.h) when
 /// given, else from the weight through BLAS.
@@ -198,48 +158,11 @@ std::vector<Tensor> linearWithEpilogue(const Operands &ops,
 /// `rows` rows of `cols` floats, `ld` apart: what an epilogue applies.
 void geluErfInPlace(float *y, int64_t cols, int64_t ld, int64_t rows);
 
-/// Runs the kernel of `op`: a switch over every OpKind without a default, so
-/// that an op without a case is a compiler error (the runtime builds with
-/// -Werror=switch). kv_attention (the session runs it against its KV cache),
-/// lora (with the call's adapters) and kernel (a region, run op by op) have
-/// none: they throw.
-/// The input and bias of a linear whose weight [N, K] runs from a compressed
-/// form (2:4, int4): `ops` are the linear's operands (ops[1], the weight, is
-/// not read); x f32 [..., K], bias f32 [N] or absent. Throws
-/// std::runtime_error naming the mismatch; returns x and the bias (or null).
-std::pair<const Tensor *, const Tensor *>
-compressedLinearOperands(const Operands &ops, int64_t N, int64_t K);
-
+/// Runs the kernel of `op` on the current path: reference::runKernel on the
+/// reference path, and for the ops without a faster kernel; the faster one
+/// otherwise (CpuKernels.cpp lists them).
 std::vector<Tensor> runCpuKernel(OpKind op, const Attrs &attrs,
                                  const Operands &operands);
-
-/// qcc.lora (input [..., K], a [J, R, K], b [J, N, R]) for a call whose
-/// sequences run with `adapters` (one per sequence, 0: none, j: a[j - 1]
-/// and b[j - 1]; empty: every row none): each row's x A^T, then B, summed
-/// in double per product. Throws naming a row count the sequences do not
-/// divide or an adapter out of [0, J].
-std::vector<Tensor> loraKernel(const Operands &ops,
-                               const std::vector<int64_t> &adapters);
-
-/// Copies n bytes at p to dst: a memcpy, or a reader that does not map a
-/// file's pages (Artifact::read).
-using ReadBytes = std::function<void(const void *p, size_t n, void *dst)>;
-/// qcc.embedding (table, ids) with each row of the table copied by `read`:
-/// the session reads a mapped table's rows without making it resident.
-std::vector<Tensor> embeddingKernel(const Operands &ops, const ReadBytes &read);
-
-/// f16 and bf16 are storage types (runtime/core/HalfFloat.h): the kernels compute
-/// in f32. Calls `kernel` (the kernel of `op`) with every f16/bf16 operand
-/// widened to f32, then narrows each f32 result whose declared type in
-/// `resultTypes` is f16/bf16 (round to nearest even), so that values keep the
-/// IR's storage type between nodes. Ops that only move elements (the
-/// MovesElements trait of OpKinds.def), and cast, take f16/bf16 operands as
-/// they are. Everything that runs a node (the session, compile-time
-/// evaluation) goes through this.
-std::vector<Tensor>
-computeInF32(OpKind op, const Operands &operands,
-             const std::vector<DType> &resultTypes,
-             const std::function<std::vector<Tensor>(const Operands &)> &kernel);
 
 } // namespace qcc::rt
 

@@ -120,7 +120,7 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
               mx = std::max(mx, P[first + j]);
             }
           });
-      // softmax as softmaxRow in CpuTransformerKernels.cpp (double sum).
+      // softmax as reference::softmaxRow (double sum).
       double sum = 0;
       for (int64_t j = begin; j < n; ++j) {
         float e = std::exp(P[j] - mx);

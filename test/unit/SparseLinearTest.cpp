@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Pipeline.h"
-#include "compiler/RooflineReport.h"
+#include "report/RooflineReport.h"
 #include "dialects/QccConstants.h"
 #include "dialects/QccDialect.h"
 #include "dialects/QccOps.h"

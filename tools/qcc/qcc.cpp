@@ -14,7 +14,7 @@
 #include "compiler/OnnxImporter.h"
 #include "compiler/Package.h"
 #include "compiler/Pipeline.h"
-#include "compiler/RooflineReport.h"
+#include "report/RooflineReport.h"
 #include "runtime/core/Artifact.h"
 
 #include "mlir/IR/MLIRContext.h"

@@ -11,8 +11,8 @@
 // describes the report.
 //
 //===----------------------------------------------------------------------===//
-#ifndef QCC_COMPILER_ROOFLINEREPORT_H
-#define QCC_COMPILER_ROOFLINEREPORT_H
+#ifndef QCC_REPORT_ROOFLINEREPORT_H
+#define QCC_REPORT_ROOFLINEREPORT_H
 
 #include "runtime/core/Roofline.h"
 
@@ -99,4 +99,4 @@ nlohmann::json rooflineReportJson(const RooflineReport &r);
 
 } // namespace qcc
 
-#endif // QCC_COMPILER_ROOFLINEREPORT_H
+#endif // QCC_REPORT_ROOFLINEREPORT_H

@@ -1,5 +1,5 @@
 //===- RooflineReport.cpp - qcc --report ----------------------------------===//
-#include "compiler/RooflineReport.h"
+#include "report/RooflineReport.h"
 
 #include "compiler/ArtifactWriter.h"
 #include "compiler/Pipeline.h"

@@ -1,10 +1,10 @@
-//===- CpuShapeKernels.cpp - shape and data movement ----------------------===//
+//===- ShapeKernels.cpp - shape and data movement -------------------------===//
 //
 // Reshapes, slices, gathers, scatters, concatenation, shape arithmetic:
 // kernels that move elements by their byte size (f16/bf16 as they are).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/CpuKernelsInternal.h"
+#include "runtime/reference/ReferenceInternal.h"
 
 #include "format/Checked.h"
 #include "runtime/core/HalfFloat.h"
