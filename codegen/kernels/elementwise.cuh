@@ -16,15 +16,9 @@
 // Add<Gelu<Add<Arg<0>, Arg<1>>>, Arg<2>>. Each type has
 //   static __device__ float eval(const float *x).
 //
-// The emitted kernels read a broadcast input at broadcast.h's index (ONNX
-// broadcasting along any dimensions; EmitElementwise.cpp). The reference
-// elementwiseKernel below reads input j at i % mod[j] (mod[j] = 0: the
-// output's shape; a bias of width C: mod = C; a scalar: mod = 1), which
-// covers broadcasting along the leading dimensions only.
-//
-// Launch (ElementwiseLaunch<BlockThreads, ElemsPerThread>):
-//   grid = ceil(n / (BlockThreads * ElemsPerThread)), block = BlockThreads,
-//   dynamic smem = 0. InT / OutT: float or __half.
+// The emitter writes each chain's kernel (EmitElementwise.cpp): one element
+// per thread, each input read at broadcast.h's index (ONNX broadcasting
+// along any dimensions).
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_KERNELS_ELEMENTWISE_CUH
@@ -117,40 +111,6 @@ template <typename A> struct Reciprocal {
 };
 
 } // namespace ew
-
-template <int BlockThreads, int ElemsPerThread> struct ElementwiseLaunch {
-  static constexpr int kBlockThreads = BlockThreads;
-  static constexpr int kDynamicSmemBytes = 0;
-  __host__ __device__ static constexpr long long gridX(long long n) {
-    return (n + (long long)BlockThreads * ElemsPerThread - 1) /
-           ((long long)BlockThreads * ElemsPerThread);
-  }
-};
-
-template <typename InT, typename OutT, int NumInputs> struct ElementwiseParams {
-  const InT *in[NumInputs];
-  long long mod[NumInputs]; // 0: full shape; else index % mod (broadcast)
-  OutT *out;
-  long long n;
-};
-
-template <int BlockThreads, int ElemsPerThread, typename Chain, typename InT,
-          typename OutT, int NumInputs>
-__global__ void __launch_bounds__(BlockThreads)
-elementwiseKernel(ElementwiseParams<InT, OutT, NumInputs> p) {
-  const long long base =
-      (long long)blockIdx.x * BlockThreads * ElemsPerThread + threadIdx.x;
-#pragma unroll
-  for (int e = 0; e < ElemsPerThread; ++e) {
-    const long long i = base + (long long)e * BlockThreads;
-    if (i >= p.n) return;
-    float x[NumInputs];
-#pragma unroll
-    for (int j = 0; j < NumInputs; ++j)
-      x[j] = toFloat(p.in[j][p.mod[j] != 0 ? i % p.mod[j] : i]);
-    p.out[i] = fromFloat<OutT>(Chain::eval(x));
-  }
-}
 
 } // namespace qcc
 

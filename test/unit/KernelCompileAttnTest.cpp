@@ -185,12 +185,23 @@ embed_f16(const __half *t, const long long *ids, __half *out, int *err, long lon
 }
 using SwiGlu = ew::Mul<ew::Silu<ew::Arg<0>>, ew::Arg<1>>;
 using BiasGeluRes = ew::Add<ew::Gelu<ew::Add<ew::Arg<0>, ew::Arg<1>>>, ew::Arg<2>>;
-template __global__ void qcc::elementwiseKernel<256, 4, SwiGlu, __half, __half, 2>(
-    ElementwiseParams<__half, __half, 2>);
-template __global__ void qcc::elementwiseKernel<128, 2, BiasGeluRes, float, float, 3>(
-    ElementwiseParams<float, float, 3>);
-template __global__ void qcc::elementwiseKernel<128, 1, ew::GeluTanh<ew::Arg<0>>, float, __half, 1>(
-    ElementwiseParams<float, __half, 1>);
+template <typename Chain, typename InT, typename OutT, int N>
+__device__ void chainAt(const InT *const *in, OutT *out, long long n) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x[N];
+  for (int j = 0; j < N; ++j) x[j] = toFloat(in[j][i]);
+  out[i] = fromFloat<OutT>(Chain::eval(x));
+}
+extern "C" __global__ void chain_swiglu(const __half *const *in, __half *o, long long n) {
+  chainAt<SwiGlu, __half, __half, 2>(in, o, n);
+}
+extern "C" __global__ void chain_bias_gelu_res(const float *const *in, float *o, long long n) {
+  chainAt<BiasGeluRes, float, float, 3>(in, o, n);
+}
+extern "C" __global__ void chain_gelu_tanh(const float *const *in, __half *o, long long n) {
+  chainAt<ew::GeluTanh<ew::Arg<0>>, float, __half, 1>(in, o, n);
+}
 extern "C" __global__ void __launch_bounds__(128)
 router_mixtral(const float *l, float *g, long long *ids, long long rows) {
   routerRow<4, 8, 2, 1, true>(l, g, ids, rows);
