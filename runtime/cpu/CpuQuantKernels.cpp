@@ -101,7 +101,11 @@ std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &attrs,
                                            const Operands &ops) {
   if (cpuKernelPath() == CpuKernelPath::Reference)
     return reference::qlinearKernel(attrs, ops);
-  auto [w, e] = checkQLinear(attrs, ops);
+  // (No structured binding: clang 14 cannot capture one in an OpenMP
+  // region or a lambda.)
+  std::pair<const Tensor *, QLinearEpilogue> checked = checkQLinear(attrs, ops);
+  const Tensor *w = checked.first;
+  const QLinearEpilogue &e = checked.second;
   const int64_t M = e.M, N = e.N, K = e.K;
   Tensor r(DType::F32, e.resultShape);
   const int8_t *W = w->data<int8_t>();

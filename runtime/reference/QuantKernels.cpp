@@ -259,7 +259,9 @@ qcc::rt::checkQLinear(const Attrs &attrs, const Operands &ops) {
 
 std::vector<Tensor> qcc::rt::reference::qlinearKernel(const Attrs &attrs,
                                                       const Operands &ops) {
-  auto [w, e] = checkQLinear(attrs, ops);
+  std::pair<const Tensor *, QLinearEpilogue> checked = checkQLinear(attrs, ops);
+  const Tensor *w = checked.first;
+  const QLinearEpilogue &e = checked.second;
   Tensor r(DType::F32, e.resultShape);
   const int8_t *W = w->data<int8_t>();
   float *Y = r.data<float>();
