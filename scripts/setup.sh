@@ -43,4 +43,14 @@ if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_buil
   echo "setup: installing Python packages into .venv"
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi
+# Ray Serve, for qserve's replicas (deploy/ray) and their test, in its own
+# environment (about 500 MB).
+if [ ! -x .venv-ray/bin/python ]; then
+  echo "setup: creating .venv-ray"
+  "$PY" -m venv .venv-ray
+fi
+if ! .venv-ray/bin/python -c "import ray.serve, aiohttp, openai, pytest, yaml" 2>/dev/null; then
+  echo "setup: installing Ray Serve into .venv-ray"
+  .venv-ray/bin/pip install -q --disable-pip-version-check -r scripts/requirements-ray.txt
+fi
 echo "setup: done"
