@@ -31,7 +31,7 @@ const char *qcc::serve::finishReasonName(FinishReason r) {
 Request::Request(RequestParams p, const Tokenizer &tokenizer)
     : params(std::move(p)), sampler(params.sampler),
       stream(tokenizer, params.prompt, params.stopTexts),
-      history(params.prompt) {}
+      history(params.prompt), context(params.prompt) {}
 
 Request::Update Request::take(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu);
@@ -263,6 +263,13 @@ bool Engine::accept(Request &r, int64_t id) {
 
 void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
   std::vector<std::shared_ptr<Request>> cancelled;
+  // Paged: the blocks the running requests' next decode takes stay free for
+  // them, so an admission does not preempt a running request at once.
+  int64_t decodeNeed = 0;
+  if (cache->paged())
+    for (auto &r : running)
+      if (r->seq >= 0 && r->prefilled == (int64_t)r->context.size())
+        decodeNeed += blocksToAdd(*r, 1);
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto it = waiting.begin(); it != waiting.end();)
@@ -277,14 +284,19 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
     while (!waiting.empty() &&
            (int64_t)running.size() < opts.maxSequences) {
       Request &r = *waiting.front();
-      int64_t need = r.promptTokens() + r.params.maxNewTokens;
+      // Paged: blocks for the context and the next token (more as it
+      // generates, preempting the latest admitted when blocks run out:
+      // makeRoom); contiguous: the slot holds the whole request.
+      const int64_t contextTokens = (int64_t)r.context.size();
+      int64_t need = cache->paged() ? contextTokens + 1
+                                    : r.promptTokens() + r.params.maxNewTokens;
       KvCache::PrefixMatch match;
       if (opts.prefixCache)
-        match = cache->matchPrefix(r.params.prompt, r.promptTokens() - 1,
+        match = cache->matchPrefix(r.context, contextTokens - 1,
                                    r.params.adapter);
       // Shared blocks no sequence holds now stop being free.
       if (cache->paged() &&
-          cache->freeBlocks() - match.unheld <
+          cache->freeBlocks() - match.unheld - decodeNeed <
               unitsFor(need) - (int64_t)match.blocks.size())
         break;
       r.seq = cache->addSequence(r.params.adapter);
@@ -292,7 +304,8 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
         cache->attachPrefix(r.seq, match);
       cache->reserve(r.seq, need);
       r.prefilled = match.tokens;
-      r.cachedTokens = match.tokens;
+      if (!r.resumed && r.generated == 0)
+        r.cachedTokens = match.tokens; // usage: the prompt's cached tokens
       metrics_.prefixCacheHitTokens += (uint64_t)match.tokens;
       running.push_back(waiting.front());
       waiting.pop_front();
@@ -300,6 +313,65 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
   }
   for (auto &r : cancelled)
     retire(*r, FinishReason::Cancelled);
+}
+
+int64_t Engine::blocksToAdd(const Request &r, int64_t tokens) const {
+  int64_t held = (int64_t)cache->blockTable(r.seq).size();
+  return std::max<int64_t>(0, unitsFor(cache->length(r.seq) + tokens) - held);
+}
+
+std::vector<std::pair<Request *, int64_t>> Engine::prefillRows(
+    const std::vector<std::shared_ptr<Request>> &running) const {
+  std::vector<std::pair<Request *, int64_t>> rows;
+  int64_t budget = opts.prefillChunk;
+  for (auto &r : running) {
+    if (budget == 0)
+      break;
+    int64_t left = (int64_t)r->context.size() - r->prefilled;
+    if (r->seq < 0 || left == 0)
+      continue;
+    int64_t n = std::min(left, budget);
+    budget -= n;
+    rows.emplace_back(r.get(), n);
+  }
+  return rows;
+}
+
+void Engine::makeRoom(std::vector<std::shared_ptr<Request>> &running) {
+  if (!cache->paged())
+    return;
+  for (;;) {
+    int64_t need = 0;
+    for (auto &r : running)
+      if (r->seq >= 0 && r->prefilled == (int64_t)r->context.size())
+        need += blocksToAdd(*r, 1);
+    for (auto [r, n] : prefillRows(running))
+      need += blocksToAdd(*r, n);
+    if (need <= cache->freeBlocks())
+      return;
+    // The latest admitted request goes back to the head of the queue. The
+    // first one never does: submit() refuses what the cache cannot hold
+    // alone, so it fits once the others are gone.
+    auto victim = std::find_if(running.rbegin(), running.rend(),
+                               [](const auto &r) { return r->seq >= 0; });
+    if (victim == running.rend() ||
+        std::count_if(running.begin(), running.end(),
+                      [](const auto &r) { return r->seq >= 0; }) == 1)
+      return;
+    Request &r = **victim;
+    if (r.prefilled == (int64_t)r.context.size() && r.generated > 0) {
+      // Decoding: its cache holds the context and every generated token but
+      // `next`; it recomputes them and goes on from `next`.
+      r.context.assign(r.history.begin(), r.history.end() - 1);
+      r.resumed = true;
+    }
+    cache->release(r.seq);
+    r.seq = -1;
+    r.prefilled = 0;
+    std::lock_guard<std::mutex> lock(mu);
+    waiting.push_front(*victim);
+    ++metrics_.preemptions;
+  }
 }
 
 void Engine::step(std::vector<std::shared_ptr<Request>> &running) {
@@ -313,6 +385,8 @@ void Engine::step(std::vector<std::shared_ptr<Request>> &running) {
       retire(*r, FinishReason::Cancelled);
   drop();
   admit(running);
+  makeRoom(running);
+  drop(); // the preempted wait at the head of the queue
   try {
     decodeStep(running);
     drop();
@@ -333,7 +407,7 @@ void Engine::step(std::vector<std::shared_ptr<Request>> &running) {
 void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
   std::vector<Request *> rows;
   for (auto &r : running)
-    if (r->seq >= 0 && r->prefilled == r->promptTokens())
+    if (r->seq >= 0 && r->prefilled == (int64_t)r->context.size())
       rows.push_back(r.get());
   if (rows.empty())
     return;
@@ -360,27 +434,14 @@ void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
 }
 
 void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
-  std::vector<Request *> rows;
-  std::vector<int64_t> counts;
-  int64_t budget = opts.prefillChunk;
-  for (auto &r : running) {
-    if (budget == 0)
-      break;
-    if (r->seq < 0 || r->prefilled == r->promptTokens())
-      continue;
-    int64_t n = std::min(r->promptTokens() - r->prefilled, budget);
-    budget -= n;
-    rows.push_back(r.get());
-    counts.push_back(n);
-  }
+  std::vector<std::pair<Request *, int64_t>> rows = prefillRows(running);
   if (rows.empty())
     return;
   std::vector<int64_t> seqs;
   std::vector<std::span<const int64_t>> tokens;
-  for (size_t b = 0; b < rows.size(); ++b) {
-    seqs.push_back(rows[b]->seq);
-    tokens.push_back(std::span<const int64_t>(rows[b]->params.prompt)
-                         .subspan(rows[b]->prefilled, counts[b]));
+  for (auto [r, n] : rows) {
+    seqs.push_back(r->seq);
+    tokens.push_back(std::span<const int64_t>(r->context).subspan(r->prefilled, n));
   }
   // The logits of each row's last token of this chunk; only the rows that
   // finish their prompt sample from them.
@@ -390,16 +451,20 @@ void Engine::prefillStep(std::vector<std::shared_ptr<Request>> &running) {
   {
     std::lock_guard<std::mutex> lock(mu);
     ++metrics_.prefillCalls;
-    for (int64_t n : counts)
+    for (auto [r, n] : rows)
       metrics_.promptTokens += (uint64_t)n;
   }
   for (size_t b = 0; b < rows.size(); ++b) {
-    Request &r = *rows[b];
-    r.prefilled += counts[b];
+    Request &r = *rows[b].first;
+    r.prefilled += rows[b].second;
     if (opts.prefixCache)
-      cache->publishPrefix(r.seq, r.params.prompt);
-    if (r.prefilled < r.promptTokens())
+      cache->publishPrefix(r.seq, r.context);
+    if (r.prefilled < (int64_t)r.context.size())
       continue;
+    if (r.resumed) { // recomputed after a preemption: decode goes on
+      r.resumed = false;
+      continue;
+    }
     accept(r, r.sampler.sample(logits.data<float>() + (int64_t)b * V, V,
                                r.history));
   }

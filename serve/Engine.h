@@ -111,8 +111,14 @@ private:
   rt::Sampler sampler;
   rt::TextStream stream;
   std::vector<int64_t> history; ///< prompt + generated (the penalty's window)
+  /// The tokens to place in the cache before decoding: the prompt; after a
+  /// preemption, the prompt and every generated token but `next`.
+  std::vector<int64_t> context;
+  /// Preempted after generating: once `context` is back in the cache,
+  /// decoding goes on from `next` (nothing is sampled again).
+  bool resumed = false;
   int64_t seq = -1;             ///< cache sequence once admitted
-  int64_t prefilled = 0;        ///< prompt tokens in the cache
+  int64_t prefilled = 0;        ///< context tokens in the cache
   int64_t generated = 0;
   int64_t next = -1;            ///< the token to feed to the next decode
 
@@ -169,10 +175,20 @@ private:
   void admit(std::vector<std::shared_ptr<Request>> &running);
   void decodeStep(std::vector<std::shared_ptr<Request>> &running);
   void prefillStep(std::vector<std::shared_ptr<Request>> &running);
+  /// Paged caches: preempts the latest admitted requests until the blocks
+  /// this step's decode and prefill rows take are free (vLLM's recompute
+  /// preemption: the request goes back to the head of the queue, its cache
+  /// released, and recomputes its context when admitted again).
+  void makeRoom(std::vector<std::shared_ptr<Request>> &running);
+  /// The prefill rows of this step: (request, tokens) within --prefill-chunk.
+  std::vector<std::pair<Request *, int64_t>>
+  prefillRows(const std::vector<std::shared_ptr<Request>> &running) const;
   /// Takes sampled token `id` of `r`; returns false once r has finished.
   bool accept(Request &r, int64_t id);
   void retire(Request &r, FinishReason reason, std::string error = {});
   int64_t unitsFor(int64_t tokens) const;
+  /// Paged: blocks `r`'s sequence must take to hold `tokens` more.
+  int64_t blocksToAdd(const Request &r, int64_t tokens) const;
 
   rt::Executor &executor;
   const rt::Tokenizer &tokenizer;

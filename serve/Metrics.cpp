@@ -83,6 +83,10 @@ std::string qcc::serve::renderPrometheus(const MetricsSnapshot &s,
   scalar("qcc_prefix_cache_hit_tokens_total", "counter",
          "Prompt tokens whose KV blocks came from the prefix cache.",
          m.prefixCacheHitTokens);
+  scalar("qcc_preemptions_total", "counter",
+         "Running requests sent back to the queue (their KV blocks freed, "
+         "recomputed when admitted again) to make room for others' tokens.",
+         m.preemptions);
   scalar("qcc_prefix_cache_blocks", "gauge",
          "KV blocks published for prefix sharing (in use or evictable).",
          s.prefixCacheBlocks);

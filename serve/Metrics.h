@@ -36,6 +36,8 @@ struct Metrics {
   uint64_t prefillCalls = 0;
   /// Prompt tokens not computed: their blocks came from the prefix cache.
   uint64_t prefixCacheHitTokens = 0;
+  /// Running requests sent back to the queue to free cache blocks.
+  uint64_t preemptions = 0;
   Histogram timeToFirstToken, interTokenLatency, requestLatency;
 };
 

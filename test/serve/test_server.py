@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 
+import openai
 import pytest
 
 from conftest import Server
@@ -258,6 +259,35 @@ def test_64_concurrent_streams_equal_alone(server, client):
             assert alone[p].startswith(text), (p, n, text, alone[p])
     values = wait_idle(server)
     assert values['qcc_requests_total{model="demo",finish_reason="error"}'] == 0
+
+
+def test_preemption_when_blocks_run_out(demo_artifact, client):
+    """A cache of 10 blocks (160 tokens) for 8 concurrent requests of up to
+    about 80 tokens each: admitted on their prompts' blocks, the latest
+    admitted are preempted when the running ones need more (recomputed when
+    admitted again), and every stream still equals its prompt served alone."""
+    alone = {p: client.completions.create(model=MODEL, prompt=p, max_tokens=64,
+                                          temperature=0).choices[0].text
+             for p in PROMPTS}
+    s = Server(demo_artifact, "--kv-blocks", "10", "--max-sequences", "8",
+               "--max-context", "128", "--model-name", MODEL)
+    try:
+        small = openai.OpenAI(base_url=s.url + "/v1", api_key="none", timeout=300)
+
+        def stream(p):
+            parts = small.completions.create(model=MODEL, prompt=p, max_tokens=64,
+                                             temperature=0, stream=True)
+            return p, "".join(c.choices[0].text for c in parts if c.choices)
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(stream, PROMPTS))
+        for p, text in results:
+            assert text == alone[p], (p, text, alone[p])
+        values = wait_idle(s)
+        assert values['qcc_preemptions_total{model="demo"}'] > 0, values
+        assert values['qcc_requests_total{model="demo",finish_reason="error"}'] == 0
+    finally:
+        s.stop()
 
 
 def test_prefix_cache(client, qrun_text):
