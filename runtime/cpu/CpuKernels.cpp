@@ -39,19 +39,12 @@ std::optional<std::vector<Tensor>> sameShapeBinary(BinOp op,
 }
 
 /// A float unary op (withUnaryFormula's formula) over the pool for large
-/// tensors: elementwise math (erf, tanh, exp) is the costly part of small
-/// models after the GEMMs. nullopt for an op without such a formula.
+/// tensors; nullopt for an op without such a formula.
 std::optional<std::vector<Tensor>> threadedUnary(OpKind op,
                                                  const Operands &ops) {
-  if (!withUnaryFormula(op, [](auto) {}))
-    return std::nullopt;
-  return unaryF32With(op, ops, [&](const float *in, float *out, int64_t n) {
-    withUnaryFormula(op, [&](auto fn) {
-#pragma omp parallel for schedule(static) if (n >= (1 << 16))
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = fn(in[i]);
-    });
-  });
+  std::optional<std::vector<Tensor>> r;
+  withUnaryFormula(op, [&](auto fn) { r = threadedUnaryF32(op, ops, fn); });
+  return r;
 }
 
 /// The faster kernel of `op`, or nullopt where the reference kernel runs (a

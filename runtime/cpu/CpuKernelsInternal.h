@@ -77,6 +77,18 @@ void sgemmThen(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
   }
 }
 
+/// unaryF32 of `fn` over the pool for large tensors (the same value per
+/// element as the reference's one thread): elementwise math (erf, tanh,
+/// exp) is the costly part of small models after the GEMMs.
+template <typename F>
+std::vector<Tensor> threadedUnaryF32(OpKind op, const Operands &ops, F fn) {
+  return unaryF32With(op, ops, [&](const float *in, float *out, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = fn(in[i]);
+  });
+}
+
 /// reference::softmaxRow, with AVX-512 for a contiguous row on the fast path
 /// (the softmax op runs softmaxK with it).
 void softmaxRowFast(float *v, int64_t n, int64_t stride = 1);

@@ -127,8 +127,12 @@ std::vector<Tensor> moeFast(const Attrs &attrs, const Operands &ops) {
 /// gelu (exact) on the fast path: the rational erf (within 4.7e-7 of the
 /// libm's, numerics::rationalErf), vectorized, over the pool when large.
 std::vector<Tensor> geluFast(const Attrs &attrs, const Operands &ops) {
+  if (attrs.s("approximate", "none") == "tanh")
+    return threadedUnaryF32(OpKind::Gelu, ops, [](float x) {
+      return qcc::numerics::geluTanh(x);
+    });
   if (attrs.s("approximate", "none") != "none")
-    return geluK(attrs, ops);
+    return geluK(attrs, ops); // the reference's error
   const Tensor &x = need(ops, 0, "input");
   requireF32(x, "input");
   Tensor r(DType::F32, x.shape());
@@ -240,7 +244,8 @@ std::vector<Tensor> siluFast(const Operands &ops) {
     return {std::move(r)};
   }
 #endif
-  return siluK(ops);
+  return threadedUnaryF32(OpKind::Silu, ops,
+                          [](float x) { return qcc::numerics::silu(x); });
 }
 
 /// reference::softmaxRow, with a contiguous row on the fast path by
