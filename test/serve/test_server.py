@@ -270,14 +270,15 @@ def test_64_concurrent_streams_equal_alone(server, client):
 
 
 def test_preemption_when_blocks_run_out(demo_artifact, client):
-    """A cache of 10 blocks (160 tokens) for 8 concurrent requests of up to
-    about 80 tokens each: admitted on their prompts' blocks, the latest
-    admitted are preempted when the running ones need more (recomputed when
-    admitted again), and every stream still equals its prompt served alone."""
+    """A cache of 6 blocks (96 tokens) for 8 concurrent requests of up to 80
+    tokens (5 blocks) each, so any two that overlap cannot both finish:
+    admitted on their prompts' blocks, the latest admitted are preempted when
+    the running ones need more (recomputed when admitted again), and every
+    stream still equals its prompt served alone."""
     alone = {p: client.completions.create(model=MODEL, prompt=p, max_tokens=64,
                                           temperature=0).choices[0].text
              for p in PROMPTS}
-    s = Server(demo_artifact, "--kv-blocks", "10", "--max-sequences", "8",
+    s = Server(demo_artifact, "--kv-blocks", "6", "--max-sequences", "8",
                "--max-context", "128", "--model-name", MODEL)
     try:
         small = openai.OpenAI(base_url=s.url + "/v1", api_key="none", timeout=300)
