@@ -5,8 +5,11 @@ run, each checked against onnxruntime on the original ONNX before any timing.
 - gpt2_gguf: a GPT-2-style ONNX (HF names: wte, wpe, h.N.ln_1/attn.c_attn/
   attn.c_proj/ln_2/mlp.c_fc/mlp.c_proj, ln_f; tied LM head), as the demo model
   examples/austen/model.onnx, to a float32 GGUF of llama.cpp's `gpt2`
-  architecture (tensor names of llama.cpp's llama-arch.cpp; no tokenizer:
-  `no_vocab` with the vocabulary size, since the benchmark feeds token ids).
+  architecture (tensor names of llama.cpp's llama-arch.cpp). Without `vocab`
+  no tokenizer (`no_vocab` with the vocabulary size: bench_cpu.py feeds token
+  ids); with `vocab`, a SentencePiece model (the demo's tokenizer.model), its
+  pieces, scores and types as llama.cpp's `llama` (SPM) tokenizer, so that
+  llama.cpp's server takes text (bench_serve.py).
 - dequantized_gguf: a GGUF whose tensors are quantized (SmolLM2's Q4_1, from
   which examples/smollm2/model.onnx was dequantized) to float32, metadata kept:
   the same weights as that ONNX file.
@@ -70,8 +73,39 @@ def load_gpt2(onnx_path, heads):
     return w, cfg
 
 
-def gpt2_gguf(onnx_path, out_path, heads, eps=1e-5):
-    """A float32 GGUF (llama.cpp `gpt2`) of a GPT-2-style ONNX."""
+def _spm_vocab(wr, path, vocab_size):
+    """Writes SentencePiece model `path` as llama.cpp's `llama` tokenizer."""
+    import gguf
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    if sp.get_piece_size() != vocab_size:
+        raise ValueError(f"{path}: {sp.get_piece_size()} pieces, the model has {vocab_size}")
+    types = []
+    for i in range(vocab_size):
+        t = gguf.TokenType.NORMAL
+        if sp.is_unknown(i):
+            t = gguf.TokenType.UNKNOWN
+        elif sp.is_control(i):
+            t = gguf.TokenType.CONTROL
+        elif sp.is_byte(i):
+            t = gguf.TokenType.BYTE
+        elif sp.is_unused(i):
+            t = gguf.TokenType.UNUSED
+        types.append(t)
+    wr.add_tokenizer_model("llama")
+    wr.add_token_list([sp.id_to_piece(i).encode("utf-8") for i in range(vocab_size)])
+    wr.add_token_scores([sp.get_score(i) for i in range(vocab_size)])
+    wr.add_token_types(types)
+    for setter, tid in ((wr.add_bos_token_id, sp.bos_id()), (wr.add_eos_token_id, sp.eos_id()),
+                        (wr.add_unk_token_id, sp.unk_id())):
+        if tid >= 0:
+            setter(tid)
+    wr.add_add_bos_token(False)  # qcc's tokenizer adds none to a prompt either
+
+
+def gpt2_gguf(onnx_path, out_path, heads, eps=1e-5, vocab=None):
+    """A float32 GGUF (llama.cpp `gpt2`) of a GPT-2-style ONNX; `vocab`: its
+    SentencePiece model, written as the GGUF's tokenizer."""
     import gguf
     w, c = load_gpt2(onnx_path, heads)
     wr = gguf.GGUFWriter(out_path, "gpt2")
@@ -83,7 +117,10 @@ def gpt2_gguf(onnx_path, out_path, heads, eps=1e-5):
     wr.add_head_count(heads)
     wr.add_layer_norm_eps(eps)
     wr.add_file_type(gguf.LlamaFileType.ALL_F32)
-    wr.add_tokenizer_model("no_vocab")
+    if vocab:
+        _spm_vocab(wr, vocab, c["vocab"])
+    else:
+        wr.add_tokenizer_model("no_vocab")
     wr.add_vocab_size(c["vocab"])
     f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)
     # ggml's ne is numpy's shape reversed: a [out, in] array is llama.cpp's
@@ -281,3 +318,18 @@ def check_past_onnx(onnx_path, past_path, tokens=24, tol=1e-3):
     if err > tol:
         raise SystemExit(f"{past_path}: logits differ from {onnx_path}'s by {err:.3g}")
     return err
+
+
+if __name__ == "__main__":
+    # The demo model's GGUF with its vocabulary, for bench/bench_serve.py:
+    #   .venv-bench/bin/python bench/peer_models.py OUT.gguf
+    import argparse
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[1]
+    p = argparse.ArgumentParser(description="the demo model as a float32 GGUF with its vocabulary")
+    p.add_argument("out")
+    p.add_argument("--model", default=str(root / "examples" / "austen" / "model.onnx"))
+    p.add_argument("--vocab", default=str(root / "examples" / "austen" / "tokenizer.model"))
+    p.add_argument("--heads", type=int, default=4, help="the demo's 4 (examples/austen/model.json)")
+    a = p.parse_args()
+    gpt2_gguf(a.model, a.out, a.heads, vocab=a.vocab)
