@@ -15,11 +15,33 @@ defaults (codegen/EmitGemm.cpp).
 """
 import argparse
 import collections
+import pathlib
+import re
 import sys
 
-# codegen/EmitGemm.cpp's kGemv / kGemvRows.
-DEFAULT = {1: (8, 4, 1, 4), 32: (8, 4, 2, 1)}
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG = {"int8": "GemvI8Config", "f16": "GemvF16Config"}
+
+
+def emitter_defaults(src=ROOT / "codegen" / "EmitGemm.cpp",
+                     config=ROOT / "codegen" / "kernels" / "gemm_config.h"):
+    """{rows: (MaxM, Warps, ColsPerWarp, KSteps)} of the emitter's defaults,
+    read where they are defined: kGemv (the entry for up to 8 rows, timed at
+    M=1) and kGemvRows (more rows, timed at M=32) in codegen/EmitGemm.cpp,
+    KSteps's template default from gemm_config.h."""
+    ksteps = int(re.search(r"int KSteps = (\d+)>\s*struct GemvI8Config",
+                           config.read_text()).group(1))
+    text, out = src.read_text(), {}
+    for rows, name in ((1, "kGemv"), (32, "kGemvRows")):
+        m = re.search(r"constexpr GemmTile %s\[2\] = \{QCC_GEMM_TILE\(GemvI8Config<([\d, ]+)>\),"
+                      r"\s*QCC_GEMM_TILE\(GemvF16Config<([\d, ]+)>\)\}" % name, text)
+        if not m:
+            sys.exit(f"gemv_tuning.py: no {name} in {src}")
+        i8, f16 = (tuple(int(v) for v in g.split(",")) for g in m.groups())
+        if i8 != f16:  # the table compares both dtypes against one default
+            sys.exit(f"gemv_tuning.py: {name}'s int8 and f16 defaults differ")
+        out[rows] = i8 + (ksteps,) * (4 - len(i8))
+    return out
 
 
 def parse(path):
@@ -49,6 +71,7 @@ def main():
     ap.add_argument("--margin", type=float, default=0.05)
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args()
+    DEFAULT = emitter_defaults()
     times = parse(args.log)
     if not times:
         sys.exit("gemv_tuning.py: no tune lines in " + args.log)
