@@ -265,11 +265,7 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
   std::vector<std::shared_ptr<Request>> cancelled;
   // Paged: the blocks the running requests' next decode takes stay free for
   // them, so an admission does not preempt a running request at once.
-  int64_t decodeNeed = 0;
-  if (cache->paged())
-    for (auto &r : running)
-      if (r->seq >= 0 && r->prefilled == (int64_t)r->context.size())
-        decodeNeed += blocksToAdd(*r, 1);
+  int64_t decodeNeed = cache->paged() ? decodeBlocks(running) : 0;
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto it = waiting.begin(); it != waiting.end();)
@@ -315,6 +311,19 @@ void Engine::admit(std::vector<std::shared_ptr<Request>> &running) {
     retire(*r, FinishReason::Cancelled);
 }
 
+bool Engine::decoding(const Request &r) {
+  return r.seq >= 0 && r.prefilled == (int64_t)r.context.size();
+}
+
+int64_t Engine::decodeBlocks(
+    const std::vector<std::shared_ptr<Request>> &running) const {
+  int64_t need = 0;
+  for (auto &r : running)
+    if (decoding(*r))
+      need += blocksToAdd(*r, 1);
+  return need;
+}
+
 int64_t Engine::blocksToAdd(const Request &r, int64_t tokens) const {
   int64_t held = (int64_t)cache->blockTable(r.seq).size();
   return std::max<int64_t>(0, unitsFor(cache->length(r.seq) + tokens) - held);
@@ -341,10 +350,7 @@ void Engine::makeRoom(std::vector<std::shared_ptr<Request>> &running) {
   if (!cache->paged())
     return;
   for (;;) {
-    int64_t need = 0;
-    for (auto &r : running)
-      if (r->seq >= 0 && r->prefilled == (int64_t)r->context.size())
-        need += blocksToAdd(*r, 1);
+    int64_t need = decodeBlocks(running);
     for (auto [r, n] : prefillRows(running))
       need += blocksToAdd(*r, n);
     if (need <= cache->freeBlocks())
@@ -359,7 +365,7 @@ void Engine::makeRoom(std::vector<std::shared_ptr<Request>> &running) {
                       [](const auto &r) { return r->seq >= 0; }) == 1)
       return;
     Request &r = **victim;
-    if (r.prefilled == (int64_t)r.context.size() && r.generated > 0) {
+    if (decoding(r)) {
       // Decoding: its cache holds the context and every generated token but
       // `next`; it recomputes them and goes on from `next`.
       r.context.assign(r.history.begin(), r.history.end() - 1);
@@ -407,7 +413,7 @@ void Engine::step(std::vector<std::shared_ptr<Request>> &running) {
 void Engine::decodeStep(std::vector<std::shared_ptr<Request>> &running) {
   std::vector<Request *> rows;
   for (auto &r : running)
-    if (r->seq >= 0 && r->prefilled == (int64_t)r->context.size())
+    if (decoding(*r))
       rows.push_back(r.get());
   if (rows.empty())
     return;

@@ -187,6 +187,10 @@ private:
   bool accept(Request &r, int64_t id);
   void retire(Request &r, FinishReason reason, std::string error = {});
   int64_t unitsFor(int64_t tokens) const;
+  /// Admitted and past its context: the decode step advances it.
+  static bool decoding(const Request &r);
+  /// Paged: blocks the decoding requests' next tokens take.
+  int64_t decodeBlocks(const std::vector<std::shared_ptr<Request>> &running) const;
   /// Paged: blocks `r`'s sequence must take to hold `tokens` more.
   int64_t blocksToAdd(const Request &r, int64_t tokens) const;
 
