@@ -140,6 +140,12 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
     attentions.push_back(a);
   });
 
+  // Statistics of a rotated model describe other activations than the
+  // unrotated model's (rotate-residual): they carry the rotation, and are
+  // reused only for the same one.
+  std::string rotation;
+  if (auto r = module->getAttrOfType<StringAttr>(qcc::kRotationAttr))
+    rotation = r.str();
   std::string statsPath = o.statsPath;
   bool reuse = !statsPath.empty() && llvm::sys::fs::exists(statsPath);
   llvm::SmallString<128> tmpArtifact, tmpStats;
@@ -178,6 +184,10 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
         samples,    "--seq-len",   seqLen,     "--out",     statsPath};
     if (o.quiet)
       args.push_back("--quiet");
+    if (!rotation.empty()) {
+      args.push_back("--rotation");
+      args.push_back(rotation);
+    }
     if (o.pruningStats)
       args.push_back("--pruning-stats");
     std::string rows = std::to_string(o.activationRows);
@@ -209,6 +219,16 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
     return error(statsPath + ": cannot read calibration statistics");
   try {
     json stats = json::parse((*buffer)->getBuffer().str());
+    std::string statsRotation = stats.value("rotation", "");
+    if (statsRotation != rotation)
+      return error(statsPath + ": calibration statistics of " +
+                   (statsRotation.empty()
+                        ? std::string("the unrotated model")
+                        : "a model rotated (" + statsRotation + ")") +
+                   ", but this compile " +
+                   (rotation.empty() ? std::string("does not rotate")
+                                     : "rotates (" + rotation + ")") +
+                   "; use another --calib-stats file");
     const json &ls = stats.at("linears");
     std::vector<ElementsAttr> grams, samples;
     if (o.pruningStats) {

@@ -27,7 +27,7 @@ struct PhaseInfo {
 };
 constexpr PhaseInfo kPhases[] = {
     {qcc::Phase::Import, "import", "qcc ops 1:1 with the ONNX nodes"},
-    {qcc::Phase::Raise, "raise", "transformer ops plus glue"},
+    {qcc::Phase::Raise, "raise", "transformer ops plus glue (rotated with --rotate)"},
     {qcc::Phase::Calibrate, "calibrate", "+ calibration statistics"},
     {qcc::Phase::Quantize, "quantize", "+ SmoothQuant, 2:4 sparsity, quantize, MoE"},
     {qcc::Phase::KvLayout, "kv-layout", "+ the KV cache entry points"},
@@ -152,9 +152,15 @@ qcc::importPhase(MLIRContext &context, llvm::StringRef onnxPath,
   return importOnnxFile(context, onnxPath, import);
 }
 
-llvm::Error qcc::raisePhase(ModuleOp module, llvm::StringRef sourcePath) {
+llvm::Error qcc::raisePhase(ModuleOp module, llvm::StringRef sourcePath,
+                            const CompileOptions &options) {
   PassManager pm(module.getContext());
   buildRaisePipeline(pm);
+  if (options.rotate) {
+    RotateResidualOptions rotate;
+    rotate.seed = options.rotateSeed;
+    pm.nest<func::FuncOp>().addPass(createRotateResidual(rotate));
+  }
   return runPasses(pm, module, sourcePath);
 }
 
@@ -285,7 +291,7 @@ llvm::Error qcc::runPhase(MLIRContext &context, Compilation &c, Phase phase) {
       return llvm::Error::success();
     }
     case Phase::Raise:
-      return raisePhase(*c.module, c.sourcePath);
+      return raisePhase(*c.module, c.sourcePath, o);
     case Phase::Calibrate:
       return calibratePhase(*c.module, c.sourcePath, o);
     case Phase::Quantize:

@@ -91,6 +91,10 @@ struct CompileOptions {
   KvDtype kvDtype = KvDtype::F32; ///< I8 needs calibration
   KvScales kvScales = KvScales::PerHead; ///< of an I8 cache
   QuantMode quant = QuantMode::None;
+  /// raise: rotate the residual stream into the weights (rotate-residual,
+  /// QuaRot) before calibration, with this seed for the Hadamard signs.
+  bool rotate = false;
+  uint64_t rotateSeed = 0;
   ActivationQuant activations = ActivationQuant::PerToken;
   bool asymmetric = false;
   bool smoothQuant = true;
@@ -181,7 +185,8 @@ struct Compilation {
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importPhase(mlir::MLIRContext &context, llvm::StringRef onnxPath,
             const CompileOptions &options = {});
-llvm::Error raisePhase(mlir::ModuleOp module, llvm::StringRef sourcePath);
+llvm::Error raisePhase(mlir::ModuleOp module, llvm::StringRef sourcePath,
+                       const CompileOptions &options);
 llvm::Error calibratePhase(mlir::ModuleOp module, llvm::StringRef sourcePath,
                            const CompileOptions &options);
 llvm::Error quantizePhase(mlir::ModuleOp module, llvm::StringRef sourcePath,

@@ -35,6 +35,10 @@ inline constexpr llvm::StringLiteral kKvCacheAttr = "qcc.kv_cache";
 /// order (ArrayAttr of strings; the importer -> the artifact's manifest,
 /// "lora_adapters"; docs/LORA.md).
 inline constexpr llvm::StringLiteral kLoraAdaptersAttr = "qcc.lora_adapters";
+/// On the module: the residual rotation rotate-residual folded into the
+/// weights ("hadamard N x dct M, seed S"), which calibration statistics
+/// record.
+inline constexpr llvm::StringLiteral kRotationAttr = "qcc.rotation";
 /// On an entry point that takes one token per row (kv-cache-layout's decode
 /// -> the emitter's tile choice).
 inline constexpr llvm::StringLiteral kTokensPerRowAttr = "qcc.tokens_per_row";

@@ -787,6 +787,54 @@ def TabulatePositions : Pass<"tabulate-positions", "mlir::func::FuncOp"> {
   }];
 }
 
+def RotateResidual : Pass<"rotate-residual", "mlir::func::FuncOp"> {
+  let summary = "Rotate the residual stream into the weights (QuaRot)";
+  let description = [{
+    The residual stream x (width D) becomes x Q for an orthogonal Q
+    (format/Rotation.h: a randomized Hadamard matrix, times an orthonormal
+    DCT factor where D is not a power of two), and the weights absorb it so
+    that the function is unchanged in exact arithmetic:
+
+    * producers of the stream: the input-id embedding's rows, and every
+      linear, embedding or constant added to the stream (through adds and
+      scalar multiplies): rows x -> x Q, a linear's W -> Q^T W, b -> Q^T b;
+    * norms reading the stream: their weight (and a layer norm's bias)
+      folds into the linears reading them, W -> W diag(gamma),
+      b -> b + W beta; the norm keeps weight 1, which commutes with Q
+      (||x Q|| = ||x||); those linears then read x Q: W -> W Q.
+
+    Activations of the rotated stream have no outlier channels left, so
+    per-token (and per-tensor) int8 scales fit all channels (QuaRot,
+    Ashkboos et al. 2024). A layer norm subtracts the mean, which Q does not
+    commute with: when the stream is read by layer norms, every producer is
+    also centred (x - mean(x), SliceGPT's construction), the stream stays
+    mean-free and the layer norms become rms_norm. A module that runs it is
+    marked `qcc.rotation`.
+
+    The stream is found from the embeddings of the input ids. Every value in
+    it may be read only by adds, scalar multiplies, norms (whose results feed
+    only linears with constant f32 weights) and shapes; anything else (a
+    function result, a runtime LoRA adapter on a norm, Gemma's norm after
+    each block, a stream read by both layer and RMS norms) is an error
+    naming the op, and nothing is changed.
+
+    ```mlir
+    // before
+    %h = qcc.embedding %table, %ids : ...
+    %n = qcc.rms_norm %h, %gamma {epsilon = 1.0e-5 : f32} : ...
+    %y = qcc.linear %n, %w : ...
+    // after: %table2 = %table Q, %w2 = %w diag(gamma) Q
+    %h = qcc.embedding %table2, %ids : ...
+    %n = qcc.rms_norm %h, %ones {epsilon = 1.0e-5 : f32} : ...
+    %y = qcc.linear %n, %w2 : ...
+    ```
+  }];
+  let options = [
+    Option<"seed", "seed", "uint64_t", /*default=*/"0",
+           "Seed of the Hadamard matrix's random signs">,
+  ];
+}
+
 def SmoothQuant : Pass<"smooth-quant", "mlir::func::FuncOp"> {
   let summary = "Migrate activation outliers into the weights (SmoothQuant)";
   let description = [{

@@ -39,7 +39,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Options {
-  std::string model, source, out;
+  std::string model, source, out, rotation;
   int64_t samples = 64, seqLen = 128;
   bool quiet = false;
   bool pruningStats = false;
@@ -126,15 +126,12 @@ int run(Options &o) {
     progress.update(done);
   }
   progress.clear();
-  writeAtomically(o.out,
-                  calibrator
-                          .statistics(o.samples, o.seqLen,
-                                      o.pruningStats ? o.out + ".gram"
-                                                     : std::string(),
-                                      o.activationRows > 0 ? o.out + ".rows"
-                                                           : std::string())
-                          .dump() +
-                      "\n");
+  auto statistics = calibrator.statistics(
+      o.samples, o.seqLen, o.pruningStats ? o.out + ".gram" : std::string(),
+      o.activationRows > 0 ? o.out + ".rows" : std::string());
+  if (!o.rotation.empty())
+    statistics["rotation"] = o.rotation;
+  writeAtomically(o.out, statistics.dump() + "\n");
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -171,6 +168,10 @@ int main(int argc, char **argv) {
                  "Also keep this many sampled rows of every linear's input, "
                  "for SmoothQuant's alpha search (written to OUT.rows)")
       ->capture_default_str();
+  app.add_option("--rotation", o.rotation,
+                 "The residual rotation the artifact was compiled with "
+                 "(qcc --rotate), recorded in the statistics so that they "
+                 "are not reused for another rotation");
   app.add_flag("--quiet", o.quiet,
                "No progress line and no summary (errors only)");
   CLI11_PARSE(app, argc, argv);

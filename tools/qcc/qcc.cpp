@@ -159,6 +159,16 @@ EnumOpt<qcc::QuantMode> quant("quant",
                               qcc::optionValues(qcc::kQuantModeNames),
                               cl::init(qcc::QuantMode::None),
                               cl::cat(quantCat));
+cl::opt<bool> rotate(
+    "rotate",
+    cl::desc("Rotate the residual stream into the weights before "
+             "calibration (QuaRot: a randomized Hadamard matrix; the float "
+             "function is unchanged, int8 activations lose their outlier "
+             "channels; docs/QUANTIZATION.md section 10)"),
+    cl::cat(quantCat));
+cl::opt<uint64_t> rotateSeed(
+    "rotate-seed", cl::desc("Seed of --rotate's random signs (default 0)"),
+    cl::init(0), cl::Hidden, cl::cat(quantCat));
 cl::opt<std::string> calib("calib",
                            cl::desc("Calibration data: a text file, or a "
                                     "folder with one .npy per model input"),
@@ -474,6 +484,8 @@ int main(int argc, char **argv) {
   options.asymmetric = asymmetric;
   options.smoothQuant = !noSmooth;
   options.smoothQuantNormsOnly = smoothNormsOnly;
+  options.rotate = rotate;
+  options.rotateSeed = rotateSeed;
   options.int8Fallback = int8Fallback;
   options.sparsity = sparsity;
   if (prune.getNumOccurrences() > 0)
