@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccOps.h"
+#include "format/Rotation.h"
 
 #include <cmath>
 #include "format/Quant.h"
@@ -693,6 +694,16 @@ LogicalResult GeluOp::verify() {
   if (getApproximate() != "none" && getApproximate() != "tanh")
     return emitOpError("approximate must be \"none\" or \"tanh\", not \"")
            << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult HadamardOp::verify() {
+  auto type = getInput().getType();
+  if (type.getRank() < 1 || type.isDynamicDim(type.getRank() - 1))
+    return emitOpError("input must have a static last dimension");
+  if (std::string why = format::Rotation::widthError(type.getShape().back());
+      !why.empty())
+    return emitOpError(why);
   return success();
 }
 

@@ -674,6 +674,24 @@ def Qcc_SiluOp : Qcc_Op<"silu", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Qcc_HadamardOp : Qcc_Op<"hadamard", [SameOperandsAndResultType]> {
+  let summary = "Online rotation: each row times QuaRot's randomized Hadamard matrix";
+  let description = [{
+    `result[..., :] = input[..., :] Q` for the orthogonal Q of width K (the
+    last, static dimension) and `seed` defined by format/Rotation.h: sign
+    flips, a Hadamard transform over K's power-of-two factor and an
+    orthonormal DCT over its odd factor (at most
+    `format::Rotation::kMaxOddFactor`). rotate-residual puts it before an
+    MLP's down projection, whose weight absorbs Q (W -> W Q), so that the
+    projection's int8 input has no outlier channels (QuaRot's online
+    Hadamard).
+  }];
+  let arguments = (ins Qcc_FloatTensor:$input, I64Attr:$seed);
+  let results = (outs Qcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Qcc_SoftmaxOp : Qcc_Op<"softmax", [SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{

@@ -20,8 +20,21 @@ uint64_t splitmix64(uint64_t &state) {
 
 } // namespace
 
+std::string Rotation::widthError(int64_t d) {
+  if (d < 1)
+    return "a rotation needs a width of at least 1, not " + std::to_string(d);
+  int64_t m = d;
+  while (m % 2 == 0)
+    m /= 2;
+  if (m > kMaxOddFactor)
+    return "width " + std::to_string(d) + " = " + std::to_string(d / m) +
+           " x " + std::to_string(m) + " has an odd factor above " +
+           std::to_string(kMaxOddFactor) + " (no fast rotation)";
+  return "";
+}
+
 Rotation::Rotation(int64_t d, uint64_t seed) : n_(1), m_(d) {
-  assert(d >= 1 && "a rotation needs a width");
+  assert(widthError(d).empty() && "a width with a fast rotation");
   while (m_ % 2 == 0) {
     m_ /= 2;
     n_ *= 2;

@@ -28,13 +28,25 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace qcc::format {
 
 class Rotation {
 public:
-  /// The rotation of width `d` (>= 1) from `seed`.
+  /// The largest odd factor of a width: the DCT factor costs m^2 doubles
+  /// and m multiply-adds per value, so a width such as 4095 (m = 4095) has
+  /// no fast rotation and is refused. Real widths have small odd factors
+  /// (576 = 64 x 9, 11008 = 256 x 43, 14336 = 2048 x 7).
+  static constexpr int64_t kMaxOddFactor = 255;
+
+  /// Why `d` cannot be a rotation's width ("" when it can): d >= 1 with an
+  /// odd factor of at most kMaxOddFactor. The compiler's verifier and the
+  /// runtime's check both use it.
+  static std::string widthError(int64_t d);
+
+  /// The rotation of width `d` (widthError(d) empty) from `seed`.
   Rotation(int64_t d, uint64_t seed);
 
   int64_t width() const { return n_ * m_; }

@@ -811,6 +811,14 @@ def RotateResidual : Pass<"rotate-residual", "mlir::func::FuncOp"> {
     mean-free and the layer norms become rms_norm. A module that runs it is
     marked `qcc.rotation`.
 
+    With `online` (the default), an MLP's down projection, whose input is
+    the MLP's activation (a GLU product `act(gate) * up`, or gelu / silu /
+    relu) with outlier channels no weight can absorb, reads it through
+    `qcc.hadamard` (x -> x Q_K at run time, K its width) and absorbs Q_K in
+    its weight (W -> W Q_K): QuaRot's online Hadamard. A width whose odd
+    factor exceeds `format::Rotation::kMaxOddFactor` keeps its input as it
+    is; a residual width like that is an error.
+
     The stream is found from the embeddings of the input ids. Every value in
     it may be read only by adds, scalar multiplies, norms (whose results feed
     only linears with constant f32 weights) and shapes; anything else (a
@@ -832,6 +840,9 @@ def RotateResidual : Pass<"rotate-residual", "mlir::func::FuncOp"> {
   let options = [
     Option<"seed", "seed", "uint64_t", /*default=*/"0",
            "Seed of the Hadamard matrix's random signs">,
+    Option<"online", "online", "bool", /*default=*/"true",
+           "Also rotate MLP down projections' inputs at run time "
+           "(qcc.hadamard)">,
   ];
 }
 

@@ -374,6 +374,15 @@ struct RotateResidualPass
                    "layer_norm and rms_norm; cannot rotate it");
       return signalPassFailure();
     }
+    if (std::string why = format::Rotation::widthError(plan.width);
+        !why.empty()) {
+      fn.emitError("rotate-residual: cannot rotate the residual stream: ")
+          << why;
+      return signalPassFailure();
+    }
+    SmallVector<LinearOp> downs;
+    if (online)
+      downs = mlpDownProjections(fn, plan);
     format::Rotation rotation(plan.width, seed);
     for (Operation *norm : plan.norms)
       for (LinearOp l : plan.readers[norm])
@@ -395,16 +404,84 @@ struct RotateResidualPass
     }
     for (Operation *norm : plan.norms)
       replaceNorm(norm);
+    rotateOnline(downs);
     eraseDeadConstants(fn);
     fn->getParentOfType<ModuleOp>()->setAttr(
         kRotationAttr,
         StringAttr::get(&getContext(),
                         "hadamard " + std::to_string(rotation.hadamardSize()) +
                             " x dct " + std::to_string(rotation.oddSize()) +
-                            ", seed " + std::to_string(seed)));
+                            ", seed " + std::to_string(seed) +
+                            (downs.empty() ? "" : ", online")));
     LLVM_DEBUG(llvm::dbgs() << "rotate-residual: width " << plan.width << ", "
                             << plan.norms.size() << " norms, "
-                            << plan.producers.size() << " producers\n");
+                            << plan.producers.size() << " producers, "
+                            << downs.size() << " online rotations\n");
+  }
+
+  /// The linear behind an MLP activation operand (through gelu / silu /
+  /// relu), or null.
+  static LinearOp mlpLinear(Value v) {
+    if (isa_and_present<GeluOp, SiluOp, ReluOp>(v.getDefiningOp()))
+      v = v.getDefiningOp()->getOperand(0);
+    return v.getDefiningOp<LinearOp>();
+  }
+
+  /// QuaRot's online Hadamard: the down projections of the stream's MLPs
+  /// read the MLP's activation (a GLU product or an activation function
+  /// of a linear that reads one of the stream's norms, through reshapes
+  /// only: a mixture of experts' routed rows are left to qcc.moe), whose
+  /// outlier channels no weight can absorb.
+  SmallVector<LinearOp> mlpDownProjections(func::FuncOp fn,
+                                           const StreamPlan &plan) {
+    auto readsNorm = [&](LinearOp l) {
+      if (!l)
+        return false;
+      Value v = l.getInput();
+      while (auto r = v.getDefiningOp<ReshapeOp>())
+        v = r.getInput();
+      return plan.norms.contains(v.getDefiningOp());
+    };
+    SmallVector<LinearOp> downs;
+    fn.walk([&](LinearOp l) {
+      Operation *def = l.getInput().getDefiningOp();
+      bool mlp = false;
+      if (isa_and_present<GeluOp, SiluOp, ReluOp>(def))
+        mlp = readsNorm(mlpLinear(l.getInput()));
+      else if (isa_and_present<MulOp>(def))
+        mlp = readsNorm(mlpLinear(def->getOperand(0))) ||
+              readsNorm(mlpLinear(def->getOperand(1)));
+      int64_t k = lastDim(l.getInput());
+      if (mlp && k > 0 && format::Rotation::widthError(k).empty() &&
+          f32Constant(l.getWeight()) &&
+          l.getWeight().getType().getDimSize(1) == k)
+        downs.push_back(l);
+      else if (mlp)
+        LLVM_DEBUG(llvm::dbgs() << "rotate-residual: no online rotation "
+                                   "before " << l.getLoc() << "\n");
+    });
+    return downs;
+  }
+
+  /// Each down projection reads qcc.hadamard of its input and absorbs Q
+  /// (W -> W Q).
+  void rotateOnline(ArrayRef<LinearOp> downs) {
+    for (LinearOp l : downs) {
+      auto wt = l.getWeight().getType();
+      int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+      format::Rotation rotation(k, seed);
+      auto w32 = *f32Constant(l.getWeight());
+      std::vector<double> w(w32.begin(), w32.end());
+      rotateEach(w, k, rotation, /*centre=*/false);
+      OpBuilder b(l);
+      auto h = HadamardOp::create(b, l.getLoc(), l.getInput(),
+                                  b.getI64IntegerAttr((int64_t)seed));
+      l.getInputMutable().assign(h.getResult());
+      l.getWeightMutable().assign(constantOf(
+          b, l.getLoc(), {n, k}, b.getF32Type(),
+          std::vector<float>(w.begin(), w.end()),
+          blobName(getConstant(l.getWeight()), "weight") + "_rot"));
+    }
   }
 
   /// x Q for every row of an f32 constant of last dimension d, centred

@@ -153,6 +153,17 @@ double qcc::rt::opFlops(const Node &n, const std::vector<Shape> &ops,
     return 8.0 * elements(operandShape(n, ops, 0, 1));
   case OpKind::RmsNorm:
     return 4.0 * elements(operandShape(n, ops, 0, 1));
+  case OpKind::Hadamard: {
+    // Per value: log2(n) butterfly adds and m multiply-adds of the DCT
+    // factor (format/Rotation.h, K = n m).
+    const Shape &x = operandShape(n, ops, 0, 1);
+    int64_t m = x.empty() ? 1 : std::max<int64_t>(x.back(), 1), stages = 0;
+    while (m % 2 == 0) {
+      m /= 2;
+      ++stages;
+    }
+    return (double)(stages + 2 * m) * elements(x);
+  }
   case OpKind::Rotary: {
     const Shape &x = operandShape(n, ops, 0, 1);
     int64_t headDim = n.attrs.value("head_dim", int64_t(0));

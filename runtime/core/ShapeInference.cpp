@@ -83,6 +83,7 @@ std::vector<Shape> qcc::rt::inferShapes(const Node &n,
   }
   case OpKind::LayerNorm:
   case OpKind::RmsNorm:
+  case OpKind::Hadamard:
   case OpKind::Gelu:
   case OpKind::Silu:
   case OpKind::Rotary:

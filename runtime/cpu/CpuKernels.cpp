@@ -62,6 +62,7 @@ std::optional<std::vector<Tensor>> fastKernel(OpKind op, const Attrs &attrs,
   case OpKind::Moe: return moeFast(attrs, ops);
   case OpKind::LayerNorm: return layerNormFast(attrs, ops);
   case OpKind::RmsNorm: return rmsNormFast(attrs, ops);
+  case OpKind::Hadamard: return hadamardFast(attrs, ops);
   case OpKind::Gelu: return geluFast(attrs, ops);
   case OpKind::Silu: return siluFast(ops);
   case OpKind::Softmax: return softmaxK(attrs, ops, softmaxRowFast);

@@ -103,6 +103,8 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
                             const PackedF32Weight *packed = nullptr);
 std::vector<Tensor> moeFast(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> rmsNormFast(const Attrs &attrs, const Operands &ops);
+/// qcc.hadamard: the reference's rows (hadamardRow) over the pool.
+std::vector<Tensor> hadamardFast(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> siluFast(const Operands &ops);
 
 } // namespace qcc::rt::cpukernels

@@ -118,6 +118,18 @@ std::vector<Tensor> rmsNormFast(const Attrs &attrs, const Operands &ops) {
   return {std::move(a.out)};
 }
 
+std::vector<Tensor> hadamardFast(const Attrs &attrs, const Operands &ops) {
+  HadamardArgs a = checkHadamard(attrs, ops);
+#pragma omp parallel if (a.rows * a.K >= (1 << 14))
+  {
+    std::vector<double> scratch;
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < a.rows; ++row)
+      hadamardRow(a, row, scratch);
+  }
+  return {std::move(a.out)};
+}
+
 std::vector<Tensor> moeFast(const Attrs &attrs, const Operands &ops) {
   return moeK(attrs, ops, [](const Tensor &rows, const Tensor &w) {
     return std::move(linearK({&rows, &w}, {})[0]);

@@ -15,6 +15,8 @@
 
 #include "runtime/reference/ReferenceKernels.h"
 
+#include "format/Rotation.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -434,6 +436,27 @@ std::vector<Tensor> layerNormK(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> moeK(const Attrs &attrs, const Operands &ops,
                          const ExpertLinear &linear);
 std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops);
+/// qcc.hadamard's operand checked: rows of K values, the rotation of K and
+/// the seed (format/Rotation.h).
+struct HadamardArgs {
+  const float *in;
+  int64_t rows, K;
+  format::Rotation rotation;
+  Tensor out;
+};
+HadamardArgs checkHadamard(const Attrs &attrs, const Operands &ops);
+/// One row of qcc.hadamard, x Q in double (`scratch` holds K doubles): the
+/// formula both paths share.
+inline void hadamardRow(const HadamardArgs &a, int64_t row,
+                        std::vector<double> &scratch) {
+  const float *x = a.in + row * a.K;
+  scratch.assign(x, x + a.K);
+  a.rotation.rotateRow(scratch);
+  float *y = const_cast<Tensor &>(a.out).data<float>() + row * a.K;
+  for (int64_t k = 0; k < a.K; ++k)
+    y[k] = (float)scratch[k];
+}
+std::vector<Tensor> hadamardK(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> rotaryK(const Attrs &attrs, const Operands &ops);
 std::vector<Tensor> siluK(const Operands &ops);
 /// softmax over an axis, each row by `row` (the reference's unless given).

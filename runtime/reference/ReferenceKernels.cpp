@@ -354,6 +354,7 @@ std::vector<Tensor> qcc::rt::reference::runKernel(OpKind op, const Attrs &attrs,
     });
   case OpKind::LayerNorm: return layerNormK(attrs, ops);
   case OpKind::RmsNorm: return rmsNormK(attrs, ops);
+  case OpKind::Hadamard: return hadamardK(attrs, ops);
   case OpKind::Gelu: return geluK(attrs, ops);
   case OpKind::Silu: return siluK(ops);
   case OpKind::Softmax: return softmaxK(attrs, ops);

@@ -143,6 +143,27 @@ std::vector<Tensor> rmsNormK(const Attrs &attrs, const Operands &ops) {
   return {std::move(a.out)};
 }
 
+HadamardArgs checkHadamard(const Attrs &attrs, const Operands &ops) {
+  const Tensor &x = need(ops, 0, "input");
+  requireF32(x, "input");
+  if (x.rank() < 1)
+    fail("hadamard input must have rank >= 1");
+  int64_t K = x.dim(-1);
+  if (std::string why = format::Rotation::widthError(K); !why.empty())
+    fail("hadamard input " + str(x.shape()) + ": " + why);
+  return {x.data<float>(), x.numel() / K, K,
+          format::Rotation(K, (uint64_t)attrs.i("seed")),
+          Tensor(DType::F32, x.shape())};
+}
+
+std::vector<Tensor> hadamardK(const Attrs &attrs, const Operands &ops) {
+  HadamardArgs a = checkHadamard(attrs, ops);
+  std::vector<double> scratch;
+  for (int64_t row = 0; row < a.rows; ++row)
+    hadamardRow(a, row, scratch);
+  return {std::move(a.out)};
+}
+
 /// qcc.moe: per expert, the rows routed to it gathered (in token order),
 /// its GEMMs run over them with the linear kernel on views of the stacked
 /// weights, the results scaled by their gates and added to their rows,

@@ -56,3 +56,35 @@ func.func @layer_norm(%ids: tensor<?x?xi64>) -> tensor<?x?x1xf32> {
   %y = qcc.linear %n, %w : (tensor<?x?x2xf32>, tensor<1x2xf32>) -> tensor<?x?x1xf32>
   return %y : tensor<?x?x1xf32>
 }
+
+// -----
+
+// An MLP's down projection reads its GLU product through qcc.hadamard (the
+// online rotation of its width, 2 here) and absorbs the same Q: W -> W Q;
+// it also writes the stream (W -> Q^T W), so [[1, 0], [0, 0]] becomes
+// Q^T W Q = [[1, 1], [1, 1]] / 2.
+// CHECK: module attributes {qcc.rotation = "hadamard 2 x dct 1, seed 0, online"}
+// CHECK-LABEL: func.func @glu(
+// CHECK: %[[P:.*]] = qcc.mul
+// CHECK: %[[R:.*]] = qcc.hadamard %[[P]] {seed = 0 : i64} : tensor<?x?x2xf32>
+// CHECK: %[[WD:.*]] = qcc.constant dense<5.000000e-01> : tensor<2x2xf32>
+// CHECK: qcc.linear %[[R]], %[[WD]]
+func.func @glu(%ids: tensor<?x?xi64>) -> tensor<?x?x2xf32> {
+  %t = qcc.constant dense<[[1.0, 0.0], [0.0, 2.0]]> : tensor<2x2xf32>
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %wg = qcc.constant dense<[[1.0, 0.5], [0.5, 1.0]]> : tensor<2x2xf32>
+  %wu = qcc.constant dense<[[2.0, 0.0], [0.0, 2.0]]> : tensor<2x2xf32>
+  %wd = qcc.constant dense<[[1.0, 0.0], [0.0, 0.0]]> : tensor<2x2xf32>
+  %wh = qcc.constant dense<[[1.0, 0.0], [0.0, 1.0]]> : tensor<2x2xf32>
+  %h = qcc.embedding %t, %ids : (tensor<2x2xf32>, tensor<?x?xi64>) -> tensor<?x?x2xf32>
+  %n = qcc.rms_norm %h, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x2xf32>, tensor<2xf32>) -> tensor<?x?x2xf32>
+  %a = qcc.linear %n, %wg : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %s = qcc.silu %a : tensor<?x?x2xf32>
+  %u = qcc.linear %n, %wu : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %p = qcc.mul %s, %u : (tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2xf32>
+  %d = qcc.linear %p, %wd : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %h2 = qcc.add %h, %d : (tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2xf32>
+  %n2 = qcc.rms_norm %h2, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x2xf32>, tensor<2xf32>) -> tensor<?x?x2xf32>
+  %l = qcc.linear %n2, %wh : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  return %l : tensor<?x?x2xf32>
+}

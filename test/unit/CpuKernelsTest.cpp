@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuDnnl.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "format/Rotation.h"
 
 #include <gtest/gtest.h>
 
@@ -1282,4 +1283,37 @@ TEST(CpuKernels, MoeRoutesEachTokenThroughItsExperts) {
   EXPECT_KERNEL_ERROR("moe", json({{"activation", "silu"}}),
                       (Operands{&x, &bad, &gates, &up, &down, &gate}),
                       "moe: expert id 3 of token 1 is outside [0, 3)");
+}
+
+// qcc.hadamard: every row times Q (format::Rotation), here against the
+// dense Q in double: |error| within 1e-6 relative (float rounding of the
+// input and output, the sums in double), on a width with an odd factor
+// (24 = 8 x 3); the fast path over the pool gives the reference's bits
+// (the same row function). A width whose odd factor is too large is
+// refused.
+TEST(CpuKernels, HadamardRotatesRows) {
+  std::mt19937 rng(5);
+  Tensor x = randomF32({3, 5, 24}, rng, -4, 4);
+  json attrs = {{"seed", 11}};
+  Tensor y = run1("hadamard", attrs, {&x});
+  std::vector<double> q = qcc::format::Rotation(24, 11).matrix();
+  std::vector<double> want(x.numel());
+  for (int64_t r = 0; r < 15; ++r)
+    for (int64_t j = 0; j < 24; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < 24; ++k)
+        acc += (double)x.data<float>()[r * 24 + k] * q[k * 24 + j];
+      want[r * 24 + j] = acc;
+    }
+  expectClose(values(y), want, 1e-6);
+  Tensor big = randomF32({2, 1 << 14}, rng);
+  std::vector<float> fast = values(run1("hadamard", attrs, {&big}));
+  {
+    ScopedCpuKernelPath reference(CpuKernelPath::Reference);
+    EXPECT_EQ(fast, values(run1("hadamard", attrs, {&big})));
+  }
+  Tensor odd = randomF32({2, 257}, rng);
+  EXPECT_KERNEL_ERROR("hadamard", attrs, Operands({&odd}),
+                      "hadamard input [2, 257]: width 257 = 1 x 257 has an "
+                      "odd factor above 255 (no fast rotation)");
 }
