@@ -817,7 +817,14 @@ def RotateResidual : Pass<"rotate-residual", "mlir::func::FuncOp"> {
     `qcc.hadamard` (x -> x Q_K at run time, K its width) and absorbs Q_K in
     its weight (W -> W Q_K): QuaRot's online Hadamard. A width whose odd
     factor exceeds `format::Rotation::kMaxOddFactor` keeps its input as it
-    is; a residual width like that is an error.
+    is; a residual width like that is an error. Also with `online`, each
+    attention's values are rotated per head in the weights alone (QuaRot's
+    V / O rotation): the value projection's rows of each KV head absorb
+    R^T (R of width head_dim) and the output projection's columns of each
+    head R, so the output projection's input loses its outliers too. An
+    attention whose value is not its own linear's result (fused QKV) or
+    whose output reaches anything but linears is left alone. The module's
+    `qcc.rotation` ends with ", online" and ", value heads" when they ran.
 
     The stream is found from the embeddings of the input ids. Every value in
     it may be read only by adds, scalar multiplies, norms (whose results feed

@@ -19,6 +19,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
+#include <functional>
 #include <numeric>
 
 namespace qcc {
@@ -153,6 +154,16 @@ bool scattersRows(Operation *op) {
   auto e = s.getIndices().getDefiningOp<ExpandOp>();
   auto t = e ? dyn_cast<RankedTensorType>(e.getInput().getType()) : nullptr;
   return t && t.getRank() > 0 && t.getShape().back() == 1;
+}
+
+/// A shape, or an op whose results only shapes read (a mixture of
+/// experts' slice that sizes its scatter): rotation keeps shapes.
+bool readsOnlyShape(Operation *u) {
+  if (isa<ShapeOp>(u))
+    return true;
+  return u->getNumResults() > 0 && !u->use_empty() &&
+         llvm::all_of(u->getUsers(),
+                      [](Operation *s) { return isa<ShapeOp>(s); });
 }
 
 class Planner {
@@ -301,16 +312,6 @@ private:
     return nullptr;
   }
 
-  /// A shape, or an op whose results only shapes read (a mixture of
-  /// experts' slice that sizes its scatter): rotation keeps shapes.
-  static bool readsOnlyShape(Operation *u) {
-    if (isa<ShapeOp>(u))
-      return true;
-    return u->getNumResults() > 0 && !u->use_empty() &&
-           llvm::all_of(u->getUsers(),
-                        [](Operation *s) { return isa<ShapeOp>(s); });
-  }
-
   /// A constant_of_shape filling zeros.
   static bool isZeroFill(ConstantOfShapeOp c) {
     auto v = dyn_cast<DenseElementsAttr>(c.getValue());
@@ -405,6 +406,7 @@ struct RotateResidualPass
     for (Operation *norm : plan.norms)
       replaceNorm(norm);
     rotateOnline(downs);
+    int64_t valueHeads = online ? rotateValueHeads(fn) : 0;
     eraseDeadConstants(fn);
     fn->getParentOfType<ModuleOp>()->setAttr(
         kRotationAttr,
@@ -412,7 +414,8 @@ struct RotateResidualPass
                         "hadamard " + std::to_string(rotation.hadamardSize()) +
                             " x dct " + std::to_string(rotation.oddSize()) +
                             ", seed " + std::to_string(seed) +
-                            (downs.empty() ? "" : ", online")));
+                            (downs.empty() ? "" : ", online") +
+                            (valueHeads == 0 ? "" : ", value heads")));
     LLVM_DEBUG(llvm::dbgs() << "rotate-residual: width " << plan.width << ", "
                             << plan.norms.size() << " norms, "
                             << plan.producers.size() << " producers, "
@@ -461,6 +464,97 @@ struct RotateResidualPass
                                    "before " << l.getLoc() << "\n");
     });
     return downs;
+  }
+
+  /// QuaRot's rotation of the attention's values, per head: the value
+  /// projection's rows of each KV head absorb R^T (R of width head_dim),
+  /// so every head's values, and so every query head's output, come out
+  /// times R; the output projection's columns of each head absorb R. All of
+  /// it in the weights: attention mixes value rows, never a row's channels.
+  /// An attention whose value is not a linear's own result (a fused QKV
+  /// projection's slice), or whose result reaches anything but linears
+  /// (through reshapes keeping the last dimension), is left alone.
+  int64_t rotateValueHeads(func::FuncOp fn) {
+    int64_t done = 0;
+    SmallVector<AttentionOp> attentions;
+    fn.walk([&](AttentionOp a) { attentions.push_back(a); });
+    for (AttentionOp a : attentions) {
+      auto v = a.getValue().getDefiningOp<LinearOp>();
+      int64_t kvHeads = (int64_t)a.getNumKvHeads(),
+              heads = (int64_t)a.getNumHeads();
+      int64_t width = lastDim(a.getValue());
+      if (!v || kvHeads <= 0 || heads <= 0 || width <= 0 ||
+          width % kvHeads != 0 || !f32Constant(v.getWeight()) ||
+          (v.getBias() && !f32Constant(v.getBias())) ||
+          llvm::any_of(v->getUsers(), [&](Operation *u) {
+            return u != a.getOperation() && !readsOnlyShape(u);
+          }))
+        continue;
+      int64_t hd = width / kvHeads;
+      if (!format::Rotation::widthError(hd).empty() ||
+          lastDim(a.getResult()) != heads * hd)
+        continue;
+      SmallVector<LinearOp> outs;
+      bool ok = true;
+      std::function<void(Value)> readers = [&](Value r) {
+        for (Operation *u : r.getUsers()) {
+          if (readsOnlyShape(u))
+            continue;
+          if (isa<ReshapeOp>(u) && lastDim(u->getResult(0)) == heads * hd)
+            readers(u->getResult(0));
+          else if (auto l = dyn_cast<LinearOp>(u);
+                   l && l.getInput() == r && f32Constant(l.getWeight()))
+            outs.push_back(l);
+          else
+            ok = false;
+        }
+      };
+      readers(a.getResult());
+      if (!ok || outs.empty())
+        continue;
+      format::Rotation rotation(hd, seed);
+      // Value rows: each column's head segments, and the bias's.
+      auto wt = v.getWeight().getType();
+      int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+      auto w32 = *f32Constant(v.getWeight());
+      std::vector<double> w(w32.begin(), w32.end()), col(n);
+      for (int64_t j = 0; j < k; ++j) {
+        for (int64_t i = 0; i < n; ++i)
+          col[i] = w[i * k + j];
+        rotateEach(col, hd, rotation, /*centre=*/false);
+        for (int64_t i = 0; i < n; ++i)
+          w[i * k + j] = col[i];
+      }
+      OpBuilder b(v);
+      std::string name = blobName(getConstant(v.getWeight()), "weight");
+      v.getWeightMutable().assign(
+          constantOf(b, v.getLoc(), {n, k}, b.getF32Type(),
+                     std::vector<float>(w.begin(), w.end()), name + "_rot"));
+      if (v.getBias()) {
+        auto b32 = *f32Constant(v.getBias());
+        std::vector<double> bias(b32.begin(), b32.end());
+        rotateEach(bias, hd, rotation, /*centre=*/false);
+        v.getBiasMutable().assign(
+            constantOf(b, v.getLoc(), {n}, b.getF32Type(),
+                       std::vector<float>(bias.begin(), bias.end()),
+                       name + "_bias_rot"));
+      }
+      // Output projections: each row's head segments.
+      for (LinearOp o : outs) {
+        auto ot = o.getWeight().getType();
+        int64_t on = ot.getDimSize(0), ok = ot.getDimSize(1);
+        auto o32 = *f32Constant(o.getWeight());
+        std::vector<double> ow(o32.begin(), o32.end());
+        rotateEach(ow, hd, rotation, /*centre=*/false);
+        OpBuilder ob(o);
+        o.getWeightMutable().assign(constantOf(
+            ob, o.getLoc(), {on, ok}, ob.getF32Type(),
+            std::vector<float>(ow.begin(), ow.end()),
+            blobName(getConstant(o.getWeight()), "weight") + "_rot"));
+      }
+      ++done;
+    }
+    return done;
   }
 
   /// Each down projection reads qcc.hadamard of its input and absorbs Q

@@ -88,3 +88,35 @@ func.func @glu(%ids: tensor<?x?xi64>) -> tensor<?x?x2xf32> {
   %l = qcc.linear %n2, %wh : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
   return %l : tensor<?x?x2xf32>
 }
+
+// -----
+
+// The values, per head (head_dim 2, R = Q here): the value projection
+// absorbs R^T on its rows (after the norm's Q on its columns), the output
+// projection R on its columns (and Q^T on its rows, as a writer). With both
+// weights [[1, 0], [0, 0]], each becomes [[1, 1], [1, 1]] / 2.
+// CHECK: module attributes {qcc.rotation = "hadamard 2 x dct 1, seed 0, value heads"}
+// CHECK-LABEL: func.func @value_heads(
+// CHECK: %[[WV:.*]] = qcc.constant dense<5.000000e-01> : tensor<2x2xf32>
+// CHECK: %[[V:.*]] = qcc.linear %{{.*}}, %[[WV]]
+// CHECK: %[[A:.*]] = qcc.attention %{{.*}}, %{{.*}}, %[[V]]
+// CHECK: %[[WO:.*]] = qcc.constant dense<5.000000e-01> : tensor<2x2xf32>
+// CHECK: qcc.linear %[[A]], %[[WO]]
+func.func @value_heads(%ids: tensor<?x?xi64>) -> tensor<?x?x2xf32> {
+  %t = qcc.constant dense<[[1.0, 0.0], [0.0, 2.0]]> : tensor<2x2xf32>
+  %g = qcc.constant dense<1.0> : tensor<2xf32>
+  %wi = qcc.constant dense<[[1.0, 0.0], [0.0, 1.0]]> : tensor<2x2xf32>
+  %wv = qcc.constant dense<[[1.0, 0.0], [0.0, 0.0]]> : tensor<2x2xf32>
+  %wo = qcc.constant dense<[[1.0, 0.0], [0.0, 0.0]]> : tensor<2x2xf32>
+  %h = qcc.embedding %t, %ids : (tensor<2x2xf32>, tensor<?x?xi64>) -> tensor<?x?x2xf32>
+  %n = qcc.rms_norm %h, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x2xf32>, tensor<2xf32>) -> tensor<?x?x2xf32>
+  %q = qcc.linear %n, %wi : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %k = qcc.linear %n, %wi : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %v = qcc.linear %n, %wv : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %a = qcc.attention %q, %k, %v {causal = true, num_heads = 1 : i64, num_kv_heads = 1 : i64, scale = 0.707106769 : f32} : (tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2xf32>
+  %o = qcc.linear %a, %wo : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  %h2 = qcc.add %h, %o : (tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2xf32>
+  %n2 = qcc.rms_norm %h2, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x2xf32>, tensor<2xf32>) -> tensor<?x?x2xf32>
+  %l = qcc.linear %n2, %wi : (tensor<?x?x2xf32>, tensor<2x2xf32>) -> tensor<?x?x2xf32>
+  return %l : tensor<?x?x2xf32>
+}
