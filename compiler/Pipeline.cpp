@@ -71,8 +71,20 @@ llvm::Error runPasses(PassManager &pm, ModuleOp module,
 /// cores).
 constexpr int64_t kAlphaSearchRows = 128;
 
+/// W8A8 over int8 or FP8 E4M3 (quantize).
 bool quantizes(const qcc::CompileOptions &options) {
-  return options.quant == qcc::QuantMode::W8A8;
+  return options.quant == qcc::QuantMode::W8A8 ||
+         options.quant == qcc::QuantMode::Fp8;
+}
+
+/// Whether W8A8 reads calibration statistics: SmoothQuant's factors, static
+/// scales, the int8 fallback's columns. Dynamic scales alone need none
+/// (a rotated model's usual W8A8: --rotate --no-smoothquant).
+bool quantizesWithStatistics(const qcc::CompileOptions &options) {
+  return quantizes(options) &&
+         (options.smoothQuant ||
+          options.activations == qcc::ActivationQuant::Static ||
+          options.int8Fallback == qcc::Int8Fallback::Auto);
 }
 
 /// Whether the quantize phase measures errors on calibration rows.
@@ -189,8 +201,8 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
                  spelling(kPruneMethodNames, pruneMethod(options)) +
                  " needs --calib=SOURCE (a text file or a folder of .npy "
                  "inputs) or existing --calib-stats");
-  if (!quantizes(options) && options.kvDtype != qcc::KvDtype::I8 &&
-      !pruningStats)
+  if (!quantizesWithStatistics(options) &&
+      options.kvDtype != qcc::KvDtype::I8 && !pruningStats)
     return llvm::Error::success(); // nothing uses the statistics
   CalibrationOptions calibration = options.calibration;
   calibration.pruningStats = pruningStats;
@@ -239,6 +251,7 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     QuantizeOptions q;
     q.activations = options.activations;
     q.asymmetric = options.asymmetric;
+    q.fp8 = options.quant == QuantMode::Fp8;
     fn.addPass(createQuantize(q));
     // quantize makes one qcc.quantize per qlinear; the q/k/v (and gate/up)
     // projections of one normed input then quantize it alike: one pass

@@ -41,7 +41,8 @@ class Qcc_Op<string mnemonic, list<Trait> traits = []>
 
 def Qcc_Float : AnyTypeOf<[F32, F16, BF16]>;
 def Qcc_Int : AnyTypeOf<[I64, I32, I8]>;
-def Qcc_Element : AnyTypeOf<[F32, F16, BF16, I64, I32, I8, I1]>;
+// F8E4M3FN: FP8 W8A8's weights and quantized activations (stored, not computed on).
+def Qcc_Element : AnyTypeOf<[F32, F16, BF16, I64, I32, I8, I1, F8E4M3FN]>;
 
 def Qcc_Tensor : RankedTensorOf<[Qcc_Element]>;
 def Qcc_FloatTensor : RankedTensorOf<[Qcc_Float]>;

@@ -768,6 +768,9 @@ LogicalResult QuantizeOp::verify() {
   if (quant.getBits() != 8)
     return emitOpError("quantizes to 8 bits (the result is i8), not ")
            << quant.getBits();
+  if (!getResult().getType().getElementType().isInteger(8) &&
+      !quant.isSymmetric())
+    return emitOpError("FP8 quantization is symmetric");
   if (getScale() && quant.getGranularity() != QuantGranularity::PerTensor)
     return emitOpError("a static scale is per tensor");
   if (getScale() && getScale()->convertToFloat() <= 0)
@@ -873,6 +876,11 @@ LogicalResult QLinearOp::verify() {
     return emitOpError("weight must be [N, K] and the input [..., K]");
   if (!sizesAgree(in.getShape().back(), w.getDimSize(1)))
     return emitOpError("input size differs from the weight's K");
+  if (in.getElementType() != w.getElementType())
+    return emitOpError("input and weight must both be i8 or both f8E4M3FN");
+  if (!w.getElementType().isInteger(8) &&
+      getWeight().getDefiningOp<Sparse24Op>())
+    return emitOpError("an FP8 weight is dense (no 2:4 form)");
   for (Value v : {getWeightScale(), getWeightSum()}) {
     auto t = tensorType(v);
     if (t.getRank() != 1 || !sizesAgree(t.getDimSize(0), w.getDimSize(0)))

@@ -771,6 +771,11 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
     `q = clamp(round_half_even(x / scale) + zp, -128, 127)`. A zero range
     gives scale 1. (127, 255 and -128 are `#qcc.quant`'s range for 8 bits.)
 
+    An f8E4M3FN `result` (FP8 W8A8, docs/QUANTIZATION.md section 11) is
+    symmetric only: `scale = absmax / 448` (or the static one), `q =
+    e4m3(x / scale)` rounded to nearest even and saturated to +-448
+    (format/device/numerics.h), zero point 0.
+
     `outlier_columns` (ascending, distinct, in [0, K)): those input columns
     are read as 0. They take no part in the scale (and zero point) and
     quantize to the zero point; the `qcc.qlinear` that reads the result
@@ -784,7 +789,7 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
   let arguments = (ins Qcc_FloatTensor:$input, Qcc_QuantAttr:$quant,
                    OptionalAttr<F32Attr>:$scale,
                    OptionalAttr<DenseI64ArrayAttr>:$outlier_columns);
-  let results = (outs RankedTensorOf<[I8]>:$result,
+  let results = (outs RankedTensorOf<[I8, F8E4M3FN]>:$result,
                   RankedTensorOf<[F32]>:$scale_out,
                   RankedTensorOf<[I32]>:$zero_point);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -810,6 +815,12 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear", [AttrSizedOperandSegments]> {
     result[n] = float(acc[n] - zero_point * weight_sum[n]) * (input_scale * weight_scale[n]) + bias[n]
     ```
 
+    FP8 (`input` and `weight` f8E4M3FN, from an FP8 quantize; zero point
+    and `weight_sum` 0): each product of two E4M3 values is exact in f32,
+    and they are summed in f32: `result[n] = acc[n] * (input_scale *
+    weight_scale[n]) + bias[n]` with `acc[n] = sum_k input[k] *
+    weight[n, k]` (f32, k ascending on the reference path).
+
     With outliers (LLM.int8()-style fallback, docs/QUANTIZATION.md): the
     float input `outlier_input` f32 [..., K] (what the quantize read), the
     float weight columns `outlier_weight` f32 [N, n] and `outlier_columns`
@@ -827,10 +838,10 @@ def Qcc_QLinearOp : Qcc_Op<"qlinear", [AttrSizedOperandSegments]> {
         : (...) -> tensor<?x?x256xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[I8]>:$input,
+  let arguments = (ins RankedTensorOf<[I8, F8E4M3FN]>:$input,
                    RankedTensorOf<[F32]>:$input_scale,
                    RankedTensorOf<[I32]>:$input_zero_point,
-                   RankedTensorOf<[I8]>:$weight,
+                   RankedTensorOf<[I8, F8E4M3FN]>:$weight,
                    RankedTensorOf<[F32]>:$weight_scale,
                    RankedTensorOf<[I32]>:$weight_sum,
                    Optional<Qcc_FloatTensor>:$bias,

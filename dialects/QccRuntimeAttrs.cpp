@@ -20,6 +20,7 @@ std::string qcc::runtimeDType(Type t) {
   if (t.isInteger(64)) return "i64";
   if (t.isInteger(32)) return "i32";
   if (t.isInteger(8)) return "i8";
+  if (isa<Float8E4M3FNType>(t)) return "f8e4m3";
   if (t.isInteger(1)) return "bool";
   return "";
 }
@@ -92,9 +93,13 @@ llvm::Expected<json> qcc::runtimeAttrs(Operation *op) {
   // operand when present) are announced by `asymmetric` (format/Int4.h).
   if (auto w = dyn_cast<WeightInt4Op>(op); w && w.getOffsets())
     attrs["asymmetric"] = true;
-  // The runtime has no IR types: a cast's target comes as an attribute.
+  // The runtime has no IR types: a cast's target comes as an attribute, and
+  // so does an FP8 quantize's (an int8 one has none: "i8").
   if (auto cast = dyn_cast<CastOp>(op))
     attrs["to"] = runtimeDType(cast.getType().getElementType());
+  if (auto q = dyn_cast<QuantizeOp>(op);
+      q && !q.getResult().getType().getElementType().isInteger(8))
+    attrs["to"] = runtimeDType(q.getResult().getType().getElementType());
   return attrs;
 }
 

@@ -61,7 +61,7 @@ public:
         tokens && tokens.getInt() == 1)
       groupSiblingGemvs();
     for (Operation *op : ops)
-      if (isa<QuantizeOp>(op) && !claimed.contains(op))
+      if (isa<QuantizeOp>(op) && !claimed.contains(op) && !isFp8(op))
         formNormQuantize(op);
     for (Operation *op : ops)
       if (isa<AttentionOp, KvAttentionOp>(op))
@@ -78,7 +78,7 @@ public:
         form({op}, KernelKind::Moe);
       else if (isa<LayerNormOp, RmsNormOp>(op))
         form({op}, KernelKind::Norm);
-      else if (isa<QuantizeOp>(op))
+      else if (isa<QuantizeOp>(op) && !isFp8(op))
         form({op}, KernelKind::Quantize);
       else if (isElementwise(op))
         formElementwise(op);
@@ -134,8 +134,21 @@ private:
     return "";
   }
 
+  /// FP8 W8A8 (f8E4M3FN quantize / qlinear): no GPU kernel reads E4M3 yet
+  /// (wgmma's FP8 GEMMs are the prefill issue's Hopper templates), so they
+  /// stay out of every region and run on the host: correct, not fast.
+  static bool isFp8(Operation *op) {
+    if (auto q = dyn_cast<QLinearOp>(op))
+      return !q.getWeight().getType().getElementType().isInteger(8);
+    if (auto q = dyn_cast<QuantizeOp>(op))
+      return !q.getResult().getType().getElementType().isInteger(8);
+    return false;
+  }
+
   /// GEMM + activation + product + residual add.
   void formGemm(Operation *gemm) {
+    if (isFp8(gemm))
+      return decline(gemm, "FP8 has no GPU kernel yet: it runs on the host");
     // W4A16: the weight_int4 joins the region (packed weight, scales and
     // offsets enter as operands); a linear gemm_w4 cannot run stays out of
     // every region and runs on the host.

@@ -1140,6 +1140,8 @@ def Quantize : Pass<"quantize", "mlir::func::FuncOp"> {
            [{::qcc::optionValues(::qcc::kActivationQuantNames)}]>,
     Option<"asymmetric", "asymmetric", "bool", /*default=*/"false",
            "Zero-point (asymmetric) activation quantization">,
+    Option<"fp8", "fp8", "bool", /*default=*/"false",
+           "FP8 E4M3 weights and activations instead of int8">,
   ];
 }
 

@@ -11,6 +11,7 @@
 #include "dialects/QccAttrNames.h"
 #include "dialects/QccOps.h"
 #include "format/Quant.h"
+#include "format/device/numerics.h"
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
 
@@ -65,6 +66,25 @@ QuantizedWeight quantizeWeight(const std::vector<float> &w, int64_t n,
   return r;
 }
 
+/// FP8 E4M3 per-output-channel weights: `scale[n] = max|W[n,:]| / 448`
+/// (1 for an all-zero row), each weight e4m3(W / scale) (numerics.h), the
+/// row sums 0 (an FP8 quantize has no zero point).
+QuantizedWeight quantizeWeightFp8(const std::vector<float> &w, int64_t n,
+                                  int64_t k) {
+  QuantizedWeight r{std::vector<int8_t>(w.size()), std::vector<float>(n),
+                    std::vector<int32_t>(n, 0)};
+  for (int64_t i = 0; i < n; ++i) {
+    float mx = 0;
+    for (int64_t j = 0; j < k; ++j)
+      mx = std::max(mx, std::abs(w[i * k + j]));
+    float s = numerics::fp8Scale(mx);
+    r.scale[i] = s;
+    for (int64_t j = 0; j < k; ++j)
+      r.q[i * k + j] = (int8_t)numerics::quantizeE4M3(w[i * k + j], s);
+  }
+  return r;
+}
+
 std::string weightName(Value w) { return blobName(getConstant(w), "weight"); }
 
 struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
@@ -108,6 +128,12 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
     if (!outliers.empty() && sparse)
       return l.emitError("quantize: outlier columns and a 2:4 sparse weight "
                          "do not mix");
+    if (fp8 && sparse)
+      return l.emitError("quantize: FP8 weights are dense (no 2:4 form); "
+                         "drop --sparsity or use --quant=w8a8");
+    if (fp8 && asymmetric)
+      return l.emitError("quantize: FP8 activations are symmetric; drop "
+                         "--asymmetric");
     if (std::string why = format::outlierColumnsError(outliers, k);
         !why.empty())
       return l.emitError("quantize: ") << why;
@@ -139,7 +165,8 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
       for (float v : absmax.getValues<float>())
         if (!llvm::is_contained(outliers, c++))
           mx = std::max(mx, v);
-      staticScale = b.getF32FloatAttr(mx > 0 ? mx / quant.getQMax() : 1.f);
+      staticScale = b.getF32FloatAttr(
+          fp8 ? numerics::fp8Scale(mx) : (mx > 0 ? mx / quant.getQMax() : 1.f));
       if (asymmetric)
         return l.emitError("quantize: static scales are symmetric; drop "
                            "--asymmetric or use dynamic activations");
@@ -151,7 +178,9 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
     }
     LLVM_DEBUG(llvm::dbgs() << "quantize: " << loc << ": weight " << n << "x"
                             << k << ", activations " << quant << "\n");
-    auto i8 = b.getIntegerType(8), i32 = b.getI32Type();
+    auto i32 = b.getI32Type();
+    Type i8 = fp8 ? Type(b.getType<Float8E4M3FNType>())
+                  : Type(b.getIntegerType(8));
     auto q = QuantizeOp::create(
         b, loc, RankedTensorType::get(inType.getShape(), i8),
         RankedTensorType::get(scaleShape, b.getF32Type()),
@@ -162,14 +191,17 @@ struct QuantizePass : qcc::impl::QuantizeBase<QuantizePass> {
 
     // The quantized array: the dense weight [n, k] or the values [n, k/2].
     int64_t qk = sparse ? sparse.getValues().getType().getDimSize(1) : k;
-    QuantizedWeight qw = quantizeWeight(
-        *w, n, qk,
-        QuantAttr::get(b.getContext(), format::kQuantBits,
-                       QuantScheme::Symmetric, QuantGranularity::PerChannel,
-                       /*axis=*/0));
+    QuantizedWeight qw =
+        fp8 ? quantizeWeightFp8(*w, n, qk)
+            : quantizeWeight(*w, n, qk,
+                             QuantAttr::get(b.getContext(), format::kQuantBits,
+                                            QuantScheme::Symmetric,
+                                            QuantGranularity::PerChannel,
+                                            /*axis=*/0));
     std::string name =
         weightName(sparse ? sparse.getValues() : l.getWeight());
-    Value wq = constantOf(b, loc, {n, qk}, i8, qw.q, name + "_i8");
+    Value wq = constantOf(b, loc, {n, qk}, i8, qw.q,
+                          name + (fp8 ? "_f8" : "_i8"));
     if (sparse)
       wq = Sparse24Op::create(b, loc, RankedTensorType::get({n, k}, i8), wq,
                               sparse.getMeta());

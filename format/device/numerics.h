@@ -323,6 +323,19 @@ QCC_HOST_DEVICE inline float e4m3ToFloat(unsigned char c) {
   return (c & 0x80) ? -v : v;
 }
 
+/// FP8 W8A8 (docs/QUANTIZATION.md section 11): a group's scale maps its
+/// abs-max to E4M3's largest value, absmax / 448 (1 when absmax is 0), and
+/// a value quantizes to floatToE4M3(x / scale) (saturating, nearest even).
+/// A product of two E4M3 values has at most 8 significant bits, so it is
+/// exact in f32; qlinear sums the products in f32.
+QCC_HOST_DEVICE inline float fp8Scale(float absmax) {
+  float s = fdiv(absmax, kE4M3Max);
+  return s == 0.0f ? 1.0f : s;
+}
+QCC_HOST_DEVICE inline unsigned char quantizeE4M3(float x, float scale) {
+  return floatToE4M3(fdiv(x, scale));
+}
+
 } // namespace numerics
 } // namespace qcc
 

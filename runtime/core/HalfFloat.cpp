@@ -1,6 +1,8 @@
 //===- HalfFloat.cpp - converting tensors between f32, f16 and bf16 -------===//
 #include "runtime/core/HalfFloat.h"
 
+#include "format/device/numerics.h"
+
 #include <stdexcept>
 
 using namespace qcc::rt;
@@ -8,6 +10,12 @@ using namespace qcc::rt;
 Tensor qcc::rt::convertFloat(const Tensor &t, DType to) {
   if (t.dtype() == to)
     return t;
+  if (t.dtype() == DType::F8E4M3 && to == DType::F32) { // widening only
+    Tensor r(to, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      r.data<float>()[i] = numerics::e4m3ToFloat(t.data<uint8_t>()[i]);
+    return r;
+  }
   auto isFloat = [](DType d) { return d == DType::F32 || isHalfFloat(d); };
   if (!isFloat(t.dtype()) || !isFloat(to))
     throw std::runtime_error(std::string("cannot convert ") +

@@ -2,6 +2,8 @@
 #include "runtime/core/SyntheticWeights.h"
 #include "runtime/core/HalfFloat.h"
 
+#include "format/device/numerics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -65,6 +67,9 @@ void fillChunk(Dist d, float stddev, DType t, void *out, uint64_t begin,
         static_cast<int8_t *>(out)[i] =
             (int8_t)std::clamp(std::nearbyint(v), -127.0f, 127.0f);
         break;
+      case DType::F8E4M3:
+        static_cast<uint8_t *>(out)[i] = numerics::floatToE4M3(v);
+        break;
       case DType::I64:
       case DType::I32:
       case DType::Bool:
@@ -108,7 +113,7 @@ bool fills(Dist d, DType t) {
   switch (d) {
   case Dist::Normal:
     return t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
-           t == DType::I8;
+           t == DType::I8 || t == DType::F8E4M3;
   case Dist::Sparse24Meta:
     return t == DType::I32;
   }
@@ -153,6 +158,9 @@ double rms(DType t, const void *data, uint64_t elements) {
       break;
     case DType::I8:
       v = static_cast<const int8_t *>(data)[i];
+      break;
+    case DType::F8E4M3:
+      v = numerics::e4m3ToFloat(static_cast<const uint8_t *>(data)[i]);
       break;
     case DType::I64:
     case DType::I32:

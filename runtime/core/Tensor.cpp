@@ -19,6 +19,7 @@ size_t qcc::rt::dtypeSize(DType t) {
     return 8;
   case DType::I8:
   case DType::Bool:
+  case DType::F8E4M3:
     return 1;
   }
   return 0;
@@ -33,13 +34,14 @@ const char *qcc::rt::dtypeName(DType t) {
   case DType::I32: return "i32";
   case DType::I8: return "i8";
   case DType::Bool: return "bool";
+  case DType::F8E4M3: return "f8e4m3";
   }
   return "?";
 }
 
 bool qcc::rt::parseDType(const std::string &name, DType &out) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32,
-                  DType::I8, DType::Bool})
+                  DType::I8, DType::Bool, DType::F8E4M3})
     if (name == dtypeName(t)) {
       out = t;
       return true;

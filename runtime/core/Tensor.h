@@ -16,7 +16,9 @@
 
 namespace qcc::rt {
 
-enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, Bool };
+/// F8E4M3: OCP FP8 E4M3 ("e4m3fn", format/device/numerics.h), one byte per
+/// value, as FP8 W8A8 stores weights and quantized activations.
+enum class DType : uint8_t { F32, F16, BF16, I64, I32, I8, Bool, F8E4M3 };
 
 size_t dtypeSize(DType t);
 const char *dtypeName(DType t);

@@ -58,7 +58,8 @@ static const char *npyDescr(DType t) {
   case DType::I32: return "<i4";
   case DType::I8: return "|i1";
   case DType::Bool: return "|b1";
-  case DType::BF16: break; // writeNpy widens it to f32
+  case DType::BF16: // writeNpy widens them to f32
+  case DType::F8E4M3: break;
   }
   throw std::runtime_error("bf16 has no .npy dtype");
 }
@@ -176,7 +177,8 @@ Tensor qcc::rt::parseNpy(const std::string &bytes, const std::string &path) {
 }
 
 void qcc::rt::writeNpy(const std::string &path, const Tensor &t) {
-  if (t.dtype() == DType::BF16) // numpy has no bfloat16: widened, exactly
+  // numpy has no bfloat16 and no float8: widened, exactly.
+  if (t.dtype() == DType::BF16 || t.dtype() == DType::F8E4M3)
     return writeNpy(path, convertFloat(t, DType::F32));
   std::string shape = "(";
   for (int64_t d : t.shape())

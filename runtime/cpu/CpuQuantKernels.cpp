@@ -9,7 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuQuantKernels.h"
 
+#include "runtime/cpu/CpuKernels.h"
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -90,6 +93,8 @@ void qcc::rt::quantizeSymmetricRow(const float *in, int64_t n,
 
 std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
                                             const Operands &ops) {
+  if (attrs.s("to", "i8") != "i8") // FP8: the reference's rule
+    return reference::quantizeKernel(attrs, ops);
 #ifdef QCC_HAVE_AVX512_QUANTIZE
   if (haveAvx512Quantize())
     return reference::quantizeKernel(attrs, ops, quantizeSymmetricAvx512);
@@ -97,10 +102,49 @@ std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
   return reference::quantizeKernel(attrs, ops);
 }
 
+namespace {
+
+/// FP8 qlinear on the fast path: the E4M3 codes decoded to f32 by a table
+/// (exact), the products summed by the float GEMM (sgemm: f32, its own
+/// order), then the epilogue. The reference sums in ascending k; the two
+/// differ by summation order only.
+std::vector<Tensor> fp8QLinear(const Tensor &w, const QLinearEpilogue &e) {
+  static const std::array<float, 256> decode = [] {
+    std::array<float, 256> t{};
+    for (int c = 0; c < 256; ++c)
+      t[c] = qcc::numerics::e4m3ToFloat((unsigned char)c);
+    return t;
+  }();
+  const int64_t M = e.M, N = e.N, K = e.K;
+  std::vector<float> x((size_t)(M * K)), wf((size_t)(N * K)),
+      acc((size_t)(M * N));
+  const auto *xc = reinterpret_cast<const uint8_t *>(e.x);
+  const auto *wc = static_cast<const uint8_t *>(w.raw());
+  for (int64_t i = 0; i < M * K; ++i)
+    x[i] = decode[xc[i]];
+#pragma omp parallel for schedule(static) if (N * K >= (1 << 16))
+  for (int64_t i = 0; i < N * K; ++i)
+    wf[i] = decode[wc[i]];
+  sgemm(false, true, M, N, K, 1.0f, x.data(), K, wf.data(), K, 0.0f,
+        acc.data(), N);
+  Tensor r = Tensor::uninitialized(DType::F32, e.resultShape); // all set
+  float *Y = r.data<float>();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      Y[m * N + n] = e.fp8Result(acc[m * N + n], m, n, outlierSum(e, m, n));
+  return {std::move(r)};
+}
+
+} // namespace
+
 std::vector<Tensor> qcc::rt::qlinearKernel(const Attrs &attrs,
                                            const Operands &ops) {
   if (cpuKernelPath() == CpuKernelPath::Reference)
     return reference::qlinearKernel(attrs, ops);
+  if (ops.size() > 0 && ops[0] && ops[0]->dtype() == DType::F8E4M3) {
+    std::pair<const Tensor *, QLinearEpilogue> fp8 = checkQLinear(attrs, ops);
+    return fp8QLinear(*fp8.first, fp8.second);
+  }
   // (No structured binding: clang 14 cannot capture one in an OpenMP
   // region or a lambda.)
   std::pair<const Tensor *, QLinearEpilogue> checked = checkQLinear(attrs, ops);

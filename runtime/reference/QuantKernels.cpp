@@ -49,6 +49,15 @@ int64_t rowsOf(const Tensor &x) {
   return m;
 }
 
+/// The abs-max of n values, NaN skipped (a comparison with NaN is false).
+float absMax(const float *in, int64_t n) {
+  float absmax = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::fabs(in[i]) > absmax)
+      absmax = std::fabs(in[i]);
+  return absmax;
+}
+
 /// Quantizes n values of `in` with one scale / zero point into `out`.
 void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
                    float staticScale, int8_t *out, float &scale, int32_t &zp,
@@ -73,19 +82,20 @@ void quantizeGroup(const float *in, int64_t n, bool asymmetric, bool isStatic,
 
 } // namespace
 
+void qcc::rt::reference::quantizeE4M3Group(const float *in, int64_t n,
+                                           bool isStatic, float staticScale,
+                                           uint8_t *out, float &scale) {
+  scale = isStatic ? staticScale : qcc::numerics::fp8Scale(absMax(in, n));
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = qcc::numerics::quantizeE4M3(in[i], scale);
+}
+
 void qcc::rt::reference::quantizeSymmetricGroup(const float *in, int64_t n,
                                                 bool isStatic,
                                                 float staticScale, int8_t *out,
                                                 float &scale) {
-  if (isStatic) {
-    scale = staticScale;
-  } else {
-    float absmax = 0.0f;
-    for (int64_t i = 0; i < n; ++i)
-      if (std::fabs(in[i]) > absmax)
-        absmax = std::fabs(in[i]);
-    scale = qcc::numerics::symmetricScale(absmax);
-  }
+  scale = isStatic ? staticScale
+                   : qcc::numerics::symmetricScale(absMax(in, n));
   for (int64_t i = 0; i < n; ++i)
     out[i] = quantizeSymmetric(in[i], scale);
 }
@@ -121,6 +131,12 @@ qcc::rt::reference::quantizeKernel(const Attrs &attrs, const Operands &ops,
       fail("quantize: a static scale is symmetric only (asymmetric has no "
            "static zero point)");
   }
+  std::string to = attrs.s("to", "i8");
+  if (to != "i8" && to != "f8e4m3")
+    fail("quantize to '" + to + "': only i8 and f8e4m3");
+  const bool fp8 = to == "f8e4m3";
+  if (fp8 && asymmetric)
+    fail("quantize to f8e4m3 is symmetric only");
   bool perToken = gran == "per_token";
   int64_t K = x.dim(-1), M = rowsOf(x);
   Shape sshape = {1};
@@ -128,7 +144,8 @@ qcc::rt::reference::quantizeKernel(const Attrs &attrs, const Operands &ops,
     sshape = x.shape();
     sshape.back() = 1;
   }
-  Tensor q(DType::I8, x.shape()), s(DType::F32, sshape), z(DType::I32, sshape);
+  Tensor q(fp8 ? DType::F8E4M3 : DType::I8, x.shape()),
+      s(DType::F32, sshape), z(DType::I32, sshape);
   const float *X = x.data<float>();
   // Outlier columns (the LLM.int8()-style fallback) are read as 0: quantize
   // a copy with them zeroed.
@@ -144,7 +161,13 @@ qcc::rt::reference::quantizeKernel(const Attrs &attrs, const Operands &ops,
   int8_t *Q = q.data<int8_t>();
   float *S = s.data<float>();
   int32_t *Z = z.data<int32_t>();
-  if (perToken) {
+  if (fp8) { // zero points stay 0
+    uint8_t *F = q.data<uint8_t>();
+    for (int64_t g = 0, groups = perToken ? M : 1,
+                 n = perToken ? K : x.numel();
+         g < groups; ++g)
+      quantizeE4M3Group(X + g * n, n, isStatic, staticScale, F + g * n, S[g]);
+  } else if (perToken) {
     for (int64_t m = 0; m < M; ++m)
       quantizeGroup(X + m * K, K, asymmetric, isStatic, staticScale, Q + m * K,
                     S[m], Z[m], symmetric);
@@ -172,7 +195,9 @@ QLinearEpilogue QLinearEpilogue::check(const Attrs &attrs,
          (outliers ? " with outlier_columns" : "") + ", not " +
          std::to_string(ops.size()));
   const Tensor *bias = ops.size() == fixed + 1 ? ops[6] : nullptr;
-  requireType(x, DType::I8, "input");
+  if (x.dtype() != DType::I8 && x.dtype() != DType::F8E4M3)
+    fail(std::string("input must be i8 or f8e4m3, got ") +
+         dtypeName(x.dtype()));
   requireType(xs, DType::F32, "input_scale");
   requireType(xz, DType::I32, "input_zero_point");
   requireType(ws, DType::F32, "weight_scale");
@@ -215,7 +240,8 @@ QLinearEpilogue QLinearEpilogue::check(const Attrs &attrs,
   e.K = K;
   e.resultShape = x.shape();
   e.resultShape.back() = N;
-  e.x = x.data<int8_t>();
+  e.x = reinterpret_cast<const int8_t *>(x.raw());
+  e.fp8 = x.dtype() == DType::F8E4M3;
   e.xScale = xs.data<float>();
   e.wScale = ws.data<float>();
   e.xZero = xz.data<int32_t>();
@@ -251,7 +277,13 @@ std::vector<float> QLinearEpilogue::gatherOutliers() const {
 std::pair<const Tensor *, QLinearEpilogue>
 qcc::rt::checkQLinear(const Attrs &attrs, const Operands &ops) {
   const Tensor &w = need(ops, 3, "weight");
-  requireType(w, DType::I8, "weight");
+  const Tensor &x = need(ops, 0, "input");
+  if (w.dtype() != DType::I8 && w.dtype() != DType::F8E4M3)
+    fail(std::string("weight must be i8 or f8e4m3, got ") +
+         dtypeName(w.dtype()));
+  if (w.dtype() != x.dtype())
+    fail(std::string("qlinear input (") + dtypeName(x.dtype()) +
+         ") and weight (" + dtypeName(w.dtype()) + ") must have one type");
   if (w.rank() != 2)
     fail("qlinear weight " + shapeString(w.shape()) + " must be [N, K]");
   return {&w, QLinearEpilogue::check(attrs, ops, w.dim(0), w.dim(1))};
@@ -263,8 +295,15 @@ std::vector<Tensor> qcc::rt::reference::qlinearKernel(const Attrs &attrs,
   const Tensor *w = checked.first;
   const QLinearEpilogue &e = checked.second;
   Tensor r(DType::F32, e.resultShape);
-  const int8_t *W = w->data<int8_t>();
   float *Y = r.data<float>();
+  if (e.fp8) {
+    const auto *W = static_cast<const uint8_t *>(w->raw());
+    for (int64_t m = 0; m < e.M; ++m)
+      for (int64_t n = 0; n < e.N; ++n)
+        Y[m * e.N + n] = qlinearFp8Element(e, W, m, n);
+    return {std::move(r)};
+  }
+  const int8_t *W = w->data<int8_t>();
   for (int64_t m = 0; m < e.M; ++m)
     for (int64_t n = 0; n < e.N; ++n)
       Y[m * e.N + n] = qlinearElement(e, W, m, n);

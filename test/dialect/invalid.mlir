@@ -437,3 +437,19 @@ func.func @moe_activation(%x: tensor<?x64xf32>, %ids: tensor<?x2xi64>, %g: tenso
   %0 = qcc.moe %x, %ids, %g, %up, %down {activation = "tanh"} : (tensor<?x64xf32>, tensor<?x2xi64>, tensor<?x2xf32>, tensor<8x128x64xf32>, tensor<8x64x128xf32>) -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// -----
+
+func.func @fp8_quantize_asymmetric(%x: tensor<?x2xf32>) {
+  // expected-error @+1 {{FP8 quantization is symmetric}}
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, asymmetric, per_token>} : (tensor<?x2xf32>) -> (tensor<?x2xf8E4M3FN>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return
+}
+
+// -----
+
+func.func @fp8_qlinear_mixed(%x: tensor<?x2xf8E4M3FN>, %s: tensor<?x1xf32>, %z: tensor<?x1xi32>, %w: tensor<3x2xi8>, %ws: tensor<3xf32>, %wsum: tensor<3xi32>) {
+  // expected-error @+1 {{input and weight must both be i8 or both f8E4M3FN}}
+  %y = qcc.qlinear %x, %s, %z, %w, %ws, %wsum : (tensor<?x2xf8E4M3FN>, tensor<?x1xf32>, tensor<?x1xi32>, tensor<3x2xi8>, tensor<3xf32>, tensor<3xi32>) -> tensor<?x3xf32>
+  return
+}

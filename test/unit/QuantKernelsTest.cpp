@@ -364,6 +364,102 @@ TEST(QLinear, ShapesAndRank3) {
 }
 
 //===----------------------------------------------------------------------===//
+// FP8 W8A8 (E4M3)
+//===----------------------------------------------------------------------===//
+
+// An FP8 quantize: scale = absmax / 448 per token, each value e4m3(x /
+// scale) with the code rules of numerics.h (NumericsTest checks them against
+// ml_dtypes bit for bit); the row's abs-max lands on 448 exactly (code
+// 0x7e), and values below the smallest subnormal's half flush to 0.
+TEST(QuantizeFp8, PerTokenScalesAndCodes) {
+  Tensor x = f32({2, 3}, {448.0f, -224.0f, 1.0f, 0.0f, 0.0f, 0.0f});
+  auto r = quantize(x, {{"granularity", "per_token"}, {"to", "f8e4m3"}});
+  ASSERT_EQ(r[0].dtype(), DType::F8E4M3);
+  EXPECT_EQ(r[1].data<float>()[0], 1.0f);
+  EXPECT_EQ(r[1].data<float>()[1], 1.0f); // an all-zero row: scale 1
+  const auto *q = r[0].data<uint8_t>();
+  EXPECT_EQ(q[0], 0x7e);        // 448
+  EXPECT_EQ(q[1], 0x80 | 0x76); // -224 = -(8 + 6) 2^(14 - 10)
+  EXPECT_EQ(q[2], 0x38);        // 1 = 8 2^(7 - 10)
+  EXPECT_EQ(q[3], 0x00);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(r[2].data<int32_t>()[i], 0);
+  // Asymmetric FP8 and an unknown target are refused.
+  EXPECT_NE(errorOf([&] {
+              quantize(x, {{"granularity", "per_token"}, {"to", "f8e4m3"},
+                           {"asymmetric", true}});
+            }).find("symmetric only"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              quantize(x, {{"granularity", "per_token"}, {"to", "i4"}});
+            }).find("only i8 and f8e4m3"),
+            std::string::npos);
+}
+
+// An FP8 qlinear: the E4M3 products (exact in f32) summed in f32, times
+// xs * ws[n], plus bias; against a double-precision sum of the decoded
+// codes: the reference sums in ascending k, the fast path with the float
+// GEMM, both within K * 2^-24 of the largest partial sum (f32 rounding of
+// each add); the reference path matches the element rule exactly.
+TEST(QLinearFp8, SumsDecodedProducts) {
+  std::mt19937 rng(3);
+  const int64_t M = 5, N = 7, K = 300;
+  Tensor x(DType::F8E4M3, {M, K}), w(DType::F8E4M3, {N, K});
+  Tensor xs = f32({M, 1}, {0.5f, 1.0f, 2.0f, 0.25f, 1.5f});
+  Tensor xz(DType::I32, {M, 1}), wsum(DType::I32, {N});
+  Tensor ws(DType::F32, {N}), b(DType::F32, {N});
+  std::uniform_int_distribution<int> code(0, 255);
+  auto finite = [&] { // any code but the two NaNs
+    int c;
+    do
+      c = code(rng);
+    while ((c & 0x7f) == 0x7f);
+    return (uint8_t)c;
+  };
+  for (int64_t i = 0; i < M * K; ++i)
+    x.data<uint8_t>()[i] = finite();
+  for (int64_t i = 0; i < N * K; ++i)
+    w.data<uint8_t>()[i] = finite();
+  for (int64_t n = 0; n < N; ++n) {
+    ws.data<float>()[n] = 0.125f * (float)(n + 1);
+    b.data<float>()[n] = (float)n - 3.0f;
+  }
+  Operands ops = {&x, &xs, &xz, &w, &ws, &wsum, &b};
+  Tensor fast = runCpuKernel(OpKind::QLinear, Attrs(json::object()), ops)[0];
+  Tensor ref;
+  {
+    ScopedCpuKernelPath reference(CpuKernelPath::Reference);
+    ref = runCpuKernel(OpKind::QLinear, Attrs(json::object()), ops)[0];
+  }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double exact = 0, bound = 0;
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        double p = (double)qcc::numerics::e4m3ToFloat(x.data<uint8_t>()[m * K + k]) *
+                   qcc::numerics::e4m3ToFloat(w.data<uint8_t>()[n * K + k]);
+        exact += p;
+        bound += std::fabs(p);
+        acc = acc + (float)p; // the reference's order
+      }
+      float scale = xs.data<float>()[m] * ws.data<float>()[n];
+      float want = acc * scale + b.data<float>()[n];
+      EXPECT_EQ(ref.data<float>()[m * N + n], want) << m << ", " << n;
+      double tol = (double)K * std::ldexp(bound, -24) * scale + 1e-6;
+      EXPECT_NEAR(fast.data<float>()[m * N + n],
+                  exact * scale + b.data<float>()[n], tol)
+          << m << ", " << n;
+    }
+  // An FP8 input with an int8 weight is refused.
+  Tensor wi(DType::I8, {N, K});
+  EXPECT_NE(errorOf([&] {
+              runCpuKernel(OpKind::QLinear, Attrs(json::object()),
+                           {&x, &xs, &xz, &wi, &ws, &wsum});
+            }).find("must have one type"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
 // int8 KV cache
 //===----------------------------------------------------------------------===//
 

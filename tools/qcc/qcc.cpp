@@ -151,7 +151,9 @@ EnumOpt<qcc::KvScales> kvScales(
     cl::init(qcc::KvScales::PerHead), cl::cat(kvCat));
 EnumOpt<qcc::QuantMode> quant("quant",
                               cl::desc("Quantization: none (default), w8a8 "
-                                       "(int8 weights and activations) or "
+                                       "(int8 weights and activations), fp8 "
+                                       "(FP8 E4M3 weights and activations, "
+                                       "the same options as w8a8) or "
                                        "w4a16 (int4 weights per group, GPTQ "
                                        "with --calib; also --act-order, "
                                        "--w4-method=rtn, --w4-asym)"),
