@@ -4,7 +4,8 @@
     .venv/bin/python bench/quality_report.py [--model examples/austen/model.onnx]
         [--outliers] [--text examples/austen/heldout.txt] [--max-chars 60000]
         [--calib-text TRAIN.txt] [--calib-samples 64] [--calib-seq-len 128]
-        [--alpha 0.5] [--o1-sweep | --fallback] [--qcc build/bin/qcc] [--qrun build/bin/qrun]
+        [--alpha 0.5] [--o1-sweep | --fallback | --methods | --rotation]
+        [--qcc build/bin/qcc] [--qrun build/bin/qrun]
         [--keep DIR]
 
 Builds each variant with qcc (docs/QUANTIZATION.md), measures
@@ -25,6 +26,10 @@ every group (also GLU up -> down and V -> O); docs/QUANTIZATION.md section 2.
 
 --fallback reports O1 with and without the LLM.int8()-style float outlier columns
 (--int8-fallback=auto, docs/QUANTIZATION.md section 3): naive, alpha 0.85 and auto.
+
+--rotation reports W8A8 and FP8 with and without qcc --rotate (the residual stream rotated
+into the weights, QuaRot; docs/QUANTIZATION.md section 10): float32 rotated (the same function),
+naive and SmoothQuant O1, rotated O1 and O2, FP8 O1 plain and rotated.
 
 --methods reports every method of docs/QUANTIZATION.md in one table, on one build: float32;
 SmoothQuant W8A8 O1 at alpha 0.5, 0.85 and auto, and auto + int8 fallback; W4A16 at
@@ -125,6 +130,24 @@ def methods_sweep(group_size, asym):
     out += [("float32 + int8 KV, per-head scales", ["--kv-dtype=i8"]),
             ("float32 + int8 KV, kivi scales", ["--kv-dtype=i8", "--kv-scales=kivi"])]
     return out
+
+
+def rotation_sweep():
+    """(name, qcc flags): W8A8 and FP8 with and without the residual rotation
+    (--rotation; docs/QUANTIZATION.md sections 10 and 11)."""
+    w8, f8, rot = ["--quant=w8a8"], ["--quant=fp8"], ["--rotate"]
+    naive, auto = ["--no-smoothquant"], ["--smoothquant-alpha=auto"]
+    return [("float32", []),
+            ("float32, rotated", rot),
+            ("W8A8 O1, naive", w8 + naive),
+            ("W8A8 O1, a=auto + int8 fallback", w8 + auto + ["--int8-fallback=auto"]),
+            ("W8A8 O1, rotated", rot + w8 + naive),
+            ("W8A8 O1, rotated + int8 fallback", rot + w8 + naive + ["--int8-fallback=auto"]),
+            ("W8A8 O1, rotated + a=auto", rot + w8 + auto),
+            ("W8A8 O2, rotated", rot + w8 + naive + ["--act-quant=per-tensor"]),
+            ("FP8 O1", f8 + naive),
+            ("FP8 O1, rotated", rot + f8 + naive),
+            ("FP8 O1, rotated + a=auto", rot + f8 + auto)]
 
 
 def qcc_has_flag(qcc, flag):
@@ -234,6 +257,9 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
         # GPTQ reads the Gram matrices (a sidecar only it asks for).
         if "--quant=w4a16" in flags and "--w4-method=rtn" not in flags:
             rows += "-gram"
+        # A rotated model's statistics are its own (qcc refuses others).
+        if "--rotate" in flags:
+            rows += "-rot"
         stats = os.path.join(work, f"calib-stats-{samples}x{seq_len}{rows}.json")
         return [f"--calib={calib_text}", f"--calib-samples={samples}",
                 f"--calib-seq-len={seq_len}", f"--calib-stats={stats}"]
@@ -356,6 +382,8 @@ def main():
     p.add_argument("--methods", action="store_true",
                    help="every method in one table (W8A8 O1, fallback, W4A16, int8 KV), "
                         "with bytes per decode step")
+    p.add_argument("--rotation", action="store_true",
+                   help="W8A8 and FP8 with and without --rotate (QuaRot)")
     p.add_argument("--group-size", type=int, default=128, help="W4A16 group size (--methods)")
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
     args = check_common_args(p.parse_args())
@@ -375,6 +403,8 @@ def main():
                                                           os.path.join(work, "calib-train.txt"))
         if args.methods:
             chosen = methods_sweep(args.group_size, qcc_has_flag(args.qcc, "--w4-asym"))
+        elif args.rotation:
+            chosen = rotation_sweep()
         elif args.o1_sweep:
             chosen = o1_sweep()
         elif args.fallback:
