@@ -146,6 +146,7 @@ def rotation_sweep():
             ("W8A8 O1, rotated + a=auto", rot + w8 + auto),
             ("W8A8 O2, rotated", rot + w8 + naive + ["--act-quant=per-tensor"]),
             ("FP8 O1", f8 + naive),
+            ("FP8 O1, a=auto", f8 + auto),
             ("FP8 O1, rotated", rot + f8 + naive),
             ("FP8 O1, rotated + a=auto", rot + f8 + auto)]
 

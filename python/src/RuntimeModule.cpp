@@ -70,11 +70,13 @@ template <typename F> auto withoutGil(F &&work) -> decltype(work()) {
   raiseError(error);
 }
 
-/// numpy's view of a runtime element type (bfloat16 has none: widened).
+/// numpy's view of a runtime element type (bfloat16 and float8 have none:
+/// widened).
 nb::dlpack::dtype dlpackType(DType t) {
   switch (t) {
   case DType::F32:
   case DType::BF16:
+  case DType::F8E4M3:
     return nb::dtype<float>();
   case DType::F16:
     return {(uint8_t)nb::dlpack::dtype_code::Float, 16, 1};
@@ -142,7 +144,7 @@ Tensor inputTensor(const std::string &name, nb::handle value,
 /// A tensor as a numpy array over the same memory when the tensor owns it
 /// (the array keeps it alive), else a copy; bfloat16 widened to float32.
 nb::object outputArray(Tensor t) {
-  if (t.dtype() == DType::BF16)
+  if (t.dtype() == DType::BF16 || t.dtype() == DType::F8E4M3)
     t = convertFloat(t, DType::F32);
   if (t.isView()) {
     Tensor copy = Tensor::uninitialized(t.dtype(), t.shape());
@@ -186,7 +188,9 @@ struct PyArtifact {
       }
       nb::dict d;
       d["name"] = p.name;
-      d["dtype"] = dtypeName(p.dtype == DType::BF16 ? DType::F32 : p.dtype);
+      d["dtype"] = dtypeName(
+          p.dtype == DType::BF16 || p.dtype == DType::F8E4M3 ? DType::F32
+                                                              : p.dtype);
       d["shape"] = nb::tuple(shape);
       out.append(d);
     }
