@@ -8,17 +8,23 @@
 //   norm / norm_quantize: normBlockThreads(D): D <= 1024: 128 threads,
 //                    <= 4096: 256, else 512;
 //   quantize: 256 threads, one CTA per row (per tensor: one row);
+//   hadamard: 256 threads, one CTA per row (K = N * M <= 8192, M <= 63:
+//             the row and the DCT table in static shared memory).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitCommon.h"
 
 #include "codegen/kernels/norm_config.h"
+#include "format/Rotation.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 
 namespace qcc::codegen::detail {
+
+/// hadamard.cuh's limits (its static shared row and DCT table).
+constexpr int64_t kHadamardMaxWidth = 8192, kHadamardMaxOdd = 63;
 
 static Unit emitNormRows(const Region &r, bool quantize) {
   auto ln = r.find<qcc::LayerNormOp>();
@@ -148,11 +154,54 @@ static Unit emitQuantize(const Region &r) {
 }
 
 
-/// The norm family: norm, norm_quantize, quantize.
+/// qcc.hadamard (hadamard.cuh): the rotation's factors and seed are
+/// template arguments, so the row and the DCT table are static shared
+/// arrays of their exact sizes.
+static Unit emitHadamard(const Region &r) {
+  auto h = r.find<qcc::HadamardOp>();
+  if (!h)
+    return unsupported("hadamard region without qcc.hadamard");
+  if (!tensorOf(h.getInput()).getElementType().isF32())
+    return unsupported("hadamard of an unsupported element type");
+  int64_t K = lastDim(h.getInput());
+  if (ShapedType::isDynamic(K) || !format::Rotation::widthError(K).empty())
+    return unsupported("hadamard over a width with no fast rotation");
+  format::Rotation rotation(K, (uint64_t)h.getSeed());
+  if (K > kHadamardMaxWidth || rotation.oddSize() > kHadamardMaxOdd)
+    return unsupported("hadamard wider than the CUDA template takes (K <= " +
+                       std::to_string(kHadamardMaxWidth) + ", odd factor <= " +
+                       std::to_string(kHadamardMaxOdd) + ")");
+  int xi = r.argIndex(h.getInput());
+  if (xi < 0)
+    return unsupported("hadamard of a value computed inside the region");
+  constexpr int threads = 256;
+  Unit u;
+  Expr rows = u.symbol("rows", Expr::rows(TensorRef::operand(xi)));
+  KernelInterface iface;
+  iface.pointer("const float", Param::operand("in", xi))
+      .pointer("float", Param::result("out", r.resultIndex(h.getResult())))
+      .scalar(Param::int32("rows", rows));
+  std::string callee = llvm::formatv("qcc::hadamard_rows<{0}, {1}, {2}, {3}ull>",
+                                     threads, rotation.hadamardSize(),
+                                     rotation.oddSize(),
+                                     (uint64_t)h.getSeed())
+                           .str();
+  u.source = [=](const std::string &entry) {
+    return header({"hadamard.cuh"}) +
+           wrapperHead(std::to_string(threads), entry, iface) +
+           forwardTo(callee, iface);
+  };
+  u.launch.steps.push_back(step("", threads, iface, rows));
+  return u;
+}
+
+/// The norm family: norm, norm_quantize, quantize, hadamard.
 Unit emitNorm(const Region &r) {
   qcc::KernelKind kind = r.kernel.getKind();
   if (kind == qcc::KernelKind::Quantize)
     return emitQuantize(r);
+  if (kind == qcc::KernelKind::Hadamard)
+    return emitHadamard(r);
   return emitNormRows(r, kind == qcc::KernelKind::NormQuantize);
 }
 

@@ -990,6 +990,9 @@ LogicalResult KernelOp::verify() {
   case KernelKind::Quantize:
     needs = holds(QuantizeOp()) ? nullptr : "a qcc.quantize";
     break;
+  case KernelKind::Hadamard:
+    needs = holds(HadamardOp()) ? nullptr : "a qcc.hadamard";
+    break;
   case KernelKind::Embedding:
     needs = holds(EmbeddingOp()) ? nullptr : "a qcc.embedding";
     break;

@@ -74,6 +74,9 @@ std::optional<Tensor> tinyInput(const Port &p) {
     case DType::Bool:
       t.data<uint8_t>()[i] = 1;
       break;
+    case DType::F8E4M3:
+      t.data<uint8_t>()[i] = 0x30; // 0.5 in E4M3
+      break;
     case DType::F32:
       t.data<float>()[i] = 0.5f;
       break;

@@ -78,6 +78,8 @@ public:
         form({op}, KernelKind::Moe);
       else if (isa<LayerNormOp, RmsNormOp>(op))
         form({op}, KernelKind::Norm);
+      else if (isa<HadamardOp>(op))
+        form({op}, KernelKind::Hadamard);
       else if (isa<QuantizeOp>(op) && !isFp8(op))
         form({op}, KernelKind::Quantize);
       else if (isElementwise(op))
