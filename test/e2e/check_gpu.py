@@ -150,6 +150,8 @@ ARTIFACTS = {
     "bloom-f32.qpkg": TOKENIZER_FLAGS,
     "mixtral-f32.qpkg": TOKENIZER_FLAGS,
     # {work} is --work (the calibration text and its statistics live there).
+    # QuaRot (--rotate): the hadamard kernel before each down projection.
+    "w8a8-rotated.qpkg": ["--rotate", "--quant=w8a8", "--no-smoothquant"],
     "w8a8-fallback.qpkg": ["--quant=w8a8", "--no-smoothquant",
                            "--act-quant=per-token", "--int8-fallback=auto",
                            "--calib={work}/" + CALIB_TRAIN, "--calib-samples=16",
@@ -180,7 +182,10 @@ KIND_TOLERANCE = {"gemm_i8": 0.0, "gemm_i8+gelu": 1e-5, "gemm_i8+silu": 1e-5,
                   # the CPU's formulas but the library exp and the order of
                   # a double sum (router.cuh): gates within an ulp or two,
                   # expert ids exact (no integer may differ).
-                  "router": 1e-6}
+                  "router": 1e-6,
+                  # f32 butterflies and DCT sums where the CPU rotates in
+                  # double (HadamardKernelEmulationTest: below 1e-6).
+                  "hadamard": 1e-5}
 PROMPTS = ["It is a truth universally acknowledged, that",
            "Mr. Darcy", "She"]
 
