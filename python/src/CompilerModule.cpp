@@ -59,7 +59,7 @@ std::string compile(const std::string &model, const std::string &output,
                     std::optional<std::string> tokenizer, bool cuda,
                     bool quiet, std::vector<std::string> lora,
                     std::vector<std::string> loraAdapters,
-                    const std::string &calibTool) {
+                    const std::string &calibTool, bool rotate) {
   if (output.empty() || output == "-")
     throw nb::value_error("output must be the artifact's path (MODEL.qpkg)");
   qcc::CompileOptions o;
@@ -82,6 +82,7 @@ std::string compile(const std::string &model, const std::string &output,
   parseChoice(qcc::kKvDtypeNames, "kv_dtype", kvDtype, o.kvDtype);
   parseChoice(qcc::kKvScalesNames, "kv_scales", kvScales, o.kvScales);
   o.kvBlockTokens = kvBlockTokens;
+  o.rotate = rotate;
   o.asymmetric = asymmetric;
   o.smoothQuant = smoothQuant;
   // A float or "auto", parsed as qcc parses --smoothquant-alpha.
@@ -156,5 +157,5 @@ NB_MODULE(_compiler, m) {
         nb::arg("tokenizer").none() = nb::none(), nb::arg("cuda") = true,
         nb::arg("quiet") = true, nb::arg("lora") = std::vector<std::string>(),
         nb::arg("lora_adapters") = std::vector<std::string>(),
-        nb::arg("calib_tool") = "");
+        nb::arg("calib_tool") = "", nb::arg("rotate") = false);
 }

@@ -149,10 +149,23 @@ def test_compile_w8a8_with_calibration(workdir):
     assert len(s.generate(PROMPT, 4).token_ids) == 4
 
 
+def test_compile_rotated_fp8(workdir, session):
+    # --rotate keeps the float function (greedy text unchanged); FP8 W8A8
+    # needs no calibration without SmoothQuant.
+    rotated = workdir / "rotated.qpkg"
+    qcc.compile(DEMO / "model.onnx", rotated, rotate=True, cuda=False)
+    want = session.generate(PROMPT, 8).token_ids
+    assert qcc.Session(rotated, backend="cpu").generate(PROMPT, 8).token_ids == want
+    fp8 = workdir / "fp8.qpkg"
+    qcc.compile(DEMO / "model.onnx", fp8, quant="fp8", smoothquant=False,
+                cuda=False)
+    assert len(qcc.Session(fp8, backend="cpu").generate(PROMPT, 4).token_ids) == 4
+
+
 def test_compile_errors(workdir):
     model = DEMO / "model.onnx"
     out = workdir / "x.qpkg"
-    with pytest.raises(ValueError, match="quant must be none, w8a8 or w4a16, not 'int3'"):
+    with pytest.raises(ValueError, match="quant must be none, w8a8, fp8 or w4a16, not 'int3'"):
         qcc.compile(model, out, quant="int3")
     with pytest.raises(ValueError, match=r"--kv-block-tokens must be in \[1, 4096\], not 0"):
         qcc.compile(model, out, kv_block_tokens=0)
