@@ -397,10 +397,8 @@ struct RotateResidualPass
       } else if (Value table = embeddingTable(p)) {
         p->setOperand(0, rotateTable(table, rotation, centre));
       } else {
-        auto c = cast<ConstantOp>(p);
-        OpBuilder b(c);
-        Value r = rotateRows(c.getResult(), rotation, centre, "_rot");
-        c.getResult().replaceAllUsesWith(r);
+        Value c = cast<ConstantOp>(p).getResult();
+        c.replaceAllUsesWith(rotateTable(c, rotation, centre));
       }
     }
     for (Operation *norm : plan.norms)
@@ -593,7 +591,8 @@ struct RotateResidualPass
     }
   }
 
-  /// An embedding table's rows rotated, as a new constant.
+  /// The rows of an embedding table or of a constant added to the stream,
+  /// rotated (and centred), as a new constant.
   Value rotateTable(Value table, const format::Rotation &rotation,
                     bool centre) {
     auto values = *tableValues(table);
@@ -608,18 +607,6 @@ struct RotateResidualPass
     return constantOf(b, table.getLoc(), type.getShape(), b.getF32Type(),
                       std::vector<float>(rows.begin(), rows.end()),
                       blobName(source, "embedding") + "_rot");
-  }
-
-  Value rotateRows(Value v, const format::Rotation &rotation, bool centre,
-                   llvm::StringRef suffix) {
-    auto values = *f32Constant(v);
-    std::vector<double> rows(values.begin(), values.end());
-    rotateEach(rows, rotation.width(), rotation, centre);
-    OpBuilder b(v.getDefiningOp());
-    auto type = cast<RankedTensorType>(v.getType());
-    return constantOf(b, v.getLoc(), type.getShape(), b.getF32Type(),
-                      std::vector<float>(rows.begin(), rows.end()),
-                      blobName(getConstant(v), "constant") + suffix.str());
   }
 
   /// A linear reading `norm` (its weight folded in, rows rotated) and/or
