@@ -456,23 +456,15 @@ std::vector<Tensor> qcc::rt::fastQLinearKernel(const Attrs &attrs,
   auto outlier = [&](int64_t m, int64_t n) {
     return f.empty() ? 0.0f : f[m * N + n];
   };
-  const float *res = nullptr;
-  if (epi.residual) {
-    if (epi.residual->dtype() != DType::F32 ||
-        epi.residual->shape() != e.resultShape)
-      throw std::runtime_error("qlinear residual " +
-                               shapeString(epi.residual->shape()) +
-                               " must be f32 " + shapeString(e.resultShape));
-    res = epi.residual->data<float>();
-  }
-  // The fused gelu / add over rows [m0, m0 + rows), columns [n0, n0 + cols).
+  for (const auto &[t, what] : {std::pair{epi.residual, "residual"},
+                                 std::pair{epi.factor, "factor"}})
+    if (t && (t->dtype() != DType::F32 || t->shape() != e.resultShape))
+      throw std::runtime_error(std::string("qlinear ") + what + " " +
+                               shapeString(t->shape()) + " must be f32 " +
+                               shapeString(e.resultShape));
+  // The fused epilogue over rows [m0, m0 + rows), columns [n0, n0 + cols).
   auto then = [&](int64_t m0, int64_t rows, int64_t n0, int64_t cols) {
-    if (epi.gelu)
-      geluErfInPlace(Y + m0 * N + n0, cols, N, rows);
-    if (res)
-      for (int64_t m = m0; m < m0 + rows; ++m)
-        for (int64_t c = n0; c < n0 + cols; ++c)
-          Y[m * N + c] += res[m * N + c];
+    applyLinearEpilogue(epi, Y, N, m0, rows, n0, cols);
   };
   if (packed)
     runTiles(e.x, e.M, *packed,

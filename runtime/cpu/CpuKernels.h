@@ -157,6 +157,12 @@ std::vector<Tensor> linearWithEpilogue(const Operands &ops,
 /// The fast path's exact GELU (the gelu op's, bit for bit) in place over
 /// `rows` rows of `cols` floats, `ld` apart: what an epilogue applies.
 void geluErfInPlace(float *y, int64_t cols, int64_t ld, int64_t rows);
+/// `epi` over rows [m0, m0 + rows) and columns [n0, n0 + cols) of y (N
+/// floats a row, and so its residual and factor): bit for bit the fast
+/// path's gelu or silu, then add or mul, as separate ops. The one epilogue
+/// of the float and the int8 GEMMs.
+void applyLinearEpilogue(const LinearEpilogue &epi, float *y, int64_t N,
+                         int64_t m0, int64_t rows, int64_t n0, int64_t cols);
 
 /// Runs the kernel of `op` on the current path: reference::runKernel on the
 /// reference path, and for the ops without a faster kernel; the faster one

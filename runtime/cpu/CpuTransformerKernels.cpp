@@ -46,11 +46,10 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
   LinearArgs a = checkLinear(ops, epi);
   const Tensor &x = a.x, *bias = a.bias;
   const int64_t M = a.M, N = a.N, K = a.K;
-  const float *res = a.residual;
   Tensor r = std::move(a.out);
   float *y = r.data<float>();
 
-  // Fast: bias, GELU and residual in one pass over each block of the output
+  // Fast: bias and the epilogue in one pass over each block of the output
   // as its thread finishes it (the kernel plan's GEMM + epilogue region).
   const float *b = bias ? bias->data<float>() : nullptr;
   auto epilogue = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -58,12 +57,7 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
       for (int64_t m = m0; m < m1; ++m)
         for (int64_t n = n0; n < n1; ++n)
           y[m * N + n] += b[n];
-    if (epi.gelu)
-      geluRationalInPlace(y + m0 * N + n0, n1 - n0, N, m1 - m0);
-    if (res)
-      for (int64_t m = m0; m < m1; ++m)
-        for (int64_t n = n0; n < n1; ++n)
-          y[m * N + n] += res[m * N + n];
+    applyLinearEpilogue(epi, y, N, m0, m1 - m0, n0, n1 - n0);
   };
   if (packed && packed->n == N && packed->k == K) {
     f32GemmThen(x.data<float>(), K, M, *packed, y, N, epilogue);
@@ -260,6 +254,22 @@ std::vector<Tensor> siluFast(const Operands &ops) {
                           [](float x) { return qcc::numerics::silu(x); });
 }
 
+/// silu in place over `rows` rows of `cols` floats, `ld` apart: siluFast's
+/// values bit for bit (the same vector or scalar formula per element).
+static void siluInPlace(float *y, int64_t cols, int64_t ld, int64_t rows) {
+#ifdef QCC_HAVE_AVX512_ATTENTION
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && cpuKernelPath() == CpuKernelPath::Fast) {
+    for (int64_t r = 0; r < rows; ++r)
+      siluAvx512(y + r * ld, y + r * ld, cols);
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      y[r * ld + c] = qcc::numerics::silu(y[r * ld + c]);
+}
+
 /// reference::softmaxRow, with a contiguous row on the fast path by
 /// softmaxRowAvx512 (the same max, all-masked convention and double sums).
 void softmaxRowFast(float *v, int64_t n, int64_t stride) {
@@ -331,6 +341,31 @@ std::vector<Tensor> attentionFastK(const Attrs &attrs, const Operands &ops) {
 void qcc::rt::geluErfInPlace(float *y, int64_t cols, int64_t ld,
                              int64_t rows) {
   geluRationalInPlace(y, cols, ld, rows);
+}
+
+void qcc::rt::applyLinearEpilogue(const LinearEpilogue &epi, float *y,
+                                  int64_t N, int64_t m0, int64_t rows,
+                                  int64_t n0, int64_t cols) {
+  float *block = y + m0 * N + n0;
+  switch (epi.activation) {
+  case LinearEpilogue::Activation::None: break;
+  case LinearEpilogue::Activation::Gelu:
+    geluRationalInPlace(block, cols, N, rows);
+    break;
+  case LinearEpilogue::Activation::Silu:
+    siluInPlace(block, cols, N, rows);
+    break;
+  }
+  const float *res = epi.residual ? epi.residual->data<float>() : nullptr;
+  const float *fac = epi.factor ? epi.factor->data<float>() : nullptr;
+  for (int64_t m = m0; m < m0 + rows; ++m) {
+    if (res)
+      for (int64_t n = n0; n < n0 + cols; ++n)
+        y[m * N + n] += res[m * N + n];
+    if (fac)
+      for (int64_t n = n0; n < n0 + cols; ++n)
+        y[m * N + n] *= fac[m * N + n];
+  }
 }
 
 std::vector<Tensor>

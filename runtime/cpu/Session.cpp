@@ -74,9 +74,9 @@ static std::vector<Shape> shapesOf(const Operands &operands) {
 
 /// The epilogue that node `i` of `fn`, a float32 linear or a qlinear (float
 /// result), absorbs from node i + 1 (CpuKernels.h, LinearEpilogue): an exact
-/// gelu of its result, or an add of its result and another float32 tensor
-/// of the result's shape, when nothing else reads the linear's result.
-/// nullopt when there is none.
+/// gelu or a silu of its result, or an add or a mul of its result and
+/// another float32 tensor of the result's shape, when nothing else reads the
+/// linear's result. nullopt when there is none.
 static std::optional<LinearEpilogue>
 epilogueAfter(const Artifact &artifact, const Function &fn, size_t i,
               const std::vector<size_t> &lastUse,
@@ -105,25 +105,29 @@ epilogueAfter(const Artifact &artifact, const Function &fn, size_t i,
   if (x.rank() < 1 || w.rank() != 2)
     return std::nullopt;
   LinearEpilogue epi;
-  if (next.kind == OpKind::Gelu && next.inputs.size() == 1 &&
-      next.inputs[0] == out &&
-      next.attrs.value("approximate", std::string("none")) == "none") {
-    epi.gelu = true;
+  if (next.inputs.size() == 1 && next.inputs[0] == out &&
+      ((next.kind == OpKind::Gelu &&
+        next.attrs.value("approximate", std::string("none")) == "none") ||
+       next.kind == OpKind::Silu)) {
+    epi.activation = next.kind == OpKind::Gelu
+                         ? LinearEpilogue::Activation::Gelu
+                         : LinearEpilogue::Activation::Silu;
     return epi;
   }
-  if (next.kind != OpKind::Add || next.inputs.size() != 2 ||
+  if ((next.kind != OpKind::Add && next.kind != OpKind::Mul) ||
+      next.inputs.size() != 2 ||
       (next.inputs[0] == out) == (next.inputs[1] == out))
     return std::nullopt;
   int64_t other = next.inputs[next.inputs[0] == out ? 1 : 0];
   if (other < 0)
     return std::nullopt;
-  const Tensor *res =
+  const Tensor *t =
       artifact.constant(other) ? artifact.constant(other) : &values[other];
   Shape shape = x.shape();
   shape.back() = w.dim(0);
-  if (res->dtype() != DType::F32 || res->shape() != shape)
+  if (t->dtype() != DType::F32 || t->shape() != shape)
     return std::nullopt;
-  epi.residual = res;
+  (next.kind == OpKind::Add ? epi.residual : epi.factor) = t;
   return epi;
 }
 
@@ -187,8 +191,8 @@ Session::run(const std::string &name,
       use = nullptr;
     Operands operands = operandsOf(node, values);
     auto t0 = std::chrono::steady_clock::now();
-    // The fast path runs linear -> gelu and linear -> add as one kernel, the
-    // GEMM with its epilogue; not while something watches each node.
+    // The fast path runs linear -> gelu / silu / add / mul as one kernel,
+    // the GEMM with its epilogue; not while something watches each node.
     std::optional<LinearEpilogue> epi;
     if (!use && !observer && !tracer && !shapeOnly &&
         cpuKernelPath() != CpuKernelPath::Reference)
@@ -213,13 +217,14 @@ Session::run(const std::string &name,
                           .count();
         std::vector<Shape> in = shapesOf(operands), mid{results[0].shape()};
         std::vector<Shape> nextIn{results[0].shape()};
-        if (epi->residual)
-          nextIn.push_back(epi->residual->shape());
+        for (const Tensor *t : {epi->residual, epi->factor})
+          if (t)
+            nextIn.push_back(t->shape());
         Cost cost = nodeCost(artifact, node, in, mid, nullptr, nullptr);
         cost += nodeCost(artifact, next, nextIn, mid, nullptr, nullptr);
         nodeProfile.add(name,
-                        std::string(opKindName(node.kind)) +
-                            (epi->gelu ? "+gelu" : "+add"),
+                        std::string(opKindName(node.kind)) + "+" +
+                            opKindName(next.kind),
                         secs, cost);
       }
       values[next.outputs[0]] = std::move(results[0]);

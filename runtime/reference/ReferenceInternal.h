@@ -379,7 +379,6 @@ std::vector<Tensor> unsqueezeK(const Attrs &attrs, const Operands &ops);
 struct LinearArgs {
   const Tensor &x, &w;
   const Tensor *bias;
-  const float *residual;
   int64_t M, N, K;
   Tensor out;
 };

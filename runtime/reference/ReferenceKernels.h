@@ -55,12 +55,15 @@ using Operands = std::vector<const Tensor *>;
 
 /// What a linear's output pass applies after the product and the bias: the
 /// epilogue of the kernel plan's GEMM regions. The session fuses a linear
-/// whose only reader is an exact gelu, or an add of the linear and another
-/// tensor of its shape, into it (runtime/cpu/Session.cpp); the reference
-/// linear applies it after the whole product, as the separate ops would.
+/// whose only reader is an exact gelu or a silu, or an add or a mul of the
+/// linear and another tensor of its shape (SwiGLU's silu(gate) * up), into
+/// it (runtime/cpu/Session.cpp); the reference linear applies it after the
+/// whole product, as the separate ops would.
 struct LinearEpilogue {
-  bool gelu = false;                 // then gelu (approximate = "none")
-  const Tensor *residual = nullptr;  // then + residual (the output's shape)
+  enum class Activation { None, Gelu, Silu }; // gelu: approximate = "none"
+  Activation activation = Activation::None;
+  const Tensor *residual = nullptr; // then + residual (the output's shape)
+  const Tensor *factor = nullptr;   // then * factor (the output's shape)
 };
 
 /// C[M,N] = alpha * op(A) op(B) + beta * C with row-major operands (op

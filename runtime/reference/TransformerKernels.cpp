@@ -49,15 +49,15 @@ LinearArgs checkLinear(const Operands &ops, const LinearEpilogue &epi) {
       fail("linear bias " + str(bias->shape()) + " must be [" +
            std::to_string(N) + "]");
   }
-  const float *res = nullptr;
-  if (epi.residual) {
-    requireF32(*epi.residual, "residual");
-    if (epi.residual->shape() != out)
-      fail("linear residual " + str(epi.residual->shape()) + " must be " +
-           str(out));
-    res = epi.residual->data<float>();
-  }
-  return {x, w, bias, res, M, N, K,
+  for (const auto &[t, what] : {std::pair{epi.residual, "residual"},
+                                 std::pair{epi.factor, "factor"}})
+    if (t) {
+      requireF32(*t, what);
+      if (t->shape() != out)
+        fail(std::string("linear ") + what + " " + str(t->shape()) +
+             " must be " + str(out));
+    }
+  return {x, w, bias, M, N, K,
           Tensor::uninitialized(DType::F32, out)}; // every element set
 }
 
@@ -68,7 +68,6 @@ std::vector<Tensor> qcc::rt::reference::linear(const Operands &ops,
   LinearArgs a = checkLinear(ops, epi);
   const int64_t M = a.M, N = a.N, K = a.K;
   const Tensor *bias = a.bias;
-  const float *res = a.residual;
   float *y = a.out.data<float>();
   float beta = 0.0f;
   if (bias) {
@@ -78,11 +77,18 @@ std::vector<Tensor> qcc::rt::reference::linear(const Operands &ops,
   }
   reference::sgemm(false, true, M, N, K, 1.0f, a.x.data<float>(), K,
                    a.w.data<float>(), K, beta, y, N);
+  using Act = LinearEpilogue::Activation;
+  const float *res = epi.residual ? epi.residual->data<float>() : nullptr;
+  const float *fac = epi.factor ? epi.factor->data<float>() : nullptr;
   for (int64_t i = 0; i < M * N; ++i) { // the epilogue, as separate ops do
-    if (epi.gelu)
+    if (epi.activation == Act::Gelu)
       y[i] = qcc::numerics::geluErf(y[i]);
+    else if (epi.activation == Act::Silu)
+      y[i] = qcc::numerics::silu(y[i]);
     if (res)
       y[i] += res[i];
+    if (fac)
+      y[i] *= fac[i];
   }
   return {std::move(a.out)};
 }

@@ -954,15 +954,17 @@ template <class F> Tensor onReferencePath(F fn) {
 }
 } // namespace
 
-// linear with and without bias, and with each epilogue (gelu, residual), on
-// odd shapes: one row, sizes that are not multiples of the vector width or of
+// linear with and without bias, and with each epilogue (gelu, silu, add,
+// mul), on odd shapes: one row, sizes that are not multiples of the vector width or of
 // the GEMM's 16-column blocks, and one large enough to be split over the pool
 // (by columns, and by rows when N is narrow). Tolerance: both paths call the
 // same OpenBLAS sgemm, but a column block can take a different kernel edge
 // (another summation order), so 1e-5 of sum_k |x w| + |bias| + |residual|
 // per element (K <= 300 float sums reorder to a few ulp of that); after a
 // gelu, that times its slope plus the rational erf's 4.7e-7 * |y| / 2
-// (NumericsTest).
+// (NumericsTest); after a silu, its slope and the vector exp's error
+// (< 1e-6 relative); after a mul, that times |factor|. The fused fast path
+// equals the fast path's separate ops exactly.
 TEST(CpuKernels, LinearEpilogueFastVsReference) {
   std::mt19937 rng(5);
   struct Case {
@@ -971,28 +973,40 @@ TEST(CpuKernels, LinearEpilogueFastVsReference) {
   forThreads([&] {
     for (Case c : {Case{1, 1, 1}, Case{1, 5, 17}, Case{3, 64, 33},
                    Case{130, 67, 300}, Case{700, 64, 9}, Case{257, 300, 64}})
-      for (int variant = 0; variant < 6; ++variant) {
+      for (int variant = 0; variant < 10; ++variant) {
+        using Act = LinearEpilogue::Activation;
         bool withBias = variant & 1;
         LinearEpilogue epi;
-        epi.gelu = variant / 2 == 1;
+        epi.activation = variant / 2 == 1   ? Act::Gelu
+                         : variant / 2 == 3 ? Act::Silu
+                                            : Act::None;
         Tensor x = randomF32({c.M, c.K}, rng, -2, 2),
                w = randomF32({c.N, c.K}, rng), b = randomF32({c.N}, rng),
-               res = randomF32({c.M, c.N}, rng);
+               other = randomF32({c.M, c.N}, rng);
         if (variant / 2 == 2)
-          epi.residual = &res;
+          epi.residual = &other;
+        if (variant / 2 == 4)
+          epi.factor = &other;
         Operands ops = {&x, &w, withBias ? &b : nullptr};
         Tensor fast = linearWithEpilogue(ops, epi).at(0);
         Tensor ref = onReferencePath(
             [&] { return linearWithEpilogue(ops, epi).at(0); });
         // The reference epilogue is the separate ops.
-        Tensor sep = onReferencePath([&] {
+        auto separate = [&] {
           Tensor y = run1("linear", json::object(), ops);
-          if (epi.gelu)
+          if (epi.activation == Act::Gelu)
             y = run1("gelu", json::object(), {&y});
+          if (epi.activation == Act::Silu)
+            y = run1("silu", json::object(), {&y});
           if (epi.residual)
             y = run1("add", json::object(), {&y, epi.residual});
+          if (epi.factor)
+            y = run1("mul", json::object(), {&y, epi.factor});
           return y;
-        });
+        };
+        Tensor sep = onReferencePath(separate);
+        // The fused fast path is the fast path's separate ops bit for bit.
+        EXPECT_EQ(values(fast), values(separate())) << "variant " << variant;
         ASSERT_EQ(fast.shape(), ref.shape());
         EXPECT_EQ(values(ref), values(sep));
         int bad = 0;
@@ -1002,14 +1016,22 @@ TEST(CpuKernels, LinearEpilogueFastVsReference) {
             for (int64_t k = 0; k < c.K; ++k)
               mag += std::fabs(x.data<float>()[m * c.K + k] *
                                w.data<float>()[n * c.K + k]);
+            float o = other.data<float>()[m * c.N + n];
             if (epi.residual)
-              mag += std::fabs(res.data<float>()[m * c.N + n]);
+              mag += std::fabs(o);
             float r = ref.data<float>()[m * c.N + n],
                   f = fast.data<float>()[m * c.N + n];
             // gelu: the product's error times its slope (<= 1.13), the
             // rational erf's 2.4e-7 |y| (|y| <= mag), an ulp of the result.
-            double tol = epi.gelu ? 1.4e-5 * mag + 1.2e-7 * std::fabs(r)
-                                  : 1e-5 * mag;
+            // silu: slope <= 1.1, the vector exp's few ulp, an ulp. mul:
+            // the product's error times |factor|, an ulp.
+            double tol = epi.activation == Act::Gelu
+                             ? 1.4e-5 * mag + 1.2e-7 * std::fabs(r)
+                         : epi.activation == Act::Silu
+                             ? 1.4e-5 * mag + 1e-6 * std::fabs(r)
+                         : epi.factor ? 1e-5 * mag * std::fabs(o) +
+                                            1.2e-7 * std::fabs(r)
+                                      : 1e-5 * mag;
             if (!(std::fabs(f - r) <= tol) && ++bad <= 3)
               ADD_FAILURE() << "M " << c.M << " K " << c.K << " N " << c.N
                             << " variant " << variant << " at (" << m << ", "

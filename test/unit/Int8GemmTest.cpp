@@ -157,29 +157,33 @@ TEST(Int8Gemm, PackedQLinearMatchesReference) {
                                  want.numel() * sizeof(float)))
             << (packed ? "packed" : "portable") << " M=" << s.M
             << " N=" << s.N << " K=" << s.K << " perToken=" << perToken;
-        // The session's fusions (qlinear -> gelu, qlinear -> add): bit for
-        // bit the fast path's gelu, or the add, after the qlinear.
-        Tensor gelu = copyOf(want);
-        geluErfInPlace(gelu.data<float>(), s.N, s.N, s.M);
-        LinearEpilogue withGelu;
-        withGelu.gelu = true;
-        Tensor fusedGelu =
-            fastQLinearKernel(Attrs(kNoAttrs), ops, packed, withGelu)[0];
-        EXPECT_EQ(0, std::memcmp(fusedGelu.data<float>(), gelu.data<float>(),
-                                 want.numel() * sizeof(float)))
-            << "gelu " << (packed ? "packed" : "portable") << " M=" << s.M;
-        Tensor residual = copyOf(want), sum = copyOf(want);
-        for (int64_t i = 0; i < want.numel(); ++i) {
-          residual.data<float>()[i] = f(rng) - 0.05f;
-          sum.data<float>()[i] = want.data<float>()[i] + residual.data<float>()[i];
+        // The session's fusions (qlinear -> gelu / silu / add / mul): bit
+        // for bit the fast path's separate op after the qlinear.
+        Tensor other = copyOf(want);
+        for (int64_t i = 0; i < want.numel(); ++i)
+          other.data<float>()[i] = f(rng) - 0.05f;
+        using Act = LinearEpilogue::Activation;
+        const struct {
+          const char *op;
+          LinearEpilogue epi;
+        } fusions[] = {{"gelu", {Act::Gelu, nullptr, nullptr}},
+                       {"silu", {Act::Silu, nullptr, nullptr}},
+                       {"add", {Act::None, &other, nullptr}},
+                       {"mul", {Act::None, nullptr, &other}}};
+        for (const auto &fusion : fusions) {
+          Operands next = {&want};
+          if (fusion.epi.activation == Act::None)
+            next.push_back(&other);
+          Tensor separate =
+              runCpuKernel(qcc::format::parseOpKind(fusion.op).value(),
+                           Attrs(kNoAttrs), next)[0];
+          Tensor fused =
+              fastQLinearKernel(Attrs(kNoAttrs), ops, packed, fusion.epi)[0];
+          EXPECT_EQ(0, std::memcmp(fused.data<float>(), separate.data<float>(),
+                                   want.numel() * sizeof(float)))
+              << fusion.op << " " << (packed ? "packed" : "portable")
+              << " M=" << s.M;
         }
-        LinearEpilogue withAdd;
-        withAdd.residual = &residual;
-        Tensor fusedAdd =
-            fastQLinearKernel(Attrs(kNoAttrs), ops, packed, withAdd)[0];
-        EXPECT_EQ(0, std::memcmp(fusedAdd.data<float>(), sum.data<float>(),
-                                 want.numel() * sizeof(float)))
-            << "add " << (packed ? "packed" : "portable") << " M=" << s.M;
       }
     }
   }
