@@ -240,6 +240,7 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
     w4.groupSize = options.w4GroupSize;
     w4.actOrder = options.w4ActOrder;
     w4.asymmetric = options.w4Asymmetric;
+    w4.allLinears = options.w4LmHead;
     fn.addPass(createQuantizeW4(w4));
   }
   if (quantizes(options) && options.int8Fallback == Int8Fallback::Auto) {
@@ -398,10 +399,10 @@ llvm::Error qcc::CompileOptions::validate() const {
                 llvm::Twine(w4GroupSize));
   CompileOptions defaults;
   bool w4Options = w4GroupSize != defaults.w4GroupSize || w4ActOrder ||
-                   w4Asymmetric || w4Method != defaults.w4Method;
+                   w4Asymmetric || w4LmHead || w4Method != defaults.w4Method;
   if (w4Options && quant != QuantMode::W4A16)
-    return fail("--group-size, --act-order, --w4-method and --w4-asym need "
-                "--quant=w4a16");
+    return fail("--group-size, --act-order, --w4-method, --w4-asym and "
+                "--w4-lm-head need --quant=w4a16");
   if (w4ActOrder && w4Method == W4Method::Rtn)
     return fail("--act-order orders GPTQ's columns; it does not apply to "
                 "--w4-method=rtn");

@@ -113,6 +113,8 @@ struct CompileOptions {
   bool w4ActOrder = false;
   /// Asymmetric int4 (an f16 offset per group, GGUF Q4_1's scale + min).
   bool w4Asymmetric = false;
+  /// The LM head (the linears outside the transformer blocks) in int4 too.
+  bool w4LmHead = false;
   W4Method w4Method = W4Method::Gptq;
   CalibrationOptions calibration;
   /// 2:4 sparsity of the block linears (docs/SPARSITY.md); `prune` unset:

@@ -6,6 +6,7 @@
 #include "runtime/core/HalfFloat.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #if defined(__x86_64__)
@@ -37,53 +38,215 @@ Int4Weight qcc::rt::int4Weight(const Tensor &packed, const Tensor &scales,
 
 namespace {
 
+/// The lanes' fixed sum (CpuInt4Kernels.h).
+inline float addLanes(const float *l) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+constexpr int64_t kRows = 8;       // input rows per rowDots8 call
+constexpr int64_t kWeightRows = 4; // weight rows per weightRowDots4 call
+
 #if defined(__x86_64__)
+/// The nibble decode table: two's complement, or the nibble itself with
+/// offsets.
+__attribute__((target("avx2"))) inline __m128i nibbleCodes(bool unsigned_) {
+  return unsigned_ ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                   13, 14, 15)
+                   : _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5,
+                                   -4, -3, -2, -1);
+}
+
+/// Columns j .. j + 31 of a packed row, dequantized into w[0..3] (8 columns
+/// each, in column order): q s, or q s + m with offsets (mul then add).
+__attribute__((target("avx2"))) inline void
+dequantize32(const int8_t *packed, int64_t j, __m128i codes, __m256 s,
+             const __m256 *m, __m256 w[4]) {
+  const __m128i low = _mm_set1_epi8(0x0F);
+  __m128i b =
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(packed + j / 2));
+  __m128i lo = _mm_and_si128(b, low);
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low);
+  __m128i q[2] = {_mm_shuffle_epi8(codes, _mm_unpacklo_epi8(lo, hi)),
+                  _mm_shuffle_epi8(codes, _mm_unpackhi_epi8(lo, hi))};
+  for (int h = 0; h < 2; ++h)
+    for (int e = 0; e < 2; ++e) {
+      __m128i eight = e ? _mm_srli_si128(q[h], 8) : q[h];
+      __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight));
+      __m256 v = _mm256_mul_ps(f, s);
+      w[2 * h + e] = m ? _mm256_add_ps(v, *m) : v;
+    }
+}
+
 /// format::int4::dequantize of one row in its stored order (no perm) with
 /// AVX2, for group sizes that are multiples of 32: 16 packed bytes (32
 /// columns) at a time, nibbles split and interleaved back into column
-/// order, decoded by a 16-entry table (pshufb: two's complement, or the
-/// nibble itself with offsets), widened to i32 and f32, multiplied by the
-/// group's scale and (with offsets) added to its offset, mul then add as
-/// format/Int4.cpp: the products are exact, so the same bits
-/// (Int4LinearTest).
+/// order, decoded by a 16-entry table (pshufb), widened to i32 and f32,
+/// multiplied by the group's scale and (with offsets) added to its offset,
+/// mul then add as format/Int4.cpp: the products are exact, so the same
+/// bits (Int4LinearTest).
 __attribute__((target("avx2"))) void
 dequantizeRowAvx2(const int8_t *packed, const float *scale, const float *offset,
                   int64_t K, int64_t G, float *out) {
-  const __m128i codes = offset ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                               11, 12, 13, 14, 15)
-                               : _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7,
-                                               -6, -5, -4, -3, -2, -1);
-  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m128i codes = nibbleCodes(offset != nullptr);
   for (int64_t j = 0; j < K; j += 32) {
-    __m256 s = _mm256_set1_ps(scale[j / G]);
-    __m256 m = _mm256_set1_ps(offset ? offset[j / G] : 0.0f);
-    __m128i b =
-        _mm_loadu_si128(reinterpret_cast<const __m128i *>(packed + j / 2));
-    __m128i lo = _mm_and_si128(b, low);
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low);
-    __m128i q[2] = {_mm_shuffle_epi8(codes, _mm_unpacklo_epi8(lo, hi)),
-                    _mm_shuffle_epi8(codes, _mm_unpackhi_epi8(lo, hi))};
-    for (int h = 0; h < 2; ++h)
-      for (int e = 0; e < 2; ++e) {
-        __m128i eight = e ? _mm_srli_si128(q[h], 8) : q[h];
-        __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight));
-        __m256 w = _mm256_mul_ps(f, s);
-        if (offset)
-          w = _mm256_add_ps(w, m);
-        _mm256_storeu_ps(out + j + 16 * h + 8 * e, w);
-      }
+    __m256 m = _mm256_set1_ps(offset ? offset[j / G] : 0.0f), w[4];
+    dequantize32(packed, j, codes, _mm256_set1_ps(scale[j / G]),
+                 offset ? &m : nullptr, w);
+    for (int e = 0; e < 4; ++e)
+      _mm256_storeu_ps(out + j + 8 * e, w[e]);
   }
 }
 
-bool haveAvx2() {
-  static const bool have = __builtin_cpu_supports("avx2");
+/// int4RowDot of kWeightRows packed rows (pc bytes apart; their scales and
+/// offsets `groups` apart) with one input row, dequantized in registers:
+/// the lanes, products and order of dequantizeRowAvx2 then int4RowDot (the
+/// same bits), without the row's round trip through memory. K and G
+/// multiples of 32.
+__attribute__((target("avx2"))) void
+dotInt4RowsAvx2(const int8_t *packed, int64_t pc, const float *scale,
+                const float *offset, int64_t groups, const float *x,
+                int64_t K, int64_t G, float *out) {
+  constexpr int W = kWeightRows;
+  const __m128i codes = nibbleCodes(offset != nullptr);
+  __m256 acc[W];
+  for (int i = 0; i < W; ++i)
+    acc[i] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < K; j += 32) {
+    __m256 xv[4];
+    for (int e = 0; e < 4; ++e)
+      xv[e] = _mm256_loadu_ps(x + j + 8 * e);
+    for (int i = 0; i < W; ++i) {
+      __m256 m = _mm256_set1_ps(offset ? offset[i * groups + j / G] : 0.0f),
+             w[4];
+      dequantize32(packed + i * pc, j, codes,
+                   _mm256_set1_ps(scale[i * groups + j / G]),
+                   offset ? &m : nullptr, w);
+      for (int e = 0; e < 4; ++e)
+        acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(w[e], xv[e]));
+    }
+  }
+  for (int i = 0; i < W; ++i) {
+    alignas(32) float l[8];
+    _mm256_store_ps(l, acc[i]);
+    out[i] = addLanes(l);
+  }
+}
+
+/// dotInt4RowsAvx2 with AVX-512F: per group each row's 16 possible values
+/// (code c: c s, or c s + m, the products and sums of dequantize32) in one
+/// register, and 16 columns at a time looked up by their nibbles
+/// (vpermps); the products summed into 8 lanes, the low 8 columns then the
+/// high 8, in dotInt4RowsAvx2's order: the same bits, in half the
+/// instructions.
+__attribute__((target("avx512f"))) void
+dotInt4RowsAvx512(const int8_t *packed, int64_t pc, const float *scale,
+                  const float *offset, int64_t groups, const float *x,
+                  int64_t K, int64_t G, float *out) {
+  constexpr int W = kWeightRows;
+  // Nibble n's code: n with offsets, else n's two's complement.
+  const __m512 codes =
+      offset ? _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                              15)
+             : _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3,
+                              -2, -1);
+  const __m128i low = _mm_set1_epi8(0x0F);
+  __m256 acc[W];
+  for (int i = 0; i < W; ++i)
+    acc[i] = _mm256_setzero_ps();
+  for (int64_t g = 0; g * G < K; ++g) {
+    __m512 lut[W];
+    for (int i = 0; i < W; ++i) {
+      __m512 v = _mm512_mul_ps(codes, _mm512_set1_ps(scale[i * groups + g]));
+      lut[i] = offset ? _mm512_add_ps(v, _mm512_set1_ps(offset[i * groups + g]))
+                      : v;
+    }
+    for (int64_t j = g * G; j < (g + 1) * G; j += 32) {
+      const __m512 x0 = _mm512_loadu_ps(x + j), x1 = _mm512_loadu_ps(x + j + 16);
+      for (int i = 0; i < W; ++i) {
+        __m128i b = _mm_loadu_si128(
+            reinterpret_cast<const __m128i *>(packed + i * pc + j / 2));
+        __m128i lo = _mm_and_si128(b, low);
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low);
+        __m512 p0 = _mm512_mul_ps(
+            _mm512_permutexvar_ps(
+                _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)), lut[i]),
+            x0);
+        __m512 p1 = _mm512_mul_ps(
+            _mm512_permutexvar_ps(
+                _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)), lut[i]),
+            x1);
+        for (__m512 p : {p0, p1}) {
+          acc[i] = _mm256_add_ps(acc[i], _mm512_castps512_ps256(p));
+          acc[i] = _mm256_add_ps(
+              acc[i], _mm256_castpd_ps(
+                          _mm512_extractf64x4_pd(_mm512_castps_pd(p), 1)));
+        }
+      }
+    }
+  }
+  for (int i = 0; i < W; ++i) {
+    alignas(32) float l[8];
+    _mm256_store_ps(l, acc[i]);
+    out[i] = addLanes(l);
+  }
+}
+
+#endif
+
+/// The widest instruction set the int4 kernels may use (setInt4Simd).
+std::atomic<int> gInt4SimdCap{(int)Int4Simd::Avx512};
+
+} // namespace
+
+Int4Simd qcc::rt::int4Simd() {
+  if (cpuKernelPath() != CpuKernelPath::Fast)
+    return Int4Simd::Plain;
+#if defined(__x86_64__)
+  static const Int4Simd cpu =
+      __builtin_cpu_supports("avx512f") ? Int4Simd::Avx512
+      : __builtin_cpu_supports("avx2")  ? Int4Simd::Avx2
+                                        : Int4Simd::Plain;
+  return (Int4Simd)std::min((int)cpu, gInt4SimdCap.load());
+#else
+  return Int4Simd::Plain;
+#endif
+}
+
+void qcc::rt::setInt4SimdCap(Int4Simd cap) { gInt4SimdCap = (int)cap; }
+
+namespace {
+
+#if defined(__x86_64__)
+/// n f16 values to f32 with F16C, 8 at a time: halfToFloat's values (the
+/// conversion is exact, subnormals included; a signalling NaN comes back
+/// quiet). The per-group scales were a third of a W4A16 decode step when
+/// converted one at a time.
+__attribute__((target("avx2,f16c"))) void halvesToFloatF16c(const uint16_t *h,
+                                                           int64_t n,
+                                                           float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(h + i))));
+  for (; i < n; ++i)
+    out[i] = halfToFloat(h[i]);
+}
+
+bool haveF16c() {
+  static const bool have =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return have;
 }
 #endif
 
-/// The lanes' fixed sum (CpuInt4Kernels.h).
-inline float addLanes(const float *l) {
-  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+/// n f16 values to f32 (halfToFloat, vectorized where the CPU has F16C).
+void halvesToFloat(const uint16_t *h, int64_t n, float *out) {
+#if defined(__x86_64__)
+  if (haveF16c())
+    return halvesToFloatF16c(h, n, out);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = halfToFloat(h[i]);
 }
 
 /// int4RowDot of one weight row with R input rows at once (the row's loads
@@ -108,7 +271,32 @@ inline void rowDots(const float *w, const float *x, int64_t ldx, int64_t K,
     out[r] = addLanes(l[r]);
 }
 
-constexpr int64_t kRows = 8; // input rows per rowDots8 call
+/// int4RowDot of W weight rows (`ldw` apart) with one input row: out[i] =
+/// int4RowDot(w + i * ldw, x, K). Each weight row keeps int4RowDot's lanes
+/// (the same bits); the W rows' add chains run side by side, so a decode
+/// GEMV is not bound by the latency of one chain of adds.
+template <int W>
+inline void weightRowDots(const float *w, int64_t ldw, const float *x,
+                          int64_t K, float *out) {
+  float l[W][8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8)
+    for (int i = 0; i < W; ++i)
+      for (int j = 0; j < 8; ++j)
+        l[i][j] += w[i * ldw + k + j] * x[k + j];
+  for (; k < K; ++k)
+    for (int i = 0; i < W; ++i)
+      l[i][k % 8] += w[i * ldw + k] * x[k];
+  for (int i = 0; i < W; ++i)
+    out[i] = addLanes(l[i]);
+}
+
+
+__attribute__((target_clones("avx2", "default"))) void
+weightRowDots4(const float *w, int64_t ldw, const float *x, int64_t K,
+               float *out) {
+  weightRowDots<kWeightRows>(w, ldw, x, K, out);
+}
 
 __attribute__((target_clones("avx2", "default"))) void
 rowDots1(const float *w, const float *x, int64_t K, float *out) {
@@ -126,7 +314,7 @@ void qcc::rt::dequantizeInt4Row(const int8_t *packed, const float *scale,
                                 const float *offset, int64_t K, int64_t G,
                                 float *out) {
 #if defined(__x86_64__)
-  if (G % 32 == 0 && haveAvx2())
+  if (G % 32 == 0 && int4Simd() >= Int4Simd::Avx2)
     return dequantizeRowAvx2(packed, scale, offset, K, G, out);
 #endif
   i4::dequantize(packed, scale, offset, nullptr, 1, K, G, out);
@@ -166,30 +354,60 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
         permuted[m * K + j] = X[m * K + perm[j]];
     X = permuted.data();
   }
-  // Threads as the dense qlinear of the same MACs (setCpuThreads' pool).
+  // Rows left after the blocks of 8 (decode's one) take whole blocks of
+  // weight rows dequantized in registers where AVX2 decodes their groups.
+  const Int4Simd simd = int4Simd();
+  const bool fused = M % kRows != 0 && K % 32 == 0 && G % 32 == 0 &&
+                     simd >= Int4Simd::Avx2;
+  // Threads as the dense qlinear of the same MACs (setCpuThreads' pool),
+  // over blocks of kWeightRows output channels.
+  const int64_t blocks = (N + kWeightRows - 1) / kWeightRows;
 #pragma omp parallel if (M * N * K > kQLinearParallelWork)
   {
-    std::vector<float> row((size_t)K), scale((size_t)groups),
-        offset(O ? (size_t)groups : 0);
+    std::vector<float> rows((size_t)(kWeightRows * K)),
+        scale((size_t)(kWeightRows * groups)),
+        offset(O ? (size_t)(kWeightRows * groups) : 0);
 #pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      for (int64_t g = 0; g < groups; ++g)
-        scale[g] = halfToFloat(S[n * groups + g]);
-      for (int64_t g = 0; O && g < groups; ++g)
-        offset[g] = halfToFloat(O[n * groups + g]);
-      // The row in its stored order (no perm).
-      dequantizeInt4Row(P + n * pc, scale.data(), O ? offset.data() : nullptr,
-                        K, G, row.data());
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t n0 = b * kWeightRows,
+                    nw = std::min(kWeightRows, N - n0);
+      const bool fusedBlock = fused && nw == kWeightRows;
+      for (int64_t i = 0; i < nw; ++i) {
+        const int64_t n = n0 + i;
+        halvesToFloat(S + n * groups, groups, scale.data() + i * groups);
+        if (O)
+          halvesToFloat(O + n * groups, groups, offset.data() + i * groups);
+        // The row in its stored order (no perm), unless only the fused
+        // dots read it.
+        if (M >= kRows || !fusedBlock)
+          dequantizeInt4Row(P + n * pc, scale.data() + i * groups,
+                            O ? offset.data() + i * groups : nullptr, K, G,
+                            rows.data() + i * K);
+      }
       float acc[kRows];
-      for (int64_t m = 0; m < M; m += kRows) {
-        int64_t rows = std::min(kRows, M - m);
-        if (rows == kRows)
-          rowDots8(row.data(), X + m * K, K, K, acc);
+      int64_t m = 0;
+      // Blocks of 8 input rows: each weight row against the 8.
+      for (; m + kRows <= M; m += kRows)
+        for (int64_t i = 0; i < nw; ++i) {
+          rowDots8(rows.data() + i * K, X + m * K, K, K, acc);
+          for (int64_t r = 0; r < kRows; ++r)
+            Y[(m + r) * N + n0 + i] = B ? acc[r] + B[n0 + i] : acc[r];
+        }
+      // The rest (decode's one row): the block's weight rows against each.
+      for (; m < M; ++m) {
+        if (fusedBlock) {
+#if defined(__x86_64__)
+          (simd == Int4Simd::Avx512 ? dotInt4RowsAvx512 : dotInt4RowsAvx2)(
+              P + n0 * pc, pc, scale.data(), O ? offset.data() : nullptr,
+              groups, X + m * K, K, G, acc);
+#endif
+        } else if (nw == kWeightRows)
+          weightRowDots4(rows.data(), K, X + m * K, K, acc);
         else
-          for (int64_t r = 0; r < rows; ++r)
-            rowDots1(row.data(), X + (m + r) * K, K, &acc[r]);
-        for (int64_t r = 0; r < rows; ++r)
-          Y[(m + r) * N + n] = B ? acc[r] + B[n] : acc[r];
+          for (int64_t i = 0; i < nw; ++i)
+            rowDots1(rows.data() + i * K, X + m * K, K, &acc[i]);
+        for (int64_t i = 0; i < nw; ++i)
+          Y[m * N + n0 + i] = B ? acc[i] + B[n0 + i] : acc[i];
       }
     }
   }

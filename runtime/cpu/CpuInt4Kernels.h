@@ -54,6 +54,13 @@ Int4Weight int4Weight(const Tensor &packed, const Tensor &scales,
 void dequantizeInt4Row(const int8_t *packed, const float *scale,
                        const float *offset, int64_t K, int64_t G, float *out);
 
+/// The instructions the int4 kernels use: the CPU's widest on the fast
+/// path (at most the cap), none on the others. Every choice gives the same
+/// bits; setInt4SimdCap lets the tests run each on one CPU.
+enum class Int4Simd { Plain, Avx2, Avx512 };
+Int4Simd int4Simd();
+void setInt4SimdCap(Int4Simd cap);
+
 /// The fixed-order dot product above over K elements (no bias).
 float int4RowDot(const float *w, const float *x, int64_t K);
 

@@ -246,11 +246,20 @@ TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
   std::mt19937 rng(4);
   // K = 52 (groups of 26): a tail of 4 after the blocks of 8, the portable
   // dequantization; K = 256 (groups of 64): the AVX2 one where the CPU has
-  // it. M up to 19 covers the blocks of 8 input rows and their remainder.
+  // it, and for the rows after the blocks of 8 the dots that dequantize in
+  // registers (AVX2, and AVX-512's lookups), on blocks of 4 weight rows
+  // (N = 5: one block and one row left). M up to 19 covers the blocks of 8
+  // input rows and their remainder. Each instruction set the CPU has, and
+  // none.
+  struct CapScope {
+    ~CapScope() { setInt4SimdCap(Int4Simd::Avx512); }
+  } restore;
+  for (Int4Simd cap : {Int4Simd::Avx512, Int4Simd::Avx2, Int4Simd::Plain})
   for (auto [K, G] : {std::pair<int64_t, int64_t>{52, 26}, {256, 64}})
     for (bool permuted : {false, true})
       for (bool asymmetric : {false, true})
         for (int64_t M : {1, 3, 8, 19}) {
+          setInt4SimdCap(cap);
           const int64_t N = 5;
           RandomWeight rw(N, K, G, permuted, rng, asymmetric);
           Tensor x = randomTensor({M, K}, rng), bias = randomTensor({N}, rng);
@@ -272,7 +281,8 @@ TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
                            ((l[4] + l[5]) + (l[6] + l[7]));
               want += bias.data<float>()[n];
               ASSERT_EQ(y[0].data<float>()[m * N + n], want)
-                  << "K " << K << " permuted " << permuted << " asymmetric "
+                  << "simd " << (int)int4Simd() << " K " << K << " permuted "
+                  << permuted << " asymmetric "
                   << asymmetric << " M " << M << " m " << m << " n " << n;
             }
         }

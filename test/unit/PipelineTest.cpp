@@ -244,8 +244,11 @@ TEST(Pipeline, ValidateRulesBetweenOptions) {
          o.w4GroupSize = 33;
        }, "--group-size must be even (two int4 per byte), not 33"},
       {"w4 options without w4a16", [](auto &o) { o.w4Asymmetric = true; },
-       "--group-size, --act-order, --w4-method and --w4-asym need "
-       "--quant=w4a16"},
+       "--group-size, --act-order, --w4-method, --w4-asym and --w4-lm-head "
+       "need --quant=w4a16"},
+      {"w4 head without w4a16", [](auto &o) { o.w4LmHead = true; },
+       "--group-size, --act-order, --w4-method, --w4-asym and --w4-lm-head "
+       "need --quant=w4a16"},
       {"act order rtn", [](auto &o) {
          o.quant = QuantMode::W4A16;
          o.w4Method = W4Method::Rtn;

@@ -156,7 +156,8 @@ EnumOpt<qcc::QuantMode> quant("quant",
                                        "the same options as w8a8) or "
                                        "w4a16 (int4 weights per group, GPTQ "
                                        "with --calib; also --act-order, "
-                                       "--w4-method=rtn, --w4-asym)"),
+                                       "--w4-method=rtn, --w4-asym, "
+                                       "--w4-lm-head)"),
                               cl::value_desc("mode"),
                               qcc::optionValues(qcc::kQuantModeNames),
                               cl::init(qcc::QuantMode::None),
@@ -208,6 +209,10 @@ cl::opt<bool> w4Asym("w4-asym",
                      cl::desc("W4A16: unsigned int4 with an f16 offset (min) "
                               "per group, as GGUF Q4_1"),
                      cl::Hidden, cl::cat(quantCat));
+cl::opt<bool> w4LmHead("w4-lm-head",
+                       cl::desc("W4A16: the LM head in int4 too (it stays "
+                                "float by default, as in GPTQ)"),
+                       cl::Hidden, cl::cat(quantCat));
 EnumOpt<qcc::W4Method> w4Method(
     "w4-method",
     cl::desc("W4A16 rounding: gptq (default; needs calibration) or rtn"),
@@ -498,6 +503,7 @@ int main(int argc, char **argv) {
   options.w4ActOrder = actOrder;
   options.w4Method = w4Method;
   options.w4Asymmetric = w4Asym;
+  options.w4LmHead = w4LmHead;
   options.calibration.source = calib;
   options.calibration.samples = calibSamples;
   options.calibration.seqLen = calibSeqLen;
