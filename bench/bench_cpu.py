@@ -7,13 +7,16 @@
         --past-model examples/smollm2/model_past.onnx --gguf SmolLM2-135M-Instruct.Q4_1.gguf
 
 Rows (the same weights in each engine's format, the same thread count for all):
-  qrun float32, qrun W8A8 (SmoothQuant O1 per-token), qrun W8A8 + int8 KV cache
+  qrun float32, qrun W8A8 (SmoothQuant O1 per-token), qrun W8A8 + int8 KV cache,
+  qrun W8A8 + 2:4 (magnitude pruning: a speed row, its quality is docs/SPARSITY.md's),
+  qrun W4A16 (int4 round to nearest, scale + min per 32 weights, LM head too)
   (artifacts compiled here with qcc --no-cuda; W8A8 calibrated on --calib text),
   onnxruntime on the same ONNX (decode: a with-past export fed present -> past
   through IO binding; for a GPT-2-style model without one, bench/peer_models.py
   builds it from the ONNX's initializers), llama.cpp float32 and q8_0 (through
   llama-cpp-python: a GGUF written from the ONNX's initializers for GPT-2-style
-  models, or --gguf dequantized to float32; q8_0 by llama.cpp's own quantizer).
+  models, or --gguf dequantized to float32; q8_0 and Q4_K_M by llama.cpp's own
+  quantizer).
   The f32 GGUF's logits are compared with onnxruntime's on the ONNX before timing.
 Columns: prefill tokens/s (one forward pass of a batch-1 prompt, logits at
   every position, as `qrun --bench 1 S` and the ONNX forward compute them) at
@@ -348,12 +351,21 @@ class ModelInfo:
             self.layers = self.kv_dim = None
 
 
+# W4A16 as llama.cpp's 4-bit files are made: round to nearest, no calibration,
+# scale + min per group of 32 (Q4_1's grid), the LM head too.
+W4A16_FLAGS = ["--quant=w4a16", "--w4-method=rtn", "--w4-asym", "--group-size=32",
+               "--w4-lm-head"]
+
+
 def compile_qrun_variants(a, info, work):
-    """{row: qpkg}: float32, W8A8, W8A8 + int8 KV cache (compiled unless a
-    newer artifact is in WORK)."""
+    """{row: qpkg}: float32, W8A8, W8A8 + int8 KV cache, W4A16 (compiled
+    unless a newer artifact is in WORK)."""
     variants = {"qrun float32": [],
                 "qrun W8A8": ["--quant=w8a8", "--act-quant=per-token"],
-                "qrun W8A8 + int8 KV": ["--quant=w8a8", "--act-quant=per-token", "--kv-dtype=i8"]}
+                "qrun W8A8 + int8 KV": ["--quant=w8a8", "--act-quant=per-token", "--kv-dtype=i8"],
+                "qrun W8A8 + 2:4": ["--quant=w8a8", "--act-quant=per-token", "--sparsity=2:4",
+                                    "--prune=magnitude"],
+                "qrun W4A16": W4A16_FLAGS}
     calib = [f"--calib={a.calib}", f"--calib-samples={4 if a.quick else 16}",
              "--calib-seq-len=128", f"--calib-stats={os.path.join(work, 'calib.json')}"]
     out = {}
@@ -364,7 +376,7 @@ def compile_qrun_variants(a, info, work):
         if not fresh:
             progress(f"qcc: {row}")
             cmd = [a.qcc, a.model, "--no-cuda", "--quiet", "-o", path] + flags
-            subprocess.run(cmd + (calib if flags else []), check=True)
+            subprocess.run(cmd + (calib if "--quant=w8a8" in flags else []), check=True)
         out[row] = path
     return out
 
@@ -392,7 +404,8 @@ def prepare_peers(a, info, work):
                      "scripts/setup_bench.sh and .venv-bench/bin/python)")
         return past, {}, notes
     ggufs = {"llama.cpp f32": os.path.join(work, "model-f32.gguf"),
-             "llama.cpp q8_0": os.path.join(work, "model-q8_0.gguf")}
+             "llama.cpp q8_0": os.path.join(work, "model-q8_0.gguf"),
+             "llama.cpp Q4_K_M": os.path.join(work, "model-q4_k_m.gguf")}
     stale = lambda path, src: not os.path.exists(path) or \
         os.path.getmtime(path) < os.path.getmtime(src)
     if stale(ggufs["llama.cpp f32"], a.gguf or a.model):
@@ -407,6 +420,13 @@ def prepare_peers(a, info, work):
     if stale(ggufs["llama.cpp q8_0"], ggufs["llama.cpp f32"]):
         progress("llama.cpp: q8_0 GGUF (llama_model_quantize)")
         peer_models.quantize_gguf(ggufs["llama.cpp f32"], ggufs["llama.cpp q8_0"])
+    if stale(ggufs["llama.cpp Q4_K_M"], ggufs["llama.cpp f32"]):
+        progress("llama.cpp: Q4_K_M GGUF (llama_model_quantize)")
+        peer_models.quantize_gguf(ggufs["llama.cpp f32"], ggufs["llama.cpp Q4_K_M"],
+                                  "MOSTLY_Q4_K_M")
+    notes.append("llama.cpp Q4_K_M: llama_model_quantize's mix (Q4_K with some Q6_K; a tensor "
+                 "whose rows are not a multiple of 256 takes its fallback type); qrun W4A16: "
+                 + " ".join(W4A16_FLAGS))
     notes.append(check_gguf(a, info, ggufs["llama.cpp f32"], work))
     return past, ggufs, notes
 
@@ -571,7 +591,8 @@ def main():
     # MBU at batch 1: every MatMul weight read once per step, plus the cache
     # (K and V of every layer, CONTEXT + steps/2 tokens on average).
     weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + int8 KV": 1,
-                    "onnxruntime": 4, "llama.cpp f32": 4, "llama.cpp q8_0": 34 / 32}
+                    "qrun W8A8 + 2:4": 1, "qrun W4A16": 0.625, "onnxruntime": 4, "llama.cpp f32": 4,
+                    "llama.cpp q8_0": 34 / 32, "llama.cpp Q4_K_M": 4.5 / 8}
 
     def mbu(row):
         v = best.get((row, "decode", 1))
@@ -608,7 +629,8 @@ def main():
 
 # The decode MBU's and the memory table's bytes per KV element, per row
 # (f32 elsewhere).
-KV_BYTES = {"qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2, "llama.cpp q8_0": 2}
+KV_BYTES = {"qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2, "llama.cpp q8_0": 2,
+            "llama.cpp Q4_K_M": 2}
 
 
 def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, context, mbu,
@@ -633,7 +655,8 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
 
     pairs = [("qrun float32", "onnxruntime"), ("qrun float32", "llama.cpp f32"),
              ("qrun W8A8", "onnxruntime"), ("qrun W8A8", "llama.cpp q8_0"),
-             ("qrun W8A8 + int8 KV", "llama.cpp q8_0"), ("qrun W8A8", "qrun float32")]
+             ("qrun W8A8 + int8 KV", "llama.cpp q8_0"), ("qrun W4A16", "llama.cpp Q4_K_M"),
+             ("qrun W8A8", "qrun float32")]
     print()
     print("| ratio | " + " | ".join(c.replace(" tok/s", "") for c in cols[:len(cells)]) + " |")
     print("|---|" + "---|" * len(cells))
@@ -663,7 +686,8 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
     print(target("qrun W8A8 batch-1 decode MBU", mbu("qrun W8A8"), 0.6))
 
     notes.append("MBU b1 = (MatMul weights x bytes per weight in the engine's format [f32 4, "
-                 "int8 1, q8_0 34/32; scales ignored] + K and V of every layer over the average "
+                 "int8 1, q8_0 34/32, qrun W4A16 0.625 with its scales and mins, Q4_K_M's nominal 4.5 "
+                 "bits; other scales ignored] + K and V of every layer over the average "
                  "context [f32 4, int8 1, llama.cpp's f16 2 bytes]) per step x steps/s / the "
                  f"copy's bandwidth; {info.matmul_params / 1e6:.1f} M MatMul weights"
                  + ("; a model this small stays in the last-level cache, so MBU against DRAM "
