@@ -2,6 +2,8 @@
 #include "runtime/cpu/CpuInt4Kernels.h"
 
 #include "format/Int4.h"
+#include "runtime/cpu/CpuChunkPool.h"
+#include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/CpuQuantKernels.h"
 #include "runtime/core/HalfFloat.h"
 
@@ -359,37 +361,40 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
   const Int4Simd simd = int4Simd();
   const bool fused = M % kRows != 0 && K % 32 == 0 && G % 32 == 0 &&
                      simd >= Int4Simd::Avx2;
-  // Threads as the dense qlinear of the same MACs (setCpuThreads' pool),
-  // over blocks of kWeightRows output channels.
-  const int64_t blocks = (N + kWeightRows - 1) / kWeightRows;
-#pragma omp parallel if (M * N * K > kQLinearParallelWork)
-  {
-    std::vector<float> rows((size_t)(kWeightRows * K)),
-        scale((size_t)(kWeightRows * groups)),
-        offset(O ? (size_t)(kWeightRows * groups) : 0);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
+  // Blocks [b0, b1) of kWeightRows output channels, with the caller's
+  // scratch: the rows dequantized for the blocks of 8 input rows, and the
+  // block's scales and offsets in f32.
+  struct Scratch {
+    std::vector<float> rows, scale, offset;
+  };
+  auto runBlocks = [&](int64_t b0, int64_t b1, Scratch &s) {
+    s.rows.resize((size_t)(kWeightRows * K));
+    s.scale.resize((size_t)(kWeightRows * groups));
+    s.offset.resize(O ? (size_t)(kWeightRows * groups) : 0);
+    for (int64_t b = b0; b < b1; ++b) {
       const int64_t n0 = b * kWeightRows,
                     nw = std::min(kWeightRows, N - n0);
       const bool fusedBlock = fused && nw == kWeightRows;
+      float *rows = s.rows.data(), *scale = s.scale.data(),
+            *offset = O ? s.offset.data() : nullptr;
       for (int64_t i = 0; i < nw; ++i) {
         const int64_t n = n0 + i;
-        halvesToFloat(S + n * groups, groups, scale.data() + i * groups);
+        halvesToFloat(S + n * groups, groups, scale + i * groups);
         if (O)
-          halvesToFloat(O + n * groups, groups, offset.data() + i * groups);
+          halvesToFloat(O + n * groups, groups, offset + i * groups);
         // The row in its stored order (no perm), unless only the fused
         // dots read it.
         if (M >= kRows || !fusedBlock)
-          dequantizeInt4Row(P + n * pc, scale.data() + i * groups,
-                            O ? offset.data() + i * groups : nullptr, K, G,
-                            rows.data() + i * K);
+          dequantizeInt4Row(P + n * pc, scale + i * groups,
+                            O ? offset + i * groups : nullptr, K, G,
+                            rows + i * K);
       }
       float acc[kRows];
       int64_t m = 0;
       // Blocks of 8 input rows: each weight row against the 8.
       for (; m + kRows <= M; m += kRows)
         for (int64_t i = 0; i < nw; ++i) {
-          rowDots8(rows.data() + i * K, X + m * K, K, K, acc);
+          rowDots8(rows + i * K, X + m * K, K, K, acc);
           for (int64_t r = 0; r < kRows; ++r)
             Y[(m + r) * N + n0 + i] = B ? acc[r] + B[n0 + i] : acc[r];
         }
@@ -398,17 +403,36 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
         if (fusedBlock) {
 #if defined(__x86_64__)
           (simd == Int4Simd::Avx512 ? dotInt4RowsAvx512 : dotInt4RowsAvx2)(
-              P + n0 * pc, pc, scale.data(), O ? offset.data() : nullptr,
-              groups, X + m * K, K, G, acc);
+              P + n0 * pc, pc, scale, offset, groups, X + m * K, K, G, acc);
 #endif
         } else if (nw == kWeightRows)
-          weightRowDots4(rows.data(), K, X + m * K, K, acc);
+          weightRowDots4(rows, K, X + m * K, K, acc);
         else
           for (int64_t i = 0; i < nw; ++i)
-            rowDots1(rows.data() + i * K, X + m * K, K, &acc[i]);
+            rowDots1(rows + i * K, X + m * K, K, &acc[i]);
         for (int64_t i = 0; i < nw; ++i)
           Y[m * N + n0 + i] = B ? acc[i] + B[n0 + i] : acc[i];
       }
+    }
+  };
+  // Decode-sized calls over parallelChunks (CpuChunkPool.h: no worker to
+  // wake, no barrier), about four chunks per thread; larger ones threaded
+  // as the dense qlinear of the same MACs; small ones on this thread.
+  const int64_t blocks = (N + kWeightRows - 1) / kWeightRows,
+                work = M * N * K;
+  if (chunkPoolFits(M, work)) {
+    const int64_t per = std::max<int64_t>(1, blocks / (4 * cpuThreads()));
+    parallelChunks((blocks + per - 1) / per, [&](int64_t c) {
+      thread_local Scratch s;
+      runBlocks(c * per, std::min(blocks, (c + 1) * per), s);
+    });
+  } else {
+#pragma omp parallel if (work > kQLinearParallelWork)
+    {
+      Scratch s;
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b)
+        runBlocks(b, b + 1, s);
     }
   }
   return {std::move(r)};
