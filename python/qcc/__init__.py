@@ -41,7 +41,7 @@ def compile(model: Union[str, _os.PathLike], output: Union[str, _os.PathLike],
     folder of .npy inputs), calib_samples, calib_seq_len, calib_stats,
     act_quant, smoothquant (bool), smoothquant_alpha (a float or "auto"),
     int8_fallback, asymmetric, group_size, act_order, w4_method, w4_asym,
-    sparsity ("none", "2:4"), prune, sparsity_exclude (a list), kv_cache
+    w4_lm_head, sparsity ("none", "2:4"), prune, sparsity_exclude (a list), kv_cache
     ("paged", "contiguous", "none"), kv_block_tokens, kv_dtype, kv_scales,
     tokenizer (default: tokenizer.json or tokenizer.model beside the model),
     lora (a list of "DIR[:SCALE]": PEFT adapters merged), lora_adapters (a

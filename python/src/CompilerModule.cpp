@@ -51,7 +51,7 @@ std::string compile(const std::string &model, const std::string &output,
                     const std::string &actQuant, bool smoothQuant,
                     nb::object smoothQuantAlpha, const std::string &int8Fallback,
                     bool asymmetric, int64_t groupSize, bool actOrder,
-                    const std::string &w4Method, bool w4Asym,
+                    const std::string &w4Method, bool w4Asym, bool w4LmHead,
                     const std::string &sparsity, std::optional<std::string> prune,
                     std::vector<std::string> sparsityExclude,
                     const std::string &kvCache, int64_t kvBlockTokens,
@@ -92,6 +92,7 @@ std::string compile(const std::string &model, const std::string &output,
   o.w4GroupSize = groupSize;
   o.w4ActOrder = actOrder;
   o.w4Asymmetric = w4Asym;
+  o.w4LmHead = w4LmHead;
   o.sparsityExclude = std::move(sparsityExclude);
   o.calibration.source = calib.value_or("");
   o.calibration.samples = calibSamples;
@@ -149,7 +150,8 @@ NB_MODULE(_compiler, m) {
         nb::arg("smoothquant_alpha") = defaults.smoothQuantAlpha, nb::arg("int8_fallback") = "off",
         nb::arg("asymmetric") = false, nb::arg("group_size") = defaults.w4GroupSize,
         nb::arg("act_order") = false, nb::arg("w4_method") = "gptq",
-        nb::arg("w4_asym") = false, nb::arg("sparsity") = "none",
+        nb::arg("w4_asym") = false, nb::arg("w4_lm_head") = false,
+        nb::arg("sparsity") = "none",
         nb::arg("prune").none() = nb::none(),
         nb::arg("sparsity_exclude") = std::vector<std::string>(),
         nb::arg("kv_cache") = "paged", nb::arg("kv_block_tokens") = defaults.kvBlockTokens,

@@ -45,8 +45,8 @@ inline float addLanes(const float *l) {
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
-constexpr int64_t kRows = 8;       // input rows per rowDots8 call
-constexpr int64_t kWeightRows = 4; // weight rows per weightRowDots4 call
+constexpr int64_t kWeightRows = 4; // weight rows per block of the kernel
+constexpr int64_t kBlockRows = 4;  // input rows per blockDots4x4 call
 
 #if defined(__x86_64__)
 /// The nibble decode table: two's complement, or the nibble itself with
@@ -251,63 +251,50 @@ void halvesToFloat(const uint16_t *h, int64_t n, float *out) {
     out[i] = halfToFloat(h[i]);
 }
 
-/// int4RowDot of one weight row with R input rows at once (the row's loads
-/// shared): out[r] = int4RowDot(w, x + r * ldx, K). The lanes of each input
-/// row are those of int4RowDot, so the results are the same bits. Compiled
-/// for AVX2 too (8 lanes = one register; no FMA, so the same roundings)
-/// through the wrappers below: clang 14 (the fuzz build) takes target_clones
-/// on plain functions only, not on templates.
-template <int R>
-inline void rowDots(const float *w, const float *x, int64_t ldx, int64_t K,
-                    float *out) {
-  float l[R][8] = {};
+/// int4RowDot of W weight rows (`ldw` apart) with R input rows (`ldx`
+/// apart) at once, each loaded once per 8 columns for all the pairs:
+/// out[r * W + i] = int4RowDot(w + i * ldw, x + r * ldx, K). Every pair
+/// keeps int4RowDot's lanes (the same bits); the W x R add chains run side
+/// by side. Compiled for AVX2 and AVX-512 too (8 lanes = one register,
+/// 32 registers for the 4 x 4 accumulators; no FMA, so the same roundings)
+/// through the wrappers below: clang 14 (the fuzz build) takes
+/// target_clones on plain functions only, not on templates. Always inlined:
+/// GCC otherwise calls one baseline copy from every clone.
+template <int W, int R>
+[[gnu::always_inline]] inline void blockDots(const float *w, int64_t ldw, const float *x, int64_t ldx,
+                      int64_t K, float *out) {
+  float l[R][W][8] = {};
   int64_t k = 0;
   for (; k + 8 <= K; k += 8)
     for (int r = 0; r < R; ++r)
-      for (int j = 0; j < 8; ++j)
-        l[r][j] += w[k + j] * x[r * ldx + k + j];
+      for (int i = 0; i < W; ++i)
+        for (int j = 0; j < 8; ++j)
+          l[r][i][j] += w[i * ldw + k + j] * x[r * ldx + k + j];
   for (; k < K; ++k)
     for (int r = 0; r < R; ++r)
-      l[r][k % 8] += w[k] * x[r * ldx + k];
+      for (int i = 0; i < W; ++i)
+        l[r][i][k % 8] += w[i * ldw + k] * x[r * ldx + k];
   for (int r = 0; r < R; ++r)
-    out[r] = addLanes(l[r]);
+    for (int i = 0; i < W; ++i)
+      out[r * W + i] = addLanes(l[r][i]);
 }
 
-/// int4RowDot of W weight rows (`ldw` apart) with one input row: out[i] =
-/// int4RowDot(w + i * ldw, x, K). Each weight row keeps int4RowDot's lanes
-/// (the same bits); the W rows' add chains run side by side, so a decode
-/// GEMV is not bound by the latency of one chain of adds.
-template <int W>
-inline void weightRowDots(const float *w, int64_t ldw, const float *x,
-                          int64_t K, float *out) {
-  float l[W][8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= K; k += 8)
-    for (int i = 0; i < W; ++i)
-      for (int j = 0; j < 8; ++j)
-        l[i][j] += w[i * ldw + k + j] * x[k + j];
-  for (; k < K; ++k)
-    for (int i = 0; i < W; ++i)
-      l[i][k % 8] += w[i * ldw + k] * x[k];
-  for (int i = 0; i < W; ++i)
-    out[i] = addLanes(l[i]);
-}
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+blockDots4x4(const float *w, int64_t ldw, const float *x, int64_t ldx,
+             int64_t K, float *out) {
+  blockDots<kWeightRows, kBlockRows>(w, ldw, x, ldx, K, out);
+}
 
 __attribute__((target_clones("avx2", "default"))) void
 weightRowDots4(const float *w, int64_t ldw, const float *x, int64_t K,
                float *out) {
-  weightRowDots<kWeightRows>(w, ldw, x, K, out);
+  blockDots<kWeightRows, 1>(w, ldw, x, 0, K, out);
 }
 
 __attribute__((target_clones("avx2", "default"))) void
 rowDots1(const float *w, const float *x, int64_t K, float *out) {
-  rowDots<1>(w, x, 0, K, out);
-}
-
-__attribute__((target_clones("avx2", "default"))) void
-rowDots8(const float *w, const float *x, int64_t ldx, int64_t K, float *out) {
-  rowDots<kRows>(w, x, ldx, K, out);
+  blockDots<1, 1>(w, 0, x, 0, K, out);
 }
 
 } // namespace
@@ -356,13 +343,13 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
         permuted[m * K + j] = X[m * K + perm[j]];
     X = permuted.data();
   }
-  // Rows left after the blocks of 8 (decode's one) take whole blocks of
+  // Rows left after the blocks of 4 (decode's one) take whole blocks of
   // weight rows dequantized in registers where AVX2 decodes their groups.
   const Int4Simd simd = int4Simd();
-  const bool fused = M % kRows != 0 && K % 32 == 0 && G % 32 == 0 &&
+  const bool fused = M % kBlockRows != 0 && K % 32 == 0 && G % 32 == 0 &&
                      simd >= Int4Simd::Avx2;
   // Blocks [b0, b1) of kWeightRows output channels, with the caller's
-  // scratch: the rows dequantized for the blocks of 8 input rows, and the
+  // scratch: the rows dequantized for the blocks of 4 input rows, and the
   // block's scales and offsets in f32.
   struct Scratch {
     std::vector<float> rows, scale, offset;
@@ -384,20 +371,22 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
           halvesToFloat(O + n * groups, groups, offset + i * groups);
         // The row in its stored order (no perm), unless only the fused
         // dots read it.
-        if (M >= kRows || !fusedBlock)
+        if (M >= kBlockRows || !fusedBlock)
           dequantizeInt4Row(P + n * pc, scale + i * groups,
                             O ? offset + i * groups : nullptr, K, G,
                             rows + i * K);
       }
-      float acc[kRows];
+      float acc[kBlockRows * kWeightRows];
       int64_t m = 0;
-      // Blocks of 8 input rows: each weight row against the 8.
-      for (; m + kRows <= M; m += kRows)
-        for (int64_t i = 0; i < nw; ++i) {
-          rowDots8(rows + i * K, X + m * K, K, K, acc);
-          for (int64_t r = 0; r < kRows; ++r)
-            Y[(m + r) * N + n0 + i] = B ? acc[r] + B[n0 + i] : acc[r];
-        }
+      // Blocks of 4 input rows against the block's 4 weight rows.
+      for (; nw == kWeightRows && m + kBlockRows <= M; m += kBlockRows) {
+        blockDots4x4(rows, K, X + m * K, K, K, acc);
+        for (int64_t r = 0; r < kBlockRows; ++r)
+          for (int64_t i = 0; i < nw; ++i)
+            Y[(m + r) * N + n0 + i] =
+                B ? acc[r * kWeightRows + i] + B[n0 + i]
+                  : acc[r * kWeightRows + i];
+      }
       // The rest (decode's one row): the block's weight rows against each.
       for (; m < M; ++m) {
         if (fusedBlock) {

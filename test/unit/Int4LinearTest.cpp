@@ -244,13 +244,13 @@ Tensor randomTensor(Shape shape, std::mt19937 &rng) {
 
 TEST(Int4Linear, BitExactWithANaiveLoopInTheDocumentedOrder) {
   std::mt19937 rng(4);
-  // K = 52 (groups of 26): a tail of 4 after the blocks of 8, the portable
-  // dequantization; K = 256 (groups of 64): the AVX2 one where the CPU has
-  // it, and for the rows after the blocks of 8 the dots that dequantize in
-  // registers (AVX2, and AVX-512's lookups), on blocks of 4 weight rows
-  // (N = 5: one block and one row left). M up to 19 covers the blocks of 8
-  // input rows and their remainder. Each instruction set the CPU has, and
-  // none.
+  // K = 52 (groups of 26): a tail of 4 columns after the blocks of 8, the
+  // portable dequantization; K = 256 (groups of 64): the AVX2 one where the
+  // CPU has it, and for the input rows after the blocks of 4 the dots that
+  // dequantize in registers (AVX2, and AVX-512's lookups). Weight rows in
+  // blocks of 4 (N = 5: one block and one row left); M up to 19 covers the
+  // 4 x 4 blocks and the rows after them. Each instruction set the CPU has,
+  // and none.
   struct CapScope {
     ~CapScope() { setInt4SimdCap(Int4Simd::Avx512); }
   } restore;
