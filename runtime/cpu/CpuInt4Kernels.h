@@ -7,9 +7,12 @@
 // is dotted with every input row (with act-order, the input's columns taken in
 // the stored order, x'[j] = x[perm[j]], once per call), so the weight bytes
 // read are the packed ones (K/2 bytes + 2 K/G bytes of scales per row, and
-// as many of offsets) and a
-// dequantized row is reused by all M input rows (prefill) or read once
-// (decode, M = 1: the GEMV).
+// as many of offsets). Output rows go in blocks of 4: for prefill the
+// block's rows are dequantized once and dotted 4 input rows at a time
+// (4 x 4 dots per load); the input rows left over (decode's one: the GEMV)
+// dot the block's 4 packed rows dequantized in registers (AVX-512 looks up
+// each group's 16 values; AVX2 decodes them), on the chunk pool when
+// decode-sized. Every path has the order below.
 //
 // The dot product has one fixed order, so the result is bit for bit that of
 // a naive loop in the same order (test/unit/Int4LinearTest.cpp):
