@@ -247,10 +247,11 @@ bool haveF16c() {
 }
 #endif
 
-/// n f16 values to f32 (halfToFloat, vectorized where the CPU has F16C).
-void halvesToFloat(const uint16_t *h, int64_t n, float *out) {
+/// n f16 values to f32 (halfToFloat), with F16C when `simd` (int4Simd())
+/// allows AVX2 and the CPU has it: the portable path uses no intrinsics.
+void halvesToFloat(const uint16_t *h, int64_t n, float *out, Int4Simd simd) {
 #if defined(__x86_64__)
-  if (haveF16c())
+  if (simd >= Int4Simd::Avx2 && haveF16c())
     return halvesToFloatF16c(h, n, out);
 #endif
   for (int64_t i = 0; i < n; ++i)
@@ -372,9 +373,9 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
             *offset = O ? s.offset.data() : nullptr;
       for (int64_t i = 0; i < nw; ++i) {
         const int64_t n = n0 + i;
-        halvesToFloat(S + n * groups, groups, scale + i * groups);
+        halvesToFloat(S + n * groups, groups, scale + i * groups, simd);
         if (O)
-          halvesToFloat(O + n * groups, groups, offset + i * groups);
+          halvesToFloat(O + n * groups, groups, offset + i * groups, simd);
         // The row in its stored order (no perm), unless only the fused
         // dots read it.
         if (M >= kBlockRows || !fusedBlock)
