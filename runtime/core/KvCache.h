@@ -15,6 +15,7 @@
 #define QCC_RUNTIME_KVCACHE_H
 
 #include "format/KvCacheConfig.h"
+#include "runtime/core/HugePageAllocator.h"
 #include "runtime/core/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -218,8 +219,8 @@ private:
   bool isPaged;
   int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
   size_t unitFloats;   // elements per block / per slot
-  std::vector<float> storage;   // f32 caches
-  std::vector<int8_t> storage8; // i8 caches
+  std::vector<float, HugePageAllocator<float>> storage; // f32 caches
+  std::vector<int8_t, HugePageAllocator<int8_t>> storage8; // i8 caches
   std::vector<float> vTokenScales; // kivi: valueScaleElements()
   std::vector<Seq> seqs;
   std::vector<int64_t> freeList; // paged: free block ids (LIFO)
