@@ -128,7 +128,8 @@ def methods_sweep(group_size, asym):
                 (f"W4A16 GPTQ, G={group_size}{tag}", w4 + grid),
                 (f"W4A16 GPTQ act-order, G={group_size}{tag}", w4 + ["--act-order"] + grid)]
     out += [("float32 + int8 KV, per-head scales", ["--kv-dtype=i8"]),
-            ("float32 + int8 KV, kivi scales", ["--kv-dtype=i8", "--kv-scales=kivi"])]
+            ("float32 + int8 KV, kivi scales", ["--kv-dtype=i8", "--kv-scales=kivi"]),
+            ("float32 + FP8 KV, per-head scales", ["--kv-dtype=fp8"])]
     return out
 
 
@@ -314,7 +315,7 @@ def table(rows):
 
 def sizes_line(rows):
     f = rows[0]["size"] if rows and not rows[0]["error"] else None
-    q = [r for r in rows[1:] if not r["error"] and "int8 KV" not in r["name"]]
+    q = [r for r in rows[1:] if not r["error"] and " KV" not in r["name"]]
     if not f or not q:
         return ""
     qs = q[0]["size"]
@@ -381,7 +382,7 @@ def main():
     p.add_argument("--fallback", action="store_true",
                    help="O1 (naive, alpha 0.85, auto) without and with --int8-fallback=auto")
     p.add_argument("--methods", action="store_true",
-                   help="every method in one table (W8A8 O1, fallback, W4A16, int8 KV), "
+                   help="every method in one table (W8A8 O1, fallback, W4A16, int8 and FP8 KV), "
                         "with bytes per decode step")
     p.add_argument("--rotation", action="store_true",
                    help="W8A8 and FP8 with and without --rotate (QuaRot)")

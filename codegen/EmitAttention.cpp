@@ -1,7 +1,7 @@
 //===- EmitAttention.cpp - attention regions -> CUDA C++ ------------------===//
 //
 // attention and kv_attention (with fused rotary, sliding window, softcap,
-// ALiBi, contiguous or paged KV cache of f32, f16 or int8): the prefill
+// ALiBi, contiguous or paged KV cache of f32, f16, int8 or fp8): the prefill
 // tile kernel (attention_prefill.cuh), or in a one-token-per-row entry point
 // the split-K decode kernel and its combine step (attention_decode.cuh).
 //
@@ -173,7 +173,9 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     if (!config)
       return unsupported("kv_attention: " + llvm::toString(config.takeError()));
     paged = config->layout == "paged";
-    storage = config->isInt8() ? "signed char" : "float";
+    storage = config->isInt8()   ? "signed char"
+              : config->isFp8() ? "unsigned char"
+                                : "float";
     cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
             storage + ">";
     layers = config->layers;

@@ -151,7 +151,7 @@ llvm::Error qcc::calibrate(ModuleOp module, const CalibrationOptions &o) {
   llvm::SmallString<128> tmpArtifact, tmpStats;
   if (!reuse) {
     if (o.source.empty())
-      return error("--quant=w8a8 needs --calib=SOURCE (a text file or a "
+      return error(o.neededBy + " needs --calib=SOURCE (a text file or a "
                    "folder of .npy inputs) or existing --calib-stats");
     if (!llvm::sys::fs::exists(o.source))
       return error(o.source + ": calibration source not found");

@@ -17,6 +17,9 @@ struct CalibrationOptions {
   std::string toolPath;      ///< the qcc-calib executable
   std::string tokenizerPath; ///< SentencePiece model for text sources
   bool quiet = false;        ///< qcc-calib prints errors only
+  /// The option that needs the statistics, as the error for a missing
+  /// source names it.
+  std::string neededBy = "--quant=w8a8";
   /// Also the pruning statistics (2:4 wanda / sparsegpt): each linear's
   /// input Gram matrix and L2 norms, saved beside the JSON (STATS.gram).
   bool pruningStats = false;

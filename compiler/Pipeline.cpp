@@ -202,10 +202,17 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
                  " needs --calib=SOURCE (a text file or a folder of .npy "
                  "inputs) or existing --calib-stats");
   if (!quantizesWithStatistics(options) &&
-      options.kvDtype != qcc::KvDtype::I8 && !pruningStats)
+      options.kvDtype == qcc::KvDtype::F32 && !pruningStats)
     return llvm::Error::success(); // nothing uses the statistics
   CalibrationOptions calibration = options.calibration;
   calibration.pruningStats = pruningStats;
+  calibration.neededBy =
+      quantizesWithStatistics(options)
+          ? "--quant=" + spelling(kQuantModeNames, options.quant).str()
+      : options.kvDtype != qcc::KvDtype::F32
+          ? "--kv-dtype=" + spelling(kKvDtypeNames, options.kvDtype).str()
+          : "--prune=" +
+                spelling(kPruneMethodNames, pruneMethod(options)).str();
   if (needsActivationRows(options))
     calibration.activationRows = kAlphaSearchRows;
   if (auto err = calibrate(module, calibration))

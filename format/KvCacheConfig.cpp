@@ -41,29 +41,32 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   num("max_positions", c.maxPositions, false);
   if (j.contains("dtype"))
     c.dtype = j.at("dtype").get<std::string>();
-  if (c.dtype != "f32" && c.dtype != "i8")
+  if (c.dtype != "f32" && c.dtype != "i8" && c.dtype != "fp8")
     fail("dtype '" + c.dtype + "' is not supported by the CPU backend "
-         "(expected f32 or i8)");
+         "(expected f32, i8 or fp8)");
   if (j.contains("scales")) {
     if (!j.at("scales").is_string())
       fail("\"kv_cache\".\"scales\" must be a string");
     c.scales = j.at("scales").get<std::string>();
-    if (!c.isInt8())
-      fail("\"scales\" is only valid with dtype i8");
+    if (!c.isScaled())
+      fail("\"scales\" is only valid with dtype i8 or fp8");
   }
   if (c.scales != "per-head" && c.scales != "kivi")
     fail("unknown scales '" + c.scales + "' (expected per-head or kivi)");
+  if (c.isFp8() && c.scales != "per-head")
+    fail("dtype fp8 has per-head scales only, not '" + c.scales + "'");
   bool kivi = c.scales == "kivi";
-  // i8 expands the key scales per channel (kChannelScales): a bound on
+  // i8 and fp8 expand the key scales per channel (kChannelScales): a bound on
   // their number, far above any model's (80 x 8 x 128 = 81,920), checked
   // factor by factor so that the product cannot overflow.
   constexpr int64_t kMaxScales = int64_t(1) << 26;
-  if (c.isInt8() &&
+  if (c.isScaled() &&
       (c.layers > kMaxScales || c.kvHeads > kMaxScales ||
        c.headDim > kMaxScales || c.layers * c.kvHeads > kMaxScales ||
        c.layers * c.kvHeads * c.headDim > kMaxScales))
-    fail("layers x kv_heads x head_dim is above 2^26: too many int8 scales");
-  // i8: "k_scales" / "v_scales", [layers][kv_heads] positive finite floats
+    fail("layers x kv_heads x head_dim is above 2^26: too many " + c.dtype +
+         " scales");
+  // i8 and fp8: "k_scales" / "v_scales", [layers][kv_heads] positive finite floats
   // (kivi: "k_scales" [layers][kv_heads * head_dim], no "v_scales").
   auto scales = [&](const char *name, std::vector<std::vector<float>> &out,
                     int64_t perHead) {
@@ -78,16 +81,16 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
       shape += str(perHead);
     }
     shape += "]";
-    bool wanted = c.isInt8() && perHead > 0;
+    bool wanted = c.isScaled() && perHead > 0;
     if (!j.contains(name)) {
       if (wanted)
-        fail(std::string("dtype i8 needs \"") + name + "\" (" + shape +
+        fail("dtype " + c.dtype + " needs \"" + name + "\" (" + shape +
              " floats)");
       return;
     }
     if (!wanted)
-      fail(std::string("\"") + name + "\" is only valid with dtype i8" +
-           (c.isInt8() ? " and per-head scales" : ""));
+      fail(std::string("\"") + name + "\" is only valid with dtype i8 or fp8" +
+           (c.isScaled() ? " and per-head scales" : ""));
     const nlohmann::json &a = j.at(name);
     if (!a.is_array() || (int64_t)a.size() != c.layers)
       fail(std::string("\"") + name + "\" must be " + shape + " floats");

@@ -16,6 +16,7 @@
 #include "passes/Passes.h"
 #include "format/OpKind.h"
 #include "format/Quant.h"
+#include "format/device/numerics.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
@@ -660,7 +661,7 @@ struct KvCacheLayoutPass
       module.emitError("kv-cache-layout: kv-scales=kivi needs kv-dtype=i8");
       return signalPassFailure();
     }
-    if (kvDtype == KvDtype::I8 &&
+    if (kvDtype != KvDtype::F32 &&
         failed(addKvScales(module, attentions,
                            width == kDyn ? -1 : width / heads)))
       return signalPassFailure();
@@ -916,7 +917,8 @@ struct KvCacheLayoutPass
   /// int8 KV: static scales = calibration absmax / qmax (127,
   /// format/Quant.h), per layer and kv head for K and V (per-head), or per
   /// layer and key channel for K with V's computed per token by the runtime
-  /// (kivi).
+  /// (kivi). FP8 KV: per head, absmax / 448 (numerics::fp8Scale), so that
+  /// the calibrated range fills E4M3's.
   LogicalResult addKvScales(ModuleOp module, ArrayRef<AttentionOp> attentions,
                             int64_t headDim) {
     Builder b(module.getContext());
@@ -932,13 +934,16 @@ struct KvCacheLayoutPass
         auto absmax = a->getAttrOfType<DenseElementsAttr>(name);
         if (per <= 0 || !absmax ||
             absmax.getNumElements() != (int64_t)a.getNumKvHeads() * per)
-          return a.emitError("kv-cache-layout: an int8 KV cache needs "
-                             "calibration statistics (")
+          return a.emitError("kv-cache-layout: an ")
+                 << (kvDtype == KvDtype::Fp8 ? "FP8" : "int8")
+                 << " KV cache needs calibration statistics ("
                  << name << (kivi ? " per key channel)" : " per kv head)");
         SmallVector<Attribute> scales;
         for (float m : absmax.getValues<float>())
           scales.push_back(b.getF32FloatAttr(
-              m > 0 ? m / (float)format::symmetricQMax() : 1.f));
+              kvDtype == KvDtype::Fp8 ? numerics::fp8Scale(m)
+              : m > 0                 ? m / (float)format::symmetricQMax()
+                                      : 1.f));
         out->push_back(b.getArrayAttr(scales));
       }
     }

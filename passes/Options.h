@@ -22,8 +22,9 @@ namespace qcc {
 /// is the driver's "no cache" (kv-cache-layout does not run).
 enum class KvLayout { None, Paged, Contiguous };
 /// KV cache element type.
-enum class KvDtype { F32, I8 };
-/// The scales of an int8 KV cache (docs/QUANTIZATION.md section 4).
+enum class KvDtype { F32, I8, Fp8 };
+/// The scales of an int8 KV cache (docs/QUANTIZATION.md section 4; an FP8
+/// cache has per-head scales).
 enum class KvScales { PerHead, Kivi };
 /// Activation quantization levels (SmoothQuant's O1, O2, O3).
 enum class ActivationQuant { PerToken, PerTensor, Static };
@@ -49,6 +50,8 @@ inline constexpr llvm::cl::OptionEnumValue kKvDtypeNames[] = {
     {"f32", int(KvDtype::F32), "float32"},
     {"i8", int(KvDtype::I8),
      "int8, per-layer, per-head K and V scales from calibration"},
+    {"fp8", int(KvDtype::Fp8),
+     "FP8 E4M3, per-layer, per-head K and V scales from calibration"},
 };
 inline constexpr llvm::cl::OptionEnumValue kKvScalesNames[] = {
     {"per-head", int(KvScales::PerHead),

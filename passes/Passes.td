@@ -738,7 +738,7 @@ def KvCacheLayout : Pass<"kv-cache-layout", "mlir::ModuleOp"> {
            "Tokens per block of the paged layout">,
     Option<"kvDtype", "kv-dtype", "::qcc::KvDtype",
            /*default=*/"::qcc::KvDtype::F32",
-           "KV cache element type (i8 scales come from the attention ops' "
+           "KV cache element type (i8 and fp8 scales come from the attention ops' "
            "qcc.k_absmax / qcc.v_absmax statistics)",
            [{::qcc::optionValues(::qcc::kKvDtypeNames)}]>,
     Option<"maxPositionsBound", "max-positions", "int64_t", /*default=*/"0",

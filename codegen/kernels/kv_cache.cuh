@@ -10,7 +10,9 @@
 //                       row p % block_tokens
 //   NoCache:            plain qcc.attention (keys/values only from the inputs)
 //
-// S (storage) is float, __half or signed char (int8). For int8
+// S (storage) is float, __half, signed char (int8) or unsigned char (FP8
+// E4M3 codes: per-head K and V scales as int8's per-head, stored
+// numerics::quantizeE4M3, read back dequantizeE4M3). For int8
 // (docs/QUANTIZATION.md section 4) k_scales are [layers][kv_heads][head_dim]
 // (a per-head scale repeated per channel), and the V scales either
 // v_scales [layers][kv_heads] (per-head) or, kivi, one per cached row in
@@ -46,6 +48,16 @@ template <> struct KvElem<signed char> {
   }
   static __device__ __forceinline__ float load(signed char v, float s) {
     return numerics::dequantizeSymmetric(v, s);
+  }
+};
+// FP8 E4M3 codes with per-head K and V scales (no kivi).
+template <> struct KvElem<unsigned char> {
+  static constexpr bool kScaled = true;
+  static __device__ __forceinline__ unsigned char store(float x, float s) {
+    return numerics::quantizeE4M3(x, s);
+  }
+  static __device__ __forceinline__ float load(unsigned char v, float s) {
+    return numerics::dequantizeE4M3(v, s);
   }
 };
 

@@ -335,6 +335,12 @@ QCC_HOST_DEVICE inline float fp8Scale(float absmax) {
 QCC_HOST_DEVICE inline unsigned char quantizeE4M3(float x, float scale) {
   return floatToE4M3(fdiv(x, scale));
 }
+/// An FP8 KV-cache element read back: its value times scale (the
+/// counterpart of dequantizeSymmetric; an FP8 cache stores
+/// quantizeE4M3(x, scale) with the calibrated per-head scale).
+QCC_HOST_DEVICE inline float dequantizeE4M3(unsigned char c, float scale) {
+  return fmul(e4m3ToFloat(c), scale);
+}
 
 } // namespace numerics
 } // namespace qcc

@@ -65,7 +65,7 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
   unitFloats = checkCapacity(cfg, opts);
   unitTokens = isPaged ? cfg.blockTokens : opts.maxTokens;
   int64_t units = isPaged ? opts.numBlocks : opts.maxSequences;
-  if (cfg.isInt8()) {
+  if (cfg.isScaled()) {
     auto ok = [&](const std::vector<std::vector<float>> &sc) {
       if ((int64_t)sc.size() != cfg.layers)
         return false;
@@ -77,8 +77,9 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
     if ((int64_t)cfg.kChannelScales.size() !=
             cfg.layers * cfg.kvHeads * cfg.headDim ||
         !(cfg.valueScalePerToken() ? cfg.vScales.empty() : ok(cfg.vScales)))
-      fail("dtype i8 needs key scales per channel and, per-head, v_scales of "
-           "[layers][kv_heads] (KvCacheConfig::fromJson makes them)");
+      fail("dtype " + cfg.dtype + " needs key scales per channel and, "
+           "per-head, v_scales of [layers][kv_heads] "
+           "(KvCacheConfig::fromJson makes them)");
     if (opts.hostStorage)
       storage8.assign(unitFloats * (size_t)units, 0);
     if (opts.hostStorage && cfg.valueScalePerToken())
@@ -328,12 +329,11 @@ void KvCache::truncate(int64_t seq, int64_t newLength) {
   s.length = s.reserved = newLength;
 }
 
-void KvCache::requireDType(bool int8) const {
+void KvCache::requireDType(const char *dtype) const {
   if (!opts.hostStorage)
     fail("this cache keeps its keys and values on the GPU");
-  if (int8 != cfg.isInt8())
-    fail(std::string("the cache holds ") + cfg.dtype + ", not " +
-         (int8 ? "i8" : "f32"));
+  if (cfg.dtype != dtype)
+    fail("the cache holds " + cfg.dtype + ", not " + dtype);
 }
 
 float *KvCache::valueScales(int64_t seq, int64_t layer, int64_t head,

@@ -45,6 +45,15 @@ struct KvCacheOptions {
   bool hostStorage = true;
 };
 
+/// The element type a cache of each dtype is read as: float (f32),
+/// int8_t (i8) and uint8_t (fp8: OCP E4M3 codes, format/device/numerics.h).
+template <typename T>
+inline constexpr const char *kKvElementDType =
+    std::is_same_v<T, float>     ? "f32"
+    : std::is_same_v<T, int8_t>  ? "i8"
+    : std::is_same_v<T, uint8_t> ? "fp8"
+                                 : nullptr;
+
 class KvCache {
 public:
   KvCache(const KvCacheConfig &config, const KvCacheOptions &options);
@@ -100,6 +109,13 @@ public:
   }
   int8_t *valueI8(int64_t seq, int64_t layer, int64_t kvHead, int64_t pos) {
     return slot<int8_t>(seq, layer, 1, kvHead, pos);
+  }
+  /// Key (kv = 0) or value (kv = 1) elements of any dtype, as T
+  /// (kKvElementDType<T> must be the cache's).
+  template <typename T>
+  T *element(int64_t seq, int64_t layer, int kv, int64_t kvHead,
+             int64_t pos) {
+    return slot<T>(seq, layer, kv, kvHead, pos);
   }
 
   /// kivi: the scale of the V row of `pos`, in an array that continues
@@ -203,16 +219,16 @@ private:
                 int64_t pos);
   template <typename T>
   T *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head, int64_t pos) {
-    if constexpr (std::is_same_v<T, float>) {
-      requireDType(false);
+    static_assert(kKvElementDType<T> != nullptr, "f32, i8 or fp8 caches only");
+    requireDType(kKvElementDType<T>);
+    if constexpr (std::is_same_v<T, float>)
       return storage.data() + offset(seq, layer, kv, head, pos);
-    } else {
-      static_assert(std::is_same_v<T, int8_t>, "f32 or i8 caches only");
-      requireDType(true);
-      return storage8.data() + offset(seq, layer, kv, head, pos);
-    }
+    else // int8_t or E4M3 codes: one byte each
+      return reinterpret_cast<T *>(storage8.data()) +
+             offset(seq, layer, kv, head, pos);
   }
-  void requireDType(bool int8) const;
+  /// Throws unless the cache holds `dtype` on the host.
+  void requireDType(const char *dtype) const;
 
   KvCacheConfig cfg;
   KvCacheOptions opts;
@@ -220,7 +236,7 @@ private:
   int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
   size_t unitFloats;   // elements per block / per slot
   std::vector<float, HugePageAllocator<float>> storage; // f32 caches
-  std::vector<int8_t, HugePageAllocator<int8_t>> storage8; // i8 caches
+  std::vector<int8_t, HugePageAllocator<int8_t>> storage8; // i8 and fp8 caches
   std::vector<float> vTokenScales; // kivi: valueScaleElements()
   std::vector<Seq> seqs;
   std::vector<int64_t> freeList; // paged: free block ids (LIFO)

@@ -188,6 +188,25 @@ runWeightedSum(const float *p, const int8_t *v, const float *vs,
   });
 }
 
+// FP8: the codes' values from e4m3Values(), then as int8's.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runScores(const float *q, const uint8_t *k, const float *ks, int64_t count,
+          int64_t D, float scale, float *s) {
+  const float *value = e4m3Values();
+  scoresOver(q, count, D, scale, s, [&](int64_t j, int64_t d) {
+    return value[k[j * D + d]] * ks[d];
+  });
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runWeightedSum(const float *p, const uint8_t *v, const float *vs,
+               int64_t vsStride, int64_t count, int64_t D, float *o) {
+  const float *value = e4m3Values();
+  weightedSumOver(p, count, D, o, [&](int64_t j, int64_t d) {
+    return value[v[j * D + d]] * vs[j * vsStride];
+  });
+}
+
 #ifdef QCC_HAVE_AVX512_ATTENTION
 // The same loops with AVX-512F intrinsics for head sizes that are multiples
 // of 16 (the fast path): one horizontal sum per key instead of the serial
@@ -203,6 +222,22 @@ QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const float *p) {
 QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const int8_t *p) {
   return _mm512_cvtepi32_ps(
       _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+/// 16 E4M3 codes' values, exactly numerics::e4m3ToFloat: the code's
+/// exponent and mantissa bits moved into a float's (bits 3-6 to 23-26, 0-2
+/// to 20-22) make 2^(e - 127) (1 + m / 8), or for e = 0 the float
+/// subnormal m 2^-129; times 2^120 (exact) both become E4M3's values.
+/// 0x7f / 0xff are NaN.
+QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const uint8_t *p) {
+  __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+  __m512i magnitude = _mm512_and_si512(c, _mm512_set1_epi32(0x7f));
+  __m512i bits = _mm512_or_si512(
+      _mm512_slli_epi32(magnitude, 20),
+      _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24));
+  __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(bits),
+                           _mm512_set1_ps(0x1p120f));
+  __mmask16 nan = _mm512_cmpeq_epi32_mask(magnitude, _mm512_set1_epi32(0x7f));
+  return _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(__builtin_nanf("")));
 }
 
 /// o[0, 16 NC) += sum_j p[j] v_j[0, 16 NC), v_j = v[j * D + ...] (int8:
@@ -372,7 +407,7 @@ void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
     forRunsIn(values, lo[r], hi[r],
               [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
                 const float *vs = nullptr;
-                if constexpr (std::is_same_v<T, int8_t>)
+                if constexpr (!std::is_same_v<T, float>)
                   vs = run.scales + off * run.scaleStride;
                 weightedSumAvx512(row + (run.first + off - lo[r]),
                                   run.data + off * D, vs, run.scaleStride, cnt,
@@ -390,7 +425,7 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                     float scale, float softcap, const int64_t *lo,
                     const int64_t *hi, float *O, int64_t ldo,
                     std::vector<float> &scratch, const float *alibi) {
-  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  constexpr bool scaled = !std::is_same_v<T, float>;
 #ifdef QCC_HAVE_AVX512_ATTENTION
   if (haveAvx512Attention(D))
     return attendRunsAvx512(R, D, Q, ldq, keys, values, kScales, scale,
@@ -408,7 +443,7 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     const float *q = Q + r * ldq;
     forRunsIn(keys, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       float *s = row + (run.first + off - a);
-      if constexpr (isI8)
+      if constexpr (scaled)
         runScores(q, run.data + off * D, kScales, n, D, scale, s);
       else
         (void)kScales, runScores(q, run.data + off * D, n, D, scale, s);
@@ -422,7 +457,7 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
     softmaxRowFast(row, e - a);
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
-      if constexpr (isI8)
+      if constexpr (scaled)
         runWeightedSum(p, run.data + off * D, run.scales + off * run.scaleStride,
                        run.scaleStride, n, D, o);
       else
@@ -443,13 +478,34 @@ void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                  O, ldo, scratch, alibi);
 }
 
+template <typename T>
 void qcc::rt::attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
-                         const std::vector<KvRun<int8_t>> &keys,
-                         const std::vector<KvRun<int8_t>> &values,
+                         const std::vector<KvRun<T>> &keys,
+                         const std::vector<KvRun<T>> &values,
                          const float *kScales, float scale, float softcap,
                          const int64_t *lo, const int64_t *hi, float *O,
                          int64_t ldo, std::vector<float> &scratch,
                          const float *alibi) {
   attendRunsImpl(R, D, Q, ldq, keys, values, kScales, scale, softcap, lo, hi,
                  O, ldo, scratch, alibi);
+}
+template void qcc::rt::attendRuns<int8_t>(
+    int64_t, int64_t, const float *, int64_t, const std::vector<KvRun<int8_t>> &,
+    const std::vector<KvRun<int8_t>> &, const float *, float, float,
+    const int64_t *, const int64_t *, float *, int64_t, std::vector<float> &,
+    const float *);
+template void qcc::rt::attendRuns<uint8_t>(
+    int64_t, int64_t, const float *, int64_t,
+    const std::vector<KvRun<uint8_t>> &, const std::vector<KvRun<uint8_t>> &,
+    const float *, float, float, const int64_t *, const int64_t *, float *,
+    int64_t, std::vector<float> &, const float *);
+
+const float *qcc::rt::e4m3Values() {
+  static const std::array<float, 256> values = [] {
+    std::array<float, 256> v;
+    for (int c = 0; c < 256; ++c)
+      v[(size_t)c] = qcc::numerics::e4m3ToFloat((unsigned char)c);
+    return v;
+  }();
+  return values.data();
 }

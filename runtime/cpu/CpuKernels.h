@@ -114,14 +114,26 @@ void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 const PackedF32Weight *packedK = nullptr,
                 const float *alibi = nullptr);
 
+/// The value of every FP8 E4M3 code (numerics::e4m3ToFloat), for loops that
+/// read an FP8 KV cache without AVX-512.
+const float *e4m3Values();
+
+/// A cached K/V element as a float: f32 itself; i8 q * s; fp8 the code's
+/// value times s (numerics.h's dequantizeSymmetric / dequantizeE4M3: the
+/// definitions the CUDA kernels share).
+inline float kvElementValue(float v, float) { return v; }
+inline float kvElementValue(int8_t q, float s) { return (float)q * s; }
+inline float kvElementValue(uint8_t c, float s) { return e4m3Values()[c] * s; }
+
 /// `count` cached tokens from position `first`, D elements each, contiguous:
 /// how a KV cache holds a sequence (a paged cache in runs of its blocks).
 template <typename T> struct KvRun {
   int64_t first;
   const T *data;
   int64_t count;
-  /// int8 values: token j's scale is scales[j * scaleStride] (stride 0: one
-  /// scale per head; 1: kivi's per-token scales, stored beside the run).
+  /// int8 and fp8 values: token j's scale is scales[j * scaleStride]
+  /// (stride 0: one scale per head; 1: kivi's per-token scales, stored
+  /// beside the run).
   const float *scales = nullptr;
   int64_t scaleStride = 0;
 };
@@ -141,9 +153,12 @@ void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 float softcap, const int64_t *lo, const int64_t *hi, float *O,
                 int64_t ldo, std::vector<float> &scratch,
                 const float *alibi = nullptr);
+/// The same over an int8 (T = int8_t) or FP8 (T = uint8_t, E4M3 codes)
+/// cache (instantiated for those two in CpuAttentionLoops.cpp).
+template <typename T>
 void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
-                const std::vector<KvRun<int8_t>> &keys,
-                const std::vector<KvRun<int8_t>> &values, const float *kScales,
+                const std::vector<KvRun<T>> &keys,
+                const std::vector<KvRun<T>> &values, const float *kScales,
                 float scale, float softcap, const int64_t *lo,
                 const int64_t *hi, float *O, int64_t ldo,
                 std::vector<float> &scratch, const float *alibi = nullptr);

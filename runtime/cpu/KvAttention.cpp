@@ -16,6 +16,18 @@ using namespace qcc::rt;
 
 static std::string str(int64_t v) { return std::to_string(v); }
 
+/// Calls fn(T()) with T the element type the cache's dtype is read as
+/// (kKvElementDType).
+template <typename F>
+static void withElementType(const KvCacheConfig &c, F &&fn) {
+  if (c.isInt8())
+    fn(int8_t());
+  else if (c.isFp8())
+    fn(uint8_t());
+  else
+    fn(float());
+}
+
 //===----------------------------------------------------------------------===//
 // kv_attention
 //===----------------------------------------------------------------------===//
@@ -25,12 +37,14 @@ static std::string str(int64_t v) { return std::to_string(v); }
 /// clamp(round_half_even(x / s), -127, 127), with s the layer's key scale of
 /// the channel and the value scale of the kv head, or with kivi the V row's
 /// own, symmetricScale(its absmax), stored beside it (docs/QUANTIZATION.md
-/// section 4).
+/// section 4); uint8_t (fp8) stores numerics::quantizeE4M3(x, s) with the
+/// same key and per-head value scales.
 template <typename T>
 static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t Hkv,
                       int64_t D, const float *K, const float *V) {
   constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  constexpr bool isFp8 = std::is_same_v<T, uint8_t>;
   const KvCacheConfig &c = cache.config();
   // 1. append the valid tokens' keys and values.
   for (int64_t t = 0; t < valid; ++t)
@@ -53,6 +67,15 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
         int8_t *vc = cache.valueI8(seq, layer, g, cached + t);
         quantizeSymmetricRow(kt, D, ks, 0.0f, kc);
         quantizeSymmetricRow(vt, D, nullptr, vs, vc);
+      } else if constexpr (isFp8) {
+        const float *ks = c.keyScales(layer, g);
+        float vs = c.vScales[layer][g];
+        uint8_t *kc = cache.element<uint8_t>(seq, layer, 0, g, cached + t);
+        uint8_t *vc = cache.element<uint8_t>(seq, layer, 1, g, cached + t);
+        for (int64_t d = 0; d < D; ++d) {
+          kc[d] = qcc::numerics::quantizeE4M3(kt[d], ks[d]);
+          vc[d] = qcc::numerics::quantizeE4M3(vt[d], vs);
+        }
       } else {
         std::copy(kt, kt + D, cache.key(seq, layer, g, cached + t));
         std::copy(vt, vt + D, cache.value(seq, layer, g, cached + t));
@@ -61,15 +84,15 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
 }
 
 /// Step 2 of kv_attention for batch row b, the reference path: one query
-/// head and token at a time; the cached elements read as floats (int8_t:
-/// q * s).
+/// head and token at a time; the cached elements read as floats
+/// (kvElementValue: int8_t q * s, uint8_t the E4M3 value times s).
 template <typename T>
 static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t H,
                       int64_t Hkv, int64_t D, float scale, int64_t window,
                       float softcap, const std::vector<float> &alibi,
                       const float *Q, float *O, std::vector<float> &P) {
-  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  constexpr bool scaled = !std::is_same_v<T, float>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv;
   // 2. causal attention over cache positions [0, cached + t], or its last
@@ -77,22 +100,19 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
   P.resize((size_t)(cached + valid));
   for (int64_t h = 0; h < H; ++h) {
     int64_t g = h / group;
-    // The cached element as a float: itself, or q * s (dequantized) with s
-    // the key channel's scale or the value row's.
+    // The cached element as a float: itself, or dequantized with s the key
+    // channel's scale or the value row's.
     auto load = [](const T *p, int64_t d, float s) {
-      if constexpr (isI8)
-        return (float)p[d] * s;
-      else
-        return (void)s, p[d];
+      return kvElementValue(p[d], s);
     };
     auto keyScale = [&](int64_t d) {
-      if constexpr (isI8)
+      if constexpr (scaled)
         return c.keyScales(layer, g)[d];
       else
         return (void)d, 1.0f;
     };
     auto valueScale = [&](int64_t pos) {
-      if constexpr (isI8)
+      if constexpr (scaled)
         return c.valueScalePerToken() ? *cache.valueScales(seq, layer, g, pos)
                                       : c.vScales[layer][g];
       else
@@ -163,7 +183,7 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        float scale, int64_t window, float softcap,
                        const std::vector<float> &alibi, const float *Q,
                        float *O) {
-  constexpr bool isI8 = std::is_same_v<T, int8_t>;
+  constexpr bool scaled = !std::is_same_v<T, float>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
   // Query tokens per task: about 32 rows (tokens x heads of the group).
@@ -202,10 +222,11 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                           : int64_t(0);
       };
       int64_t begin = first(t0), end = cached + t0 + count;
-      // A run of values with its scales (int8: per token or per head).
+      // A run of values with its scales (int8: per token or per head; fp8:
+      // per head).
       auto valueRun = [&](int64_t pos, const T *run, int64_t n) {
         KvRun<T> r{pos, run, n};
-        if constexpr (isI8) {
+        if constexpr (scaled) {
           if (c.valueScalePerToken())
             r.scales = cache.valueScales(seq, layer, g, pos),
             r.scaleStride = 1;
@@ -223,7 +244,7 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
             seq, layer, kvIndex, g, begin, end,
             [&](int64_t pos, const T *run, int64_t n) {
               float *dst = buf.data() + (pos - begin) * D;
-              if constexpr (!isI8) {
+              if constexpr (!scaled) {
                 if (n == end - begin) {
                   inPlace = run;
                   return;
@@ -233,13 +254,13 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                 const float *ks = c.keyScales(layer, g);
                 for (int64_t j = 0; j < n; ++j)
                   for (int64_t d = 0; d < D; ++d)
-                    dst[j * D + d] = (float)run[j * D + d] * ks[d];
+                    dst[j * D + d] = kvElementValue(run[j * D + d], ks[d]);
               } else {
                 KvRun<T> r = valueRun(pos, run, n);
                 for (int64_t j = 0; j < n; ++j)
                   for (int64_t d = 0; d < D; ++d)
-                    dst[j * D + d] =
-                        (float)run[j * D + d] * r.scales[j * r.scaleStride];
+                    dst[j * D + d] = kvElementValue(
+                        run[j * D + d], r.scales[j * r.scaleStride]);
               }
             });
         return inPlace ? inPlace : buf.data();
@@ -277,7 +298,7 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
         };
         runsOf(0, keyRuns);
         runsOf(1, valueRuns);
-        if constexpr (isI8)
+        if constexpr (scaled)
           attendRuns(R, D, q.data(), D, keyRuns, valueRuns,
                      c.keyScales(layer, g), scale, softcap, lo.data(),
                      hi.data(), out.data(), D, scratch, rowSlopes);
@@ -388,29 +409,26 @@ Tensor qcc::rt::kvAttention(const Attrs &attrs, const Operands &ops,
       err("row " + str(b) + ": " + str(valid) + " valid tokens in a row of " +
           str(S));
     int64_t cached = cache.length(seq);
-    if (c.isInt8())
-      appendRow<int8_t>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
-    else
-      appendRow<float>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
+    withElementType(c, [&](auto element) {
+      using T = decltype(element);
+      appendRow<T>(cache, seq, layer, b, S, valid, cached, Hkv, D, K, V);
+    });
   }
   if (cpuKernelPath() != CpuKernelPath::Reference) {
-    if (c.isInt8())
-      attendFast<int8_t>(cache, kv, layer, S, H, Hkv, D, scale, window,
-                         softcap, alibi, Q, O);
-    else
-      attendFast<float>(cache, kv, layer, S, H, Hkv, D, scale, window, softcap,
-                        alibi, Q, O);
+    withElementType(c, [&](auto element) {
+      attendFast<decltype(element)>(cache, kv, layer, S, H, Hkv, D, scale,
+                                    window, softcap, alibi, Q, O);
+    });
     return r;
   }
   std::vector<float> P;
   for (int64_t b = 0; b < B; ++b) {
     int64_t seq = kv.seqs[b], valid = kv.valid[b], cached = cache.length(seq);
-    if (c.isInt8())
-      attendRow<int8_t>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                        scale, window, softcap, alibi, Q, O, P);
-    else
-      attendRow<float>(cache, seq, layer, b, S, valid, cached, H, Hkv, D,
-                       scale, window, softcap, alibi, Q, O, P);
+    withElementType(c, [&](auto element) {
+      attendRow<decltype(element)>(cache, seq, layer, b, S, valid, cached, H,
+                                   Hkv, D, scale, window, softcap, alibi, Q, O,
+                                   P);
+    });
   }
   return r;
 }

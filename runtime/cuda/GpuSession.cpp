@@ -416,7 +416,7 @@ DevicePtr GpuSession::kvStorage(KvCache &cache) {
   DevicePtr p = ctx->alloc(bytes);
   ctx->memsetZero(p, bytes);
   kvPools[&cache] = {p, bytes};
-  if (cache.config().isInt8() && !kScales) {
+  if (cache.config().isScaled() && !kScales) {
     // Keys per channel (kv_cache.cuh); values per head unless kivi.
     const std::vector<float> &k = cache.config().kChannelScales;
     std::vector<float> v;

@@ -134,6 +134,7 @@ using namespace qcc;
 PREFILL(prefill_d64_paged_f16, 64, 64, 64, 4, true, true, __half, PagedCache<__half>)
 PREFILL(prefill_d128_contig_i8, 128, 64, 64, 8, true, false, __half, ContiguousCache<signed char>)
 PREFILL(prefill_d128_paged_i8_rope, 128, 32, 64, 4, true, true, __half, PagedCache<signed char>)
+PREFILL(prefill_d64_paged_fp8, 64, 64, 64, 4, true, true, __half, PagedCache<unsigned char>)
 PREFILL(prefill_d64_contig_f32, 64, 32, 64, 4, true, false, float, ContiguousCache<float>)
 PREFILL(prefill_d64_nocache_bidir, 64, 64, 64, 4, false, false, __half, NoCache)
 static_assert(AttnPrefillLaunch<64, 64, 64, 4>::kDynamicSmemBytes == 49408, "");
@@ -154,6 +155,7 @@ DECODE(decode_d64_paged_f16, 64, 4, 256, false, __half, PagedCache<__half>)
 DECODE(decode_d128_paged_i8, 128, 4, 512, true, __half, PagedCache<signed char>)
 DECODE(decode_d128_contig_f16, 128, 8, 1024, false, __half, ContiguousCache<__half>)
 DECODE(decode_d64_contig_i8_f32, 64, 4, 256, true, float, ContiguousCache<signed char>)
+DECODE(decode_d64_paged_fp8, 64, 4, 256, false, __half, PagedCache<unsigned char>)
 extern "C" __global__ void __launch_bounds__(128)
 decode_combine_d128(const float *ml, const float *acc, __half *out, int h, int s) {
   attentionDecodeCombineRow<128, __half>(ml, acc, out, h, s);

@@ -643,3 +643,83 @@ TEST(KvCacheI8, ClampsOutOfRange) {
   // One position: p = 1, so the output is the dequantized value 2 * 0.01.
   EXPECT_EQ(out.data<float>()[3], 2.0f * 0.01f);
 }
+
+//===----------------------------------------------------------------------===//
+// FP8 KV cache
+//===----------------------------------------------------------------------===//
+
+TEST(KvCacheFp8, Config) {
+  json s = {{0.1, 0.2}, {0.3, 0.4}};
+  json cfg = i8Config(s, s);
+  cfg["dtype"] = "fp8";
+  KvCacheConfig c = KvCacheConfig::fromJson(cfg);
+  EXPECT_TRUE(c.isFp8());
+  EXPECT_FALSE(c.isInt8());
+  EXPECT_EQ(c.elementBytes(), 1u);
+  KvCacheOptions o;
+  o.numBlocks = 3;
+  KvCache cache(c, o);
+  EXPECT_EQ(cache.bytes(), 3u * 2 * 2 * 2 * 4 * 8); // a quarter of f32's
+  int64_t seq = cache.addSequence();
+  cache.reserve(seq, 1);
+  EXPECT_NE(errorOf([&] { cache.keyI8(seq, 0, 0, 0); }).find("holds fp8, not i8"),
+            std::string::npos);
+  EXPECT_NO_THROW(cache.element<uint8_t>(seq, 0, 0, 0, 0));
+  json kivi = cfg;
+  kivi["scales"] = "kivi";
+  EXPECT_NE(errorOf([&] { KvCacheConfig::fromJson(kivi); })
+                .find("fp8 has per-head scales only"),
+            std::string::npos);
+  json noV = cfg;
+  noV.erase("v_scales");
+  EXPECT_NE(errorOf([&] { KvCacheConfig::fromJson(noV); })
+                .find("dtype fp8 needs \"v_scales\""),
+            std::string::npos);
+}
+
+// Every E4M3 code through the cache and back, on each kernel path: one
+// cached position, so the softmax weight is exactly 1 and the output is the
+// value as the cache reads it, which must be qcc::numerics::dequantizeE4M3 of
+// the code (exact; NaN for 0x7f and 0xff). The values appended are the
+// codes' own values times the scale, so the stored codes are the codes
+// themselves (quantizeE4M3 round-trips them); 2 * 448 s saturates to 448.
+TEST(KvCacheFp8, EveryCodeRoundTrips) {
+  const int64_t D = 256;
+  const float vs = 0.375f, ks = 0.5f;
+  json cfg = {{"layout", "paged"}, {"block_tokens", 4}, {"layers", 1},
+              {"kv_heads", 1},     {"head_dim", D},     {"dtype", "fp8"},
+              {"k_scales", {{ks}}}, {"v_scales", {{vs}}}};
+  for (CpuKernelPath path : {CpuKernelPath::Reference, CpuKernelPath::Portable,
+                             CpuKernelPath::Fast}) {
+    KvCache cache(KvCacheConfig::fromJson(cfg), {1, 0, 1});
+    int64_t seq = cache.addSequence();
+    cache.reserve(seq, 1);
+    Tensor q(DType::F32, {1, 1, D}), k(DType::F32, {1, 1, D}),
+        v(DType::F32, {1, 1, D});
+    for (int64_t d = 0; d < D; ++d) {
+      q.data<float>()[d] = 0.01f;
+      k.data<float>()[d] = d == 3 ? 2 * 448 * ks : 0.25f; // code 3: saturates
+      v.data<float>()[d] = qcc::numerics::e4m3ToFloat((unsigned char)d) * vs;
+    }
+    setCpuKernelPath(path);
+    KvBatch b{&cache, {seq}, {1}};
+    Tensor out = kvAttention(Attrs({{"layer", 0}, {"num_heads", 1},
+                                    {"num_kv_heads", 1}, {"scale", 1.0}}),
+                             {&q, &k, &v}, b);
+    setCpuKernelPath(CpuKernelPath::Fast);
+    const uint8_t *kc = cache.element<uint8_t>(seq, 0, 0, 0, 0),
+                  *vc = cache.element<uint8_t>(seq, 0, 1, 0, 0);
+    EXPECT_EQ(kc[3], 0x7e); // 448
+    EXPECT_EQ(kc[4], qcc::numerics::floatToE4M3(0.5f));
+    for (int64_t d = 0; d < D; ++d) {
+      bool nan = (d & 0x7f) == 0x7f;
+      EXPECT_EQ(vc[d], nan ? (d & 0x80) | 0x7f : d) << d;
+      float want = qcc::numerics::dequantizeE4M3((unsigned char)d, vs),
+            got = out.data<float>()[d];
+      if (nan)
+        EXPECT_TRUE(std::isnan(got)) << "code " << d;
+      else
+        EXPECT_EQ(got, want) << "code " << d << " path " << int(path);
+    }
+  }
+}
