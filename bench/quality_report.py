@@ -129,7 +129,8 @@ def methods_sweep(group_size, asym):
                 (f"W4A16 GPTQ act-order, G={group_size}{tag}", w4 + ["--act-order"] + grid)]
     out += [("float32 + int8 KV, per-head scales", ["--kv-dtype=i8"]),
             ("float32 + int8 KV, kivi scales", ["--kv-dtype=i8", "--kv-scales=kivi"]),
-            ("float32 + FP8 KV, per-head scales", ["--kv-dtype=fp8"])]
+            ("float32 + FP8 KV, per-head scales", ["--kv-dtype=fp8"]),
+            ("float32 + f16 KV", ["--kv-dtype=f16"])]
     return out
 
 
@@ -382,7 +383,7 @@ def main():
     p.add_argument("--fallback", action="store_true",
                    help="O1 (naive, alpha 0.85, auto) without and with --int8-fallback=auto")
     p.add_argument("--methods", action="store_true",
-                   help="every method in one table (W8A8 O1, fallback, W4A16, int8 and FP8 KV), "
+                   help="every method in one table (W8A8 O1, fallback, W4A16, f16, int8 and FP8 KV), "
                         "with bytes per decode step")
     p.add_argument("--rotation", action="store_true",
                    help="W8A8 and FP8 with and without --rotate (QuaRot)")

@@ -175,6 +175,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
     paged = config->layout == "paged";
     storage = config->isInt8()   ? "signed char"
               : config->isFp8() ? "unsigned char"
+              : config->isF16() ? "__half"
                                 : "float";
     cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
             storage + ">";

@@ -202,14 +202,14 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
                  " needs --calib=SOURCE (a text file or a folder of .npy "
                  "inputs) or existing --calib-stats");
   if (!quantizesWithStatistics(options) &&
-      options.kvDtype == qcc::KvDtype::F32 && !pruningStats)
+      !qcc::kvDtypeHasScales(options.kvDtype) && !pruningStats)
     return llvm::Error::success(); // nothing uses the statistics
   CalibrationOptions calibration = options.calibration;
   calibration.pruningStats = pruningStats;
   calibration.neededBy =
       quantizesWithStatistics(options)
           ? "--quant=" + spelling(kQuantModeNames, options.quant).str()
-      : options.kvDtype != qcc::KvDtype::F32
+      : qcc::kvDtypeHasScales(options.kvDtype)
           ? "--kv-dtype=" + spelling(kKvDtypeNames, options.kvDtype).str()
           : "--prune=" +
                 spelling(kPruneMethodNames, pruneMethod(options)).str();

@@ -41,9 +41,10 @@ KvCacheConfig KvCacheConfig::fromJson(const nlohmann::json &j) {
   num("max_positions", c.maxPositions, false);
   if (j.contains("dtype"))
     c.dtype = j.at("dtype").get<std::string>();
-  if (c.dtype != "f32" && c.dtype != "i8" && c.dtype != "fp8")
+  if (c.dtype != "f32" && c.dtype != "f16" && c.dtype != "i8" &&
+      c.dtype != "fp8")
     fail("dtype '" + c.dtype + "' is not supported by the CPU backend "
-         "(expected f32, i8 or fp8)");
+         "(expected f32, f16, i8 or fp8)");
   if (j.contains("scales")) {
     if (!j.at("scales").is_string())
       fail("\"kv_cache\".\"scales\" must be a string");

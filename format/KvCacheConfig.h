@@ -30,7 +30,8 @@ struct KvCacheConfig {
   int64_t maxPositions = 0;
   /// Throws a clear error if a sequence of `tokens` does not fit.
   void checkContext(int64_t tokens, const std::string &what) const;
-  /// "f32", "i8" or "fp8" (OCP E4M3 codes, format/device/numerics.h).
+  /// "f32", "f16" (IEEE binary16, format/HalfFloat.h), "i8" or "fp8" (OCP
+  /// E4M3 codes, format/device/numerics.h).
   std::string dtype = "f32";
   /// i8: how the scales go (docs/QUANTIZATION.md section 4): "per-head" or
   /// "kivi" (K per channel, V per token, computed on append); fp8:
@@ -48,11 +49,14 @@ struct KvCacheConfig {
 
   bool isInt8() const { return dtype == "i8"; }
   bool isFp8() const { return dtype == "fp8"; }
+  bool isF16() const { return dtype == "f16"; }
   /// One byte per element with scales (i8 or fp8).
   bool isScaled() const { return isInt8() || isFp8(); }
   /// kivi: each cached V row has its own scale (KvCache stores them).
   bool valueScalePerToken() const { return isInt8() && scales == "kivi"; }
-  size_t elementBytes() const { return isScaled() ? 1 : sizeof(float); }
+  size_t elementBytes() const {
+    return isScaled() ? 1 : isF16() ? 2 : sizeof(float);
+  }
   /// The tokens a sequence's room is rounded up to when a cache is sized
   /// from a request: the block size (a contiguous cache's manifest may have
   /// none: then the default block size).

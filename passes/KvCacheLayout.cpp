@@ -661,7 +661,7 @@ struct KvCacheLayoutPass
       module.emitError("kv-cache-layout: kv-scales=kivi needs kv-dtype=i8");
       return signalPassFailure();
     }
-    if (kvDtype != KvDtype::F32 &&
+    if (kvDtypeHasScales(kvDtype) &&
         failed(addKvScales(module, attentions,
                            width == kDyn ? -1 : width / heads)))
       return signalPassFailure();

@@ -22,7 +22,11 @@ namespace qcc {
 /// is the driver's "no cache" (kv-cache-layout does not run).
 enum class KvLayout { None, Paged, Contiguous };
 /// KV cache element type.
-enum class KvDtype { F32, I8, Fp8 };
+enum class KvDtype { F32, F16, I8, Fp8 };
+/// Whether a cache of `d` has calibrated scales (i8 and fp8).
+inline bool kvDtypeHasScales(KvDtype d) {
+  return d == KvDtype::I8 || d == KvDtype::Fp8;
+}
 /// The scales of an int8 KV cache (docs/QUANTIZATION.md section 4; an FP8
 /// cache has per-head scales).
 enum class KvScales { PerHead, Kivi };
@@ -48,6 +52,7 @@ inline constexpr llvm::cl::OptionEnumValue kKvLayoutNames[] = {
 };
 inline constexpr llvm::cl::OptionEnumValue kKvDtypeNames[] = {
     {"f32", int(KvDtype::F32), "float32"},
+    {"f16", int(KvDtype::F16), "float16 (IEEE binary16, no scales)"},
     {"i8", int(KvDtype::I8),
      "int8, per-layer, per-head K and V scales from calibration"},
     {"fp8", int(KvDtype::Fp8),

@@ -84,6 +84,8 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
       storage8.assign(unitFloats * (size_t)units, 0);
     if (opts.hostStorage && cfg.valueScalePerToken())
       vTokenScales.assign(valueScaleElements(), 1.0f);
+  } else if (opts.hostStorage && cfg.isF16()) {
+    storage16.assign(unitFloats * (size_t)units, 0);
   } else if (opts.hostStorage) {
     storage.assign(unitFloats * (size_t)units, 0.0f);
   }

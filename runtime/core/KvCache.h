@@ -46,13 +46,15 @@ struct KvCacheOptions {
 };
 
 /// The element type a cache of each dtype is read as: float (f32),
-/// int8_t (i8) and uint8_t (fp8: OCP E4M3 codes, format/device/numerics.h).
+/// uint16_t (f16: IEEE binary16 bits, format/HalfFloat.h), int8_t (i8) and
+/// uint8_t (fp8: OCP E4M3 codes, format/device/numerics.h).
 template <typename T>
 inline constexpr const char *kKvElementDType =
-    std::is_same_v<T, float>     ? "f32"
-    : std::is_same_v<T, int8_t>  ? "i8"
-    : std::is_same_v<T, uint8_t> ? "fp8"
-                                 : nullptr;
+    std::is_same_v<T, float>      ? "f32"
+    : std::is_same_v<T, uint16_t> ? "f16"
+    : std::is_same_v<T, int8_t>   ? "i8"
+    : std::is_same_v<T, uint8_t>  ? "fp8"
+                                  : nullptr;
 
 class KvCache {
 public:
@@ -219,10 +221,13 @@ private:
                 int64_t pos);
   template <typename T>
   T *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head, int64_t pos) {
-    static_assert(kKvElementDType<T> != nullptr, "f32, i8 or fp8 caches only");
+    static_assert(kKvElementDType<T> != nullptr,
+                  "f32, f16, i8 or fp8 caches only");
     requireDType(kKvElementDType<T>);
     if constexpr (std::is_same_v<T, float>)
       return storage.data() + offset(seq, layer, kv, head, pos);
+    else if constexpr (std::is_same_v<T, uint16_t>)
+      return storage16.data() + offset(seq, layer, kv, head, pos);
     else // int8_t or E4M3 codes: one byte each
       return reinterpret_cast<T *>(storage8.data()) +
              offset(seq, layer, kv, head, pos);
@@ -236,6 +241,7 @@ private:
   int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
   size_t unitFloats;   // elements per block / per slot
   std::vector<float, HugePageAllocator<float>> storage; // f32 caches
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> storage16; // f16 caches
   std::vector<int8_t, HugePageAllocator<int8_t>> storage8; // i8 and fp8 caches
   std::vector<float> vTokenScales; // kivi: valueScaleElements()
   std::vector<Seq> seqs;

@@ -188,6 +188,23 @@ runWeightedSum(const float *p, const int8_t *v, const float *vs,
   });
 }
 
+// f16: widened (exact), then as float's.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runScores(const float *q, const uint16_t *k, int64_t count, int64_t D,
+          float scale, float *s) {
+  scoresOver(q, count, D, scale, s, [&](int64_t j, int64_t d) {
+    return qcc::format::halfToFloat(k[j * D + d]);
+  });
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+runWeightedSum(const float *p, const uint16_t *v, int64_t count, int64_t D,
+               float *o) {
+  weightedSumOver(p, count, D, o, [&](int64_t j, int64_t d) {
+    return qcc::format::halfToFloat(v[j * D + d]);
+  });
+}
+
 // FP8: the codes' values from e4m3Values(), then as int8's.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 runScores(const float *q, const uint8_t *k, const float *ks, int64_t count,
@@ -222,6 +239,10 @@ QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const float *p) {
 QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const int8_t *p) {
   return _mm512_cvtepi32_ps(
       _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+/// 16 f16 values, widened (exact).
+QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const uint16_t *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 /// 16 E4M3 codes' values, exactly numerics::e4m3ToFloat: the code's
 /// exponent and mantissa bits moved into a float's (bits 3-6 to 23-26, 0-2
@@ -407,7 +428,7 @@ void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
     forRunsIn(values, lo[r], hi[r],
               [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
                 const float *vs = nullptr;
-                if constexpr (!std::is_same_v<T, float>)
+                if constexpr (kScaledKvElement<T>)
                   vs = run.scales + off * run.scaleStride;
                 weightedSumAvx512(row + (run.first + off - lo[r]),
                                   run.data + off * D, vs, run.scaleStride, cnt,
@@ -425,7 +446,7 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                     float scale, float softcap, const int64_t *lo,
                     const int64_t *hi, float *O, int64_t ldo,
                     std::vector<float> &scratch, const float *alibi) {
-  constexpr bool scaled = !std::is_same_v<T, float>;
+  constexpr bool scaled = kScaledKvElement<T>;
 #ifdef QCC_HAVE_AVX512_ATTENTION
   if (haveAvx512Attention(D))
     return attendRunsAvx512(R, D, Q, ldq, keys, values, kScales, scale,
@@ -494,6 +515,11 @@ template void qcc::rt::attendRuns<int8_t>(
     const std::vector<KvRun<int8_t>> &, const float *, float, float,
     const int64_t *, const int64_t *, float *, int64_t, std::vector<float> &,
     const float *);
+template void qcc::rt::attendRuns<uint16_t>(
+    int64_t, int64_t, const float *, int64_t,
+    const std::vector<KvRun<uint16_t>> &, const std::vector<KvRun<uint16_t>> &,
+    const float *, float, float, const int64_t *, const int64_t *, float *,
+    int64_t, std::vector<float> &, const float *);
 template void qcc::rt::attendRuns<uint8_t>(
     int64_t, int64_t, const float *, int64_t,
     const std::vector<KvRun<uint8_t>> &, const std::vector<KvRun<uint8_t>> &,

@@ -11,6 +11,7 @@
 #ifndef QCC_RUNTIME_CPUKERNELS_H
 #define QCC_RUNTIME_CPUKERNELS_H
 
+#include "format/HalfFloat.h"
 #include "runtime/reference/ReferenceKernels.h"
 
 #include <cmath>
@@ -118,10 +119,19 @@ void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
 /// read an FP8 KV cache without AVX-512.
 const float *e4m3Values();
 
-/// A cached K/V element as a float: f32 itself; i8 q * s; fp8 the code's
-/// value times s (numerics.h's dequantizeSymmetric / dequantizeE4M3: the
-/// definitions the CUDA kernels share).
+/// Whether a KV cache element type has scales (int8_t, E4M3 codes), as
+/// opposed to a float format (float, f16 bits).
+template <typename T>
+inline constexpr bool kScaledKvElement =
+    std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
+
+/// A cached K/V element as a float: f32 itself; f16 widened (exact); i8
+/// q * s; fp8 the code's value times s (numerics.h's dequantizeSymmetric /
+/// dequantizeE4M3: the definitions the CUDA kernels share).
 inline float kvElementValue(float v, float) { return v; }
+inline float kvElementValue(uint16_t h, float) {
+  return format::halfToFloat(h);
+}
 inline float kvElementValue(int8_t q, float s) { return (float)q * s; }
 inline float kvElementValue(uint8_t c, float s) { return e4m3Values()[c] * s; }
 
@@ -153,8 +163,9 @@ void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 float softcap, const int64_t *lo, const int64_t *hi, float *O,
                 int64_t ldo, std::vector<float> &scratch,
                 const float *alibi = nullptr);
-/// The same over an int8 (T = int8_t) or FP8 (T = uint8_t, E4M3 codes)
-/// cache (instantiated for those two in CpuAttentionLoops.cpp).
+/// The same over an f16 (T = uint16_t; kScales null), int8 (T = int8_t) or
+/// FP8 (T = uint8_t, E4M3 codes) cache (instantiated for those three in
+/// CpuAttentionLoops.cpp).
 template <typename T>
 void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 const std::vector<KvRun<T>> &keys,

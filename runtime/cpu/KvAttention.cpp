@@ -24,6 +24,8 @@ static void withElementType(const KvCacheConfig &c, F &&fn) {
     fn(int8_t());
   else if (c.isFp8())
     fn(uint8_t());
+  else if (c.isF16())
+    fn(uint16_t());
   else
     fn(float());
 }
@@ -38,7 +40,7 @@ static void withElementType(const KvCacheConfig &c, F &&fn) {
 /// the channel and the value scale of the kv head, or with kivi the V row's
 /// own, symmetricScale(its absmax), stored beside it (docs/QUANTIZATION.md
 /// section 4); uint8_t (fp8) stores numerics::quantizeE4M3(x, s) with the
-/// same key and per-head value scales.
+/// same key and per-head value scales; uint16_t (f16) format::floatToHalf(x).
 template <typename T>
 static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t Hkv,
@@ -67,6 +69,13 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
         int8_t *vc = cache.valueI8(seq, layer, g, cached + t);
         quantizeSymmetricRow(kt, D, ks, 0.0f, kc);
         quantizeSymmetricRow(vt, D, nullptr, vs, vc);
+      } else if constexpr (std::is_same_v<T, uint16_t>) {
+        uint16_t *kc = cache.element<uint16_t>(seq, layer, 0, g, cached + t);
+        uint16_t *vc = cache.element<uint16_t>(seq, layer, 1, g, cached + t);
+        for (int64_t d = 0; d < D; ++d) {
+          kc[d] = qcc::format::floatToHalf(kt[d]);
+          vc[d] = qcc::format::floatToHalf(vt[d]);
+        }
       } else if constexpr (isFp8) {
         const float *ks = c.keyScales(layer, g);
         float vs = c.vScales[layer][g];
@@ -85,14 +94,15 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
 
 /// Step 2 of kv_attention for batch row b, the reference path: one query
 /// head and token at a time; the cached elements read as floats
-/// (kvElementValue: int8_t q * s, uint8_t the E4M3 value times s).
+/// (kvElementValue: int8_t q * s, uint8_t the E4M3 value times s, uint16_t
+/// the f16 value).
 template <typename T>
 static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
                       int64_t S, int64_t valid, int64_t cached, int64_t H,
                       int64_t Hkv, int64_t D, float scale, int64_t window,
                       float softcap, const std::vector<float> &alibi,
                       const float *Q, float *O, std::vector<float> &P) {
-  constexpr bool scaled = !std::is_same_v<T, float>;
+  constexpr bool scaled = kScaledKvElement<T>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv;
   // 2. causal attention over cache positions [0, cached + t], or its last
@@ -183,7 +193,7 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        float scale, int64_t window, float softcap,
                        const std::vector<float> &alibi, const float *Q,
                        float *O) {
-  constexpr bool scaled = !std::is_same_v<T, float>;
+  constexpr bool scaled = kScaledKvElement<T>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
   // Query tokens per task: about 32 rows (tokens x heads of the group).
@@ -244,12 +254,15 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
             seq, layer, kvIndex, g, begin, end,
             [&](int64_t pos, const T *run, int64_t n) {
               float *dst = buf.data() + (pos - begin) * D;
-              if constexpr (!scaled) {
+              if constexpr (std::is_same_v<T, float>) {
                 if (n == end - begin) {
                   inPlace = run;
                   return;
                 }
                 std::copy_n(run, n * D, dst);
+              } else if constexpr (!scaled) { // f16: widened
+                for (int64_t i = 0; i < n * D; ++i)
+                  dst[i] = kvElementValue(run[i], 1.0f);
               } else if (kvIndex == 0) {
                 const float *ks = c.keyScales(layer, g);
                 for (int64_t j = 0; j < n; ++j)
@@ -298,9 +311,10 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
         };
         runsOf(0, keyRuns);
         runsOf(1, valueRuns);
-        if constexpr (scaled)
+        if constexpr (!std::is_same_v<T, float>)
           attendRuns(R, D, q.data(), D, keyRuns, valueRuns,
-                     c.keyScales(layer, g), scale, softcap, lo.data(),
+                     scaled ? c.keyScales(layer, g) : nullptr, scale,
+                     softcap, lo.data(),
                      hi.data(), out.data(), D, scratch, rowSlopes);
         else
           attendRuns(R, D, q.data(), D, keyRuns, valueRuns, scale, softcap,

@@ -6,6 +6,8 @@
 // An FP8 cache: per head, absmax / 448 (E4M3's largest value), 1 at 0.
 // RUN: qcc-opt %s --kv-cache-layout="kv-dtype=fp8" --split-input-file | FileCheck %s --check-prefix=FP8
 // RUN: sed 's/qcc.k_absmax/qcc.other/' %s | not qcc-opt --kv-cache-layout="kv-dtype=fp8" --split-input-file 2>&1 | FileCheck %s --check-prefix=FP8NOSTATS
+// An f16 cache has no scales and needs no statistics:
+// RUN: sed 's/qcc.k_absmax/qcc.other/' %s | qcc-opt --kv-cache-layout="kv-dtype=f16" --split-input-file | FileCheck %s --check-prefix=F16
 // kivi needs an int8 cache and the per-channel statistics:
 // RUN: not qcc-opt %s --kv-cache-layout="kv-scales=kivi" --split-input-file 2>&1 | FileCheck %s --check-prefix=F32
 // RUN: sed 's/qcc.k_channel_absmax/qcc.other/' %s | not qcc-opt --kv-cache-layout="kv-dtype=i8 kv-scales=kivi" --split-input-file 2>&1 | FileCheck %s --check-prefix=NOSTATS
@@ -24,6 +26,10 @@
 // FP8-SAME: dtype = "fp8"
 // FP8-SAME: k_scales = {{\[}}[0.283482134 : f32, 0.566964269 : f32]]
 // FP8-SAME: v_scales = {{\[}}[0.141741067 : f32, 1.000000e+00 : f32]]
+// F16: qcc.kv_cache = {
+// F16-SAME: dtype = "f16"
+// F16-NOT: scales
+// F16-SAME: }
 // FP8NOSTATS: error: kv-cache-layout: an FP8 KV cache needs calibration statistics (qcc.k_absmax per kv head)
 // F32: error: kv-cache-layout: kv-scales=kivi needs kv-dtype=i8
 // NOSTATS: error: kv-cache-layout: an int8 KV cache needs calibration statistics (qcc.k_channel_absmax per key channel)

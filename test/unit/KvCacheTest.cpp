@@ -348,7 +348,7 @@ void checkFastAgainstReference(const std::string &layout,
 
 TEST(KvAttention, FastMatchesReference) {
   for (std::string layout : {"paged", "contiguous"})
-    for (std::string dtype : {"f32", "i8", "kivi", "fp8"}) {
+    for (std::string dtype : {"f32", "f16", "i8", "kivi", "fp8"}) {
       checkFastAgainstReference(layout, dtype, 4, 4, 0, 0.0f);
       checkFastAgainstReference(layout, dtype, 8, 2, 0, 0.0f);
       checkFastAgainstReference(layout, dtype, 6, 2, /*window=*/7, 0.0f);

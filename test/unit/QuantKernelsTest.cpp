@@ -648,6 +648,23 @@ TEST(KvCacheI8, ClampsOutOfRange) {
 // FP8 KV cache
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// One head's kv_attention of token 0 of `seq` (an empty sequence) on
+/// `path`: a single cached position, so the softmax weight is exactly 1 and
+/// the output is the value as the cache reads it back.
+Tensor attendOnePosition(KvCache &cache, int64_t seq, const Tensor &q,
+                         const Tensor &k, const Tensor &v,
+                         CpuKernelPath path) {
+  setCpuKernelPath(path);
+  KvBatch b{&cache, {seq}, {1}};
+  Tensor out = kvAttention(Attrs({{"layer", 0}, {"num_heads", 1},
+                                  {"num_kv_heads", 1}, {"scale", 1.0}}),
+                           {&q, &k, &v}, b);
+  setCpuKernelPath(CpuKernelPath::Fast);
+  return out;
+}
+} // namespace
+
 TEST(KvCacheFp8, Config) {
   json s = {{0.1, 0.2}, {0.3, 0.4}};
   json cfg = i8Config(s, s);
@@ -701,12 +718,7 @@ TEST(KvCacheFp8, EveryCodeRoundTrips) {
       k.data<float>()[d] = d == 3 ? 2 * 448 * ks : 0.25f; // code 3: saturates
       v.data<float>()[d] = qcc::numerics::e4m3ToFloat((unsigned char)d) * vs;
     }
-    setCpuKernelPath(path);
-    KvBatch b{&cache, {seq}, {1}};
-    Tensor out = kvAttention(Attrs({{"layer", 0}, {"num_heads", 1},
-                                    {"num_kv_heads", 1}, {"scale", 1.0}}),
-                             {&q, &k, &v}, b);
-    setCpuKernelPath(CpuKernelPath::Fast);
+    Tensor out = attendOnePosition(cache, seq, q, k, v, path);
     const uint8_t *kc = cache.element<uint8_t>(seq, 0, 0, 0, 0),
                   *vc = cache.element<uint8_t>(seq, 0, 1, 0, 0);
     EXPECT_EQ(kc[3], 0x7e); // 448
@@ -721,5 +733,56 @@ TEST(KvCacheFp8, EveryCodeRoundTrips) {
       else
         EXPECT_EQ(got, want) << "code " << d << " path " << int(path);
     }
+  }
+}
+
+// An f16 cache stores format::floatToHalf of each element (nearest even;
+// beyond 65504 infinity) and reads back its exact widening, on every path:
+// one cached position makes the output the value as the cache reads it.
+TEST(KvCacheF16, ElementsRoundTrip) {
+  const int64_t D = 64;
+  json cfg = {{"layout", "contiguous"}, {"layers", 1}, {"kv_heads", 1},
+              {"head_dim", D},          {"dtype", "f16"}};
+  KvCacheConfig c = KvCacheConfig::fromJson(cfg);
+  EXPECT_EQ(c.elementBytes(), 2u);
+  json scaled = cfg;
+  scaled["k_scales"] = {{1.0}};
+  EXPECT_NE(errorOf([&] { KvCacheConfig::fromJson(scaled); })
+                .find("only valid with dtype i8 or fp8"),
+            std::string::npos);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> values(D);
+  for (float &x : values)
+    x = nd(rng);
+  values[1] = 1e-6f;     // an f16 subnormal
+  values[2] = 65519.0f;  // rounds down to 65504
+  values[3] = -7e4f;     // beyond: -infinity
+  values[4] = 1.0f + 0x1p-11f; // a tie: to even (1)
+  for (CpuKernelPath path : {CpuKernelPath::Reference, CpuKernelPath::Portable,
+                             CpuKernelPath::Fast}) {
+    KvCache cache(c, {1, 4, 0});
+    int64_t seq = cache.addSequence();
+    cache.reserve(seq, 1);
+    Tensor q(DType::F32, {1, 1, D}), k(DType::F32, {1, 1, D}),
+        v(DType::F32, {1, 1, D});
+    for (int64_t d = 0; d < D; ++d) {
+      q.data<float>()[d] = 0.01f;
+      k.data<float>()[d] = values[(size_t)(D - 1 - d)] * 1e-3f; // finite
+      v.data<float>()[d] = values[(size_t)d];
+    }
+    Tensor out = attendOnePosition(cache, seq, q, k, v, path);
+    const uint16_t *kc = cache.element<uint16_t>(seq, 0, 0, 0, 0),
+                   *vc = cache.element<uint16_t>(seq, 0, 1, 0, 0);
+    for (int64_t d = 0; d < D; ++d) {
+      EXPECT_EQ(kc[d],
+                qcc::format::floatToHalf(values[(size_t)(D - 1 - d)] * 1e-3f));
+      EXPECT_EQ(vc[d], qcc::format::floatToHalf(values[(size_t)d]));
+      EXPECT_EQ(out.data<float>()[d], qcc::format::halfToFloat(vc[d]))
+          << "d " << d << " path " << int(path);
+    }
+    EXPECT_EQ(out.data<float>()[2], 65504.0f);
+    EXPECT_EQ(out.data<float>()[3], -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(out.data<float>()[4], 1.0f);
   }
 }

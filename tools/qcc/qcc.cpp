@@ -138,8 +138,8 @@ cl::opt<int64_t> maxPositions(
     cl::value_desc("n"), cl::init(0), cl::cat(kvCat));
 EnumOpt<qcc::KvDtype> kvDtype(
     "kv-dtype",
-    cl::desc("KV cache element type: f32 (default), i8 or fp8 (E4M3); i8 "
-             "and fp8 with per-layer, per-head K and V scales from "
+    cl::desc("KV cache element type: f32 (default), f16, i8 or fp8 (E4M3); "
+             "i8 and fp8 with per-layer, per-head K and V scales from "
              "calibration"),
     cl::value_desc("type"), qcc::optionValues(qcc::kKvDtypeNames),
     cl::init(qcc::KvDtype::F32),
