@@ -7,7 +7,8 @@
         --past-model examples/smollm2/model_past.onnx --gguf SmolLM2-135M-Instruct.Q4_1.gguf
 
 Rows (the same weights in each engine's format, the same thread count for all):
-  qrun float32, qrun W8A8 (SmoothQuant O1 per-token), qrun W8A8 + int8 KV cache,
+  qrun float32, qrun W8A8 (SmoothQuant O1 per-token), qrun W8A8 + f16 KV cache
+  (llama.cpp's default cache), qrun W8A8 + int8 KV cache,
   qrun W8A8 + 2:4 (magnitude pruning: a speed row, its quality is docs/SPARSITY.md's),
   qrun W4A16 (int4 round to nearest, scale + min per 32 weights, LM head too)
   (artifacts compiled here with qcc --no-cuda; W8A8 calibrated on --calib text),
@@ -358,10 +359,11 @@ W4A16_FLAGS = ["--quant=w4a16", "--w4-method=rtn", "--w4-asym", "--group-size=32
 
 
 def compile_qrun_variants(a, info, work):
-    """{row: qpkg}: float32, W8A8, W8A8 + int8 KV cache, W4A16 (compiled
+    """{row: qpkg}: float32, W8A8, W8A8 + f16 / int8 KV cache, 2:4, W4A16 (compiled
     unless a newer artifact is in WORK)."""
     variants = {"qrun float32": [],
                 "qrun W8A8": ["--quant=w8a8", "--act-quant=per-token"],
+                "qrun W8A8 + f16 KV": ["--quant=w8a8", "--act-quant=per-token", "--kv-dtype=f16"],
                 "qrun W8A8 + int8 KV": ["--quant=w8a8", "--act-quant=per-token", "--kv-dtype=i8"],
                 "qrun W8A8 + 2:4": ["--quant=w8a8", "--act-quant=per-token", "--sparsity=2:4",
                                     "--prune=magnitude"],
@@ -590,7 +592,8 @@ def main():
 
     # MBU at batch 1: every MatMul weight read once per step, plus the cache
     # (K and V of every layer, CONTEXT + steps/2 tokens on average).
-    weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + int8 KV": 1,
+    weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + f16 KV": 1,
+                    "qrun W8A8 + int8 KV": 1,
                     "qrun W8A8 + 2:4": 1, "qrun W4A16": 0.625, "onnxruntime": 4, "llama.cpp f32": 4,
                     "llama.cpp q8_0": 34 / 32, "llama.cpp Q4_K_M": 4.5 / 8}
 
@@ -629,7 +632,8 @@ def main():
 
 # The decode MBU's and the memory table's bytes per KV element, per row
 # (f32 elsewhere).
-KV_BYTES = {"qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2, "llama.cpp q8_0": 2,
+KV_BYTES = {"qrun W8A8 + f16 KV": 2, "qrun W8A8 + int8 KV": 1, "llama.cpp f32": 2,
+            "llama.cpp q8_0": 2,
             "llama.cpp Q4_K_M": 2}
 
 
@@ -655,6 +659,7 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
 
     pairs = [("qrun float32", "onnxruntime"), ("qrun float32", "llama.cpp f32"),
              ("qrun W8A8", "onnxruntime"), ("qrun W8A8", "llama.cpp q8_0"),
+             ("qrun W8A8 + f16 KV", "llama.cpp q8_0"),
              ("qrun W8A8 + int8 KV", "llama.cpp q8_0"), ("qrun W4A16", "llama.cpp Q4_K_M"),
              ("qrun W8A8", "qrun float32")]
     print()
@@ -778,7 +783,8 @@ def print_memory(a, info, rows, memory, notes):
                  "loading no model (qrun --version: its shared libraries; for the peers a "
                  "Python interpreter that imports numpy and their module)")
     notes.append("KV bytes/token: 2 (K, V) x layers x kv_heads x head_dim x bytes per element "
-                 "(f32 4; qrun's int8 KV 1, its scales ignored; llama.cpp's f16 cache 2)")
+                 "(f32 4; qrun's f16 KV 2, int8 KV 1, its scales ignored; llama.cpp's f16 "
+                 "cache 2)")
 
 
 if __name__ == "__main__":
