@@ -693,7 +693,7 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
     notes.append("MBU b1 = (MatMul weights x bytes per weight in the engine's format [f32 4, "
                  "int8 1, q8_0 34/32, qrun W4A16 0.625 with its scales and mins, Q4_K_M's nominal 4.5 "
                  "bits; other scales ignored] + K and V of every layer over the average "
-                 "context [f32 4, int8 1, llama.cpp's f16 2 bytes]) per step x steps/s / the "
+                 "context [f32 4, f16 2 (qrun's f16 KV, llama.cpp's cache), int8 1]) per step x steps/s / the "
                  f"copy's bandwidth; {info.matmul_params / 1e6:.1f} M MatMul weights"
                  + ("; a model this small stays in the last-level cache, so MBU against DRAM "
                     "bandwidth can pass 100%" if info.matmul_params * 4 < 64 * 2**20 else ""))

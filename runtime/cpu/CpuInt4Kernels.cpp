@@ -235,6 +235,21 @@ __attribute__((target("avx2,f16c"))) void halvesToFloatF16c(const uint16_t *h,
     out[i] = halfToFloat(h[i]);
 }
 
+/// n f32 values to f16 with F16C, rounding to nearest even: floatToHalf's
+/// bits (KvCacheF16.ElementsRoundTrip checks subnormals, overflow, ties).
+__attribute__((target("avx2,f16c"))) void floatsToHalfF16c(const float *x,
+                                                          int64_t n,
+                                                          uint16_t *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+                                     _MM_FROUND_TO_NEAREST_INT |
+                                         _MM_FROUND_NO_EXC));
+  for (; i < n; ++i)
+    out[i] = floatToHalf(x[i]);
+}
+
 bool haveF16c() {
   // CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no
   // "f16c").
@@ -247,15 +262,10 @@ bool haveF16c() {
 }
 #endif
 
-/// n f16 values to f32 (halfToFloat), with F16C when `simd` (int4Simd())
-/// allows AVX2 and the CPU has it: the portable path uses no intrinsics.
+/// n f16 values to f32 with F16C when `simd` (int4Simd()) allows AVX2: the
+/// portable path uses no intrinsics.
 void halvesToFloat(const uint16_t *h, int64_t n, float *out, Int4Simd simd) {
-#if defined(__x86_64__)
-  if (simd >= Int4Simd::Avx2 && haveF16c())
-    return halvesToFloatF16c(h, n, out);
-#endif
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = halfToFloat(h[i]);
+  widenHalves(h, n, out, simd >= Int4Simd::Avx2);
 }
 
 /// int4RowDot of W weight rows (`ldw` apart) with R input rows (`ldx`
@@ -432,4 +442,24 @@ std::vector<Tensor> qcc::rt::int4LinearKernel(const Operands &ops,
     }
   }
   return {std::move(r)};
+}
+
+void qcc::rt::widenHalves(const uint16_t *h, int64_t n, float *out,
+                          bool vector) {
+#if defined(__x86_64__)
+  if (vector && haveF16c())
+    return halvesToFloatF16c(h, n, out);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = halfToFloat(h[i]);
+}
+
+void qcc::rt::narrowToHalves(const float *x, int64_t n, uint16_t *out,
+                             bool vector) {
+#if defined(__x86_64__)
+  if (vector && haveF16c())
+    return floatsToHalfF16c(x, n, out);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = floatToHalf(x[i]);
 }

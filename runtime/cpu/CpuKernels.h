@@ -119,6 +119,13 @@ void attendRows(int64_t R, int64_t D, const float *Q, int64_t ldq,
 /// read an FP8 KV cache without AVX-512.
 const float *e4m3Values();
 
+/// n f16 values widened to f32 (format::halfToFloat's values, exact), with
+/// F16C when `vector` and the CPU has it (CpuInt4Kernels.cpp).
+void widenHalves(const uint16_t *h, int64_t n, float *out, bool vector);
+/// n f32 values narrowed to f16 (format::floatToHalf's bits: nearest even),
+/// with F16C when `vector` and the CPU has it.
+void narrowToHalves(const float *x, int64_t n, uint16_t *out, bool vector);
+
 /// Whether a KV cache element type has scales (int8_t, E4M3 codes), as
 /// opposed to a float format (float, f16 bits).
 template <typename T>

@@ -70,12 +70,11 @@ static void appendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
         quantizeSymmetricRow(kt, D, ks, 0.0f, kc);
         quantizeSymmetricRow(vt, D, nullptr, vs, vc);
       } else if constexpr (std::is_same_v<T, uint16_t>) {
-        uint16_t *kc = cache.element<uint16_t>(seq, layer, 0, g, cached + t);
-        uint16_t *vc = cache.element<uint16_t>(seq, layer, 1, g, cached + t);
-        for (int64_t d = 0; d < D; ++d) {
-          kc[d] = qcc::format::floatToHalf(kt[d]);
-          vc[d] = qcc::format::floatToHalf(vt[d]);
-        }
+        bool vector = cpuKernelPath() == CpuKernelPath::Fast;
+        narrowToHalves(kt, D, cache.element<uint16_t>(seq, layer, 0, g, cached + t),
+                       vector);
+        narrowToHalves(vt, D, cache.element<uint16_t>(seq, layer, 1, g, cached + t),
+                       vector);
       } else if constexpr (isFp8) {
         const float *ks = c.keyScales(layer, g);
         float vs = c.vScales[layer][g];
@@ -261,8 +260,8 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                 }
                 std::copy_n(run, n * D, dst);
               } else if constexpr (!scaled) { // f16: widened
-                for (int64_t i = 0; i < n * D; ++i)
-                  dst[i] = kvElementValue(run[i], 1.0f);
+                widenHalves(run, n * D, dst,
+                            cpuKernelPath() == CpuKernelPath::Fast);
               } else if (kvIndex == 0) {
                 const float *ks = c.keyScales(layer, g);
                 for (int64_t j = 0; j < n; ++j)
