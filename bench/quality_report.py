@@ -4,7 +4,7 @@
     .venv/bin/python bench/quality_report.py [--model examples/austen/model.onnx]
         [--outliers] [--text examples/austen/heldout.txt] [--max-chars 60000]
         [--calib-text TRAIN.txt] [--calib-samples 64] [--calib-seq-len 128]
-        [--alpha 0.5] [--o1-sweep | --fallback | --methods | --rotation]
+        [--alpha 0.5] [--o1-sweep | --fallback | --methods | --rotation | --pareto SVG]
         [--qcc build/bin/qcc] [--qrun build/bin/qrun]
         [--keep DIR]
 
@@ -38,6 +38,15 @@ the asymmetric grid, --w4-asym, where qcc has it); the float model with an int8 
 per-head and kivi scales. Beside each perplexity: the artifact's bytes and the bytes one decode
 step reads at --context cached tokens (weights + activations + KV, `qcc --report=json`'s
 decode total for the same flags).
+
+--pareto SVG is the quality-against-speed view (issue 39's Pareto plot): one variant per
+method at its best measured flags (float32, f16 KV, W8A8 O1 at alpha 0.85 and auto + fallback,
+the latter with int8 kivi and FP8 KV caches, FP8 O1, W8A8 + 2:4 SparseGPT, W4A16 GPTQ asymmetric
+with and without act-order), each artifact also timed: batch-1 decode tokens/s on the CPU
+backend (`qrun --bench-generate 1 --speed-context 32`, the best of --speed-rounds rounds
+interleaved over the variants). The table gains the speed and whether the variant is on the
+frontier (no other is both faster and better); the SVG plots perplexity against tokens/s with
+the frontier joined.
 
 Calibration never sees the held-out text: by default the calibration file is the train
 split of the Austen corpus (per novel the first 90% of characters, int(len*0.9), as in
@@ -153,6 +162,101 @@ def rotation_sweep():
             ("FP8 O1, rotated + a=auto", rot + f8 + auto)]
 
 
+def pareto_sweep(group_size):
+    """(name, qcc flags): the variants of the quality-vs-speed view (--pareto), one
+    per method at its best measured flags, plus the KV cache formats."""
+    w8 = ["--quant=w8a8", "--act-quant=per-token"]
+    best_o1 = w8 + ["--smoothquant-alpha=auto", "--int8-fallback=auto"]
+    w4 = ["--quant=w4a16", f"--group-size={group_size}", "--w4-asym"]
+    return [("float32", []),
+            ("float32 + f16 KV", ["--kv-dtype=f16"]),
+            ("W8A8 O1, a=0.85", w8 + ["--smoothquant-alpha=0.85"]),
+            ("W8A8 O1, a=auto + int8 fallback", best_o1),
+            ("W8A8 O1, a=auto + fallback + int8 KV kivi",
+             best_o1 + ["--kv-dtype=i8", "--kv-scales=kivi"]),
+            ("W8A8 O1, a=auto + fallback + FP8 KV", best_o1 + ["--kv-dtype=fp8"]),
+            ("FP8 O1, a=auto", ["--quant=fp8", "--smoothquant-alpha=auto"]),
+            ("W8A8 O1 + 2:4 sparsegpt", w8 + ["--smoothquant-alpha=0.85", "--sparsity=2:4",
+                                              "--prune=sparsegpt"]),
+            (f"W4A16 GPTQ act-order, G={group_size}, asymmetric", w4 + ["--act-order"]),
+            (f"W4A16 GPTQ, G={group_size}, asymmetric", w4)]
+
+
+def decode_speed(qrun, artifact, context, steps, timeout=TIMEOUT_S):
+    """Batch-1 decode tokens/s after `context` tokens (qrun --bench-generate 1 CONTEXT
+    STEPS on the CPU backend), or None."""
+    p = subprocess.run([qrun, artifact, "--backend=cpu", "--bench-generate", "1",
+                        str(context), str(steps)], capture_output=True, text=True,
+                       timeout=timeout)
+    m = re.search(r"decode ([0-9.]+) tokens/s", p.stdout + p.stderr)
+    return float(m.group(1)) if p.returncode == 0 and m else None
+
+
+def pareto_front(rows):
+    """Names of the rows no other row beats on both axes (faster decode and lower
+    perplexity, or as good on one and better on the other)."""
+    ok = [r for r in rows if not r["error"] and r.get("speed")]
+    front = set()
+    for r in ok:
+        if not any((o["speed"] >= r["speed"] and o["ppl"] <= r["ppl"]) and
+                   (o["speed"] > r["speed"] or o["ppl"] < r["ppl"]) for o in ok):
+            front.add(r["name"])
+    return front
+
+
+def pareto_svg(rows, title, path):
+    """Perplexity (y) against batch-1 decode tokens/s (x), the frontier joined;
+    standard library only, as bench/roofline_plot.py."""
+    ok = [r for r in rows if not r["error"] and r.get("speed")]
+    if not ok:
+        return
+    front = pareto_front(rows)
+    W, H, L, R, T, B = 900, 560, 80, 300, 50, 60
+    xs, ys = [r["speed"] for r in ok], [r["ppl"] for r in ok]
+    x0, x1 = min(xs) * 0.9, max(xs) * 1.1
+    y0, y1 = min(ys), max(ys)
+    pad = (y1 - y0) * 0.08 or y0 * 0.01
+    y0, y1 = y0 - pad, y1 + pad
+
+    def X(v):
+        return L + (v - x0) / (x1 - x0) * (W - L - R)
+
+    def Y(v):
+        return T + (y1 - v) / (y1 - y0) * (H - T - B)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W / 2}" y="24" text-anchor="middle" font-size="15">{title}</text>',
+           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>',
+           f'<text x="{(L + W - R) / 2}" y="{H - 18}" text-anchor="middle">'
+           'batch-1 decode tokens/s (CPU backend; higher is better)</text>',
+           f'<text x="20" y="{(T + H - B) / 2}" text-anchor="middle" '
+           f'transform="rotate(-90 20 {(T + H - B) / 2})">held-out perplexity (lower is '
+           'better)</text>']
+    for i in range(6):
+        xv, yv = x0 + (x1 - x0) * i / 5, y0 + (y1 - y0) * i / 5
+        out.append(f'<text x="{X(xv):.1f}" y="{H - B + 16}" text-anchor="middle">{xv:.0f}</text>')
+        out.append(f'<text x="{L - 6}" y="{Y(yv) + 4:.1f}" text-anchor="end">{yv:.2f}</text>')
+        out.append(f'<line x1="{L}" y1="{Y(yv):.1f}" x2="{W - R}" y2="{Y(yv):.1f}" '
+                   'stroke="#eee"/>')
+    pts = sorted((r for r in ok if r["name"] in front), key=lambda r: r["speed"])
+    if len(pts) > 1:
+        out.append('<polyline fill="none" stroke="#d62728" stroke-width="1.5" points="'
+                   + " ".join(f"{X(r['speed']):.1f},{Y(r['ppl']):.1f}" for r in pts) + '"/>')
+    for i, r in enumerate(ok):
+        on = r["name"] in front
+        out.append(f'<circle cx="{X(r["speed"]):.1f}" cy="{Y(r["ppl"]):.1f}" r="5" '
+                   f'fill="{"#d62728" if on else "#1f77b4"}"/>')
+        out.append(f'<text x="{X(r["speed"]) + 8:.1f}" y="{Y(r["ppl"]) - 6:.1f}">{i + 1}</text>')
+        out.append(f'<text x="{W - R + 12}" y="{T + 16 * i}">{i + 1}. {r["name"]}'
+                   f'{" (frontier)" if on else ""}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def qcc_has_flag(qcc, flag):
     """Whether this qcc takes `flag` (hidden flags included)."""
     p = subprocess.run([qcc, "--help-hidden"], capture_output=True, text=True, timeout=60)
@@ -249,16 +353,19 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
 
 def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_len,
             context=128, log=sys.stderr, reuse_stats=False, timeout=TIMEOUT_S,
-            step_bytes=False):
+            step_bytes=False, speed=None):
     """Build and measure each (name, flags) of `chosen`; calibration stats are shared
-    (and kept from an earlier run in `work` with reuse_stats)."""
+    (and kept from an earlier run in `work` with reuse_stats). speed: (context, steps,
+    rounds): also each artifact's batch-1 decode tokens/s, the best of `rounds`
+    rounds interleaved over the variants (row key "speed")."""
     def calib_for(flags):
         # The alpha search and the int8 fallback need statistics with sampled
         # rows: their own file.
         rows = "-rows" if ("--smoothquant-alpha=auto" in flags or
                            "--int8-fallback=auto" in flags) else ""
         # GPTQ reads the Gram matrices (a sidecar only it asks for).
-        if "--quant=w4a16" in flags and "--w4-method=rtn" not in flags:
+        if ("--quant=w4a16" in flags and "--w4-method=rtn" not in flags) or any(
+                f in flags for f in ("--prune=sparsegpt", "--prune=wanda")):
             rows += "-gram"
         # A rotated model's statistics are its own (qcc refuses others).
         if "--rotate" in flags:
@@ -286,29 +393,51 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
             print(f"    ppl {r['ppl']:.3f} over {r['tokens']} tokens; {r['size']} bytes; "
                   f"compile {r['compile_s']:.1f} s, perplexity {r['ppl_s']:.1f} s",
                   file=log, flush=True)
-        if os.path.exists(out):
+        if os.path.exists(out) and not speed:
             os.remove(out)  # artifacts are ~tens of MB each; only the sizes are kept
+        r["artifact"] = out
         rows.append(r)
+    if speed:
+        ctx, steps, rounds = speed
+        for k in range(rounds):
+            for r in rows:
+                if r["error"]:
+                    continue
+                print(f"[speed {k + 1}/{rounds}] {r['name']}", file=log, flush=True)
+                v = decode_speed(qrun, r["artifact"], ctx, steps, timeout)
+                if v and v > (r.get("speed") or 0):
+                    r["speed"] = v
+        for r in rows:
+            if os.path.exists(r["artifact"]):
+                os.remove(r["artifact"])
     return rows
 
 
 def table(rows):
     base = rows[0]["ppl"] if rows and rows[0]["ppl"] else None
     steps = any("step_bytes" in r for r in rows)
+    speeds = any("speed" in r for r in rows)
+    front = pareto_front(rows) if speeds else set()
     lines = ["| variant | qcc flags | perplexity | vs float32 | .qpkg bytes |"
-             + (" bytes / decode step |" if steps else ""),
-             "|---|---|---:|---:|---:|" + ("---:|" if steps else "")]
+             + (" bytes / decode step |" if steps else "")
+             + (" decode b1 tok/s | on the frontier |" if speeds else ""),
+             "|---|---|---:|---:|---:|" + ("---:|" if steps else "")
+             + ("---:|---|" if speeds else "")]
     for r in rows:
         flags = " ".join(f"`{f}`" for f in r["flags"]) or "(none)"
         if r["error"]:
             lines.append(f"| {r['name']} | {flags} | failed: {r['error']} | | |"
-                         + (" |" if steps else ""))
+                         + (" |" if steps else "") + (" | |" if speeds else ""))
             continue
         delta = f"{(r['ppl'] / base - 1) * 100:+.2f}%" if base else "n/a"
         step = ""
         if steps:
             b = r.get("step_bytes")
             step = f" {b:,} |" if b else " n/a |"
+        if speeds:
+            v = r.get("speed")
+            step += (f" {v:.1f} |" if v else " n/a |") + (
+                " yes |" if r["name"] in front else " |")
         lines.append(f"| {r['name']} | {flags} | {r['ppl']:.4f} | {delta} | {r['size']:,} |"
                      + step)
     return "\n".join(lines)
@@ -387,7 +516,15 @@ def main():
                         "with bytes per decode step")
     p.add_argument("--rotation", action="store_true",
                    help="W8A8 and FP8 with and without --rotate (QuaRot)")
-    p.add_argument("--group-size", type=int, default=128, help="W4A16 group size (--methods)")
+    p.add_argument("--pareto", metavar="SVG", default=None,
+                   help="the quality-vs-speed view: one variant per method at its best "
+                        "flags and the KV formats, each also timed (batch-1 decode on the "
+                        "CPU backend, --speed-context tokens then 32 steps, best of "
+                        "--speed-rounds interleaved rounds); writes the plot to SVG")
+    p.add_argument("--speed-context", type=int, default=256)
+    p.add_argument("--speed-rounds", type=int, default=3)
+    p.add_argument("--group-size", type=int, default=128,
+                   help="W4A16 group size (--methods, --pareto)")
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
     args = check_common_args(p.parse_args())
 
@@ -404,7 +541,9 @@ def main():
         heldout = write_slice(args.text, args.max_chars, os.path.join(work, "heldout-slice.txt"))
         calib_text = args.calib_text or write_train_split(args.data_dir,
                                                           os.path.join(work, "calib-train.txt"))
-        if args.methods:
+        if args.pareto:
+            chosen = pareto_sweep(args.group_size)
+        elif args.methods:
             chosen = methods_sweep(args.group_size, qcc_has_flag(args.qcc, "--w4-asym"))
         elif args.rotation:
             chosen = rotation_sweep()
@@ -416,7 +555,9 @@ def main():
             chosen = variants(args.alpha)
         rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work, chosen,
                        args.calib_samples, args.calib_seq_len, args.context,
-                       step_bytes=args.methods)
+                       step_bytes=args.methods,
+                       speed=((args.speed_context, 32, args.speed_rounds)
+                              if args.pareto else None))
         name = os.path.relpath(args.model, ROOT)
         print()
         print(f"Model: {name}" + (" + planted outliers (examples/austen-outliers/make_outliers.py)"
@@ -426,6 +567,12 @@ def main():
         print(held_out_line(args, rows))
         print()
         print(table(rows))
+        if args.pareto:
+            pareto_svg(rows, f"{name}: quality against CPU decode speed", args.pareto)
+            print()
+            print(f"Decode: batch 1 after {args.speed_context} tokens, 32 steps, "
+                  f"best of {args.speed_rounds} interleaved rounds, "
+                  f"{os.cpu_count()} CPUs; plot: {args.pareto}")
         s = sizes_line(rows)
         if s:
             print()
