@@ -43,7 +43,8 @@ decode total for the same flags).
 method at its best measured flags (float32, f16 KV, W8A8 O1 at alpha 0.85 and auto + fallback,
 the latter with int8 kivi and FP8 KV caches, FP8 O1, W8A8 + 2:4 SparseGPT, W4A16 GPTQ asymmetric
 with and without act-order), each artifact also timed: batch-1 decode tokens/s on the CPU
-backend (`qrun --bench-generate 1 --speed-context 32`, the best of --speed-rounds rounds
+backend (`qrun --bench-generate 1 CONTEXT STEPS` with --speed-context and --speed-steps,
+the best of --speed-rounds rounds
 interleaved over the variants). The table gains the speed and whether the variant is on the
 frontier (no other is both faster and better); the SVG plots perplexity against tokens/s with
 the frontier joined.
@@ -519,10 +520,11 @@ def main():
     p.add_argument("--pareto", metavar="SVG", default=None,
                    help="the quality-vs-speed view: one variant per method at its best "
                         "flags and the KV formats, each also timed (batch-1 decode on the "
-                        "CPU backend, --speed-context tokens then 32 steps, best of "
+                        "CPU backend, --speed-context tokens then --speed-steps steps, best of "
                         "--speed-rounds interleaved rounds); writes the plot to SVG")
     p.add_argument("--speed-context", type=int, default=256)
-    p.add_argument("--speed-rounds", type=int, default=3)
+    p.add_argument("--speed-steps", type=int, default=128)
+    p.add_argument("--speed-rounds", type=int, default=5)
     p.add_argument("--group-size", type=int, default=128,
                    help="W4A16 group size (--methods, --pareto)")
     p.add_argument("--keep", default=None, help="work in this folder and keep it")
@@ -556,7 +558,7 @@ def main():
         rows = measure(args.qcc, args.qrun, model, heldout, calib_text, work, chosen,
                        args.calib_samples, args.calib_seq_len, args.context,
                        step_bytes=args.methods,
-                       speed=((args.speed_context, 32, args.speed_rounds)
+                       speed=((args.speed_context, args.speed_steps, args.speed_rounds)
                               if args.pareto else None))
         name = os.path.relpath(args.model, ROOT)
         print()
@@ -570,7 +572,7 @@ def main():
         if args.pareto:
             pareto_svg(rows, f"{name}: quality against CPU decode speed", args.pareto)
             print()
-            print(f"Decode: batch 1 after {args.speed_context} tokens, 32 steps, "
+            print(f"Decode: batch 1 after {args.speed_context} tokens, {args.speed_steps} steps, "
                   f"best of {args.speed_rounds} interleaved rounds, "
                   f"{os.cpu_count()} CPUs; plot: {args.pareto}")
         s = sizes_line(rows)
