@@ -12,6 +12,7 @@
 #define QCC_RUNTIME_CPUKERNELS_H
 
 #include "format/HalfFloat.h"
+#include "format/device/numerics.h"
 #include "runtime/reference/ReferenceKernels.h"
 
 #include <cmath>
@@ -139,7 +140,9 @@ inline float kvElementValue(float v, float) { return v; }
 inline float kvElementValue(uint16_t h, float) {
   return format::halfToFloat(h);
 }
-inline float kvElementValue(int8_t q, float s) { return (float)q * s; }
+inline float kvElementValue(int8_t q, float s) {
+  return numerics::dequantizeSymmetric(q, s);
+}
 inline float kvElementValue(uint8_t c, float s) { return e4m3Values()[c] * s; }
 
 /// `count` cached tokens from position `first`, D elements each, contiguous:
