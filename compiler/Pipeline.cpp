@@ -77,27 +77,38 @@ bool quantizes(const qcc::CompileOptions &options) {
          options.quant == qcc::QuantMode::Fp8;
 }
 
-/// Whether W8A8 reads calibration statistics: SmoothQuant's factors, static
-/// scales, the int8 fallback's columns. Dynamic scales alone need none
-/// (a rotated model's usual W8A8: --rotate --no-smoothquant).
+/// Whether quantize-w4 makes int4 weights (W4A16, W4A8).
+bool quantizesW4(const qcc::CompileOptions &options) {
+  return options.quant == qcc::QuantMode::W4A16 ||
+         options.quant == qcc::QuantMode::W4A8;
+}
+
+/// Whether SmoothQuant runs: the modes with int8 (or FP8) activations.
+bool smooths(const qcc::CompileOptions &options) {
+  return (quantizes(options) || options.quant == qcc::QuantMode::W4A8) &&
+         options.smoothQuant;
+}
+
+/// Whether quantization reads calibration statistics: SmoothQuant's factors,
+/// static scales, the int8 fallback's columns. Dynamic scales alone need
+/// none (a rotated model's usual W8A8: --rotate --no-smoothquant).
 bool quantizesWithStatistics(const qcc::CompileOptions &options) {
-  return quantizes(options) &&
-         (options.smoothQuant ||
-          options.activations == qcc::ActivationQuant::Static ||
-          options.int8Fallback == qcc::Int8Fallback::Auto);
+  return smooths(options) ||
+         (quantizes(options) &&
+          (options.activations == qcc::ActivationQuant::Static ||
+           options.int8Fallback == qcc::Int8Fallback::Auto));
 }
 
 /// Whether the quantize phase measures errors on calibration rows.
 bool needsActivationRows(const qcc::CompileOptions &options) {
-  return quantizes(options) &&
-         ((options.smoothQuant && options.smoothQuantAutoAlpha) ||
+  return (smooths(options) && options.smoothQuantAutoAlpha) ||
+         (quantizes(options) &&
           options.int8Fallback == qcc::Int8Fallback::Auto);
 }
 
 /// Whether quantize-w4 runs GPTQ (which needs the calibration Hessians).
 bool runsGptq(const qcc::CompileOptions &options) {
-  return options.quant == qcc::QuantMode::W4A16 &&
-         options.w4Method == qcc::W4Method::Gptq;
+  return quantizesW4(options) && options.w4Method == qcc::W4Method::Gptq;
 }
 
 bool sparsifies(const qcc::CompileOptions &options) {
@@ -193,7 +204,9 @@ llvm::Error qcc::calibratePhase(ModuleOp module, llvm::StringRef sourcePath,
     llvm::errs() << "qcc: note: --sparsity=2:4 without calibration data "
                     "prunes by magnitude (--calib=TEXT for sparsegpt)\n";
   if (runsGptq(options) && !hasCalibrationData(options))
-    return error(sourcePath + ": --quant=w4a16 rounds with GPTQ, which "
+    return error(sourcePath + ": --quant=" +
+                 spelling(kQuantModeNames, options.quant) +
+                 " rounds with GPTQ, which "
                  "needs --calib=SOURCE (a text file or a folder of .npy "
                  "inputs) or existing --calib-stats (or --w4-method=rtn)");
   if (pruningStats && !hasCalibrationData(options))
@@ -224,7 +237,7 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
                                const CompileOptions &options) {
   PassManager pm(module.getContext());
   OpPassManager &fn = pm.nest<func::FuncOp>();
-  if (quantizes(options) && options.smoothQuant) {
+  if (smooths(options)) {
     SmoothQuantOptions sq;
     sq.alpha = options.smoothQuantAlpha;
     sq.autoAlpha = options.smoothQuantAutoAlpha;
@@ -241,14 +254,17 @@ llvm::Error qcc::quantizePhase(ModuleOp module, llvm::StringRef sourcePath,
                       options.sparsityExclude.end());
     fn.addPass(createSparsify24(sp));
   }
-  if (options.quant == QuantMode::W4A16) {
+  if (quantizesW4(options)) {
     QuantizeW4Options w4;
     w4.method = options.w4Method;
     w4.groupSize = options.w4GroupSize;
     w4.actOrder = options.w4ActOrder;
     w4.asymmetric = options.w4Asymmetric;
     w4.allLinears = options.w4LmHead;
+    w4.int8Activations = options.quant == QuantMode::W4A8;
     fn.addPass(createQuantizeW4(w4));
+    if (w4.int8Activations) // q/k/v (gate/up) quantize their input once
+      fn.addPass(createCSEPass());
   }
   if (quantizes(options) && options.int8Fallback == Int8Fallback::Auto) {
     Int8FallbackOptions fb;
@@ -407,14 +423,25 @@ llvm::Error qcc::CompileOptions::validate() const {
   CompileOptions defaults;
   bool w4Options = w4GroupSize != defaults.w4GroupSize || w4ActOrder ||
                    w4Asymmetric || w4LmHead || w4Method != defaults.w4Method;
-  if (w4Options && quant != QuantMode::W4A16)
+  bool w4 = quant == QuantMode::W4A16 || quant == QuantMode::W4A8;
+  if (w4Options && !w4)
     return fail("--group-size, --act-order, --w4-method, --w4-asym and "
-                "--w4-lm-head need --quant=w4a16");
+                "--w4-lm-head need --quant=w4a16 or w4a8");
   if (w4ActOrder && w4Method == W4Method::Rtn)
     return fail("--act-order orders GPTQ's columns; it does not apply to "
                 "--w4-method=rtn");
-  if (quant == QuantMode::W4A16 && sparsity != Sparsity::None)
-    return fail("--quant=w4a16 and --sparsity=2:4 do not combine (yet)");
+  if (w4 && sparsity != Sparsity::None)
+    return fail(llvm::Twine("--quant=") +
+                (quant == QuantMode::W4A8 ? "w4a8" : "w4a16") +
+                " and --sparsity=2:4 do not combine (yet)");
+  // W4A8's activations are per-token dynamic int8 with every column in
+  // int8 (quantize-w4's int8-activations).
+  if (quant == QuantMode::W4A8 &&
+      (activations != ActivationQuant::PerToken || asymmetric ||
+       int8Fallback != Int8Fallback::Off))
+    return fail("--quant=w4a8 quantizes activations per token, symmetric, "
+                "every column: --act-quant, --asymmetric and "
+                "--int8-fallback do not apply");
   return llvm::Error::success();
 }
 

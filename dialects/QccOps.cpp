@@ -768,7 +768,7 @@ LogicalResult QuantizeOp::verify() {
   if (quant.getBits() != 8)
     return emitOpError("quantizes to 8 bits (the result is i8), not ")
            << quant.getBits();
-  if (!getResult().getType().getElementType().isInteger(8) &&
+  if (isa<Float8E4M3FNType>(getResult().getType().getElementType()) &&
       !quant.isSymmetric())
     return emitOpError("FP8 quantization is symmetric");
   if (getScale() && quant.getGranularity() != QuantGranularity::PerTensor)

@@ -776,6 +776,12 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
     e4m3(x / scale)` rounded to nearest even and saturated to +-448
     (format/device/numerics.h), zero point 0.
 
+    An f32 `result` is the int8 code read back (quantize-dequantize, the
+    ONNX QDQ form): `(q - zp) * scale` rounded once to f32, with `q`,
+    `scale` and `zp` as for an i8 result. W4A8 (docs/QUANTIZATION.md
+    section 13) feeds int4 linears so: a backend may compute such a linear
+    with int8 x int4 products (runtime/cpu/CpuInt4Kernels.h).
+
     `outlier_columns` (ascending, distinct, in [0, K)): those input columns
     are read as 0. They take no part in the scale (and zero point) and
     quantize to the zero point; the `qcc.qlinear` that reads the result
@@ -789,7 +795,7 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
   let arguments = (ins Qcc_FloatTensor:$input, Qcc_QuantAttr:$quant,
                    OptionalAttr<F32Attr>:$scale,
                    OptionalAttr<DenseI64ArrayAttr>:$outlier_columns);
-  let results = (outs RankedTensorOf<[I8, F8E4M3FN]>:$result,
+  let results = (outs RankedTensorOf<[I8, F8E4M3FN, F32]>:$result,
                   RankedTensorOf<[F32]>:$scale_out,
                   RankedTensorOf<[I32]>:$zero_point);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";

@@ -61,7 +61,7 @@ public:
         tokens && tokens.getInt() == 1)
       groupSiblingGemvs();
     for (Operation *op : ops)
-      if (isa<QuantizeOp>(op) && !claimed.contains(op) && !isFp8(op))
+      if (isa<QuantizeOp>(op) && !claimed.contains(op) && !runsOnHost(op))
         formNormQuantize(op);
     for (Operation *op : ops)
       if (isa<AttentionOp, KvAttentionOp>(op))
@@ -80,7 +80,10 @@ public:
         form({op}, KernelKind::Norm);
       else if (isa<HadamardOp>(op))
         form({op}, KernelKind::Hadamard);
-      else if (isa<QuantizeOp>(op) && !isFp8(op))
+      else if (isa<QuantizeOp>(op) && runsOnHost(op))
+        decline(op, "no GPU kernel writes FP8 codes or int8 codes read back "
+                    "(W4A8) yet: it runs on the host");
+      else if (isa<QuantizeOp>(op))
         form({op}, KernelKind::Quantize);
       else if (isElementwise(op))
         formElementwise(op);
@@ -136,10 +139,12 @@ private:
     return "";
   }
 
-  /// FP8 W8A8 (f8E4M3FN quantize / qlinear): no GPU kernel reads E4M3 yet
-  /// (wgmma's FP8 GEMMs are the prefill issue's Hopper templates), so they
-  /// stay out of every region and run on the host: correct, not fast.
-  static bool isFp8(Operation *op) {
+  /// Quantized ops no GPU kernel computes yet, which stay out of every
+  /// region and run on the host (correct, not fast): FP8 W8A8 (f8E4M3FN
+  /// quantize / qlinear; wgmma's FP8 GEMMs are the prefill issue's Hopper
+  /// templates) and W4A8's quantize with an f32 result (the quantize
+  /// template writes int8 codes).
+  static bool runsOnHost(Operation *op) {
     if (auto q = dyn_cast<QLinearOp>(op))
       return !q.getWeight().getType().getElementType().isInteger(8);
     if (auto q = dyn_cast<QuantizeOp>(op))
@@ -149,7 +154,7 @@ private:
 
   /// GEMM + activation + product + residual add.
   void formGemm(Operation *gemm) {
-    if (isFp8(gemm))
+    if (runsOnHost(gemm))
       return decline(gemm, "FP8 has no GPU kernel yet: it runs on the host");
     // W4A16: the weight_int4 joins the region (packed weight, scales and
     // offsets enter as operands); a linear gemm_w4 cannot run stays out of

@@ -33,7 +33,7 @@ enum class KvScales { PerHead, Kivi };
 /// Activation quantization levels (SmoothQuant's O1, O2, O3).
 enum class ActivationQuant { PerToken, PerTensor, Static };
 /// Whole-model quantization scheme (docs/QUANTIZATION.md).
-enum class QuantMode { None, W8A8, Fp8, W4A16 };
+enum class QuantMode { None, W8A8, Fp8, W4A16, W4A8 };
 /// How quantize-w4 rounds int4 weights (docs/QUANTIZATION.md, section 7).
 enum class W4Method { Gptq, Rtn };
 
@@ -80,6 +80,8 @@ inline constexpr llvm::cl::OptionEnumValue kQuantModeNames[] = {
      "FP8 E4M3 weights and activations (W8A8 over E4M3)"},
     {"w4a16", int(QuantMode::W4A16),
      "int4 weights per group, float activations"},
+    {"w4a8", int(QuantMode::W4A8),
+     "int4 weights per group, int8 activations per token"},
 };
 inline constexpr llvm::cl::OptionEnumValue kW4MethodNames[] = {
     {"gptq", int(W4Method::Gptq),

@@ -1028,6 +1028,13 @@ def QuantizeW4 : Pass<"quantize-w4", "mlir::func::FuncOp"> {
     warning naming it. gptq needs the calibration statistics (an error
     names the linear without them); the pass drops them from every linear.
 
+    `int8-activations` (W4A8, docs/QUANTIZATION.md section 13): each int4
+    linear's f32 input is also quantized to int8 per token (symmetric,
+    absmax / 127) and read back: `qcc.quantize` with an f32 result (the
+    QDQ form), so the linear keeps its float semantics while a backend may
+    multiply the int8 codes by the int4 ones. Linears sharing an input
+    share the quantize after CSE.
+
     ```mlir
     // before
     %w = qcc.constant dense<[[0.5, -1.75, ...]]> : tensor<8x64xf32>
@@ -1053,6 +1060,9 @@ def QuantizeW4 : Pass<"quantize-w4", "mlir::func::FuncOp"> {
            "Unsigned codes with an f16 offset (min) per group">,
     Option<"allLinears", "all-linears", "bool", /*default=*/"false",
            "Also linears outside the transformer blocks (the LM head)">,
+    Option<"int8Activations", "int8-activations", "bool",
+           /*default=*/"false",
+           "W4A8: the int4 linears' inputs quantized to int8 per token">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
            "gptq: columns per lazy batch">,
     Option<"dampening", "dampening", "double", /*default=*/"0.01",

@@ -2,13 +2,15 @@
 //
 // W4A16 (docs/QUANTIZATION.md, section 7): the block linears' constant float
 // weights get int4 values per group (passes/QuantizeW4Methods.h) and are
-// stored as qcc.weight_int4 of their packed form (format/Int4.h).
+// stored as qcc.weight_int4 of their packed form (format/Int4.h). W4A8
+// (section 13) also reads their inputs as per-token int8 codes.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/QccAttrNames.h"
 #include "dialects/QccConstants.h"
 #include "dialects/QccOps.h"
 #include "format/Int4.h"
+#include "format/Quant.h"
 #include "passes/Passes.h"
 #include "passes/PatternUtils.h"
 #include "passes/QuantizeW4Methods.h"
@@ -139,7 +141,31 @@ struct QuantizeW4Pass : qcc::impl::QuantizeW4Base<QuantizeW4Pass> {
     Value wq = WeightInt4Op::create(b, loc, wt, p, s, perm, offsets,
                                     b.getI64IntegerAttr(groupSize));
     l.getWeightMutable().assign(wq);
+    if (int8Activations)
+      quantizeInput(b, l, label);
     return success();
+  }
+
+  /// W4A8: the input as its per-token int8 codes read back (QDQ).
+  static void quantizeInput(OpBuilder &b, LinearOp l, llvm::StringRef label) {
+    auto in = cast<RankedTensorType>(l.getInput().getType());
+    if (!in.getElementType().isF32() || in.getRank() < 1) {
+      l->emitWarning("quantize-w4: ")
+          << label << " reads " << in
+          << ", not f32: its activations stay float";
+      return;
+    }
+    SmallVector<int64_t> scaleShape(in.getShape());
+    scaleShape.back() = 1;
+    auto quant = QuantAttr::get(b.getContext(), format::kQuantBits,
+                                QuantScheme::Symmetric,
+                                QuantGranularity::PerToken,
+                                /*axis=*/std::nullopt);
+    auto q = QuantizeOp::create(
+        b, l.getLoc(), in, RankedTensorType::get(scaleShape, b.getF32Type()),
+        RankedTensorType::get(scaleShape, b.getI32Type()), l.getInput(),
+        quant, FloatAttr(), DenseI64ArrayAttr());
+    l.getInputMutable().assign(q.getResult());
   }
 };
 

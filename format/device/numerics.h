@@ -261,6 +261,13 @@ QCC_HOST_DEVICE inline float dequantizeSymmetric(signed char q, float scale) {
   return fmul(i2f(q), scale);
 }
 
+/// An int8 activation code read back (a quantize with an f32 result, the
+/// QDQ form W4A8 uses): (q - zp) * scale, q - zp exact in int.
+QCC_HOST_DEVICE inline float dequantizeCode(signed char q, int zp,
+                                            float scale) {
+  return fmul(i2f((int)q - zp), scale);
+}
+
 //===--- FP8 E4M3 (OCP's "E4M3FN": bias 7, no infinities) -----------------===//
 //
 // 1 sign, 4 exponent and 3 mantissa bits: normals (8 + m) 2^(e - 10) for

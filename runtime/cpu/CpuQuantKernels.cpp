@@ -93,7 +93,8 @@ void qcc::rt::quantizeSymmetricRow(const float *in, int64_t n,
 
 std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
                                             const Operands &ops) {
-  if (attrs.s("to", "i8") != "i8") // FP8: the reference's rule
+  std::string to = attrs.s("to", "i8");
+  if (to != "i8" && to != "f32") // FP8: the reference's rule
     return reference::quantizeKernel(attrs, ops);
 #ifdef QCC_HAVE_AVX512_QUANTIZE
   if (haveAvx512Quantize())

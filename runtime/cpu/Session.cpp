@@ -330,6 +330,16 @@ Session::compressedUses(const Function &fn) {
       expandSparse(uses[i], fn.nodes[i].kind);
   }
   std::map<int64_t, const Node *> int4Producer; // dense weight -> weight_int4
+  // Values that are per-token symmetric int8 codes read back (W4A8's
+  // quantize with an f32 result) -> that quantize.
+  std::map<int64_t, const Node *> codeProducer;
+  for (const Node &n : fn.nodes)
+    if (n.kind == OpKind::Quantize && n.outputs.size() == 3 &&
+        n.attrs.value("to", "") == "f32" &&
+        n.attrs.value("granularity", "") == "per_token" &&
+        !n.attrs.value("asymmetric", false) && !n.attrs.contains("scale") &&
+        !n.attrs.contains("outlier_columns"))
+      codeProducer[n.outputs[0]] = &n;
   for (const Node &n : fn.nodes)
     if (n.kind == OpKind::WeightInt4 && n.outputs.size() == 1 &&
         n.inputs.size() >= 2 &&
@@ -356,6 +366,20 @@ Session::compressedUses(const Function &fn) {
                               slot(slots.offsets),
                               w.attrs.value("group_size", int64_t(0)));
     needDense[n.inputs[1]] = false;
+    // W4A8: the input is per-token int8 codes read back; with VNNI the
+    // linear multiplies the codes (the weight repacked once, its mapped
+    // bytes released as they are read).
+    auto q = codeProducer.find(n.inputs[0]);
+    if (q != codeProducer.end() && cpuHasVnni() && w4a8Packs(uses[i].int4)) {
+      const Tensor &packed = *uses[i].int4.packed;
+      auto [it, fresh] = packedW4A8_.try_emplace(packed.raw());
+      if (fresh)
+        it->second = packW4A8Weight(uses[i].int4, [&](const void *p, size_t n) {
+          artifact.release(p, n);
+        });
+      uses[i].w4a8 = &it->second;
+      uses[i].codeScale = q->second->outputs[1];
+    }
   }
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &n = fn.nodes[i];
@@ -577,6 +601,9 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
                          ? fastQLinearKernel(attrs, dense, sparse->denseI8)
                          : linearWithEpilogue(dense, {}, sparse->denseF32);
             }
+            if (sparse && sparse->w4a8)
+              return w4a8LinearKernel(ops, *sparse->w4a8,
+                                      values[sparse->codeScale]);
             if (sparse && sparse->isInt4())
               return int4LinearKernel(ops, sparse->int4);
             if (sparse)

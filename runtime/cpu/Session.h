@@ -7,6 +7,7 @@
 #include "runtime/cpu/CpuInt4Kernels.h"
 #include "runtime/cpu/CpuInt8Gemm.h"
 #include "runtime/cpu/CpuSparseKernels.h"
+#include "runtime/cpu/CpuW4A8Kernels.h"
 #include "runtime/core/KvCache.h"
 #include "runtime/core/Executor.h"
 #include "runtime/cpu/CpuPeaks.h"
@@ -108,6 +109,11 @@ private:
     Sparse24Weight weight;
     Int4Weight int4; ///< int4.packed set: a W4A16 linear
     bool isInt4() const { return int4.packed != nullptr; }
+    /// An int4 linear whose input is W4A8's quantize with an f32 result,
+    /// on a CPU with VNNI: the repacked weight and the quantize's scales'
+    /// value (runtime/cpu/CpuW4A8Kernels.h).
+    const PackedW4A8Weight *w4a8 = nullptr;
+    int64_t codeScale = -1;
     /// Linear, 2:4, where sparseRunsDense(): the weight expanded once and
     /// packed for the dense kernel, and a stand-in for the dense weight's
     /// operand slot (its dtype and shape; a view of the packed bytes, which
@@ -161,6 +167,7 @@ private:
   using PackKey = std::tuple<const void *, int64_t, int64_t>;
   std::map<PackKey, std::optional<PackedI8Weight>> packed_;
   std::map<PackKey, std::optional<PackedF32Weight>> packedF32_;
+  std::map<const void *, PackedW4A8Weight> packedW4A8_; ///< by packed bytes
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
   Observer observer;

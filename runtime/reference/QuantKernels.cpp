@@ -3,6 +3,7 @@
 // docs/QUANTIZATION.md section 3, written to be obviously right:
 //   quantize  one scale (and zero point) per row of K values (per_token) or
 //             for the whole tensor (per_tensor), or the static `scale`;
+//             to f32, each code read back: (q - zp) * scale (QDQ, W4A8);
 //   qlinear   int32 accumulation of i8 x i8 (exact), then the float epilogue
 //             float(acc - zp * wsum[n]) * (xs * ws[n]) + bias[n], in that
 //             order, each step rounded to float32.
@@ -132,8 +133,9 @@ qcc::rt::reference::quantizeKernel(const Attrs &attrs, const Operands &ops,
            "static zero point)");
   }
   std::string to = attrs.s("to", "i8");
-  if (to != "i8" && to != "f8e4m3")
-    fail("quantize to '" + to + "': only i8 and f8e4m3");
+  if (to != "i8" && to != "f8e4m3" && to != "f32")
+    fail("quantize to '" + to + "': only i8, f8e4m3 and f32 (the i8 code "
+         "read back)");
   const bool fp8 = to == "f8e4m3";
   if (fp8 && asymmetric)
     fail("quantize to f8e4m3 is symmetric only");
@@ -174,6 +176,16 @@ qcc::rt::reference::quantizeKernel(const Attrs &attrs, const Operands &ops,
   } else {
     quantizeGroup(X, x.numel(), asymmetric, isStatic, staticScale, Q, S[0],
                   Z[0], symmetric);
+  }
+  if (to == "f32") { // QDQ: each code read back
+    Tensor d(DType::F32, x.shape());
+    float *D = d.data<float>();
+    for (int64_t g = 0, groups = perToken ? M : 1,
+                 n = perToken ? K : x.numel();
+         g < groups; ++g)
+      for (int64_t i = 0; i < n; ++i)
+        D[g * n + i] = qcc::numerics::dequantizeCode(Q[g * n + i], Z[g], S[g]);
+    return {std::move(d), std::move(s), std::move(z)};
   }
   return {std::move(q), std::move(s), std::move(z)};
 }

@@ -169,6 +169,14 @@ func.func @quantize_ops(%x: tensor<?x64xf32>) -> (tensor<?x64xi8>, tensor<?x64xi
   return %q0, %q1, %q2 : tensor<?x64xi8>, tensor<?x64xi8>, tensor<?x64xi8>
 }
 
+// An f32 result is the code read back (QDQ): W4A8's int4 linears read it.
+// CHECK-LABEL: func @quantize_dequantize
+func.func @quantize_dequantize(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: qcc.quantize %{{.*}} : (tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x1xf32>, tensor<?x1xi32>)
+  %q, %s, %z = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x1xf32>, tensor<?x1xi32>)
+  return %q : tensor<?x64xf32>
+}
+
 // Float outlier columns (int8-fallback): the quantize reads them as 0, the
 // qlinear takes the float input and weight columns. A dynamic K (a
 // reshape's result) is checked against the qlinear's weight.

@@ -5,6 +5,7 @@
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=4 method=rtn asymmetric=true" --split-input-file | FileCheck %s --check-prefix=ARTN
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=4 asymmetric=true" --split-input-file | FileCheck %s --check-prefix=AGPTQ
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=4 act-order=true asymmetric=true" --split-input-file | FileCheck %s --check-prefix=AACT
+// RUN: qcc-opt %s --quantize-w4="group-size=2 method=rtn int8-activations=true" --split-input-file | FileCheck %s --check-prefix=A8
 // The K % group-size warning (and nothing else) with all-linears:
 // RUN: qcc-opt %s --quantize-w4="all-linears=true group-size=2 method=rtn" --split-input-file --verify-diagnostics -o /dev/null
 
@@ -62,6 +63,20 @@ func.func @methods(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
 // BLOCKS: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x3xf32>, tensor<4x3xf32>)
 // BLOCKS-NOT: qcc.weight_int4
 // BLOCKS: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<8x4xf32>)
+// W4A8 (int8-activations): each int4 linear reads its input as per-token
+// int8 codes read back (a quantize with an f32 result); the linears that
+// stay float (K = 3, the LM head) read theirs as they were.
+// A8-LABEL: func.func @block(
+// A8: %[[QKV:.*]] = qcc.weight_int4
+// A8: %[[XQ:[^,]*]], %{{.*}}, %{{.*}} = qcc.quantize %arg0 {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x1xf32>, tensor<?x?x1xi32>)
+// A8: %[[Q:.*]] = qcc.linear %[[XQ]], %[[QKV]]
+// A8: %[[A:.*]] = qcc.attention %[[Q]], %[[Q]], %[[Q]]
+// A8: %[[AQ:[^,]*]], %{{.*}}, %{{.*}} = qcc.quantize %[[A]]
+// A8: qcc.linear %[[AQ]], %{{.*}} : (tensor<?x?x4xf32>, tensor<4x4xf32>)
+// A8-NOT: qcc.quantize
+// A8: qcc.linear %arg1, %{{.*}} : (tensor<?x?x3xf32>, tensor<4x3xf32>)
+// A8-NOT: qcc.quantize
+// A8: qcc.linear %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<8x4xf32>)
 func.func @block(%x: tensor<?x?x4xf32>, %x3: tensor<?x?x3xf32>, %g: tensor<4xf32>) -> tensor<?x?x8xf32> {
   %wq = qcc.constant dense<0.5> : tensor<4x4xf32>
   %q = qcc.linear %x, %wq {qcc.input_gram = dense<[[0.5, 0.0, 0.0, 0.0], [0.0, 1.0, 0.9, 0.0], [0.0, 0.9, 2.0, 0.0], [0.0, 0.0, 0.0, 0.8]]> : tensor<4x4xf64>} : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>

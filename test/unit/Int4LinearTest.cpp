@@ -4,13 +4,16 @@
 // W4A16 linear (runtime/cpu/CpuInt4Kernels.h): bit for bit equal to a naive loop
 // in the documented summation order, and within the stated bound of the
 // reference path (weight_int4's dequantize, then the BLAS linear); each for
-// the symmetric and the asymmetric (offsets) form.
+// the symmetric and the asymmetric (offsets) form. The same for W4A8's
+// int8 x int4 linear (runtime/cpu/CpuW4A8Kernels.h).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/int4.h"
 #include "format/Int4.h"
 #include "runtime/cpu/CpuInt4Kernels.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/CpuW4A8Kernels.h"
+#include "runtime/cpu/CpuInt8Gemm.h"
 #include "runtime/core/HalfFloat.h"
 
 #include <gtest/gtest.h>
@@ -330,6 +333,133 @@ TEST(Int4Linear, AgreesWithTheReferencePathWithinTheStatedBound) {
               << " m " << m << " n " << n;
         }
     }
+}
+
+/// W4A8's input: x quantized per token and read back (the quantize with an
+/// f32 result), its scales, and the int8 codes of the same quantize (to i8).
+struct CodedInput {
+  Tensor values, scales, codes;
+  CodedInput(const Tensor &x) {
+    nlohmann::json attrs = {{"granularity", "per_token"}, {"to", "f32"}};
+    std::vector<Tensor> r = runCpuKernel(qcc::format::OpKind::Quantize,
+                                         Attrs(attrs), {&x});
+    values = r[0];
+    scales = r[1];
+    attrs.erase("to");
+    codes = runCpuKernel(qcc::format::OpKind::Quantize, Attrs(attrs), {&x})[0];
+  }
+};
+
+// The definition of CpuW4A8Kernels.h, evaluated here from the quantize's own
+// int8 codes (so the kernel's recovery of the codes from the f32 values is
+// checked too): the portable loop and, on CPUs with VNNI, the AVX-512 one,
+// bit for bit. K = 64 in groups of 8 and K = 256 in groups of 32; N = 21 (a
+// block of 16 rows and 5 more); M up to 11 (blocks of 8 input rows and the
+// rest); act-order and offsets.
+TEST(W4A8Linear, BitExactWithTheDefinition) {
+  std::mt19937 rng(31);
+  struct CapScope {
+    ~CapScope() { setInt4SimdCap(Int4Simd::Avx512); }
+  } restore;
+  for (Int4Simd cap : {Int4Simd::Avx512, Int4Simd::Plain})
+    for (auto [K, G] : {std::pair<int64_t, int64_t>{64, 8}, {256, 32}})
+      for (bool permuted : {false, true})
+        for (bool asymmetric : {false, true})
+          for (int64_t M : {1, 3, 11}) {
+            setInt4SimdCap(cap);
+            const int64_t N = 21, groups = K / G;
+            RandomWeight rw(N, K, G, permuted, rng, asymmetric);
+            Tensor x = randomTensor({M, K}, rng),
+                   bias = randomTensor({N}, rng);
+            CodedInput in(x);
+            PackedW4A8Weight packed = packW4A8Weight(rw.weight());
+            std::vector<Tensor> y = w4a8LinearKernel(
+                {&in.values, nullptr, &bias}, packed, in.scales);
+            ASSERT_EQ(y[0].shape(), (Shape{M, N}));
+            const int32_t *perm = rw.perm.data<int32_t>();
+            const int8_t *P = rw.packed.data<int8_t>();
+            for (int64_t m = 0; m < M; ++m)
+              for (int64_t n = 0; n < N; ++n) {
+                float acc = 0.0f;
+                for (int64_t g = 0; g < groups; ++g) {
+                  int32_t d = 0, t = 0;
+                  for (int64_t j = g * G; j < (g + 1) * G; ++j) {
+                    int32_t a = in.codes.data<int8_t>()[m * K +
+                                                        (permuted ? perm[j] : j)];
+                    d += i4::nibbleValue(i4::nibbleAt(P + n * K / 2, j),
+                                         asymmetric) *
+                         a;
+                    t += a;
+                  }
+                  acc = std::fma(
+                      (float)d,
+                      halfToFloat(rw.scales.data<uint16_t>()[n * groups + g]),
+                      acc);
+                  if (asymmetric)
+                    acc = std::fma((float)t,
+                                   halfToFloat(rw.offsets.data<uint16_t>()
+                                                   [n * groups + g]),
+                                   acc);
+                }
+                float want = acc * in.scales.data<float>()[m];
+                want += bias.data<float>()[n];
+                ASSERT_EQ(y[0].data<float>()[m * N + n], want)
+                    << "vnni " << w4a8RunsVnni() << " K " << K
+                    << " permuted " << permuted << " asymmetric "
+                    << asymmetric << " M " << M << " m " << m << " n " << n;
+              }
+          }
+}
+
+// Against the op-by-op semantics (the quantize's f32 values times
+// weight_int4's dense weight in the float linear): both within
+// gamma(K + 2) * sum |x'_k w_k| (+ |bias|) of the exact sum.
+TEST(W4A8Linear, AgreesWithTheReferencePathWithinTheStatedBound) {
+  std::mt19937 rng(10);
+  for (bool asymmetric : {false, true}) {
+    const int64_t N = 40, K = 256, G = 32;
+    RandomWeight rw(N, K, G, /*permuted=*/true, rng, asymmetric);
+    Tensor x = randomTensor({2, 5, K}, rng), bias = randomTensor({N}, rng);
+    CodedInput in(x);
+    PackedW4A8Weight packed = packW4A8Weight(rw.weight());
+    std::vector<Tensor> fast =
+        w4a8LinearKernel({&in.values, nullptr, &bias}, packed, in.scales);
+    std::vector<float> w = rw.dense();
+    Tensor wt(DType::F32, {N, K});
+    std::copy(w.begin(), w.end(), wt.data<float>());
+    std::vector<Tensor> ref =
+        runCpuKernel(qcc::format::OpKind::Linear,
+                     Attrs(nlohmann::json::object()), {&in.values, &wt, &bias});
+    ASSERT_EQ(fast[0].shape(), ref[0].shape());
+    const double u = std::ldexp(1.0, -24), n2 = K + 2;
+    const double gamma = n2 * u / (1 - n2 * u);
+    for (int64_t m = 0; m < 10; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double absSum = std::abs(bias.data<float>()[n]);
+        for (int64_t c = 0; c < K; ++c)
+          absSum += std::abs((double)w[n * K + c] *
+                             in.values.data<float>()[m * K + c]);
+        EXPECT_LE(std::abs((double)fast[0].data<float>()[m * N + n] -
+                           ref[0].data<float>()[m * N + n]),
+                  2 * gamma * absSum)
+            << "asymmetric " << asymmetric << " m " << m << " n " << n;
+      }
+  }
+}
+
+TEST(W4A8Linear, RefusesWhatItCannotRun) {
+  std::mt19937 rng(2);
+  RandomWeight odd(4, 52, 26, false, rng);
+  EXPECT_FALSE(w4a8Packs(odd.weight()));
+  EXPECT_THROW(packW4A8Weight(odd.weight()), std::runtime_error);
+  RandomWeight rw(4, 64, 8, false, rng);
+  PackedW4A8Weight packed = packW4A8Weight(rw.weight());
+  Tensor x = randomTensor({3, 64}, rng), wrongScales(DType::F32, {2, 1}),
+         zeroScales(DType::F32, {3, 1});
+  EXPECT_THROW(w4a8LinearKernel({&x, nullptr, nullptr}, packed, wrongScales),
+               std::runtime_error);
+  EXPECT_THROW(w4a8LinearKernel({&x, nullptr, nullptr}, packed, zeroScales),
+               std::runtime_error);
 }
 
 TEST(Int4Linear, RefusesInconsistentWeights) {

@@ -245,10 +245,10 @@ TEST(Pipeline, ValidateRulesBetweenOptions) {
        }, "--group-size must be even (two int4 per byte), not 33"},
       {"w4 options without w4a16", [](auto &o) { o.w4Asymmetric = true; },
        "--group-size, --act-order, --w4-method, --w4-asym and --w4-lm-head "
-       "need --quant=w4a16"},
+       "need --quant=w4a16 or w4a8"},
       {"w4 head without w4a16", [](auto &o) { o.w4LmHead = true; },
        "--group-size, --act-order, --w4-method, --w4-asym and --w4-lm-head "
-       "need --quant=w4a16"},
+       "need --quant=w4a16 or w4a8"},
       {"act order rtn", [](auto &o) {
          o.quant = QuantMode::W4A16;
          o.w4Method = W4Method::Rtn;
@@ -264,6 +264,28 @@ TEST(Pipeline, ValidateRulesBetweenOptions) {
          o.w4Asymmetric = true;
          o.w4ActOrder = true;
        }, ""},
+      {"w4a8 asym head rtn", [](auto &o) {
+         o.quant = QuantMode::W4A8;
+         o.w4Asymmetric = true;
+         o.w4LmHead = true;
+         o.w4Method = W4Method::Rtn;
+       }, ""},
+      {"w4a8 2:4", [](auto &o) {
+         o.quant = QuantMode::W4A8;
+         o.sparsity = Sparsity::TwoFour;
+       }, "--quant=w4a8 and --sparsity=2:4 do not combine (yet)"},
+      {"w4a8 per tensor", [](auto &o) {
+         o.quant = QuantMode::W4A8;
+         o.activations = ActivationQuant::PerTensor;
+       }, "--quant=w4a8 quantizes activations per token, symmetric, every "
+          "column: --act-quant, --asymmetric and --int8-fallback do not "
+          "apply"},
+      {"w4a8 fallback", [](auto &o) {
+         o.quant = QuantMode::W4A8;
+         o.int8Fallback = Int8Fallback::Auto;
+       }, "--quant=w4a8 quantizes activations per token, symmetric, every "
+          "column: --act-quant, --asymmetric and --int8-fallback do not "
+          "apply"},
   };
   for (const Case &c : cases) {
     CompileOptions o;

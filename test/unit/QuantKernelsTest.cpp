@@ -392,8 +392,38 @@ TEST(QuantizeFp8, PerTokenScalesAndCodes) {
             std::string::npos);
   EXPECT_NE(errorOf([&] {
               quantize(x, {{"granularity", "per_token"}, {"to", "i4"}});
-            }).find("only i8 and f8e4m3"),
+            }).find("only i8, f8e4m3 and f32"),
             std::string::npos);
+}
+
+// A quantize to f32 (QDQ, W4A8's input) gives each value's int8 code read
+// back, (q - zp) * scale rounded once, with the scales and zero points of
+// the int8 quantize; on both CPU paths, per token and per tensor,
+// symmetric and asymmetric.
+TEST(QuantizeDequantize, ValuesAreTheCodesReadBack) {
+  Tensor x = f32({2, 4}, {0.3f, -1.7f, 2.54f, 0.01f, -3.0f, 0.0f, 1e-3f, 7.9f});
+  for (const char *gran : {"per_token", "per_tensor"})
+    for (bool asymmetric : {false, true})
+      for (CpuKernelPath path : {CpuKernelPath::Fast, CpuKernelPath::Reference}) {
+        ScopedCpuKernelPath scope(path);
+        json attrs = {{"granularity", gran}, {"asymmetric", asymmetric}};
+        auto codes = quantize(x, attrs);
+        attrs["to"] = "f32";
+        auto qdq = quantize(x, attrs);
+        ASSERT_EQ(qdq[0].dtype(), DType::F32);
+        ASSERT_EQ(qdq[0].shape(), x.shape());
+        const bool perToken = std::string(gran) == "per_token";
+        for (int64_t i = 0; i < 8; ++i) {
+          int64_t row = perToken ? i / 4 : 0;
+          float s = codes[1].data<float>()[row];
+          int32_t zp = codes[2].data<int32_t>()[row];
+          EXPECT_EQ(qdq[1].data<float>()[row], s);
+          EXPECT_EQ(qdq[2].data<int32_t>()[row], zp);
+          float want = (float)((int32_t)codes[0].data<int8_t>()[i] - zp) * s;
+          EXPECT_EQ(qdq[0].data<float>()[i], want)
+              << gran << " asymmetric " << asymmetric << " i " << i;
+        }
+      }
 }
 
 // An FP8 qlinear: the E4M3 products (exact in f32) summed in f32, times

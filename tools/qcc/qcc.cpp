@@ -158,7 +158,9 @@ EnumOpt<qcc::QuantMode> quant("quant",
                                        "w4a16 (int4 weights per group, GPTQ "
                                        "with --calib; also --act-order, "
                                        "--w4-method=rtn, --w4-asym, "
-                                       "--w4-lm-head)"),
+                                       "--w4-lm-head) or w4a8 (w4a16's "
+                                       "weights, int8 activations per "
+                                       "token, SmoothQuant as w8a8)"),
                               cl::value_desc("mode"),
                               qcc::optionValues(qcc::kQuantModeNames),
                               cl::init(qcc::QuantMode::None),
@@ -198,25 +200,26 @@ EnumOpt<qcc::Int8Fallback> int8Fallback(
     cl::value_desc("mode"), qcc::optionValues(qcc::kInt8FallbackNames),
     cl::init(qcc::Int8Fallback::Off), cl::cat(quantCat));
 cl::opt<int64_t> groupSize("group-size",
-                            cl::desc("W4A16: weights per int4 scale along K "
-                                     "(default 128)"),
+                            cl::desc("W4A16/W4A8: weights per int4 scale "
+                                     "along K (default 128)"),
                             cl::init(128), cl::cat(quantCat));
-// W4A16 choices named in --quant's help, kept out of the list (a short --help).
+// W4A16/W4A8 choices named in --quant's help, kept out of the list (a short
+// --help).
 cl::opt<bool> actOrder("act-order",
-                       cl::desc("W4A16 GPTQ: visit columns by descending "
+                       cl::desc("W4 GPTQ: visit columns by descending "
                                 "Hessian diagonal"),
                        cl::Hidden, cl::cat(quantCat));
 cl::opt<bool> w4Asym("w4-asym",
-                     cl::desc("W4A16: unsigned int4 with an f16 offset (min) "
+                     cl::desc("W4: unsigned int4 with an f16 offset (min) "
                               "per group, as GGUF Q4_1"),
                      cl::Hidden, cl::cat(quantCat));
 cl::opt<bool> w4LmHead("w4-lm-head",
-                       cl::desc("W4A16: the LM head in int4 too (it stays "
+                       cl::desc("W4: the LM head in int4 too (it stays "
                                 "float by default, as in GPTQ)"),
                        cl::Hidden, cl::cat(quantCat));
 EnumOpt<qcc::W4Method> w4Method(
     "w4-method",
-    cl::desc("W4A16 rounding: gptq (default; needs calibration) or rtn"),
+    cl::desc("W4 rounding: gptq (default; needs calibration) or rtn"),
     cl::value_desc("method"), qcc::optionValues(qcc::kW4MethodNames),
     cl::init(qcc::W4Method::Gptq), cl::Hidden, cl::cat(quantCat));
 cl::opt<bool> noSmooth("no-smoothquant",
