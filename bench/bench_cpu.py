@@ -10,7 +10,8 @@ Rows (the same weights in each engine's format, the same thread count for all):
   qrun float32, qrun W8A8 (SmoothQuant O1 per-token), qrun W8A8 + f16 KV cache
   (llama.cpp's default cache), qrun W8A8 + int8 KV cache,
   qrun W8A8 + 2:4 (magnitude pruning: a speed row, its quality is docs/SPARSITY.md's),
-  qrun W4A16 (int4 round to nearest, scale + min per 32 weights, LM head too)
+  qrun W4A16 (int4 round to nearest, scale + min per 32 weights, LM head too),
+  qrun W4A8 (the same int4 weights, int8 activations per token, no SmoothQuant)
   (artifacts compiled here with qcc --no-cuda; W8A8 calibrated on --calib text),
   onnxruntime on the same ONNX (decode: a with-past export fed present -> past
   through IO binding; for a GPT-2-style model without one, bench/peer_models.py
@@ -356,10 +357,14 @@ class ModelInfo:
 # scale + min per group of 32 (Q4_1's grid), the LM head too.
 W4A16_FLAGS = ["--quant=w4a16", "--w4-method=rtn", "--w4-asym", "--group-size=32",
                "--w4-lm-head"]
+# W4A8: those weights with int8 activations per token (the int8 x int4 VNNI
+# linear of runtime/cpu/CpuW4A8Kernels.h), without SmoothQuant (docs/QUANTIZATION.md
+# section 13: it moves the weights off their Q4_1 grid).
+W4A8_FLAGS = ["--quant=w4a8"] + W4A16_FLAGS[1:] + ["--no-smoothquant"]
 
 
 def compile_qrun_variants(a, info, work):
-    """{row: qpkg}: float32, W8A8, W8A8 + f16 / int8 KV cache, 2:4, W4A16 (compiled
+    """{row: qpkg}: float32, W8A8, W8A8 + f16 / int8 KV cache, 2:4, W4A16, W4A8 (compiled
     unless a newer artifact is in WORK)."""
     variants = {"qrun float32": [],
                 "qrun W8A8": ["--quant=w8a8", "--act-quant=per-token"],
@@ -367,7 +372,8 @@ def compile_qrun_variants(a, info, work):
                 "qrun W8A8 + int8 KV": ["--quant=w8a8", "--act-quant=per-token", "--kv-dtype=i8"],
                 "qrun W8A8 + 2:4": ["--quant=w8a8", "--act-quant=per-token", "--sparsity=2:4",
                                     "--prune=magnitude"],
-                "qrun W4A16": W4A16_FLAGS}
+                "qrun W4A16": W4A16_FLAGS,
+                "qrun W4A8": W4A8_FLAGS}
     calib = [f"--calib={a.calib}", f"--calib-samples={4 if a.quick else 16}",
              "--calib-seq-len=128", f"--calib-stats={os.path.join(work, 'calib.json')}"]
     out = {}
@@ -428,7 +434,7 @@ def prepare_peers(a, info, work):
                                   "MOSTLY_Q4_K_M")
     notes.append("llama.cpp Q4_K_M: llama_model_quantize's mix (Q4_K with some Q6_K; a tensor "
                  "whose rows are not a multiple of 256 takes its fallback type); qrun W4A16: "
-                 + " ".join(W4A16_FLAGS))
+                 + " ".join(W4A16_FLAGS) + "; qrun W4A8: " + " ".join(W4A8_FLAGS))
     notes.append(check_gguf(a, info, ggufs["llama.cpp f32"], work))
     return past, ggufs, notes
 
@@ -594,7 +600,8 @@ def main():
     # (K and V of every layer, CONTEXT + steps/2 tokens on average).
     weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + f16 KV": 1,
                     "qrun W8A8 + int8 KV": 1,
-                    "qrun W8A8 + 2:4": 1, "qrun W4A16": 0.625, "onnxruntime": 4, "llama.cpp f32": 4,
+                    "qrun W8A8 + 2:4": 1, "qrun W4A16": 0.625, "qrun W4A8": 0.625,
+                    "onnxruntime": 4, "llama.cpp f32": 4,
                     "llama.cpp q8_0": 34 / 32, "llama.cpp Q4_K_M": 4.5 / 8}
 
     def mbu(row):
@@ -661,6 +668,7 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
              ("qrun W8A8", "onnxruntime"), ("qrun W8A8", "llama.cpp q8_0"),
              ("qrun W8A8 + f16 KV", "llama.cpp q8_0"),
              ("qrun W8A8 + int8 KV", "llama.cpp q8_0"), ("qrun W4A16", "llama.cpp Q4_K_M"),
+             ("qrun W4A8", "llama.cpp Q4_K_M"),
              ("qrun W8A8", "qrun float32")]
     print()
     print("| ratio | " + " | ".join(c.replace(" tok/s", "") for c in cols[:len(cells)]) + " |")
@@ -691,7 +699,8 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
     print(target("qrun W8A8 batch-1 decode MBU", mbu("qrun W8A8"), 0.6))
 
     notes.append("MBU b1 = (MatMul weights x bytes per weight in the engine's format [f32 4, "
-                 "int8 1, q8_0 34/32, qrun W4A16 0.625 with its scales and mins, Q4_K_M's nominal 4.5 "
+                 "int8 1, q8_0 34/32, qrun W4A16 and W4A8 0.625 with their scales and mins, "
+                 "Q4_K_M's nominal 4.5 "
                  "bits; other scales ignored] + K and V of every layer over the average "
                  "context [f32 4, f16 2 (qrun's f16 KV, llama.cpp's cache), int8 1]) per step x steps/s / the "
                  f"copy's bandwidth; {info.matmul_params / 1e6:.1f} M MatMul weights"

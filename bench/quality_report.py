@@ -33,8 +33,8 @@ naive and SmoothQuant O1, rotated O1 and O2, FP8 O1 plain and rotated.
 
 --methods reports every method of docs/QUANTIZATION.md in one table, on one build: float32;
 SmoothQuant W8A8 O1 at alpha 0.5, 0.85 and auto, and auto + int8 fallback; W4A16 at
---group-size (default 128) by round to nearest, GPTQ and GPTQ act-order (and each again with
-the asymmetric grid, --w4-asym, where qcc has it); the float model with an int8 KV cache,
+--group-size (default 128) by round to nearest, GPTQ and GPTQ act-order, and W4A8 by round to
+nearest (each again with the asymmetric grid, --w4-asym, where qcc has it); the float model with an int8 KV cache,
 per-head and kivi scales. Beside each perplexity: the artifact's bytes and the bytes one decode
 step reads at --context cached tokens (weights + activations + KV, `qcc --report=json`'s
 decode total for the same flags).
@@ -42,7 +42,7 @@ decode total for the same flags).
 --pareto SVG is the quality-against-speed view (issue 39's Pareto plot): one variant per
 method at its best measured flags (float32, f16 KV, W8A8 O1 at alpha 0.85 and auto + fallback,
 the latter with int8 kivi and FP8 KV caches, FP8 O1, W8A8 + 2:4 SparseGPT, W4A16 GPTQ asymmetric
-with and without act-order), each artifact also timed: batch-1 decode tokens/s on the CPU
+with and without act-order, W4A8 GPTQ asymmetric without SmoothQuant), each artifact also timed: batch-1 decode tokens/s on the CPU
 backend (`qrun --bench-generate 1 CONTEXT STEPS` with --speed-context and --speed-steps,
 the best of --speed-rounds rounds
 interleaved over the variants). The table gains the speed and whether the variant is on the
@@ -136,7 +136,9 @@ def methods_sweep(group_size, asym):
         tag = ", asymmetric" if grid else ""
         out += [(f"W4A16 RTN, G={group_size}{tag}", w4 + ["--w4-method=rtn"] + grid),
                 (f"W4A16 GPTQ, G={group_size}{tag}", w4 + grid),
-                (f"W4A16 GPTQ act-order, G={group_size}{tag}", w4 + ["--act-order"] + grid)]
+                (f"W4A16 GPTQ act-order, G={group_size}{tag}", w4 + ["--act-order"] + grid),
+                (f"W4A8 RTN, G={group_size}{tag}",
+                 ["--quant=w4a8"] + w4[1:] + ["--w4-method=rtn", "--no-smoothquant"] + grid)]
     out += [("float32 + int8 KV, per-head scales", ["--kv-dtype=i8"]),
             ("float32 + int8 KV, kivi scales", ["--kv-dtype=i8", "--kv-scales=kivi"]),
             ("float32 + FP8 KV, per-head scales", ["--kv-dtype=fp8"]),
@@ -180,7 +182,9 @@ def pareto_sweep(group_size):
             ("W8A8 O1 + 2:4 sparsegpt", w8 + ["--smoothquant-alpha=0.85", "--sparsity=2:4",
                                               "--prune=sparsegpt"]),
             (f"W4A16 GPTQ act-order, G={group_size}, asymmetric", w4 + ["--act-order"]),
-            (f"W4A16 GPTQ, G={group_size}, asymmetric", w4)]
+            (f"W4A16 GPTQ, G={group_size}, asymmetric", w4),
+            (f"W4A8 GPTQ, G={group_size}, asymmetric",
+             ["--quant=w4a8"] + w4[1:] + ["--no-smoothquant"])]
 
 
 def decode_speed(qrun, artifact, context, steps, timeout=TIMEOUT_S):
@@ -365,7 +369,8 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
         rows = "-rows" if ("--smoothquant-alpha=auto" in flags or
                            "--int8-fallback=auto" in flags) else ""
         # GPTQ reads the Gram matrices (a sidecar only it asks for).
-        if ("--quant=w4a16" in flags and "--w4-method=rtn" not in flags) or any(
+        if (any(q in flags for q in ("--quant=w4a16", "--quant=w4a8")) and
+                "--w4-method=rtn" not in flags) or any(
                 f in flags for f in ("--prune=sparsegpt", "--prune=wanda")):
             rows += "-gram"
         # A rotated model's statistics are its own (qcc refuses others).

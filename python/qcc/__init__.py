@@ -36,7 +36,7 @@ def compile(model: Union[str, _os.PathLike], output: Union[str, _os.PathLike],
     """Compiles an ONNX model to a deployment artifact; returns `output`.
 
     The keyword options are the qcc tool's flags with '_' for '-', taking the
-    same values: quant ("none", "w8a8", "fp8", "w4a16"), rotate (bool:
+    same values: quant ("none", "w8a8", "fp8", "w4a16", "w4a8"), rotate (bool:
     QuaRot's rotations, docs/QUANTIZATION.md section 10), calib (a text file or a
     folder of .npy inputs), calib_samples, calib_seq_len, calib_stats,
     act_quant, smoothquant (bool), smoothquant_alpha (a float or "auto"),

@@ -176,10 +176,22 @@ def test_compile_w4a16_lm_head(workdir):
     assert sizes[False] - sizes[True] > 2_000_000
 
 
+def test_compile_w4a8(workdir):
+    # W4A16's weights with int8 activations per token (round to nearest:
+    # no calibration); SmoothQuant is on by default, as for w8a8.
+    out = workdir / "w4a8.qpkg"
+    qcc.compile(DEMO / "model.onnx", out, quant="w4a8", w4_method="rtn",
+                smoothquant=False, cuda=False)
+    assert len(qcc.Session(out, backend="cpu").generate(PROMPT, 6).token_ids) == 6
+    with pytest.raises(ValueError, match="needs --calib"):
+        qcc.compile(DEMO / "model.onnx", workdir / "sq.qpkg", quant="w4a8",
+                    w4_method="rtn", cuda=False)
+
+
 def test_compile_errors(workdir):
     model = DEMO / "model.onnx"
     out = workdir / "x.qpkg"
-    with pytest.raises(ValueError, match="quant must be none, w8a8, fp8 or w4a16, not 'int3'"):
+    with pytest.raises(ValueError, match="quant must be none, w8a8, fp8, w4a16 or w4a8, not 'int3'"):
         qcc.compile(model, out, quant="int3")
     with pytest.raises(ValueError, match=r"--kv-block-tokens must be in \[1, 4096\], not 0"):
         qcc.compile(model, out, kv_block_tokens=0)

@@ -11,6 +11,7 @@
 #include "runtime/cpu/CpuQuantKernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/cpu/CpuE4M3.h"
 #include "runtime/cpu/X86Intrinsics.h"
 #define QCC_HAVE_AVX512_ATTENTION 1
 #endif
@@ -244,21 +245,9 @@ QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const int8_t *p) {
 QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const uint16_t *p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
-/// 16 E4M3 codes' values, exactly numerics::e4m3ToFloat: the code's
-/// exponent and mantissa bits moved into a float's (bits 3-6 to 23-26, 0-2
-/// to 20-22) make 2^(e - 127) (1 + m / 8), or for e = 0 the float
-/// subnormal m 2^-129; times 2^120 (exact) both become E4M3's values.
-/// 0x7f / 0xff are NaN.
+/// 16 E4M3 codes' values (CpuE4M3.h).
 QCC_AVX512_ATTENTION_TARGET inline __m512 load16(const uint8_t *p) {
-  __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-  __m512i magnitude = _mm512_and_si512(c, _mm512_set1_epi32(0x7f));
-  __m512i bits = _mm512_or_si512(
-      _mm512_slli_epi32(magnitude, 20),
-      _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24));
-  __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(bits),
-                           _mm512_set1_ps(0x1p120f));
-  __mmask16 nan = _mm512_cmpeq_epi32_mask(magnitude, _mm512_set1_epi32(0x7f));
-  return _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(__builtin_nanf("")));
+  return loadE4M3x16(p);
 }
 
 /// o[0, 16 NC) += sum_j p[j] v_j[0, 16 NC), v_j = v[j * D + ...] (int8:

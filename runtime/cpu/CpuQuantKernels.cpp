@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuQuantKernels.h"
 
+#include "runtime/cpu/CpuChunkPool.h"
 #include "runtime/cpu/CpuKernels.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <limits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "runtime/cpu/CpuE4M3.h"
 #include "runtime/cpu/X86Intrinsics.h"
 #define QCC_HAVE_AVX512_QUANTIZE 1
 #endif
@@ -105,29 +107,70 @@ std::vector<Tensor> qcc::rt::quantizeKernel(const Attrs &attrs,
 
 namespace {
 
-/// FP8 qlinear on the fast path: the E4M3 codes decoded to f32 by a table
-/// (exact), the products summed by the float GEMM (sgemm: f32, its own
-/// order), then the epilogue. The reference sums in ascending k; the two
-/// differ by summation order only.
+#ifdef QCC_HAVE_AVX512_QUANTIZE
+/// acc[m * N + n] for weight rows [n0, n1) and M input rows (M <= 8):
+/// 16 weight codes decoded at a time (loadE4M3x16, exact) and multiplied into
+/// 16 lanes per input row, the lanes then added, then the K % 16 tail.
+__attribute__((target("avx512f"))) void
+fp8RowsAvx512(const float *x, int64_t M, const uint8_t *wc, int64_t n0,
+              int64_t n1, int64_t N, int64_t K, float *acc) {
+  const int64_t K16 = K - K % 16;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *w = wc + n * K;
+    __m512 s[8];
+    for (int64_t m = 0; m < M; ++m)
+      s[m] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K16; k += 16) {
+      __m512 wv = loadE4M3x16(w + k);
+      for (int64_t m = 0; m < M; ++m)
+        s[m] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + m * K + k), s[m]);
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      float sum = _mm512_reduce_add_ps(s[m]);
+      for (int64_t k = K16; k < K; ++k)
+        sum += e4m3Values()[w[k]] * x[m * K + k];
+      acc[m * N + n] = sum;
+    }
+  }
+}
+#endif
+
+/// FP8 qlinear on the fast path: the E4M3 codes decoded to f32 (exact), the
+/// products summed in f32 in the fast path's own order, then the epilogue.
+/// Decode-sized calls (up to 8 rows, AVX-512) read each weight code once,
+/// decoded in registers; larger ones decode the weight by a table and run
+/// the float GEMM (sgemm). The reference sums in ascending k; they differ by
+/// summation order only.
 std::vector<Tensor> fp8QLinear(const Tensor &w, const QLinearEpilogue &e) {
-  static const std::array<float, 256> decode = [] {
-    std::array<float, 256> t{};
-    for (int c = 0; c < 256; ++c)
-      t[c] = qcc::numerics::e4m3ToFloat((unsigned char)c);
-    return t;
-  }();
+  const float *decode = e4m3Values();
   const int64_t M = e.M, N = e.N, K = e.K;
-  std::vector<float> x((size_t)(M * K)), wf((size_t)(N * K)),
-      acc((size_t)(M * N));
+  std::vector<float> x((size_t)(M * K)), acc((size_t)(M * N));
   const auto *xc = reinterpret_cast<const uint8_t *>(e.x);
   const auto *wc = static_cast<const uint8_t *>(w.raw());
   for (int64_t i = 0; i < M * K; ++i)
     x[i] = decode[xc[i]];
+  bool gemv = false;
+#ifdef QCC_HAVE_AVX512_QUANTIZE
+  gemv = M <= 8 && haveAvx512Quantize();
+  if (gemv) {
+    // About four chunks of rows per thread where the work pays for it.
+    const int64_t work = M * N * K,
+                  chunks = chunkPoolFits(M, work) ? 4 * cpuThreads() : 1,
+                  per = std::max<int64_t>(1, (N + chunks - 1) / chunks);
+    parallelChunks((N + per - 1) / per, [&](int64_t c) {
+      fp8RowsAvx512(x.data(), M, wc, c * per, std::min(N, (c + 1) * per), N,
+                    K, acc.data());
+    });
+  }
+#endif
+  if (!gemv) {
+    std::vector<float> wf((size_t)(N * K));
 #pragma omp parallel for schedule(static) if (N * K >= (1 << 16))
-  for (int64_t i = 0; i < N * K; ++i)
-    wf[i] = decode[wc[i]];
-  sgemm(false, true, M, N, K, 1.0f, x.data(), K, wf.data(), K, 0.0f,
-        acc.data(), N);
+    for (int64_t i = 0; i < N * K; ++i)
+      wf[i] = decode[wc[i]];
+    sgemm(false, true, M, N, K, 1.0f, x.data(), K, wf.data(), K, 0.0f,
+          acc.data(), N);
+  }
   Tensor r = Tensor::uninitialized(DType::F32, e.resultShape); // all set
   float *Y = r.data<float>();
   for (int64_t m = 0; m < M; ++m)

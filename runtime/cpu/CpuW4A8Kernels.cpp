@@ -42,8 +42,9 @@ void blockPlain(const PackedW4A8Weight &w, int64_t b, const Codes &c,
   const int64_t K = w.k, G = w.groupSize, groups = w.groups(),
                 steps = K / kStep;
   const uint8_t *blk = w.codes.data() + b * steps * 64;
-  const float *S = w.scales.data() + b * groups * kRows;
-  const float *O = w.symmetric ? nullptr : w.offsets.data() + b * groups * kRows;
+  const uint16_t *S = w.scales.data() + b * groups * kRows;
+  const uint16_t *O =
+      w.symmetric ? nullptr : w.offsets.data() + b * groups * kRows;
   for (int64_t r = 0; r < kRows && b * kRows + r < N; ++r)
     for (int64_t m = m0; m < m0 + mr; ++m) {
       const int8_t *a = c.a.data() + m * K;
@@ -58,9 +59,9 @@ void blockPlain(const PackedW4A8Weight &w, int64_t b, const Codes &c,
         }
         if (w.symmetric)
           d -= 8 * t[g];
-        acc = std::fma((float)d, S[g * kRows + r], acc);
+        acc = std::fma((float)d, halfToFloat(S[g * kRows + r]), acc);
         if (O)
-          acc = std::fma((float)t[g], O[g * kRows + r], acc);
+          acc = std::fma((float)t[g], halfToFloat(O[g * kRows + r]), acc);
       }
       float y = acc * c.scale[m];
       Y[m * N + b * kRows + r] = bias ? y + bias[b * kRows + r] : y;
@@ -79,8 +80,9 @@ QCC_W4A8_TARGET void blockVnni(const PackedW4A8Weight &w, int64_t b,
   const int64_t K = w.k, groups = w.groups(), steps = K / kStep,
                 perGroup = w.groupSize / kStep;
   const uint8_t *blk = w.codes.data() + b * steps * 64;
-  const float *S = w.scales.data() + b * groups * kRows;
-  const float *O = w.symmetric ? nullptr : w.offsets.data() + b * groups * kRows;
+  const uint16_t *S = w.scales.data() + b * groups * kRows;
+  const uint16_t *O =
+      w.symmetric ? nullptr : w.offsets.data() + b * groups * kRows;
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 f[MR];
   for (int r = 0; r < MR; ++r)
@@ -102,15 +104,19 @@ QCC_W4A8_TARGET void blockVnni(const PackedW4A8Weight &w, int64_t b,
         d[r] = _mm512_dpbusd_epi32(d[r], hi, _mm512_set1_epi32(a1));
       }
     }
-    __m512 s = _mm512_loadu_ps(S + g * kRows);
+    __m512 s = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(S + g * kRows)));
     for (int r = 0; r < MR; ++r) {
       int32_t t = c.sums[(m0 + r) * groups + g];
       if (!O)
         d[r] = _mm512_sub_epi32(d[r], _mm512_set1_epi32(8 * t));
       f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[r]), s, f[r]);
       if (O)
-        f[r] = _mm512_fmadd_ps(_mm512_set1_ps((float)t),
-                               _mm512_loadu_ps(O + g * kRows), f[r]);
+        f[r] = _mm512_fmadd_ps(
+            _mm512_set1_ps((float)t),
+            _mm512_cvtph_ps(_mm256_loadu_si256(
+                reinterpret_cast<const __m256i *>(O + g * kRows))),
+            f[r]);
     }
   }
   const int64_t n0 = b * kRows, nw = std::min(kRows, N - n0);
@@ -144,9 +150,9 @@ PackedW4A8Weight qcc::rt::packW4A8Weight(const Int4Weight &w,
   const int64_t K = p.k, groups = p.groups(), steps = K / kStep,
                 pc = i4::packedCols(K);
   p.codes.assign((size_t)(p.blocks() * steps * 64), 0);
-  p.scales.assign((size_t)(p.blocks() * groups * kRows), 0.0f);
+  p.scales.assign((size_t)(p.blocks() * groups * kRows), 0);
   if (!p.symmetric)
-    p.offsets.assign(p.scales.size(), 0.0f);
+    p.offsets.assign(p.scales.size(), 0);
   const int8_t *P = w.packed->data<int8_t>();
   const uint16_t *S = w.scales->data<uint16_t>(),
                  *O = w.offsets ? w.offsets->data<uint16_t>() : nullptr;
@@ -162,9 +168,9 @@ PackedW4A8Weight qcc::rt::packW4A8Weight(const Int4Weight &w,
       }
       for (int64_t g = 0; g < groups; ++g) {
         size_t at = (size_t)((b * groups + g) * kRows + r);
-        p.scales[at] = halfToFloat(S[n * groups + g]);
+        p.scales[at] = S[n * groups + g];
         if (O)
-          p.offsets[at] = halfToFloat(O[n * groups + g]);
+          p.offsets[at] = O[n * groups + g];
       }
     }
   });
@@ -207,8 +213,14 @@ std::vector<Tensor> qcc::rt::w4a8LinearKernel(const Operands &ops,
     // x' = fl(a s) times fl(1 / s) is a within 3 * 127 * 2^-24; adding and
     // subtracting 1.5 * 2^23 rounds that to the integer a (|x' / s| < 2^22).
     const float inv = 1.0f / s, magic = 12582912.0f;
+    const float *x = X + m * K;
+    if (perm)
+      for (int64_t j = 0; j < K; ++j)
+        row[j] = x[perm[j]];
+    else
+      std::copy(x, x + K, row.begin());
     for (int64_t j = 0; j < K; ++j) {
-      float v = X[m * K + (perm ? perm[j] : j)] * inv;
+      float v = row[j] * inv;
       v = v > -127.0f ? (v < 127.0f ? v : 127.0f) : -127.0f; // NaN: -127
       row[j] = (v + magic) - magic;
     }

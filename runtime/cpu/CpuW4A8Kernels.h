@@ -46,15 +46,15 @@ namespace qcc::rt {
 /// rows; in a block, for each step of 8 stored columns, 64 bytes: row r's
 /// 4 bytes at 4 r, byte b holding column 8 j + b in its low nibble and
 /// 8 j + 4 + b in its high one, as unsigned codes (q + 8 when symmetric).
-/// Scales (and offsets) in f32, [blocks][groups][16]. Rows past N are zero
-/// with scale 0.
+/// Scales (and offsets) as stored, f16, [blocks][groups][16] (widened
+/// exactly where read). Rows past N are zero with scale 0.
 struct PackedW4A8Weight {
   static constexpr int64_t kRows = 16; ///< output rows per block
   static constexpr int64_t kStep = 8;  ///< stored columns per 64 bytes
   int64_t n = 0, k = 0, groupSize = 0;
   bool symmetric = true;
   std::vector<uint8_t> codes; ///< [blocks][k / 8][64]
-  std::vector<float> scales, offsets;
+  std::vector<uint16_t> scales, offsets; ///< f16
   const Tensor *perm = nullptr; ///< i32 [K] or null (the weight's own)
 
   int64_t blocks() const { return (n + kRows - 1) / kRows; }

@@ -428,14 +428,20 @@ TEST(QuantizeDequantize, ValuesAreTheCodesReadBack) {
 
 // An FP8 qlinear: the E4M3 products (exact in f32) summed in f32, times
 // xs * ws[n], plus bias; against a double-precision sum of the decoded
-// codes: the reference sums in ascending k, the fast path with the float
-// GEMM, both within K * 2^-24 of the largest partial sum (f32 rounding of
-// each add); the reference path matches the element rule exactly.
-TEST(QLinearFp8, SumsDecodedProducts) {
+// codes: the reference sums in ascending k, the fast path in its own order
+// (M <= 8: the GEMV that decodes 16 codes in registers, with a K % 16 tail;
+// M = 12: the float GEMM), both within K * 2^-24 of the largest partial sum
+// (f32 rounding of each add); the reference path matches the element rule
+// exactly.
+class QLinearFp8 : public ::testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(Rows, QLinearFp8, ::testing::Values(1, 5, 12));
+TEST_P(QLinearFp8, SumsDecodedProducts) {
   std::mt19937 rng(3);
-  const int64_t M = 5, N = 7, K = 300;
+  const int64_t M = GetParam(), N = 7, K = 300;
   Tensor x(DType::F8E4M3, {M, K}), w(DType::F8E4M3, {N, K});
-  Tensor xs = f32({M, 1}, {0.5f, 1.0f, 2.0f, 0.25f, 1.5f});
+  Tensor xs(DType::F32, {M, 1});
+  for (int64_t m = 0; m < M; ++m)
+    xs.data<float>()[m] = 0.25f * (float)(1 + m % 6);
   Tensor xz(DType::I32, {M, 1}), wsum(DType::I32, {N});
   Tensor ws(DType::F32, {N}), b(DType::F32, {N});
   std::uniform_int_distribution<int> code(0, 255);
