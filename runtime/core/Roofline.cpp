@@ -259,8 +259,7 @@ Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
   // gathered rows move) and a compressed weight.
   std::map<size_t, double> gathered;
   if (compressed && compressed->operand >= 0)
-    gathered[compressed->operand] =
-        (double)(compressed->values->bytes() + compressed->meta->bytes());
+    gathered[compressed->operand] = compressed->bytes();
   // Values of a region's body that a sparse_2_4 op makes.
   std::set<int64_t> sparseWeights;
   auto account = [&](const Node &n, const std::vector<Shape> &in,
@@ -268,7 +267,7 @@ Cost qcc::rt::nodeCost(const Artifact &a, const Node &node,
                      const std::function<int(int64_t)> &operandOf) {
     // A 2:4 sparse weight: half the multiply-adds (Roofline.h).
     int w = weightOperand(n.kind);
-    bool sparse = &n == &node ? compressed != nullptr
+    bool sparse = &n == &node ? compressed && compressed->sparse24
                               : w >= 0 && w < (int)n.inputs.size() &&
                                     sparseWeights.count(n.inputs[w]) > 0;
     c.flops += opFlops(n, in, out, kv) * (sparse ? 0.5 : 1.0);

@@ -86,12 +86,23 @@ inline int weightOperand(OpKind op) {
   return op == OpKind::Linear ? 1 : op == OpKind::QLinear ? 3 : -1;
 }
 
-/// A linear / qlinear weight read in its 2:4 compressed form (values
-/// [N, K/2] and meta [N, K/32], format/Sparse24.h) rather than as the dense
-/// [N, K] tensor of operand `operand`.
+/// A linear / qlinear weight read in a compressed form rather than as the
+/// dense [N, K] tensor of operand `operand`: 2:4 (values [N, K/2] and meta
+/// [N, K/32], format/Sparse24.h; half the multiply-adds) or int4 (packed
+/// [N, K/2] and scales, with perm and offsets where the weight has them,
+/// format/Int4.h).
 struct CompressedWeight {
   int operand = -1;
-  const Tensor *values = nullptr, *meta = nullptr;
+  const Tensor *values = nullptr, *meta = nullptr; ///< int4: packed, scales
+  const Tensor *perm = nullptr, *offsets = nullptr; ///< int4 only
+  bool sparse24 = true;
+  /// The bytes the compressed form reads.
+  double bytes() const {
+    double b = 0;
+    for (const Tensor *t : {values, meta, perm, offsets})
+      b += t ? (double)t->bytes() : 0.0;
+    return b;
+  }
 };
 
 /// The linears / qlinears among `fn`'s nodes (not inside kernel regions)
@@ -104,7 +115,7 @@ std::map<size_t, CompressedWeight> compressedWeights(const Artifact &a,
 /// body, the body's shapes inferred from the operands') with operands and
 /// results of the given shapes. Constants of `a` count as weights.
 /// `compressed`: the (non-kernel) linear / qlinear `node` reads its weight
-/// compressed: its weight bytes are those of values and metadata, its FLOPs
+/// compressed: its weight bytes are the compressed form's, its FLOPs (2:4)
 /// the sparse count. A linear inside a region whose weight a sparse_2_4 of
 /// the same region makes counts the sparse FLOPs too.
 Cost nodeCost(const Artifact &a, const Node &node,

@@ -246,8 +246,6 @@ Session::run(const std::string &name,
         out.push_back(t.shape());
       if (use) // the dense weight's slot holds nothing: its shape
         in[use->weightOperand()] = use->denseShape();
-      // (A W4A16 linear is costed as the dense one: its bytes are not yet
-      // the packed ones.)
       Cost cost =
           use && use->runsDense()
               // The dense weight, as the dense kernel reads it.
@@ -256,7 +254,7 @@ Session::run(const std::string &name,
                                                           1, in[0].back()))
                     .dense
               : nodeCost(artifact, node, in, out, cached ? &kvState : nullptr,
-                         use && !use->isInt4() ? &use->compressed : nullptr);
+                         use ? &use->compressed : nullptr);
       if (tracer)
         tracer({name, node, cost, secs});
       if (profiling)
@@ -365,6 +363,9 @@ Session::compressedUses(const Function &fn) {
                               *artifact.constant(w.inputs[1]), slot(slots.perm),
                               slot(slots.offsets),
                               w.attrs.value("group_size", int64_t(0)));
+    uses[i].compressed = {1, uses[i].int4.packed, uses[i].int4.scales,
+                          uses[i].int4.perm, uses[i].int4.offsets,
+                          /*sparse24=*/false};
     needDense[n.inputs[1]] = false;
     // W4A8: the input is per-token int8 codes read back; with VNNI the
     // linear multiplies the codes (the weight repacked once, its mapped

@@ -105,7 +105,7 @@ private:
   /// skipped when nothing else reads the dense weight.
   struct CompressedUse {
     enum Role : uint8_t { None, Linear, Skip } role = None;
-    CompressedWeight compressed; ///< Linear: the 2:4 weight, for its cost
+    CompressedWeight compressed; ///< Linear: the 2:4 or int4 weight, for its cost
     Sparse24Weight weight;
     Int4Weight int4; ///< int4.packed set: a W4A16 linear
     bool isInt4() const { return int4.packed != nullptr; }

@@ -93,6 +93,32 @@ TEST(Int4Artifact, SessionFastAndReference) {
   }
 }
 
+// The fast path's cost of the linear (qrun --profile's bytes and MBU)
+// reads the packed form: 128 bytes of codes, 16 of f16 scales, 256 of
+// permutation (and 16 of offsets) plus the 16-byte bias, not the dense f32
+// [4, 64] weight (1,024 bytes).
+TEST(Int4Artifact, ProfileCountsThePackedBytes) {
+  for (bool offsets : {false, true}) {
+    mlir::MLIRContext ctx;
+    std::string text = int4Module(offsets);
+    auto module = parse(ctx, text.c_str());
+    ASSERT_TRUE(module);
+    Artifact a = Artifact::fromBytes(serialize(*module), "test");
+    ScopedCpuKernelPath fast(CpuKernelPath::Fast);
+    Session session(a);
+    std::vector<std::pair<std::string, double>> seen;
+    session.setTracer([&](const Session::NodeRun &r) {
+      seen.emplace_back(opKindName(r.node.kind), r.cost.weightBytes);
+    });
+    Tensor x(DType::F32, {2, 3, 64});
+    session.run("main", {{a.function("main").inputs.at(0).name, x}});
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].first, "linear");
+    EXPECT_EQ(seen[0].second, 128 + 16 + 256 + (offsets ? 16 : 0) + 16)
+        << offsets;
+  }
+}
+
 TEST(Int4Artifact, LoaderRefusesABadPermutation) {
   mlir::MLIRContext ctx;
   std::string text = int4Module();
