@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 using namespace qcc::rt;
@@ -52,13 +53,19 @@ func.func @main(%x: tensor<2x3x64xf32>) -> tensor<2x3x4xf32> {
 )mlir";
 }
 
+/// int4Module's artifact.
+Artifact int4Artifact(bool offsets) {
+  mlir::MLIRContext ctx;
+  std::string text = int4Module(offsets);
+  auto module = parse(ctx, text.c_str());
+  if (!module)
+    throw std::runtime_error("int4Module does not parse");
+  return Artifact::fromBytes(serialize(*module), "test");
+}
+
 TEST(Int4Artifact, SessionFastAndReference) {
   for (bool offsets : {false, true}) {
-    mlir::MLIRContext ctx;
-    std::string text = int4Module(offsets);
-    auto module = parse(ctx, text.c_str());
-    ASSERT_TRUE(module);
-    Artifact a = Artifact::fromBytes(serialize(*module), "test");
+    Artifact a = int4Artifact(offsets);
     Tensor x(DType::F32, {2, 3, 64});
     std::mt19937 rng(2);
     std::normal_distribution<float> normal;
@@ -99,11 +106,7 @@ TEST(Int4Artifact, SessionFastAndReference) {
 // [4, 64] weight (1,024 bytes).
 TEST(Int4Artifact, ProfileCountsThePackedBytes) {
   for (bool offsets : {false, true}) {
-    mlir::MLIRContext ctx;
-    std::string text = int4Module(offsets);
-    auto module = parse(ctx, text.c_str());
-    ASSERT_TRUE(module);
-    Artifact a = Artifact::fromBytes(serialize(*module), "test");
+    Artifact a = int4Artifact(offsets);
     ScopedCpuKernelPath fast(CpuKernelPath::Fast);
     Session session(a);
     std::vector<std::pair<std::string, double>> seen;
