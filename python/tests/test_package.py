@@ -183,7 +183,7 @@ def test_compile_w4a8(workdir):
     qcc.compile(DEMO / "model.onnx", out, quant="w4a8", w4_method="rtn",
                 smoothquant=False, cuda=False)
     assert len(qcc.Session(out, backend="cpu").generate(PROMPT, 6).token_ids) == 6
-    with pytest.raises(ValueError, match="needs --calib"):
+    with pytest.raises(qcc.Error, match="--quant=w4a8 needs --calib"):
         qcc.compile(DEMO / "model.onnx", workdir / "sq.qpkg", quant="w4a8",
                     w4_method="rtn", cuda=False)
 
