@@ -329,14 +329,20 @@ Session::compressedUses(const Function &fn) {
   }
   std::map<int64_t, const Node *> int4Producer; // dense weight -> weight_int4
   // Values that are per-token symmetric int8 codes read back (W4A8's
-  // quantize with an f32 result) -> that quantize.
+  // quantize with an f32 result) -> that quantize, when nothing reads its
+  // scales (so they live until the run ends, for the linear to read).
+  std::set<int64_t> read;
+  for (const Node &n : fn.nodes)
+    read.insert(n.inputs.begin(), n.inputs.end());
+  for (const Port &p : fn.outputs)
+    read.insert(p.value);
   std::map<int64_t, const Node *> codeProducer;
   for (const Node &n : fn.nodes)
     if (n.kind == OpKind::Quantize && n.outputs.size() == 3 &&
         n.attrs.value("to", "") == "f32" &&
         n.attrs.value("granularity", "") == "per_token" &&
         !n.attrs.value("asymmetric", false) && !n.attrs.contains("scale") &&
-        !n.attrs.contains("outlier_columns"))
+        !n.attrs.contains("outlier_columns") && !read.count(n.outputs[1]))
       codeProducer[n.outputs[0]] = &n;
   for (const Node &n : fn.nodes)
     if (n.kind == OpKind::WeightInt4 && n.outputs.size() == 1 &&

@@ -10,6 +10,9 @@
 #include "format/ArtifactFormat.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/Session.h"
+#include "runtime/cpu/CpuInt8Gemm.h"
+#include "runtime/cpu/CpuW4A8Kernels.h"
+#include "runtime/core/HalfFloat.h"
 #include "test/unit/ArtifactTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -28,8 +31,9 @@ namespace {
 /// x [2, 3, 64] f32; linear to N = 4 through weight_int4 with groups of 32,
 /// every byte 0x2F (q = -1 at even k, 2 at odd k; with `offsets` u = 15 and
 /// 2 and offsets -4 and 1), scales 0.5 and 0.25, and the reversing
-/// permutation (stored column j is column 63 - j).
-std::string int4Module(bool offsets = false) {
+/// permutation (stored column j is column 63 - j). `int8Input`: the linear
+/// reads x quantized per token and read back (W4A8).
+std::string int4Module(bool offsets = false, bool int8Input = false) {
   std::string perm;
   for (int j = 0; j < 64; ++j)
     perm += (j ? ", " : "") + std::to_string(63 - j);
@@ -47,16 +51,19 @@ func.func @main(%x: tensor<2x3x64xf32>) -> tensor<2x3x4xf32> {
                   : R"mlir(
   %w = qcc.weight_int4 %p, %s, %r group_size 32 : (tensor<4x32xi8>, tensor<4x2xf16>, tensor<64xi32>) -> tensor<4x64xf32>
 )mlir") + R"mlir(  %b = qcc.constant dense<0.5> : tensor<4xf32>
-  %y = qcc.linear %x, %w, %b : (tensor<2x3x64xf32>, tensor<4x64xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+)mlir" + (int8Input ? R"mlir(  %xq, %xs, %xz = qcc.quantize %x {quant = #qcc.quant<bits = 8, symmetric, per_token>} : (tensor<2x3x64xf32>) -> (tensor<2x3x64xf32>, tensor<2x3x1xf32>, tensor<2x3x1xi32>)
+  %y = qcc.linear %xq, %w, %b : (tensor<2x3x64xf32>, tensor<4x64xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+)mlir" : R"mlir(  %y = qcc.linear %x, %w, %b : (tensor<2x3x64xf32>, tensor<4x64xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+)mlir") + R"mlir(
   return %y : tensor<2x3x4xf32>
 }
 )mlir";
 }
 
 /// int4Module's artifact.
-Artifact int4Artifact(bool offsets) {
+Artifact int4Artifact(bool offsets, bool int8Input = false) {
   mlir::MLIRContext ctx;
-  std::string text = int4Module(offsets);
+  std::string text = int4Module(offsets, int8Input);
   auto module = parse(ctx, text.c_str());
   if (!module)
     throw std::runtime_error("int4Module does not parse");
@@ -119,6 +126,49 @@ TEST(Int4Artifact, ProfileCountsThePackedBytes) {
     EXPECT_EQ(seen[0].first, "linear");
     EXPECT_EQ(seen[0].second, 128 + 16 + 256 + (offsets ? 16 : 0) + 16)
         << offsets;
+  }
+}
+
+// W4A8: with its input a quantize to f32 (per token), the fast path on a
+// VNNI CPU runs the linear as int8 x int4 codes (CpuW4A8Kernels.h): the
+// session's result is w4a8LinearKernel's bit for bit, on the values and
+// scales the quantize gives.
+TEST(Int4Artifact, W4A8RunsTheCodeKernel) {
+  if (!cpuHasVnni())
+    GTEST_SKIP() << "no AVX-512 VNNI: the W4A16 kernel reads the values";
+  for (bool offsets : {false, true}) {
+    Artifact a = int4Artifact(offsets, /*int8Input=*/true);
+    Tensor x(DType::F32, {2, 3, 64});
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = normal(rng);
+    ScopedCpuKernelPath fast(CpuKernelPath::Fast);
+    Session session(a);
+    Tensor y = session.run("main", {{a.function("main").inputs.at(0).name, x}})
+                   .begin()->second;
+    // The same weight as the module's constants, and the quantize's results.
+    Tensor packed(DType::I8, {4, 32}), scales(DType::F16, {4, 2}),
+        perm(DType::I32, {64}), offs(DType::F16, {4, 2}), bias(DType::F32, {4});
+    for (int64_t i = 0; i < 128; ++i)
+      packed.data<int8_t>()[i] = 47;
+    for (int64_t i = 0; i < 8; ++i) {
+      scales.data<uint16_t>()[i] = floatToHalf(i % 2 ? 0.25f : 0.5f);
+      offs.data<uint16_t>()[i] = floatToHalf(i % 2 ? 1.0f : -4.0f);
+    }
+    for (int32_t j = 0; j < 64; ++j)
+      perm.data<int32_t>()[j] = 63 - j;
+    for (int64_t n = 0; n < 4; ++n)
+      bias.data<float>()[n] = 0.5f;
+    std::vector<Tensor> q = runCpuKernel(
+        qcc::format::OpKind::Quantize,
+        Attrs(nlohmann::json{{"granularity", "per_token"}, {"to", "f32"}}), {&x});
+    PackedW4A8Weight w = packW4A8Weight(
+        int4Weight(packed, scales, &perm, offsets ? &offs : nullptr, 32));
+    Tensor want = w4a8LinearKernel({&q[0], nullptr, &bias}, w, q[1])[0];
+    ASSERT_EQ(y.shape(), want.shape());
+    for (int64_t i = 0; i < y.numel(); ++i)
+      ASSERT_EQ(y.data<float>()[i], want.data<float>()[i]) << offsets << " " << i;
   }
 }
 
