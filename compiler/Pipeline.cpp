@@ -423,7 +423,7 @@ llvm::Error qcc::CompileOptions::validate() const {
   CompileOptions defaults;
   bool w4Options = w4GroupSize != defaults.w4GroupSize || w4ActOrder ||
                    w4Asymmetric || w4LmHead || w4Method != defaults.w4Method;
-  bool w4 = quant == QuantMode::W4A16 || quant == QuantMode::W4A8;
+  const bool w4 = quantizesW4(*this);
   if (w4Options && !w4)
     return fail("--group-size, --act-order, --w4-method, --w4-asym and "
                 "--w4-lm-head need --quant=w4a16 or w4a8");
@@ -431,8 +431,7 @@ llvm::Error qcc::CompileOptions::validate() const {
     return fail("--act-order orders GPTQ's columns; it does not apply to "
                 "--w4-method=rtn");
   if (w4 && sparsity != Sparsity::None)
-    return fail(llvm::Twine("--quant=") +
-                (quant == QuantMode::W4A8 ? "w4a8" : "w4a16") +
+    return fail("--quant=" + spelling(kQuantModeNames, quant) +
                 " and --sparsity=2:4 do not combine (yet)");
   // W4A8's activations are per-token dynamic int8 with every column in
   // int8 (quantize-w4's int8-activations).

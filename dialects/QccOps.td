@@ -780,7 +780,7 @@ def Qcc_QuantizeOp : Qcc_Op<"quantize"> {
     ONNX QDQ form): `(q - zp) * scale` rounded once to f32, with `q`,
     `scale` and `zp` as for an i8 result. W4A8 (docs/QUANTIZATION.md
     section 13) feeds int4 linears so: a backend may compute such a linear
-    with int8 x int4 products (runtime/cpu/CpuInt4Kernels.h).
+    with int8 x int4 products (runtime/cpu/CpuW4A8Kernels.h).
 
     `outlier_columns` (ascending, distinct, in [0, K)): those input columns
     are read as 0. They take no part in the scale (and zero point) and
