@@ -203,9 +203,9 @@ Session::run(const std::string &name,
       try {
         results = node.kind == OpKind::QLinear
                       ? fastQLinearKernel(Attrs(node.attrs), operands,
-                                          packedWeight(node), *epi)
+                                          packedWeight(node, operands), *epi)
                       : linearWithEpilogue(operands, *epi,
-                                           packedF32Weight(node));
+                                           packedF32Weight(node, operands));
       } catch (const std::exception &e) {
         throw std::runtime_error("node '" + node.name + "' (" +
                                  opKindName(node.kind) + ", with '" +
@@ -300,12 +300,18 @@ Operands Session::operandsOf(const Node &node,
 }
 
 std::vector<Tensor> Session::runOne(const Node &node,
-                                    const Operands &operands,
-                                    const std::vector<int64_t> &adapters) {
-  std::vector<Tensor> values(artifact.numValues());
-  KvBatch context; // no cache: the adapters only
-  context.adapters = adapters;
-  return runNode(node, operands, values, &context, "(host)");
+                                    const Operands &operands, KvBatch *kv) {
+  // One table for every call: runNode empties the body values it sets, and
+  // a table per call costs more than the node on a small model (SmolLM2's
+  // has 29k values).
+  if (oneNodeValues.size() != artifact.numValues())
+    oneNodeValues.assign(artifact.numValues(), Tensor());
+  return runNode(node, operands, oneNodeValues, kv, "(host)");
+}
+
+void Session::packForHost(const Node &node) {
+  if (cpuKernelPath() != CpuKernelPath::Reference)
+    packNode(node);
 }
 
 const std::vector<Session::CompressedUse> &
@@ -413,14 +419,6 @@ Session::compressedUses(const Function &fn) {
 
 /// The constant weight that `node`, of kind `kind`, reads as operand
 /// `operand`, or nullptr.
-static const Tensor *constantWeight(const Artifact &artifact, const Node &node,
-                                    OpKind kind, size_t operand) {
-  if (node.kind != kind || node.inputs.size() <= operand ||
-      node.inputs[operand] < 0)
-    return nullptr;
-  return artifact.constant(node.inputs[operand]);
-}
-
 /// The packed forms' key of a rank-2 weight `w`.
 static std::tuple<const void *, int64_t, int64_t> packKey(const Tensor &w) {
   return {w.raw(), w.dim(0), w.dim(1)};
@@ -478,45 +476,67 @@ void Session::expandSparse(CompressedUse &use, OpKind kind) {
 void Session::packWeights(const Function &fn) {
   if (!packedFunctions_.insert(&fn).second)
     return;
+  for (const Node &n : fn.nodes)
+    packNode(n);
+}
+
+void Session::packNode(const Node &node) {
   // The fast path does not read a packed weight's bytes in the file again:
   // dropped from memory span by span as they are packed (when the file is
   // mapped), so that the weight is resident once.
   SourceDone release = [&](const void *p, size_t n) {
     artifact.release(p, n);
   };
+  // A region's body reads the region's operands through its arguments.
+  std::map<int64_t, int64_t> operandOfArg;
+  if (node.body)
+    for (size_t a = 0; a < node.body->args.size() && a < node.inputs.size();
+         ++a)
+      operandOfArg[node.body->args[a]] = node.inputs[a];
+  auto weight = [&](const Node &n, OpKind kind,
+                    size_t operand) -> const Tensor * {
+    if (n.kind != kind || n.inputs.size() <= operand)
+      return nullptr;
+    int64_t id = n.inputs[operand];
+    if (auto it = operandOfArg.find(id); it != operandOfArg.end())
+      id = it->second;
+    return id >= 0 ? artifact.constant(id) : nullptr;
+  };
   auto pack = [&](const Node &n) {
-    if (const Tensor *w = constantWeight(artifact, n, OpKind::Linear, 1);
+    if (const Tensor *w = weight(n, OpKind::Linear, 1);
         w && w->dtype() == DType::F32 && w->rank() == 2 &&
         !packedF32_.count(packKey(*w)))
       packedF32_[packKey(*w)] =
           packF32Weight(w->data<float>(), w->dim(0), w->dim(1), release);
-    if (const Tensor *w = constantWeight(artifact, n, OpKind::QLinear, 3);
+    if (const Tensor *w = weight(n, OpKind::QLinear, 3);
         w && w->dtype() == DType::I8 && w->rank() == 2 &&
         !packed_.count(packKey(*w)))
       packed_[packKey(*w)] =
           packForPath(w->data<int8_t>(), w->dim(0), w->dim(1),
                       CpuKernelPath::Fast, release);
   };
-  for (const Node &n : fn.nodes) {
-    pack(n);
-    if (n.body)
-      for (const Node &inner : n.body->nodes)
-        pack(inner);
-  }
+  pack(node);
+  if (node.body)
+    for (const Node &inner : node.body->nodes)
+      pack(inner);
 }
 
-const PackedI8Weight *Session::packedWeight(const Node &node) const {
-  if (cpuKernelPath() != CpuKernelPath::Fast)
+// By the operand's bytes: inside a region the weight is a block argument,
+// and only constants are in the maps (a hit is the constant itself).
+const PackedI8Weight *Session::packedWeight(const Node &node,
+                                            const Operands &ops) const {
+  if (cpuKernelPath() != CpuKernelPath::Fast ||
+      node.kind != OpKind::QLinear || ops.size() <= 3)
     return nullptr;
-  return findPacked(packed_,
-                    constantWeight(artifact, node, OpKind::QLinear, 3));
+  return findPacked(packed_, ops[3]);
 }
 
-const PackedF32Weight *Session::packedF32Weight(const Node &node) const {
-  if (cpuKernelPath() != CpuKernelPath::Fast)
+const PackedF32Weight *Session::packedF32Weight(const Node &node,
+                                                const Operands &ops) const {
+  if (cpuKernelPath() != CpuKernelPath::Fast || node.kind != OpKind::Linear ||
+      ops.size() <= 1)
     return nullptr;
-  return findPacked(packedF32_,
-                    constantWeight(artifact, node, OpKind::Linear, 1));
+  return findPacked(packedF32_, ops[1]);
 }
 
 std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
@@ -597,9 +617,9 @@ std::vector<Tensor> Session::runNode(const Node &node, const Operands &operands,
               });
             if (node.kind == OpKind::QLinear && !sparse &&
                 cpuKernelPath() != CpuKernelPath::Reference)
-              return fastQLinearKernel(attrs, ops, packedWeight(node));
+              return fastQLinearKernel(attrs, ops, packedWeight(node, ops));
             if (const PackedF32Weight *p = sparse ? nullptr
-                                                  : packedF32Weight(node))
+                                                  : packedF32Weight(node, ops))
               return linearWithEpilogue(ops, {}, p);
             if (sparse && sparse->runsDense() && sparseRunsDense()) {
               Operands dense = ops;

@@ -56,12 +56,18 @@ public:
                                     KvBatch *kv = nullptr) override;
 
   /// Runs one node (a kernel node through its body) outside any entry
-  /// point, without a KV cache: the CUDA backend's host fallback and its
-  /// check mode.
-  /// `adapters`: the call's per-sequence LoRA adapters (KvBatch::adapters),
-  /// which a qcc.lora node reads.
+  /// point: the CUDA backend's host fallback, its check mode and the CPU
+  /// part of a layer split. `kv` (may be null) carries the call's
+  /// per-sequence LoRA adapters, which a qcc.lora node reads, and, for the
+  /// layers a split runs on the CPU, the cache a kv_attention reads and
+  /// appends to; the caller reserves its room before and advances it after
+  /// the call's nodes, as run() does.
   std::vector<Tensor> runOne(const Node &node, const Operands &operands,
-                             const std::vector<int64_t> &adapters = {});
+                             KvBatch *kv = nullptr);
+  /// On the fast path, packs the weights of `node` (and of its body) for
+  /// the GEMMs as run() does for an entry point's, once: runOne then reads
+  /// them packed. The mapped source is released as it is packed.
+  void packForHost(const Node &node);
 
   /// Called after each node runs with the node, its operands and its
   /// results (before any value is freed), e.g. to collect calibration
@@ -142,12 +148,15 @@ private:
   /// VNNI; runtime/cpu/CpuF32Gemm.h, with AVX-512F; elsewhere nothing is packed
   /// and the portable kernel or BLAS runs).
   void packWeights(const Function &fn);
+  void packNode(const Node &node);
   /// On the fast path, the packed form of node's weight (a qlinear's), or
   /// nullptr.
-  const PackedI8Weight *packedWeight(const Node &node) const;
+  const PackedI8Weight *packedWeight(const Node &node,
+                                     const Operands &ops) const;
   /// On the fast path, the packed form of node's weight (a float32
   /// linear's), or nullptr.
-  const PackedF32Weight *packedF32Weight(const Node &node) const;
+  const PackedF32Weight *packedF32Weight(const Node &node,
+                                         const Operands &ops) const;
 
   /// Runs one node (a kernel node through its body); `values` is the
   /// function's value table (body values live there too).
@@ -168,6 +177,7 @@ private:
   std::map<PackKey, std::optional<PackedI8Weight>> packed_;
   std::map<PackKey, std::optional<PackedF32Weight>> packedF32_;
   std::map<const void *, PackedW4A8Weight> packedW4A8_; ///< by packed bytes
+  std::vector<Tensor> oneNodeValues; ///< runOne's value table
   Plan plan = Plan::Ops;
   bool shapeOnly = false;
   Observer observer;

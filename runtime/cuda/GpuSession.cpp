@@ -761,6 +761,9 @@ GpuSession::placements(const Function &fn) const {
       p = Placement::View;
     else
       p = allKnown ? Placement::Host : Placement::Blocking;
+    if (split.splits() && out.size() >= split.cut.at(&fn) &&
+        p != Placement::Host)
+      p = Placement::Cpu;
     if (p == Placement::Host)
       for (int64_t id : n.outputs)
         hostKnown[id] = true;
@@ -768,6 +771,23 @@ GpuSession::placements(const Function &fn) const {
   }
   it->second = std::move(out);
   return it->second;
+}
+
+void GpuSession::setGpuLayers(int64_t layers) {
+  std::vector<const Function *> fns;
+  for (const Function &f : artifact.functions())
+    if (const Function *fn = artifact.gpuFunction(f.name))
+      fns.push_back(fn);
+  split = splitByLayers(artifact, fns, layers);
+  placementsOf.clear();
+  graphs.clear(); // none yet: set before the first run
+  if (!split.splits())
+    return;
+  // The CPU's layers read their weights packed for its GEMMs, as the CPU
+  // backend does (the mapped bytes are released as they are packed).
+  for (const Function *fn : fns)
+    for (size_t i = split.cut.at(fn); i < fn->nodes.size(); ++i)
+      cpu.packForHost(fn->nodes[i]);
 }
 
 /// A tensor of this dtype and shape over no data, for the CPU kernels that
@@ -821,18 +841,23 @@ void GpuSession::shapeOnHost(const Node &node, Run &r) {
   y.onHost = true;
 }
 
-std::vector<Tensor> GpuSession::runOnCpu(const Node &node, Run &r) {
+std::vector<Tensor> GpuSession::runOnCpu(const Node &node, Run &r,
+                                         bool withCache) {
   std::vector<Tensor> in;
   for (int64_t id : node.inputs)
     in.push_back(id < 0 ? Tensor() : hostOf(id, r));
   Operands ops;
   for (size_t i = 0; i < in.size(); ++i)
     ops.push_back(node.inputs[i] < 0 ? nullptr : &in[i]);
-  return cpu.runOne(node, ops, r.adapters);
+  if (withCache && r.kv)
+    return cpu.runOne(node, ops, r.kv);
+  KvBatch adapters; // no cache: the call's LoRA adapters only
+  adapters.adapters = r.adapters;
+  return cpu.runOne(node, ops, &adapters);
 }
 
-void GpuSession::runOnHost(const Node &node, Run &r) {
-  std::vector<Tensor> out = runOnCpu(node, r);
+void GpuSession::runOnHost(const Node &node, Run &r, bool afterSplit) {
+  std::vector<Tensor> out = runOnCpu(node, r, afterSplit);
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     Value &v = r.values[node.outputs[i]];
     v = Value();
@@ -840,6 +865,10 @@ void GpuSession::runOnHost(const Node &node, Run &r) {
     v.shape = out[i].shape();
     v.host = out[i];
     v.onHost = true;
+  }
+  if (afterSplit) {
+    ++counters.cpuLayerNodes;
+    return;
   }
   ++counters.hostNodes;
   ++counters.hostOps[hostLabel(node)];
@@ -945,7 +974,7 @@ void GpuSession::execute(const Function &fn, Run &r) {
                                  node.attrs.value("kind", "") +
                                  "): " + e.what());
       }
-    } else if (onDevice(node, r)) {
+    } else if (where[i] != Placement::Cpu && onDevice(node, r)) {
       if (node.kind == OpKind::Split)
         splitOnDevice(node, r);
       else
@@ -959,7 +988,7 @@ void GpuSession::execute(const Function &fn, Run &r) {
       if (r.capturing && where[i] != Placement::Host)
         throw std::runtime_error("node '" + node.name +
                                  "' cannot be captured in a CUDA graph");
-      runOnHost(node, r);
+      runOnHost(node, r, where[i] == Placement::Cpu);
     }
     if (r.staticNodes && (*r.staticNodes)[i])
       for (int64_t id : node.outputs)
@@ -1021,7 +1050,7 @@ bool GpuSession::graphable(const Function &fn) const {
   // replay (e.g. rotary cos/sin from the positions, shape arithmetic); a
   // node that needs device data on the host cannot be replayed.
   for (Placement p : placements(fn))
-    if (p == Placement::Blocking)
+    if (p == Placement::Blocking || p == Placement::Cpu)
       return false;
   return true;
 }
@@ -1292,19 +1321,23 @@ std::string GpuSession::planSummary() const {
     const Function *fn = artifact.gpuFunction(f.name);
     if (!fn)
       continue;
-    int64_t onGpu = 0;
+    int64_t onGpu = 0, afterSplit = 0;
     std::map<std::string, int64_t> host;
     const std::vector<Placement> &where = placements(*fn);
     for (size_t i = 0; i < fn->nodes.size(); ++i) {
       if (where[i] == Placement::Kernel || where[i] == Placement::Split ||
           where[i] == Placement::View)
         ++onGpu;
+      else if (where[i] == Placement::Cpu)
+        ++afterSplit;
       else
         ++host[hostLabel(fn->nodes[i])];
     }
     out += (out.empty() ? "" : "; ") + fn->name + ": " +
            std::to_string(onGpu) + " of " + std::to_string(fn->nodes.size()) +
            " nodes on the GPU";
+    if (afterSplit)
+      out += ", " + std::to_string(afterSplit) + " after the split on the CPU";
     if (!host.empty()) {
       out += " (on the host:";
       for (auto &[op, n] : host)

@@ -20,12 +20,15 @@
 //   - device memory comes from size-bucketed pools, one per captured graph
 //     and one shared by eager runs, so steady-state steps allocate nothing;
 //   - decode steps whose nodes are all kernels are captured once per shape
-//     key (batch, sequence length, split count) in a CUDA graph and replayed.
+//     key (batch, sequence length, split count) in a CUDA graph and replayed;
+//   - with a layer split (setGpuLayers), the nodes after its cut run on the
+//     CPU backend with a host cache for their layers (runtime/core/LayerSplit.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_GPUSESSION_H
 #define QCC_RUNTIME_GPUSESSION_H
 
+#include "runtime/core/LayerSplit.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cpu/Session.h"
 
@@ -57,10 +60,24 @@ public:
   std::map<std::string, Tensor> run(const std::string &function,
                                     const std::map<std::string, Tensor> &inputs,
                                     KvBatch *kv = nullptr) override;
+  /// The keys and values live on the device; with a layer split, those of
+  /// the layers after it on the host too (docs/MEMORY.md).
   KvCacheOptions cacheOptions(KvCacheOptions o) const override {
-    o.hostStorage = false;
+    o.hostStorage = split.splits();
     return o;
   }
+
+  /// Splits the model by layers (qrun --gpu-layers, llama.cpp's -ngl;
+  /// runtime/core/LayerSplit.h): the first `layers` blocks run on the GPU,
+  /// the rest and what follows them (the final norm, the LM head) on the
+  /// CPU backend, reading their weights packed in host memory and their
+  /// layers' keys and values from the host cache, so those weights never
+  /// go to the device. At or above the model's layers: no split. Call
+  /// before the KV cache is made (cacheOptions). Throws when the artifact
+  /// has no layers to split (no kv_attention).
+  void setGpuLayers(int64_t layers);
+  /// The split (LayerSplit::splits() false: none).
+  const LayerSplit &layerSplit() const { return split; }
 
   /// Check mode (GPU tests): after each kernel launch, download its results
   /// and compare them with the region run on the CPU backend from the same
@@ -79,6 +96,8 @@ public:
 
   struct Stats {
     int64_t kernelLaunches = 0, hostNodes = 0, runs = 0;
+    /// Nodes after a layer split's cut, run on the CPU (not in hostNodes).
+    int64_t cpuLayerNodes = 0;
     /// Under a memory limit: weights uploaded (again) and evicted.
     int64_t weightUploads = 0, weightEvictions = 0;
     uint64_t weightUploadBytes = 0;
@@ -125,9 +144,11 @@ private:
   void execute(const Function &fn, Run &r);
   void launchKernel(const Node &node, const KernelRecord &k, const Loaded &l,
                     Run &r);
-  void runOnHost(const Node &node, Run &r);
-  /// `node` on the CPU backend from its operands' host copies.
-  std::vector<Tensor> runOnCpu(const Node &node, Run &r);
+  void runOnHost(const Node &node, Run &r, bool afterSplit = false);
+  /// `node` on the CPU backend from its operands' host copies; `withCache`:
+  /// its kv_attention reads and appends to the host cache (a layer split's).
+  std::vector<Tensor> runOnCpu(const Node &node, Run &r,
+                               bool withCache = false);
   /// Glue ops the device does without a kernel, on a value already on the
   /// device: split (strided copies), and prefill_last's gather of one
   /// position per row (gather_nd, batch_dims 1, host-known indices: a copy
@@ -144,6 +165,8 @@ private:
             ///< constants, other Host nodes, and shapes (a Shape node needs
             ///< its operand's shape, not its data)
     Blocking, ///< on the host from device data: a download mid-run
+    Cpu,      ///< after a layer split's cut: on the CPU backend (with the
+              ///< host cache), from values downloaded once at the cut
   };
   const std::vector<Placement> &placements(const Function &fn) const;
   mutable std::map<const Function *, std::vector<Placement>> placementsOf;
@@ -165,7 +188,8 @@ private:
   bool graphable(const Function &fn) const;
 
   const Artifact &artifact;
-  Session cpu; // host fallback and check mode
+  Session cpu; // host fallback, check mode, the layers after a split
+  LayerSplit split;
   std::shared_ptr<CudaContext> ctx;
   std::unique_ptr<DevicePool> pool; // eager runs
   std::map<int64_t, Loaded> loaded; // kernel index -> functions

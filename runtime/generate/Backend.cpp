@@ -42,9 +42,12 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
       auto g = std::make_unique<GpuSession>(a, ctx);
       g->setCheck(o.checkGpu);
       g->setMemoryLimit(o.gpuMemoryLimit);
+      if (o.gpuLayers >= 0)
+        g->setGpuLayers(o.gpuLayers);
       const CudaDevice &d = ctx->device();
       if (!o.quiet)
         log << "[" << o.tool << "] CUDA backend: " << d.name << " (" << d.arch() << "); "
+            << (o.gpuLayers >= 0 ? describeSplit(g->layerSplit()) + "; " : "")
             << g->planSummary() << "\n";
       return g;
     } catch (const std::exception &e) {
@@ -54,6 +57,19 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
   if (o.backend == Backend::Cuda)
     throw std::runtime_error("--backend=cuda: " + why);
   return cpu(why);
+}
+
+std::string describeSplit(const LayerSplit &split) {
+  int64_t n = split.gpuLayers, all = split.modelLayers;
+  std::string of = " of " + std::to_string(all);
+  if (!split.splits())
+    return "all " + std::to_string(all) + " layers on the GPU";
+  if (n == 0)
+    return "no layer on the GPU: all " + std::to_string(all) +
+           " and what follows on the CPU";
+  return "layers 0-" + std::to_string(n - 1) + of + " on the GPU, " +
+         std::to_string(n) + "-" + std::to_string(all - 1) +
+         " and what follows on the CPU";
 }
 
 void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
@@ -68,6 +84,8 @@ void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
         << " nodes on the host";
     for (const auto &[op, n] : s.hostOps)
       log << " " << op << " x" << n;
+    if (s.cpuLayerNodes)
+      log << ", " << s.cpuLayerNodes << " after the layer split on the CPU";
     log << "\n";
     log << "[qrun] CUDA memory: peak " << g->devicePeakBytes()
         << " bytes on the device, weights " << g->deviceWeightBytes()

@@ -9,6 +9,7 @@
 #ifndef QCC_RUNTIME_BACKEND_H
 #define QCC_RUNTIME_BACKEND_H
 
+#include "runtime/core/LayerSplit.h"
 #include "runtime/cpu/Session.h"
 
 #include <iosfwd>
@@ -32,7 +33,14 @@ struct BackendOptions {
   /// CUDA: the device memory the session may use (0: all); weights that do
   /// not fit are streamed (GpuSession::setMemoryLimit).
   size_t gpuMemoryLimit = 0;
+  /// CUDA: the blocks on the GPU, the rest on the CPU (-1: all on the GPU;
+  /// GpuSession::setGpuLayers).
+  int64_t gpuLayers = -1;
 };
+
+/// How a layer split places the model ("layers 0-3 of 30 on the GPU, 4-29
+/// and what follows on the CPU").
+std::string describeSplit(const LayerSplit &split);
 
 /// The executor `options` ask for, writing "[qrun] CPU backend: WHY" or
 /// "[qrun] CUDA backend: DEVICE (ARCH); PLAN" to `log` (unless quiet).

@@ -95,7 +95,12 @@ that never ran was not checked). For each artifact:
  5. the greedy text of 3 again with the weights streamed under
     `--gpu-memory-limit` (the peak of 3 less half of its weights): the text
     of 3 (with or without graphs: streaming runs without them), and the
-    device peak within the limit.
+    device peak within the limit;
+ 6. the model split by layers, `--gpu-layers 1` (the first block on the
+    GPU, the rest on the CPU backend): main's logits within step 2's
+    tolerance of the CPU's, the greedy text of 3 the CPU's or the GPU's
+    (artifacts with f16 GEMMs: may part at a near-tie, as in 3), and fewer
+    weight bytes on the device than in 3.
 Prints a table; exit status 1 on any failure.
 """
 import argparse
@@ -372,6 +377,44 @@ def check_artifact(args, work, name, mask, ids_path, text, text_path, rows,
                 "differs:\n" + p.stdout))
     else:
         failures.append("%s: qrun printed no CUDA memory line" % name)
+    # 6. The model split by layers (--gpu-layers 1: the first block on the
+    # GPU, the rest on the CPU backend with a host cache): main's logits
+    # within step 2's tolerance of the CPU's (each half is within it of the
+    # other backend); the greedy text of 3 the CPU's or the GPU's (f16 GEMMs:
+    # a near-tie may part it, as in step 3); fewer weights on the device.
+    split_dir = os.path.join(work, name + ".split")
+    p = run([args.qrun, art, "--backend=cuda", "--gpu-layers", "1", "--input",
+             "input_ids=" + ids_path, *mask, "--output-dir", split_dir])
+    split_rel = float("inf")
+    if p.returncode == 0:
+        split = np.load(os.path.join(split_dir, "logits.npy"))
+        split_rel = float(np.abs(split - cpu).max() / np.abs(cpu).max())
+    cmd = [args.qrun, art, "--backend=cuda", "--gpu-layers", "1",
+           "--max-new-tokens", "32"]
+    for prompt in PROMPTS:
+        cmd += ["--prompt", prompt]
+    p = run(cmd)
+    sys.stderr.write(p.stderr)
+    m = re.search(r"CUDA memory: peak \d+ bytes on the device, weights (\d+)",
+                  p.stderr)
+    split_weights = int(m.group(1)) if m else None
+    text_ok = p.stdout in (texts["cpu"], texts["cuda"], checked_text)
+    ok = (split_rel <= tol and (text_ok or f16_gemms) and memory is not None
+          and split_weights is not None and
+          split_weights < int(memory.group(2)))
+    rows.append((name, "split --gpu-layers 1", "logits, 3 prompts",
+                 "%.2e" % split_rel, "%.0e" % tol,
+                 "text %s, device weights %s of %s MiB" % (
+                     "identical" if text_ok else
+                     "differs (f16 near-tie)" if f16_gemms else "differs",
+                     split_weights and split_weights >> 20,
+                     memory and int(memory.group(2)) >> 20),
+                 "PASS" if ok else "FAIL"))
+    if not ok:
+        failures.append("%s: --gpu-layers 1: logits error %.3g (tol %.3g), "
+                        "device weights %s, text:\n%s%s" % (
+                            name, split_rel, tol, split_weights, p.stdout,
+                            p.stderr[-2000:]))
     # 4. Perplexity of held-out text on both backends: a greedy text can
     # part at a near-tie; the mean NLL cannot move much. Tolerance 1%:
     # per-token NLL moves by at most the logit error (|logit| ~ 10 times

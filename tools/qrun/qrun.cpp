@@ -84,6 +84,7 @@ struct Options {
   bool quiet = false; // errors and requested output only
   bool noMmap = false; // read the artifacts into memory instead of mapping
   uint64_t gpuMemoryLimit = 0; // CUDA: device bytes the session may use
+  int64_t gpuLayers = -1;       // CUDA: blocks on the GPU (-1: all)
 };
 
 qcc::rt::FileAccess fileAccess(const Options &o) {
@@ -100,6 +101,7 @@ BackendOptions backendOptions(const Options &o) {
   b.checkGpu = o.checkGpu;
   b.quiet = o.quiet;
   b.gpuMemoryLimit = o.gpuMemoryLimit;
+  b.gpuLayers = o.gpuLayers;
   return b;
 }
 
@@ -231,6 +233,7 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
   if (!o.draft.empty()) {
     BackendOptions b = backendOptions(o);
     b.quiet = true; // one backend line: the target's
+    b.gpuLayers = -1; // the target's layers: a draft model is small
     draft = std::make_unique<DraftModel>(o.draft, copts, prompts,
                                          o.maxNewTokens, b, std::cerr,
                                          fileAccess(o));
@@ -653,6 +656,13 @@ int main(int argc, char **argv) {
                  "starts when the GPU runs out of memory; docs/MEMORY.md)")
       ->transform(CLI::AsSizeValue(false))
       ->group(kBackend);
+  app.add_option("--gpu-layers", o.gpuLayers,
+                 "CUDA backend: run the first N transformer blocks on the GPU "
+                 "and the rest (with the final norm and the LM head) on the "
+                 "CPU backend, as llama.cpp's -ngl; their weights and keys "
+                 "and values stay in host memory (docs/MEMORY.md)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20))
+      ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
                "CPU backend on the same operands and print the worst error "
@@ -689,6 +699,11 @@ int main(int argc, char **argv) {
   if (o.devices) {
     listDevices(std::cout);
     return 0;
+  }
+  if (o.gpuLayers >= 0 && o.backend == "cpu") {
+    std::cerr << "qrun: error: --gpu-layers splits a model between the GPU "
+                 "and the CPU: it needs the CUDA backend, not --backend=cpu\n";
+    return 1;
   }
   if (!o.reference.empty() && o.lookup == 0) {
     std::cerr << "qrun: error: --reference needs --lookup N (see --help)\n";

@@ -1,0 +1,47 @@
+//===- LayerSplit.h - where a model splits by layers ------------*- C++ -*-===//
+//
+// llama.cpp's -ngl (qrun --gpu-layers N): the first N transformer blocks run
+// on the GPU, the rest of the model on the CPU backend. A block is what lies
+// between the kv_attention nodes of two consecutive layers. Each entry point
+// is cut once, at the node boundary between the attentions of layers N-1 and
+// N where the fewest activations are live (at the end of block N-1: the
+// residual stream alone), so that they cross once per call. Entry points
+// without a cache (main) are cut between the last node reading a weight
+// that the cached entry points read only before their cuts and the first
+// reading one they read only after.
+//
+// The cut depends on the node list alone, not on which backend runs a node:
+// every plan of an artifact (the op plan, the GPU plan) splits the same way.
+//
+//===----------------------------------------------------------------------===//
+#ifndef QCC_RUNTIME_LAYERSPLIT_H
+#define QCC_RUNTIME_LAYERSPLIT_H
+
+#include "runtime/core/Artifact.h"
+
+#include <map>
+#include <vector>
+
+namespace qcc::rt {
+
+struct LayerSplit {
+  int64_t modelLayers = 0; ///< the distinct layers of the kv_attention nodes
+  int64_t gpuLayers = 0;   ///< blocks before the cut (<= modelLayers)
+  /// Per entry point: the index of its first node after the cut
+  /// (fn->nodes.size(): none, the whole entry point is before it).
+  std::map<const Function *, size_t> cut;
+  bool splits() const { return gpuLayers < modelLayers; }
+};
+
+/// The split of `functions` (entry points of `artifact`) after `gpuLayers`
+/// blocks (>= 0; at or above the model's layers: nothing after the cut).
+/// Throws std::runtime_error when no entry point has a kv_attention (no
+/// layers to count), when the entry points disagree on the layers, or when
+/// one node holds the attentions of layers gpuLayers-1 and gpuLayers.
+LayerSplit splitByLayers(const Artifact &artifact,
+                         const std::vector<const Function *> &functions,
+                         int64_t gpuLayers);
+
+} // namespace qcc::rt
+
+#endif // QCC_RUNTIME_LAYERSPLIT_H
