@@ -167,4 +167,15 @@ LayerSplit splitByLayers(const Artifact &artifact,
   return split;
 }
 
+uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split) {
+  std::set<WeightKey> before;
+  for (auto &[fn, cut] : split.cut)
+    for (size_t i = 0; i < cut; ++i)
+      weightsRead(artifact, fn->nodes[i], before);
+  uint64_t bytes = 0;
+  for (const WeightKey &w : before)
+    bytes += w.second;
+  return bytes;
+}
+
 } // namespace qcc::rt

@@ -42,6 +42,10 @@ LayerSplit splitByLayers(const Artifact &artifact,
                          const std::vector<const Function *> &functions,
                          int64_t gpuLayers);
 
+/// Bytes of the weights (constants, each once by its bytes) that the nodes
+/// before the cuts read: what the device holds under `split`.
+uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split);
+
 } // namespace qcc::rt
 
 #endif // QCC_RUNTIME_LAYERSPLIT_H

@@ -773,11 +773,35 @@ GpuSession::placements(const Function &fn) const {
   return it->second;
 }
 
-void GpuSession::setGpuLayers(int64_t layers) {
+std::vector<const Function *> GpuSession::gpuFunctions() const {
   std::vector<const Function *> fns;
   for (const Function &f : artifact.functions())
     if (const Function *fn = artifact.gpuFunction(f.name))
       fns.push_back(fn);
+  return fns;
+}
+
+int64_t GpuSession::layersThatFit(uint64_t reservedBytes) const {
+  std::vector<const Function *> fns = gpuFunctions();
+  uint64_t free = ctx->memoryInfo().first;
+  uint64_t budget = free - free / 10;
+  budget = budget > reservedBytes ? budget - reservedBytes : 0;
+  int64_t layers = splitByLayers(artifact, fns, 0).modelLayers;
+  // Bytes grow with the layers: the most that fit, by bisection.
+  int64_t lo = 0, hi = layers; // lo fits or is 0
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (weightBytesBefore(artifact, splitByLayers(artifact, fns, mid)) <=
+        budget)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+void GpuSession::setGpuLayers(int64_t layers) {
+  std::vector<const Function *> fns = gpuFunctions();
   split = splitByLayers(artifact, fns, layers);
   placementsOf.clear();
   graphs.clear(); // none yet: set before the first run

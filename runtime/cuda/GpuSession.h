@@ -76,6 +76,12 @@ public:
   /// before the KV cache is made (cacheOptions). Throws when the artifact
   /// has no layers to split (no kv_attention).
   void setGpuLayers(int64_t layers);
+  /// The most blocks whose weights (as stored: f32 weights that the device
+  /// holds in f16 count double) fit in the device's free memory now, less
+  /// `reservedBytes` (the KV cache) and a tenth kept for activations and
+  /// workspace; the model's layers when all of it fits (qrun --gpu-layers
+  /// auto). Throws as setGpuLayers.
+  int64_t layersThatFit(uint64_t reservedBytes) const;
   /// The split (LayerSplit::splits() false: none).
   const LayerSplit &layerSplit() const { return split; }
 
@@ -169,6 +175,8 @@ private:
               ///< host cache), from values downloaded once at the cut
   };
   const std::vector<Placement> &placements(const Function &fn) const;
+  /// The entry points that have a GPU plan, their GPU plans.
+  std::vector<const Function *> gpuFunctions() const;
   mutable std::map<const Function *, std::vector<Placement>> placementsOf;
   /// Reshape of a device value by a host shape (Placement::View): the same
   /// buffer under the new shape, or a copy when the operand lives on.

@@ -42,12 +42,19 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
       auto g = std::make_unique<GpuSession>(a, ctx);
       g->setCheck(o.checkGpu);
       g->setMemoryLimit(o.gpuMemoryLimit);
-      if (o.gpuLayers >= 0)
-        g->setGpuLayers(o.gpuLayers);
+      bool splits = o.gpuLayersAuto || o.gpuLayers >= 0;
+      if (splits)
+        g->setGpuLayers(o.gpuLayersAuto ? g->layersThatFit(o.kvCacheBytes)
+                                        : o.gpuLayers);
       const CudaDevice &d = ctx->device();
       if (!o.quiet)
         log << "[" << o.tool << "] CUDA backend: " << d.name << " (" << d.arch() << "); "
-            << (o.gpuLayers >= 0 ? describeSplit(g->layerSplit()) + "; " : "")
+            << (splits ? describeSplit(g->layerSplit()) +
+                             (o.gpuLayersAuto ? " (--gpu-layers auto: "
+                                                "what fits in free memory)"
+                                              : "") +
+                             "; "
+                       : "")
             << g->planSummary() << "\n";
       return g;
     } catch (const std::exception &e) {

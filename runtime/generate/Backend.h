@@ -34,8 +34,12 @@ struct BackendOptions {
   /// not fit are streamed (GpuSession::setMemoryLimit).
   size_t gpuMemoryLimit = 0;
   /// CUDA: the blocks on the GPU, the rest on the CPU (-1: all on the GPU;
-  /// GpuSession::setGpuLayers).
+  /// GpuSession::setGpuLayers); gpuLayersAuto: as many as fit in the free
+  /// device memory beside the KV cache's kvCacheBytes
+  /// (GpuSession::layersThatFit).
   int64_t gpuLayers = -1;
+  bool gpuLayersAuto = false;
+  uint64_t kvCacheBytes = 0;
 };
 
 /// How a layer split places the model ("layers 0-3 of 30 on the GPU, 4-29

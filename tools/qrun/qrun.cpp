@@ -84,7 +84,7 @@ struct Options {
   bool quiet = false; // errors and requested output only
   bool noMmap = false; // read the artifacts into memory instead of mapping
   uint64_t gpuMemoryLimit = 0; // CUDA: device bytes the session may use
-  int64_t gpuLayers = -1;       // CUDA: blocks on the GPU (-1: all)
+  std::string gpuLayers;        // CUDA: blocks on the GPU, N or auto
 };
 
 qcc::rt::FileAccess fileAccess(const Options &o) {
@@ -101,16 +101,20 @@ BackendOptions backendOptions(const Options &o) {
   b.checkGpu = o.checkGpu;
   b.quiet = o.quiet;
   b.gpuMemoryLimit = o.gpuMemoryLimit;
-  b.gpuLayers = o.gpuLayers;
+  b.gpuLayersAuto = o.gpuLayers == "auto";
+  if (!o.gpuLayers.empty() && !b.gpuLayersAuto)
+    b.gpuLayers = std::stoll(o.gpuLayers); // checked by the option
   return b;
 }
 
 /// The backend, its line on stderr unless `quiet` (tensor mode keeps stderr
 /// for errors).
 std::unique_ptr<Executor> makeExecutor(const Options &o, const Artifact &a,
-                                       bool quiet = false) {
+                                       bool quiet = false,
+                                       uint64_t kvCacheBytes = 0) {
   BackendOptions b = backendOptions(o);
   b.quiet |= quiet;
+  b.kvCacheBytes = kvCacheBytes;
   return qcc::rt::makeExecutor(a, b, std::cerr);
 }
 
@@ -234,6 +238,7 @@ GenerateResult generateSpeculative(const Options &o, const Artifact &a,
     BackendOptions b = backendOptions(o);
     b.quiet = true; // one backend line: the target's
     b.gpuLayers = -1; // the target's layers: a draft model is small
+    b.gpuLayersAuto = false;
     draft = std::make_unique<DraftModel>(o.draft, copts, prompts,
                                          o.maxNewTokens, b, std::cerr,
                                          fileAccess(o));
@@ -291,12 +296,17 @@ int runPrompt(const Options &o, const Artifact &a) {
   // A pool beyond memory (--kv-blocks, --max-tokens) is refused before the
   // backend is set up and announced.
   std::optional<KvCacheOptions> copts;
+  uint64_t kvBytes = 0; // --gpu-layers auto keeps room for it
   if (cached) {
     copts = generationCacheOptions(*a.kvCache(), prompts, o.maxNewTokens,
                                    o.kvBlocks, o.maxTokens);
-    KvCache::checkCapacity(*a.kvCache(), *copts);
+    // Within 64 bits: checkCapacity checked the pool's bytes.
+    kvBytes = KvCache::checkCapacity(*a.kvCache(), *copts) *
+              (uint64_t)(a.kvCache()->layout == "paged" ? copts->numBlocks
+                                                        : copts->maxSequences) *
+              a.kvCache()->elementBytes();
   }
-  auto exec = makeExecutor(o, a);
+  auto exec = makeExecutor(o, a, false, kvBytes);
   GenerateOptions g = generateOptions(o, tok, out);
   GenerateResult r;
   size_t cacheBytes = 0;
@@ -657,11 +667,27 @@ int main(int argc, char **argv) {
       ->transform(CLI::AsSizeValue(false))
       ->group(kBackend);
   app.add_option("--gpu-layers", o.gpuLayers,
-                 "CUDA backend: run the first N transformer blocks on the GPU "
-                 "and the rest (with the final norm and the LM head) on the "
-                 "CPU backend, as llama.cpp's -ngl; their weights and keys "
-                 "and values stay in host memory (docs/MEMORY.md)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 20))
+                 "CUDA backend: N or auto. Run the first N transformer blocks "
+                 "on the GPU and the rest (with the final norm and the LM "
+                 "head) on the CPU backend, as llama.cpp's -ngl; their "
+                 "weights and keys and values stay in host memory. auto: as "
+                 "many as fit in the GPU's free memory beside the KV cache "
+                 "(docs/MEMORY.md)")
+      ->check(CLI::Validator(
+          [](std::string &v) -> std::string {
+            if (v == "auto")
+              return "";
+            try {
+              size_t end = 0;
+              long long n = std::stoll(v, &end);
+              if (end == v.size() && n >= 0 && n <= (1 << 20))
+                return "";
+            } catch (const std::exception &) {
+            }
+            return "'" + v + "' is not auto or a count of layers (0.." +
+                   std::to_string(1 << 20) + ")";
+          },
+          "N|auto"))
       ->group(kBackend);
   app.add_flag("--check-gpu", o.checkGpu,
                "CUDA backend: compare every kernel region's results with the "
@@ -700,7 +726,7 @@ int main(int argc, char **argv) {
     listDevices(std::cout);
     return 0;
   }
-  if (o.gpuLayers >= 0 && o.backend == "cpu") {
+  if (!o.gpuLayers.empty() && o.backend == "cpu") {
     std::cerr << "qrun: error: --gpu-layers splits a model between the GPU "
                  "and the CPU: it needs the CUDA backend, not --backend=cpu\n";
     return 1;
