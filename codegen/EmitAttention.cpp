@@ -165,7 +165,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
   std::string cache = "qcc::NoCache", storage = "float";
   bool paged = true;
   int64_t layer = kv ? kvAttn.getLayer() : int64_t(0);
-  int64_t layers = 0, blockTokens = 0;
+  int64_t blockTokens = 0;
   if (kv) {
     if (!kvCache)
       return unsupported("kv_attention without a module qcc.kv_cache");
@@ -179,7 +179,6 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                                 : "float";
     cache = std::string(paged ? "qcc::PagedCache<" : "qcc::ContiguousCache<") +
             storage + ">";
-    layers = config->layers;
     blockTokens = config->blockTokens;
   }
 
@@ -204,7 +203,7 @@ Unit emitAttention(const Region &r, DictionaryAttr kvCache) {
                  Param::runtimeValue("v_scales", RuntimeValue::KvVScales))
         .pointer("float", Param::runtimeValue("v_token_scales",
                                               RuntimeValue::KvVTokenScales))
-        .scalar(Param::int32("layers", layers))
+        .scalar(Param::runtimeValue("layers", RuntimeValue::KvLayers))
         .scalar(Param::int32("layer", layer))
         .pointer(storage, Param::runtimeValue("cache", paged
                                                            ? RuntimeValue::KvPool

@@ -75,6 +75,7 @@ const char *scalarType(const Param &p) {
     switch (p.runtime) {
     case RuntimeValue::KvMaxBlocksPerSeq:
     case RuntimeValue::KvMaxTokens:
+    case RuntimeValue::KvLayers:
       return "int";
     case RuntimeValue::KvPool:
     case RuntimeValue::KvData:

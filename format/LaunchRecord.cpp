@@ -219,6 +219,8 @@ const char *spelling(RuntimeValue r) {
     return "kv_cache.max_tokens";
   case RuntimeValue::KvVTokenScales:
     return "kv_cache.v_token_scales";
+  case RuntimeValue::KvLayers:
+    return "kv_cache.layers";
   }
   return "?";
 }
@@ -234,6 +236,7 @@ bool needsKvCache(RuntimeValue r) {
   case RuntimeValue::KvMaxBlocksPerSeq:
   case RuntimeValue::KvMaxTokens:
   case RuntimeValue::KvVTokenScales:
+  case RuntimeValue::KvLayers:
     return true;
   case RuntimeValue::CachedLens:
   case RuntimeValue::ValidLens:
@@ -251,7 +254,7 @@ std::optional<RuntimeSize> parseRuntimeSize(const std::string &s) {
 }
 
 std::optional<RuntimeValue> parseRuntimeValue(const std::string &s) {
-  for (int i = 0; i <= (int)RuntimeValue::KvVTokenScales; ++i)
+  for (int i = 0; i <= (int)RuntimeValue::KvLayers; ++i)
     if (s == spelling((RuntimeValue)i))
       return (RuntimeValue)i;
   return std::nullopt;

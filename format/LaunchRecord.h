@@ -130,6 +130,8 @@ enum class RuntimeValue {
   KvMaxBlocksPerSeq, ///< int: the block table's row stride
   KvMaxTokens,       ///< int: contiguous cache tokens per slot
   KvVTokenScales,    ///< int8 kivi cache: a scale per cached V row (else null)
+  KvLayers,          ///< int: layers the device's cache holds (a layer split:
+                     ///< the first N; kernels of layers < N only)
 };
 
 enum class ParamKind {

@@ -65,6 +65,11 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
   unitFloats = checkCapacity(cfg, opts);
   unitTokens = isPaged ? cfg.blockTokens : opts.maxTokens;
   int64_t units = isPaged ? opts.numBlocks : opts.maxSequences;
+  if (opts.hostFirstLayer < 0 || opts.hostFirstLayer > cfg.layers)
+    fail("the host's first layer " + str(opts.hostFirstLayer) +
+         " is outside 0.." + str(cfg.layers));
+  hostUnitFloats =
+      unitFloats / (size_t)cfg.layers * (size_t)(cfg.layers - opts.hostFirstLayer);
   if (cfg.isScaled()) {
     auto ok = [&](const std::vector<std::vector<float>> &sc) {
       if ((int64_t)sc.size() != cfg.layers)
@@ -81,13 +86,14 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
            "per-head, v_scales of [layers][kv_heads] "
            "(KvCacheConfig::fromJson makes them)");
     if (opts.hostStorage)
-      storage8.assign(unitFloats * (size_t)units, 0);
+      storage8.assign(hostUnitFloats * (size_t)units, 0);
     if (opts.hostStorage && cfg.valueScalePerToken())
-      vTokenScales.assign(valueScaleElements(), 1.0f);
+      vTokenScales.assign(hostUnitFloats * (size_t)units / (2 * cfg.headDim),
+                          1.0f);
   } else if (opts.hostStorage && cfg.isF16()) {
-    storage16.assign(unitFloats * (size_t)units, 0);
+    storage16.assign(hostUnitFloats * (size_t)units, 0);
   } else if (opts.hostStorage) {
-    storage.assign(unitFloats * (size_t)units, 0.0f);
+    storage.assign(hostUnitFloats * (size_t)units, 0.0f);
   }
   seqs.resize(opts.maxSequences);
   if (isPaged) {
@@ -344,9 +350,11 @@ float *KvCache::valueScales(int64_t seq, int64_t layer, int64_t head,
     fail("the cache has no per-token value scales (kivi, host storage)");
   // offset() checks the ranges and finds the unit (block or slot); the
   // scales are [units][layers][kv_heads][unit tokens].
-  size_t unit = offset(seq, layer, 1, head, pos) / unitFloats;
-  return vTokenScales.data() + unit * (unitFloats / (size_t)(2 * cfg.headDim)) +
-         (size_t)((layer * cfg.kvHeads + head) * unitTokens +
+  size_t unit = offset(seq, layer, 1, head, pos) / hostUnitFloats;
+  return vTokenScales.data() +
+         unit * (hostUnitFloats / (size_t)(2 * cfg.headDim)) +
+         (size_t)(((layer - opts.hostFirstLayer) * cfg.kvHeads + head) *
+                      unitTokens +
                   pos % unitTokens);
 }
 
@@ -358,9 +366,15 @@ size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
     fail("sequence " + str(seq) + ": layer " + str(layer) + ", kv head " +
          str(head) + ", position " + str(pos) + " is out of range (reserved " +
          str(s.reserved) + ")");
+  if (layer < opts.hostFirstLayer)
+    fail("layer " + str(layer) + " is on the GPU (a layer split keeps layers " +
+         str(opts.hostFirstLayer) + ".." + str(cfg.layers - 1) + " here)");
   size_t unit = isPaged ? (size_t)s.blocks[pos / unitTokens] : (size_t)seq;
-  size_t off = (size_t)(((layer * 2 + kv) * cfg.kvHeads + head) * unitTokens +
+  size_t off = (size_t)((((layer - opts.hostFirstLayer) * 2 + kv) *
+                             cfg.kvHeads +
+                         head) *
+                            unitTokens +
                         pos % unitTokens) *
                (size_t)cfg.headDim;
-  return unit * unitFloats + off;
+  return unit * hostUnitFloats + off;
 }

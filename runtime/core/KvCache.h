@@ -43,6 +43,10 @@ struct KvCacheOptions {
   /// here; the CUDA backend keeps the keys and values in device memory of
   /// storageElements() elements, in the same layout.
   bool hostStorage = true;
+  /// Host storage holds layers [hostFirstLayer, layers) only: those a layer
+  /// split runs on the CPU (GpuSession::setGpuLayers; the device holds the
+  /// others). Every other layout fact is unchanged.
+  int64_t hostFirstLayer = 0;
 };
 
 /// The element type a cache of each dtype is read as: float (f32),
@@ -145,6 +149,13 @@ public:
     return storageElements() * cfg.elementBytes() +
            valueScaleElements() * sizeof(float);
   }
+  /// Bytes of the keys and values (kivi: with the V rows' scales) in host
+  /// memory: bytes(), none (the device holds them) or, a layer split's,
+  /// those of its host layers.
+  size_t hostBytes() const {
+    return storage.size() * sizeof(float) + storage16.size() * 2 +
+           storage8.size() + vTokenScales.size() * sizeof(float);
+  }
   /// Bytes one cached token takes (all layers, K and V, kivi: V's scales).
   size_t bytesPerToken() const {
     return (size_t)(cfg.layers * 2 * cfg.kvHeads * cfg.headDim) *
@@ -154,10 +165,13 @@ public:
                 : 0);
   }
   /// kivi: the V rows' scales of the whole pool or all slots
-  /// ([units][layers][kv_heads][unit tokens]); 0 otherwise.
-  size_t valueScaleElements() const {
-    return cfg.valueScalePerToken() ? storageElements() / (2 * cfg.headDim)
-                                    : 0;
+  /// ([units][layers][kv_heads][unit tokens]), or of its first `layers`
+  /// layers; 0 otherwise.
+  size_t valueScaleElements() const { return valueScaleElements(cfg.layers); }
+  size_t valueScaleElements(int64_t layers) const {
+    return cfg.valueScalePerToken()
+               ? storageElements(layers) / (2 * cfg.headDim)
+               : 0;
   }
   /// Paged: blocks not held by any sequence (free, or holding a published
   /// prefix no sequence uses, which allocation takes back oldest first);
@@ -195,9 +209,14 @@ public:
   /// Paged: the block table of `seq`.
   const std::vector<int64_t> &blockTable(int64_t seq) const;
   int64_t maxSequences() const { return opts.maxSequences; }
-  /// Elements of the whole pool (paged) or of all slots (contiguous).
+  /// Elements of the whole pool (paged) or of all slots (contiguous), every
+  /// layer: the layout's, wherever it is held.
   size_t storageElements() const {
     return unitFloats * (size_t)(isPaged ? opts.numBlocks : opts.maxSequences);
+  }
+  /// The same for `layers` of the layers (a layer split's device part).
+  size_t storageElements(int64_t layers) const {
+    return storageElements() / (size_t)cfg.layers * (size_t)layers;
   }
   /// Contiguous: the slot that holds `seq` (its id).
   int64_t slotOf(int64_t seq) const { return seq; }
@@ -240,6 +259,7 @@ private:
   bool isPaged;
   int64_t unitTokens;  // block_tokens (paged) or max_tokens (contiguous)
   size_t unitFloats;   // elements per block / per slot
+  size_t hostUnitFloats; // the same in host storage (hostFirstLayer on)
   std::vector<float, HugePageAllocator<float>> storage; // f32 caches
   std::vector<uint16_t, HugePageAllocator<uint16_t>> storage16; // f16 caches
   std::vector<int8_t, HugePageAllocator<int8_t>> storage8; // i8 and fp8 caches

@@ -395,16 +395,17 @@ Tensor GpuSession::hostOf(int64_t id, Run &r) {
   return v.host;
 }
 
-/// Bytes of a cache's keys and values on the device, rounded up so that a
-/// kivi cache's V row scales, which follow them, are aligned.
-static size_t kvDataBytes(const KvCache &cache) {
-  size_t bytes = cache.storageElements() * cache.config().elementBytes();
+// Rounded up so that a kivi cache's V row scales, which follow them, are
+// aligned.
+size_t GpuSession::kvDataBytes(const KvCache &cache) const {
+  size_t bytes = cache.storageElements(deviceKvLayers(cache)) *
+                 cache.config().elementBytes();
   return (bytes + 255) / 256 * 256;
 }
 
 DevicePtr GpuSession::kvStorage(KvCache &cache) {
-  size_t bytes =
-      kvDataBytes(cache) + cache.valueScaleElements() * sizeof(float);
+  size_t bytes = kvDataBytes(cache) +
+                 cache.valueScaleElements(deviceKvLayers(cache)) * sizeof(float);
   auto it = kvPools.find(&cache);
   if (it != kvPools.end()) {
     if (it->second.second == bytes)
@@ -413,9 +414,13 @@ DevicePtr GpuSession::kvStorage(KvCache &cache) {
     ctx->free(it->second.first);
     kvPools.erase(it);
   }
-  DevicePtr p = ctx->alloc(bytes);
-  ctx->memsetZero(p, bytes);
+  // None with --gpu-layers 0: no kernel reads it (cuMemAlloc refuses 0).
+  DevicePtr p = bytes ? ctx->alloc(bytes) : DevicePtr(0);
+  if (p)
+    ctx->memsetZero(p, bytes);
   kvPools[&cache] = {p, bytes};
+  counters.kvDeviceBytes = bytes;
+  counters.kvHostBytes = cache.hostBytes();
   if (cache.config().isScaled() && !kScales) {
     // Keys per channel (kv_cache.cuh); values per head unless kivi.
     const std::vector<float> &k = cache.config().kChannelScales;
@@ -612,6 +617,9 @@ void GpuSession::launchKernel(const Node &node, const KernelRecord &k,
         case RuntimeValue::KvMaxTokens:
           kv((int32_t)r.maxTokens);
           break;
+        case RuntimeValue::KvLayers:
+          kv((int32_t)deviceKvLayers(*r.kv->cache));
+          break;
         case RuntimeValue::CachedLens:
           put(r.cachedLens);
           break;
@@ -805,8 +813,26 @@ void GpuSession::setGpuLayers(int64_t layers) {
   split = splitByLayers(artifact, fns, layers);
   placementsOf.clear();
   graphs.clear(); // none yet: set before the first run
+  kvLayersOnDevice = -1;
   if (!split.splits())
     return;
+  // The device's cache holds the first layers only where every attention
+  // kernel is told how many it holds.
+  bool runtimeLayers = true;
+  for (auto &[index, l] : loaded) {
+    const KernelRecord &k = artifact.kernels()[index];
+    bool readsCache = false, readsLayers = false;
+    for (const format::LaunchStep &step : k.launch.steps)
+      for (const format::Param &p : step.params)
+        if (p.kind == format::ParamKind::Runtime) {
+          readsCache |= p.runtime == format::RuntimeValue::KvPool ||
+                        p.runtime == format::RuntimeValue::KvData;
+          readsLayers |= p.runtime == format::RuntimeValue::KvLayers;
+        }
+    runtimeLayers &= !readsCache || readsLayers;
+  }
+  if (runtimeLayers)
+    kvLayersOnDevice = split.gpuLayers;
   // The CPU's layers read their weights packed for its GEMMs, as the CPU
   // backend does (the mapped bytes are released as they are packed).
   for (const Function *fn : fns)

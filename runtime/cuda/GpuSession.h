@@ -64,6 +64,7 @@ public:
   /// the layers after it on the host too (docs/MEMORY.md).
   KvCacheOptions cacheOptions(KvCacheOptions o) const override {
     o.hostStorage = split.splits();
+    o.hostFirstLayer = split.splits() ? split.gpuLayers : 0;
     return o;
   }
 
@@ -108,6 +109,9 @@ public:
     int64_t weightUploads = 0, weightEvictions = 0;
     uint64_t weightUploadBytes = 0;
     int64_t graphCaptures = 0, graphReplays = 0;
+    /// The last KV cache's keys and values (kivi: with the V row scales)
+    /// on the device and, a layer split's, on the host.
+    uint64_t kvDeviceBytes = 0, kvHostBytes = 0;
     std::map<std::string, int64_t> hostOps; ///< op (or kernel kind) -> count
   };
   const Stats &stats() const { return counters; }
@@ -193,6 +197,16 @@ private:
   void kvArrays(KvBatch *kv, Run &r, std::vector<int32_t> &cached,
                 std::vector<int32_t> &valid, std::vector<int32_t> &table);
   DevicePtr kvStorage(KvCache &cache);
+  /// Bytes of a cache's keys and values on the device (kivi: its V row
+  /// scales follow them).
+  size_t kvDataBytes(const KvCache &cache) const;
+  /// Layers the device's cache holds: all, or a split's first ones where
+  /// every attention kernel takes them at run time (kv_cache.layers;
+  /// artifacts from before it hold all).
+  int64_t deviceKvLayers(const KvCache &cache) const {
+    return kvLayersOnDevice >= 0 ? kvLayersOnDevice : cache.config().layers;
+  }
+  int64_t kvLayersOnDevice = -1;
   bool graphable(const Function &fn) const;
 
   const Artifact &artifact;

@@ -110,6 +110,16 @@ void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
                     "one node's weights alone need more)"
                   : "");
     log << "\n";
+    const LayerSplit &split = g->layerSplit();
+    if (split.splits() && s.kvDeviceBytes + s.kvHostBytes > 0) {
+      int64_t n = split.gpuLayers, all = split.modelLayers;
+      log << "[qrun] KV cache split: " << s.kvDeviceBytes
+          << " bytes on the device";
+      if (n > 0)
+        log << " (layers 0-" << n - 1 << ")";
+      log << ", " << s.kvHostBytes << " on the host (layers " << n << "-"
+          << all - 1 << ")\n";
+    }
   }
   if (g->checks().empty())
     return;

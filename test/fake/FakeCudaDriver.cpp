@@ -5,7 +5,8 @@
 // so results are meaningless; what it checks is how the backend drives a
 // GPU, which no test could otherwise see on a machine without one:
 //   - every copy and memset lies inside one live allocation;
-//   - every freed pointer was allocated, and nothing is leaked at exit;
+//   - every freed pointer was allocated, none of 0 bytes, and nothing is
+//     leaked at exit;
 //   - modules are cubins (ELF) or PTX, and every kernel the backend looks up
 //     is defined in its module (symbol names appear in the image);
 //   - launches have 1..1024 threads, grid y/z <= 65535, and dynamic shared
@@ -231,6 +232,8 @@ int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   State &s = state();
   if (s.capturing)
     return violation("cuMemAlloc during graph capture");
+  if (n == 0) // the driver's CUDA_ERROR_INVALID_VALUE
+    return violation("cuMemAlloc of 0 bytes");
   if (n > deviceMemory() - std::min(deviceMemory(), s.bytes))
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
   void *m = std::calloc(1, n);

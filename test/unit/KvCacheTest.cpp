@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
+#include <set>
 
 using namespace qcc::rt;
 using nlohmann::json;
@@ -368,6 +370,113 @@ TEST(KvAttention, FastMatchesReference) {
       checkFastAgainstReference(layout, dtype, 8, 2, 0, 0.0f, 64, 100, slopes);
       checkFastAgainstReference(layout, dtype, 4, 1, /*window=*/5, 0.5f, 20, 37,
                                 {slopes.begin(), slopes.begin() + 4});
+    }
+}
+
+// A layer split's host cache (KvCacheOptions::hostFirstLayer) holds only
+// the CPU's layers: their attention is bit for bit the full cache's (the same
+// kernels over the same elements at other addresses), it takes their share
+// of the bytes, and a layer it does not hold is refused.
+TEST(KvAttention, HostLayersOfASplit) {
+  const int64_t L = 3, first = 1, Hkv = 2, H = 4, D = 16, S = 11;
+  for (std::string layout : {"paged", "contiguous"})
+    for (std::string dtype : {"f32", "f16", "i8", "kivi"}) {
+      json cfg = {{"layout", layout}, {"block_tokens", 4}, {"layers", L},
+                  {"kv_heads", Hkv},  {"head_dim", D},     {"dtype", dtype}};
+      std::vector<std::vector<float>> ks, vs; // a scale of its own per layer
+      for (int64_t l = 0; l < L; ++l) {
+        ks.push_back(std::vector<float>(dtype == "kivi" ? Hkv * D : Hkv,
+                                        0.02f + 0.01f * (float)l));
+        vs.push_back(std::vector<float>(Hkv, 0.015f + 0.01f * (float)l));
+      }
+      if (dtype == "i8") {
+        cfg["k_scales"] = ks;
+        cfg["v_scales"] = vs;
+      } else if (dtype == "kivi") {
+        cfg["dtype"] = "i8";
+        cfg["scales"] = "kivi";
+        cfg["k_scales"] = ks;
+      }
+      KvCacheConfig c = KvCacheConfig::fromJson(cfg);
+      KvCacheOptions full{/*maxSequences=*/2, /*maxTokens=*/S + 3,
+                          /*numBlocks=*/8};
+      KvCacheOptions split = full;
+      split.hostFirstLayer = first;
+      KvCache whole(c, full), part(c, split);
+      EXPECT_EQ(part.hostBytes() * L, whole.hostBytes() * (L - first));
+      std::mt19937 rng(3);
+      std::vector<int64_t> seqs = {whole.addSequence(), whole.addSequence()};
+      EXPECT_EQ(part.addSequence(), seqs[0]);
+      EXPECT_EQ(part.addSequence(), seqs[1]);
+      for (auto [valid, len] : {std::pair<std::vector<int64_t>, int64_t>{{S, 5}, S},
+                                {{1, 1}, 1}, {{1, 1}, 1}}) {
+        for (KvCache *cache : {&whole, &part})
+          for (size_t b = 0; b < seqs.size(); ++b)
+            cache->reserve(seqs[b], cache->length(seqs[b]) + valid[b]);
+        for (int64_t layer = first; layer < L; ++layer) {
+          Tensor q = normalF32({2, len, H * D}, rng),
+                 k = normalF32({2, len, Hkv * D}, rng),
+                 v = normalF32({2, len, Hkv * D}, rng);
+          json attrs = {{"layer", layer}, {"num_heads", H},
+                        {"num_kv_heads", Hkv}, {"scale", 0.25}};
+          KvBatch wholeKv{&whole, seqs, valid}, partKv{&part, seqs, valid};
+          Tensor want = kvAttention(Attrs(attrs), {&q, &k, &v}, wholeKv);
+          Tensor got = kvAttention(Attrs(attrs), {&q, &k, &v}, partKv);
+          ASSERT_EQ(0, std::memcmp(want.raw(), got.raw(), want.bytes()))
+              << layout << " " << dtype << " layer " << layer;
+        }
+        for (KvCache *cache : {&whole, &part})
+          for (size_t b = 0; b < seqs.size(); ++b)
+            cache->advance(seqs[b], valid[b]);
+      }
+      Tensor q = normalF32({2, 1, H * D}, rng),
+             k = normalF32({2, 1, Hkv * D}, rng), v = k;
+      part.reserve(seqs[0], part.length(seqs[0]) + 1);
+      part.reserve(seqs[1], part.length(seqs[1]) + 1);
+      // Every element and V row scale of the held layers has an address of
+      // its own, all within the host storage's bytes.
+      if (dtype == "f32" || dtype == "kivi") {
+        std::set<const void *> elements, scales;
+        for (int64_t seq : seqs)
+          for (int64_t layer = first; layer < L; ++layer)
+            for (int kvIndex = 0; kvIndex < 2; ++kvIndex)
+              for (int64_t g = 0; g < Hkv; ++g)
+                for (int64_t pos = 0; pos < part.length(seq) + 1; ++pos) {
+                  const void *e =
+                      dtype == "f32"
+                          ? (const void *)part.element<float>(seq, layer,
+                                                              kvIndex, g, pos)
+                          : (const void *)part.element<int8_t>(seq, layer,
+                                                               kvIndex, g, pos);
+                  EXPECT_TRUE(elements.insert(e).second);
+                  if (dtype == "kivi" && kvIndex == 1) {
+                    float *sc = part.valueScales(seq, layer, g, pos);
+                    EXPECT_TRUE(scales.insert(sc).second);
+                  }
+                }
+        // The held layers' share of the pool: storageElements and
+        // valueScaleElements of L - first layers.
+        auto span = [](const std::set<const void *> &set) {
+          return (uintptr_t)*set.rbegin() - (uintptr_t)*set.begin();
+        };
+        EXPECT_LT(span(elements), part.storageElements(L - first) *
+                                      c.elementBytes())
+            << layout;
+        if (dtype == "kivi")
+          EXPECT_LT(span(scales),
+                    part.valueScaleElements(L - first) * sizeof(float))
+              << layout;
+        EXPECT_EQ(part.hostBytes(),
+                  part.storageElements(L - first) * c.elementBytes() +
+                      part.valueScaleElements(L - first) * sizeof(float));
+      }
+      KvBatch partKv{&part, seqs, {1, 1}};
+      json attrs = {{"layer", 0}, {"num_heads", H}, {"num_kv_heads", Hkv},
+                    {"scale", 0.25}};
+      EXPECT_NE(errorOf([&] { kvAttention(Attrs(attrs), {&q, &k, &v}, partKv); })
+                    .find("layer 0 is on the GPU"),
+                std::string::npos)
+          << layout << " " << dtype;
     }
 }
 
