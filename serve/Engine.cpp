@@ -74,6 +74,12 @@ Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
     : executor(e), tokenizer(t), opts(o),
       prefill((checkServable(a), a.function("prefill"))),
       decode(a.function("decode")), prefillLast(rt::prefillLast(a)) {
+  KvCacheOptions copts = cacheOptions(a, opts); // fills maxContext
+  cache = std::make_unique<KvCache>(*a.kvCache(), executor.cacheOptions(copts));
+  thread = std::thread([this] { loop(); });
+}
+
+KvCacheOptions Engine::cacheOptions(const Artifact &a, EngineOptions &opts) {
   const KvCacheConfig &cfg = *a.kvCache();
   if (opts.maxSequences < 1)
     throw std::runtime_error("--max-sequences must be at least 1");
@@ -98,8 +104,7 @@ Engine::Engine(const Artifact &a, Executor &e, const Tokenizer &t,
   copts.numBlocks = opts.kvBlocks > 0 ? opts.kvBlocks
                                       : perRequest * opts.maxSequences;
   KvCache::checkCapacity(cfg, copts);
-  cache = std::make_unique<KvCache>(cfg, executor.cacheOptions(copts));
-  thread = std::thread([this] { loop(); });
+  return copts;
 }
 
 void Engine::checkServable(const Artifact &a) {

@@ -157,6 +157,11 @@ public:
   /// Throws one line when `artifact` cannot be served (no prefill and
   /// decode over a KV cache); tools call it before loading anything else.
   static void checkServable(const rt::Artifact &artifact);
+  /// The KV cache an engine of `options` makes (options' checks, one line
+  /// each; a maxContext of 0 becomes the model's), before the executor is
+  /// made: qserve --gpu-layers auto keeps room for it.
+  static rt::KvCacheOptions cacheOptions(const rt::Artifact &artifact,
+                                         EngineOptions &options);
   Engine(const Engine &) = delete;
   Engine &operator=(const Engine &) = delete;
 

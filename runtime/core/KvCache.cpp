@@ -60,6 +60,16 @@ size_t KvCache::checkCapacity(const KvCacheConfig &cfg,
   return (size_t)*unit;
 }
 
+uint64_t KvCache::poolBytes(const KvCacheConfig &cfg,
+                           const KvCacheOptions &opts) {
+  // Within 64 bits: checkCapacity checked the pool's bytes, scales included.
+  uint64_t elements = (uint64_t)checkCapacity(cfg, opts) *
+                      (uint64_t)(cfg.layout == "paged" ? opts.numBlocks
+                                                       : opts.maxSequences);
+  return elements * cfg.elementBytes() +
+         (cfg.valueScalePerToken() ? elements / (2 * cfg.headDim) * 4 : 0);
+}
+
 KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
     : cfg(config), opts(options), isPaged(config.layout == "paged") {
   unitFloats = checkCapacity(cfg, opts);

@@ -71,6 +71,10 @@ public:
   /// before setting up a backend, so a pool too large is refused first.
   static size_t checkCapacity(const KvCacheConfig &config,
                               const KvCacheOptions &options);
+  /// The bytes() a cache of `config` and `options` will have (checked as
+  /// checkCapacity checks, which it calls).
+  static uint64_t poolBytes(const KvCacheConfig &config,
+                            const KvCacheOptions &options);
 
   const KvCacheConfig &config() const { return cfg; }
   bool paged() const { return isPaged; }

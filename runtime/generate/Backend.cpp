@@ -66,6 +66,25 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
   return cpu(why);
 }
 
+std::string parseGpuLayers(const std::string &spec, BackendOptions &o) {
+  if (spec == "auto") {
+    o.gpuLayersAuto = true;
+    return "";
+  }
+  const int64_t most = int64_t(1) << 20;
+  int64_t n = 0;
+  bool digits = !spec.empty() && spec.size() <= 7 &&
+                std::all_of(spec.begin(), spec.end(),
+                            [](char c) { return c >= '0' && c <= '9'; });
+  for (char c : digits ? spec : std::string())
+    n = n * 10 + (c - '0');
+  if (!digits || n > most)
+    return "'" + spec + "' is not auto or a count of layers (0.." +
+           std::to_string(most) + ")";
+  o.gpuLayers = n;
+  return "";
+}
+
 std::string describeSplit(const LayerSplit &split) {
   int64_t n = split.gpuLayers, all = split.modelLayers;
   std::string of = " of " + std::to_string(all);

@@ -42,6 +42,9 @@ struct BackendOptions {
   uint64_t kvCacheBytes = 0;
 };
 
+/// --gpu-layers: N (0..2^20) or auto into `o`; "" or why `spec` is neither.
+std::string parseGpuLayers(const std::string &spec, BackendOptions &o);
+
 /// How a layer split places the model ("layers 0-3 of 30 on the GPU, 4-29
 /// and what follows on the CPU").
 std::string describeSplit(const LayerSplit &split);

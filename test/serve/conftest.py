@@ -29,11 +29,12 @@ def tool(name):
 class Server:
     """A running qserve: its base URL and its stderr so far."""
 
-    def __init__(self, artifact, *flags):
+    def __init__(self, artifact, *flags, env=None):
         self.proc = subprocess.Popen(
             [str(tool("qserve")), str(artifact), "--port", "0", "--threads", "2",
              *map(str, flags)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=None if env is None else {**os.environ, **env})
         self.log = []
         port = None
         for line in self.proc.stderr:

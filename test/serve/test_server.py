@@ -12,7 +12,9 @@ import urllib.request
 import openai
 import pytest
 
-from conftest import Server
+from conftest import DEMO, Server
+
+DEMO_MODEL = DEMO / "model.onnx"
 
 PROMPTS = [
     "It is a truth universally acknowledged, that",
@@ -327,6 +329,8 @@ def test_prefix_cache(client, qrun_text):
     (["--port", "70000"], "--port"),
     (["--chat-template", "jinja"], "--chat-template: 'jinja' is not auto or one of"),
     (["--max-context", "100000"], "--max-context needs 100000 positions"),
+    (["--gpu-layers", "x"], "--gpu-layers: 'x' is not auto or a count of layers"),
+    (["--backend", "cpu", "--gpu-layers", "1"], "it needs the CUDA backend"),
 ])
 def test_bad_flags_one_line(demo_artifact, flags, message):
     import subprocess
@@ -414,3 +418,36 @@ def cached_tokens(client, model, prompt):
     """Prompt tokens a one-token completion found in the prefix cache."""
     return client.completions.create(model=model, prompt=prompt, max_tokens=1,
                                      temperature=0).usage.prompt_tokens_details.cached_tokens
+
+
+def test_layer_split_on_the_stand_in(workdir, qrun_text):
+    """--gpu-layers 0 on the libcuda stand-in (test/fake: it runs no kernel,
+    so every block runs on the split's CPU half): the CUDA backend's session
+    with a host KV cache, under continuous batching, serves qrun's text, and
+    leaves no block in use."""
+    import subprocess
+    from conftest import BIN, tool
+    fake = BIN.parent / "lib" / "libqcc-fake-cuda.so"
+    if not fake.is_file():
+        pytest.skip(f"{fake} missing (the stand-in is built with the CUDA toolkit)")
+    art = workdir / "demo-gpu.qpkg"
+    subprocess.run([str(tool("qcc")), str(DEMO_MODEL), "-o", str(art)], check=True,
+                   capture_output=True)
+    listing = subprocess.run([str(tool("qrun")), str(art), "--list-kernels"],
+                             capture_output=True, text=True).stdout
+    if "no GPU kernels" in listing:
+        pytest.skip("qcc compiled no CUDA kernels (no CUDA toolkit)")
+    s = Server(art, "--backend", "cuda", "--gpu-layers", "0", "--max-sequences", "4",
+               "--max-context", "128", env={"QCC_CUDA_DRIVER": str(fake)})
+    try:
+        assert any("no layer on the GPU" in line for line in s.log), s.log
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            texts = list(pool.map(
+                lambda p: post(s.url + "/v1/completions",
+                               {"model": "demo-gpu", "prompt": p, "max_tokens": 12,
+                                "temperature": 0})[1]["choices"][0]["text"],
+                PROMPTS[:4]))
+        assert texts == [qrun_text(p, 12) for p in PROMPTS[:4]]
+        wait_idle(s)
+    finally:
+        s.stop()

@@ -101,9 +101,8 @@ BackendOptions backendOptions(const Options &o) {
   b.checkGpu = o.checkGpu;
   b.quiet = o.quiet;
   b.gpuMemoryLimit = o.gpuMemoryLimit;
-  b.gpuLayersAuto = o.gpuLayers == "auto";
-  if (!o.gpuLayers.empty() && !b.gpuLayersAuto)
-    b.gpuLayers = std::stoll(o.gpuLayers); // checked by the option
+  if (!o.gpuLayers.empty())
+    parseGpuLayers(o.gpuLayers, b); // checked by the option
   return b;
 }
 
@@ -300,11 +299,7 @@ int runPrompt(const Options &o, const Artifact &a) {
   if (cached) {
     copts = generationCacheOptions(*a.kvCache(), prompts, o.maxNewTokens,
                                    o.kvBlocks, o.maxTokens);
-    // Within 64 bits: checkCapacity checked the pool's bytes.
-    kvBytes = KvCache::checkCapacity(*a.kvCache(), *copts) *
-              (uint64_t)(a.kvCache()->layout == "paged" ? copts->numBlocks
-                                                        : copts->maxSequences) *
-              a.kvCache()->elementBytes();
+    kvBytes = KvCache::poolBytes(*a.kvCache(), *copts); // checks capacity
   }
   auto exec = makeExecutor(o, a, false, kvBytes);
   GenerateOptions g = generateOptions(o, tok, out);
@@ -674,18 +669,9 @@ int main(int argc, char **argv) {
                  "many as fit in the GPU's free memory beside the KV cache "
                  "(docs/MEMORY.md)")
       ->check(CLI::Validator(
-          [](std::string &v) -> std::string {
-            if (v == "auto")
-              return "";
-            try {
-              size_t end = 0;
-              long long n = std::stoll(v, &end);
-              if (end == v.size() && n >= 0 && n <= (1 << 20))
-                return "";
-            } catch (const std::exception &) {
-            }
-            return "'" + v + "' is not auto or a count of layers (0.." +
-                   std::to_string(1 << 20) + ")";
+          [](std::string &v) {
+            BackendOptions scratch;
+            return parseGpuLayers(v, scratch);
           },
           "N|auto"))
       ->group(kBackend);

@@ -47,6 +47,7 @@ struct Options {
   serve::EngineOptions engine;
   std::string chatTemplate = "auto";
   std::string backend = "auto";
+  std::string gpuLayers; // N or auto (qrun's)
   std::string cpuKernels;
   int threads = 0;
   bool quiet = false;
@@ -119,6 +120,15 @@ int main(int argc, char **argv) {
   app.add_option("--backend", o.backend, "auto, cpu or cuda (as qrun's)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  app.add_option("--gpu-layers", o.gpuLayers,
+                 "CUDA backend: N or auto, as qrun's: the first N blocks on "
+                 "the GPU, the rest on the CPU")
+      ->check(CLI::Validator(
+          [](std::string &v) {
+            rt::BackendOptions scratch;
+            return rt::parseGpuLayers(v, scratch);
+          },
+          "N|auto"));
   app.add_option("--cpu-kernels", o.cpuKernels,
                  "CPU backend: fast (default), portable or reference")
       ->check(CLI::IsMember({"fast", "portable", "reference"}));
@@ -189,6 +199,15 @@ int main(int argc, char **argv) {
                                       : rt::Backend::Auto;
     b.quiet = o.quiet;
     b.tool = "qserve";
+    if (!o.gpuLayers.empty()) {
+      if (o.backend == "cpu")
+        throw std::runtime_error("--gpu-layers splits a model between the "
+                                 "GPU and the CPU: it needs the CUDA "
+                                 "backend, not --backend=cpu");
+      rt::parseGpuLayers(o.gpuLayers, b); // checked by the option
+      b.kvCacheBytes = rt::KvCache::poolBytes(
+          *artifact.kvCache(), serve::Engine::cacheOptions(artifact, o.engine));
+    }
     auto executor = rt::makeExecutor(artifact, b, std::cerr);
     serve::Engine engine(artifact, *executor, tokenizer, o.engine);
     serve::OpenAiServer server(engine, tokenizer, o.server);
