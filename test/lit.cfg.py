@@ -26,6 +26,14 @@ if os.path.isdir(onnx_node_data):
 if getattr(config, "qcc_have_nvrtc", "").upper() in ("TRUE", "ON", "1", "YES"):
     config.available_features.add("nvrtc")
 
+# CPUs with bf16 dot products (AVX512_BF16): qrun --cpu-precision=bf16.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if " avx512_bf16" in cpuinfo.read():
+            config.available_features.add("cpu-bf16")
+except OSError:
+    pass
+
 # The sanitizer build (QCC_FUZZ: clang ASan+UBSan at -O1, scripts/sanitize.sh):
 # tests too slow there say UNSUPPORTED: sanitizers.
 if getattr(config, "qcc_fuzz_build", "").upper() in ("TRUE", "ON", "1", "YES"):

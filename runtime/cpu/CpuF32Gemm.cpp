@@ -13,11 +13,13 @@
 #include <new>
 #include <omp.h>
 #include <stdexcept>
+#include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "runtime/cpu/X86Intrinsics.h"
 #define QCC_HAVE_F32_KERNEL 1
 #define QCC_AVX512F_TARGET __attribute__((target("avx512f")))
+#define QCC_AVX512BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 #endif
 
 using namespace qcc::rt;
@@ -38,19 +40,22 @@ constexpr int64_t kMaxSliceK = 1024;
 /// the same slice of the next strip, pulled into L2 while this tile
 /// computes (measured: 240 to 270 GFLOP/s on SmolLM2's prefill GEMMs, whose
 /// weights come from memory).
-struct Tile {
-  const float *x;
+/// T: float (f32 weights), or uint32_t (bf16 pairs: k counts pairs, each
+/// element two bf16 of consecutive k, the lower one in the low half).
+template <typename T> struct Tile {
+  const T *x;
   int64_t lda;
-  const float *w;
+  const T *w;
   int64_t blockStride, kStride, kLen;
   float *c;
   int64_t ldc, cols;
   bool first;
-  const float *prefetch;
+  const T *prefetch;
 };
 
 #ifdef QCC_HAVE_F32_KERNEL
-template <int MR, int NB> QCC_AVX512F_TARGET void tileAvx512(const Tile &t) {
+template <int MR, int NB>
+QCC_AVX512F_TARGET void tileAvx512(const Tile<float> &t) {
   // A later slice goes on from C's partial sums, so that every element is
   // one FMA chain over k whatever the slicing (a sum's bits then depend on
   // K only, not on how K was cut: attention's P V, whose K is the keys a
@@ -95,41 +100,98 @@ template <int MR, int NB> QCC_AVX512F_TARGET void tileAvx512(const Tile &t) {
   }
 }
 
-using TileFn = void (*)(const Tile &);
+/// The bf16 tile: the f32 tile's loop over k pairs, `vdpbf16ps` adding
+/// both products of a pair to the f32 accumulator (exact products; each
+/// addition rounded to nearest even; subnormals flushed: Intel's and AMD's
+/// definition of the instruction).
+template <int MR, int NB>
+QCC_AVX512BF16_TARGET void tileBf16(const Tile<uint32_t> &t) {
+  __m512 acc[MR][NB];
+  for (int m = 0; m < MR; ++m)
+    for (int b = 0; b < NB; ++b) {
+      int64_t left = t.cols - b * kCols;
+      acc[m][b] = t.first || left <= 0
+                      ? _mm512_setzero_ps()
+                      : _mm512_maskz_loadu_ps(firstLanes(left),
+                                              t.c + m * t.ldc + b * kCols);
+    }
+  for (int64_t k = 0; k < t.kLen; ++k) {
+    __m512i w[NB];
+#pragma GCC unroll 4
+    for (int b = 0; b < NB; ++b) {
+      w[b] = _mm512_loadu_si512(t.w + b * t.blockStride + k * t.kStride);
+      if (t.prefetch)
+        _mm_prefetch((const char *)(t.prefetch + b * t.blockStride +
+                                    k * t.kStride),
+                     _MM_HINT_T1);
+    }
+#pragma GCC unroll 12
+    for (int m = 0; m < MR; ++m) {
+      __m512i xb = _mm512_set1_epi32((int)t.x[m * t.lda + k]);
+#pragma GCC unroll 4
+      for (int b = 0; b < NB; ++b)
+        acc[m][b] = _mm512_dpbf16_ps(acc[m][b], (__m512bh)xb, (__m512bh)w[b]);
+    }
+  }
+  for (int b = 0; b < NB; ++b) {
+    int64_t left = t.cols - b * kCols;
+    if (left <= 0)
+      break;
+    __mmask16 mask = firstLanes(left);
+    for (int m = 0; m < MR; ++m)
+      _mm512_mask_storeu_ps(t.c + m * t.ldc + b * kCols, mask, acc[m][b]);
+  }
+}
+
+/// The tiles of one element type: f32 or bf16 pairs.
+struct F32Tiles {
+  using Elem = float;
+  template <int MR, int NB> static void run(const Tile<float> &t) {
+    tileAvx512<MR, NB>(t);
+  }
+};
+struct Bf16Tiles {
+  using Elem = uint32_t;
+  template <int MR, int NB> static void run(const Tile<uint32_t> &t) {
+    tileBf16<MR, NB>(t);
+  }
+};
 
 /// The tile shapes: (rows, blocks) with rows x blocks <= 24 accumulators.
-template <int NB> TileFn tileFor(int mr) {
+template <class Tiles, int NB>
+auto tileFor(int mr) -> void (*)(const Tile<typename Tiles::Elem> &) {
   if constexpr (NB == 4) {
     switch (mr) {
-    case 1: return tileAvx512<1, 4>;
-    case 2: return tileAvx512<2, 4>;
-    case 3: return tileAvx512<3, 4>;
-    default: return tileAvx512<4, 4>;
+    case 1: return Tiles::template run<1, 4>;
+    case 2: return Tiles::template run<2, 4>;
+    case 3: return Tiles::template run<3, 4>;
+    default: return Tiles::template run<4, 4>;
     }
   } else {
     switch (mr) {
-    case 1: return tileAvx512<1, NB>;
-    case 2: return tileAvx512<2, NB>;
-    case 3: return tileAvx512<3, NB>;
-    case 4: return tileAvx512<4, NB>;
-    case 5: return tileAvx512<5, NB>;
-    case 6: return tileAvx512<6, NB>;
-    case 7: return tileAvx512<7, NB>;
-    case 8: return tileAvx512<8, NB>;
-    case 9: return tileAvx512<9, NB>;
-    case 10: return tileAvx512<10, NB>;
-    case 11: return tileAvx512<11, NB>;
-    default: return tileAvx512<12, NB>;
+    case 1: return Tiles::template run<1, NB>;
+    case 2: return Tiles::template run<2, NB>;
+    case 3: return Tiles::template run<3, NB>;
+    case 4: return Tiles::template run<4, NB>;
+    case 5: return Tiles::template run<5, NB>;
+    case 6: return Tiles::template run<6, NB>;
+    case 7: return Tiles::template run<7, NB>;
+    case 8: return Tiles::template run<8, NB>;
+    case 9: return Tiles::template run<9, NB>;
+    case 10: return Tiles::template run<10, NB>;
+    case 11: return Tiles::template run<11, NB>;
+    default: return Tiles::template run<12, NB>;
     }
   }
 }
 
-TileFn tileFor(int mr, int nb) {
+template <class Tiles>
+auto tileFor(int mr, int nb) -> void (*)(const Tile<typename Tiles::Elem> &) {
   switch (nb) {
-  case 1: return tileFor<1>(mr);
-  case 2: return tileFor<2>(mr);
-  case 3: return tileFor<3>(mr);
-  default: return tileFor<4>(mr);
+  case 1: return tileFor<Tiles, 1>(mr);
+  case 2: return tileFor<Tiles, 2>(mr);
+  case 3: return tileFor<Tiles, 3>(mr);
+  default: return tileFor<Tiles, 4>(mr);
   }
 }
 #endif
@@ -145,6 +207,65 @@ bool qcc::rt::cpuHasAvx512F() {
 #else
   return false;
 #endif
+}
+
+bool qcc::rt::cpuHasAvx512Bf16() {
+#ifdef QCC_HAVE_F32_KERNEL
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
+uint16_t qcc::rt::floatToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one, quiet
+    return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u); // nearest even (overflow rounds to inf)
+  return (uint16_t)(u >> 16);
+}
+
+std::optional<PackedF32Weight>
+qcc::rt::packLinearWeight(const float *w, int64_t n, int64_t k,
+                          const SourceDone &done) {
+  if (cpuFloatPrecision() != CpuFloatPrecision::Bf16 || !cpuHasAvx512Bf16())
+    return packF32Weight(w, n, k, done);
+  if (n <= 0 || k <= 0)
+    return std::nullopt;
+  PackedF32Weight p;
+  p.n = n;
+  p.k = k;
+  p.bf16 = true;
+  size_t bytes = (size_t)p.bytes();
+  void *mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!mem)
+    throw std::bad_alloc();
+  p.data = {static_cast<float *>(mem), freeAligned};
+  std::memset(mem, 0, bytes); // N's padding and an odd K's last half: zero
+  const int64_t pairs = p.kPairs();
+  uint32_t *out = reinterpret_cast<uint32_t *>(mem);
+  packInChunks(w, n, (size_t)k * sizeof(float), kCols, done,
+               [&](int64_t r0, int64_t r1) {
+                 const int64_t b0 = r0 / kCols, b1 = (r1 + kCols - 1) / kCols;
+#pragma omp parallel for schedule(static) if ((r1 - r0) * k >= kParallelWork)
+                 for (int64_t b = b0; b < b1; ++b) {
+                   uint32_t *dst = out + b * pairs * kCols;
+                   for (int64_t c = b * kCols; c < std::min(n, (b + 1) * kCols);
+                        ++c) {
+                     const float *row = w + c * k;
+                     for (int64_t i = 0; i < pairs; ++i) {
+                       uint32_t lo = floatToBf16(row[2 * i]);
+                       uint32_t hi =
+                           2 * i + 1 < k ? floatToBf16(row[2 * i + 1]) : 0;
+                       dst[i * kCols + c % kCols] = lo | hi << 16;
+                     }
+                   }
+                 }
+               });
+  return p;
 }
 
 std::optional<PackedF32Weight> qcc::rt::packF32Weight(const float *w,
@@ -185,31 +306,34 @@ namespace {
 /// B(k, n) = b[(n / 16) * blockStride + k * kStride + n % 16] for n < N,
 /// k < K, every block's 16 values readable: a packed weight (blockStride
 /// K * 16, kStride 16) or a row-major [K, N] matrix with N a multiple of 16
-/// (blockStride 16, kStride its row stride).
-struct BlockedB {
-  const float *b;
+/// (blockStride 16, kStride its row stride). bf16: k counts pairs.
+template <typename T> struct BlockedB {
+  const T *b;
   int64_t blockStride, kStride, n, k;
   int64_t columnBlocks() const { return (n + kCols - 1) / kCols; }
 };
 
 /// The strips of C = x B: `blocksPerStrip` column blocks each, all M rows.
-struct Strips {
-  const float *x;
+template <class Tiles> struct Strips {
+  using T = typename Tiles::Elem;
+  const T *x;
   int64_t lda, M;
-  BlockedB B;
+  BlockedB<T> B;
   float *C;
   int64_t ldc;
   int rowsPerTile, blocksPerStrip;
   int64_t sliceK;
 
-  Strips(const float *x, int64_t lda, int64_t M, BlockedB B, float *C,
+  Strips(const T *x, int64_t lda, int64_t M, BlockedB<T> B, float *C,
          int64_t ldc)
       : x(x), lda(lda), M(M), B(B), C(C), ldc(ldc) {
     // Decode's few rows: 64-column strips (a row's 4 accumulators hide the
     // FMA latency); else 32 columns by 12 rows.
     rowsPerTile = M <= 4 ? 4 : 12;
     blocksPerStrip = M <= 4 ? 4 : 2;
-    const int64_t slices = (B.k + kMaxSliceK - 1) / kMaxSliceK;
+    // Slices of the same bytes of x: a bf16 pair is one element.
+    const int64_t maxSlice = kMaxSliceK / (int64_t)(sizeof(float) / sizeof(T));
+    const int64_t slices = (B.k + maxSlice - 1) / maxSlice;
     sliceK = slices ? (B.k + slices - 1) / slices : 0;
   }
   int64_t count() const {
@@ -221,43 +345,37 @@ struct Strips {
     const int nb =
         (int)std::min<int64_t>(blocksPerStrip, B.columnBlocks() - b0);
     const int64_t n0 = b0 * kCols, cols = std::min(B.n, n0 + nb * kCols) - n0;
-    const float *strip = B.b + b0 * B.blockStride;
+    const T *strip = B.b + b0 * B.blockStride;
     for (int64_t k0 = 0; k0 < B.k; k0 += sliceK) {
       const int64_t kLen = std::min(sliceK, B.k - k0);
       for (int64_t m0 = 0; m0 < M; m0 += rowsPerTile) {
         const int mr = (int)std::min<int64_t>(rowsPerTile, M - m0);
-        const float *next =
+        const T *next =
             prefetchNext && m0 == 0 && s + 1 < count()
                 ? strip + blocksPerStrip * B.blockStride + k0 * B.kStride
                 : nullptr;
-        Tile t{x + m0 * lda + k0, lda,    strip + k0 * B.kStride,
-               B.blockStride,     B.kStride, kLen,
-               C + m0 * ldc + n0, ldc,    cols,
-               k0 == 0,           next};
-        tileFor(mr, nb)(t);
+        Tile<T> t{x + m0 * lda + k0, lda,    strip + k0 * B.kStride,
+                  B.blockStride,     B.kStride, kLen,
+                  C + m0 * ldc + n0, ldc,    cols,
+                  k0 == 0,           next};
+        tileFor<Tiles>(mr, nb)(t);
       }
     }
     return {n0, n0 + cols};
   }
 };
 
-} // namespace
-#endif
-
-void qcc::rt::f32GemmThen(
-    const float *x, int64_t lda, int64_t M, const PackedF32Weight &w,
-    float *C, int64_t ldc,
-    const std::function<void(int64_t, int64_t, int64_t, int64_t)> &epilogue) {
-#ifdef QCC_HAVE_F32_KERNEL
-  if (M <= 0)
-    return;
-  const Strips strips(x, lda, M, {w.block(0), w.k * kCols, kCols, w.n, w.k},
-                      C, ldc);
+/// C = x B over all strips, threaded, epilogue(m0, m1, n0, n1) per strip.
+template <class Tiles>
+void gemmThen(const Strips<Tiles> &strips, int64_t work,
+              const std::function<void(int64_t, int64_t, int64_t, int64_t)>
+                  &epilogue) {
+  const int64_t M = strips.M;
   auto strip = [&](int64_t s) {
     auto [n0, n1] = strips.run(s, /*prefetchNext=*/true);
     epilogue(0, M, n0, n1);
   };
-  const int64_t work = M * w.n * w.k, count = strips.count();
+  const int64_t count = strips.count();
   const int threads = cpuThreads();
   if (threads > 1 && chunkPoolFits(M, work)) {
     const int64_t per = std::max<int64_t>(1, count / (4 * threads));
@@ -273,6 +391,60 @@ void qcc::rt::f32GemmThen(
     for (int64_t s = 0; s < count; ++s)
       strip(s);
   }
+}
+
+/// x [M, K] as bf16 pairs [M, ceil(K / 2)], nearest even (an odd K's last
+/// pair padded with zero), converted 32 at a time by `vcvtne2ps2bf16`.
+QCC_AVX512BF16_TARGET void toBf16Pairs(const float *x, int64_t lda, int64_t M,
+                                       int64_t K, uint32_t *out) {
+  const int64_t pairs = (K + 1) / 2;
+  for (int64_t m = 0; m < M; ++m) {
+    const float *row = x + m * lda;
+    uint32_t *dst = out + m * pairs;
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+      __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + k + 16),
+                                       _mm512_loadu_ps(row + k));
+      _mm512_storeu_si512(dst + k / 2, (__m512i)h);
+    }
+    if (k < K) {
+      const int64_t left = K - k;
+      __mmask16 lo = firstLanes(left),
+                hi = left > 16 ? firstLanes(left - 16) : 0;
+      __m512bh h = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, row + k + 16),
+                                       _mm512_maskz_loadu_ps(lo, row + k));
+      _mm512_mask_storeu_epi32(dst + k / 2, firstLanes((K - k + 1) / 2),
+                               (__m512i)h);
+    }
+  }
+}
+
+} // namespace
+#endif
+
+void qcc::rt::f32GemmThen(
+    const float *x, int64_t lda, int64_t M, const PackedF32Weight &w,
+    float *C, int64_t ldc,
+    const std::function<void(int64_t, int64_t, int64_t, int64_t)> &epilogue) {
+#ifdef QCC_HAVE_F32_KERNEL
+  if (M <= 0)
+    return;
+  const int64_t work = M * w.n * w.k;
+  if (w.bf16) {
+    const int64_t pairs = w.kPairs();
+    std::vector<uint32_t> xb((size_t)(M * pairs));
+    toBf16Pairs(x, lda, M, w.k, xb.data());
+    gemmThen(Strips<Bf16Tiles>(xb.data(), pairs, M,
+                               {w.pairBlock(0), pairs * kCols, kCols, w.n,
+                                pairs},
+                               C, ldc),
+             work, epilogue);
+    return;
+  }
+  gemmThen(Strips<F32Tiles>(x, lda, M,
+                            {w.block(0), w.k * kCols, kCols, w.n, w.k}, C,
+                            ldc),
+           work, epilogue);
 #else
   (void)x, (void)lda, (void)M, (void)w, (void)C, (void)ldc, (void)epilogue;
   throw std::logic_error("the packed float32 GEMM needs AVX-512F");
@@ -292,7 +464,7 @@ void qcc::rt::f32GemmRowMajorB(const float *x, int64_t lda, int64_t M,
       std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
     return;
   }
-  const Strips strips(x, lda, M, {b, kCols, ldb, N, K}, C, ldc);
+  const Strips<F32Tiles> strips(x, lda, M, {b, kCols, ldb, N, K}, C, ldc);
   for (int64_t s = 0; s < strips.count(); ++s)
     strips.run(s, /*prefetchNext=*/false);
 #else
@@ -306,13 +478,14 @@ void qcc::rt::f32GemmPackedOnThread(const float *x, int64_t lda, int64_t M,
                                     const PackedF32Weight &w, int64_t n0,
                                     int64_t n1, float *C, int64_t ldc) {
 #ifdef QCC_HAVE_F32_KERNEL
-  if (n0 % kCols != 0 || n0 < 0 || n1 > w.n)
-    throw std::logic_error("f32GemmPackedOnThread: bad column range");
+  if (n0 % kCols != 0 || n0 < 0 || n1 > w.n || w.bf16)
+    throw std::logic_error("f32GemmPackedOnThread: bad column range or a "
+                           "bf16 weight");
   if (M <= 0 || n1 <= n0)
     return;
-  const Strips strips(x, lda, M,
-                      {w.block(n0 / kCols), w.k * kCols, kCols, n1 - n0, w.k},
-                      C, ldc);
+  const Strips<F32Tiles> strips(
+      x, lda, M, {w.block(n0 / kCols), w.k * kCols, kCols, n1 - n0, w.k}, C,
+      ldc);
   for (int64_t s = 0; s < strips.count(); ++s)
     strips.run(s, /*prefetchNext=*/true);
 #else

@@ -22,6 +22,14 @@
 // linear runs on BLAS as before. Sums are in float32 with FMA, K ascending
 // per slice: they differ from BLAS's in rounding only (the tests' bound).
 //
+// --cpu-precision=bf16 (cpuFloatPrecision(), CPUs with AVX512_BF16): the
+// weight is packed as bf16 pairs ([blocks][ceil(K / 2)][16] of two bf16 of
+// consecutive k, the lower k in the low half; half the bytes) and x is
+// rounded to bf16 per call; `vdpbf16ps` adds each pair's two exact products
+// to the f32 sums (nearest even, subnormals flushed), twice the f32 FMA's
+// multiply rate. The numerics: y = sum_k bf16(x) bf16(w) in f32, the
+// relative rounding of x and w 2^-9 each (docs/CPU_BACKEND.md).
+//
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_CPUF32GEMM_H
 #define QCC_RUNTIME_CPUF32GEMM_H
@@ -35,20 +43,34 @@
 
 namespace qcc::rt {
 
-/// A [N, K] float32 weight in the layout above.
+/// A [N, K] float32 weight in the layout above: float32, or bf16 pairs.
 struct PackedF32Weight {
   static constexpr int64_t kCols = 16; ///< columns per block
   int64_t n = 0, k = 0;                ///< the weight's shape
-  /// [ceil(N / 16)][K][16], 64-byte aligned.
+  bool bf16 = false;                   ///< packed as bf16 pairs
+  /// [ceil(N / 16)][K][16] floats or [ceil(N / 16)][kPairs()][16] pairs (4
+  /// bytes each), 64-byte aligned.
   std::unique_ptr<float[], void (*)(float *)> data{nullptr, nullptr};
 
   int64_t columnBlocks() const { return (n + kCols - 1) / kCols; }
-  int64_t bytes() const { return columnBlocks() * k * kCols * 4; }
+  int64_t kPairs() const { return (k + 1) / 2; }
+  int64_t bytes() const {
+    return columnBlocks() * (bf16 ? kPairs() : k) * kCols * 4;
+  }
   const float *block(int64_t b) const { return data.get() + b * k * kCols; }
+  const uint32_t *pairBlock(int64_t b) const {
+    return reinterpret_cast<const uint32_t *>(data.get()) +
+           b * kPairs() * kCols;
+  }
 };
 
-/// Whether this CPU runs the packed kernel (AVX-512F).
+/// Whether this CPU runs the packed kernel (AVX-512F), and its bf16 form
+/// (AVX512_BF16).
 bool cpuHasAvx512F();
+bool cpuHasAvx512Bf16();
+
+/// bf16 of x: nearest even, NaN kept a (quiet) NaN.
+uint16_t floatToBf16(float x);
 
 /// The packed form of w [n, k] (row-major, row n at w + n * ldw); nullopt
 /// on CPUs without AVX-512F, where the linear keeps BLAS. `done` gets each
@@ -61,6 +83,12 @@ packF32Weight(const float *w, int64_t n, int64_t k,
               const SourceDone &done = {}) {
   return packF32Weight(w, n, k, k, done);
 }
+/// A linear's weight in the precision cpuFloatPrecision() asks for: bf16
+/// pairs on a CPU with AVX512_BF16 under --cpu-precision=bf16, else
+/// packF32Weight's.
+std::optional<PackedF32Weight> packLinearWeight(const float *w, int64_t n,
+                                                int64_t k,
+                                                const SourceDone &done = {});
 
 /// C[m, n] (row stride ldc) = sum_k x[m * lda + k] * w[n, k] for m < M,
 /// then epilogue(m0, m1, n0, n1) on each block of C by the thread that

@@ -91,6 +91,23 @@ static std::atomic<CpuKernelPath> gCpuKernelPath{initialCpuKernelPath()};
 static thread_local std::optional<CpuKernelPath> tCpuKernelPath;
 
 void qcc::rt::setCpuKernelPath(CpuKernelPath path) { gCpuKernelPath = path; }
+
+static std::atomic<CpuFloatPrecision> gCpuFloatPrecision{
+    CpuFloatPrecision::F32};
+void qcc::rt::setCpuFloatPrecision(CpuFloatPrecision p) {
+  gCpuFloatPrecision = p;
+}
+CpuFloatPrecision qcc::rt::cpuFloatPrecision() {
+  return gCpuFloatPrecision.load();
+}
+std::optional<CpuFloatPrecision>
+qcc::rt::parseCpuFloatPrecision(std::string_view name) {
+  if (name == "f32")
+    return CpuFloatPrecision::F32;
+  if (name == "bf16")
+    return CpuFloatPrecision::Bf16;
+  return std::nullopt;
+}
 CpuKernelPath qcc::rt::cpuKernelPath() {
   return tCpuKernelPath ? *tCpuKernelPath : gCpuKernelPath.load();
 }

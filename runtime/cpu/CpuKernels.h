@@ -46,6 +46,17 @@ void setCpuKernelPath(CpuKernelPath path);
 CpuKernelPath cpuKernelPath();
 /// "fast", "portable", "reference"; nullopt for anything else.
 std::optional<CpuKernelPath> parseCpuKernelPath(std::string_view name);
+
+/// The precision of float32 linears on the fast path: F32 (the default:
+/// float32 products and sums), or Bf16 (`qrun --cpu-precision=bf16`, CPUs
+/// with AVX512_BF16: weights packed as bf16, activations rounded to bf16,
+/// products summed in float32; CpuF32Gemm.h). Set before weights are packed
+/// (a session packs at its first run).
+enum class CpuFloatPrecision { F32, Bf16 };
+void setCpuFloatPrecision(CpuFloatPrecision precision);
+CpuFloatPrecision cpuFloatPrecision();
+/// "f32", "bf16"; nullopt for anything else.
+std::optional<CpuFloatPrecision> parseCpuFloatPrecision(std::string_view name);
 /// While alive, cpuKernelPath() answers `path` on the constructing thread,
 /// whatever the process-wide path (the tests compare the paths with it).
 class ScopedCpuKernelPath {

@@ -67,7 +67,7 @@ std::vector<Tensor> linearK(const Operands &ops, const LinearEpilogue &epi,
   // from f16): packed here, so that every linear runs the same kernel and a
   // row's sums do not depend on M (BLAS picks its blocking by shape; batch
   // invariance, docs/SERVING.md). Without AVX-512, BLAS.
-  if (std::optional<PackedF32Weight> p = packF32Weight(a.w.data<float>(), N, K))
+  if (std::optional<PackedF32Weight> p = packLinearWeight(a.w.data<float>(), N, K))
     f32GemmThen(x.data<float>(), K, M, *p, y, N, epilogue);
   else
     sgemmThen(false, true, M, N, K, 1.0f, x.data<float>(), K,

@@ -465,7 +465,7 @@ void Session::expandSparse(CompressedUse &use, OpKind kind) {
           DType::I8, {n, k}, use.denseI8->blocks.data());
   } else {
     use.denseF32 = expand(packedF32_, [&](const Tensor &d) {
-      return packF32Weight(d.data<float>(), n, k);
+      return packLinearWeight(d.data<float>(), n, k);
     });
     if (use.denseF32)
       use.denseStandIn = Tensor::view(DType::F32, {n, k},
@@ -507,7 +507,7 @@ void Session::packNode(const Node &node) {
         w && w->dtype() == DType::F32 && w->rank() == 2 &&
         !packedF32_.count(packKey(*w)))
       packedF32_[packKey(*w)] =
-          packF32Weight(w->data<float>(), w->dim(0), w->dim(1), release);
+          packLinearWeight(w->data<float>(), w->dim(0), w->dim(1), release);
     if (const Tensor *w = weight(n, OpKind::QLinear, 3);
         w && w->dtype() == DType::I8 && w->rank() == 2 &&
         !packed_.count(packKey(*w)))

@@ -73,6 +73,7 @@ struct Options {
   std::vector<int64_t> benchGenerate; // batch, context, steps
   int iterations = 5;
   std::string cpuKernels; // --cpu-kernels, else QCC_CPU_KERNELS, else fast
+  std::string cpuPrecision = "f32"; // float linears on the fast path
   int threads = 0; // --threads; 0: OMP_NUM_THREADS, else the affinity mask
   bool profile = false;
   std::string profileJson; // also write the --profile table as JSON here
@@ -642,6 +643,13 @@ int main(int argc, char **argv) {
                  "also QCC_CPU_KERNELS")
       ->check(CLI::IsMember({"fast", "portable", "reference"}))
       ->group(kBackend);
+  app.add_option("--cpu-precision", o.cpuPrecision,
+                 "CPU backend: f32 (default) or bf16: float32 linears with "
+                 "weights and activations rounded to bf16 and float32 sums, "
+                 "twice the multiply rate and half the weight bytes (CPUs "
+                 "with AVX512_BF16; docs/CPU_BACKEND.md)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->group(kBackend);
   app.add_option("--threads", o.threads,
                  "CPU backend: threads of its one pool (GEMMs, attention, "
                  "elementwise ops); default OMP_NUM_THREADS, else the CPUs "
@@ -706,6 +714,12 @@ int main(int argc, char **argv) {
       }
   if (!o.cpuKernels.empty())
     setCpuKernelPath(*parseCpuKernelPath(o.cpuKernels));
+  if (o.cpuPrecision == "bf16" && !cpuHasAvx512Bf16()) {
+    std::cerr << "qrun: error: --cpu-precision=bf16 needs a CPU with bf16 "
+                 "dot products (AVX512_BF16); this one has none\n";
+    return 1;
+  }
+  setCpuFloatPrecision(*parseCpuFloatPrecision(o.cpuPrecision));
   if (o.threads > 0)
     setCpuThreads(o.threads);
   if (o.devices) {
