@@ -363,6 +363,21 @@ W4A16_FLAGS = ["--quant=w4a16", "--w4-method=rtn", "--w4-asym", "--group-size=32
 W4A8_FLAGS = ["--quant=w4a8"] + W4A16_FLAGS[1:] + ["--no-smoothquant"]
 
 
+# Rows that run another row's artifact with qrun flags of their own: bf16
+# linears (float32 weights packed as bf16, --cpu-precision; CPUs with
+# AVX512_BF16 only).
+RUN_FLAGS = {"qrun float32 as bf16": ["--cpu-precision", "bf16"]}
+SAME_ARTIFACT = {"qrun float32 as bf16": "qrun float32"}
+
+
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512_bf16" in f.read()
+    except OSError:
+        return False
+
+
 def compile_qrun_variants(a, info, work):
     """{row: qpkg}: float32, W8A8, W8A8 + f16 / int8 KV cache, 2:4, W4A16, W4A8 (compiled
     unless a newer artifact is in WORK)."""
@@ -386,6 +401,9 @@ def compile_qrun_variants(a, info, work):
             cmd = [a.qcc, a.model, "--no-cuda", "--quiet", "-o", path] + flags
             subprocess.run(cmd + (calib if "--quant=w8a8" in flags else []), check=True)
         out[row] = path
+    if cpu_has_bf16():
+        for row, base in SAME_ARTIFACT.items():
+            out[row] = out[base]
     return out
 
 
@@ -559,9 +577,11 @@ def main():
         if row in qpkgs:
             if kind == "prefill":
                 return qrun_measure(a.qrun, qpkgs[row], ["--bench", "1", str(n), "--iterations",
-                                    str(a.iterations)], a.threads, r"tokens/s ([0-9.e+]+)")
+                                    str(a.iterations)] + RUN_FLAGS.get(row, []), a.threads,
+                                    r"tokens/s ([0-9.e+]+)")
             return qrun_measure(a.qrun, qpkgs[row], ["--bench-generate", str(n), str(context),
-                                str(a.steps)], a.threads, r"decode ([0-9.e+]+) tokens/s")
+                                str(a.steps)] + RUN_FLAGS.get(row, []), a.threads,
+                                r"decode ([0-9.e+]+) tokens/s")
         job = {"threads": a.threads, "iterations": a.iterations, "seq": n, "batch": n,
                "context": context, "steps": a.steps}
         if row == "onnxruntime":
@@ -598,7 +618,7 @@ def main():
 
     # MBU at batch 1: every MatMul weight read once per step, plus the cache
     # (K and V of every layer, CONTEXT + steps/2 tokens on average).
-    weight_bytes = {"qrun float32": 4, "qrun W8A8": 1, "qrun W8A8 + f16 KV": 1,
+    weight_bytes = {"qrun float32": 4, "qrun float32 as bf16": 2, "qrun W8A8": 1, "qrun W8A8 + f16 KV": 1,
                     "qrun W8A8 + int8 KV": 1,
                     "qrun W8A8 + 2:4": 1, "qrun W4A16": 0.625, "qrun W4A8": 0.625,
                     "onnxruntime": 4, "llama.cpp f32": 4,
@@ -665,6 +685,7 @@ def print_speed(a, info, rows, cells, cols, prompts, batches, best, rss, bw, con
         return u / v if u and v else None
 
     pairs = [("qrun float32", "onnxruntime"), ("qrun float32", "llama.cpp f32"),
+             ("qrun float32 as bf16", "onnxruntime"), ("qrun float32 as bf16", "llama.cpp f32"),
              ("qrun W8A8", "onnxruntime"), ("qrun W8A8", "llama.cpp q8_0"),
              ("qrun W8A8 + f16 KV", "llama.cpp q8_0"),
              ("qrun W8A8 + int8 KV", "llama.cpp q8_0"), ("qrun W4A16", "llama.cpp Q4_K_M"),
@@ -728,7 +749,8 @@ def measure_memory(a, info, rows, qpkgs, past, ggufs, errors):
                     # --bench-generate: the prompt's prefill and N decode steps
                     # through the KV cache (after the same run as a warm-up).
                     _, peak = qrun_measure(a.qrun, qpkgs[row], ["--bench-generate", "1", str(P),
-                                           str(N)], a.threads, r"decode ([0-9.e+]+) tokens/s")
+                                           str(N)] + RUN_FLAGS.get(row, []), a.threads,
+                                           r"decode ([0-9.e+]+) tokens/s")
                     if "qrun" not in baseline:
                         baseline["qrun"] = run_measured([a.qrun, "--version"])[1]
                     own, path = peak - baseline["qrun"], qpkgs[row]
