@@ -330,6 +330,7 @@ def test_prefix_cache(client, qrun_text):
     (["--chat-template", "jinja"], "--chat-template: 'jinja' is not auto or one of"),
     (["--max-context", "100000"], "--max-context needs 100000 positions"),
     (["--gpu-layers", "x"], "--gpu-layers: 'x' is not auto or a count of layers"),
+    (["--cpu-precision", "fp16"], "--cpu-precision: fp16 not in"),
     (["--backend", "cpu", "--gpu-layers", "1"], "it needs the CUDA backend"),
 ])
 def test_bad_flags_one_line(demo_artifact, flags, message):

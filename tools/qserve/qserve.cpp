@@ -13,6 +13,7 @@
 #include "runtime/core/Artifact.h"
 #include "runtime/generate/Backend.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/CpuF32Gemm.h"
 #include "runtime/text/Tokenizer.h"
 #include "serve/ChatTemplate.h"
 #include "serve/Engine.h"
@@ -49,6 +50,7 @@ struct Options {
   std::string backend = "auto";
   std::string gpuLayers; // N or auto (qrun's)
   std::string cpuKernels;
+  std::string cpuPrecision = "f32"; // qrun's --cpu-precision
   int threads = 0;
   bool quiet = false;
 };
@@ -129,6 +131,9 @@ int main(int argc, char **argv) {
             return rt::parseGpuLayers(v, scratch);
           },
           "N|auto"));
+  app.add_option("--cpu-precision", o.cpuPrecision,
+                 "CPU backend: f32 (default) or bf16, as qrun's")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--cpu-kernels", o.cpuKernels,
                  "CPU backend: fast (default), portable or reference")
       ->check(CLI::IsMember({"fast", "portable", "reference"}));
@@ -170,6 +175,10 @@ int main(int argc, char **argv) {
   try {
     if (!o.cpuKernels.empty())
       rt::setCpuKernelPath(*rt::parseCpuKernelPath(o.cpuKernels));
+    if (o.cpuPrecision == "bf16" && !rt::cpuHasAvx512Bf16())
+      throw std::runtime_error("--cpu-precision=bf16 needs a CPU with bf16 dot "
+                               "products (AVX512_BF16); this one has none");
+    rt::setCpuFloatPrecision(*rt::parseCpuFloatPrecision(o.cpuPrecision));
     if (o.threads > 0)
       rt::setCpuThreads(o.threads);
     rt::Artifact artifact = rt::Artifact::load(
