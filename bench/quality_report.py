@@ -165,14 +165,24 @@ def rotation_sweep():
             ("FP8 O1, rotated + a=auto", rot + f8 + auto)]
 
 
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512_bf16" in f.read()
+    except OSError:
+        return False
+
+
 def pareto_sweep(group_size):
     """(name, qcc flags): the variants of the quality-vs-speed view (--pareto), one
     per method at its best measured flags, plus the KV cache formats."""
     w8 = ["--quant=w8a8", "--act-quant=per-token"]
     best_o1 = w8 + ["--smoothquant-alpha=auto", "--int8-fallback=auto"]
     w4 = ["--quant=w4a16", f"--group-size={group_size}", "--w4-asym"]
+    bf16 = ([("float32 as bf16 (qrun --cpu-precision=bf16)",
+              [QRUN_FLAG + "--cpu-precision=bf16"])] if cpu_has_bf16() else [])
     return [("float32", []),
-            ("float32 + f16 KV", ["--kv-dtype=f16"]),
+            ("float32 + f16 KV", ["--kv-dtype=f16"])] + bf16 + [
             ("W8A8 O1, a=0.85", w8 + ["--smoothquant-alpha=0.85"]),
             ("W8A8 O1, a=auto + int8 fallback", best_o1),
             ("W8A8 O1, a=auto + fallback + int8 KV kivi",
@@ -187,12 +197,12 @@ def pareto_sweep(group_size):
              ["--quant=w4a8"] + w4[1:] + ["--no-smoothquant"])]
 
 
-def decode_speed(qrun, artifact, context, steps, timeout=TIMEOUT_S):
+def decode_speed(qrun, artifact, context, steps, timeout=TIMEOUT_S, run_flags=()):
     """Batch-1 decode tokens/s after `context` tokens (qrun --bench-generate 1 CONTEXT
-    STEPS on the CPU backend), or None."""
+    STEPS on the CPU backend, with the variant's qrun flags), or None."""
     p = subprocess.run([qrun, artifact, "--backend=cpu", "--bench-generate", "1",
-                        str(context), str(steps)], capture_output=True, text=True,
-                       timeout=timeout)
+                        str(context), str(steps)] + list(run_flags), capture_output=True,
+                       text=True, timeout=timeout)
     m = re.search(r"decode ([0-9.]+) tokens/s", p.stdout + p.stderr)
     return float(m.group(1)) if p.returncode == 0 and m else None
 
@@ -325,6 +335,17 @@ def first_error_line(text):
     return lines[0] if lines else "(no message)"
 
 
+# A variant's flag that qrun takes rather than qcc ("qrun:--cpu-precision=bf16": the
+# float32 artifact run with bf16 linears).
+QRUN_FLAG = "qrun:"
+
+
+def split_flags(flags):
+    """(qcc flags, qrun flags) of a variant."""
+    return ([f for f in flags if not f.startswith(QRUN_FLAG)],
+            [f[len(QRUN_FLAG):] for f in flags if f.startswith(QRUN_FLAG)])
+
+
 def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=TIMEOUT_S,
                 cuda=False):
     """Compile one variant and measure its perplexity: dict with ppl/tokens/size/error.
@@ -332,6 +353,7 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
     cuda: also compile the GPU kernels into the artifact (default: --no-cuda)."""
     res = {"flags": flags, "ppl": None, "tokens": None, "size": None, "error": None,
            "compile_s": None, "ppl_s": None}
+    flags, run_flags = split_flags(flags)
     cmd = [qcc, model] + flags
     if flags:
         cmd += calib
@@ -344,8 +366,8 @@ def run_variant(qcc, qrun, model, flags, out, heldout, calib, context, timeout=T
         return res
     res["size"] = os.path.getsize(out)
     t0 = time.perf_counter()
-    p = subprocess.run([qrun, out, "--perplexity", heldout, "--context", str(context)],
-                       capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run([qrun, out, "--perplexity", heldout, "--context", str(context)]
+                       + run_flags, capture_output=True, text=True, timeout=timeout)
     res["ppl_s"] = time.perf_counter() - t0
     m = re.search(r"perplexity ([0-9.eE+-]+|nan|inf) over (\d+)", p.stdout)
     if p.returncode != 0 or not m:
@@ -410,7 +432,8 @@ def measure(qcc, qrun, model, heldout, calib_text, work, chosen, samples, seq_le
                 if r["error"]:
                     continue
                 print(f"[speed {k + 1}/{rounds}] {r['name']}", file=log, flush=True)
-                v = decode_speed(qrun, r["artifact"], ctx, steps, timeout)
+                v = decode_speed(qrun, r["artifact"], ctx, steps, timeout,
+                                 split_flags(r["flags"])[1])
                 if v and v > (r.get("speed") or 0):
                     r["speed"] = v
         for r in rows:
