@@ -474,7 +474,8 @@ def table(rows):
 
 def sizes_line(rows):
     f = rows[0]["size"] if rows and not rows[0]["error"] else None
-    q = [r for r in rows[1:] if not r["error"] and " KV" not in r["name"]]
+    q = [r for r in rows[1:] if not r["error"] and " KV" not in r["name"] and
+         "--quant=w8a8" in r["flags"]]
     if not f or not q:
         return ""
     qs = q[0]["size"]
