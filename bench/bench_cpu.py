@@ -49,7 +49,7 @@ import time
 import numpy as np
 
 import measure
-from cpu_info import cpu_has_amx, machine
+from cpu_info import cpu_has_amx, cpu_has_bf16, machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -368,14 +368,6 @@ W4A8_FLAGS = ["--quant=w4a8"] + W4A16_FLAGS[1:] + ["--no-smoothquant"]
 # AVX512_BF16 only).
 RUN_FLAGS = {"qrun float32 as bf16": ["--cpu-precision", "bf16"]}
 SAME_ARTIFACT = {"qrun float32 as bf16": "qrun float32"}
-
-
-def cpu_has_bf16():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " avx512_bf16" in f.read()
-    except OSError:
-        return False
 
 
 def compile_qrun_variants(a, info, work):

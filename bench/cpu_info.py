@@ -30,3 +30,12 @@ def cpu_has_amx():
             return " amx_int8" in f.read()
     except OSError:
         return False
+
+
+def cpu_has_bf16():
+    """Whether the CPU has bf16 dot products (AVX512_BF16): qrun --cpu-precision=bf16."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512_bf16" in f.read()
+    except OSError:
+        return False

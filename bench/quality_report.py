@@ -75,6 +75,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_info import cpu_has_bf16  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODEL = os.path.join(ROOT, "examples", "austen", "model.onnx")
 DEFAULT_TEXT = os.path.join(ROOT, "examples", "austen", "heldout.txt")
@@ -163,14 +166,6 @@ def rotation_sweep():
             ("FP8 O1, a=auto", f8 + auto),
             ("FP8 O1, rotated", rot + f8 + naive),
             ("FP8 O1, rotated + a=auto", rot + f8 + auto)]
-
-
-def cpu_has_bf16():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " avx512_bf16" in f.read()
-    except OSError:
-        return False
 
 
 def pareto_sweep(group_size):

@@ -54,13 +54,10 @@ template <typename T> struct Tile {
 };
 
 #ifdef QCC_HAVE_F32_KERNEL
-template <int MR, int NB>
-QCC_AVX512F_TARGET void tileAvx512(const Tile<float> &t) {
-  // A later slice goes on from C's partial sums, so that every element is
-  // one FMA chain over k whatever the slicing (a sum's bits then depend on
-  // K only, not on how K was cut: attention's P V, whose K is the keys a
-  // task sees, stays batch-invariant).
-  __m512 acc[MR][NB];
+/// A tile's sums start at zero, or (a later K slice) at C's partial sums.
+template <int MR, int NB, typename T>
+QCC_AVX512F_TARGET __attribute__((always_inline)) inline void
+loadSums(const Tile<T> &t, __m512 (&acc)[MR][NB]) {
   for (int m = 0; m < MR; ++m)
     for (int b = 0; b < NB; ++b) {
       int64_t left = t.cols - b * kCols;
@@ -69,6 +66,30 @@ QCC_AVX512F_TARGET void tileAvx512(const Tile<float> &t) {
                       : _mm512_maskz_loadu_ps(firstLanes(left),
                                               t.c + m * t.ldc + b * kCols);
     }
+}
+
+/// The tile's sums into C, its first `cols` columns.
+template <int MR, int NB, typename T>
+QCC_AVX512F_TARGET __attribute__((always_inline)) inline void
+storeSums(const Tile<T> &t, __m512 (&acc)[MR][NB]) {
+  for (int b = 0; b < NB; ++b) {
+    int64_t left = t.cols - b * kCols;
+    if (left <= 0)
+      break;
+    __mmask16 mask = firstLanes(left);
+    for (int m = 0; m < MR; ++m)
+      _mm512_mask_storeu_ps(t.c + m * t.ldc + b * kCols, mask, acc[m][b]);
+  }
+}
+
+template <int MR, int NB>
+QCC_AVX512F_TARGET void tileAvx512(const Tile<float> &t) {
+  // A later slice goes on from C's partial sums, so that every element is
+  // one FMA chain over k whatever the slicing (a sum's bits then depend on
+  // K only, not on how K was cut: attention's P V, whose K is the keys a
+  // task sees, stays batch-invariant).
+  __m512 acc[MR][NB];
+  loadSums(t, acc);
   for (int64_t k = 0; k < t.kLen; ++k) {
     __m512 w[NB];
 #pragma GCC unroll 4
@@ -89,15 +110,7 @@ QCC_AVX512F_TARGET void tileAvx512(const Tile<float> &t) {
         acc[m][b] = _mm512_fmadd_ps(xb, w[b], acc[m][b]);
     }
   }
-  for (int b = 0; b < NB; ++b) {
-    int64_t left = t.cols - b * kCols;
-    if (left <= 0)
-      break;
-    __mmask16 mask = firstLanes(left);
-    for (int m = 0; m < MR; ++m) {
-      _mm512_mask_storeu_ps(t.c + m * t.ldc + b * kCols, mask, acc[m][b]);
-    }
-  }
+  storeSums(t, acc);
 }
 
 /// The bf16 tile: the f32 tile's loop over k pairs, `vdpbf16ps` adding
@@ -107,14 +120,7 @@ QCC_AVX512F_TARGET void tileAvx512(const Tile<float> &t) {
 template <int MR, int NB>
 QCC_AVX512BF16_TARGET void tileBf16(const Tile<uint32_t> &t) {
   __m512 acc[MR][NB];
-  for (int m = 0; m < MR; ++m)
-    for (int b = 0; b < NB; ++b) {
-      int64_t left = t.cols - b * kCols;
-      acc[m][b] = t.first || left <= 0
-                      ? _mm512_setzero_ps()
-                      : _mm512_maskz_loadu_ps(firstLanes(left),
-                                              t.c + m * t.ldc + b * kCols);
-    }
+  loadSums(t, acc);
   for (int64_t k = 0; k < t.kLen; ++k) {
     __m512i w[NB];
 #pragma GCC unroll 4
@@ -133,14 +139,7 @@ QCC_AVX512BF16_TARGET void tileBf16(const Tile<uint32_t> &t) {
         acc[m][b] = _mm512_dpbf16_ps(acc[m][b], (__m512bh)xb, (__m512bh)w[b]);
     }
   }
-  for (int b = 0; b < NB; ++b) {
-    int64_t left = t.cols - b * kCols;
-    if (left <= 0)
-      break;
-    __mmask16 mask = firstLanes(left);
-    for (int m = 0; m < MR; ++m)
-      _mm512_mask_storeu_ps(t.c + m * t.ldc + b * kCols, mask, acc[m][b]);
-  }
+  storeSums(t, acc);
 }
 
 /// The tiles of one element type: f32 or bf16 pairs.
