@@ -28,7 +28,14 @@ FORMAT_VERSION = _runtime.FORMAT_VERSION
 _CALIB_TOOL = _os.path.join(_os.path.dirname(__file__), "bin", "qcc-calib")
 
 __all__ = ["Error", "compile", "Artifact", "Session", "Generation",
-           "__version__", "FORMAT_VERSION"]
+           "set_cpu_precision", "__version__", "FORMAT_VERSION"]
+
+
+def set_cpu_precision(precision: str) -> None:
+    """The CPU backend's float linears: "f32" (the default) or "bf16" (weights and
+    activations rounded to bf16, float32 sums; CPUs with AVX512_BF16, else qcc.Error),
+    as `qrun --cpu-precision`. Process-wide; sessions made after the call use it."""
+    _runtime.set_cpu_precision(precision)
 
 
 def compile(model: Union[str, _os.PathLike], output: Union[str, _os.PathLike],

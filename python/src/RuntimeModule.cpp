@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Artifact.h"
 #include "runtime/generate/Backend.h"
+#include "runtime/cpu/CpuF32Gemm.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/generate/Generator.h"
 #include "runtime/core/HalfFloat.h"
@@ -432,6 +433,21 @@ private:
 NB_MODULE(_runtime, m) {
   m.doc() = "qcc's runtime: artifacts, sessions, generation (qcc.Session)";
   m.attr("FORMAT_VERSION") = kFormatVersion;
+  // Process-wide, as qrun's --cpu-precision: sessions made after it pack
+  // their float linears in that precision (runtime/cpu/CpuF32Gemm.h).
+  m.def(
+      "set_cpu_precision",
+      [](const std::string &name) {
+        std::optional<CpuFloatPrecision> p = parseCpuFloatPrecision(name);
+        if (!p)
+          throw nb::value_error(
+              ("cpu precision '" + name + "' is not f32 or bf16").c_str());
+        if (*p == CpuFloatPrecision::Bf16 && !cpuHasAvx512Bf16())
+          raiseError("cpu precision bf16 needs a CPU with bf16 dot products "
+                     "(AVX512_BF16); this one has none");
+        setCpuFloatPrecision(*p);
+      },
+      nb::arg("precision"));
 
   nb::class_<PyArtifact>(m, "Artifact")
       .def(nb::init<const std::string &>(), nb::arg("path"))
