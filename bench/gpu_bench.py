@@ -50,6 +50,12 @@ Formulas (stated once; the JSON holds every input):
   GEMM MFU           from the prefill profile: the GEMM kernels' dense-equivalent FLOPs (a 2:4
                      kernel's MNK multiply-adds counted as the dense 2MNK) over their summed time,
                      over the dense peak (issue 12's target: int8 >= 60%).
+Off-loading (issue 41; docs/MEMORY.md), for the W8A8 artifact (--offload none to skip): the
+same batch-1 generation (`--bench-generate 1 CONTEXT STEPS`) with every weight on the GPU,
+with the weights streamed under `--gpu-memory-limit` (the all-GPU run's device peak less a
+quarter, then half, of its device weights: 75% and 50% of the weights fit), and split by
+layers with `--gpu-layers` (half, then a quarter, of the blocks on the GPU); prefill tok/s
+(the CONTEXT-token prompt) and decode tok/s, each also as a fraction of the all-GPU run's.
 Prints one markdown table (plus the notes and targets under it) and writes it with the raw
 numbers to --json.
 """
@@ -156,8 +162,10 @@ CUDA = re.compile(r"\[qrun\] CUDA: (\d+) runs, (\d+) kernel launches, (\d+) grap
 MEMORY = re.compile(r"\[qrun\] CUDA memory: peak (\d+) bytes on the device, weights (\d+) bytes")
 
 
-def run_qrun(qrun, art, batch, context, steps, profile_json=None, backend="cuda", timeout=120):
+def run_qrun(qrun, art, batch, context, steps, profile_json=None, backend="cuda", timeout=120,
+             extra=()):
     cmd = [qrun, art, "--backend=" + backend, "--bench-generate", str(batch), str(context), str(steps)]
+    cmd += list(extra)
     if profile_json:
         cmd += ["--profile", "--profile-json", profile_json]
     t0 = time.time()
@@ -302,6 +310,41 @@ def table(rows, ref, p_lin, prefill, batches):
     return "\n".join(lines)
 
 
+def offload_table(args, art, row):
+    """Issue 41's off-loading rows for one artifact (see the module's docstring), from its
+    batch-1 decode run with every weight on the GPU."""
+    base = next((r for r in row["runs"] if "--profile" not in r.get("cmd", "")
+                 and " --bench-generate 1 %d " % args.context in r.get("cmd", "")), None)
+    if not base or "error" in base or not base.get("device_weights"):
+        return None, []
+    peak, weights = base["device_peak"], base["device_weights"]
+    layers = row["kv_cache"]["layers"]
+    settings = [("all on the GPU", [], base)]
+    for keep in (0.75, 0.5):
+        limit = peak - int(weights * (1 - keep))
+        settings.append(("streamed, %d%% of the weights fit" % (keep * 100),
+                         ["--gpu-memory-limit", str(limit)], None))
+    for n in sorted({max(1, layers // 2), max(1, layers // 4)}, reverse=True):
+        settings.append(("%d of %d blocks on the GPU" % (n, layers), ["--gpu-layers", str(n)], None))
+    lines = ["| off-loading (%s, batch 1) | flags | prefill tok/s | decode tok/s | of all-GPU "
+             "prefill / decode | device weights MiB | host peak RSS MiB |" % row["artifact"],
+             "|---|---|---|---|---|---|---|"]
+    runs = []
+    for name, flags, run in settings:
+        if run is None:
+            run = run_qrun(args.qrun, art, 1, args.context, args.steps, backend=args.backend,
+                           extra=flags)
+            runs.append(run)
+        if "error" in run:
+            lines.append("| %s | `%s` | %s | | | | |" % (name, " ".join(flags), run["error"]))
+            continue
+        lines.append("| %s | `%s` | %.0f | %.1f | %.2f / %.2f | %.0f | %.0f |" % (
+            name, " ".join(flags) or "-", run["prefill_tokps"], run["decode_tokps"],
+            run["prefill_tokps"] / base["prefill_tokps"], run["decode_tokps"] / base["decode_tokps"],
+            run.get("device_weights", 0) / 2**20, (run.get("host_peak_rss") or 0) / 2**20))
+    return "\n".join(lines), runs
+
+
 def memory_table(rows):
     """Issue 41's memory columns per qrun row: the largest of its decode runs
     (the profiled prefill run also measures the machine's peaks, with buffers
@@ -335,6 +378,8 @@ def main():
     ap.add_argument("--prefill", type=int, default=2048)
     ap.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
                     help="qrun's backend (cpu: only to test this script)")
+    ap.add_argument("--offload", default="W8A8",
+                    help="the row whose artifact gets the off-loading table (none: no table)")
     args = ap.parse_args()
     if args.steps <= 0:
         sys.exit("gpu_bench.py: --steps needs a positive number")
@@ -385,6 +430,12 @@ def main():
         rows.append((name, row))
     rows += torch_rows(ref, args.context, ref["width"], ref["vocab"])
 
+    offload, offload_runs = None, []
+    if args.offload != "none" and args.backend == "cuda" and args.offload in dict(rows):
+        file = next(f for n, f, _ in ARTIFACTS if n == args.offload)
+        print("gpu_bench: off-loading (%s)" % file, file=sys.stderr, flush=True)
+        offload, offload_runs = offload_table(args, os.path.join(args.artifacts, file),
+                                              dict(rows)[args.offload])
     text = table(rows, ref, p_lin, args.prefill, args.batches)
     w8 = dict(rows).get("W8A8", {})
     hf = dict(rows).get(HF_ROW, {})
@@ -396,7 +447,10 @@ def main():
         "%s: %s" % (TARGETS[2], pct(w8.get("prefill", {}).get("gemm_mfu") if w8 else None)),
     ]
     out = [text, "", "Memory (the largest of each row's decode runs; docs/MEMORY.md):", "",
-           memory_table(rows), "",
+           memory_table(rows), ""] + ([
+           "Off-loading (docs/MEMORY.md; the host's peak RSS includes the page-locked copies of "
+           "the streamed weights and the CPU half's packed weights):", "", offload, ""]
+           if offload else []) + [
            "%s, %s; copy %.0f GB/s (read + write), f16 matmul %.0f TFLOP/s, int8 %.0f TOP/s measured; "
            "decode: %d tokens of context, %d timed steps after a warm-up run; prefill: one %d-token prompt."
            % (ref.get("device", "?"), ref.get("date", "?"), ref["copy_GBps"], ref["f16_TFLOPs"],
@@ -406,6 +460,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"table": "\n".join(out), "rows": dict(rows), "reference": ref,
+                       "offload_runs": offload_runs,
                        "settings": vars(args), "p_lin": p_lin}, f, indent=1, default=str)
             f.write("\n")
     return 0

@@ -226,7 +226,8 @@ if [ -d "$DEST/qcc-gpu/bench-l32" ] && [ $REFERENCE = 1 ]; then
     --json "$REF32" > /dev/null || echo "gpu_reference.py --shape llama32-1b failed"
   if [ -f "$REF32" ]; then
     "${PYTHON:-python3}" "$DEST/qcc-gpu/gpu_bench.py" --qrun "$Q" --artifacts "$DEST/qcc-gpu/bench-l32" \
-      --reference "$REF32" --json "${OUT:-/tmp}/gpu-bench-l32.json" --profile-dir "$DEST/profiles" || status=1
+      --reference "$REF32" --json "${OUT:-/tmp}/gpu-bench-l32.json" --profile-dir "$DEST/profiles" \
+      --offload none || status=1
   fi
 fi
 # The profiles in one file: the device tool brings back at most 8 files.

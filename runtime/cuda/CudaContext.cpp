@@ -17,6 +17,7 @@ constexpr int kAttrMaxDynamicSharedBytes = 8;   // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC
 constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferSize = 6;       // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 constexpr int kErrorOutOfMemory = 2;            // CUDA_ERROR_OUT_OF_MEMORY
+constexpr unsigned kEventDisableTiming = 2;     // CU_EVENT_DISABLE_TIMING
 } // namespace
 
 CudaContext::CudaContext(std::shared_ptr<CudaDriver> driver, int ordinal)
@@ -43,8 +44,12 @@ CudaContext::~CudaContext() {
   const CudaApi &f = drv->api();
   for (void *e : events)
     f.cuEventDestroy(static_cast<CudaApi::CUevent>(e));
+  if (copyStream)
+    f.cuStreamDestroy(copyStream);
   if (stream)
     f.cuStreamDestroy(stream);
+  for (auto &[p, bytes] : pinnedSizes)
+    f.cuMemFreeHost(p);
   if (ctx)
     f.cuDevicePrimaryCtxRelease(dev.ordinal);
 }
@@ -115,6 +120,79 @@ void CudaContext::copy(DevicePtr dst, DevicePtr src, size_t bytes) {
   if (bytes)
     check(drv->api().cuMemcpyDtoDAsync(dst, src, bytes, stream),
           "copying " + std::to_string(bytes) + " bytes on the GPU");
+}
+
+CudaApi::CUstream CudaContext::copyStreamOnce() {
+  if (!copyStream)
+    check(drv->api().cuStreamCreate(&copyStream, kStreamNonBlocking),
+          "creating the copy stream");
+  return copyStream;
+}
+
+CudaContext::Event CudaContext::createEvent() {
+  Event e = nullptr;
+  check(drv->api().cuEventCreate(&e, kEventDisableTiming), "creating an event");
+  return e;
+}
+
+void CudaContext::destroyEvent(Event e) {
+  if (e)
+    drv->api().cuEventDestroy(e);
+}
+
+void CudaContext::recordEvent(Event e) {
+  check(drv->api().cuEventRecord(e, stream), "recording an event");
+}
+
+void CudaContext::streamWaits(Event e) {
+  check(drv->api().cuStreamWaitEvent(stream, e, 0),
+        "ordering the compute stream after a copy");
+}
+
+void CudaContext::hostWaits(Event e) {
+  check(drv->api().cuEventSynchronize(e), "waiting for an event");
+}
+
+void CudaContext::uploadOnCopyStream(DevicePtr dst, const void *src,
+                                     size_t bytes, Event after, Event done) {
+  CudaApi::CUstream s = copyStreamOnce();
+  if (after)
+    check(drv->api().cuStreamWaitEvent(s, after, 0),
+          "ordering the copy stream after the compute stream");
+  check(drv->api().cuMemcpyHtoDAsync(dst, src, bytes, s),
+        "copying " + std::to_string(bytes) + " bytes to the GPU (copy stream)");
+  check(drv->api().cuEventRecord(done, s), "recording an event");
+}
+
+void CudaContext::uploadPinned(DevicePtr dst, const void *src, size_t bytes) {
+  if (bytes)
+    check(drv->api().cuMemcpyHtoDAsync(dst, src, bytes, stream),
+          "copying " + std::to_string(bytes) + " bytes to the GPU");
+}
+
+void *CudaContext::allocPinned(size_t bytes) {
+  void *p = nullptr;
+  check(drv->api().cuMemAllocHost(&p, bytes),
+        "allocating " + std::to_string(bytes) + " bytes of page-locked host "
+        "memory");
+  pinnedSizes[p] = bytes;
+  pinnedInUse += bytes;
+  return p;
+}
+
+void CudaContext::freePinned(void *p) {
+  auto it = pinnedSizes.find(p);
+  if (it == pinnedSizes.end())
+    return;
+  drv->api().cuMemFreeHost(p); // freeing cannot usefully fail here
+  pinnedInUse -= it->second;
+  pinnedSizes.erase(it);
+}
+
+void CudaContext::synchronizeAll(const std::string &what) {
+  synchronize(what);
+  if (copyStream)
+    check(drv->api().cuStreamSynchronize(copyStream), what + " (copy stream)");
 }
 
 void CudaContext::copy2D(DevicePtr dst, size_t dstPitch, DevicePtr src,

@@ -72,6 +72,33 @@ public:
   void download(void *dst, DevicePtr src, size_t bytes);
   /// Device -> device copy on the stream.
   void copy(DevicePtr dst, DevicePtr src, size_t bytes);
+
+  /// Streamed weights (docs/MEMORY.md) are copied from page-locked host
+  /// memory on a second stream, the copy stream, while the compute stream
+  /// runs the kernels before the ones that read them; events order the two.
+  using Event = CudaApi::CUevent;
+  Event createEvent(); ///< without timing
+  void destroyEvent(Event e);
+  /// Records `e` on the compute stream, after the work queued on it so far.
+  void recordEvent(Event e);
+  /// The compute stream's later work waits for `e`.
+  void streamWaits(Event e);
+  /// The host waits for `e`.
+  void hostWaits(Event e);
+  /// Copies `bytes` from page-locked `src` to `dst` on the copy stream,
+  /// after `after` (an event of the compute stream; null: at once), and
+  /// records `done` there. Returns at once: `src` must stay until `done`.
+  void uploadOnCopyStream(DevicePtr dst, const void *src, size_t bytes,
+                          Event after, Event done);
+  /// Host -> device on the compute stream from page-locked `src`; returns
+  /// at once (`src` must stay until the stream gets past the copy).
+  void uploadPinned(DevicePtr dst, const void *src, size_t bytes);
+  /// Page-locked host memory, counted (pinnedBytes).
+  void *allocPinned(size_t bytes);
+  void freePinned(void *p);
+  size_t pinnedBytes() const { return pinnedInUse; }
+  /// Waits for both streams (before freeing what either may touch).
+  void synchronizeAll(const std::string &what);
   void memsetZero(DevicePtr dst, size_t bytes);
   /// Device -> device copy of `height` rows of `widthBytes`, rows `srcPitch`
   /// and `dstPitch` bytes apart (a split along an axis, without a kernel).
@@ -124,6 +151,10 @@ private:
   CudaDevice dev;
   CudaApi::CUcontext ctx = nullptr;
   CudaApi::CUstream stream = nullptr;
+  CudaApi::CUstream copyStream = nullptr; // created on first use
+  CudaApi::CUstream copyStreamOnce();
+  std::map<void *, size_t> pinnedSizes;
+  size_t pinnedInUse = 0;
   std::vector<void *> events; // CUevent
   std::map<DevicePtr, size_t> sizes; // of the live allocations
   size_t inUse = 0, peak = 0, limit = 0;

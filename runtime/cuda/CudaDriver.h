@@ -63,9 +63,13 @@ struct CudaApi {
   CUresult (*cuStreamCreate)(CUstream *, unsigned int);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
   // Memory.
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
+  /// Page-locked host memory: copies from it run asynchronously.
+  CUresult (*cuMemAllocHost)(void **, size_t);
+  CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);

@@ -255,11 +255,21 @@ GpuSession::GpuSession(const Artifact &artifact,
 GpuSession::~GpuSession() {
   ctx->setEvictor({}); // it reads this session
   ctx->setMemoryLimit(0);
+  try {
+    // Nothing queued may still touch what is freed below.
+    ctx->synchronizeAll("closing the CUDA session");
+  } catch (...) {
+  }
   for (auto &[key, g] : graphs)
     if (g->exec)
       ctx->destroy(g->exec);
-  for (auto &[id, c] : constants)
-    ctx->free(c.first);
+  for (auto &[key, w] : constants)
+    ctx->free(w.ptr);
+  constants.clear(); // their events go back to spareEvents
+  for (auto &[key, host] : hostCopies)
+    ctx->freePinned(host);
+  for (CudaContext::Event e : allEvents)
+    ctx->destroyEvent(e);
   for (auto &[cache, p] : kvPools)
     ctx->free(p.first);
   if (kScales)
@@ -299,26 +309,158 @@ void GpuSession::evictWeights(size_t bytes, bool outOfMemory) {
   // (the next to be read) would upload every weight every step; this keeps
   // the weights read first resident and streams the rest through.
   std::sort(order.rbegin(), order.rend());
-  // Kernels queued before may still read them.
-  ctx->synchronize("freeing streamed weights");
+  // Kernels queued before may still read them, and a copy on the copy
+  // stream may still write one.
+  ctx->synchronizeAll("freeing streamed weights");
   size_t freed = 0;
   for (const auto &[when, key] : order) {
     if (freed >= bytes)
       break;
     auto it = constants.find(key);
-    freed += it->second.second;
-    ctx->free(it->second.first);
+    freed += it->second.bytes;
+    ctx->free(it->second.ptr);
     constants.erase(it);
     lastRead.erase(key);
+    evictedOnce.insert(key);
     ++counters.weightEvictions;
   }
 }
 
 size_t GpuSession::deviceWeightBytes() const {
   size_t total = 0;
-  for (const auto &[id, c] : constants)
-    total += c.second;
+  for (const auto &[id, w] : constants)
+    total += w.bytes;
   return total;
+}
+
+GpuSession::SharedEvent GpuSession::takeEvent() {
+  CudaContext::Event e;
+  if (!spareEvents.empty()) {
+    e = spareEvents.back();
+    spareEvents.pop_back();
+  } else {
+    e = ctx->createEvent();
+    allEvents.push_back(e);
+  }
+  // Re-recording an event is safe once no one holds it: a stream's wait
+  // takes the event's state when it is enqueued.
+  return SharedEvent(e, [this](CudaContext::Event ev) {
+    spareEvents.push_back(ev);
+  });
+}
+
+namespace {
+size_t deviceBytesOf(const Tensor &t, bool asF16) {
+  return asF16 ? (size_t)t.numel() * sizeof(uint16_t) : t.bytes();
+}
+} // namespace
+
+GpuSession::DeviceWeight &GpuSession::streamIn(const ConstantKey &key,
+                                               const Tensor &t) {
+  const bool asF16 = std::get<2>(key);
+  const size_t bytes = deviceBytesOf(t, asF16);
+  void *&host = hostCopies[key];
+  if (!host) {
+    // Built once, as the device holds it; the mapped pages go.
+    host = ctx->allocPinned(bytes);
+    if (asF16) {
+      auto *half = static_cast<uint16_t *>(host);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        half[i] = floatToHalf(t.data<float>()[i]);
+    } else {
+      std::memcpy(host, t.raw(), bytes);
+    }
+    artifact.release(t.raw(), t.bytes());
+  }
+  DeviceWeight w;
+  w.bytes = bytes;
+  SharedEvent after; // the old weight's last read, before the copy over it
+  const size_t limit = ctx->memoryLimit();
+  if (limit && ctx->bytesInUse() + bytes > limit) {
+    // The buffer of an unpinned weight of the same size (a transformer's
+    // blocks repeat their shapes), the most recently read: no free (which
+    // waits for the whole device), the copy waits for that weight's last
+    // read on the device instead.
+    auto victim = constants.end();
+    uint64_t when = 0;
+    for (auto it = constants.begin(); it != constants.end(); ++it) {
+      if (it->second.bytes != bytes || pinned.count(it->first))
+        continue;
+      auto r = lastRead.find(it->first);
+      uint64_t t = r == lastRead.end() ? 0 : r->second;
+      if (victim == constants.end() || t > when) {
+        victim = it;
+        when = t;
+      }
+    }
+    if (victim != constants.end()) {
+      // A copy into it that no kernel waited for is earlier on the copy
+      // stream, so ordered before this one.
+      w.ptr = victim->second.ptr;
+      after = victim->second.read;
+      evictedOnce.insert(victim->first);
+      lastRead.erase(victim->first);
+      constants.erase(victim);
+      ++counters.weightEvictions;
+    }
+  }
+  if (!w.ptr)
+    w.ptr = ctx->alloc(bytes);
+  w.copied = takeEvent();
+  ctx->uploadOnCopyStream(w.ptr, host, bytes, after.get(), w.copied.get());
+  ++counters.weightUploads;
+  ++counters.weightCopyStreamUploads;
+  counters.weightUploadBytes += bytes;
+  return constants[key] = std::move(w);
+}
+
+const std::vector<std::pair<int64_t, bool>> &
+GpuSession::weightsRead(const Node &node) {
+  auto it = weightsOfNode.find(&node);
+  if (it != weightsOfNode.end())
+    return it->second;
+  std::vector<std::pair<int64_t, bool>> weights;
+  int64_t k = kernelIndex(node);
+  if (k >= 0)
+    for (const format::LaunchStep &step : artifact.kernels()[k].launch.steps)
+      for (const format::Param &p : step.params) {
+        if (p.kind != format::ParamKind::Operand &&
+            p.kind != format::ParamKind::OperandF16)
+          continue;
+        int64_t id = node.inputs[p.tensor.index];
+        std::pair<int64_t, bool> w{id,
+                                   p.kind == format::ParamKind::OperandF16};
+        if (id >= 0 && artifact.constant(id) &&
+            std::find(weights.begin(), weights.end(), w) == weights.end())
+          weights.push_back(w);
+      }
+  return weightsOfNode[&node] = std::move(weights);
+}
+
+void GpuSession::prefetchWeights(const Node &next) {
+  const size_t limit = ctx->memoryLimit();
+  for (auto [id, asF16] : weightsRead(next)) {
+    const Tensor *t = artifact.constant(id);
+    ConstantKey key{t->raw(), t->bytes(), asF16};
+    if (constants.count(key) || !evictedOnce.count(key))
+      continue;
+    const size_t bytes = deviceBytesOf(*t, asF16);
+    if (limit && ctx->bytesInUse() + bytes > limit) {
+      // Only into a buffer an unpinned weight of its size leaves: the
+      // limit holds, and no free waits for the device.
+      bool room = false;
+      for (const auto &[k, w] : constants)
+        room = room || (w.bytes == bytes && !pinned.count(k));
+      if (!room)
+        continue; // the node uploads it when it runs
+    } else if (!limit && ctx->memoryInfo().first < bytes + (bytes >> 2)) {
+      continue; // after an out-of-memory: only where the device has room
+    }
+    pinned.insert(key);
+    prefetched.insert(key);
+    streamIn(key, *t);
+    ++counters.weightPrefetches;
+  }
 }
 
 DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
@@ -326,9 +468,21 @@ DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
   ConstantKey key{t->raw(), t->bytes(), asF16};
   lastRead[key] = ++readClock;
   pinned.insert(key); // until the next node
+  readByNode.push_back(key);
   auto it = constants.find(key);
-  if (it != constants.end())
-    return it->second.first;
+  if (it != constants.end()) {
+    if (it->second.copied) { // prefetched: the kernel waits for the copy
+      ctx->streamWaits(it->second.copied.get());
+      it->second.copied.reset();
+    }
+    return it->second.ptr;
+  }
+  if (streaming() && evictedOnce.count(key)) {
+    DeviceWeight &w = streamIn(key, *t);
+    ctx->streamWaits(w.copied.get());
+    w.copied.reset();
+    return w.ptr;
+  }
   const void *src = t->raw();
   size_t bytes = t->bytes();
   std::vector<uint16_t> half;
@@ -341,7 +495,7 @@ DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
   }
   DevicePtr p = ctx->alloc(bytes);
   ctx->upload(p, src, bytes);
-  constants[key] = {p, bytes};
+  constants[key] = DeviceWeight{p, bytes, nullptr, nullptr};
   ++counters.weightUploads;
   counters.weightUploadBytes += bytes;
   // On the device now: a mapped artifact's pages of it leave host memory (a
@@ -1006,7 +1160,10 @@ void GpuSession::execute(const Function &fn, Run &r) {
   };
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
-    pinned.clear(); // the weights this node reads pin themselves
+    // The weights this node reads pin themselves; those prefetched for the
+    // next kernel node stay pinned until it runs.
+    pinned = prefetched;
+    readByNode.clear();
     int from = profiling ? ctx->mark() : -1;
     std::vector<Shape> operandShapes;
     if (profiling)
@@ -1039,6 +1196,28 @@ void GpuSession::execute(const Function &fn, Run &r) {
         throw std::runtime_error("node '" + node.name +
                                  "' cannot be captured in a CUDA graph");
       runOnHost(node, r, where[i] == Placement::Cpu);
+    }
+    if (streaming()) {
+      // A weight's buffer may be copied over (the next weight of its size)
+      // once the kernels that read it are done: an event after them.
+      if (!readByNode.empty()) {
+        SharedEvent read = takeEvent();
+        ctx->recordEvent(read.get());
+        for (const ConstantKey &key : readByNode)
+          if (auto w = constants.find(key); w != constants.end())
+            w->second.read = read;
+      }
+      // The next kernel node's streamed weights are copied on the copy
+      // stream while this node's kernels run.
+      if (l != loaded.end()) {
+        prefetched.clear();
+        for (size_t j = i + 1; j < fn.nodes.size(); ++j)
+          if (where[j] == Placement::Kernel &&
+              loaded.count(kernelIndex(fn.nodes[j]))) {
+            prefetchWeights(fn.nodes[j]);
+            break;
+          }
+      }
     }
     if (r.staticNodes && (*r.staticNodes)[i])
       for (int64_t id : node.outputs)

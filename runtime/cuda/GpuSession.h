@@ -38,6 +38,8 @@
 #include <tuple>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace qcc::rt {
 
@@ -108,6 +110,10 @@ public:
     /// Under a memory limit: weights uploaded (again) and evicted.
     int64_t weightUploads = 0, weightEvictions = 0;
     uint64_t weightUploadBytes = 0;
+    /// Of those uploads: copied from page-locked host memory on the copy
+    /// stream, and of these, started before the node that reads them (while
+    /// the kernels before it ran).
+    int64_t weightCopyStreamUploads = 0, weightPrefetches = 0;
     int64_t graphCaptures = 0, graphReplays = 0;
     /// The last KV cache's keys and values (kivi: with the V row scales)
     /// on the device and, a layer split's, on the host.
@@ -119,6 +125,8 @@ public:
   /// the bytes of the weights on the device now (docs/MEMORY.md).
   size_t devicePeakBytes() const;
   size_t deviceWeightBytes() const;
+  /// Page-locked host copies of the streamed weights.
+  size_t hostPinnedBytes() const { return ctx->pinnedBytes(); }
   /// Streams weights under a device memory budget (qrun --gpu-memory-limit;
   /// 0: none): an allocation that would pass it first frees weights that
   /// the node being launched does not read, the most recently read first
@@ -229,12 +237,47 @@ private:
   /// other value ids (keyed by id, each entry point a generation ran had
   /// its own copy of every weight on the device).
   using ConstantKey = std::tuple<const void *, size_t, bool>;
-  std::map<ConstantKey, std::pair<DevicePtr, size_t>> constants;
+  /// An event shared by the weights one kernel node read (recorded after
+  /// it), back in `spareEvents` when the last holder lets go.
+  using SharedEvent = std::shared_ptr<std::remove_pointer_t<CudaContext::Event>>;
+  struct DeviceWeight {
+    DevicePtr ptr = 0;
+    size_t bytes = 0;
+    /// Streaming: the copy on the copy stream the compute stream has not
+    /// yet waited for (null: none), and the compute stream's point after
+    /// the last kernel that read the weight (null: not read while streaming).
+    SharedEvent copied, read;
+  };
+  std::map<ConstantKey, DeviceWeight> constants;
   /// Under a memory limit: when each weight was last read (a counter), and
-  /// the weights of the node being launched, which stay.
+  /// the weights of the node being launched and of the next kernel node
+  /// (prefetched), which stay.
   std::map<ConstantKey, uint64_t> lastRead;
-  std::set<ConstantKey> pinned;
+  std::set<ConstantKey> pinned, prefetched;
   uint64_t readClock = 0;
+  /// Streaming (a memory limit, or after the device ran out of memory):
+  /// weights evicted once are streamed from then on, from page-locked host
+  /// copies (as the device holds them: f16 where converted), on the copy
+  /// stream; the weights the node being launched read (for its event).
+  bool streaming() const {
+    return ctx->memoryLimit() != 0 || streamingAfterOutOfMemory;
+  }
+  std::set<ConstantKey> evictedOnce;
+  std::map<ConstantKey, void *> hostCopies;
+  std::vector<ConstantKey> readByNode;
+  std::vector<CudaContext::Event> spareEvents, allEvents;
+  SharedEvent takeEvent();
+  /// A streamed weight onto the device on the copy stream (its `copied` set,
+  /// not waited for); into the buffer of an unpinned weight of the same size
+  /// when the limit is reached (after that weight's last read), else into a
+  /// new allocation.
+  DeviceWeight &streamIn(const ConstantKey &key, const Tensor &t);
+  /// Starts the copies of the streamed weights node `next` reads that are
+  /// not on the device, where the limit leaves room for them beside the
+  /// weights in use.
+  void prefetchWeights(const Node &next);
+  std::map<const Node *, std::vector<std::pair<int64_t, bool>>> weightsOfNode;
+  const std::vector<std::pair<int64_t, bool>> &weightsRead(const Node &node);
   /// Frees unpinned weights, most recently read first, until `bytes` are
   /// freed or none is left. The first time the device runs out of memory
   /// (`outOfMemory`), the session starts streaming: captured graphs go

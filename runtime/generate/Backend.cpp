@@ -129,6 +129,12 @@ void reportGpu(Executor &e, bool quiet, std::ostream &log, std::ostream &out) {
                     "one node's weights alone need more)"
                   : "");
     log << "\n";
+    if (s.weightCopyStreamUploads)
+      log << "[qrun] CUDA streaming: " << s.weightCopyStreamUploads
+          << " weight copies on the copy stream from "
+          << g->hostPinnedBytes() << " bytes of page-locked host memory, "
+          << s.weightPrefetches
+          << " of them while the kernels before their node ran\n";
     const LayerSplit &split = g->layerSplit();
     if (split.splits() && s.kvDeviceBytes + s.kvHostBytes > 0) {
       int64_t n = split.gpuLayers, all = split.modelLayers;

@@ -15,7 +15,16 @@
 //     kernel's .nv.info section) is null, a small integer, or a pointer into
 //     a live allocation (no use after free, no stray pointers);
 //   - nothing allocates or copies to or from the host while a graph is
-//     being captured.
+//     being captured;
+//   - streams are ordered as on a GPU, where they run concurrently: every
+//     operation on a stream (copy, memset, launch) that touches an
+//     allocation another stream touched must be ordered after it by an
+//     event (cuEventRecord there, cuStreamWaitEvent here) or issued after
+//     the host synchronized with it, and nothing is
+//     freed (device or pinned host memory) while an operation that touches
+//     it may still run, unless the host synchronized with it (the stream,
+//     or an event recorded after it). Each stream keeps a vector clock of
+//     the operations it is ordered after; the host keeps one too.
 // A violation prints "fake-cuda: VIOLATION: ..." and fails the call
 // (CUDA_ERROR_INVALID_VALUE, 1); at exit it prints one line of statistics.
 // FAKE_CUDA_ARCH=80|90|100 sets the compute capability (default 90).
@@ -29,6 +38,7 @@
 #include "runtime/cuda/CudaDriver.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,6 +117,32 @@ std::vector<int> paramSizes(const std::string &elf, const std::string &kernel) {
   return sizes;
 }
 
+/// A vector clock: for each stream, the last of its operations known to be
+/// done (by the owner of the clock: a stream, an event, the host).
+struct Clock {
+  std::map<const void *, long> at;
+  long of(const void *stream) const {
+    auto it = at.find(stream);
+    return it == at.end() ? 0 : it->second;
+  }
+  void join(const Clock &o) {
+    for (auto [s, n] : o.at)
+      at[s] = std::max(at[s], n);
+  }
+};
+struct Stream {
+  long ops = 0;  // operations issued on it
+  Clock after;   // what its next operation is ordered after (besides its own)
+  Clock now() const {
+    Clock c = after;
+    c.at[this] = ops;
+    return c;
+  }
+};
+struct Event {
+  Clock clock; // the stream's position where it was last recorded
+};
+
 struct State {
   std::map<CUdeviceptr, size_t> live; // base -> bytes
   size_t bytes = 0, peak = 0, allocations = 0;
@@ -116,14 +152,29 @@ struct State {
   bool capturing = false;
   long capturedLaunches = 0;
   long programmatic = 0; // launches with programmatic stream serialization
+  // Ordering between streams (see the header): operations per stream, who
+  // last touched each allocation when, what the host has waited for.
+  Clock host;
+  std::map<uintptr_t, Clock> touched; // allocation base -> stream -> op
+  std::map<uintptr_t, size_t> pinned; // pinned host allocations
+  long streams = 0, crossStreamWaits = 0, pinnedCopies = 0;
+  long expected = 0; // violations a test made on purpose
   ~State() {
     std::fprintf(stderr,
                  "fake-cuda: %zu allocations (peak %zu bytes), %ld launches, "
                  "%ld graphs captured (%ld launches), %ld replays, %ld "
                  "pointer parameters checked, %zu leaked, %ld modules "
-                 "leaked, %ld violations, %ld programmatic launches\n",
+                 "leaked, %ld violations%s, %ld programmatic launches, %ld "
+                 "streams, %ld cross-stream waits, %ld copies from pinned "
+                 "memory, %zu pinned leaked\n",
                  allocations, peak, launches, graphs, captured, replays,
-                 pointers, live.size(), modules, violations, programmatic);
+                 pointers, live.size(), modules, violations,
+                 expected ? (" (" + std::to_string(expected) +
+                             " of them made on purpose by a test)")
+                                .c_str()
+                          : "",
+                 programmatic,
+                 streams, crossStreamWaits, pinnedCopies, pinned.size());
   }
 };
 State &state() {
@@ -154,6 +205,61 @@ int checkRange(CUdeviceptr p, size_t n, const char *what) {
   return 0;
 }
 
+Stream &streamOf(CUstream s) { return *reinterpret_cast<Stream *>(s); }
+
+/// The base of the allocation (device, or pinned host) holding `p`, or 0.
+template <typename Base>
+uintptr_t baseOf(uintptr_t p, const std::map<Base, size_t> &allocations) {
+  auto it = allocations.upper_bound((Base)p);
+  if (it == allocations.begin())
+    return 0;
+  --it;
+  return p < it->first + it->second ? it->first : 0;
+}
+
+/// One operation on `stream` touching the allocations holding `pointers`:
+/// each must be ordered after every other stream's operations on it.
+int touch(CUstream stream, const std::vector<uintptr_t> &pointers,
+          const std::string &what) {
+  State &st = state();
+  if (!stream)
+    return violation(what + " on the null stream");
+  Stream &s = streamOf(stream);
+  long op = ++s.ops;
+  for (uintptr_t p : pointers) {
+    uintptr_t base = baseOf(p, st.live);
+    if (!base)
+      base = baseOf(p, st.pinned);
+    if (!base)
+      continue; // pageable host memory, or checked elsewhere
+    Clock &last = st.touched[base];
+    // Ordered by an event, or done before the host issued this operation.
+    for (auto [other, n] : last.at)
+      if (other != &s && s.after.of(other) < n && st.host.of(other) < n)
+        return violation(what + " touches an allocation that another "
+                                "stream's operation may still be using: no "
+                                "event orders them");
+    last.at[&s] = op;
+  }
+  return 0;
+}
+
+/// Freeing `base`: every operation that touched it must be done as far as
+/// the host knows.
+int checkFree(uintptr_t base, const char *what) {
+  State &st = state();
+  auto it = st.touched.find(base);
+  if (it == st.touched.end())
+    return 0;
+  for (auto [stream, n] : it->second.at)
+    if (st.host.of(stream) < n)
+      return violation(std::string(what) +
+                       " of memory that a stream's operation may still be "
+                       "using: the host has not synchronized with it");
+  st.touched.erase(it);
+  return 0;
+}
+
 int arch() {
   const char *a = std::getenv("FAKE_CUDA_ARCH");
   return a ? std::atoi(a) : 90;
@@ -162,6 +268,11 @@ int arch() {
 } // namespace
 
 extern "C" {
+
+/// For tests that drive the stand-in directly (CudaContextTest): the
+/// violations so far, and a count of those made on purpose (said at exit).
+long fake_cuda_violations() { return state().violations; }
+void fake_cuda_expected_violations(long n) { state().expected += n; }
 
 int cuInit(unsigned) { return 0; }
 int cuDriverGetVersion(int *v) {
@@ -207,14 +318,31 @@ int cuDevicePrimaryCtxRetain(CUcontext *c, int) {
 int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 int cuCtxSetCurrent(CUcontext) { return 0; }
 int cuStreamCreate(CUstream *s, unsigned) {
-  static int stream;
-  *s = reinterpret_cast<CUstream>(&stream);
+  *s = reinterpret_cast<CUstream>(new Stream);
+  ++state().streams;
   return 0;
 }
-int cuStreamDestroy_v2(CUstream) { return 0; }
-int cuStreamSynchronize(CUstream) {
+int cuStreamDestroy_v2(CUstream s) {
+  // The driver lets queued work finish: the host may free what it touched.
+  state().host.join(streamOf(s).now());
+  delete &streamOf(s);
+  return 0;
+}
+int cuStreamSynchronize(CUstream s) {
   if (state().capturing)
     return violation("stream synchronized during graph capture");
+  state().host.join(streamOf(s).now());
+  return 0;
+}
+int cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  if (flags != 0)
+    return violation("cuStreamWaitEvent with flags");
+  Stream &st = streamOf(s);
+  const Clock &c = reinterpret_cast<Event *>(e)->clock;
+  for (auto [other, n] : c.at)
+    if (other != &st && n > st.after.of(other))
+      ++state().crossStreamWaits;
+  st.after.join(c);
   return 0;
 }
 
@@ -251,9 +379,33 @@ int cuMemFree_v2(CUdeviceptr p) {
   auto it = s.live.find(p);
   if (it == s.live.end())
     return violation("cuMemFree of a pointer that is not an allocation");
+  if (int r = checkFree(p, "cuMemFree"))
+    return r;
   s.bytes -= it->second;
   s.live.erase(it);
   std::free((void *)(uintptr_t)p);
+  return 0;
+}
+int cuMemAllocHost_v2(void **p, size_t n) {
+  if (state().capturing)
+    return violation("cuMemAllocHost during graph capture");
+  if (n == 0)
+    return violation("cuMemAllocHost of 0 bytes");
+  *p = std::malloc(n);
+  if (!*p)
+    return 2;
+  state().pinned[(uintptr_t)*p] = n;
+  return 0;
+}
+int cuMemFreeHost(void *p) {
+  auto &pinned = state().pinned;
+  auto it = pinned.find((uintptr_t)p);
+  if (it == pinned.end())
+    return violation("cuMemFreeHost of a pointer that is not pinned memory");
+  if (int r = checkFree(it->first, "cuMemFreeHost"))
+    return r;
+  pinned.erase(it);
+  std::free(p);
   return 0;
 }
 int cuMemGetInfo_v2(size_t *free, size_t *total) {
@@ -261,42 +413,61 @@ int cuMemGetInfo_v2(size_t *free, size_t *total) {
   *free = *total - std::min(*total, state().bytes);
   return 0;
 }
-int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream) {
+int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) {
   if (state().capturing)
     return violation("host-to-device copy during graph capture");
   if (int r = checkRange(d, n, "cuMemcpyHtoD"))
     return r;
+  if (baseOf((uintptr_t)h, state().pinned)) {
+    if ((uintptr_t)h + n > baseOf((uintptr_t)h, state().pinned) +
+                               state().pinned[baseOf((uintptr_t)h, state().pinned)])
+      return violation("cuMemcpyHtoD: source runs past its pinned allocation");
+    ++state().pinnedCopies;
+  }
+  if (int r = touch(s, {(uintptr_t)d, (uintptr_t)h}, "cuMemcpyHtoD"))
+    return r;
   std::memcpy((void *)(uintptr_t)d, h, n);
   return 0;
 }
-int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream) {
+int cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) {
   if (state().capturing)
     return violation("device-to-host copy during graph capture");
   if (int r = checkRange(d, n, "cuMemcpyDtoH"))
     return r;
+  if (int r = touch(s, {(uintptr_t)d, (uintptr_t)h}, "cuMemcpyDtoH"))
+    return r;
   std::memcpy(h, (void *)(uintptr_t)d, n);
   return 0;
 }
-int cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream) {
+int cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,
+                         CUstream stream) {
   if (int r = checkRange(d, n, "cuMemcpyDtoD destination"))
     return r;
   if (int r = checkRange(s, n, "cuMemcpyDtoD source"))
+    return r;
+  if (int r = touch(stream, {(uintptr_t)d, (uintptr_t)s}, "cuMemcpyDtoD"))
     return r;
   if (!state().capturing)
     std::memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
   return 0;
 }
-int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) {
+int cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
   if (int r = checkRange(d, n, "cuMemsetD8"))
+    return r;
+  if (int r = touch(s, {(uintptr_t)d}, "cuMemsetD8"))
     return r;
   if (!state().capturing)
     std::memset((void *)(uintptr_t)d, v, n);
   return 0;
 }
 using Memcpy2D = Api::Memcpy2D; // the runtime's copy of the ABI
-int cuMemcpy2DAsync_v2(const Memcpy2D *c, CUstream) {
+int cuMemcpy2DAsync_v2(const Memcpy2D *c, CUstream s) {
   if (c->srcMemoryType != 2 || c->dstMemoryType != 2)
     return violation("cuMemcpy2D other than device to device");
+  if (int r = touch(s, {(uintptr_t)(c->srcDevice + c->srcXInBytes + c->srcY * c->srcPitch),
+                        (uintptr_t)(c->dstDevice + c->dstXInBytes + c->dstY * c->dstPitch)},
+                    "cuMemcpy2D"))
+    return r;
   if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch)
     return violation("cuMemcpy2D width larger than a pitch");
   for (size_t row = 0; row < c->Height; ++row) {
@@ -365,8 +536,8 @@ int cuFuncSetAttribute(CUfunction f, int attr, int value) {
   return 0;
 }
 int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                   unsigned by, unsigned bz, unsigned smem, CUstream, void **args,
-                   void **extra) {
+                   unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                   void **args, void **extra) {
   Function *fn = reinterpret_cast<Function *>(f);
   if (!fn || !args || extra)
     return violation("launch without a function or arguments");
@@ -380,6 +551,7 @@ int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if ((int)smem > fn->maxDynamicShared)
     return violation("kernel " + fn->name + ": " + std::to_string(smem) +
                      " bytes of dynamic shared memory without opting in");
+  std::vector<uintptr_t> pointers;
   for (size_t i = 0; i < fn->paramSizes.size(); ++i) {
     if (fn->paramSizes[i] != 8)
       continue;
@@ -390,7 +562,11 @@ int cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
       return violation("kernel " + fn->name + ": parameter " +
                        std::to_string(i) +
                        " points into no live allocation");
+    if (v >= (uint64_t(1) << 32))
+      pointers.push_back((uintptr_t)v);
   }
+  if (int r = touch(stream, pointers, "kernel " + fn->name))
+    return r;
   if (const char *trace = std::getenv("FAKE_CUDA_TRACE")) {
     // Built with snprintf and appends: gcc 12's -Wrestrict misreads a
     // chain of std::string operator+ here (GCC bug 105329).
@@ -474,9 +650,10 @@ int cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
   *exec = reinterpret_cast<CUgraphExec>(new long(*reinterpret_cast<long *>(g)));
   return 0;
 }
-int cuGraphLaunch(CUgraphExec exec, CUstream) {
+int cuGraphLaunch(CUgraphExec exec, CUstream s) {
   if (!exec)
     return violation("launch of a null graph");
+  ++streamOf(s).ops; // the buffers it touches are not tracked
   ++state().replays;
   return 0;
 }
@@ -489,11 +666,17 @@ int cuGraphDestroy(CUgraph g) {
   return 0;
 }
 int cuEventCreate(CUevent *e, unsigned) {
-  *e = reinterpret_cast<CUevent>(new int(0));
+  *e = reinterpret_cast<CUevent>(new Event);
   return 0;
 }
-int cuEventRecord(CUevent, CUstream) { return 0; }
-int cuEventSynchronize(CUevent) { return 0; }
+int cuEventRecord(CUevent e, CUstream s) {
+  reinterpret_cast<Event *>(e)->clock = streamOf(s).now();
+  return 0;
+}
+int cuEventSynchronize(CUevent e) {
+  state().host.join(reinterpret_cast<Event *>(e)->clock);
+  return 0;
+}
 // Every event pair is 0.25 ms apart, so that timings built on events
 // (qrun --profile) are predictable: a row's time is 0.25 ms per call.
 int cuEventElapsedTime_v2(float *ms, CUevent, CUevent) {
@@ -501,7 +684,7 @@ int cuEventElapsedTime_v2(float *ms, CUevent, CUevent) {
   return 0;
 }
 int cuEventDestroy_v2(CUevent e) {
-  delete reinterpret_cast<int *>(e);
+  delete reinterpret_cast<Event *>(e);
   return 0;
 }
 

@@ -1,16 +1,22 @@
 //===- CudaContextTest.cpp - the driver layer of the CUDA backend ---------===//
 //
 // Without a driver: loading fails with one clear reason (every machine).
+// On the libcuda stand-in (test/fake/FakeCudaDriver.cpp): the copy stream's
+// ordering by events, and the stand-in catching each missing order (it
+// checks what a GPU would run concurrently).
 // With a GPU (suite CudaContextGpu, skipped saying why otherwise): memory,
 // a PTX module JIT-compiled by the driver, launches, strided copies, graph
-// capture and replay, and out-of-memory as an error.
+// capture and replay, the copy stream, and out-of-memory as an error.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaContext.h"
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 using namespace qcc::rt;
@@ -30,6 +36,84 @@ TEST(CudaDriver, MissingDriverIsOneReason) {
   EXPECT_EQ(d, nullptr);
   EXPECT_EQ(why, "no CUDA driver (/nonexistent/libcuda.so.1 not found)");
 }
+
+#ifdef QCC_FAKE_CUDA_LIB
+/// The stand-in's violations so far (its `fake_cuda_violations`).
+long standInViolations() {
+  void *h = dlopen(QCC_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  auto count = h ? reinterpret_cast<long (*)()>(dlsym(h, "fake_cuda_violations"))
+                 : nullptr;
+  long n = count ? count() : -1;
+  if (h)
+    dlclose(h);
+  return n;
+}
+
+// The copy stream against the compute stream, each way: a read of a copy's
+// destination must wait for the copy's event; a copy over a buffer must wait
+// for the compute stream's last use of it; a free must follow the host's
+// wait. Each missing order is one violation, each present one none.
+TEST(CudaStreamsOnTheStandIn, EventsOrderTheCopyStream) {
+  setenv("QCC_CUDA_DRIVER", QCC_FAKE_CUDA_LIB, 1);
+  std::string why;
+  std::shared_ptr<CudaDriver> driver = CudaDriver::load(why);
+  unsetenv("QCC_CUDA_DRIVER");
+  ASSERT_TRUE(driver) << why;
+  CudaContext ctx(driver, 0);
+  ASSERT_GE(standInViolations(), 0) << "the stand-in is not loaded";
+  const size_t n = 4096;
+  auto *pinned = static_cast<unsigned char *>(ctx.allocPinned(n));
+  std::memset(pinned, 7, n);
+  EXPECT_EQ(ctx.pinnedBytes(), n);
+  DevicePtr weight = ctx.alloc(n), out = ctx.alloc(n);
+  CudaContext::Event copied = ctx.createEvent(), used = ctx.createEvent();
+
+  // Read after the copy: ordered by its event.
+  long before = standInViolations();
+  ctx.uploadOnCopyStream(weight, pinned, n, nullptr, copied);
+  ctx.streamWaits(copied);
+  ctx.copy(out, weight, n);
+  std::vector<unsigned char> back(n);
+  ctx.download(back.data(), out, n);
+  EXPECT_EQ(back[n - 1], 7);
+  EXPECT_EQ(standInViolations(), before);
+  // ... and without the wait.
+  ctx.uploadOnCopyStream(weight, pinned, n, nullptr, copied);
+  EXPECT_THROW(ctx.copy(out, weight, n), std::runtime_error);
+  EXPECT_EQ(standInViolations(), before + 1);
+  ctx.synchronizeAll("test");
+
+  // A copy over a buffer the compute stream read: after its event only.
+  ctx.copy(out, weight, n);
+  EXPECT_THROW(ctx.uploadOnCopyStream(weight, pinned, n, nullptr, copied),
+               std::runtime_error);
+  EXPECT_EQ(standInViolations(), before + 2);
+  ctx.copy(out, weight, n);
+  ctx.recordEvent(used);
+  ctx.uploadOnCopyStream(weight, pinned, n, used, copied);
+  EXPECT_EQ(standInViolations(), before + 2);
+
+  // A free while the copy may run (the host waited for neither stream); then
+  // the wait, and the free.
+  ctx.free(weight); // counted, not thrown: a free's result is not useful
+  EXPECT_EQ(standInViolations(), before + 3);
+  ctx.hostWaits(copied);
+  ctx.synchronize("test");
+  ctx.free(weight);
+  ctx.free(out);
+  ctx.freePinned(pinned);
+  EXPECT_EQ(ctx.pinnedBytes(), 0u);
+  EXPECT_EQ(standInViolations(), before + 3);
+  ctx.destroyEvent(copied);
+  ctx.destroyEvent(used);
+  if (void *h = dlopen(QCC_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD)) {
+    if (auto said = reinterpret_cast<void (*)(long)>(
+            dlsym(h, "fake_cuda_expected_violations")))
+      said(3); // its exit line says so
+    dlclose(h);
+  }
+}
+#endif
 
 // y[i] += 1 for i < n (hand-written PTX: no NVRTC needed in this test).
 const char kAddOnePtx[] = R"(.version 7.0
@@ -103,6 +187,25 @@ TEST(CudaContextGpu, MemoryLaunchesGraphs) {
     for (int c = 0; c < 3; ++c)
       ASSERT_EQ(cols[r * 3 + c], (float)(r * 8 + 2 + c) + 3);
   ctx.free(col);
+
+  // The copy stream: page-locked memory copied while the compute stream
+  // adds one, ordered by events both ways.
+  auto *pinned = static_cast<float *>(ctx.allocPinned(n * sizeof(float)));
+  for (unsigned i = 0; i < n; ++i)
+    pinned[i] = (float)(2 * i);
+  auto copied = ctx.createEvent(), used = ctx.createEvent();
+  ctx.launch(f, {(n + 255) / 256, 1, 1}, {256, 1, 1}, 0, args, "add_one");
+  ctx.recordEvent(used);
+  ctx.uploadOnCopyStream(d, pinned, n * sizeof(float), used, copied);
+  ctx.streamWaits(copied);
+  ctx.launch(f, {(n + 255) / 256, 1, 1}, {256, 1, 1}, 0, args, "add_one");
+  ctx.download(out.data(), d, n * sizeof(float));
+  for (unsigned i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], (float)(2 * i) + 1) << i;
+  ctx.synchronizeAll("test");
+  ctx.destroyEvent(copied);
+  ctx.destroyEvent(used);
+  ctx.freePinned(pinned);
   ctx.free(d);
 
   try {
