@@ -167,11 +167,13 @@ LayerSplit splitByLayers(const Artifact &artifact,
   return split;
 }
 
-uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split) {
+uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split,
+                           const std::function<bool(const Node &)> &onHost) {
   std::set<WeightKey> before;
   for (auto &[fn, cut] : split.cut)
     for (size_t i = 0; i < cut; ++i)
-      weightsRead(artifact, fn->nodes[i], before);
+      if (!onHost || !onHost(fn->nodes[i]))
+        weightsRead(artifact, fn->nodes[i], before);
   uint64_t bytes = 0;
   for (const WeightKey &w : before)
     bytes += w.second;

@@ -19,6 +19,7 @@
 
 #include "runtime/core/Artifact.h"
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -43,8 +44,11 @@ LayerSplit splitByLayers(const Artifact &artifact,
                          int64_t gpuLayers);
 
 /// Bytes of the weights (constants, each once by its bytes) that the nodes
-/// before the cuts read: what the device holds under `split`.
-uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split);
+/// before the cuts read, but for the nodes `onHost` names (the CUDA backend
+/// looks up embedding rows on the host when it off-loads): what the device
+/// holds under `split`.
+uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split,
+                           const std::function<bool(const Node &)> &onHost = {});
 
 } // namespace qcc::rt
 

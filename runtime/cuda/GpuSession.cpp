@@ -210,15 +210,17 @@ GpuSession::GpuSession(const Artifact &artifact,
       int64_t k = kernelIndex(n);
       const KernelRecord *rec = k >= 0 ? &artifact.kernels()[k] : nullptr;
       bool compiled = rec && rec->unsupported.empty();
-      // The cache lives on the device: its attention cannot fall back.
+      // The cache lives on the device: its attention cannot fall back,
+      // unless a layer split puts it on the CPU with the host's cache
+      // (placements() throws this otherwise).
       if (!compiled && (n.kind == OpKind::KvAttention ||
                         (n.body &&
                          containsOp(n.body->nodes, OpKind::KvAttention))))
-        throw std::runtime_error(
+        deviceOnlyAttention[&n] =
             "entry point " + fn->name + ": attention region '" + n.name +
             "' has no CUDA kernel (" +
             (rec ? rec->unsupported : std::string("not compiled")) +
-            "), and the KV cache lives on the GPU");
+            "), and the KV cache lives on the GPU";
       if (!compiled || loaded.count(k))
         continue;
       std::string target = pickBinaryTarget(*rec, ctx->device());
@@ -284,6 +286,7 @@ void GpuSession::setMemoryLimit(size_t bytes) {
   if (bytes)
     useGraphs = false;
   ctx->setMemoryLimit(bytes);
+  placementsOf.clear(); // offloading() changed (set before the first run)
 }
 
 void GpuSession::evictWeights(size_t bytes, bool outOfMemory) {
@@ -893,8 +896,7 @@ const std::vector<GpuSession::Placement> &
 GpuSession::placements(const Function &fn) const {
   // Fixed once the constructor has loaded the kernels: computed once per
   // entry point, not on every call.
-  auto [it, fresh] = placementsOf.try_emplace(&fn);
-  if (!fresh)
+  if (auto it = placementsOf.find(&fn); it != placementsOf.end())
     return it->second;
   std::vector<bool> hostKnown(artifact.numValues(), false);
   for (const Port &p : fn.inputs)
@@ -908,8 +910,13 @@ GpuSession::placements(const Function &fn) const {
     Placement p;
     // An elementwise region of host-known values (e.g. positions times the
     // rotary frequencies) stays with the host nodes around it: a handful of
-    // elements, and no download in between.
-    if (loaded.count(kernelIndex(n)) &&
+    // elements, and no download in between. Off-loading, the embedding rows
+    // are looked up on the host, as llama.cpp keeps its token embeddings on
+    // the CPU: the table (SmolLM2's is 45% of its W8A8 weights) is read a
+    // row per token.
+    if (allKnown && offloading() && looksUpEmbeddings(n))
+      p = Placement::Host;
+    else if (loaded.count(kernelIndex(n)) &&
         !(allKnown && artifact.kernels()[kernelIndex(n)].kind ==
                           format::KernelKind::Elementwise))
       p = Placement::Kernel;
@@ -929,10 +936,17 @@ GpuSession::placements(const Function &fn) const {
     if (p == Placement::Host)
       for (int64_t id : n.outputs)
         hostKnown[id] = true;
+    if (auto d = deviceOnlyAttention.find(&n);
+        d != deviceOnlyAttention.end() && p != Placement::Cpu)
+      throw std::runtime_error(d->second);
     out.push_back(p);
   }
-  it->second = std::move(out);
-  return it->second;
+  return placementsOf[&fn] = std::move(out);
+}
+
+void GpuSession::checkPlacements() const {
+  for (const Function *fn : gpuFunctions())
+    placements(*fn);
 }
 
 std::vector<const Function *> GpuSession::gpuFunctions() const {
@@ -941,6 +955,11 @@ std::vector<const Function *> GpuSession::gpuFunctions() const {
     if (const Function *fn = artifact.gpuFunction(f.name))
       fns.push_back(fn);
   return fns;
+}
+
+bool GpuSession::looksUpEmbeddings(const Node &n) const {
+  int64_t k = kernelIndex(n);
+  return k >= 0 && artifact.kernels()[k].kind == format::KernelKind::Embedding;
 }
 
 int64_t GpuSession::layersThatFit(uint64_t reservedBytes) const {
@@ -953,8 +972,13 @@ int64_t GpuSession::layersThatFit(uint64_t reservedBytes) const {
   int64_t lo = 0, hi = layers; // lo fits or is 0
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
-    if (weightBytesBefore(artifact, splitByLayers(artifact, fns, mid)) <=
-        budget)
+    // A split looks the embedding rows up on the host (placements); with
+    // every block on the device there is no split, and the table goes too.
+    std::function<bool(const Node &)> onHost;
+    if (mid < layers)
+      onHost = [&](const Node &n) { return looksUpEmbeddings(n); };
+    if (weightBytesBefore(artifact, splitByLayers(artifact, fns, mid),
+                          onHost) <= budget)
       lo = mid;
     else
       hi = mid - 1;

@@ -87,6 +87,11 @@ public:
   int64_t layersThatFit(uint64_t reservedBytes) const;
   /// The split (LayerSplit::splits() false: none).
   const LayerSplit &layerSplit() const { return split; }
+  /// Throws, in one line, when an attention region without a CUDA kernel
+  /// would run on the GPU side (its cache is on the device); after a
+  /// layer split's cut it runs on the CPU. Call after setGpuLayers; the
+  /// first run checks it too.
+  void checkPlacements() const;
 
   /// Check mode (GPU tests): after each kernel launch, download its results
   /// and compare them with the region run on the CPU backend from the same
@@ -187,9 +192,16 @@ private:
               ///< host cache), from values downloaded once at the cut
   };
   const std::vector<Placement> &placements(const Function &fn) const;
+  /// Off-loading (a layer split or a memory limit): embedding rows are
+  /// looked up on the host, so the table never goes to the device.
+  bool offloading() const { return split.splits() || ctx->memoryLimit() != 0; }
+  bool looksUpEmbeddings(const Node &n) const;
   /// The entry points that have a GPU plan, their GPU plans.
   std::vector<const Function *> gpuFunctions() const;
   mutable std::map<const Function *, std::vector<Placement>> placementsOf;
+  /// Attention regions without a CUDA kernel, and the error for each when
+  /// it is not after a split's cut.
+  std::map<const Node *, std::string> deviceOnlyAttention;
   /// Reshape of a device value by a host shape (Placement::View): the same
   /// buffer under the new shape, or a copy when the operand lives on.
   void viewOnDevice(const Node &node, Run &r, bool operandLivesOn);

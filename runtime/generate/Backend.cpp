@@ -46,6 +46,7 @@ std::unique_ptr<Executor> makeExecutor(const Artifact &a,
       if (splits)
         g->setGpuLayers(o.gpuLayersAuto ? g->layersThatFit(o.kvCacheBytes)
                                         : o.gpuLayers);
+      g->checkPlacements();
       const CudaDevice &d = ctx->device();
       if (!o.quiet)
         log << "[" << o.tool << "] CUDA backend: " << d.name << " (" << d.arch() << "); "
