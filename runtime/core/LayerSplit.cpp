@@ -2,6 +2,7 @@
 #include "runtime/core/LayerSplit.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -165,6 +166,96 @@ LayerSplit splitByLayers(const Artifact &artifact,
                                                               lo, hi);
   }
   return split;
+}
+
+namespace {
+
+bool holdsAttention(const Node &n) {
+  std::vector<int64_t> layers;
+  attentionLayers(n, layers);
+  return !layers.empty();
+}
+
+/// What crosses `fn`'s cut before node `cut`: values made before it and read
+/// after it (or returned), in the order they are first read there; and
+/// whether each is made after an attention.
+struct Crossing {
+  std::vector<int64_t> values;
+  std::vector<bool> afterAttention;
+};
+Crossing crossing(const Artifact &a, const Function &fn, size_t cut) {
+  std::vector<char> made(a.numValues(), 0), afterAttention(a.numValues(), 0);
+  for (size_t i = 0; i < cut; ++i) {
+    const Node &n = fn.nodes[i];
+    bool after = holdsAttention(n);
+    for (int64_t id : n.inputs)
+      after = after || (id >= 0 && afterAttention[id]);
+    for (int64_t id : n.outputs) {
+      made[id] = 1;
+      afterAttention[id] = after;
+    }
+  }
+  Crossing c;
+  std::vector<char> seen(a.numValues(), 0);
+  auto read = [&](int64_t id) {
+    if (id >= 0 && made[id] && !seen[id]) {
+      seen[id] = 1;
+      c.values.push_back(id);
+      c.afterAttention.push_back(afterAttention[id]);
+    }
+  };
+  for (size_t i = cut; i < fn.nodes.size(); ++i)
+    for (int64_t id : fn.nodes[i].inputs)
+      read(id);
+  for (const Port &p : fn.outputs)
+    read(p.value);
+  return c;
+}
+
+} // namespace
+
+std::optional<OpTail> opTailOf(const Artifact &artifact, const Function &gpu,
+                               size_t gpuCut, const Function &ops,
+                               size_t opsCut) {
+  Crossing g = crossing(artifact, gpu, gpuCut), o = crossing(artifact, ops, opsCut);
+  std::vector<int64_t> gCarried, oCarried;
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (g.afterAttention[i])
+      gCarried.push_back(g.values[i]);
+  OpTail tail;
+  tail.ops = &ops;
+  tail.cut = opsCut;
+  std::vector<int64_t> needed; // made again by the prologue
+  for (size_t i = 0; i < o.values.size(); ++i)
+    (o.afterAttention[i] ? oCarried : needed).push_back(o.values[i]);
+  if (gCarried.size() != oCarried.size())
+    return std::nullopt;
+  for (size_t i = 0; i < gCarried.size(); ++i) {
+    if (artifact.valueType(gCarried[i]).first !=
+        artifact.valueType(oCarried[i]).first)
+      return std::nullopt;
+    tail.carried.push_back({gCarried[i], oCarried[i]});
+  }
+  // The prologue: the nodes before the cut that the needed values come from.
+  std::vector<size_t> producer(artifact.numValues(), SIZE_MAX);
+  for (size_t i = 0; i < opsCut; ++i)
+    for (int64_t id : ops.nodes[i].outputs)
+      producer[id] = i;
+  std::vector<char> inPrologue(opsCut, 0);
+  while (!needed.empty()) {
+    int64_t id = needed.back();
+    needed.pop_back();
+    size_t i = id >= 0 ? producer[id] : SIZE_MAX;
+    if (i == SIZE_MAX || inPrologue[i])
+      continue; // an input, a constant, or already in
+    inPrologue[i] = 1;
+    for (int64_t in : ops.nodes[i].inputs)
+      needed.push_back(in);
+  }
+  for (size_t i = 0; i < opsCut; ++i)
+    if (inPrologue[i])
+      tail.prologue.push_back(i);
+  return tail;
 }
 
 uint64_t weightBytesBefore(const Artifact &artifact, const LayerSplit &split,

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace qcc::rt {
@@ -42,6 +43,34 @@ struct LayerSplit {
 LayerSplit splitByLayers(const Artifact &artifact,
                          const std::vector<const Function *> &functions,
                          int64_t gpuLayers);
+
+/// The CPU half of a split run from the op plan rather than op by op from the
+/// GPU plan's regions: the CPU backend's fused epilogues and compressed (2:4,
+/// int4) weight paths then apply to it. Both plans of an entry point are cut
+/// the same way (at the end of block N-1); what crosses the op plan's cut is
+/// either carried over from the GPU plan's (the values made after an
+/// attention: the residual stream) or made again on the CPU by the op
+/// plan's `prologue` (those made without one: positions, masks, rotary
+/// tables, from the inputs alone).
+struct OpTail {
+  const Function *ops = nullptr; ///< the op plan's entry point
+  size_t cut = 0;                ///< its first node after the cut
+  /// Its nodes before the cut that make the crossing values no attention
+  /// precedes, ascending.
+  std::vector<size_t> prologue;
+  /// (GPU plan's value, op plan's value) pairs crossing the cuts after an
+  /// attention, matched in the order the nodes after the cuts first read
+  /// them.
+  std::vector<std::pair<int64_t, int64_t>> carried;
+};
+
+/// The op tail of `gpu` cut before node `gpuCut` and `ops` (the same entry
+/// point's op plan) cut before `opsCut`; nullopt when the two plans carry a
+/// different number of values after an attention across their cuts, or of
+/// different dtypes (the split then runs the GPU plan's regions on the CPU).
+std::optional<OpTail> opTailOf(const Artifact &artifact, const Function &gpu,
+                               size_t gpuCut, const Function &ops,
+                               size_t opsCut);
 
 /// Bytes of the weights (constants, each once by its bytes) that the nodes
 /// before the cuts read, but for the nodes `onHost` names (the CUDA backend

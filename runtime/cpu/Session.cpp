@@ -143,8 +143,6 @@ Session::run(const std::string &name,
   checkInputs(fn, inputs);
   for (const Port &p : fn.inputs)
     values[p.value] = inputs.at(p.name);
-  // Free each value after its last use to bound memory.
-  std::vector<size_t> lastUse = lastUses(fn, values.size());
 
   // A batch without a cache carries only the rows' LoRA adapters.
   KvBatch *cached = kv && kv->cache ? kv : nullptr;
@@ -167,6 +165,26 @@ Session::run(const std::string &name,
                          kv->cache->length(kv->seqs[b]) + kv->valid[b]);
   }
 
+  std::vector<size_t> all(fn.nodes.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  runNodes(fn, all, values, kv, 0);
+  if (cached)
+    for (size_t b = 0; b < kv->seqs.size(); ++b)
+      kv->cache->advance(kv->seqs[b], kv->valid[b]);
+  std::map<std::string, Tensor> out;
+  for (const Port &p : fn.outputs)
+    out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)
+                                              : values[p.value];
+  return out;
+}
+
+void Session::runNodes(const Function &fn, const std::vector<size_t> &indices,
+                       std::vector<Tensor> &values, KvBatch *kv,
+                       size_t prepared) {
+  // Free each value after its last use to bound memory.
+  std::vector<size_t> lastUse = lastUses(fn, values.size());
+  KvBatch *cached = kv && kv->cache ? kv : nullptr;
   // What kv_attention nodes see of the cache (for costs).
   KvState kvState;
   if (cached) {
@@ -178,13 +196,17 @@ Session::run(const std::string &name,
         kv->cache->config().valueScalePerToken() ? sizeof(float) : 0;
   }
   const std::vector<CompressedUse> *sparse =
-      cpuKernelPath() != CpuKernelPath::Reference ? &compressedUses(fn)
-                                                  : nullptr;
+      cpuKernelPath() != CpuKernelPath::Reference
+          ? &compressedUses(fn, prepared)
+          : nullptr;
   if (cpuKernelPath() != CpuKernelPath::Reference)
-    packWeights(fn);
-  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    packWeights(fn, prepared);
+  const std::string &name = fn.name;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const size_t i = indices[k];
     const Node &node = fn.nodes[i];
-    const CompressedUse *use = sparse ? &(*sparse)[i] : nullptr;
+    const CompressedUse *use =
+        sparse && i >= prepared ? &(*sparse)[i] : nullptr;
     if (use && use->role == CompressedUse::Skip)
       continue;
     if (use && use->role != CompressedUse::Linear)
@@ -195,7 +217,8 @@ Session::run(const std::string &name,
     // the GEMM with its epilogue; not while something watches each node.
     std::optional<LinearEpilogue> epi;
     if (!use && !observer && !tracer && !shapeOnly &&
-        cpuKernelPath() != CpuKernelPath::Reference)
+        cpuKernelPath() != CpuKernelPath::Reference &&
+        k + 1 < indices.size() && indices[k + 1] == i + 1)
       epi = epilogueAfter(artifact, fn, i, lastUse, values, operands);
     if (epi) {
       const Node &next = fn.nodes[i + 1];
@@ -232,7 +255,7 @@ Session::run(const std::string &name,
         for (int64_t id : fn.nodes[j].inputs)
           if (id >= 0 && lastUse[id] <= i + 1 && !artifact.constant(id))
             values[id] = Tensor();
-      ++i;
+      ++k;
       continue;
     }
     std::vector<Tensor> results =
@@ -266,14 +289,6 @@ Session::run(const std::string &name,
       if (id >= 0 && lastUse[id] == i && !artifact.constant(id))
         values[id] = Tensor();
   }
-  if (cached)
-    for (size_t b = 0; b < kv->seqs.size(); ++b)
-      kv->cache->advance(kv->seqs[b], kv->valid[b]);
-  std::map<std::string, Tensor> out;
-  for (const Port &p : fn.outputs)
-    out[p.name] = artifact.constant(p.value) ? *artifact.constant(p.value)
-                                              : values[p.value];
-  return out;
 }
 
 std::vector<size_t> qcc::rt::lastUses(const Function &fn, size_t numValues) {
@@ -315,8 +330,8 @@ void Session::packForHost(const Node &node) {
 }
 
 const std::vector<Session::CompressedUse> &
-Session::compressedUses(const Function &fn) {
-  auto [it, fresh] = compressedUses_.try_emplace(&fn);
+Session::compressedUses(const Function &fn, size_t from) {
+  auto [it, fresh] = compressedUses_.try_emplace({&fn, from});
   std::vector<CompressedUse> &uses = it->second;
   if (!fresh)
     return uses;
@@ -330,7 +345,7 @@ Session::compressedUses(const Function &fn) {
     // The loader validated the constant metadata (runtime/core/Artifact.cpp).
     uses[i].weight = sparseWeight(*w.values, *w.meta, /*checkMeta=*/false);
     needDense[fn.nodes[i].inputs[w.operand]] = false;
-    if (sparseRunsDense())
+    if (sparseRunsDense() && i >= from)
       expandSparse(uses[i], fn.nodes[i].kind);
   }
   std::map<int64_t, const Node *> int4Producer; // dense weight -> weight_int4
@@ -383,7 +398,8 @@ Session::compressedUses(const Function &fn) {
     // linear multiplies the codes (the weight repacked once, its mapped
     // bytes released as they are read).
     auto q = codeProducer.find(n.inputs[0]);
-    if (q != codeProducer.end() && cpuHasVnni() && w4a8Packs(uses[i].int4)) {
+    if (q != codeProducer.end() && i >= from && cpuHasVnni() &&
+        w4a8Packs(uses[i].int4)) {
       const Tensor &packed = *uses[i].int4.packed;
       auto [it, fresh] = packedW4A8_.try_emplace(packed.raw());
       if (fresh)
@@ -473,11 +489,18 @@ void Session::expandSparse(CompressedUse &use, OpKind kind) {
   }
 }
 
-void Session::packWeights(const Function &fn) {
-  if (!packedFunctions_.insert(&fn).second)
+void Session::packWeights(const Function &fn, size_t from) {
+  if (!packedFunctions_.insert({&fn, from}).second)
     return;
-  for (const Node &n : fn.nodes)
-    packNode(n);
+  for (size_t i = from; i < fn.nodes.size(); ++i)
+    packNode(fn.nodes[i]);
+}
+
+void Session::prepareNodes(const Function &fn, size_t first) {
+  if (cpuKernelPath() == CpuKernelPath::Reference)
+    return;
+  compressedUses(fn, first);
+  packWeights(fn, first);
 }
 
 void Session::packNode(const Node &node) {

@@ -64,6 +64,18 @@ public:
   /// the call's nodes, as run() does.
   std::vector<Tensor> runOne(const Node &node, const Operands &operands,
                              KvBatch *kv = nullptr);
+  /// Runs the nodes `indices` (ascending) of `fn`, an op-plan entry point,
+  /// on `values`, its value table, as run() does (fused epilogues, packed
+  /// and compressed weights for the nodes from `prepared` on); the caller
+  /// set every value they read that none of them makes, and reserves the KV
+  /// batch's room before and advances it after. A layer split's CPU half
+  /// (runtime/core/LayerSplit.h, OpTail).
+  void runNodes(const Function &fn, const std::vector<size_t> &indices,
+                std::vector<Tensor> &values, KvBatch *kv, size_t prepared);
+  /// Makes the weights of fn's nodes from `first` on ready for runNodes
+  /// (packed, compressed forms), once; the mapped bytes are released as
+  /// they are packed.
+  void prepareNodes(const Function &fn, size_t first);
   /// On the fast path, packs the weights of `node` (and of its body) for
   /// the GEMMs as run() does for an entry point's, once: runOne then reads
   /// them packed. The mapped source is released as it is packed.
@@ -136,7 +148,10 @@ private:
                       : Shape{weight.n(), weight.k()};
     }
   };
-  const std::vector<CompressedUse> &compressedUses(const Function &fn);
+  /// Of fn's nodes; the weights of those from `from` on made ready (the
+  /// expanded 2:4, the repacked W4A8 ones).
+  const std::vector<CompressedUse> &compressedUses(const Function &fn,
+                                                   size_t from = 0);
   /// Expands the 2:4 weight of `use` to the dense layout and packs it (once
   /// per compressed weight: entry points share them), where
   /// sparseRunsDense() and the values are int8 or float32.
@@ -147,7 +162,7 @@ private:
   /// for the fast path's GEMMs (runtime/cpu/CpuInt8Gemm.h, on CPUs with AVX-512
   /// VNNI; runtime/cpu/CpuF32Gemm.h, with AVX-512F; elsewhere nothing is packed
   /// and the portable kernel or BLAS runs).
-  void packWeights(const Function &fn);
+  void packWeights(const Function &fn, size_t from = 0);
   void packNode(const Node &node);
   /// On the fast path, the packed form of node's weight (a qlinear's), or
   /// nullptr.
@@ -167,8 +182,9 @@ private:
                               const CompressedUse *sparse = nullptr);
 
   const Artifact &artifact;
-  std::map<const Function *, std::vector<CompressedUse>> compressedUses_;
-  std::set<const Function *> packedFunctions_;
+  std::map<std::pair<const Function *, size_t>, std::vector<CompressedUse>>
+      compressedUses_;
+  std::set<std::pair<const Function *, size_t>> packedFunctions_;
   // By the constant's bytes and shape: entry points share weights under
   // other value ids (keyed by id, SmolLM2's float weights were packed
   // twice: +1 GB), and an artifact may lay two constants of other shapes

@@ -111,6 +111,9 @@ struct GpuSession::Run {
   std::vector<Value> values;
   KvBatch *kv = nullptr;
   std::vector<int64_t> adapters; // per sequence, for qcc.lora (host nodes)
+  /// The call's inputs by name (a split's op tail reads them: the GPU
+  /// plan's copies may be gone after their last use there).
+  const std::map<std::string, Tensor> *inputs = nullptr;
   bool capturing = false; // recording a graph: allocate, never copy
   bool pinUploads = false; // a graph's runs: see Value::pinned
   int64_t maxContext = 0, tableStride = 0, maxTokens = 0;
@@ -992,6 +995,7 @@ void GpuSession::setGpuLayers(int64_t layers) {
   placementsOf.clear();
   graphs.clear(); // none yet: set before the first run
   kvLayersOnDevice = -1;
+  opTails.clear();
   if (!split.splits())
     return;
   // The device's cache holds the first layers only where every attention
@@ -1011,11 +1015,65 @@ void GpuSession::setGpuLayers(int64_t layers) {
   }
   if (runtimeLayers)
     kvLayersOnDevice = split.gpuLayers;
-  // The CPU's layers read their weights packed for its GEMMs, as the CPU
+  // The CPU half runs the op plan's nodes after its cut where the plans
+  // carry the same values across (LayerSplit.h, OpTail), else the GPU
+  // plan's; either reads its weights packed for the CPU's GEMMs, as the CPU
   // backend does (the mapped bytes are released as they are packed).
+  std::vector<const Function *> ops;
   for (const Function *fn : fns)
-    for (size_t i = split.cut.at(fn); i < fn->nodes.size(); ++i)
-      cpu.packForHost(fn->nodes[i]);
+    ops.push_back(&artifact.function(fn->name));
+  LayerSplit opSplit = splitByLayers(artifact, ops, layers);
+  opTails.clear();
+  for (size_t f = 0; f < fns.size(); ++f) {
+    std::optional<OpTail> tail =
+        opTailOf(artifact, *fns[f], split.cut.at(fns[f]), *ops[f],
+                 opSplit.cut.at(ops[f]));
+    if (tail) {
+      cpu.prepareNodes(*ops[f], tail->cut);
+      opTails[fns[f]] = std::move(*tail);
+      continue;
+    }
+    for (size_t i = split.cut.at(fns[f]); i < fns[f]->nodes.size(); ++i)
+      cpu.packForHost(fns[f]->nodes[i]);
+  }
+}
+
+void GpuSession::runOpTail(const Function &fn, const OpTail &tail, Run &r) {
+  const Function &ops = *tail.ops;
+  std::vector<Tensor> values(artifact.numValues());
+  auto portNamed = [](const std::vector<Port> &ports, const std::string &n) {
+    for (const Port &p : ports)
+      if (p.name == n)
+        return &p;
+    return static_cast<const Port *>(nullptr);
+  };
+  for (const Port &p : ops.inputs)
+    if (auto in = r.inputs->find(p.name); in != r.inputs->end())
+      values[p.value] = in->second;
+  for (auto [gpuValue, opValue] : tail.carried)
+    values[opValue] = hostOf(gpuValue, r); // the residual stream, downloaded
+  KvBatch adapters; // no cache: the call's LoRA adapters only
+  adapters.adapters = r.adapters;
+  cpu.runNodes(ops, tail.prologue, values, &adapters, tail.cut);
+  std::vector<size_t> rest;
+  for (size_t i = tail.cut; i < ops.nodes.size(); ++i)
+    rest.push_back(i);
+  cpu.runNodes(ops, rest, values, r.kv ? r.kv : &adapters, tail.cut);
+  for (const Port &p : ops.outputs) {
+    const Port *g = portNamed(fn.outputs, p.name);
+    if (!g)
+      throw std::runtime_error("entry point " + fn.name + ": output '" +
+                               p.name + "' of the op plan is not the GPU "
+                               "plan's");
+    const Tensor *c = artifact.constant(p.value);
+    Value &v = r.values[g->value];
+    v = Value();
+    v.host = c ? *c : values[p.value];
+    v.dtype = v.host.dtype();
+    v.shape = v.host.shape();
+    v.onHost = true;
+  }
+  counters.cpuLayerNodes += (int64_t)(ops.nodes.size() - tail.cut);
 }
 
 /// A tensor of this dtype and shape over no data, for the CPU kernels that
@@ -1182,8 +1240,13 @@ void GpuSession::execute(const Function &fn, Run &r) {
                                                : r.values[id].shape);
     return shapes;
   };
+  auto tail = split.splits() ? opTails.find(&fn) : opTails.end();
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const Node &node = fn.nodes[i];
+    if (tail != opTails.end() && i == split.cut.at(&fn)) {
+      runOpTail(fn, tail->second, r); // the rest, on the CPU
+      break;
+    }
     // The weights this node reads pin themselves; those prefetched for the
     // next kernel node stay pinned until it runs.
     pinned = prefetched;
@@ -1379,6 +1442,7 @@ GpuSession::run(const std::string &name,
     r.pinUploads = p != pool.get(); // a graph's pool: its first run and capture
     r.values.assign(artifact.numValues(), Value());
     r.adapters = adapters;
+    r.inputs = &inputs;
     r.errorFlag = r.scratchAlloc(sizeof(int32_t));
     prepareKv(kv, r);
     setInputs(r);
@@ -1589,7 +1653,11 @@ std::string GpuSession::planSummary() const {
     out += (out.empty() ? "" : "; ") + fn->name + ": " +
            std::to_string(onGpu) + " of " + std::to_string(fn->nodes.size()) +
            " nodes on the GPU";
-    if (afterSplit)
+    if (auto t = opTails.find(fn); afterSplit && t != opTails.end())
+      out += ", " + std::to_string(afterSplit) +
+             " after the split on the CPU as the op plan's " +
+             std::to_string(t->second.ops->nodes.size() - t->second.cut);
+    else if (afterSplit)
       out += ", " + std::to_string(afterSplit) + " after the split on the CPU";
     if (!host.empty()) {
       out += " (on the host:";

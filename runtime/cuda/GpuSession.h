@@ -195,6 +195,11 @@ private:
   /// Off-loading (a layer split or a memory limit): embedding rows are
   /// looked up on the host, so the table never goes to the device.
   bool offloading() const { return split.splits() || ctx->memoryLimit() != 0; }
+  /// A split's CPU half from the op plan, per GPU plan entry point where the
+  /// two plans' cuts carry the same values (else its GPU plan nodes after
+  /// the cut run on the CPU one by one).
+  std::map<const Function *, OpTail> opTails;
+  void runOpTail(const Function &fn, const OpTail &tail, Run &r);
   bool looksUpEmbeddings(const Node &n) const;
   /// The entry points that have a GPU plan, their GPU plans.
   std::vector<const Function *> gpuFunctions() const;
