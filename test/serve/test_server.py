@@ -332,6 +332,9 @@ def test_prefix_cache(client, qrun_text):
     (["--gpu-layers", "x"], "--gpu-layers: 'x' is not auto or a count of layers"),
     (["--cpu-precision", "fp16"], "--cpu-precision: fp16 not in"),
     (["--backend", "cpu", "--gpu-layers", "1"], "it needs the CUDA backend"),
+    (["--gpu-memory-limit", "4x"], "--gpu-memory-limit: x unit not recognized"),
+    (["--backend", "cpu", "--gpu-memory-limit", "4MiB"],
+     "--gpu-memory-limit bounds the GPU's memory: it needs the CUDA backend"),
 ])
 def test_bad_flags_one_line(demo_artifact, flags, message):
     import subprocess

@@ -731,6 +731,11 @@ int main(int argc, char **argv) {
                  "and the CPU: it needs the CUDA backend, not --backend=cpu\n";
     return 1;
   }
+  if (o.gpuMemoryLimit && o.backend == "cpu") {
+    std::cerr << "qrun: error: --gpu-memory-limit bounds the GPU's memory: "
+                 "it needs the CUDA backend, not --backend=cpu\n";
+    return 1;
+  }
   if (!o.reference.empty() && o.lookup == 0) {
     std::cerr << "qrun: error: --reference needs --lookup N (see --help)\n";
     return 1;

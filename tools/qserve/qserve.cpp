@@ -49,6 +49,7 @@ struct Options {
   std::string chatTemplate = "auto";
   std::string backend = "auto";
   std::string gpuLayers; // N or auto (qrun's)
+  uint64_t gpuMemoryLimit = 0; // qrun's --gpu-memory-limit
   std::string cpuKernels;
   std::string cpuPrecision = "f32"; // qrun's --cpu-precision
   int threads = 0;
@@ -131,6 +132,10 @@ int main(int argc, char **argv) {
             return rt::parseGpuLayers(v, scratch);
           },
           "N|auto"));
+  app.add_option("--gpu-memory-limit", o.gpuMemoryLimit,
+                 "CUDA backend: BYTES (e.g. 512MiB) of device memory, as "
+                 "qrun's: weights that do not fit are streamed")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--cpu-precision", o.cpuPrecision,
                  "CPU backend: f32 (default) or bf16, as qrun's")
       ->check(CLI::IsMember({"f32", "bf16"}));
@@ -208,6 +213,11 @@ int main(int argc, char **argv) {
                                       : rt::Backend::Auto;
     b.quiet = o.quiet;
     b.tool = "qserve";
+    if (o.gpuMemoryLimit && o.backend == "cpu")
+      throw std::runtime_error("--gpu-memory-limit bounds the GPU's memory: "
+                               "it needs the CUDA backend, not "
+                               "--backend=cpu");
+    b.gpuMemoryLimit = o.gpuMemoryLimit;
     if (!o.gpuLayers.empty()) {
       if (o.backend == "cpu")
         throw std::runtime_error("--gpu-layers splits a model between the "
