@@ -13,7 +13,7 @@
 //     kernels, their operands downloaded and results uploaded on demand, and
 //     are counted (stats()) so that qrun can say how much ran on the GPU;
 //     kv_attention can only run in a compiled kernel (the cache lives on the
-//     device), which the constructor checks;
+//     device) before a split's cut, which checkPlacements() checks;
 //   - the KV cache's keys and values live in device memory in the layout of
 //     docs/KV_CACHE.md; the host KvCache keeps the bookkeeping (sequences,
 //     lengths, block tables), uploaded before each call;
@@ -21,8 +21,13 @@
 //     and one shared by eager runs, so steady-state steps allocate nothing;
 //   - decode steps whose nodes are all kernels are captured once per shape
 //     key (batch, sequence length, split count) in a CUDA graph and replayed;
-//   - with a layer split (setGpuLayers), the nodes after its cut run on the
-//     CPU backend with a host cache for their layers (runtime/core/LayerSplit.h).
+//   - with a layer split (setGpuLayers), the op plan's nodes after its cut
+//     run on the CPU backend with a host cache for their layers
+//     (runtime/core/LayerSplit.h, OpTail);
+//   - under a memory limit (setMemoryLimit) or after an out-of-memory,
+//     weights are streamed: copied from page-locked host memory on a second
+//     stream while the kernels before their node run, ordered by events;
+//     off-loading, embedding rows are looked up on the host.
 //
 //===----------------------------------------------------------------------===//
 #ifndef QCC_RUNTIME_GPUSESSION_H
