@@ -663,9 +663,11 @@ int main(int argc, char **argv) {
       ->group(kBackend);
   app.add_option("--gpu-memory-limit", o.gpuMemoryLimit,
                  "CUDA backend: BYTES (e.g. 512MiB, 2GB) of device memory the "
-                 "session may use; weights that do not fit are uploaded as "
-                 "each node needs them, the most recently read evicted, and "
-                 "decode runs without CUDA graphs (without it, the same "
+                 "session may use; weights that do not fit are streamed from "
+                 "page-locked host memory, copied on a second stream while "
+                 "the kernels before their node run (the most recently read "
+                 "evicted), embedding rows are looked up on the host, and "
+                 "decode runs without CUDA graphs (without it, streaming "
                  "starts when the GPU runs out of memory; docs/MEMORY.md)")
       ->transform(CLI::AsSizeValue(false))
       ->group(kBackend);
