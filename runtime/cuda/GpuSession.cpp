@@ -286,23 +286,28 @@ GpuSession::~GpuSession() {
 size_t GpuSession::devicePeakBytes() const { return ctx->peakBytes(); }
 
 void GpuSession::setMemoryLimit(size_t bytes) {
-  if (bytes)
-    useGraphs = false;
   ctx->setMemoryLimit(bytes);
   placementsOf.clear(); // offloading() changed (set before the first run)
 }
 
+void GpuSession::dropGraphs() {
+  if (!useGraphs && graphs.empty())
+    return;
+  useGraphs = false;
+  // No graph runs now: replays allocate nothing, and a graph being
+  // captured is not in `graphs` yet (its first run, which allocates, then
+  // sees useGraphs false and captures nothing).
+  ctx->synchronize("dropping CUDA graphs");
+  for (auto &[key, g] : graphs)
+    if (g->exec)
+      ctx->destroy(g->exec);
+  graphs.clear();
+}
+
 void GpuSession::evictWeights(size_t bytes, bool outOfMemory) {
-  if (outOfMemory && !streamingAfterOutOfMemory) {
+  if (outOfMemory) {
     streamingAfterOutOfMemory = true;
-    useGraphs = false;
-    // No graph runs now: replays allocate nothing, and a graph being
-    // captured is not in `graphs` yet.
-    ctx->synchronize("dropping CUDA graphs");
-    for (auto &[key, g] : graphs)
-      if (g->exec)
-        ctx->destroy(g->exec);
-    graphs.clear();
+    dropGraphs();
   }
   std::vector<std::pair<uint64_t, ConstantKey>> order;
   for (const auto &[key, c] : constants)
@@ -310,6 +315,9 @@ void GpuSession::evictWeights(size_t bytes, bool outOfMemory) {
       order.push_back({lastRead[key], key});
   if (order.empty())
     return;
+  // Under a limit decode runs in graphs until a weight first leaves: a
+  // graph holds its weights' addresses.
+  dropGraphs();
   // Most recently read first: a step reads the weights in the same order
   // every time, and for such a cycle evicting the least recently read one
   // (the next to be read) would upload every weight every step; this keeps

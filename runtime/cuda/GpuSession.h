@@ -143,8 +143,9 @@ public:
   /// (a step reads them in the same order each time: the first ones stay
   /// resident, the rest stream through), and a weight is uploaded again
   /// when next needed. The budget holds unless the activations, the KV
-  /// cache and one node's weights alone pass it. Decode then runs eagerly
-  /// (a CUDA graph holds its weights' addresses).
+  /// cache and one node's weights alone pass it. Decode runs in CUDA graphs
+  /// until the first eviction and eagerly from then on (a graph holds its
+  /// weights' addresses).
   void setMemoryLimit(size_t bytes);
   size_t memoryLimit() const { return ctx->memoryLimit(); }
   /// Whether the device ran out of memory and the session has streamed
@@ -277,13 +278,14 @@ private:
   std::map<ConstantKey, uint64_t> lastRead;
   std::set<ConstantKey> pinned, prefetched;
   uint64_t readClock = 0;
-  /// Streaming (a memory limit, or after the device ran out of memory):
-  /// weights evicted once are streamed from then on, from page-locked host
+  /// Streaming (from the first eviction: under a memory limit, or after
+  /// the device ran out of memory): weights evicted once are streamed, from page-locked host
   /// copies (as the device holds them: f16 where converted), on the copy
   /// stream; the weights the node being launched read (for its event).
-  bool streaming() const {
-    return ctx->memoryLimit() != 0 || streamingAfterOutOfMemory;
-  }
+  bool streaming() const { return !evictedOnce.empty(); }
+  /// Decode eagerly from now on, the captured graphs gone (they hold the
+  /// addresses of weights about to leave).
+  void dropGraphs();
   std::set<ConstantKey> evictedOnce;
   std::map<ConstantKey, void *> hostCopies;
   std::vector<ConstantKey> readByNode;

@@ -667,8 +667,9 @@ int main(int argc, char **argv) {
                  "page-locked host memory, copied on a second stream while "
                  "the kernels before their node run (the most recently read "
                  "evicted), embedding rows are looked up on the host, and "
-                 "decode runs without CUDA graphs (without it, streaming "
-                 "starts when the GPU runs out of memory; docs/MEMORY.md)")
+                 "decode leaves CUDA graphs at the first eviction (without "
+                 "it, streaming starts when the GPU runs out of memory; "
+                 "docs/MEMORY.md)")
       ->transform(CLI::AsSizeValue(false))
       ->group(kBackend);
   app.add_option("--gpu-layers", o.gpuLayers,
