@@ -418,9 +418,8 @@ int cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) {
     return violation("host-to-device copy during graph capture");
   if (int r = checkRange(d, n, "cuMemcpyHtoD"))
     return r;
-  if (baseOf((uintptr_t)h, state().pinned)) {
-    if ((uintptr_t)h + n > baseOf((uintptr_t)h, state().pinned) +
-                               state().pinned[baseOf((uintptr_t)h, state().pinned)])
+  if (uintptr_t base = baseOf((uintptr_t)h, state().pinned)) {
+    if ((uintptr_t)h + n > base + state().pinned.at(base))
       return violation("cuMemcpyHtoD: source runs past its pinned allocation");
     ++state().pinnedCopies;
   }
