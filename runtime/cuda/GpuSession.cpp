@@ -369,6 +369,26 @@ size_t deviceBytesOf(const Tensor &t, bool asF16) {
 }
 } // namespace
 
+// A transformer's blocks repeat their shapes: the most recently read
+// unpinned weight of `bytes` is the one read a block ago, whose buffer the
+// next block's copy of its shape can take.
+std::map<GpuSession::ConstantKey, GpuSession::DeviceWeight>::iterator
+GpuSession::sameSizeVictim(size_t bytes) {
+  auto victim = constants.end();
+  uint64_t when = 0;
+  for (auto it = constants.begin(); it != constants.end(); ++it) {
+    if (it->second.bytes != bytes || pinned.count(it->first))
+      continue;
+    auto r = lastRead.find(it->first);
+    uint64_t t = r == lastRead.end() ? 0 : r->second;
+    if (victim == constants.end() || t > when) {
+      victim = it;
+      when = t;
+    }
+  }
+  return victim;
+}
+
 GpuSession::DeviceWeight &GpuSession::streamIn(const ConstantKey &key,
                                                const Tensor &t) {
   const bool asF16 = std::get<2>(key);
@@ -377,13 +397,8 @@ GpuSession::DeviceWeight &GpuSession::streamIn(const ConstantKey &key,
   if (!host) {
     // Built once, as the device holds it; the mapped pages go.
     host = ctx->allocPinned(bytes);
-    if (asF16) {
-      auto *half = static_cast<uint16_t *>(host);
-      for (int64_t i = 0; i < t.numel(); ++i)
-        half[i] = floatToHalf(t.data<float>()[i]);
-    } else {
-      std::memcpy(host, t.raw(), bytes);
-    }
+    std::memcpy(host, asF16 ? convertFloat(t, DType::F16).raw() : t.raw(),
+                bytes);
     artifact.release(t.raw(), t.bytes());
   }
   DeviceWeight w;
@@ -391,22 +406,10 @@ GpuSession::DeviceWeight &GpuSession::streamIn(const ConstantKey &key,
   SharedEvent after; // the old weight's last read, before the copy over it
   const size_t limit = ctx->memoryLimit();
   if (limit && ctx->bytesInUse() + bytes > limit) {
-    // The buffer of an unpinned weight of the same size (a transformer's
-    // blocks repeat their shapes), the most recently read: no free (which
+    // The buffer of an unpinned weight of the same size: no free (which
     // waits for the whole device), the copy waits for that weight's last
     // read on the device instead.
-    auto victim = constants.end();
-    uint64_t when = 0;
-    for (auto it = constants.begin(); it != constants.end(); ++it) {
-      if (it->second.bytes != bytes || pinned.count(it->first))
-        continue;
-      auto r = lastRead.find(it->first);
-      uint64_t t = r == lastRead.end() ? 0 : r->second;
-      if (victim == constants.end() || t > when) {
-        victim = it;
-        when = t;
-      }
-    }
+    auto victim = sameSizeVictim(bytes);
     if (victim != constants.end()) {
       // A copy into it that no kernel waited for is earlier on the copy
       // stream, so ordered before this one.
@@ -462,10 +465,7 @@ void GpuSession::prefetchWeights(const Node &next) {
     if (limit && ctx->bytesInUse() + bytes > limit) {
       // Only into a buffer an unpinned weight of its size leaves: the
       // limit holds, and no free waits for the device.
-      bool room = false;
-      for (const auto &[k, w] : constants)
-        room = room || (w.bytes == bytes && !pinned.count(k));
-      if (!room)
+      if (sameSizeVictim(bytes) == constants.end())
         continue; // the node uploads it when it runs
     } else if (!limit && ctx->memoryInfo().first < bytes + (bytes >> 2)) {
       continue; // after an out-of-memory: only where the device has room
@@ -497,18 +497,11 @@ DevicePtr GpuSession::constantOnDevice(int64_t id, bool asF16) {
     w.copied.reset();
     return w.ptr;
   }
-  const void *src = t->raw();
-  size_t bytes = t->bytes();
-  std::vector<uint16_t> half;
-  if (asF16) {
-    half.resize(t->numel());
-    for (int64_t i = 0; i < t->numel(); ++i)
-      half[i] = floatToHalf(t->data<float>()[i]);
-    src = half.data();
-    bytes = half.size() * sizeof(uint16_t);
-  }
+  Tensor half = asF16 ? convertFloat(*t, DType::F16) : Tensor();
+  const Tensor &form = asF16 ? half : *t;
+  const size_t bytes = form.bytes();
   DevicePtr p = ctx->alloc(bytes);
-  ctx->upload(p, src, bytes);
+  ctx->upload(p, form.raw(), bytes);
   constants[key] = DeviceWeight{p, bytes, nullptr, nullptr};
   ++counters.weightUploads;
   counters.weightUploadBytes += bytes;

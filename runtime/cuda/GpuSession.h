@@ -296,6 +296,9 @@ private:
   /// when the limit is reached (after that weight's last read), else into a
   /// new allocation.
   DeviceWeight &streamIn(const ConstantKey &key, const Tensor &t);
+  /// The most recently read unpinned weight of `bytes` on the device, or
+  /// constants.end().
+  std::map<ConstantKey, DeviceWeight>::iterator sameSizeVictim(size_t bytes);
   /// Starts the copies of the streamed weights node `next` reads that are
   /// not on the device, where the limit leaves room for them beside the
   /// weights in use.
