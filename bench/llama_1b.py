@@ -15,7 +15,7 @@ Writes into --out (default build/llama1b/):
   calib/attention_mask.npy     random-id sequences of --calib-len tokens (int64 [N, L]), mask all ones
   llama1b.json                 config, parameter count, seed, export time, versions
 
-    .venv-real/bin/python bench/llama_1b.py [--out DIR] [--shape llama32-1b]
+    .venv-real/bin/python bench/llama_1b.py [--out DIR] [--shape llama32-1b|mqa]
     qcc DIR/model.onnx -o f16.qpkg
     qcc DIR/model.onnx --quant=w8a8 --kv-dtype=i8 --calib=DIR/calib --calib-samples=8 \
         --calib-stats=DIR/stats.json -o w8a8.qpkg
@@ -53,7 +53,13 @@ CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hi
 SHAPES = {"issue12": CONFIG,
           "llama32-1b": dict(CONFIG, intermediate_size=8192, vocab_size=128256,
                              tie_word_embeddings=True, max_position_embeddings=131072,
-                             rope_parameters={"rope_type": "default", "rope_theta": 500000.0})}
+                             rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
+          # --shape mqa: one KV head for 8 query heads of 128 (multi-query attention, as Gemma-2B,
+          # Falcon-7B and StarCoder have), 8 layers of width 1024, 154M parameters: the CPU
+          # backend's decode attention when a sequence has fewer (sequence, kv head) pairs than
+          # threads (runtime/cpu/KvAttention.cpp's decode split).
+          "mqa": dict(CONFIG, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                      num_attention_heads=8, num_key_value_heads=1)}
 SEED = 0
 
 

@@ -274,13 +274,15 @@ weightedSumAvx512(const float *p, const T *v, const float *vs,
     _mm512_storeu_ps(o + 16 * c, acc[c]);
 }
 
-/// weightedSumAvx512 over all D columns, 64 at a time.
+/// weightedSumAvx512 over columns [c0, c1) (multiples of 16), 64 at a time:
+/// each column's sum is the same bits whatever columns are done with it.
 template <typename T>
 void weightedSumAvx512(const float *p, const T *v, const float *vs,
-                       int64_t vsStride, int64_t count, int64_t D, float *o) {
-  for (int64_t d = 0; d < D; d += 64) {
+                       int64_t vsStride, int64_t count, int64_t D, int64_t c0,
+                       int64_t c1, float *o) {
+  for (int64_t d = c0; d < c1; d += 64) {
     const T *vd = v + d;
-    switch (std::min<int64_t>(D - d, 64) / 16) {
+    switch (std::min<int64_t>(c1 - d, 64) / 16) {
     case 4: weightedSumAvx512<4>(p, vd, vs, vsStride, count, D, o + d); break;
     case 3: weightedSumAvx512<3>(p, vd, vs, vsStride, count, D, o + d); break;
     case 2: weightedSumAvx512<2>(p, vd, vs, vsStride, count, D, o + d); break;
@@ -366,66 +368,49 @@ void forRunsIn(const std::vector<KvRun<T>> &runs, int64_t a, int64_t e,
 }
 
 #ifdef QCC_HAVE_AVX512_ATTENTION
-/// attendRuns on AVX-512 (D % 16 == 0): the scores of all rows over the
-/// union of their ranges, three rows per pass over the keys, then each
-/// row's softmax and weighted sum over its own range.
+/// attendRunScores on AVX-512: three rows per pass over the keys.
 template <typename T>
-void attendRunsAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
-                      const std::vector<KvRun<T>> &keys,
-                      const std::vector<KvRun<T>> &values, const float *kScales,
-                      float scale, float softcap, const int64_t *lo,
-                      const int64_t *hi, float *O, int64_t ldo,
-                      std::vector<float> &scratch, const float *alibi) {
-  int64_t u0 = std::numeric_limits<int64_t>::max(), u1 = 0;
-  for (int64_t r = 0; r < R; ++r)
-    if (lo[r] < hi[r])
-      u0 = std::min(u0, lo[r]), u1 = std::max(u1, hi[r]);
-  for (int64_t r = 0; r < R; ++r)
-    std::fill(O + r * ldo, O + r * ldo + D, 0.0f);
-  if (u1 <= u0)
-    return; // nothing to attend: zeros, as attendRows
-  const int64_t n = u1 - u0;
-  scratch.resize((size_t)(R * n));
-  float *S = scratch.data();
+void runScoresAvx512(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                     const std::vector<KvRun<T>> &keys, const float *kScales,
+                     float scale, int64_t a, int64_t e, float *S, int64_t lds,
+                     int64_t s0) {
   for (int64_t r0 = 0; r0 < R; r0 += 3) {
     const int g = (int)std::min<int64_t>(3, R - r0);
     const float *q[3] = {Q + r0 * ldq, Q + std::min(r0 + 1, R - 1) * ldq,
                          Q + std::min(r0 + 2, R - 1) * ldq};
-    forRunsIn(keys, u0, u1, [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
+    forRunsIn(keys, a, e, [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
       for (int64_t j = 0; j < cnt; j += 16) {
-        int64_t at = run.first + off + j - u0;
-        float *s[3] = {S + r0 * n + at, S + (r0 + std::min(1, g - 1)) * n + at,
-                       S + (r0 + std::min(2, g - 1)) * n + at};
+        int64_t at = run.first + off + j - s0;
+        float *s[3] = {S + r0 * lds + at,
+                       S + (r0 + std::min(1, g - 1)) * lds + at,
+                       S + (r0 + std::min(2, g - 1)) * lds + at};
         scoresGemmOrder<T>(g, q, run.data + (off + j) * D, kScales,
                            std::min<int64_t>(16, cnt - j), D, scale, s);
       }
     });
   }
+}
+
+/// attendRunColumns on AVX-512.
+template <typename T>
+void runColumnsAvx512(int64_t R, int64_t D, const std::vector<KvRun<T>> &values,
+                      const int64_t *lo, const int64_t *hi, const float *S,
+                      int64_t lds, int64_t s0, int64_t c0, int64_t c1, float *O,
+                      int64_t ldo) {
   for (int64_t r = 0; r < R; ++r) {
-    if (lo[r] >= hi[r])
-      continue;
-    float *row = S + r * n + (lo[r] - u0);
-    int64_t len = hi[r] - lo[r];
-    if (softcap > 0.0f)
-      for (int64_t j = 0; j < len; ++j)
-        row[j] = qcc::numerics::softcap(row[j], softcap);
-    if (alibi)
-      for (int64_t j = 0; j < len; ++j)
-        row[j] += qcc::numerics::alibi(alibi[r], lo[r] + j, hi[r] - 1);
-    softmaxRowFast(row, len);
     float *o = O + r * ldo;
+    std::fill(o + c0, o + c1, 0.0f);
+    const float *row = S + r * lds - s0; // row[j]: position j's weight
     forRunsIn(values, lo[r], hi[r],
               [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
                 const float *vs = nullptr;
                 if constexpr (kScaledKvElement<T>)
                   vs = run.scales + off * run.scaleStride;
-                weightedSumAvx512(row + (run.first + off - lo[r]),
-                                  run.data + off * D, vs, run.scaleStride, cnt,
-                                  D, o);
+                weightedSumAvx512(row + run.first + off, run.data + off * D,
+                                  vs, run.scaleStride, cnt, D, c0, c1, o);
               });
   }
 }
-
 #endif
 
 template <typename T>
@@ -437,9 +422,30 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
                     std::vector<float> &scratch, const float *alibi) {
   constexpr bool scaled = kScaledKvElement<T>;
 #ifdef QCC_HAVE_AVX512_ATTENTION
-  if (haveAvx512Attention(D))
-    return attendRunsAvx512(R, D, Q, ldq, keys, values, kScales, scale,
-                            softcap, lo, hi, O, ldo, scratch, alibi);
+  // AVX-512: the scores of all rows over the union of their ranges, then
+  // each row's softmax and weighted sum over its own range (the phases
+  // kv_attention's decode split runs apart).
+  if (haveAvx512Attention(D)) {
+    int64_t u0 = std::numeric_limits<int64_t>::max(), u1 = 0;
+    for (int64_t r = 0; r < R; ++r)
+      if (lo[r] < hi[r])
+        u0 = std::min(u0, lo[r]), u1 = std::max(u1, hi[r]);
+    if (u1 <= u0) { // nothing to attend: zeros, as attendRows
+      for (int64_t r = 0; r < R; ++r)
+        std::fill(O + r * ldo, O + r * ldo + D, 0.0f);
+      return;
+    }
+    const int64_t n = u1 - u0;
+    scratch.resize((size_t)(R * n));
+    float *S = scratch.data();
+    runScoresAvx512(R, D, Q, ldq, keys, kScales, scale, u0, u1, S, n, u0);
+    for (int64_t r = 0; r < R; ++r)
+      if (lo[r] < hi[r])
+        attendRowSoftmax(S + r * n + (lo[r] - u0), lo[r], hi[r], softcap,
+                         alibi ? alibi + r : nullptr);
+    runColumnsAvx512(R, D, values, lo, hi, S, n, u0, 0, D, O, ldo);
+    return;
+  }
 #endif
   // Elsewhere (portable kernels, no AVX-512): the loops above, row by row.
   for (int64_t r = 0; r < R; ++r) {
@@ -458,13 +464,7 @@ void attendRunsImpl(int64_t R, int64_t D, const float *Q, int64_t ldq,
       else
         (void)kScales, runScores(q, run.data + off * D, n, D, scale, s);
     });
-    if (softcap > 0.0f)
-      for (int64_t j = 0; j < e - a; ++j)
-        row[j] = qcc::numerics::softcap(row[j], softcap);
-    if (alibi)
-      for (int64_t j = 0; j < e - a; ++j)
-        row[j] += qcc::numerics::alibi(alibi[r], a + j, e - 1);
-    softmaxRowFast(row, e - a);
+    attendRowSoftmax(row, a, e, softcap, alibi ? alibi + r : nullptr);
     forRunsIn(values, a, e, [&](const KvRun<T> &run, int64_t off, int64_t n) {
       const float *p = row + (run.first + off - a);
       if constexpr (scaled)
@@ -514,6 +514,66 @@ template void qcc::rt::attendRuns<uint8_t>(
     const std::vector<KvRun<uint8_t>> &, const std::vector<KvRun<uint8_t>> &,
     const float *, float, float, const int64_t *, const int64_t *, float *,
     int64_t, std::vector<float> &, const float *);
+
+void qcc::rt::attendRowSoftmax(float *row, int64_t lo, int64_t hi,
+                               float softcap, const float *alibiSlope) {
+  int64_t len = hi - lo;
+  if (softcap > 0.0f)
+    for (int64_t j = 0; j < len; ++j)
+      row[j] = qcc::numerics::softcap(row[j], softcap);
+  if (alibiSlope)
+    for (int64_t j = 0; j < len; ++j)
+      row[j] += qcc::numerics::alibi(*alibiSlope, lo + j, hi - 1);
+  softmaxRowFast(row, len);
+}
+
+bool qcc::rt::attendRunsSplit(int64_t D) {
+#ifdef QCC_HAVE_AVX512_ATTENTION
+  return haveAvx512Attention(D);
+#else
+  (void)D;
+  return false;
+#endif
+}
+
+template <typename T>
+void qcc::rt::attendRunScores(int64_t R, int64_t D, const float *Q,
+                              int64_t ldq, const std::vector<KvRun<T>> &keys,
+                              const float *kScales, float scale, int64_t a,
+                              int64_t e, float *S, int64_t lds, int64_t s0) {
+  if (!attendRunsSplit(D))
+    throw std::logic_error("attendRunScores without the AVX-512 path");
+#ifdef QCC_HAVE_AVX512_ATTENTION
+  runScoresAvx512(R, D, Q, ldq, keys, kScales, scale, a, e, S, lds, s0);
+#endif
+}
+
+template <typename T>
+void qcc::rt::attendRunColumns(int64_t R, int64_t D,
+                               const std::vector<KvRun<T>> &values,
+                               const int64_t *lo, const int64_t *hi,
+                               const float *S, int64_t lds, int64_t s0,
+                               int64_t c0, int64_t c1, float *O, int64_t ldo) {
+  if (!attendRunsSplit(D) || c0 % 16 || c1 % 16)
+    throw std::logic_error("attendRunColumns without the AVX-512 path");
+#ifdef QCC_HAVE_AVX512_ATTENTION
+  runColumnsAvx512(R, D, values, lo, hi, S, lds, s0, c0, c1, O, ldo);
+#endif
+}
+
+#define QCC_ATTEND_RUN_PHASES(T)                                               \
+  template void qcc::rt::attendRunScores<T>(                                   \
+      int64_t, int64_t, const float *, int64_t, const std::vector<KvRun<T>> &, \
+      const float *, float, int64_t, int64_t, float *, int64_t, int64_t);      \
+  template void qcc::rt::attendRunColumns<T>(                                  \
+      int64_t, int64_t, const std::vector<KvRun<T>> &, const int64_t *,        \
+      const int64_t *, const float *, int64_t, int64_t, int64_t, int64_t,      \
+      float *, int64_t);
+QCC_ATTEND_RUN_PHASES(float)
+QCC_ATTEND_RUN_PHASES(int8_t)
+QCC_ATTEND_RUN_PHASES(uint16_t)
+QCC_ATTEND_RUN_PHASES(uint8_t)
+#undef QCC_ATTEND_RUN_PHASES
 
 const float *qcc::rt::e4m3Values() {
   static const std::array<float, 256> values = [] {

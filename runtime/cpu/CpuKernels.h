@@ -195,6 +195,32 @@ void attendRuns(int64_t R, int64_t D, const float *Q, int64_t ldq,
                 const int64_t *hi, float *O, int64_t ldo,
                 std::vector<float> &scratch, const float *alibi = nullptr);
 
+/// attendRuns's three phases, for kv_attention's decode split: several
+/// threads share one (sequence, kv head) by key ranges, then rows, then
+/// column blocks, and each row gets attendRuns's bits whatever the split (a
+/// score depends only on its key, a softmax on its whole row, a column's
+/// weighted sum on that column). Only where attendRunsSplit(D) (the AVX-512
+/// path, D % 16 == 0); elsewhere the phases throw.
+bool attendRunsSplit(int64_t D);
+/// S[r * lds + j - s0] = scale * q_r . k_j for the keys j in [a, e) (the
+/// runs cover them); kScales as attendRuns's (null for float and f16).
+template <typename T>
+void attendRunScores(int64_t R, int64_t D, const float *Q, int64_t ldq,
+                     const std::vector<KvRun<T>> &keys, const float *kScales,
+                     float scale, int64_t a, int64_t e, float *S, int64_t lds,
+                     int64_t s0);
+/// A row's scores of positions [lo, hi), row[0] being lo's, become its
+/// attention weights: softcap, the ALiBi bias (slope null: none), softmax.
+void attendRowSoftmax(float *row, int64_t lo, int64_t hi, float softcap,
+                      const float *alibiSlope);
+/// Columns [c0, c1) (multiples of 16) of O's rows: row r's weights
+/// S[r * lds + j - s0] times the values over its positions [lo[r], hi[r]).
+template <typename T>
+void attendRunColumns(int64_t R, int64_t D, const std::vector<KvRun<T>> &values,
+                      const int64_t *lo, const int64_t *hi, const float *S,
+                      int64_t lds, int64_t s0, int64_t c0, int64_t c1,
+                      float *O, int64_t ldo);
+
 /// linear (operands input, weight, optional bias), then `epilogue`; on the
 /// fast path from `packed` (the weight packed at load, CpuF32Gemm.h) when
 /// given, else from the weight through BLAS.

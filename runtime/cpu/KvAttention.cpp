@@ -172,6 +172,162 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
   }
 }
 
+/// A run of cached values with its scales (int8: per token or per head;
+/// fp8: per head).
+template <typename T>
+static KvRun<T> valueRunOf(KvCache &cache, int64_t seq, int64_t layer,
+                           int64_t g, int64_t pos, const T *run, int64_t n) {
+  KvRun<T> r{pos, run, n};
+  if constexpr (kScaledKvElement<T>) {
+    const KvCacheConfig &c = cache.config();
+    if (c.valueScalePerToken())
+      r.scales = cache.valueScales(seq, layer, g, pos), r.scaleStride = 1;
+    else
+      r.scales = &c.vScales[layer][g];
+  }
+  return r;
+}
+
+bool qcc::rt::kvAttentionSplitsDecode(int64_t pairs, int threads) {
+  return pairs > 0 && pairs < threads;
+}
+
+/// Step 2 of kv_attention for a decode step (one query token per sequence)
+/// with fewer (sequence, kv head) pairs than threads
+/// (kvAttentionSplitsDecode): attendRuns's phases run apart over the chunk
+/// pool, each a barrier apart: the scores by key range (about two ranges per
+/// thread), each row's softmax, then the weighted sums by column blocks of a
+/// cache line (16 f32, 32 f16, 64 int8 or fp8 columns: narrower blocks read
+/// each line from several cores). A task per pair left the other threads
+/// idle: at batch 1 a model with one kv head (Gemma-2B, Falcon, StarCoder)
+/// attended on one core. A row gets attendRuns's bits whatever the split
+/// (CpuKernels.h), so a request's tokens still do not depend on the batch.
+/// Returns false, having done nothing, where it does not apply (prefill or
+/// verify rows, the portable path, tiny work).
+template <typename T>
+static bool attendDecodeSplit(KvCache &cache, const KvBatch &kv, int64_t layer,
+                              int64_t S, int64_t H, int64_t Hkv, int64_t D,
+                              float scale, int64_t window, float softcap,
+                              const std::vector<float> &alibi, const float *Q,
+                              float *O) {
+  const KvCacheConfig &c = cache.config();
+  const int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
+  if (!attendRunsSplit(D))
+    return false;
+  // One pair per (row with a token, kv head); rows r of a pair are the
+  // group's heads, D apart in Q and O.
+  struct Pair {
+    int64_t b, g, seq, lo, hi, s; // s: its scores' offset, group x (hi - lo)
+  };
+  struct Piece { // a key range of a pair's scores
+    int64_t pair, a, e;
+  };
+  // The calling thread's buffers, reused from step to step. The chunks run
+  // on other threads: they reach them through these references (a
+  // thread_local named there would be that thread's own).
+  struct Buffers {
+    std::vector<Pair> pairs;
+    std::vector<Piece> pieces;
+    std::vector<std::vector<KvRun<T>>> keyRuns, valueRuns;
+    std::vector<float> weights; // scores, then softmax
+    std::vector<int64_t> rowLo, rowHi;
+  };
+  thread_local Buffers buffers;
+  std::vector<Pair> &pairs = buffers.pairs;
+  std::vector<Piece> &pieces = buffers.pieces;
+  std::vector<std::vector<KvRun<T>>> &keyRuns = buffers.keyRuns,
+                                     &valueRuns = buffers.valueRuns;
+  std::vector<float> &weights = buffers.weights;
+  std::vector<int64_t> &rowLo = buffers.rowLo, &rowHi = buffers.rowHi;
+  pairs.clear();
+  int64_t work = 0, tokens = 0, scores = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    if (kv.valid[b] > 1)
+      return false;
+    if (kv.valid[b] == 0)
+      continue;
+    ++tokens;
+    int64_t seq = kv.seqs[b], hi = cache.length(seq) + 1;
+    int64_t lo = window > 0 ? std::max<int64_t>(hi - window, 0) : 0;
+    for (int64_t g = 0; g < Hkv; ++g) {
+      pairs.push_back({b, g, seq, lo, hi, scores});
+      scores += group * (hi - lo);
+      work += group * (hi - lo) * D * 2;
+    }
+  }
+  const int threads = cpuThreads();
+  if (!chunkPoolFits(tokens, work) ||
+      !kvAttentionSplitsDecode((int64_t)pairs.size(), threads))
+    return false;
+  const int64_t P = (int64_t)pairs.size();
+  keyRuns.resize((size_t)P);
+  valueRuns.resize((size_t)P);
+  weights.resize((size_t)scores);
+  rowLo.resize((size_t)(P * group));
+  rowHi.resize((size_t)(P * group));
+  for (int64_t p = 0; p < P; ++p) {
+    const Pair &pr = pairs[(size_t)p];
+    std::fill_n(rowLo.begin() + p * group, group, pr.lo);
+    std::fill_n(rowHi.begin() + p * group, group, pr.hi);
+    keyRuns[(size_t)p].clear();
+    valueRuns[(size_t)p].clear();
+    cache.template forEachRun<T>(
+        pr.seq, layer, 0, pr.g, pr.lo, pr.hi,
+        [&](int64_t pos, const T *run, int64_t n) {
+          keyRuns[(size_t)p].push_back({pos, run, n});
+        });
+    cache.template forEachRun<T>(
+        pr.seq, layer, 1, pr.g, pr.lo, pr.hi,
+        [&](int64_t pos, const T *run, int64_t n) {
+          valueRuns[(size_t)p].push_back(
+              valueRunOf(cache, pr.seq, layer, pr.g, pos, run, n));
+        });
+  }
+  auto query = [&](const Pair &pr) {
+    return Q + pr.b * S * H * D + pr.g * group * D;
+  };
+  // 1. Scores, by key ranges of whole 16-key tiles: about two per thread.
+  pieces.clear();
+  int64_t perPair = std::max<int64_t>(1, (2 * threads + P - 1) / P);
+  for (int64_t p = 0; p < P; ++p) {
+    const Pair &pr = pairs[(size_t)p];
+    int64_t n = pr.hi - pr.lo, len = (n + perPair - 1) / perPair;
+    len = std::max<int64_t>(64, (len + 15) / 16 * 16);
+    for (int64_t a = pr.lo; a < pr.hi; a += len)
+      pieces.push_back({p, a, std::min(pr.hi, a + len)});
+  }
+  parallelChunks((int64_t)pieces.size(), [&](int64_t i) {
+    const Piece &pc = pieces[(size_t)i];
+    const Pair &pr = pairs[(size_t)pc.pair];
+    const float *kScales = nullptr;
+    if constexpr (kScaledKvElement<T>)
+      kScales = c.keyScales(layer, pr.g);
+    attendRunScores(group, D, query(pr), D, keyRuns[(size_t)pc.pair], kScales,
+                    scale, pc.a, pc.e, weights.data() + pr.s, pr.hi - pr.lo,
+                    pr.lo);
+  });
+  // 2. Each row's softmax.
+  parallelChunks(P * group, [&](int64_t i) {
+    const Pair &pr = pairs[(size_t)(i / group)];
+    int64_t r = i % group, n = pr.hi - pr.lo;
+    attendRowSoftmax(weights.data() + pr.s + r * n, pr.lo, pr.hi, softcap,
+                     alibi.empty() ? nullptr : &alibi[(size_t)(pr.g * group + r)]);
+  });
+  // 3. The weighted sums, by column blocks of a cache line.
+  const int64_t width =
+      std::min<int64_t>(D, std::max<int64_t>(16, 64 / (int64_t)sizeof(T)));
+  const int64_t blocks = (D + width - 1) / width;
+  parallelChunks(P * blocks, [&](int64_t i) {
+    int64_t p = i / blocks, c0 = i % blocks * width;
+    const Pair &pr = pairs[(size_t)p];
+    attendRunColumns(group, D, valueRuns[(size_t)p], rowLo.data() + p * group,
+                     rowHi.data() + p * group, weights.data() + pr.s,
+                     pr.hi - pr.lo, pr.lo, c0, std::min(D, c0 + width),
+                     O + pr.b * S * H * D + pr.g * group * D, D);
+  });
+  return true;
+}
+
 /// Step 2 of kv_attention, the fast path (CpuKernelPath::Fast and ::Portable): tasks of
 /// (batch row, kv head, block of query tokens), threaded with OpenMP (a
 /// decode-sized batch: over parallelChunks, CpuChunkPool.h). A task
@@ -179,7 +335,8 @@ static void attendRow(KvCache &cache, int64_t seq, int64_t layer, int64_t b,
 /// each (as floats: int8_t dequantized to q * s; a contiguous f32 range is
 /// used in place), and attends every query head of the kv head's group to
 /// them at once (attendRows: the softmax of the reference path, float sums in
-/// another order). A decode step is one task per (row, kv head); its few rows
+/// another order). A decode step is one task per (row, kv head) (with fewer
+/// of those than threads, attendDecodeSplit's phases instead); its few rows
 /// (R < 4) read the cache's runs in place (attendRuns), not a copy. Both
 /// compute each row's sums in the same order (attendRuns's scores are the
 /// score tiles' FMA chains, its weighted sum the value tiles'), so a row
@@ -192,6 +349,9 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                        float scale, int64_t window, float softcap,
                        const std::vector<float> &alibi, const float *Q,
                        float *O) {
+  if (attendDecodeSplit<T>(cache, kv, layer, S, H, Hkv, D, scale, window,
+                           softcap, alibi, Q, O))
+    return;
   constexpr bool scaled = kScaledKvElement<T>;
   const KvCacheConfig &c = cache.config();
   int64_t group = H / Hkv, B = (int64_t)kv.seqs.size();
@@ -231,18 +391,8 @@ static void attendFast(KvCache &cache, const KvBatch &kv, int64_t layer,
                           : int64_t(0);
       };
       int64_t begin = first(t0), end = cached + t0 + count;
-      // A run of values with its scales (int8: per token or per head; fp8:
-      // per head).
       auto valueRun = [&](int64_t pos, const T *run, int64_t n) {
-        KvRun<T> r{pos, run, n};
-        if constexpr (scaled) {
-          if (c.valueScalePerToken())
-            r.scales = cache.valueScales(seq, layer, g, pos),
-            r.scaleStride = 1;
-          else
-            r.scales = &c.vScales[layer][g];
-        }
-        return r;
+        return valueRunOf(cache, seq, layer, g, pos, run, n);
       };
       // The keys or values of positions [begin, end) as n x D floats.
       auto gather = [&](int kvIndex,

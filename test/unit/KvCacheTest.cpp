@@ -373,6 +373,107 @@ TEST(KvAttention, FastMatchesReference) {
     }
 }
 
+namespace {
+
+/// One decode step of `batch` sequences with contexts of 400 + 37 b tokens
+/// (paged, blocks of 16), each row alone and then all together: with four
+/// threads a row alone is split below its (sequence, kv head) pairs
+/// (attendRuns's phases apart, kvAttentionSplitsDecode), the batch of 8 is
+/// not, and every row must be the same bits either way (batch
+/// invariance, docs/SERVING.md), and near the reference path.
+void checkDecodeSplit(const std::string &dtype, int64_t H, int64_t Hkv,
+                      int64_t D, int64_t window, float softcap,
+                      const std::vector<float> &alibi = {}) {
+  const int64_t B = 8, blockTokens = 16;
+  json cfg = {{"layout", "paged"}, {"block_tokens", blockTokens},
+              {"layers", 1},       {"kv_heads", Hkv},
+              {"head_dim", D},     {"dtype", dtype}};
+  if (dtype == "i8" || dtype == "fp8") {
+    cfg["k_scales"] = {std::vector<float>(Hkv, 0.03f)};
+    cfg["v_scales"] = {std::vector<float>(Hkv, 0.02f)};
+  } else if (dtype == "kivi") {
+    cfg["dtype"] = "i8";
+    cfg["scales"] = "kivi";
+    cfg["k_scales"] = {std::vector<float>(Hkv * D, 0.03f)};
+  }
+  KvCacheConfig c = KvCacheConfig::fromJson(cfg);
+  const int64_t longest = 400 + 37 * (B - 1) + 1;
+  KvCache cache(c, {B, longest, B * ((longest + 15) / 16)});
+  std::mt19937 rng(5 + H + D + window);
+  std::vector<int64_t> seqs, valid;
+  for (int64_t b = 0; b < B; ++b) {
+    seqs.push_back(cache.addSequence());
+    valid.push_back(400 + 37 * b);
+    cache.reserve(seqs.back(), valid.back() + 1);
+  }
+  json attrs = {{"layer", 0},          {"num_heads", H},
+                {"num_kv_heads", Hkv}, {"scale", 0.125},
+                {"window", window},    {"softcap", softcap}};
+  if (!alibi.empty())
+    attrs["alibi"] = alibi;
+  { // the prompts
+    Tensor q = normalF32({B, longest, H * D}, rng),
+           k = normalF32({B, longest, Hkv * D}, rng),
+           v = normalF32({B, longest, Hkv * D}, rng);
+    KvBatch kv{&cache, seqs, valid};
+    kvAttention(Attrs(attrs), {&q, &k, &v}, kv);
+    for (int64_t b = 0; b < B; ++b)
+      cache.advance(seqs[b], valid[b]);
+  }
+  Tensor q = normalF32({B, 1, H * D}, rng), k = normalF32({B, 1, Hkv * D}, rng),
+         v = normalF32({B, 1, Hkv * D}, rng);
+  KvBatch all{&cache, seqs, std::vector<int64_t>(B, 1)};
+  ASSERT_FALSE(kvAttentionSplitsDecode(B * Hkv, 4));
+  Tensor together = kvAttention(Attrs(attrs), {&q, &k, &v}, all);
+  setCpuKernelPath(CpuKernelPath::Reference);
+  Tensor ref = kvAttention(Attrs(attrs), {&q, &k, &v}, all);
+  setCpuKernelPath(CpuKernelPath::Fast);
+  ASSERT_TRUE(kvAttentionSplitsDecode(Hkv, 4));
+  const int64_t row = H * D;
+  for (int64_t b = 0; b < B; ++b) {
+    auto slice = [&](const Tensor &t, int64_t width) {
+      Tensor r(DType::F32, {1, 1, width});
+      std::copy_n(t.data<float>() + b * width, width, r.data<float>());
+      return r;
+    };
+    Tensor qb = slice(q, row), kb = slice(k, Hkv * D), vb = slice(v, Hkv * D);
+    KvBatch one{&cache, {seqs[b]}, {1}};
+    Tensor alone = kvAttention(Attrs(attrs), {&qb, &kb, &vb}, one);
+    EXPECT_EQ(std::memcmp(alone.data<float>(), together.data<float>() + b * row,
+                          sizeof(float) * (size_t)row),
+              0)
+        << dtype << " H " << H << " Hkv " << Hkv << " D " << D << " row " << b;
+    for (int64_t i = 0; i < row; ++i) {
+      float want = ref.data<float>()[b * row + i];
+      // 1e-5 relative: the reference's softmax; sums in another order.
+      EXPECT_NEAR(alone.data<float>()[i], want,
+                  1e-5f * std::max(1.0f, std::fabs(want)))
+          << dtype << " row " << b << " at " << i;
+    }
+  }
+}
+
+} // namespace
+
+TEST(KvAttention, DecodeSplitKeepsEachRowsBits) {
+  if (!attendRunsSplit(64))
+    GTEST_SKIP() << "the decode split needs the AVX-512 path (not this CPU)";
+  struct ThreadsGuard {
+    int before = cpuThreads();
+    ~ThreadsGuard() { setCpuThreads(before); }
+  } guard;
+  setCpuThreads(4); // more threads than a row's kv heads (on any machine)
+  for (std::string dtype : {"f32", "f16", "i8", "kivi", "fp8"}) {
+    // SmolLM2's heads (3 rows per pair), and a group of 7 (Qwen2.5-0.5B's:
+    // the batch's pairs then run the score tiles of attendRows).
+    checkDecodeSplit(dtype, 9, 3, 64, 0, 0.0f);
+    checkDecodeSplit(dtype, 7, 1, 32, 0, 0.0f);
+    checkDecodeSplit(dtype, 9, 3, 64, /*window=*/300, 0.5f,
+                     {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f,
+                      0.0078125f, 0.00390625f, 0.001953125f});
+  }
+}
+
 // A layer split's host cache (KvCacheOptions::hostFirstLayer) holds only
 // the CPU's layers: their attention is bit for bit the full cache's (the same
 // kernels over the same elements at other addresses), it takes their share
