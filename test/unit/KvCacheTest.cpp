@@ -468,6 +468,8 @@ TEST(KvAttention, DecodeSplitKeepsEachRowsBits) {
     // the batch's pairs then run the score tiles of attendRows).
     checkDecodeSplit(dtype, 9, 3, 64, 0, 0.0f);
     checkDecodeSplit(dtype, 7, 1, 32, 0, 0.0f);
+    // A head of 80: the last column block narrower than a cache line.
+    checkDecodeSplit(dtype, 4, 1, 80, 0, 0.0f);
     checkDecodeSplit(dtype, 9, 3, 64, /*window=*/300, 0.5f,
                      {0.5f, 0.25f, 0.125f, 0.0625f, 0.03125f, 0.015625f,
                       0.0078125f, 0.00390625f, 0.001953125f});
