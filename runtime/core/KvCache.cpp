@@ -358,18 +358,14 @@ float *KvCache::valueScales(int64_t seq, int64_t layer, int64_t head,
                             int64_t pos) {
   if (!cfg.valueScalePerToken() || vTokenScales.empty())
     fail("the cache has no per-token value scales (kivi, host storage)");
-  // offset() checks the ranges and finds the unit (block or slot); the
-  // scales are [units][layers][kv_heads][unit tokens].
-  size_t unit = offset(seq, layer, 1, head, pos) / hostUnitFloats;
-  return vTokenScales.data() +
-         unit * (hostUnitFloats / (size_t)(2 * cfg.headDim)) +
-         (size_t)(((layer - opts.hostFirstLayer) * cfg.kvHeads + head) *
-                      unitTokens +
-                  pos % unitTokens);
+  // [host layers][kv_heads][units][unit tokens], as the values' runs.
+  size_t unit = unitOf(seq, layer, head, pos);
+  size_t run = (size_t)((layer - opts.hostFirstLayer) * cfg.kvHeads + head);
+  return vTokenScales.data() + (run * units() + unit) * (size_t)unitTokens +
+         (size_t)(pos % unitTokens);
 }
 
-size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
-                       int64_t pos) {
+size_t KvCache::unitOf(int64_t seq, int64_t layer, int64_t head, int64_t pos) {
   Seq &s = get(seq);
   if (pos < 0 || pos >= s.reserved || layer < 0 || layer >= cfg.layers ||
       head < 0 || head >= cfg.kvHeads)
@@ -379,12 +375,21 @@ size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
   if (layer < opts.hostFirstLayer)
     fail("layer " + str(layer) + " is on the GPU (a layer split keeps layers " +
          str(opts.hostFirstLayer) + ".." + str(cfg.layers - 1) + " here)");
-  size_t unit = isPaged ? (size_t)s.blocks[pos / unitTokens] : (size_t)seq;
-  size_t off = (size_t)((((layer - opts.hostFirstLayer) * 2 + kv) *
-                             cfg.kvHeads +
-                         head) *
-                            unitTokens +
-                        pos % unitTokens) *
-               (size_t)cfg.headDim;
-  return unit * hostUnitFloats + off;
+  return isPaged ? (size_t)s.blocks[pos / unitTokens] : (size_t)seq;
+}
+
+size_t KvCache::offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
+                       int64_t pos) {
+  // Host storage is [host layers][2][kv_heads][units][unit tokens][head_dim]:
+  // each (layer, K or V, head) a pool of its own, so the blocks a sequence
+  // took in order lie next to each other and attention streams them (a
+  // block-major pool left each 16-token run 4 KiB alone, SmolLM2's next one
+  // 737 KB away, and the CPU's prefetchers restarting at every run).
+  size_t unit = unitOf(seq, layer, head, pos);
+  size_t run = (size_t)(((layer - opts.hostFirstLayer) * 2 + kv) *
+                            cfg.kvHeads +
+                        head);
+  return ((run * units() + unit) * (size_t)unitTokens +
+          (size_t)(pos % unitTokens)) *
+         (size_t)cfg.headDim;
 }

@@ -168,8 +168,9 @@ public:
                 ? (size_t)(cfg.layers * cfg.kvHeads) * sizeof(float)
                 : 0);
   }
-  /// kivi: the V rows' scales of the whole pool or all slots
-  /// ([units][layers][kv_heads][unit tokens]), or of its first `layers`
+  /// kivi: the V rows' scales of the whole pool or all slots (on the GPU
+  /// [units][layers][kv_heads][unit tokens], on the host
+  /// [layers][kv_heads][units][unit tokens]), or of its first `layers`
   /// layers; 0 otherwise.
   size_t valueScaleElements() const { return valueScaleElements(cfg.layers); }
   size_t valueScaleElements(int64_t layers) const {
@@ -242,6 +243,13 @@ private:
   /// Element offset of (layer, kv, head, pos) of `seq` in the storage.
   size_t offset(int64_t seq, int64_t layer, int64_t kv, int64_t head,
                 int64_t pos);
+  /// The unit (block or slot) holding `pos` of `seq`; throws on a position,
+  /// layer or head out of range, or a layer the host does not hold.
+  size_t unitOf(int64_t seq, int64_t layer, int64_t head, int64_t pos);
+  /// Blocks (paged) or slots (contiguous) in the pool.
+  size_t units() const {
+    return (size_t)(isPaged ? opts.numBlocks : opts.maxSequences);
+  }
   template <typename T>
   T *slot(int64_t seq, int64_t layer, int64_t kv, int64_t head, int64_t pos) {
     static_assert(kKvElementDType<T> != nullptr,
