@@ -400,14 +400,15 @@ void runColumnsAvx512(int64_t R, int64_t D, const std::vector<KvRun<T>> &values,
   for (int64_t r = 0; r < R; ++r) {
     float *o = O + r * ldo;
     std::fill(o + c0, o + c1, 0.0f);
-    const float *row = S + r * lds - s0; // row[j]: position j's weight
+    const float *row = S + r * lds; // row[j - s0]: position j's weight
     forRunsIn(values, lo[r], hi[r],
               [&](const KvRun<T> &run, int64_t off, int64_t cnt) {
                 const float *vs = nullptr;
                 if constexpr (kScaledKvElement<T>)
                   vs = run.scales + off * run.scaleStride;
-                weightedSumAvx512(row + run.first + off, run.data + off * D,
-                                  vs, run.scaleStride, cnt, D, c0, c1, o);
+                weightedSumAvx512(row + (run.first + off - s0),
+                                  run.data + off * D, vs, run.scaleStride, cnt,
+                                  D, c0, c1, o);
               });
   }
 }
