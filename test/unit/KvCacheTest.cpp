@@ -64,6 +64,45 @@ TEST(KvCache, ConfigFromManifest) {
             std::string::npos);
 }
 
+// The host storage keeps each (layer, K or V, head) apart, so the blocks a
+// sequence took in order are adjacent for one head: decode attention then
+// streams a head's keys as one run of memory (docs/KV_CACHE.md). Block-major
+// storage put the other layers and heads between them.
+TEST(KvCache, HostBlocksOfAHeadAreAdjacent) {
+  for (std::string dtype : {"f32", "i8"}) {
+    json cfg = {{"layout", "paged"}, {"block_tokens", 4}, {"layers", 3},
+                {"kv_heads", 2},     {"head_dim", 8},     {"dtype", dtype}};
+    if (dtype == "i8") {
+      cfg["k_scales"] = std::vector<std::vector<float>>(3, {0.1f, 0.1f});
+      cfg["v_scales"] = cfg["k_scales"];
+    }
+    KvCache c(KvCacheConfig::fromJson(cfg), {2, 0, /*numBlocks=*/6});
+    int64_t s = c.addSequence();
+    c.reserve(s, 12); // blocks 0, 1, 2
+    ASSERT_EQ(c.blockTable(s), (std::vector<int64_t>{0, 1, 2}));
+    for (int64_t layer = 0; layer < 3; ++layer)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int64_t head = 0; head < 2; ++head) {
+          std::vector<const void *> runs;
+          auto add = [&](int64_t, const auto *run, int64_t n) {
+            EXPECT_EQ(n, 4);
+            runs.push_back(run);
+          };
+          if (dtype == "f32")
+            c.forEachRun<float>(s, layer, kv, head, 0, 12, add);
+          else
+            c.forEachRun<int8_t>(s, layer, kv, head, 0, 12, add);
+          ASSERT_EQ(runs.size(), 3u);
+          size_t runBytes = 4 * 8 * (dtype == "f32" ? sizeof(float) : 1);
+          for (size_t i = 1; i < runs.size(); ++i)
+            EXPECT_EQ((const char *)runs[i] - (const char *)runs[i - 1],
+                      (ptrdiff_t)runBytes)
+                << dtype << " layer " << layer << " kv " << kv << " head "
+                << head;
+        }
+  }
+}
+
 TEST(KvCache, BlockAllocator) {
   KvCache c(config("paged", 4), {/*maxSequences=*/3, 0, /*numBlocks=*/5});
   EXPECT_TRUE(c.paged());
