@@ -74,7 +74,6 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
     : cfg(config), opts(options), isPaged(config.layout == "paged") {
   unitFloats = checkCapacity(cfg, opts);
   unitTokens = isPaged ? cfg.blockTokens : opts.maxTokens;
-  int64_t units = isPaged ? opts.numBlocks : opts.maxSequences;
   if (opts.hostFirstLayer < 0 || opts.hostFirstLayer > cfg.layers)
     fail("the host's first layer " + str(opts.hostFirstLayer) +
          " is outside 0.." + str(cfg.layers));
@@ -96,14 +95,14 @@ KvCache::KvCache(const KvCacheConfig &config, const KvCacheOptions &options)
            "per-head, v_scales of [layers][kv_heads] "
            "(KvCacheConfig::fromJson makes them)");
     if (opts.hostStorage)
-      storage8.assign(hostUnitFloats * (size_t)units, 0);
+      storage8.assign(hostUnitFloats * units(), 0);
     if (opts.hostStorage && cfg.valueScalePerToken())
-      vTokenScales.assign(hostUnitFloats * (size_t)units / (2 * cfg.headDim),
+      vTokenScales.assign(hostUnitFloats * units() / (2 * cfg.headDim),
                           1.0f);
   } else if (opts.hostStorage && cfg.isF16()) {
-    storage16.assign(hostUnitFloats * (size_t)units, 0);
+    storage16.assign(hostUnitFloats * units(), 0);
   } else if (opts.hostStorage) {
-    storage.assign(hostUnitFloats * (size_t)units, 0.0f);
+    storage.assign(hostUnitFloats * units(), 0.0f);
   }
   seqs.resize(opts.maxSequences);
   if (isPaged) {

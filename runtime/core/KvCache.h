@@ -217,7 +217,7 @@ public:
   /// Elements of the whole pool (paged) or of all slots (contiguous), every
   /// layer: the layout's, wherever it is held.
   size_t storageElements() const {
-    return unitFloats * (size_t)(isPaged ? opts.numBlocks : opts.maxSequences);
+    return unitFloats * units();
   }
   /// The same for `layers` of the layers (a layer split's device part).
   size_t storageElements(int64_t layers) const {

@@ -218,9 +218,12 @@ void Session::runNodes(const Function &fn, const std::vector<size_t> &indices,
     // 2:4 weight the loader expanded runs as the dense linear it became,
     // its epilogue included (unfused, 2:4 ran 4-14% under dense).
     const bool expanded = use && use->runsDense() && sparseRunsDense();
-    Operands fusedOps = operands;
-    if (expanded)
-      fusedOps.at(use->weightOperand()) = &use->denseStandIn;
+    Operands denseOps; // an expanded weight's operands: its dense stand-in
+    if (expanded) {
+      denseOps = operands;
+      denseOps.at(use->weightOperand()) = &use->denseStandIn;
+    }
+    const Operands &fusedOps = expanded ? denseOps : operands;
     std::optional<LinearEpilogue> epi;
     if ((!use || expanded) && !observer && !tracer && !shapeOnly &&
         cpuKernelPath() != CpuKernelPath::Reference &&
