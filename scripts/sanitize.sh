@@ -16,6 +16,9 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"  # cache hits across clones
 BUILD=${ASAN_BUILD_DIR:-build-asan}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+# Each part's start, minutes into the run (scripts/test.sh sets the start).
+start=${QCC_TEST_START:-$(date +%s)}
+part() { echo "sanitize: [$(( ($(date +%s) - start) / 60 )) min] $1"; }
 
 if [ ! -f "$BUILD/build.ninja" ]; then
   mkdir -p "$BUILD"
@@ -27,12 +30,14 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit > "$BUILD/configure.log" 2>&1 ||
     { cat "$BUILD/configure.log" >&2; exit 1; }
 fi
+part "build-asan: build"
 cmake --build "$BUILD" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log" >&2; exit 1; }
 # Leaks are left to the fuzz targets (libFuzzer checks each input); the
 # unit tests hold one-time pools (OpenMP, OpenBLAS) that are not bugs.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
+part "build-asan: ctest"
 ctest --test-dir "$BUILD" --output-on-failure -j2 > "$BUILD/ctest.out" 2>&1 || status=$?
 tail -3 "$BUILD/ctest.out"
 if [ $status -ne 0 ]; then
@@ -44,6 +49,7 @@ fi
 # by the main build's qcc.
 MAIN_BIN=${MAIN_BIN_DIR:-build/bin}
 if [ -x .venv/bin/python ] && [ -x "$MAIN_BIN/qcc" ]; then
+  part "qserve's suite"
   QCC_BIN_DIR="$MAIN_BIN" QCC_QSERVE="$BUILD/bin/qserve" PYTHONDONTWRITEBYTECODE=1 \
     .venv/bin/python -m pytest -q -p no:cacheprovider test/serve > "$BUILD/serve.out" 2>&1 || {
     status=1
@@ -57,13 +63,19 @@ if ! command -v "${FUZZ_CXX:-clang++}" > /dev/null; then
   echo "sanitize: no clang: the libFuzzer targets and the lit suite under the sanitizers were not run" >&2
   exit 0
 fi
+part "build-fuzz: fuzz targets"
 ./scripts/fuzz.sh "$FUZZ_SECONDS" || status=$?
 # Leaks are off here too (qcc's MLIRContext and NVRTC's state live until
 # exit); allow_user_poisoning=0 as in scripts/fuzz.sh.
 FUZZ_BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
-ASAN_OPTIONS="$ASAN_OPTIONS:allow_user_poisoning=0" cmake --build "$FUZZ_BUILD" --target check-qcc-lit > "$FUZZ_BUILD/lit.out" 2>&1 || {
+part "build-fuzz: lit"
+cmake --build "$FUZZ_BUILD" --target qcc-lit-depends > "$FUZZ_BUILD/lit-build.log" 2>&1 ||
+  { tail -40 "$FUZZ_BUILD/lit-build.log" >&2; exit 1; }
+ASAN_OPTIONS="$ASAN_OPTIONS:allow_user_poisoning=0" ./scripts/lit_timeout.sh \
+  "${LIT_TIMEOUT:-1200}" "$FUZZ_BUILD/lit.out" -v "$FUZZ_BUILD/test" > /dev/null 2> "$FUZZ_BUILD/lit.err" || {
   status=1
   grep -E "^(FAIL|UNRESOLVED|TIMEOUT)|ERROR: AddressSanitizer|runtime error:" "$FUZZ_BUILD/lit.out" | head -20 >&2
+  cat "$FUZZ_BUILD/lit.err" >&2
 }
 grep -E "^ *(Passed|Failed|Unsupported|Expectedly Failed|Unresolved|Timed Out) *:" "$FUZZ_BUILD/lit.out" |
   sed 's/^ */lit under ASan+UBSan: /' || true

@@ -5,12 +5,31 @@
 # the fuzz replays, each fuzz target for FUZZ_SECONDS; SANITIZE=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's start, minutes into the run, on its own line: when CI stops a
+# run at its time limit, the last lines it kept say which step was running.
+# The closing 'steps:' line adds each step's minutes up.
+export QCC_TEST_START=${QCC_TEST_START:-$(date +%s)} # scripts/sanitize.sh's too
+steps=""
+step_start=$SECONDS
+step_name=""
+step() {
+  [ -n "$step_name" ] && steps="$steps $step_name $(( (SECONDS - step_start + 30) / 60 ))m"
+  step_name=$1
+  step_start=$SECONDS
+  [ -n "$step_name" ] && echo "--- [$(( ($(date +%s) - QCC_TEST_START) / 60 )) min] $step_name"
+  return 0
+}
+step setup
 ./scripts/setup.sh
+step build
 ./scripts/build.sh
 BUILD="${BUILD_DIR:-build}"
-# lit's own summary (ctest shows a test's output only when it fails).
-/usr/lib/llvm-22/bin/lit -s "$BUILD/test"
+# lit's own summary (ctest shows a test's output only when it fails); a
+# test that hangs is stopped and named (scripts/lit_timeout.sh).
+step lit
 status=0
+./scripts/lit_timeout.sh "${LIT_TIMEOUT:-1200}" "$BUILD/lit.out" -v "$BUILD/test" || status=$?
+step ctest
 ctest --test-dir "$BUILD" --output-on-failure 2>&1 | tee "$BUILD/ctest.out" || status=$?
 # The reports of the Python-driven checks, and why any test skipped (the GPU
 # tests without a GPU), from ctest's log.
@@ -24,7 +43,9 @@ failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$BUILD/ctest.out" |
 skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$BUILD/ctest.out" || true)
 echo "ctest: $(( ${total:-0} - ${failed:-0} - ${skipped:-0} )) passed, ${failed:-0} failed, ${skipped:-0} skipped"
 if [ "${SANITIZE:-1}" = 1 ]; then
-  echo "--- sanitizers (build-asan: runtime tests and fuzz replays; fuzz targets)"
+  step "sanitizers (build-asan: runtime tests and fuzz replays; fuzz targets)"
   ./scripts/sanitize.sh || status=$?
 fi
+step ""
+echo "steps:$steps; $(( ($(date +%s) - QCC_TEST_START) / 60 )) min in all"
 exit $status
