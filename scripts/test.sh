@@ -47,7 +47,7 @@ failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$BUILD/ctest.out" |
 skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$BUILD/ctest.out" || true)
 echo "ctest: $(( ${total:-0} - ${failed:-0} - ${skipped:-0} )) passed, ${failed:-0} failed, ${skipped:-0} skipped"
 if [ "${SANITIZE:-1}" = 1 ]; then
-  step "sanitizers (build-asan: runtime tests and fuzz replays; fuzz targets)"
+  step sanitizers # build-asan: runtime tests and fuzz replays; fuzz targets; lit
   ./scripts/sanitize.sh || status=$?
 fi
 step ""
