@@ -13,8 +13,14 @@ cd "$(dirname "$0")/.."
 secs=$1 log=$2
 shift 2
 LIT=${LLVM_LIT:-/usr/lib/llvm-22/bin/lit}
-PYTHONUNBUFFERED=1 timeout -k 30 "$secs" "$LIT" --print-result-after=all "$@" > "$log" 2>&1
+PYTHONUNBUFFERED=1 timeout -k 30 "$secs" "$LIT" --print-result-after=all "$@" > "$log" 2>&1 &
+pid=$!
+# timeout's own process group takes lit out of the terminal's: an interrupt
+# is passed on to it (timeout stops the group), not left to finish alone.
+trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid"; exit 130' INT TERM
+wait "$pid"
 rc=$?
+trap - INT TERM
 # Results that need no attention stay in the log.
 grep -vE '^(PASS|UNSUPPORTED|XFAIL): ' "$log"
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
